@@ -1,0 +1,35 @@
+// Attribution of an allocation to a source line: the "source key" of a stack.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
+
+#include "snapshot/model.h"
+
+namespace memsnap {
+
+// Frame classes, by filename and name.
+bool is_internal_frame(std::string_view name, std::string_view filename);
+bool is_cpp_frame(std::string_view filename, int64_t line);
+bool is_capture_machinery(std::string_view name);
+
+// Source keys of one snapshot's stacks, computed once per distinct stack.
+class SourceKeys {
+ public:
+  SourceKeys(const Snapshot& snapshot, int depth);
+  const std::string& key(StackId stack);
+
+ private:
+  std::string compute(StackId stack) const;
+  std::string render(FrameId frame) const;
+
+  const Snapshot& snapshot_;
+  int depth_;
+  absl::flat_hash_map<uint32_t, std::string> cache_;
+};
+
+inline constexpr std::string_view kNoFrames = "<no frames>";
+
+}  // namespace memsnap

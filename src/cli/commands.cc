@@ -1,0 +1,229 @@
+#include "cli/commands.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fmt/format.h>
+#include <new>
+#include <optional>
+#include <string>
+
+#include "analysis/source_key.h"
+#include "analysis/summary.h"
+#include "io/error.h"
+#include "io/input.h"
+#include "pickle/tree.h"
+#include "pickle/vm.h"
+#include "report/format.h"
+#include "report/parse_report.h"
+#include "snapshot/decoder.h"
+
+namespace memsnap {
+namespace {
+
+using nlohmann::ordered_json;
+
+constexpr uint64_t kProgressThreshold = uint64_t{64} << 20;
+
+void print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+
+void print_json(const ordered_json& value) {
+  print(value.dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n");
+}
+
+// Progress on stderr, only for a person watching a large file load.
+LoadOptions load_options(const std::string& path, bool allow_objects) {
+  LoadOptions options;
+  options.allow_objects = allow_objects;
+  if (::isatty(STDERR_FILENO) != 0) {
+    options.on_progress = [path, shown = false](uint64_t done, uint64_t total) mutable {
+      if (total < kProgressThreshold) return;
+      shown = true;
+      std::fprintf(stderr, "\rmemsnap: reading %s %3d%% (%s of %s)", path.c_str(),
+                   static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total)),
+                   format_bytes(done).c_str(), format_bytes(total).c_str());
+      if (done >= total) std::fprintf(stderr, "\r\033[K");
+      std::fflush(stderr);
+    };
+  }
+  return options;
+}
+
+struct CommonFlags {
+  std::optional<int> device;
+  bool json = false;
+  bool allow_objects = false;
+  int top = 10;
+  int frame_depth = 1;
+};
+
+void add_device_flag(CLI::App* command, CommonFlags& flags) {
+  command->add_option("--device", flags.device,
+                      "CUDA device ordinal to analyse (default: the first device with trace "
+                      "events, else the first with segments)");
+}
+void add_json_flag(CLI::App* command, CommonFlags& flags) {
+  command->add_flag("--json", flags.json, "Print JSON instead of text (report on stdout only)");
+}
+void add_objects_flag(CLI::App* command, CommonFlags& flags) {
+  command->add_flag("--allow-objects", flags.allow_objects,
+                    "Read opcodes that would import or call code as inert placeholders "
+                    "instead of refusing the file (nothing is ever executed)");
+}
+
+int run_parse(const std::string& path, const CommonFlags& flags) {
+  Snapshot snapshot = load_snapshot(path, load_options(path, flags.allow_objects));
+  ParseOptions options{flags.device, flags.top, flags.frame_depth};
+  ParseResult result = summarize(snapshot, path, options);
+  if (flags.json) {
+    print_json(render_parse_json(result));
+  } else {
+    print(render_parse_text(result));
+  }
+  return 0;
+}
+
+int run_dump(const std::string& path, const CommonFlags& flags) {
+  try {
+    InputBuffer input = open_input(path);
+    pickle::VmOptions options;
+    options.allow_objects = flags.allow_objects;
+    pickle::Vm vm(input.bytes(), options);
+    pickle::Value root = vm.run();
+    pickle::write_tagged_json(vm, root, stdout);
+    std::fputc('\n', stdout);
+  } catch (const Error& error) {
+    throw Error((path == "-" ? std::string("<stdin>") : path) + ": " + error.what());
+  }
+  return 0;
+}
+
+ordered_json frames_json(const Snapshot& snapshot, StackId stack) {
+  ordered_json frames = ordered_json::array();
+  for (FrameId id : snapshot.stacks.get(stack)) {
+    const Frame& frame = snapshot.frames.get(id);
+    frames.push_back({{"name", snapshot.strings.get(frame.name)},
+                      {"filename", snapshot.strings.get(frame.filename)},
+                      {"line", frame.line}});
+  }
+  return frames;
+}
+
+int run_events(const std::string& path, const CommonFlags& flags, uint64_t stride) {
+  Snapshot snapshot = load_snapshot(path, load_options(path, flags.allow_objects));
+  int device = choose_device(snapshot, flags.device);
+  const DeviceTrace* trace = snapshot.trace_of(device);
+  DeviceTrace empty{device, 0, 0};
+  if (trace == nullptr) trace = &empty;
+  if (stride == 0) stride = 1;
+  std::vector<uint64_t> picked;
+  for (uint64_t i = 0; i < trace->count(); i += stride) picked.push_back(i);
+  if (trace->count() > 0 && (picked.empty() || picked.back() != trace->count() - 1)) {
+    picked.push_back(trace->count() - 1);
+  }
+  const EventColumns& events = snapshot.events;
+  if (flags.json) {
+    ordered_json list = ordered_json::array();
+    for (uint64_t i : picked) {
+      uint64_t at = trace->begin + i;
+      list.push_back({{"index", i},
+                      {"action", snapshot.action_label(at)},
+                      {"addr", events.without_addr.contains(at) ? ordered_json(nullptr)
+                                                                : ordered_json(events.addr[at])},
+                      {"size", events.size[at]},
+                      {"stream", events.stream[at]},
+                      {"time_us", events.time_us[at] != 0 ? ordered_json(events.time_us[at])
+                                                          : ordered_json(nullptr)},
+                      {"frames", frames_json(snapshot, events.stack[at])}});
+    }
+    print_json({{"device", device}, {"event_count", trace->count()}, {"events", list}});
+    return 0;
+  }
+  SourceKeys keys(snapshot, flags.frame_depth);
+  int64_t origin = 0;
+  for (uint64_t i = trace->begin; i < trace->end && origin == 0; ++i) origin = events.time_us[i];
+  TextTable table({"index", "time (s)", "action", "addr", "size", "source"},
+                  {true, true, false, true, true, false});
+  for (uint64_t i : picked) {
+    uint64_t at = trace->begin + i;
+    table.add_row({std::to_string(i),
+                   events.time_us[at] != 0
+                       ? fmt::format("{:.6f}", static_cast<double>(events.time_us[at] - origin) / 1e6)
+                       : "-",
+                   std::string(snapshot.action_label(at)),
+                   events.without_addr.contains(at) ? "-" : fmt::format("0x{:x}", events.addr[at]),
+                   format_bytes(events.size[at]), keys.key(events.stack[at])});
+  }
+  print(fmt::format("{}: device {}, {} events{}\n", path, device, format_count(trace->count()),
+                    stride > 1 ? fmt::format(", every {}th shown", stride) : ""));
+  print(table.render());
+  return 0;
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{
+      "memsnap: read PyTorch CUDA memory snapshots (torch.cuda.memory._dump_snapshot pickles) "
+      "safely and fast.\nThe file is never executed. .gz and .zst inputs are decompressed; "
+      "'-' reads stdin."};
+  app.name("memsnap");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "memsnap 0.1.0");
+
+  CommonFlags flags;
+  std::string file;
+  uint64_t stride = 1;
+
+  CLI::App* parse = app.add_subcommand(
+      "parse", "What is in this file: settings, segments, baseline, steps, events, top sources");
+  parse->add_option("FILE", file, "Snapshot pickle (.pickle, .gz, .zst, or - for stdin)")->required();
+  add_json_flag(parse, flags);
+  add_device_flag(parse, flags);
+  parse->add_option("--top", flags.top, "Number of sources to list (default 10)")
+      ->check(CLI::NonNegativeNumber);
+  parse->add_option("--frame-depth", flags.frame_depth,
+                    "Frames per source key, joined with ' -> ' (default 1)")
+      ->check(CLI::PositiveNumber);
+  add_objects_flag(parse, flags);
+
+  CLI::App* dump = app.add_subcommand(
+      "dump", "Print the whole pickle as JSON (tuples, sets, bytes and wide ints tagged)");
+  dump->add_option("FILE", file, "Pickle file (.gz, .zst, or - for stdin)")->required();
+  add_objects_flag(dump, flags);
+
+  CLI::App* events = app.add_subcommand("events", "List one device's trace entries");
+  events->add_option("FILE", file, "Snapshot pickle")->required();
+  add_device_flag(events, flags);
+  events->add_option("--stride", stride, "Show every Kth entry (the last is always shown)")
+      ->check(CLI::PositiveNumber);
+  events->add_option("--frame-depth", flags.frame_depth, "Frames per source key (default 1)")
+      ->check(CLI::PositiveNumber);
+  add_json_flag(events, flags);
+  add_objects_flag(events, flags);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    int status = app.exit(error);
+    return status == 0 ? 0 : 2;
+  }
+
+  try {
+    if (parse->parsed()) return run_parse(file, flags);
+    if (dump->parsed()) return run_dump(file, flags);
+    if (events->parsed()) return run_events(file, flags, stride);
+  } catch (const Error& error) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "memsnap: %s\n", error.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "memsnap: out of memory\n");
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace memsnap

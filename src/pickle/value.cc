@@ -1,0 +1,31 @@
+#include "pickle/value.h"
+
+namespace memsnap::pickle {
+
+const char* kind_name(Kind kind) {
+  switch (kind) {
+    case Kind::kUndefined: return "undefined";
+    case Kind::kNone: return "None";
+    case Kind::kBool: return "bool";
+    case Kind::kInt:
+    case Kind::kUInt:
+    case Kind::kBigInt: return "int";
+    case Kind::kFloat: return "float";
+    case Kind::kStr: return "str";
+    case Kind::kBytes: return "bytes";
+    case Kind::kByteArray: return "bytearray";
+    case Kind::kObject: return "object";
+    case Kind::kList: return "list";
+    case Kind::kTuple: return "tuple";
+    case Kind::kDict: return "dict";
+    case Kind::kSet: return "set";
+    case Kind::kFrozenSet: return "frozenset";
+    case Kind::kEvent:
+    case Kind::kEventRange: return "trace entry";
+    case Kind::kFrame: return "frame";
+    case Kind::kStack: return "frame list";
+  }
+  return "?";
+}
+
+}  // namespace memsnap::pickle

@@ -1,0 +1,803 @@
+#include "pickle/vm.h"
+
+#include <algorithm>
+#include <bit>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+#include <limits>
+
+#include "io/error.h"
+#include "pickle/opcodes.h"
+
+namespace memsnap::pickle {
+namespace {
+
+constexpr uint64_t kProgressInterval = uint64_t{16} << 20;
+constexpr uint64_t kMaxViewLength = std::numeric_limits<uint32_t>::max();
+// Decimal rendering of wider ints is quadratic; real snapshots never come near.
+constexpr size_t kMaxBigIntBytes = 4096;
+
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+void append_utf8(std::string& out, uint32_t code_point) {
+  if (code_point < 0x80) {
+    out.push_back(static_cast<char>(code_point));
+  } else if (code_point < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (code_point >> 6)));
+    out.push_back(static_cast<char>(0x80 | (code_point & 0x3F)));
+  } else if (code_point < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (code_point >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((code_point >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (code_point & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (code_point >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((code_point >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((code_point >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (code_point & 0x3F)));
+  }
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t' || text.front() == '\r' ||
+                           text.front() == '\n')) {
+    text.remove_prefix(1);
+  }
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r' ||
+                           text.back() == '\n')) {
+    text.remove_suffix(1);
+  }
+  return text;
+}
+
+}  // namespace
+
+Vm::Vm(std::span<const uint8_t> input, VmOptions options)
+    : input_(input), options_(std::move(options)) {}
+
+void Vm::fail(const std::string& message) const { fail_at(message, op_offset_); }
+
+void Vm::fail_at(const std::string& message, uint64_t offset) const {
+  throw Error(fmt::format("{} (at byte offset {})", message, offset), offset);
+}
+
+const uint8_t* Vm::take(uint64_t count) {
+  if (count > input_.size() - pos_) {
+    std::string_view name = opcode_name(op_);
+    fail(fmt::format("truncated: opcode {} needs {} bytes, only {} left in the file", name, count,
+                     input_.size() - pos_));
+  }
+  const uint8_t* start = input_.data() + pos_;
+  pos_ += count;
+  return start;
+}
+
+std::string_view Vm::read_line() {
+  const auto* begin = input_.data() + pos_;
+  const auto* end = input_.data() + input_.size();
+  const auto* newline = std::find(begin, end, static_cast<uint8_t>('\n'));
+  if (newline == end) {
+    fail(fmt::format("truncated: opcode {} has no end of line", opcode_name(op_)));
+  }
+  pos_ += static_cast<uint64_t>(newline - begin) + 1;
+  return {reinterpret_cast<const char*>(begin), static_cast<size_t>(newline - begin)};
+}
+
+uint64_t Vm::read_le(unsigned width) {
+  const uint8_t* bytes = take(width);
+  uint64_t value = 0;
+  for (unsigned i = 0; i < width; ++i) value |= uint64_t{bytes[i]} << (8 * i);
+  return value;
+}
+
+Value Vm::pop() {
+  if (stack_.size() <= mark_base()) {
+    fail(fmt::format("stack underflow: opcode {} needs a value", opcode_name(op_)));
+  }
+  Value value = stack_.back();
+  stack_.pop_back();
+  return value;
+}
+
+Value& Vm::top() {
+  if (stack_.size() <= mark_base()) {
+    fail(fmt::format("stack underflow: opcode {} needs a value", opcode_name(op_)));
+  }
+  return stack_.back();
+}
+
+size_t Vm::pop_mark() {
+  if (marks_.empty()) fail(fmt::format("no MARK before opcode {}", opcode_name(op_)));
+  size_t base = marks_.back();
+  marks_.pop_back();
+  return base;
+}
+
+Value Vm::new_container(Kind kind) {
+  uint64_t index = 0;
+  if (!free_containers_.empty()) {
+    index = free_containers_.back();
+    free_containers_.pop_back();
+  } else {
+    if (containers_.size() >= std::numeric_limits<uint32_t>::max()) fail("too many containers");
+    index = containers_.size();
+    containers_.emplace_back();
+  }
+  Container& slot = containers_[index];
+  slot.items.clear();
+  slot.memo_refs = 0;
+  slot.converted = false;
+  Value value;
+  value.kind = kind;
+  value.size = slot.generation;
+  value.payload = index;
+  return value;
+}
+
+Vm::Container& Vm::container(const Value& value) {
+  return const_cast<Container&>(std::as_const(*this).container(value));
+}
+
+const Vm::Container& Vm::container(const Value& value) const {
+  const Container& slot = containers_[value.payload];
+  if (slot.generation != value.size) {
+    throw Error("a trace entry dict is referenced a second time after memsnap consumed it; "
+                "this is not how PyTorch writes snapshots");
+  }
+  return slot;
+}
+
+Value Vm::view_value(Kind kind, uint64_t offset, uint64_t length) {
+  if (length > kMaxViewLength) fail("string or bytes longer than 4 GiB");
+  Value value;
+  value.kind = kind;
+  value.size = static_cast<uint32_t>(length);
+  value.payload = offset;
+  return value;
+}
+
+Value Vm::owned_value(Kind kind, std::string_view bytes, uint8_t extra_flags) {
+  Value value = view_value(kind, owned_.size(), bytes.size());
+  value.flags = Value::kOwnedBytes | extra_flags;
+  owned_.append(bytes);
+  return value;
+}
+
+std::string_view Vm::view(const Value& value) const {
+  if ((value.flags & Value::kOwnedBytes) != 0) {
+    return std::string_view(owned_).substr(value.payload, value.size);
+  }
+  return {reinterpret_cast<const char*>(input_.data() + value.payload), value.size};
+}
+
+Value Vm::resolve(const Value& value) const {
+  if (!value.is_container()) return value;
+  const Container& slot = container(value);
+  return slot.converted ? slot.substitute : value;
+}
+
+std::span<const Value> Vm::items(const Value& value) const {
+  const Container& slot = container(value);
+  if (slot.converted) return {};
+  return slot.items;
+}
+
+const Value* Vm::find(const Value& dict, std::string_view key) const {
+  std::span<const Value> entries = items(dict);
+  const Value* found = nullptr;
+  for (size_t i = 0; i + 1 < entries.size(); i += 2) {
+    if (entries[i].kind == Kind::kStr && view(entries[i]) == key) found = &entries[i + 1];
+  }
+  return found;
+}
+
+void Vm::replace_container(const Value& value, Value substitute, bool reuse_slot) {
+  Container& slot = container(value);
+  if (slot.memo_refs == 1) {
+    Value current = memo_get(slot.memo_slot);
+    if (current.kind == value.kind && current.payload == value.payload &&
+        current.size == value.size) {
+      memo_put(slot.memo_slot, substitute);
+    }
+  }
+  if (reuse_slot && slot.memo_refs <= 1) {
+    slot.items.clear();
+    ++slot.generation;
+    free_containers_.push_back(static_cast<uint32_t>(value.payload));
+    return;
+  }
+  slot.converted = true;
+  slot.substitute = substitute;
+  std::vector<Value>().swap(slot.items);
+}
+
+void Vm::memo_put(uint64_t index, const Value& value) {
+  bool was_defined = false;
+  if (index < memo_.size()) {
+    was_defined = memo_[index].kind != Kind::kUndefined;
+    memo_[index] = value;
+  } else if (index == memo_.size()) {
+    auto sparse = sparse_memo_.find(index);
+    if (sparse != sparse_memo_.end()) {
+      was_defined = true;
+      sparse_memo_.erase(sparse);
+    }
+    memo_.push_back(value);
+  } else {
+    auto [it, inserted] = sparse_memo_.insert_or_assign(index, value);
+    was_defined = !inserted;
+  }
+  if (!was_defined) ++memo_count_;
+  if (value.is_container()) {
+    Container& slot = container(value);
+    slot.memo_slot = index;
+    if (slot.memo_refs < 2) ++slot.memo_refs;
+  }
+}
+
+Value Vm::memo_get(uint64_t index) const {
+  if (index < memo_.size() && memo_[index].kind != Kind::kUndefined) return memo_[index];
+  auto sparse = sparse_memo_.find(index);
+  if (sparse != sparse_memo_.end()) return sparse->second;
+  throw Error(fmt::format("memo index {} is not defined (opcode {} at byte offset {})", index,
+                          opcode_name(op_), op_offset_),
+              op_offset_);
+}
+
+void Vm::append_to_list(Value& list, Value item) {
+  if (options_.observer != nullptr) item = options_.observer->on_list_item(*this, item);
+  std::vector<Value>& items = container(list).items;
+  // Consecutive decoded trace entries collapse into one range, so a list of
+  // millions of entries costs a few bytes.
+  if (item.kind == Kind::kEvent && !items.empty()) {
+    Value& last = items.back();
+    if (last.kind == Kind::kEventRange && last.payload + last.size == item.payload &&
+        last.size < std::numeric_limits<uint32_t>::max()) {
+      ++last.size;
+      return;
+    }
+  }
+  if (item.kind == Kind::kEvent) {
+    item.kind = Kind::kEventRange;
+    item.size = 1;
+  }
+  items.push_back(item);
+}
+
+void Vm::refuse_or_placeholder(uint8_t opcode, std::string_view name) {
+  if (!options_.allow_objects) {
+    fail(fmt::format("refusing opcode {}: this pickle wants to import or call code; memsnap "
+                     "never does that (use --allow-objects to read such objects as inert "
+                     "placeholders)",
+                     opcode_name(opcode)));
+  }
+  push(owned_value(Kind::kObject, name));
+}
+
+Value Vm::parse_int_text(std::string_view text, bool allow_bool) {
+  if (allow_bool && text == "00") {
+    return Value{Kind::kBool, 0, 0, 0};
+  }
+  if (allow_bool && text == "01") {
+    return Value{Kind::kBool, 0, 0, 1};
+  }
+  text = trim(text);
+  std::string_view digits = text;
+  bool negative = false;
+  if (!digits.empty() && (digits.front() == '-' || digits.front() == '+')) {
+    negative = digits.front() == '-';
+    digits.remove_prefix(1);
+  }
+  int base = 10;
+  if (digits.size() > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X')) {
+    base = 16;
+    digits.remove_prefix(2);
+  }
+  if (digits.empty()) fail(fmt::format("bad integer literal for opcode {}", opcode_name(op_)));
+  for (char c : digits) {
+    if (base == 10 ? !is_digit(c) : hex_value(c) < 0) {
+      fail(fmt::format("bad integer literal for opcode {}", opcode_name(op_)));
+    }
+  }
+  uint64_t magnitude = 0;
+  auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), magnitude, base);
+  if (error == std::errc() && end == digits.data() + digits.size()) {
+    if (!negative) {
+      return magnitude <= uint64_t(std::numeric_limits<int64_t>::max())
+                 ? Value{Kind::kInt, 0, 0, magnitude}
+                 : Value{Kind::kUInt, 0, 0, magnitude};
+    }
+    if (magnitude <= uint64_t{1} << 63) {
+      return Value{Kind::kInt, 0, 0, ~magnitude + 1};
+    }
+  }
+  if (base != 10) fail("hexadecimal integer literal wider than 64 bits");
+  std::string decimal = negative ? "-" : "";
+  decimal.append(digits);
+  return owned_value(Kind::kBigInt, decimal, Value::kDecimalText);
+}
+
+Value Vm::parse_long_bytes(uint64_t offset, uint64_t length) {
+  const uint8_t* bytes = input_.data() + offset;
+  uint64_t n = length;
+  // Strip redundant sign bytes so non-minimal encodings still fit 64 bits.
+  while (n > 1 && ((bytes[n - 1] == 0x00 && bytes[n - 2] < 0x80) ||
+                   (bytes[n - 1] == 0xFF && bytes[n - 2] >= 0x80))) {
+    --n;
+  }
+  if (n == 0) return Value{Kind::kInt, 0, 0, 0};
+  if (n <= 8) {
+    uint64_t value = 0;
+    for (uint64_t i = 0; i < n; ++i) value |= uint64_t{bytes[i]} << (8 * i);
+    if (n < 8 && (bytes[n - 1] & 0x80) != 0) value |= ~uint64_t{0} << (8 * n);
+    return Value{Kind::kInt, 0, 0, value};
+  }
+  if (n == 9 && bytes[8] == 0) {
+    uint64_t value = 0;
+    for (uint64_t i = 0; i < 8; ++i) value |= uint64_t{bytes[i]} << (8 * i);
+    return Value{Kind::kUInt, 0, 0, value};
+  }
+  return view_value(Kind::kBigInt, offset, n);
+}
+
+Value Vm::parse_float_text(std::string_view text) {
+  std::string_view trimmed = trim(text);
+  double value = 0;
+  auto [end, error] = std::from_chars(trimmed.data(), trimmed.data() + trimmed.size(), value);
+  if (error == std::errc::result_out_of_range) {
+    value = (!trimmed.empty() && trimmed.front() == '-') ? -HUGE_VAL : HUGE_VAL;
+  } else if (error != std::errc() || end != trimmed.data() + trimmed.size()) {
+    fail("bad FLOAT literal");
+  }
+  return Value{Kind::kFloat, 0, 0, std::bit_cast<uint64_t>(value)};
+}
+
+// Python 2 `str` literal of protocol 0: a quoted repr with backslash escapes,
+// decoded as ASCII as CPython's Unpickler does by default.
+Value Vm::decode_string_literal(std::string_view text) {
+  if (text.size() < 2 || text.front() != text.back() || (text.front() != '\'' && text.front() != '"')) {
+    fail("the STRING opcode argument must be quoted");
+  }
+  text = text.substr(1, text.size() - 2);
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c != '\\' || i + 1 == text.size()) {
+      out.push_back(c);
+      continue;
+    }
+    char e = text[++i];
+    switch (e) {
+      case '\n': break;
+      case '\\': out.push_back('\\'); break;
+      case '\'': out.push_back('\''); break;
+      case '"': out.push_back('"'); break;
+      case 'a': out.push_back('\a'); break;
+      case 'b': out.push_back('\b'); break;
+      case 'f': out.push_back('\f'); break;
+      case 'n': out.push_back('\n'); break;
+      case 'r': out.push_back('\r'); break;
+      case 't': out.push_back('\t'); break;
+      case 'v': out.push_back('\v'); break;
+      case 'x': {
+        if (i + 2 >= text.size() || hex_value(text[i + 1]) < 0 || hex_value(text[i + 2]) < 0) {
+          fail("invalid \\x escape in STRING");
+        }
+        out.push_back(static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2])));
+        i += 2;
+        break;
+      }
+      default:
+        if (e >= '0' && e <= '7') {
+          int value = e - '0';
+          for (int k = 0; k < 2 && i + 1 < text.size() && text[i + 1] >= '0' && text[i + 1] <= '7'; ++k) {
+            value = value * 8 + (text[++i] - '0');
+          }
+          out.push_back(static_cast<char>(value & 0xFF));
+        } else {
+          out.push_back('\\');
+          out.push_back(e);
+        }
+    }
+  }
+  for (char c : out) {
+    if (static_cast<unsigned char>(c) >= 0x80) fail("non-ASCII byte in a protocol 0 STRING");
+  }
+  return owned_value(Kind::kStr, out);
+}
+
+Value Vm::decode_raw_unicode_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\\' && i + 1 < text.size() && (text[i + 1] == 'u' || text[i + 1] == 'U')) {
+      // An escape only counts after an even run of backslashes.
+      size_t run = 0;
+      for (size_t k = i; k > 0 && text[k - 1] == '\\'; --k) ++run;
+      if (run % 2 == 0) {
+        size_t digits = text[i + 1] == 'u' ? 4 : 8;
+        if (i + 2 + digits > text.size()) {
+          fail("truncated \\u escape in UNICODE");
+        }
+        uint32_t code_point = 0;
+        for (size_t k = 0; k < digits; ++k) {
+          int h = hex_value(text[i + 2 + k]);
+          if (h < 0) fail("bad \\u escape in UNICODE");
+          code_point = code_point * 16 + static_cast<uint32_t>(h);
+        }
+        if (code_point > 0x10FFFF) fail("\\U escape out of range in UNICODE");
+        append_utf8(out, code_point);
+        i += 1 + digits;
+        continue;
+      }
+    }
+    append_utf8(out, c);  // latin-1
+  }
+  return owned_value(Kind::kStr, out);
+}
+
+Value Vm::run() {
+  uint64_t next_progress = kProgressInterval;
+  for (;;) {
+    if (pos_ >= next_progress) {
+      next_progress = pos_ + kProgressInterval;
+      if (options_.on_progress) options_.on_progress(pos_);
+    }
+    op_offset_ = pos_;
+    if (pos_ >= input_.size()) {
+      fail_at(pos_ == 0 ? std::string("empty file: the dump was probably interrupted")
+                        : std::string("truncated: the file ends before the pickle's STOP opcode "
+                                      "(an interrupted dump?)"),
+              pos_);
+    }
+    op_ = input_[pos_++];
+    switch (op_) {
+      case kProto: {
+        uint64_t version = read_le(1);
+        if (version > 5) fail(fmt::format("unsupported pickle protocol {}", version));
+        protocol_ = static_cast<int>(version);
+        break;
+      }
+      case kFrame: {
+        uint64_t length = read_le(8);
+        if (length > input_.size() - pos_) {
+          fail(fmt::format("truncated: FRAME declares {} bytes, only {} left in the file", length,
+                           input_.size() - pos_));
+        }
+        break;
+      }
+      case kStop: {
+        stop_offset_ = op_offset_;
+        if (!marks_.empty()) fail("STOP inside an unclosed MARK");
+        if (stack_.size() != 1) {
+          fail(stack_.empty() ? std::string("stack underflow: STOP with an empty stack")
+                              : fmt::format("STOP leaves {} values on the stack", stack_.size()));
+        }
+        if (options_.on_progress) options_.on_progress(pos_);
+        return stack_.back();
+      }
+      case kMark: marks_.push_back(stack_.size()); break;
+      case kPop: pop(); break;
+      case kPopMark: stack_.resize(pop_mark()); break;
+      case kDup: push(top()); break;
+      case kNone: push(Value{Kind::kNone, 0, 0, 0}); break;
+      case kNewTrue: push(Value{Kind::kBool, 0, 0, 1}); break;
+      case kNewFalse: push(Value{Kind::kBool, 0, 0, 0}); break;
+      case kInt: push(parse_int_text(read_line(), true)); break;
+      case kLong: {
+        std::string_view text = read_line();
+        if (!text.empty() && text.back() == 'L') text.remove_suffix(1);
+        push(parse_int_text(text, false));
+        break;
+      }
+      case kBinInt: {
+        auto value = static_cast<int32_t>(static_cast<uint32_t>(read_le(4)));
+        push(Value{Kind::kInt, 0, 0, static_cast<uint64_t>(int64_t{value})});
+        break;
+      }
+      case kBinInt1: push(Value{Kind::kInt, 0, 0, read_le(1)}); break;
+      case kBinInt2: push(Value{Kind::kInt, 0, 0, read_le(2)}); break;
+      case kLong1: {
+        uint64_t length = read_le(1);
+        uint64_t offset = pos_;
+        take(length);
+        push(parse_long_bytes(offset, length));
+        break;
+      }
+      case kLong4: {
+        auto length = static_cast<int32_t>(static_cast<uint32_t>(read_le(4)));
+        if (length < 0) fail("LONG4 with a negative byte count");
+        uint64_t offset = pos_;
+        take(static_cast<uint64_t>(length));
+        push(parse_long_bytes(offset, static_cast<uint64_t>(length)));
+        break;
+      }
+      case kFloat: push(parse_float_text(read_line())); break;
+      case kBinFloat: {
+        const uint8_t* bytes = take(8);
+        uint64_t bits = 0;
+        for (int i = 0; i < 8; ++i) bits = (bits << 8) | bytes[i];
+        push(Value{Kind::kFloat, 0, 0, bits});
+        break;
+      }
+      case kString: push(decode_string_literal(read_line())); break;
+      case kUnicode: push(decode_raw_unicode_escape(read_line())); break;
+      case kBinString:
+      case kShortBinString: {
+        uint64_t length = 0;
+        if (op_ == kBinString) {
+          auto signed_length = static_cast<int32_t>(static_cast<uint32_t>(read_le(4)));
+          if (signed_length < 0) fail("BINSTRING with a negative length");
+          length = static_cast<uint64_t>(signed_length);
+        } else {
+          length = read_le(1);
+        }
+        uint64_t offset = pos_;
+        const uint8_t* bytes = take(length);
+        for (uint64_t i = 0; i < length; ++i) {
+          if (bytes[i] >= 0x80) fail("non-ASCII byte in a Python 2 string");
+        }
+        push(view_value(Kind::kStr, offset, length));
+        break;
+      }
+      case kBinUnicode:
+      case kShortBinUnicode:
+      case kBinUnicode8:
+      case kBinBytes:
+      case kShortBinBytes:
+      case kBinBytes8:
+      case kByteArray8: {
+        unsigned width = (op_ == kShortBinUnicode || op_ == kShortBinBytes) ? 1
+                         : (op_ == kBinUnicode || op_ == kBinBytes)         ? 4
+                                                                            : 8;
+        uint64_t length = read_le(width);
+        uint64_t offset = pos_;
+        take(length);
+        Kind kind = (op_ == kBinUnicode || op_ == kShortBinUnicode || op_ == kBinUnicode8)
+                        ? Kind::kStr
+                    : op_ == kByteArray8 ? Kind::kByteArray
+                                         : Kind::kBytes;
+        push(view_value(kind, offset, length));
+        break;
+      }
+      case kNextBuffer:
+        fail("NEXT_BUFFER needs an out-of-band buffer, which a snapshot file cannot carry");
+      case kReadOnlyBuffer: top(); break;
+      case kEmptyList: push(new_container(Kind::kList)); break;
+      case kEmptyDict: push(new_container(Kind::kDict)); break;
+      case kEmptyTuple: push(new_container(Kind::kTuple)); break;
+      case kEmptySet: push(new_container(Kind::kSet)); break;
+      case kList:
+      case kTuple:
+      case kFrozenSet:
+      case kDict: {
+        size_t base = pop_mark();
+        Kind kind = op_ == kList ? Kind::kList
+                    : op_ == kTuple ? Kind::kTuple
+                    : op_ == kFrozenSet ? Kind::kFrozenSet
+                                        : Kind::kDict;
+        if (kind == Kind::kDict && (stack_.size() - base) % 2 != 0) {
+          fail("DICT with an odd number of items");
+        }
+        Value made = new_container(kind);
+        if (kind == Kind::kList) {
+          for (size_t i = base; i < stack_.size(); ++i) append_to_list(made, stack_[i]);
+        } else {
+          container(made).items.assign(stack_.begin() + static_cast<ptrdiff_t>(base),
+                                       stack_.end());
+        }
+        stack_.resize(base);
+        push(made);
+        break;
+      }
+      case kTuple1:
+      case kTuple2:
+      case kTuple3: {
+        size_t count = op_ - kTuple1 + 1;
+        if (stack_.size() < mark_base() + count) {
+          fail(fmt::format("stack underflow: {} needs {} values", opcode_name(op_), count));
+        }
+        Value made = new_container(Kind::kTuple);
+        container(made).items.assign(stack_.end() - static_cast<ptrdiff_t>(count), stack_.end());
+        stack_.resize(stack_.size() - count);
+        push(made);
+        break;
+      }
+      case kAppend: {
+        Value item = pop();
+        Value& list = top();
+        if (list.kind != Kind::kList) fail(fmt::format("APPEND to a {}", kind_name(list.kind)));
+        append_to_list(list, item);
+        break;
+      }
+      case kAppends:
+      case kSetItems:
+      case kAddItems: {
+        size_t base = pop_mark();
+        if (base == 0 || stack_.size() < base || base <= mark_base()) {
+          fail(fmt::format("stack underflow: {} has no target below its MARK", opcode_name(op_)));
+        }
+        Value target = stack_[base - 1];
+        if (op_ == kAppends) {
+          if (target.kind != Kind::kList) fail(fmt::format("APPENDS to a {}", kind_name(target.kind)));
+          for (size_t i = base; i < stack_.size(); ++i) append_to_list(target, stack_[i]);
+        } else if (op_ == kSetItems) {
+          if (target.kind != Kind::kDict) fail(fmt::format("SETITEMS on a {}", kind_name(target.kind)));
+          if ((stack_.size() - base) % 2 != 0) fail("SETITEMS with an odd number of items");
+          auto& items = container(target).items;
+          items.insert(items.end(), stack_.begin() + static_cast<ptrdiff_t>(base), stack_.end());
+        } else {
+          if (target.kind != Kind::kSet) fail(fmt::format("ADDITEMS on a {}", kind_name(target.kind)));
+          auto& items = container(target).items;
+          items.insert(items.end(), stack_.begin() + static_cast<ptrdiff_t>(base), stack_.end());
+        }
+        stack_.resize(base);
+        break;
+      }
+      case kSetItem: {
+        Value value = pop();
+        Value key = pop();
+        Value& dict = top();
+        if (dict.kind != Kind::kDict) fail(fmt::format("SETITEM on a {}", kind_name(dict.kind)));
+        auto& items = container(dict).items;
+        items.push_back(key);
+        items.push_back(value);
+        break;
+      }
+      case kGet: {
+        std::string_view text = trim(read_line());
+        uint64_t index = 0;
+        auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), index);
+        if (error != std::errc() || end != text.data() + text.size()) fail("bad GET index");
+        push(memo_get(index));
+        break;
+      }
+      case kBinGet: push(memo_get(read_le(1))); break;
+      case kLongBinGet: push(memo_get(read_le(4))); break;
+      case kPut: {
+        std::string_view text = trim(read_line());
+        uint64_t index = 0;
+        auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), index);
+        if (error != std::errc() || end != text.data() + text.size()) fail("bad PUT index");
+        memo_put(index, top());
+        break;
+      }
+      case kBinPut: memo_put(read_le(1), top()); break;
+      case kLongBinPut: memo_put(read_le(4), top()); break;
+      case kMemoize: memo_put(memo_count_, top()); break;
+      // Opcodes that import, call or construct: refused, or inert placeholders.
+      case kGlobal: {
+        std::string_view module_name = read_line();
+        std::string module(module_name);
+        std::string_view name = read_line();
+        refuse_or_placeholder(op_, module + "." + std::string(name));
+        break;
+      }
+      case kStackGlobal: {
+        if (!options_.allow_objects) refuse_or_placeholder(op_, "");
+        Value name = pop();
+        Value module = pop();
+        if (name.kind != Kind::kStr || module.kind != Kind::kStr) fail("STACK_GLOBAL needs two str");
+        std::string dotted = std::string(view(module)) + "." + std::string(view(name));
+        refuse_or_placeholder(op_, dotted);
+        break;
+      }
+      case kReduce:
+      case kNewObj: {
+        if (!options_.allow_objects) refuse_or_placeholder(op_, "");
+        pop();
+        Value callable = pop();
+        std::string name = callable.kind == Kind::kObject ? std::string(view(callable)) : "object";
+        refuse_or_placeholder(op_, name);
+        break;
+      }
+      case kNewObjEx: {
+        if (!options_.allow_objects) refuse_or_placeholder(op_, "");
+        pop();
+        pop();
+        Value callable = pop();
+        std::string name = callable.kind == Kind::kObject ? std::string(view(callable)) : "object";
+        refuse_or_placeholder(op_, name);
+        break;
+      }
+      case kBuild:
+        if (!options_.allow_objects) refuse_or_placeholder(op_, "");
+        pop();
+        top();
+        break;
+      case kInst: {
+        if (!options_.allow_objects) refuse_or_placeholder(op_, "");
+        std::string module(read_line());
+        std::string name(read_line());
+        stack_.resize(pop_mark());
+        refuse_or_placeholder(op_, module + "." + name);
+        break;
+      }
+      case kObj: {
+        if (!options_.allow_objects) refuse_or_placeholder(op_, "");
+        size_t base = pop_mark();
+        if (stack_.size() <= base) fail("stack underflow: OBJ needs a class");
+        Value cls = stack_[base];
+        std::string name = cls.kind == Kind::kObject ? std::string(view(cls)) : "object";
+        stack_.resize(base);
+        refuse_or_placeholder(op_, name);
+        break;
+      }
+      case kExt1:
+      case kExt2:
+      case kExt4: {
+        if (!options_.allow_objects) refuse_or_placeholder(op_, "");
+        uint64_t code = read_le(op_ == kExt1 ? 1 : op_ == kExt2 ? 2 : 4);
+        refuse_or_placeholder(op_, fmt::format("<extension code {}>", code));
+        break;
+      }
+      case kPersId:
+        if (!options_.allow_objects) refuse_or_placeholder(op_, "");
+        read_line();
+        refuse_or_placeholder(op_, "<persistent id>");
+        break;
+      case kBinPersId:
+        if (!options_.allow_objects) refuse_or_placeholder(op_, "");
+        pop();
+        refuse_or_placeholder(op_, "<persistent id>");
+        break;
+      default:
+        if (op_offset_ == 0) {
+          fail(fmt::format("not a pickle: the first byte is 0x{:02x}, which is not a pickle opcode",
+                           op_));
+        }
+        fail(fmt::format("byte 0x{:02x} is not a pickle opcode (corrupt file?)", op_));
+    }
+  }
+}
+
+std::string big_int_decimal(const Vm& vm, const Value& value) {
+  std::string_view raw = vm.view(value);
+  if ((value.flags & Value::kDecimalText) != 0) return std::string(raw);
+  if (raw.size() > kMaxBigIntBytes) {
+    throw Error(fmt::format("integer of {} bytes is too wide to print", raw.size()));
+  }
+  // Little-endian two's complement to magnitude, then repeated division by 10^9.
+  std::vector<uint32_t> limbs((raw.size() + 3) / 4, 0);
+  for (size_t i = 0; i < raw.size(); ++i) {
+    limbs[i / 4] |= uint32_t{static_cast<uint8_t>(raw[i])} << (8 * (i % 4));
+  }
+  bool negative = !raw.empty() && (static_cast<uint8_t>(raw.back()) & 0x80) != 0;
+  if (negative) {
+    size_t top_bits = (raw.size() % 4) * 8;
+    if (top_bits != 0) limbs.back() |= ~uint32_t{0} << top_bits;
+    uint64_t carry = 1;
+    for (uint32_t& limb : limbs) {
+      uint64_t sum = uint64_t{static_cast<uint32_t>(~limb)} + carry;
+      limb = static_cast<uint32_t>(sum);
+      carry = sum >> 32;
+    }
+  }
+  std::string digits;
+  while (!limbs.empty()) {
+    uint64_t remainder = 0;
+    for (size_t i = limbs.size(); i-- > 0;) {
+      uint64_t current = (remainder << 32) | limbs[i];
+      limbs[i] = static_cast<uint32_t>(current / 1000000000u);
+      remainder = current % 1000000000u;
+    }
+    while (!limbs.empty() && limbs.back() == 0) limbs.pop_back();
+    std::string chunk = std::to_string(remainder);
+    if (!limbs.empty()) chunk.insert(0, 9 - chunk.size(), '0');
+    digits.insert(0, chunk);
+  }
+  if (digits.empty()) digits = "0";
+  return negative ? "-" + digits : digits;
+}
+
+}  // namespace memsnap::pickle

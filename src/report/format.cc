@@ -1,0 +1,92 @@
+#include "report/format.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <fmt/format.h>
+
+namespace memsnap {
+namespace {
+
+// Display width of UTF-8 text: count code points, not bytes.
+size_t display_width(const std::string& text) {
+  size_t width = 0;
+  for (char c : text) {
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++width;
+  }
+  return width;
+}
+
+}  // namespace
+
+std::string format_bytes(uint64_t bytes) {
+  static constexpr std::array kUnits = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) return fmt::format("{} B", bytes);
+  double value = static_cast<double>(bytes);
+  size_t unit = 0;
+  while (value >= 1024.0 && unit + 1 < kUnits.size()) {
+    value /= 1024.0;
+    ++unit;
+  }
+  return fmt::format("{:.2f} {}", value, kUnits[unit]);
+}
+
+std::string format_signed_bytes(int64_t bytes) {
+  if (bytes == 0) return "0 B";
+  uint64_t magnitude = bytes < 0 ? uint64_t{0} - static_cast<uint64_t>(bytes)
+                                 : static_cast<uint64_t>(bytes);
+  return (bytes < 0 ? "-" : "+") + format_bytes(magnitude);
+}
+
+std::string format_count(uint64_t count) {
+  std::string digits = std::to_string(count);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i != 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return out;
+}
+
+std::string format_percent(double fraction) { return fmt::format("{:.1f}%", fraction * 100.0); }
+
+TextTable::TextTable(std::vector<std::string> header, std::vector<bool> right_aligned)
+    : header_(std::move(header)), right_(std::move(right_aligned)) {
+  right_.resize(header_.size(), false);
+}
+
+void TextTable::add_row(std::vector<std::string> cells) {
+  cells.resize(header_.size());
+  rows_.push_back(std::move(cells));
+}
+
+std::string TextTable::render(const std::string& indent) const {
+  std::vector<size_t> widths(header_.size(), 0);
+  for (size_t c = 0; c < header_.size(); ++c) widths[c] = display_width(header_[c]);
+  for (const auto& row : rows_) {
+    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], display_width(row[c]));
+  }
+  std::string out;
+  auto emit = [&](const std::vector<std::string>& cells) {
+    std::string line = indent;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      size_t pad = widths[c] - display_width(cells[c]);
+      bool last = c + 1 == cells.size();
+      if (right_[c]) {
+        line.append(pad, ' ');
+        line += cells[c];
+      } else {
+        line += cells[c];
+        if (!last) line.append(pad, ' ');
+      }
+      if (!last) line += "  ";
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  };
+  emit(header_);
+  for (const auto& row : rows_) emit(row);
+  return out;
+}
+
+}  // namespace memsnap

@@ -1,0 +1,31 @@
+// Text formatting shared by the renderers: binary sizes, aligned tables.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace memsnap {
+
+// 1024-based: "512 B", "1.50 KiB", "3.25 GiB".
+std::string format_bytes(uint64_t bytes);
+// With an explicit sign: "+1.50 MiB", "-512 B", "0 B".
+std::string format_signed_bytes(int64_t bytes);
+std::string format_count(uint64_t count);  // thousands separated: 1,234,567
+std::string format_percent(double fraction);
+
+// A text table with a header row; numeric-looking columns align right.
+class TextTable {
+ public:
+  explicit TextTable(std::vector<std::string> header, std::vector<bool> right_aligned = {});
+  void add_row(std::vector<std::string> cells);
+  [[nodiscard]] std::string render(const std::string& indent = "  ") const;
+  [[nodiscard]] bool empty() const { return rows_.empty(); }
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<bool> right_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+}  // namespace memsnap

@@ -1,0 +1,377 @@
+#include "snapshot/decoder.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <numeric>
+
+#include "io/error.h"
+#include "pickle/tree.h"
+#include "pickle/vm.h"
+
+namespace memsnap {
+namespace {
+
+using pickle::Kind;
+using pickle::Value;
+using pickle::Vm;
+
+std::optional<uint64_t> as_u64(const Value& value) {
+  switch (value.kind) {
+    case Kind::kInt:
+    case Kind::kUInt:
+    case Kind::kBool: return value.payload;
+    default: return std::nullopt;
+  }
+}
+
+std::optional<int64_t> as_i64(const Value& value) {
+  if (value.kind == Kind::kInt || value.kind == Kind::kBool) {
+    return static_cast<int64_t>(value.payload);
+  }
+  return std::nullopt;
+}
+
+class SnapshotDecoder final : public pickle::ListItemObserver {
+ public:
+  explicit SnapshotDecoder(Snapshot& model) : model_(model) {}
+
+  // Trace entries are the only dicts with an "action" key; each becomes a row
+  // of the event columns and its dict storage is recycled at once.
+  Value on_list_item(Vm& vm, Value item) override {
+    if (item.kind != Kind::kDict) return item;
+    std::span<const Value> items = vm.items(item);
+    const Value* action = nullptr;
+    const Value* addr = nullptr;
+    const Value* size = nullptr;
+    const Value* stream = nullptr;
+    const Value* time_us = nullptr;
+    const Value* frames = nullptr;
+    const Value* device_free = nullptr;
+    for (size_t i = 0; i + 1 < items.size(); i += 2) {
+      if (items[i].kind != Kind::kStr) continue;
+      std::string_view key = vm.view(items[i]);
+      const Value* value = &items[i + 1];
+      switch (key.size()) {
+        case 4:
+          if (key == "addr") addr = value;
+          else if (key == "size") size = value;
+          break;
+        case 6:
+          if (key == "action") action = value;
+          else if (key == "stream") stream = value;
+          else if (key == "frames") frames = value;
+          break;
+        case 7:
+          if (key == "time_us") time_us = value;
+          break;
+        case 11:
+          if (key == "device_free") device_free = value;
+          break;
+        default: break;
+      }
+    }
+    if (action == nullptr) return item;
+    if (action->kind != Kind::kStr || (addr != nullptr && !as_u64(*addr)) ||
+        (size != nullptr && !as_u64(*size))) {
+      ++model_.anomalies.malformed_entries;
+      return item;
+    }
+    EventColumns& events = model_.events;
+    uint64_t index = events.count();
+    std::string_view action_text = vm.view(*action);
+    std::optional<Action> parsed = parse_action(action_text);
+    events.action.push_back(parsed.value_or(Action::kOther));
+    if (!parsed) events.other_action.emplace(index, model_.strings.intern(action_text));
+    if (addr == nullptr) events.without_addr.insert(index);
+    events.addr.push_back(addr != nullptr ? *as_u64(*addr) : 0);
+    events.size.push_back(size != nullptr ? *as_u64(*size) : 0);
+    events.stream.push_back(stream != nullptr ? as_u64(*stream).value_or(0) : 0);
+    events.time_us.push_back(time_us != nullptr ? as_i64(*time_us).value_or(0) : 0);
+    events.stack.push_back(frames != nullptr ? stack_of(vm, *frames) : StackId{});
+    if (device_free != nullptr) {
+      if (auto free_bytes = as_u64(*device_free)) events.device_free.emplace(index, *free_bytes);
+    }
+    Value substitute{Kind::kEvent, 0, 0, index};
+    vm.replace_container(item, substitute, /*reuse_slot=*/true);
+    return substitute;
+  }
+
+  StackId stack_of(Vm& vm, const Value& raw) {
+    Value value = vm.resolve(raw);
+    if (value.kind == Kind::kStack) return StackId{static_cast<uint32_t>(value.payload)};
+    if (value.kind != Kind::kList && value.kind != Kind::kTuple) return StackId{};
+    scratch_frames_.clear();
+    for (const Value& frame : vm.items(value)) {
+      FrameId id = frame_of(vm, frame);
+      if (id.valid()) scratch_frames_.push_back(id);
+    }
+    StackId id = model_.stacks.intern(scratch_frames_);
+    vm.replace_container(value, Value{Kind::kStack, 0, 0, id.value}, /*reuse_slot=*/false);
+    return id;
+  }
+
+  FrameId frame_of(Vm& vm, const Value& raw) {
+    Value value = vm.resolve(raw);
+    if (value.kind == Kind::kFrame) return FrameId{static_cast<uint32_t>(value.payload)};
+    if (value.kind != Kind::kDict) return FrameId{};
+    Frame frame;
+    if (const Value* name = vm.find(value, "name"); name != nullptr && name->kind == Kind::kStr) {
+      frame.name = model_.strings.intern(vm.view(*name));
+    }
+    if (const Value* file = vm.find(value, "filename"); file != nullptr && file->kind == Kind::kStr) {
+      frame.filename = model_.strings.intern(vm.view(*file));
+    }
+    if (const Value* line = vm.find(value, "line"); line != nullptr) {
+      frame.line = as_i64(*line).value_or(0);
+    }
+    FrameId id = model_.frames.intern(frame);
+    vm.replace_container(value, Value{Kind::kFrame, 0, 0, id.value}, /*reuse_slot=*/false);
+    return id;
+  }
+
+  void decode_root(Vm& vm, const Value& raw_root) {
+    Value root = vm.resolve(raw_root);
+    if (root.kind == Kind::kList) {
+      model_.top_level_list = true;
+      decode_segments(vm, root);
+      return;
+    }
+    if (root.kind != Kind::kDict) {
+      throw Error(fmt::format("not a memory snapshot: the pickle holds a {}, not a dict",
+                              pickle::kind_name(root.kind)));
+    }
+    const Value* segments = vm.find(root, "segments");
+    const Value* traces = vm.find(root, "device_traces");
+    if (segments == nullptr && traces == nullptr) {
+      throw Error("not a memory snapshot: the pickle is a dict without 'segments' or "
+                  "'device_traces'");
+    }
+    if (segments != nullptr) decode_segments(vm, *segments);
+    if (traces != nullptr) decode_traces(vm, *traces);
+    if (const Value* notes = vm.find(root, "external_annotations")) decode_annotations(vm, *notes);
+    if (const Value* settings = vm.find(root, "allocator_settings")) {
+      model_.allocator_settings = pickle::to_plain_json(vm, *settings);
+    }
+    if (const Value* host = vm.find(root, "host_segments")) {
+      model_.host_segment_count = list_items(vm, *host).size();
+    }
+    if (const Value* host = vm.find(root, "host_traces")) {
+      for (const Value& trace : list_items(vm, *host)) {
+        model_.host_trace_entry_count += list_items(vm, trace).size();
+      }
+    }
+  }
+
+ private:
+  static std::span<const Value> list_items(const Vm& vm, const Value& raw) {
+    Value value = vm.resolve(raw);
+    if (value.kind != Kind::kList && value.kind != Kind::kTuple) return {};
+    return vm.items(value);
+  }
+
+  static uint64_t u64_field(const Vm& vm, const Value& dict, std::string_view key,
+                            uint64_t fallback = 0) {
+    const Value* value = vm.find(dict, key);
+    return value != nullptr ? as_u64(*value).value_or(fallback) : fallback;
+  }
+
+  void decode_segments(Vm& vm, const Value& raw) {
+    for (const Value& item : list_items(vm, raw)) {
+      Value dict = vm.resolve(item);
+      if (dict.kind != Kind::kDict) {
+        ++model_.anomalies.malformed_segments;
+        continue;
+      }
+      Segment segment;
+      segment.device = static_cast<int>(as_i64(*or_none(vm.find(dict, "device"))).value_or(0));
+      segment.address = u64_field(vm, dict, "address");
+      segment.total_size = u64_field(vm, dict, "total_size");
+      segment.allocated_size = u64_field(vm, dict, "allocated_size");
+      const Value* active = vm.find(dict, "active_size");
+      segment.has_active_size = active != nullptr && as_u64(*active).has_value();
+      segment.active_size = segment.has_active_size ? *as_u64(*active) : segment.allocated_size;
+      segment.requested_size = u64_field(vm, dict, "requested_size");
+      segment.stream = u64_field(vm, dict, "stream");
+      if (const Value* type = vm.find(dict, "segment_type"); type && type->kind == Kind::kStr) {
+        segment.segment_type = model_.strings.intern(vm.view(*type));
+      }
+      std::span<const Value> pool = list_items(vm, *or_none(vm.find(dict, "segment_pool_id")));
+      if (pool.size() == 2) {
+        segment.pool_id_first = as_i64(vm.resolve(pool[0])).value_or(0);
+        segment.pool_id_second = as_i64(vm.resolve(pool[1])).value_or(0);
+      }
+      if (const Value* expandable = vm.find(dict, "is_expandable")) {
+        segment.is_expandable = expandable->kind == Kind::kBool && expandable->payload != 0;
+      }
+      if (const Value* frames = vm.find(dict, "frames")) segment.stack = stack_of(vm, *frames);
+      segment.first_block = static_cast<uint32_t>(model_.blocks.size());
+      uint64_t legacy_offset = segment.address;
+      for (const Value& raw_block : list_items(vm, *or_none(vm.find(dict, "blocks")))) {
+        Value block_dict = vm.resolve(raw_block);
+        if (block_dict.kind != Kind::kDict) continue;
+        Block block;
+        block.size = u64_field(vm, block_dict, "size");
+        block.requested_size = u64_field(vm, block_dict, "requested_size");
+        const Value* address = vm.find(block_dict, "address");
+        const Value* frames = vm.find(block_dict, "frames");
+        if (address == nullptr) {
+          // PyTorch 2.0: no address; blocks tile the segment in order, and the
+          // frames live in the newest entry of a `history` list.
+          model_.legacy_block_history = true;
+          block.address = legacy_offset;
+          std::span<const Value> history = list_items(vm, *or_none(vm.find(block_dict, "history")));
+          if (!history.empty() && frames == nullptr) {
+            Value newest = vm.resolve(history.back());
+            if (newest.kind == Kind::kDict) frames = vm.find(newest, "frames");
+          }
+        } else {
+          block.address = as_u64(*address).value_or(0);
+        }
+        legacy_offset += block.size;
+        if (const Value* state = vm.find(block_dict, "state"); state && state->kind == Kind::kStr) {
+          std::string_view text = vm.view(*state);
+          block.state = text == "active_allocated"      ? BlockState::kActiveAllocated
+                        : text == "active_pending_free" ? BlockState::kActivePendingFree
+                        : text == "inactive"            ? BlockState::kInactive
+                                                        : BlockState::kUnknown;
+        }
+        if (frames != nullptr) block.stack = stack_of(vm, *frames);
+        model_.blocks.push_back(block);
+      }
+      segment.block_count = static_cast<uint32_t>(model_.blocks.size() - segment.first_block);
+      model_.segments.push_back(segment);
+    }
+  }
+
+  void decode_traces(Vm& vm, const Value& raw) {
+    std::vector<std::vector<std::pair<uint64_t, uint64_t>>> ranges;
+    for (const Value& device_list : list_items(vm, raw)) {
+      auto& device_ranges = ranges.emplace_back();
+      for (const Value& entry : list_items(vm, device_list)) {
+        if (entry.kind == Kind::kEventRange) {
+          device_ranges.emplace_back(entry.payload, entry.payload + entry.size);
+        } else {
+          ++model_.anomalies.malformed_entries;
+        }
+      }
+    }
+    // The usual case: device 0's entries, then device 1's, ... each one run.
+    uint64_t expected = 0;
+    bool in_order = true;
+    for (const auto& device_ranges : ranges) {
+      for (const auto& [begin, end] : device_ranges) {
+        in_order = in_order && begin == expected;
+        expected = end;
+      }
+    }
+    in_order = in_order && expected == model_.events.count();
+    if (!in_order) reorder_events(ranges);
+    uint64_t next = 0;
+    for (size_t device = 0; device < ranges.size(); ++device) {
+      uint64_t count = 0;
+      for (const auto& [begin, end] : ranges[device]) count += end - begin;
+      model_.devices.push_back(DeviceTrace{static_cast<int>(device), next, next + count});
+      next += count;
+    }
+  }
+
+  // Rebuilds the columns so that each device's entries are contiguous (only
+  // for unusual files: shared entries, or entries outside device_traces).
+  void reorder_events(const std::vector<std::vector<std::pair<uint64_t, uint64_t>>>& ranges) {
+    std::vector<uint64_t> order;
+    for (const auto& device_ranges : ranges) {
+      for (const auto& [begin, end] : device_ranges) {
+        for (uint64_t i = begin; i < end; ++i) order.push_back(i);
+      }
+    }
+    EventColumns& old = model_.events;
+    EventColumns fresh;
+    fresh.reserve(order.size());
+    for (uint64_t i = 0; i < order.size(); ++i) {
+      uint64_t from = order[i];
+      fresh.action.push_back(old.action[from]);
+      fresh.addr.push_back(old.addr[from]);
+      fresh.size.push_back(old.size[from]);
+      fresh.stream.push_back(old.stream[from]);
+      fresh.time_us.push_back(old.time_us[from]);
+      fresh.stack.push_back(old.stack[from]);
+      if (auto it = old.other_action.find(from); it != old.other_action.end()) {
+        fresh.other_action.emplace(i, it->second);
+      }
+      if (auto it = old.device_free.find(from); it != old.device_free.end()) {
+        fresh.device_free.emplace(i, it->second);
+      }
+      if (old.without_addr.contains(from)) fresh.without_addr.insert(i);
+    }
+    model_.events = std::move(fresh);
+  }
+
+  void decode_annotations(Vm& vm, const Value& raw) {
+    for (const Value& item : list_items(vm, raw)) {
+      Value dict = vm.resolve(item);
+      const Value* name = dict.kind == Kind::kDict ? vm.find(dict, "name") : nullptr;
+      if (name == nullptr || name->kind != Kind::kStr) {
+        ++model_.anomalies.malformed_annotations;
+        continue;
+      }
+      Annotation note;
+      note.name = model_.strings.intern(vm.view(*name));
+      if (const Value* stage = vm.find(dict, "stage"); stage && stage->kind == Kind::kStr) {
+        std::string_view text = vm.view(*stage);
+        note.stage = text == "START" ? Stage::kStart : text == "END" ? Stage::kEnd : Stage::kOther;
+      }
+      note.device = static_cast<int>(as_i64(*or_none(vm.find(dict, "device"))).value_or(0));
+      note.time_us = as_i64(*or_none(vm.find(dict, "time_us"))).value_or(0);
+      model_.annotations.push_back(note);
+    }
+  }
+
+  static const Value* or_none(const Value* value) {
+    static const Value kNoneValue{Kind::kNone, 0, 0, 0};
+    return value != nullptr ? value : &kNoneValue;
+  }
+
+  Snapshot& model_;
+  std::vector<FrameId> scratch_frames_;
+};
+
+}  // namespace
+
+Snapshot decode_snapshot(InputBuffer& input, const LoadOptions& options) {
+  Snapshot model;
+  model.file_size = input.file_size();
+  model.pickle_size = input.size();
+  model.compression = input.compression() == Compression::kGzip   ? "gzip"
+                      : input.compression() == Compression::kZstd ? "zstd"
+                                                                  : "none";
+  SnapshotDecoder decoder(model);
+  pickle::VmOptions vm_options;
+  vm_options.allow_objects = options.allow_objects;
+  vm_options.observer = &decoder;
+  uint64_t total = input.size();
+  vm_options.on_progress = [&input, &options, total](uint64_t offset) {
+    input.release_before(offset);
+    if (options.on_progress) options.on_progress(offset, total);
+  };
+  // Columns grow to the entry count; reserving address space up front avoids
+  // the copy-on-growth peak. Untouched capacity costs no resident memory.
+  model.events.reserve(std::min<uint64_t>(input.size() / 24, uint64_t{1} << 28));
+  pickle::Vm vm(input.bytes(), vm_options);
+  Value root = vm.run();
+  model.pickle_protocol = vm.protocol();
+  decoder.decode_root(vm, root);
+  return model;
+}
+
+Snapshot load_snapshot(const std::string& path, const LoadOptions& options) {
+  try {
+    InputBuffer input = open_input(path);
+    return decode_snapshot(input, options);
+  } catch (const Error& error) {
+    std::string name = path == "-" ? "<stdin>" : path;
+    if (error.byte_offset()) throw Error(name + ": " + error.what(), *error.byte_offset());
+    throw Error(name + ": " + error.what());
+  }
+}
+
+}  // namespace memsnap

@@ -1,0 +1,129 @@
+#include "snapshot/model.h"
+
+#include <algorithm>
+#include <set>
+
+#include "io/error.h"
+
+namespace memsnap {
+
+StringTable::StringTable() { strings_.emplace_back(); }
+
+StringId StringTable::intern(std::string_view text) {
+  if (text.empty()) return StringId{0};
+  auto found = index_.find(text);
+  if (found != index_.end()) return found->second;
+  if (strings_.size() >= UINT32_MAX) throw Error("too many distinct strings");
+  StringId id{static_cast<uint32_t>(strings_.size())};
+  strings_.emplace_back(text);
+  index_.emplace(strings_.back(), id);
+  return id;
+}
+
+FrameTable::FrameTable() { frames_.emplace_back(); }
+
+FrameId FrameTable::intern(const Frame& frame) {
+  Key key{frame.name.value, frame.filename.value, frame.line};
+  auto [it, inserted] = index_.try_emplace(key, FrameId{static_cast<uint32_t>(frames_.size())});
+  if (inserted) {
+    if (frames_.size() >= UINT32_MAX) throw Error("too many distinct frames");
+    frames_.push_back(frame);
+  }
+  return it->second;
+}
+
+StackTable::StackTable() { offsets_.push_back(0); }
+
+StackId StackTable::intern(std::span<const FrameId> frames) {
+  if (frames.empty()) return StackId{0};
+  std::vector<uint32_t> key(frames.size());
+  std::transform(frames.begin(), frames.end(), key.begin(), [](FrameId f) { return f.value; });
+  auto [it, inserted] = index_.try_emplace(std::move(key), StackId{0});
+  if (inserted) {
+    if (offsets_.size() >= UINT32_MAX) throw Error("too many distinct stacks");
+    // Id 0 is "no stack", so stack i lives at offsets_[i-1]..offsets_[i].
+    it->second = StackId{static_cast<uint32_t>(offsets_.size())};
+    frames_.insert(frames_.end(), frames.begin(), frames.end());
+    offsets_.push_back(frames_.size());
+  }
+  return it->second;
+}
+
+std::span<const FrameId> StackTable::get(StackId id) const {
+  if (!id.valid()) return {};
+  uint64_t begin = offsets_[id.value - 1];
+  uint64_t end = offsets_[id.value];
+  return std::span<const FrameId>(frames_).subspan(begin, end - begin);
+}
+
+std::string_view action_name(Action action) {
+  switch (action) {
+    case Action::kAlloc: return "alloc";
+    case Action::kFreeRequested: return "free_requested";
+    case Action::kFreeCompleted: return "free_completed";
+    case Action::kSegmentAlloc: return "segment_alloc";
+    case Action::kSegmentFree: return "segment_free";
+    case Action::kSegmentMap: return "segment_map";
+    case Action::kSegmentUnmap: return "segment_unmap";
+    case Action::kSnapshot: return "snapshot";
+    case Action::kOom: return "oom";
+    case Action::kOther: return "other";
+  }
+  return "other";
+}
+
+std::optional<Action> parse_action(std::string_view name) {
+  for (int i = 0; i < kActionCount - 1; ++i) {
+    auto action = static_cast<Action>(i);
+    if (action_name(action) == name) return action;
+  }
+  return std::nullopt;
+}
+
+void EventColumns::reserve(size_t n) {
+  action.reserve(n);
+  addr.reserve(n);
+  size.reserve(n);
+  stream.reserve(n);
+  time_us.reserve(n);
+  stack.reserve(n);
+}
+
+std::vector<int> Snapshot::devices_in_use() const {
+  std::set<int> in_use;
+  for (const DeviceTrace& trace : devices) {
+    if (trace.count() > 0) in_use.insert(trace.device);
+  }
+  for (const Segment& segment : segments) in_use.insert(segment.device);
+  return {in_use.begin(), in_use.end()};
+}
+
+int Snapshot::default_device() const {
+  for (const DeviceTrace& trace : devices) {
+    if (trace.count() > 0) return trace.device;
+  }
+  if (!segments.empty()) {
+    int first = segments.front().device;
+    for (const Segment& segment : segments) first = std::min(first, segment.device);
+    return first;
+  }
+  return 0;
+}
+
+const DeviceTrace* Snapshot::trace_of(int device) const {
+  for (const DeviceTrace& trace : devices) {
+    if (trace.device == device) return &trace;
+  }
+  return nullptr;
+}
+
+std::string_view Snapshot::action_label(uint64_t event_index) const {
+  Action action = events.action[event_index];
+  if (action == Action::kOther) {
+    auto found = events.other_action.find(event_index);
+    if (found != events.other_action.end()) return strings.get(found->second);
+  }
+  return action_name(action);
+}
+
+}  // namespace memsnap
