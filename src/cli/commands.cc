@@ -4,11 +4,13 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <future>
 #include <fmt/format.h>
 #include <new>
 #include <optional>
 #include <string>
 
+#include "analysis/replay_reports.h"
 #include "analysis/source_key.h"
 #include "analysis/summary.h"
 #include "io/error.h"
@@ -17,6 +19,7 @@
 #include "pickle/vm.h"
 #include "report/format.h"
 #include "report/parse_report.h"
+#include "report/replay_render.h"
 #include "snapshot/decoder.h"
 
 namespace memsnap {
@@ -161,6 +164,92 @@ int run_events(const std::string& path, const CommonFlags& flags, uint64_t strid
   return 0;
 }
 
+// Loads one or two files; the second loads on its own thread.
+std::vector<Snapshot> load_all(const std::vector<std::string>& paths, bool allow_objects) {
+  std::vector<Snapshot> snapshots;
+  if (paths.size() == 2) {
+    std::future<Snapshot> second = std::async(std::launch::async, [&]() {
+      LoadOptions quiet;  // one progress line at a time: the first file reports
+      quiet.allow_objects = allow_objects;
+      return load_snapshot(paths[1], quiet);
+    });
+    Snapshot first = load_snapshot(paths[0], load_options(paths[0], allow_objects));
+    snapshots.push_back(std::move(first));
+    snapshots.push_back(second.get());
+  } else {
+    for (const std::string& path : paths) {
+      snapshots.push_back(load_snapshot(path, load_options(path, allow_objects)));
+    }
+  }
+  return snapshots;
+}
+
+int run_compare(const std::string& path_a, const std::string& path_b, const CommonFlags& flags,
+                std::optional<int64_t> step) {
+  std::vector<Snapshot> snapshots = load_all({path_a, path_b}, flags.allow_objects);
+  FileAnalysis a = analyze_file(path_a, snapshots[0], flags.device);
+  FileAnalysis b = analyze_file(path_b, snapshots[1], flags.device);
+  CompareResult result = compare_files(a, b, step, flags.frame_depth);
+  if (flags.json) {
+    print_json(render_compare_json(result, flags.top));
+  } else {
+    print(render_compare_text(result, flags.top));
+  }
+  return 0;
+}
+
+int run_replay_to_time(const std::vector<std::string>& paths, const CommonFlags& flags,
+                       double seconds) {
+  if (seconds < 0) throw Error("--time must be >= 0 (seconds from the start of the trace)");
+  std::vector<Snapshot> snapshots = load_all(paths, flags.allow_objects);
+  std::vector<TimeSide> sides;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    FileAnalysis file = analyze_file(paths[i], snapshots[i], flags.device);
+    sides.push_back(replay_to_time(file, seconds, flags.frame_depth));
+  }
+  for (const TimeSide& side : sides) {
+    if (side.clamped) {
+      std::fprintf(stderr, "memsnap: note: %s: --time %.6f is past the end of the trace; clamped to %.6f s\n",
+                   side.file.c_str(), seconds, side.time_s);
+    }
+  }
+  if (sides.size() == 1) {
+    if (flags.json) {
+      print_json(render_time_json(sides[0], flags.top));
+    } else {
+      print(render_time_text(sides[0], flags.top));
+    }
+  } else if (flags.json) {
+    print_json(render_time_pair_json(sides[0], sides[1], flags.top));
+  } else {
+    print(render_time_pair_text(sides[0], sides[1], flags.top));
+  }
+  return 0;
+}
+
+int run_replay_step(const std::string& path, const CommonFlags& flags, std::optional<int64_t> step) {
+  Snapshot snapshot = load_snapshot(path, load_options(path, flags.allow_objects));
+  FileAnalysis file = analyze_file(path, snapshot, flags.device);
+  ReplayStepResult result = replay_steps(file, step, flags.top, flags.frame_depth);
+  if (flags.json) {
+    print_json(render_steps_json(result));
+  } else {
+    print(render_steps_text(result));
+  }
+  return 0;
+}
+
+void add_analysis_flags(CLI::App* command, CommonFlags& flags) {
+  command->add_option("--top", flags.top, "Number of source rows to show (default 10)")
+      ->check(CLI::NonNegativeNumber);
+  command->add_option("--frame-depth", flags.frame_depth,
+                      "Frames per source key, joined with ' -> ' (default 1)")
+      ->check(CLI::PositiveNumber);
+  add_device_flag(command, flags);
+  add_json_flag(command, flags);
+  add_objects_flag(command, flags);
+}
+
 }  // namespace
 
 int run_cli(int argc, char** argv) {
@@ -203,6 +292,37 @@ int run_cli(int argc, char** argv) {
   add_json_flag(events, flags);
   add_objects_flag(events, flags);
 
+  std::vector<std::string> files;
+  std::optional<int64_t> step;
+  bool all_steps = false;
+  double seconds = 0;
+
+  CLI::App* compare = app.add_subcommand(
+      "compare", "Why does B peak higher than A: settings, segments, steps, sources at the peak");
+  compare->add_option("A", files, "Two snapshot files: A (before) and B (after); deltas are B - A")
+      ->required()
+      ->expected(2);
+  compare->add_option("--step", step,
+                      "Drill into this step (default: the step whose absolute peaks differ most, "
+                      "else the full trace)");
+  add_analysis_flags(compare, flags);
+
+  CLI::App* to_time = app.add_subcommand(
+      "replay-to-time", "What was live T seconds after the trace start (one file, or A vs B)");
+  to_time->add_option("FILE", files, "One or two snapshot files")->required()->expected(1, 2);
+  to_time->add_option("--time", seconds, "Seconds after the first event of the device's trace")
+      ->required();
+  add_analysis_flags(to_time, flags);
+
+  CLI::App* replay_step = app.add_subcommand(
+      "replay-step", "What happened in profiler step N: throughput, peaks, sources at the peak");
+  replay_step->add_option("FILE", file, "Snapshot file recorded with the PyTorch profiler")->required();
+  auto* step_option = replay_step->add_option("--step", step, "The ProfilerStep#N to replay");
+  auto* all_option = replay_step->add_flag("--all-steps", all_steps, "Replay every step (one table)");
+  step_option->excludes(all_option);
+  replay_step->require_option(1);
+  add_analysis_flags(replay_step, flags);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -214,6 +334,9 @@ int run_cli(int argc, char** argv) {
     if (parse->parsed()) return run_parse(file, flags);
     if (dump->parsed()) return run_dump(file, flags);
     if (events->parsed()) return run_events(file, flags, stride);
+    if (compare->parsed()) return run_compare(files[0], files[1], flags, step);
+    if (to_time->parsed()) return run_replay_to_time(files, flags, seconds);
+    if (replay_step->parsed()) return run_replay_step(file, flags, all_steps ? std::nullopt : step);
   } catch (const Error& error) {
     std::fflush(stdout);
     std::fprintf(stderr, "memsnap: %s\n", error.what());

@@ -68,8 +68,9 @@ bool is_zstd(std::span<const uint8_t> bytes) {
 }
 
 std::string too_large_message(uint64_t max_output) {
-  return fmt::format("decompressed data exceeds {} GiB; refusing to inflate further",
-                     max_output >> 30);
+  return fmt::format("decompressed data exceeds {}; refusing to inflate further",
+                     max_output >= (uint64_t{1} << 30) ? fmt::format("{} GiB", max_output >> 30)
+                                                       : fmt::format("{} bytes", max_output));
 }
 
 }  // namespace
@@ -142,6 +143,10 @@ std::vector<uint8_t> gunzip(std::span<const uint8_t> compressed, uint64_t max_ou
     stream.avail_out = static_cast<uInt>(grow);
     status = inflate(&stream, Z_NO_FLUSH);
     out.resize(old_size + grow - stream.avail_out);
+    if (out.size() > max_output) {
+      inflateEnd(&stream);
+      throw Error(too_large_message(max_output));
+    }
     if (status == Z_STREAM_END && stream.avail_in == 0 && consumed < compressed.size()) {
       // Concatenated gzip members (as `cat a.gz b.gz` makes) decompress as one stream.
       status = inflateReset(&stream);
@@ -178,6 +183,10 @@ std::vector<uint8_t> unzstd(std::span<const uint8_t> compressed, uint64_t max_ou
     size_t before = input.pos;
     last = ZSTD_decompressStream(context, &output, &input);
     out.resize(old_size + output.pos);
+    if (out.size() > max_output) {
+      ZSTD_freeDCtx(context);
+      throw Error(too_large_message(max_output));
+    }
     if (ZSTD_isError(last) != 0u) {
       std::string why = ZSTD_getErrorName(last);
       ZSTD_freeDCtx(context);

@@ -274,10 +274,11 @@ void Vm::append_to_list(Value& list, Value item) {
 
 void Vm::refuse_or_placeholder(uint8_t opcode, std::string_view name) {
   if (!options_.allow_objects) {
-    fail(fmt::format("refusing opcode {}: this pickle wants to import or call code; memsnap "
-                     "never does that (use --allow-objects to read such objects as inert "
-                     "placeholders)",
-                     opcode_name(opcode)));
+    throw Error(fmt::format("refusing opcode {} at byte offset {}: this pickle wants to import "
+                            "or call code; memsnap never does that (use --allow-objects to read "
+                            "such objects as inert placeholders)",
+                            opcode_name(opcode), op_offset_),
+                op_offset_);
   }
   push(owned_value(Kind::kObject, name));
 }

@@ -35,7 +35,7 @@ std::string format_signed_bytes(int64_t bytes) {
   if (bytes == 0) return "0 B";
   uint64_t magnitude = bytes < 0 ? uint64_t{0} - static_cast<uint64_t>(bytes)
                                  : static_cast<uint64_t>(bytes);
-  return (bytes < 0 ? "-" : "+") + format_bytes(magnitude);
+  return fmt::format("{}{}", bytes < 0 ? '-' : '+', format_bytes(magnitude));
 }
 
 std::string format_count(uint64_t count) {

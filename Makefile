@@ -1,0 +1,65 @@
+# memsnap: the two set-up commands of the README are `make demo` and `make test`.
+# Both install what is missing (scripts/setup, apt-get) and build incrementally.
+
+BUILD       ?= build
+ASAN_BUILD  ?= build-asan
+FUZZ_BUILD  ?= build-fuzz
+JOBS        ?= $(shell nproc)
+CMAKE_FLAGS ?=
+LAUNCHER    := $(if $(shell command -v ccache 2>/dev/null),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache,)
+EXAMPLE     ?= examples/training_steps.pickle.gz
+
+.PHONY: all setup build demo test test-fast test-asan fuzz bench format lint clean
+
+all: build
+
+setup:
+	@scripts/setup
+
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON $(LAUNCHER) $(CMAKE_FLAGS)
+
+build: setup $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+# The main job on the bundled example.
+demo: build
+	$(BUILD)/memsnap parse $(EXAMPLE)
+
+# Everything: unit tests, differential tests against CPython's pickle, refusal
+# corpus, golden outputs, fuzz corpus; then the same under ASan and UBSan.
+test: test-fast test-asan
+
+test-fast: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+$(ASAN_BUILD)/build.ninja:
+	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON \
+	  -DMEMSNAP_SANITIZE=ON $(LAUNCHER) $(CMAKE_FLAGS)
+
+test-asan: setup $(ASAN_BUILD)/build.ninja
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS) -E '^(golden)$$'
+
+# Coverage-guided fuzzing of the pickle VM with libFuzzer (clang); new finds
+# land in fuzz/corpus and become regression tests. FUZZ_SECONDS=60 by default.
+FUZZ_SECONDS ?= 60
+fuzz: setup
+	cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF \
+	  -DCMAKE_CXX_COMPILER=clang++ -DMEMSNAP_FUZZ=ON $(LAUNCHER)
+	cmake --build $(FUZZ_BUILD) --target fuzz_pickle_vm -j $(JOBS)
+	$(FUZZ_BUILD)/fuzz_pickle_vm -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 fuzz/corpus
+
+# Speed and memory against `python3 -c "pickle.load(...)"` on generated files.
+bench: build
+	python3 bench/run_bench.py --memsnap $(BUILD)/memsnap
+
+format:
+	clang-format -i $$(git ls-files 'src/*.cc' 'src/*.h' 'tests/*.cc' 'tests/*.h' 'fuzz/*.cc' 'bench/*.cc')
+
+lint: build
+	clang-tidy -p $(BUILD) --quiet $$(git ls-files 'src/*.cc')
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

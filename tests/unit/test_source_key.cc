@@ -1,0 +1,60 @@
+// Source attribution: the reference rule on Python frames, and memsnap's rule
+// that C++ frames never win while a Python frame remains.
+#include <gtest/gtest.h>
+
+#include "analysis/source_key.h"
+#include "model_builder.h"
+
+namespace memsnap {
+namespace {
+
+TEST(SourceKey, SkipsInternalFramesAndKeepsDepth) {
+  testing::ModelBuilder b;
+  StackId stack = b.stack({{"_call_impl", "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", 1501},
+                           {"forward", "/home/me/model.py", 42},
+                           {"train", "/home/me/train.py", 7},
+                           {"<module>", "/home/me/train.py", 99}});
+  SourceKeys depth1(b.model, 1);
+  EXPECT_EQ(depth1.key(stack), "forward@model.py:42");
+  SourceKeys depth2(b.model, 2);
+  EXPECT_EQ(depth2.key(stack), "forward@model.py:42 -> train@train.py:7");
+}
+
+TEST(SourceKey, FallsBackToFirstFramesWhenAllAreInternal) {
+  testing::ModelBuilder b;
+  StackId stack = b.stack({{"empty", "/x/torch/functional.py", 10}, {"inner", "/x/torch/amp/a.py", 3}});
+  SourceKeys keys(b.model, 1);
+  EXPECT_EQ(keys.key(stack), "empty@functional.py:10");
+}
+
+TEST(SourceKey, CppFramesNeverWinOverPython) {
+  testing::ModelBuilder b;
+  StackId stack = b.stack({{"torch::unwind::unwind()", "??", 0},
+                           {"torch::CapturedTraceback::gather(bool, bool, bool)", "??", 0},
+                           {"c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc", "", 0},
+                           {"at::native::empty_cuda", "/pytorch/aten/src/ATen/native/cuda/EmptyTensor.cpp", 0},
+                           {"_PyEval_EvalFrameDefault", "??", 0},
+                           {"forward", "/home/me/model.py", 42}});
+  SourceKeys keys(b.model, 1);
+  EXPECT_EQ(keys.key(stack), "forward@model.py:42");
+}
+
+TEST(SourceKey, CppOnlyStackSkipsCaptureMachinery) {
+  testing::ModelBuilder b;
+  StackId stack = b.stack({{"torch::unwind::unwind()", "??", 0},
+                           {"c10::cuda::CUDACachingAllocator::malloc", "??", 0},
+                           {"at::native::empty_cuda", "EmptyTensor.cpp", 0}});
+  SourceKeys keys(b.model, 1);
+  EXPECT_EQ(keys.key(stack), "at::native::empty_cuda@EmptyTensor.cpp:0");
+  StackId machinery_only = b.stack({{"torch::unwind::unwind()", "??", 0}});
+  EXPECT_EQ(keys.key(machinery_only), "torch::unwind::unwind()@??:0");
+}
+
+TEST(SourceKey, NoFrames) {
+  testing::ModelBuilder b;
+  SourceKeys keys(b.model, 1);
+  EXPECT_EQ(keys.key(StackId{}), "<no frames>");
+}
+
+}  // namespace
+}  // namespace memsnap
