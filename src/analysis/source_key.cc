@@ -1,5 +1,6 @@
 #include "analysis/source_key.h"
 
+#include <algorithm>
 #include <array>
 #include <fmt/format.h>
 
@@ -34,7 +35,17 @@ constexpr std::array kMachineryParts = {
     std::string_view("c10::BoxedKernel"), std::string_view("c10::KernelFunction"),
     std::string_view("torch::autograd::THPVariable_"), std::string_view("cfunction_"),
     std::string_view("method_vectorcall"), std::string_view("_Py"),
+    std::string_view("at::detail::"),     std::string_view("at::empty"),
+    std::string_view("at::native::empty"), std::string_view("create_out("),
+    std::string_view("set_output_raw_strided"), std::string_view("TensorIteratorBase::"),
+    std::string_view("torch::autograd::Engine::"), std::string_view("torch::autograd::Node::"),
+    std::string_view("thread_init"),      std::string_view("execute_native_thread_routine"),
+    std::string_view("pthread_"),         std::string_view("clone"),
 };
+
+// Backward-thread allocations have no Python frame; the autograd node that ran
+// (e.g. MeanBackward0) is the best name for them.
+constexpr std::string_view kAutogradNode = "torch::autograd::generated::";
 
 bool ends_with(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
@@ -109,6 +120,12 @@ std::string SourceKeys::compute(StackId stack) const {
     python.push_back(id);
     if (!is_internal_frame(name, filename)) user.push_back(id);
   }
+  // An autograd node explains a C++-only stack better than the op it called.
+  auto node = std::find_if(cpp_meaningful.begin(), cpp_meaningful.end(), [this](FrameId id) {
+    return snapshot_.strings.get(snapshot_.frames.get(id).name).find(kAutogradNode) !=
+           std::string_view::npos;
+  });
+  if (node != cpp_meaningful.end()) std::rotate(cpp_meaningful.begin(), node, node + 1);
   const std::vector<FrameId>* chosen = &user;
   std::vector<FrameId> all(frames.begin(), frames.end());
   if (chosen->empty()) chosen = &python;

@@ -320,7 +320,6 @@ int run_cli(int argc, char** argv) {
   auto* step_option = replay_step->add_option("--step", step, "The ProfilerStep#N to replay");
   auto* all_option = replay_step->add_flag("--all-steps", all_steps, "Replay every step (one table)");
   step_option->excludes(all_option);
-  replay_step->require_option(1);
   add_analysis_flags(replay_step, flags);
 
   try {
@@ -336,6 +335,10 @@ int run_cli(int argc, char** argv) {
     if (events->parsed()) return run_events(file, flags, stride);
     if (compare->parsed()) return run_compare(files[0], files[1], flags, step);
     if (to_time->parsed()) return run_replay_to_time(files, flags, seconds);
+    if (replay_step->parsed() && !step && !all_steps) {
+      std::fprintf(stderr, "memsnap: replay-step needs --step N or --all-steps\n");
+      return 2;
+    }
     if (replay_step->parsed()) return run_replay_step(file, flags, all_steps ? std::nullopt : step);
   } catch (const Error& error) {
     std::fflush(stdout);

@@ -43,11 +43,25 @@ TEST(SourceKey, CppOnlyStackSkipsCaptureMachinery) {
   testing::ModelBuilder b;
   StackId stack = b.stack({{"torch::unwind::unwind()", "??", 0},
                            {"c10::cuda::CUDACachingAllocator::malloc", "??", 0},
-                           {"at::native::empty_cuda", "EmptyTensor.cpp", 0}});
+                           {"at::native::empty_cuda", "EmptyTensor.cpp", 0},
+                           {"at::native::cat_out_cuda", "Shape.cu", 0}});
   SourceKeys keys(b.model, 1);
-  EXPECT_EQ(keys.key(stack), "at::native::empty_cuda@EmptyTensor.cpp:0");
+  EXPECT_EQ(keys.key(stack), "at::native::cat_out_cuda@Shape.cu:0");
   StackId machinery_only = b.stack({{"torch::unwind::unwind()", "??", 0}});
   EXPECT_EQ(keys.key(machinery_only), "torch::unwind::unwind()@??:0");
+}
+
+TEST(SourceKey, BackwardThreadStackNamesTheAutogradNode) {
+  testing::ModelBuilder b;
+  StackId stack = b.stack({{"torch::unwind::unwind()", "??", 0},
+                           {"at::detail::empty_cuda(c10::ArrayRef<long>)", "??", 0},
+                           {"at::(anonymous namespace)::wrapper_CUDA_div_Tensor(at::Tensor const&)", "RegisterCUDA.cpp", 0},
+                           {"torch::autograd::generated::MeanBackward0::apply(std::vector<at::Tensor>&&)", "??", 0},
+                           {"torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)", "??", 0}});
+  SourceKeys keys(b.model, 2);
+  EXPECT_EQ(keys.key(stack),
+            "torch::autograd::generated::MeanBackward0::apply(std::vector<at::Tensor>&&)@??:0 -> "
+            "at::(anonymous namespace)::wrapper_CUDA_div_Tensor(at::Tensor const&)@RegisterCUDA.cpp:0");
 }
 
 TEST(SourceKey, NoFrames) {
