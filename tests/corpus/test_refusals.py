@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""memsnap refuses hostile and broken files with one clear line, never a crash.
+
+    test_refusals.py --memsnap PATH [--work DIR] [--jobs N]
+
+Generates the corpus with make_refusals.py, then:
+  - every file in expected.json: `memsnap parse FILE` exits with status 1 (no
+    signal, no timeout), prints nothing on stdout and exactly one stderr line
+    that starts with "memsnap: " and contains the expected substring;
+  - every {"same_as": B} file in must_parse.json (trailing bytes after STOP,
+    gzip-compressed copies, another protocol) parses (exit 0) to the same
+    `parse --json` as B, apart from the keys that describe the file itself;
+  - every {"allow_objects": true} file is refused by default with its
+    default_error, parses with --allow-objects, and `dump --allow-objects`
+    shows the object as {"__object__": "module.name"}.
+One line per check, a summary, exit status 1 on any failure.
+"""
+
+import argparse
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MAKER = HERE / 'make_refusals.py'
+TIMEOUT = 30
+# keys of `parse --json` that describe the file rather than its content
+FILE_KEYS = {'file', 'file_size_bytes', 'pickle_size_bytes', 'compression', 'pickle_protocol'}
+
+
+def run(memsnap, args):
+    """(returncode, stdout bytes, stderr text); returncode None on timeout."""
+    try:
+        p = subprocess.run([memsnap] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return None, b'', ''
+    return p.returncode, p.stdout, p.stderr.decode('utf-8', 'replace')
+
+
+def describe_exit(rc):
+    if rc is None:
+        return 'timed out after %d s' % TIMEOUT
+    if rc < 0:
+        return 'killed by signal %d' % -rc
+    return 'exit status %d' % rc
+
+
+def check_refused(memsnap, path, substring, extra_args=()):
+    """None when refused properly, else what went wrong."""
+    rc, out, err = run(memsnap, ['parse', path] + list(extra_args))
+    problems = []
+    if rc != 1:
+        problems.append(describe_exit(rc) + ' (want 1)')
+    lines = err.splitlines()
+    if len(lines) != 1:
+        problems.append('%d stderr lines (want 1): %r' % (len(lines), err[:300]))
+    if not err.startswith('memsnap: '):
+        problems.append('stderr does not start with "memsnap: ": %r' % err[:200])
+    if substring not in err:
+        problems.append('stderr lacks %r: %r' % (substring, err.strip()[:300]))
+    if out:
+        problems.append('stdout not empty: %r' % out[:120])
+    return '; '.join(problems) or None
+
+
+def parse_json(memsnap, path, extra_args=()):
+    rc, out, err = run(memsnap, ['parse', path, '--json'] + list(extra_args))
+    if rc != 0:
+        raise AssertionError('%s: %s' % (describe_exit(rc), err.strip()[:300]))
+    try:
+        value = json.loads(out.decode('utf-8'))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise AssertionError('parse --json output is not JSON: %s' % e)
+    if not isinstance(value, dict):
+        raise AssertionError('parse --json printed %s' % type(value).__name__)
+    return value
+
+
+def check_same_as(memsnap, path, other):
+    a = parse_json(memsnap, path)
+    b = parse_json(memsnap, other)
+    b2 = parse_json(memsnap, other)
+    volatile = {k for k in set(b) | set(b2) if b.get(k) != b2.get(k)}  # timings, if any
+    ignore = FILE_KEYS | volatile
+    diffs = [k for k in sorted((set(a) | set(b)) - ignore) if a.get(k) != b.get(k)]
+    if diffs:
+        k = diffs[0]
+        raise AssertionError('parse --json differs from %s in %s: %r vs %r'
+                             % (os.path.basename(other), diffs,
+                                str(a.get(k))[:150], str(b.get(k))[:150]))
+    return 'same parse --json as %s' % os.path.basename(other)
+
+
+def check_allow_objects(memsnap, path, spec):
+    problem = check_refused(memsnap, path, spec['default_error'])
+    if problem:
+        raise AssertionError('without --allow-objects: ' + problem)
+    parse_json(memsnap, path, ['--allow-objects'])
+    rc, out, err = run(memsnap, ['dump', path, '--allow-objects'])
+    if rc != 0:
+        raise AssertionError('dump --allow-objects: %s: %s' % (describe_exit(rc), err.strip()))
+    value = json.loads(out.decode('utf-8'))
+    for key in spec['object_at']:
+        value = value.get(key) if isinstance(value, dict) else None
+    want = {'__object__': spec['object_name']}
+    if value != want:
+        raise AssertionError('dump --allow-objects shows %r at %s, want %r'
+                             % (value, '.'.join(spec['object_at']), want))
+    return 'refused by default, parsed and dumped as %s with --allow-objects' % spec['object_name']
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--memsnap', required=True)
+    ap.add_argument('--work', help='directory for the corpus (default: a temp dir)')
+    ap.add_argument('--jobs', type=int, default=min(8, 2 * (os.cpu_count() or 1)))
+    args = ap.parse_args(argv)
+    memsnap = os.path.abspath(args.memsnap)
+    if not os.access(memsnap, os.X_OK):
+        print('FAIL setup: %s is not an executable' % memsnap)
+        return 1
+    start = time.time()
+    tmp = None
+    work = args.work
+    if not work:
+        tmp = tempfile.TemporaryDirectory(prefix='memsnap-refusals-')
+        work = tmp.name
+    gen = subprocess.run([sys.executable, str(MAKER), work], stdout=subprocess.PIPE,
+                         stderr=subprocess.STDOUT, timeout=300)
+    if gen.returncode != 0:
+        print('FAIL setup: make_refusals.py failed:\n' + gen.stdout.decode('utf-8', 'replace'))
+        return 1
+    with open(os.path.join(work, 'expected.json')) as f:
+        expected = json.load(f)
+    with open(os.path.join(work, 'must_parse.json')) as f:
+        must_parse = json.load(f)
+
+    def refused_job(name):
+        problem = check_refused(memsnap, os.path.join(work, name), expected[name])
+        return ('refused', name, problem is None, problem or expected[name])
+
+    def parse_job(name):
+        spec = must_parse[name]
+        path = os.path.join(work, name)
+        try:
+            if spec.get('allow_objects'):
+                detail = check_allow_objects(memsnap, path, spec)
+            else:
+                detail = check_same_as(memsnap, path, os.path.join(work, spec['same_as']))
+            return ('parses', name, True, detail)
+        except (AssertionError, ValueError) as e:
+            return ('parses', name, False, str(e))
+
+    passed = failed = 0
+    failures = []
+    quiet_pass = 0
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [pool.submit(refused_job, n) for n in sorted(expected)]
+        futures += [pool.submit(parse_job, n) for n in sorted(must_parse)]
+        for fut in futures:
+            check, name, ok, detail = fut.result()
+            if ok:
+                passed += 1
+                # the truncations are many and alike: one line for all that pass
+                if name.startswith('truncated-'):
+                    quiet_pass += 1
+                    continue
+                print('PASS %-8s %s: %s' % (check, name, detail))
+            else:
+                failed += 1
+                line = 'FAIL %-8s %s: %s' % (check, name, detail)
+                failures.append(line)
+                print(line)
+    if quiet_pass:
+        print('PASS refused  %d truncations of small-p2.pickle / small-p4.pickle: truncated'
+              % quiet_pass)
+    print('\n%d checks: %d passed, %d failed (%.1f s)'
+          % (passed + failed, passed, failed, time.time() - start))
+    if failures:
+        print('failures:')
+        for line in failures:
+            print('  ' + line)
+    if tmp is not None:
+        tmp.cleanup()
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

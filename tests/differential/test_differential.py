@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""Differential test: memsnap against the reference loader (tests/ref).
+
+    test_differential.py --memsnap PATH [--work DIR] [--jobs N] [--no-real]
+
+Generates the synthetic corpus (tests/gen/make_snapshot.py --corpus) and, for
+every generated file and every file under <repo>/../shared/fixtures/real/
+(skipped with a SKIP line when that folder is absent), compares:
+
+  dump      `memsnap dump FILE` == reference dump_tree (whole tree; true is not
+            1, 1.0 is not 1; set members in any order)
+  parse     `memsnap parse FILE --json --device D`: device_traces
+            {device, event_count, actions} and segments {count, total_size,
+            allocated_size, active_size, awaiting_free_size, inactive_size}
+  baseline  the same output's baseline {baseline_at_start, segments_active,
+            pre_existing_freed, profiling_still_live} == DESIGN.md's formula
+            (and, for generated files, the generator's known baseline)
+  events    `memsnap events FILE --device D --stride K --json` (~50 samples)
+
+for every device D that has trace events or segments. One line per check,
+a summary, exit status 1 on any mismatch. Standard library only.
+"""
+
+import argparse
+import concurrent.futures
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[1]
+sys.path.insert(0, str(REPO / 'tests' / 'ref'))
+import reference  # noqa: E402
+
+GENERATOR = REPO / 'tests' / 'gen' / 'make_snapshot.py'
+REAL = REPO.parent / 'shared' / 'fixtures' / 'real'
+TIMEOUT = 120
+
+
+class Failure(Exception):
+    pass
+
+
+def run(memsnap, args):
+    cmd = [memsnap] + [str(a) for a in args]
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        raise Failure('timed out after %d s: %s' % (TIMEOUT, ' '.join(cmd)))
+    if proc.returncode != 0:
+        err = proc.stderr.decode('utf-8', 'replace').strip().splitlines()
+        raise Failure('exit status %d: %s' % (proc.returncode, err[-1] if err else '(no stderr)'))
+    return proc.stdout
+
+
+def run_json(memsnap, args, object_hook=None):
+    out = run(memsnap, args)
+    try:
+        return json.loads(out.decode('utf-8'), object_hook=object_hook)
+    except (UnicodeDecodeError, ValueError) as e:
+        raise Failure('output is not JSON (%s): %r' % (e, out[:200]))
+
+
+def short(value, limit=160):
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + '...'
+
+
+def first_difference(expected, got, path='$'):
+    """A readable description of where two JSON values differ, or None."""
+    if isinstance(expected, (reference.StrictBool, reference.StrictFloat)):
+        if expected == got:
+            return None
+        return '%s: expected %s got %s' % (path, short(expected), short(got))
+    if isinstance(expected, dict):
+        if not isinstance(got, dict):
+            return '%s: expected object got %s' % (path, short(got))
+        missing = [k for k in expected if k not in got]
+        extra = [k for k in got if k not in expected]
+        if missing or extra:
+            return '%s: keys missing %s, unexpected %s' % (path, missing[:5], extra[:5])
+        for k in expected:
+            d = first_difference(expected[k], got[k], '%s.%s' % (path, k))
+            if d:
+                return d
+        return None
+    if isinstance(expected, list):
+        if not isinstance(got, list):
+            return '%s: expected array got %s' % (path, short(got))
+        for i, (e, g) in enumerate(zip(expected, got)):
+            d = first_difference(e, g, '%s[%d]' % (path, i))
+            if d:
+                return d
+        if len(expected) != len(got):
+            return '%s: expected %d elements got %d' % (path, len(expected), len(got))
+        return None
+    if type(expected) is not type(got) or expected != got:
+        return '%s: expected %s got %s' % (path, short(expected), short(got))
+    return None
+
+
+# ---------------------------------------------------------------------------
+# checks; each returns a detail string on success and raises Failure
+
+
+def check_dump(memsnap, path, value):
+    expected = reference.dump_tree(value, strict=True)
+    got = run_json(memsnap, ['dump', path], object_hook=reference.normalize_json_object)
+    if expected == got:  # fast path in C; StrictBool/StrictFloat keep it strict
+        return ''
+    raise Failure(first_difference(expected, got) or 'trees differ')
+
+
+def parse_output(memsnap, path, device):
+    args = ['parse', path, '--json']
+    if device is not None:
+        args += ['--device', device]
+    out = run_json(memsnap, args)
+    if not isinstance(out, dict):
+        raise Failure('parse --json printed %s, not an object' % type(out).__name__)
+    return out
+
+
+def check_parse(out, value, device):
+    problems = []
+    trace = reference.trace_of(value, device)
+    expected_dt = {'device': device, 'event_count': len(trace),
+                   'actions': reference.actions(trace)}
+    got_dt = out.get('device_traces')
+    if not isinstance(got_dt, dict):
+        raise Failure('no device_traces object in parse --json (got %s)' % short(got_dt))
+    got_sub = {k: got_dt.get(k) for k in expected_dt}
+    d = first_difference(expected_dt, got_sub, 'device_traces')
+    if d:
+        problems.append(d)
+    seg = reference.segment_totals(value, device)
+    seg['awaiting_free_size'] = seg['active_size'] - seg['allocated_size']
+    seg['inactive_size'] = seg['total_size'] - seg['active_size']
+    got_seg = out.get('segments')
+    if not isinstance(got_seg, dict):
+        problems.append('no segments object in parse --json (got %s)' % short(got_seg))
+    else:
+        d = first_difference(seg, {k: got_seg.get(k) for k in seg}, 'segments')
+        if d:
+            problems.append(d)
+    if problems:
+        raise Failure('; '.join(problems))
+    return 'events=%d segments=%d' % (len(trace), seg['count'])
+
+
+def check_baseline(out, value, device, known):
+    segments_active = reference.segment_totals(value, device)['active_size']
+    live = {}
+    unmatched = 0
+    for e in reference.trace_of(value, device):
+        if e['action'] == 'alloc':
+            live[e['addr']] = e['size']
+        elif e['action'] == 'free_completed':
+            size = live.pop(e['addr'], None)
+            if size is None:
+                unmatched += e['size']
+    still_live = sum(live.values())
+    expected = {'baseline_at_start': segments_active - still_live + unmatched,
+                'segments_active': segments_active,
+                'pre_existing_freed': unmatched,
+                'profiling_still_live': still_live}
+    if known is not None and known != expected['baseline_at_start']:
+        raise Failure('reference baseline %d != generator baseline %d (generator bug)'
+                      % (expected['baseline_at_start'], known))
+    got = out.get('baseline')
+    if not isinstance(got, dict):
+        raise Failure('no baseline object in parse --json (got %s)' % short(got))
+    d = first_difference(expected, {k: got.get(k) for k in expected}, 'baseline')
+    if d:
+        raise Failure(d)
+    return 'baseline=%d' % expected['baseline_at_start']
+
+
+def check_events(memsnap, path, value, device):
+    n = len(reference.trace_of(value, device))
+    stride = reference.default_stride(n)
+    expected = reference.events(value, device, stride)
+    got = run_json(memsnap, ['events', path, '--device', device, '--stride', stride, '--json'])
+    if not isinstance(got, dict):
+        raise Failure('events --json printed %s, not an object' % type(got).__name__)
+    d = first_difference(expected, {k: got.get(k) for k in expected})
+    if d:
+        raise Failure(d)
+    return 'stride=%d samples=%d' % (stride, len(expected['events']))
+
+
+def check_file(memsnap, path, label, known_baselines):
+    """All checks of one file: a list of (ok, check, label, detail)."""
+    results = []
+
+    def attempt(check, tag, fn, *args):
+        try:
+            results.append((True, check, tag, fn(*args)))
+        except Failure as e:
+            results.append((False, check, tag, str(e)))
+        except Exception as e:  # a bug in the test itself must be visible
+            results.append((False, check, tag, 'test error: %r' % (e,)))
+
+    try:
+        value = reference.load(path)
+    except Exception as e:
+        return [(False, 'load', label, 'reference cannot load it: %r' % (e,))]
+    attempt('dump', label, check_dump, memsnap, path, value)
+    devices = reference.devices_of(value)
+    if not devices:
+        def no_device():
+            out = parse_output(memsnap, path, None)
+            dt = out.get('device_traces')
+            if not isinstance(dt, dict) or dt.get('event_count') != 0:
+                raise Failure('expected device_traces.event_count 0, got %s' % short(dt))
+            return 'no device has events or segments'
+        attempt('parse', label, no_device)
+    for device in devices:
+        tag = '%s --device %d' % (label, device)
+        try:
+            out = parse_output(memsnap, path, device)
+        except Failure as e:
+            results.append((False, 'parse', tag, str(e)))
+            continue
+        known = None
+        if known_baselines is not None and device < len(known_baselines):
+            known = known_baselines[device]
+        attempt('parse', tag, check_parse, out, value, device)
+        attempt('baseline', tag, check_baseline, out, value, device, known)
+        attempt('events', tag, check_events, memsnap, path, value, device)
+    return results
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
+    ap.add_argument('--memsnap', required=True, help='path to the memsnap binary')
+    ap.add_argument('--work', help='directory for the generated corpus (default: a temp dir)')
+    ap.add_argument('--jobs', type=int, default=min(4, os.cpu_count() or 1))
+    ap.add_argument('--no-real', action='store_true', help='skip the real fixtures')
+    ap.add_argument('--real', default=str(REAL), help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+
+    memsnap = os.path.abspath(args.memsnap)
+    if not os.access(memsnap, os.X_OK):
+        print('FAIL setup: %s is not an executable' % memsnap)
+        return 1
+    start = time.time()
+    tmp = None
+    work = args.work
+    if not work:
+        tmp = tempfile.TemporaryDirectory(prefix='memsnap-differential-')
+        work = tmp.name
+    corpus = os.path.join(work, 'corpus')
+    gen = subprocess.run([sys.executable, str(GENERATOR), '--corpus', corpus],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+    if gen.returncode != 0:
+        print('FAIL setup: generator failed:\n' + gen.stdout.decode('utf-8', 'replace'))
+        return 1
+    with open(os.path.join(corpus, 'manifest.json')) as f:
+        manifest = json.load(f)
+
+    jobs = []  # (path, label, known baselines)
+    for name in sorted(manifest):
+        jobs.append((os.path.join(corpus, name), 'corpus/' + name, manifest[name]['baseline']))
+    real = Path(args.real)
+    if args.no_real:
+        print('SKIP real fixtures: --no-real')
+    elif not real.is_dir():
+        print('SKIP real fixtures: %s is absent' % real)
+    else:
+        for p in sorted(real.rglob('*')):
+            if p.is_file() and p.suffix.lower() not in ('.md', '.txt', '.json'):
+                jobs.append((str(p), 'real/' + str(p.relative_to(real)), None))
+
+    passed = failed = 0
+    failures = []
+    with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futures = [pool.submit(check_file, memsnap, path, label, known)
+                   for path, label, known in jobs]
+        for fut in futures:
+            for ok, check, label, detail in fut.result():
+                line = '%s %-8s %s%s' % ('PASS' if ok else 'FAIL', check, label,
+                                         (': ' + detail) if detail else '')
+                print(line, flush=True)
+                if ok:
+                    passed += 1
+                else:
+                    failed += 1
+                    failures.append(line)
+    elapsed = time.time() - start
+    print('\n%d files, %d checks: %d passed, %d failed (%.1f s)'
+          % (len(jobs), passed + failed, passed, failed, elapsed))
+    if failures:
+        print('failures:')
+        for line in failures:
+            print('  ' + line)
+    if tmp is not None:
+        tmp.cleanup()
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
