@@ -86,6 +86,16 @@ TraceAnalysis analyze_trace(const Snapshot& snapshot, const DeviceTrace& trace,
   std::vector<size_t> open;
 
   Replay replay(snapshot);
+  // At each event: open the windows that start here (their start delta is
+  // the delta before this event), close the windows that ended before it,
+  // then apply it. Empty windows open and close at once: end delta 0.
+  auto open_until = [&](uint64_t index) {
+    while (next_open < opening.size() && analysis.steps[opening[next_open]].begin <= index) {
+      size_t k = opening[next_open++];
+      analysis.steps[k].start_delta = replay.delta();
+      open.push_back(k);
+    }
+  };
   auto close_until = [&](uint64_t index) {
     while (next_close < closing.size() && analysis.steps[closing[next_close]].end <= index) {
       size_t k = closing[next_close++];
@@ -95,14 +105,8 @@ TraceAnalysis analyze_trace(const Snapshot& snapshot, const DeviceTrace& trace,
     }
   };
   for (uint64_t i = trace.begin; i < trace.end; ++i) {
+    open_until(i);
     close_until(i);
-    while (next_open < opening.size() && analysis.steps[opening[next_open]].begin <= i) {
-      size_t k = opening[next_open++];
-      StepStats& stats = analysis.steps[k];
-      if (stats.end <= i) continue;  // empty window
-      stats.start_delta = replay.delta();
-      open.push_back(k);
-    }
     Action action = events.action[i];
     bool matched = false;
     uint64_t freed_bytes = events.size[i];
@@ -138,11 +142,9 @@ TraceAnalysis analyze_trace(const Snapshot& snapshot, const DeviceTrace& trace,
       }
     }
   }
-  close_until(trace.end + 1);
-  // Steps that open after the last event start (and end) at the final delta.
-  for (; next_open < opening.size(); ++next_open) {
-    analysis.steps[opening[next_open]].start_delta = replay.delta();
-  }
+  // Windows that start after the last event open (and close) at the final delta.
+  open_until(UINT64_MAX);
+  close_until(UINT64_MAX);
   analysis.totals = replay.totals();
   return analysis;
 }

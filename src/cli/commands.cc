@@ -2,6 +2,10 @@
 
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <future>
@@ -19,7 +23,10 @@
 #include "pickle/vm.h"
 #include "report/format.h"
 #include "report/parse_report.h"
+#include "report/html_plot.h"
 #include "report/replay_render.h"
+#include "report/text_chart.h"
+#include "analysis/timeline.h"
 #include "snapshot/decoder.h"
 
 namespace memsnap {
@@ -164,24 +171,69 @@ int run_events(const std::string& path, const CommonFlags& flags, uint64_t strid
   return 0;
 }
 
-// Loads one or two files; the second loads on its own thread.
+// Loads several files at once: each file after the first on its own thread.
 std::vector<Snapshot> load_all(const std::vector<std::string>& paths, bool allow_objects) {
-  std::vector<Snapshot> snapshots;
-  if (paths.size() == 2) {
-    std::future<Snapshot> second = std::async(std::launch::async, [&]() {
+  std::vector<std::future<Snapshot>> others;
+  for (size_t i = 1; i < paths.size(); ++i) {
+    others.push_back(std::async(std::launch::async, [&paths, i, allow_objects]() {
       LoadOptions quiet;  // one progress line at a time: the first file reports
       quiet.allow_objects = allow_objects;
-      return load_snapshot(paths[1], quiet);
-    });
-    Snapshot first = load_snapshot(paths[0], load_options(paths[0], allow_objects));
-    snapshots.push_back(std::move(first));
-    snapshots.push_back(second.get());
-  } else {
-    for (const std::string& path : paths) {
-      snapshots.push_back(load_snapshot(path, load_options(path, allow_objects)));
-    }
+      return load_snapshot(paths[i], quiet);
+    }));
   }
+  std::vector<Snapshot> snapshots;
+  snapshots.push_back(load_snapshot(paths[0], load_options(paths[0], allow_objects)));
+  for (auto& other : others) snapshots.push_back(other.get());
   return snapshots;
+}
+
+struct PlotFlags {
+  std::vector<std::string> labels;
+  std::string output = "memsnap_timeline.html";
+  double precision_ms = 1.0;
+  bool text = false;
+  bool absolute = true;
+  int width = 100;
+  int height = 20;
+};
+
+std::string basename_of(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+int run_plot(const std::vector<std::string>& paths, const CommonFlags& flags, const PlotFlags& plot) {
+  if (!plot.labels.empty() && plot.labels.size() != paths.size()) {
+    std::fprintf(stderr, "memsnap: --labels has %zu labels for %zu files; give one label per file\n",
+                 plot.labels.size(), paths.size());
+    return 2;
+  }
+  if (plot.precision_ms <= 0) throw Error("--precision must be a positive number of milliseconds");
+  std::vector<Snapshot> snapshots = load_all(paths, flags.allow_objects);
+  std::vector<RunTimeline> runs;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    FileAnalysis file = analyze_file(paths[i], snapshots[i], flags.device);
+    std::string label = plot.labels.empty() ? basename_of(paths[i]) : plot.labels[i];
+    runs.push_back(build_timeline(file, label, plot.precision_ms, flags.frame_depth));
+  }
+  if (plot.text) {
+    TextChartOptions options;
+    options.width = plot.width;
+    options.height = plot.height;
+    options.absolute = plot.absolute;
+    options.color = ::isatty(STDOUT_FILENO) != 0 && std::getenv("NO_COLOR") == nullptr;
+    print(render_text_chart(runs, options));
+    return 0;
+  }
+  std::string page = render_plot_html(runs, plot.precision_ms);
+  std::FILE* out = std::fopen(plot.output.c_str(), "wb");
+  if (out == nullptr) throw Error(fmt::format("{}: cannot write: {}", plot.output, std::strerror(errno)));
+  size_t written = std::fwrite(page.data(), 1, page.size(), out);
+  bool ok = written == page.size() && std::fclose(out) == 0;
+  if (!ok) throw Error(fmt::format("{}: write failed", plot.output));
+  std::fprintf(stderr, "memsnap: wrote %s (%s, %zu run%s)\n", plot.output.c_str(),
+               format_bytes(page.size()).c_str(), runs.size(), runs.size() == 1 ? "" : "s");
+  return 0;
 }
 
 int run_compare(const std::string& path_a, const std::string& path_b, const CommonFlags& flags,
@@ -322,6 +374,27 @@ int run_cli(int argc, char** argv) {
   step_option->excludes(all_option);
   add_analysis_flags(replay_step, flags);
 
+  PlotFlags plot_flags;
+  CLI::App* plot = app.add_subcommand(
+      "plot", "Memory over time, one run or several overlaid: one offline HTML file (or --text)");
+  plot->add_option("FILE", files, "Snapshot files; each becomes one line on the same axis")
+      ->required()
+      ->expected(1, -1);
+  plot->add_option("--labels", plot_flags.labels, "One label per file (default: file names)")
+      ->expected(1, -1);
+  plot->add_option("-o,--output", plot_flags.output, "HTML file to write (default memsnap_timeline.html)");
+  plot->add_option("--precision", plot_flags.precision_ms,
+                   "Finest time bucket of the wall-clock view, in ms (default 1.0); the page can "
+                   "coarsen it");
+  plot->add_flag("--text", plot_flags.text, "Draw the overlay in the terminal instead of writing HTML");
+  plot->add_flag("!--delta", plot_flags.absolute, "--text: plot the delta from the trace start, not baseline + delta");
+  plot->add_option("--width", plot_flags.width, "--text: chart columns (default 100)");
+  plot->add_option("--height", plot_flags.height, "--text: chart rows (default 20)");
+  plot->add_option("--frame-depth", flags.frame_depth, "Frames per source key (default 1)")
+      ->check(CLI::PositiveNumber);
+  add_device_flag(plot, flags);
+  add_objects_flag(plot, flags);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -333,6 +406,7 @@ int run_cli(int argc, char** argv) {
     if (parse->parsed()) return run_parse(file, flags);
     if (dump->parsed()) return run_dump(file, flags);
     if (events->parsed()) return run_events(file, flags, stride);
+    if (plot->parsed()) return run_plot(files, flags, plot_flags);
     if (compare->parsed()) return run_compare(files[0], files[1], flags, step);
     if (to_time->parsed()) return run_replay_to_time(files, flags, seconds);
     if (replay_step->parsed() && !step && !all_steps) {

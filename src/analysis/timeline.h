@@ -1,0 +1,81 @@
+// Memory over time for `memsnap plot`: min/max buckets over wall clock and
+// over event index, allocation lifetimes for the click-to-drill-down, the
+// reserved-memory series and markers. Plain data; renderers format it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/replay_reports.h"
+
+namespace memsnap {
+
+// Point budgets: each run embeds at most this many buckets per view, which
+// keeps a 1M-event plot well under 15 MB while the page can still zoom to the
+// requested precision on typical traces.
+constexpr uint64_t kMaxTimeBuckets = 65536;
+constexpr uint64_t kMaxIndexBuckets = 65536;
+
+// Delta (bytes over the trace start) min and max inside each bucket. A bucket
+// starts from the value carried in, so empty buckets hold it and the true peak
+// is always some bucket's max.
+struct Buckets {
+  double width = 0;  // µs (time) or events (index)
+  std::vector<double> min;
+  std::vector<double> max;
+};
+
+// Downsamples a step function given as (position, value-after) pairs.
+Buckets bucketize(const std::vector<double>& positions, const std::vector<double>& values,
+                  double extent, double min_width, uint64_t max_buckets);
+
+struct Lifetimes {
+  static constexpr uint64_t kStillLive = UINT64_MAX;
+  std::vector<uint64_t> start_us;  // offsets from the trace start
+  std::vector<uint64_t> end_us;    // kStillLive: live at the end of the trace
+  std::vector<uint64_t> size;
+  std::vector<uint32_t> source;
+};
+
+struct Marker {
+  std::string name;
+  double start_s = 0;
+  std::optional<double> end_s;
+};
+
+struct OomMarker {
+  double t_s = 0;
+  uint64_t requested = 0;
+  std::optional<uint64_t> device_free;
+};
+
+struct RunTimeline {
+  std::string label;
+  std::string file;
+  int device = 0;
+  int64_t baseline = 0;
+  int64_t peak_delta = 0;
+  int64_t absolute_peak = 0;
+  uint64_t alloc_count = 0;
+  uint64_t unmatched_frees = 0;
+  uint64_t unmatched_free_bytes = 0;
+  uint64_t event_count = 0;
+  bool has_time = false;
+  double duration_s = 0;
+  Buckets time_buckets;   // empty when the trace has no time_us
+  Buckets index_buckets;
+  std::vector<int64_t> reserved_t_us;  // empty when no segment events
+  std::vector<uint64_t> reserved_bytes;
+  std::vector<Marker> steps;        // name = step number
+  std::vector<Marker> annotations;  // other record_function ranges
+  std::vector<OomMarker> ooms;
+  std::vector<std::string> sources;
+  Lifetimes lifetimes;
+};
+
+RunTimeline build_timeline(FileAnalysis& file, const std::string& label, double precision_ms,
+                           int frame_depth);
+
+}  // namespace memsnap

@@ -1,0 +1,184 @@
+#include "report/html_plot.h"
+
+#include <absl/strings/escaping.h>
+
+#include <cstring>
+#include <fmt/format.h>
+#include <limits>
+
+#include "io/error.h"
+
+namespace memsnap {
+namespace web {
+extern const std::string_view kTemplateHtml;
+extern const std::string_view kAppJs;
+extern const std::string_view kAppCss;
+extern const std::string_view kUplotJs;
+extern const std::string_view kUplotCss;
+}  // namespace web
+
+namespace {
+
+using nlohmann::ordered_json;
+
+// Typed arrays travel as base64 of their little-endian bytes (x86-64 and
+// aarch64 are little-endian; the page reads them with Float64Array etc.).
+template <typename T>
+std::string base64_of(const std::vector<T>& values) {
+  absl::string_view raw(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(T));
+  return absl::Base64Escape(raw);
+}
+
+std::vector<double> as_doubles(const std::vector<uint64_t>& values) {
+  return {values.begin(), values.end()};
+}
+
+ordered_json buckets_json(const Buckets& buckets, const char* width_key) {
+  return {{width_key, buckets.width},
+          {"count", buckets.min.size()},
+          {"min", base64_of(buckets.min)},
+          {"max", base64_of(buckets.max)}};
+}
+
+ordered_json marker_json(const Marker& marker, const char* name_key, bool numeric_name) {
+  ordered_json out;
+  if (numeric_name) {
+    out[name_key] = std::stoll(marker.name);
+  } else {
+    out[name_key] = marker.name;
+  }
+  out["start_s"] = marker.start_s;
+  out["end_s"] = marker.end_s ? ordered_json(*marker.end_s) : ordered_json(nullptr);
+  return out;
+}
+
+ordered_json lifetimes_json(const Lifetimes& life) {
+  uint64_t latest = 0;
+  for (size_t i = 0; i < life.start_us.size(); ++i) {
+    latest = std::max(latest, life.start_us[i]);
+    if (life.end_us[i] != Lifetimes::kStillLive) latest = std::max(latest, life.end_us[i]);
+  }
+  ordered_json out{{"count", life.start_us.size()}};
+  std::vector<uint64_t> sizes = life.size;
+  if (latest < std::numeric_limits<uint32_t>::max()) {
+    std::vector<uint32_t> start(life.start_us.begin(), life.start_us.end());
+    std::vector<uint32_t> end(life.end_us.size());
+    for (size_t i = 0; i < end.size(); ++i) {
+      end[i] = life.end_us[i] == Lifetimes::kStillLive ? std::numeric_limits<uint32_t>::max()
+                                                        : static_cast<uint32_t>(life.end_us[i]);
+    }
+    out["time_type"] = "u32";
+    out["start_us"] = base64_of(start);
+    out["end_us"] = base64_of(end);
+  } else {
+    std::vector<double> start = as_doubles(life.start_us);
+    std::vector<double> end(life.end_us.size());
+    for (size_t i = 0; i < end.size(); ++i) {
+      end[i] = life.end_us[i] == Lifetimes::kStillLive ? -1.0 : static_cast<double>(life.end_us[i]);
+    }
+    out["time_type"] = "f64";
+    out["start_us"] = base64_of(start);
+    out["end_us"] = base64_of(end);
+  }
+  out["size"] = base64_of(as_doubles(sizes));
+  out["source"] = base64_of(life.source);
+  return out;
+}
+
+std::string html_escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
+void replace_once(std::string& page, std::string_view placeholder, std::string_view content) {
+  size_t at = page.find(placeholder);
+  if (at == std::string::npos) {
+    throw Error(fmt::format("web/template.html lacks the placeholder {}", placeholder));
+  }
+  page.replace(at, placeholder.size(), content);
+}
+
+}  // namespace
+
+ordered_json plot_data_json(const std::vector<RunTimeline>& runs, double precision_ms) {
+  ordered_json list = ordered_json::array();
+  for (const RunTimeline& run : runs) {
+    ordered_json reserved = nullptr;
+    if (!run.reserved_t_us.empty()) {
+      std::vector<double> t(run.reserved_t_us.begin(), run.reserved_t_us.end());
+      reserved = {{"count", t.size()}, {"t_us", base64_of(t)}, {"bytes", base64_of(as_doubles(run.reserved_bytes))}};
+    }
+    ordered_json steps = ordered_json::array();
+    for (const Marker& m : run.steps) steps.push_back(marker_json(m, "step", true));
+    ordered_json notes = ordered_json::array();
+    for (const Marker& m : run.annotations) notes.push_back(marker_json(m, "name", false));
+    ordered_json ooms = ordered_json::array();
+    for (const OomMarker& oom : run.ooms) {
+      ooms.push_back({{"t_s", oom.t_s},
+                      {"requested", oom.requested},
+                      {"device_free", oom.device_free ? ordered_json(*oom.device_free) : ordered_json(nullptr)}});
+    }
+    list.push_back({{"label", run.label},
+                    {"file", run.file},
+                    {"device", run.device},
+                    {"stats",
+                     {{"absolute_peak", run.absolute_peak},
+                      {"baseline", run.baseline},
+                      {"peak_delta", run.peak_delta},
+                      {"alloc_count", run.alloc_count},
+                      {"unmatched_frees", run.unmatched_frees},
+                      {"unmatched_free_bytes", run.unmatched_free_bytes},
+                      {"event_count", run.event_count},
+                      {"duration_s", run.duration_s},
+                      {"has_time", run.has_time}}},
+                    {"time_buckets", buckets_json(run.time_buckets, "bucket_us")},
+                    {"index_buckets", buckets_json(run.index_buckets, "bucket_events")},
+                    {"reserved", reserved},
+                    {"steps", steps},
+                    {"annotations", notes},
+                    {"oom", ooms},
+                    {"sources", run.sources},
+                    {"lifetimes", lifetimes_json(run.lifetimes)}});
+  }
+  return {{"version", 1},
+          {"generated_by", "memsnap 0.1.0"},
+          {"precision_ms", precision_ms},
+          {"runs", list}};
+}
+
+std::string render_plot_html(const std::vector<RunTimeline>& runs, double precision_ms) {
+  std::string data =
+      plot_data_json(runs, precision_ms).dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+  // Inside <script>, "</" could close the element; "<\/" is the same JSON string.
+  std::string safe;
+  safe.reserve(data.size());
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (data[i] == '<' && i + 1 < data.size() && data[i + 1] == '/') {
+      safe += "<\\/";
+      ++i;
+    } else {
+      safe.push_back(data[i]);
+    }
+  }
+  std::string title = "memsnap timeline";
+  for (size_t i = 0; i < runs.size(); ++i) title += (i == 0 ? ": " : " vs ") + runs[i].label;
+  std::string page(web::kTemplateHtml);
+  replace_once(page, "{{TITLE}}", html_escape(title));
+  replace_once(page, "{{UPLOT_CSS}}", web::kUplotCss);
+  replace_once(page, "{{APP_CSS}}", web::kAppCss);
+  replace_once(page, "{{UPLOT_JS}}", web::kUplotJs);
+  replace_once(page, "{{APP_JS}}", web::kAppJs);
+  replace_once(page, "{{DATA_JSON}}", safe);
+  return page;
+}
+
+}  // namespace memsnap

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""Golden outputs: every report, text and JSON, on real fixtures and generated files.
+
+Runs memsnap with cwd set to the folder of the input so that file names in the
+output do not depend on where the checkout lives. `--update` rewrites the
+golden files after a deliberate change; review the diff before committing.
+Cases on real fixtures are skipped when ../shared/fixtures/real is absent.
+"""
+import argparse
+import difflib
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+GENERATOR = os.path.join(REPO, "tests", "gen", "make_snapshot.py")
+
+# (golden name, where: "fixtures" | "generated" | "repo", arguments)
+CASES = [
+    ("parse_cpp_frames", "fixtures", ["parse", "kkaitlyn111_cs336-a2-systems__memory_ctx128_fullstep.pickle"]),
+    ("parse_cpp_frames.json", "fixtures", ["parse", "--json", "kkaitlyn111_cs336-a2-systems__memory_ctx128_fullstep.pickle"]),
+    ("parse_multi_device_oom", "fixtures", ["parse", "--device", "1", "Constructor-Sun_code_location__memory_snapshot.pickle"]),
+    ("parse_multi_device_oom.json", "fixtures", ["parse", "--json", "--device", "1", "Constructor-Sun_code_location__memory_snapshot.pickle"]),
+    ("parse_legacy_history", "fixtures", ["parse", "Yiyi-philosophy_LLM-inference__oom_snapshot.pickle"]),
+    ("parse_no_time", "fixtures", ["parse", "cranberrii_ftcourse__memory_snapshot.pickle"]),
+    ("parse_graph_pools", "fixtures", ["parse", "volcengine_verl__mem.pickle"]),
+    ("parse_segment_list", "fixtures", ["parse", "nonconforming/Muduard_LayoutEditing__memory_snapshot@33ade60.pkl"]),
+    ("parse_empty", "fixtures", ["parse", "angelolmn_HitsBE__my_snapshot.pickle"]),
+    ("compare_real", "fixtures", ["compare", "Wedsonlin_assignment2-systems__medium_128_training_memory_snapshot.pickle",
+                                  "Wedsonlin_assignment2-systems__medium_512_training_memory_snapshot.pickle"]),
+    ("compare_real.json", "fixtures", ["compare", "--json", "Wedsonlin_assignment2-systems__medium_128_training_memory_snapshot.pickle",
+                                       "Wedsonlin_assignment2-systems__medium_512_training_memory_snapshot.pickle"]),
+    ("replay_to_time_cpp_frames", "fixtures", ["replay-to-time", "--time", "0.15", "kkaitlyn111_cs336-a2-systems__memory_ctx128_fullstep.pickle"]),
+    ("replay_to_time_cpp_frames.json", "fixtures", ["replay-to-time", "--json", "--time", "0.15", "kkaitlyn111_cs336-a2-systems__memory_ctx128_fullstep.pickle"]),
+    ("replay_to_time_pair", "fixtures", ["replay-to-time", "--time", "0.2", "kkaitlyn111_cs336-a2-systems__memory_ctx128_fullstep.pickle",
+                                         "kkaitlyn111_cs336-a2-systems__memory_files_memory_ctx512_fullstep_.pickle"]),
+    ("replay_to_time_pair.json", "fixtures", ["replay-to-time", "--json", "--time", "0.2", "kkaitlyn111_cs336-a2-systems__memory_ctx128_fullstep.pickle",
+                                              "kkaitlyn111_cs336-a2-systems__memory_files_memory_ctx512_fullstep_.pickle"]),
+    ("parse_example", "repo", ["parse", "examples/training_steps.pickle.gz"]),
+    ("parse_example.json", "repo", ["parse", "--json", "examples/training_steps.pickle.gz"]),
+    ("replay_step_all", "repo", ["replay-step", "--all-steps", "examples/training_steps.pickle.gz"]),
+    ("replay_step_all.json", "repo", ["replay-step", "--all-steps", "--json", "examples/training_steps.pickle.gz"]),
+    ("replay_step_one", "repo", ["replay-step", "--step", "3", "--frame-depth", "2", "examples/training_steps.pickle.gz"]),
+    ("compare_generated", "generated", ["compare", "small_steps.pickle", "large_steps.pickle"]),
+    ("compare_generated.json", "generated", ["compare", "--json", "small_steps.pickle", "large_steps.pickle"]),
+    ("compare_generated_step", "generated", ["compare", "--step", "2", "--top", "5", "small_steps.pickle", "large_steps.pickle"]),
+    ("replay_step_cpp_frames", "generated", ["replay-step", "--step", "1", "all_stacks.pickle"]),
+    ("plot_text", "generated", ["plot", "--text", "--width", "60", "--height", "12", "small_steps.pickle", "large_steps.pickle"]),
+]
+
+GENERATED = {
+    "small_steps.pickle": ["--events", "3000", "--steps", "6", "--marks", "--seed", "11"],
+    "large_steps.pickle": ["--events", "4500", "--steps", "6", "--marks", "--seed", "12"],
+    "all_stacks.pickle": ["--events", "2000", "--steps", "4", "--stacks", "all", "--seed", "13"],
+}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--memsnap", required=True)
+    parser.add_argument("--fixtures", default=os.path.join(REPO, "..", "shared", "fixtures", "real"))
+    parser.add_argument("--update", action="store_true")
+    args = parser.parse_args()
+    memsnap = os.path.abspath(args.memsnap)
+    have_fixtures = os.path.isdir(args.fixtures)
+    if not have_fixtures:
+        print(f"SKIP real-fixture cases: {args.fixtures} is absent")
+
+    failures = 0
+    with tempfile.TemporaryDirectory() as generated:
+        for name, generator_args in GENERATED.items():
+            subprocess.run([sys.executable, GENERATOR, "--out", os.path.join(generated, name)] + generator_args, check=True)
+        where = {"fixtures": args.fixtures, "generated": generated, "repo": REPO}
+        for name, place, command in CASES:
+            if place == "fixtures" and not have_fixtures:
+                continue
+            env = dict(os.environ, NO_COLOR="1")
+            run = subprocess.run([memsnap] + command, cwd=where[place], capture_output=True, text=True, env=env, timeout=300)
+            if run.returncode != 0:
+                print(f"FAIL {name}: exit {run.returncode}: {run.stderr.strip()}")
+                failures += 1
+                continue
+            path = os.path.join(HERE, name if name.endswith(".json") else name + ".txt")
+            if args.update or not os.path.exists(path):
+                with open(path, "w") as f:
+                    f.write(run.stdout)
+                print(f"WROTE {os.path.relpath(path, REPO)}")
+                continue
+            with open(path) as f:
+                expected = f.read()
+            if expected != run.stdout:
+                diff = "".join(difflib.unified_diff(expected.splitlines(True), run.stdout.splitlines(True), "golden", "got", n=2))
+                print(f"FAIL {name}: output differs from {os.path.relpath(path, REPO)}\n{diff[:4000]}")
+                failures += 1
+            else:
+                print(f"ok   {name}")
+    print(f"{len(CASES)} cases, {failures} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
