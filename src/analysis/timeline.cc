@@ -128,8 +128,11 @@ RunTimeline build_timeline(FileAnalysis& file, const std::string& label, double 
     run.time_buckets = bucketize(time_positions, values, run.duration_s * 1e6,
                                  std::max(precision_ms, 0.001) * 1000.0, kMaxTimeBuckets);
   }
-  run.index_buckets = bucketize(index_positions, values, static_cast<double>(trace.count()), 1.0,
-                                kMaxIndexBuckets);
+  // Whole events per bucket, so the page can label buckets by event index.
+  double events_per_bucket =
+      std::max(1.0, std::ceil(static_cast<double>(trace.count()) / static_cast<double>(kMaxIndexBuckets)));
+  run.index_buckets = bucketize(index_positions, values, static_cast<double>(trace.count()),
+                                events_per_bucket, kMaxIndexBuckets);
 
   // Reserved memory: the segments give the end state; the events walk back
   // to the start.

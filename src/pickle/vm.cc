@@ -61,7 +61,12 @@ std::string_view trim(std::string_view text) {
 }  // namespace
 
 Vm::Vm(std::span<const uint8_t> input, VmOptions options)
-    : input_(input), options_(std::move(options)) {}
+    : input_(input), options_(std::move(options)) {
+  stack_.reserve(1024);
+  // Protocol 4 memoizes every container: about one slot per trace entry.
+  memo_.reserve(std::min<size_t>(input.size() / 48 + 1024, size_t{1} << 26));
+  marks_.reserve(64);
+}
 
 void Vm::fail(const std::string& message) const { fail_at(message, op_offset_); }
 
@@ -69,15 +74,9 @@ void Vm::fail_at(const std::string& message, uint64_t offset) const {
   throw Error(fmt::format("{} (at byte offset {})", message, offset), offset);
 }
 
-const uint8_t* Vm::take(uint64_t count) {
-  if (count > input_.size() - pos_) {
-    std::string_view name = opcode_name(op_);
-    fail(fmt::format("truncated: opcode {} needs {} bytes, only {} left in the file", name, count,
-                     input_.size() - pos_));
-  }
-  const uint8_t* start = input_.data() + pos_;
-  pos_ += count;
-  return start;
+void Vm::fail_truncated(uint64_t count) const {
+  fail(fmt::format("truncated: opcode {} needs {} bytes, only {} left in the file",
+                   opcode_name(op_), count, input_.size() - pos_));
 }
 
 std::string_view Vm::read_line() {
@@ -91,12 +90,6 @@ std::string_view Vm::read_line() {
   return {reinterpret_cast<const char*>(begin), static_cast<size_t>(newline - begin)};
 }
 
-uint64_t Vm::read_le(unsigned width) {
-  const uint8_t* bytes = take(width);
-  uint64_t value = 0;
-  for (unsigned i = 0; i < width; ++i) value |= uint64_t{bytes[i]} << (8 * i);
-  return value;
-}
 
 Value Vm::pop() {
   if (stack_.size() <= mark_base()) {
@@ -133,6 +126,7 @@ Value Vm::new_container(Kind kind) {
   }
   Container& slot = containers_[index];
   slot.items.clear();
+  if (slot.items.capacity() == 0 && !recycled_items_.empty()) slot.items = take_recycled_items();
   slot.memo_refs = 0;
   slot.converted = false;
   Value value;
@@ -216,12 +210,18 @@ void Vm::replace_container(const Value& value, Value substitute, bool reuse_slot
   }
   slot.converted = true;
   slot.substitute = substitute;
+  if (recycled_items_.size() < kRecycledItemsLimit && slot.items.capacity() <= 4096) {
+    slot.items.clear();
+    recycled_items_.push_back(std::move(slot.items));
+  }
   std::vector<Value>().swap(slot.items);
 }
 
 void Vm::memo_put(uint64_t index, const Value& value) {
   bool was_defined = false;
-  if (index < memo_.size()) {
+  if (index == memo_.size() && sparse_memo_.empty()) {  // MEMOIZE, BINPUT in order
+    memo_.push_back(value);
+  } else if (index < memo_.size()) {
     was_defined = memo_[index].kind != Kind::kUndefined;
     memo_[index] = value;
   } else if (index == memo_.size()) {
@@ -243,8 +243,7 @@ void Vm::memo_put(uint64_t index, const Value& value) {
   }
 }
 
-Value Vm::memo_get(uint64_t index) const {
-  if (index < memo_.size() && memo_[index].kind != Kind::kUndefined) return memo_[index];
+Value Vm::memo_get_slow(uint64_t index) const {
   auto sparse = sparse_memo_.find(index);
   if (sparse != sparse_memo_.end()) return sparse->second;
   throw Error(fmt::format("memo index {} is not defined (opcode {} at byte offset {})", index,
@@ -252,8 +251,33 @@ Value Vm::memo_get(uint64_t index) const {
               op_offset_);
 }
 
+std::vector<Value> Vm::take_recycled_items() {
+  std::vector<Value> items = std::move(recycled_items_.back());
+  recycled_items_.pop_back();
+  return items;
+}
+
+void Vm::append_range(Value& list, const Value* first, const Value* last) {
+  while (first != last) {
+    const Value* run_end = first;
+    if (options_.observer != nullptr) {
+      while (run_end != last && run_end->kind != Kind::kDict) ++run_end;
+    } else {
+      run_end = last;
+    }
+    if (run_end != first) {
+      std::vector<Value>& items = container(list).items;
+      items.insert(items.end(), first, run_end);
+      first = run_end;
+    }
+    if (first != last) append_to_list(list, *first++);
+  }
+}
+
 void Vm::append_to_list(Value& list, Value item) {
-  if (options_.observer != nullptr) item = options_.observer->on_list_item(*this, item);
+  if (options_.observer != nullptr && item.kind == Kind::kDict) {
+    item = options_.observer->on_list_item(*this, item);
+  }
   std::vector<Value>& items = container(list).items;
   // Consecutive decoded trace entries collapse into one range, so a list of
   // millions of entries costs a few bytes.
@@ -464,13 +488,13 @@ Value Vm::run() {
     op_ = input_[pos_++];
     switch (op_) {
       case kProto: {
-        uint64_t version = read_le(1);
+        uint64_t version = read_le<1>();
         if (version > 5) fail(fmt::format("unsupported pickle protocol {}", version));
         protocol_ = static_cast<int>(version);
         break;
       }
       case kFrame: {
-        uint64_t length = read_le(8);
+        uint64_t length = read_le<8>();
         if (length > input_.size() - pos_) {
           fail(fmt::format("truncated: FRAME declares {} bytes, only {} left in the file", length,
                            input_.size() - pos_));
@@ -502,21 +526,21 @@ Value Vm::run() {
         break;
       }
       case kBinInt: {
-        auto value = static_cast<int32_t>(static_cast<uint32_t>(read_le(4)));
+        auto value = static_cast<int32_t>(static_cast<uint32_t>(read_le<4>()));
         push(Value{Kind::kInt, 0, 0, static_cast<uint64_t>(int64_t{value})});
         break;
       }
-      case kBinInt1: push(Value{Kind::kInt, 0, 0, read_le(1)}); break;
-      case kBinInt2: push(Value{Kind::kInt, 0, 0, read_le(2)}); break;
+      case kBinInt1: push(Value{Kind::kInt, 0, 0, read_le<1>()}); break;
+      case kBinInt2: push(Value{Kind::kInt, 0, 0, read_le<2>()}); break;
       case kLong1: {
-        uint64_t length = read_le(1);
+        uint64_t length = read_le<1>();
         uint64_t offset = pos_;
         take(length);
         push(parse_long_bytes(offset, length));
         break;
       }
       case kLong4: {
-        auto length = static_cast<int32_t>(static_cast<uint32_t>(read_le(4)));
+        auto length = static_cast<int32_t>(static_cast<uint32_t>(read_le<4>()));
         if (length < 0) fail("LONG4 with a negative byte count");
         uint64_t offset = pos_;
         take(static_cast<uint64_t>(length));
@@ -537,11 +561,11 @@ Value Vm::run() {
       case kShortBinString: {
         uint64_t length = 0;
         if (op_ == kBinString) {
-          auto signed_length = static_cast<int32_t>(static_cast<uint32_t>(read_le(4)));
+          auto signed_length = static_cast<int32_t>(static_cast<uint32_t>(read_le<4>()));
           if (signed_length < 0) fail("BINSTRING with a negative length");
           length = static_cast<uint64_t>(signed_length);
         } else {
-          length = read_le(1);
+          length = read_le<1>();
         }
         uint64_t offset = pos_;
         const uint8_t* bytes = take(length);
@@ -561,7 +585,7 @@ Value Vm::run() {
         unsigned width = (op_ == kShortBinUnicode || op_ == kShortBinBytes) ? 1
                          : (op_ == kBinUnicode || op_ == kBinBytes)         ? 4
                                                                             : 8;
-        uint64_t length = read_le(width);
+        uint64_t length = width == 1 ? read_le<1>() : width == 4 ? read_le<4>() : read_le<8>();
         uint64_t offset = pos_;
         take(length);
         Kind kind = (op_ == kBinUnicode || op_ == kShortBinUnicode || op_ == kBinUnicode8)
@@ -592,7 +616,7 @@ Value Vm::run() {
         }
         Value made = new_container(kind);
         if (kind == Kind::kList) {
-          for (size_t i = base; i < stack_.size(); ++i) append_to_list(made, stack_[i]);
+          append_range(made, stack_.data() + base, stack_.data() + stack_.size());
         } else {
           container(made).items.assign(stack_.begin() + static_cast<ptrdiff_t>(base),
                                        stack_.end());
@@ -631,7 +655,7 @@ Value Vm::run() {
         Value target = stack_[base - 1];
         if (op_ == kAppends) {
           if (target.kind != Kind::kList) fail(fmt::format("APPENDS to a {}", kind_name(target.kind)));
-          for (size_t i = base; i < stack_.size(); ++i) append_to_list(target, stack_[i]);
+          append_range(target, stack_.data() + base, stack_.data() + stack_.size());
         } else if (op_ == kSetItems) {
           if (target.kind != Kind::kDict) fail(fmt::format("SETITEMS on a {}", kind_name(target.kind)));
           if ((stack_.size() - base) % 2 != 0) fail("SETITEMS with an odd number of items");
@@ -663,8 +687,8 @@ Value Vm::run() {
         push(memo_get(index));
         break;
       }
-      case kBinGet: push(memo_get(read_le(1))); break;
-      case kLongBinGet: push(memo_get(read_le(4))); break;
+      case kBinGet: push(memo_get(read_le<1>())); break;
+      case kLongBinGet: push(memo_get(read_le<4>())); break;
       case kPut: {
         std::string_view text = trim(read_line());
         uint64_t index = 0;
@@ -673,8 +697,8 @@ Value Vm::run() {
         memo_put(index, top());
         break;
       }
-      case kBinPut: memo_put(read_le(1), top()); break;
-      case kLongBinPut: memo_put(read_le(4), top()); break;
+      case kBinPut: memo_put(read_le<1>(), top()); break;
+      case kLongBinPut: memo_put(read_le<4>(), top()); break;
       case kMemoize: memo_put(memo_count_, top()); break;
       // Opcodes that import, call or construct: refused, or inert placeholders.
       case kGlobal: {
@@ -738,7 +762,7 @@ Value Vm::run() {
       case kExt2:
       case kExt4: {
         if (!options_.allow_objects) refuse_or_placeholder(op_, "");
-        uint64_t code = read_le(op_ == kExt1 ? 1 : op_ == kExt2 ? 2 : 4);
+        uint64_t code = op_ == kExt1 ? read_le<1>() : op_ == kExt2 ? read_le<2>() : read_le<4>();
         refuse_or_placeholder(op_, fmt::format("<extension code {}>", code));
         break;
       }

@@ -5,7 +5,11 @@
 // checked against the bytes that remain, and errors carry the byte offset.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <memory>
+#include <type_traits>
 #include <functional>
 #include <span>
 #include <string>
@@ -20,11 +24,48 @@ namespace memsnap::pickle {
 
 class Vm;
 
+// The VM's value stack: a vector whose push and pop always inline (the
+// interpreter loop is too large for the compiler to inline vector::push_back,
+// and a push happens for almost every opcode).
+class ValueStack {
+ public:
+  [[gnu::always_inline]] void push_back(const Value& value) {
+    if (size_ == capacity_) grow();
+    data_[size_++] = value;
+  }
+  [[gnu::always_inline]] void pop_back() { --size_; }
+  [[nodiscard]] size_t size() const { return size_; }
+  [[nodiscard]] bool empty() const { return size_ == 0; }
+  Value& back() { return data_[size_ - 1]; }
+  const Value& back() const { return data_[size_ - 1]; }
+  Value& operator[](size_t i) { return data_[i]; }
+  Value* data() { return data_.get(); }
+  Value* begin() { return data_.get(); }
+  Value* end() { return data_.get() + size_; }
+  void resize(size_t size) { size_ = size; }  // only ever shrinks
+  void reserve(size_t capacity) {
+    while (capacity_ < capacity) grow();
+  }
+
+ private:
+  void grow() {
+    size_t capacity = capacity_ == 0 ? 256 : capacity_ * 2;
+    auto bigger = std::make_unique<Value[]>(capacity);
+    std::copy(data_.get(), data_.get() + size_, bigger.get());
+    data_ = std::move(bigger);
+    capacity_ = capacity;
+  }
+  std::unique_ptr<Value[]> data_;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
+};
+
 // Lets a decoder consume list items as they are appended (trace entries), so
 // that millions of small dicts never exist as generic values at the same time.
 class ListItemObserver {
  public:
   virtual ~ListItemObserver() = default;
+  // Called for each dict appended to a list (other items go in untouched).
   // Returns the value to store in the list: the item itself or a substitute.
   virtual Value on_list_item(Vm& vm, Value item) = 0;
 };
@@ -72,11 +113,29 @@ class Vm {
 
   [[noreturn]] void fail(const std::string& message) const;
   [[noreturn]] void fail_at(const std::string& message, uint64_t offset) const;
-  const uint8_t* take(uint64_t count);
+  [[noreturn]] void fail_truncated(uint64_t count) const;
+  [[gnu::always_inline]] const uint8_t* take(uint64_t count) {
+    if (count > input_.size() - pos_) [[unlikely]] fail_truncated(count);
+    const uint8_t* start = input_.data() + pos_;
+    pos_ += count;
+    return start;
+  }
   std::string_view read_line();
-  uint64_t read_le(unsigned width);
+  // Little-endian fixed-width reads (x86-64 and aarch64 hosts).
+  template <unsigned Width>
+  [[gnu::always_inline]] uint64_t read_le() {
+    const uint8_t* bytes = take(Width);
+    if constexpr (Width == 1) {
+      return bytes[0];
+    } else {
+      std::conditional_t<Width == 2, uint16_t, std::conditional_t<Width == 4, uint32_t, uint64_t>> value;
+      std::memcpy(&value, bytes, Width);
+      return value;
+    }
+  }
 
-  void push(Value value) { stack_.push_back(value); }
+  [[gnu::always_inline]] void push(Value value) { stack_.push_back(value); }
+  static constexpr size_t kRecycledItemsLimit = 64;
   Value pop();
   Value& top();
   size_t mark_base() const { return marks_.empty() ? 0 : marks_.back(); }
@@ -89,9 +148,19 @@ class Vm {
   Value owned_value(Kind kind, std::string_view bytes, uint8_t extra_flags = 0);
 
   void memo_put(uint64_t index, const Value& value);
-  Value memo_get(uint64_t index) const;
+  [[gnu::always_inline]] Value memo_get(uint64_t index) const {
+    if (index < memo_.size() && memo_[index].kind != Kind::kUndefined) [[likely]] {
+      return memo_[index];
+    }
+    return memo_get_slow(index);
+  }
+  Value memo_get_slow(uint64_t index) const;
 
   void append_to_list(Value& list, Value item);
+  // APPENDS: items the observer does not want (anything but a dict) are
+  // copied in bulk.
+  void append_range(Value& list, const Value* first, const Value* last);
+  std::vector<Value> take_recycled_items();
   void refuse_or_placeholder(uint8_t opcode, std::string_view name);
 
   Value parse_int_text(std::string_view text, bool allow_bool);
@@ -108,10 +177,13 @@ class Vm {
   int protocol_ = 0;
   uint64_t stop_offset_ = 0;
 
-  std::vector<Value> stack_;
+  ValueStack stack_;
   std::vector<size_t> marks_;
   std::vector<Container> containers_;
   std::vector<uint32_t> free_containers_;
+  // Item vectors of converted containers, kept with their capacity so the
+  // next list does not go back to malloc (one frames list per trace entry).
+  std::vector<std::vector<Value>> recycled_items_;
   std::vector<Value> memo_;
   absl::flat_hash_map<uint64_t, Value> sparse_memo_;
   uint64_t memo_count_ = 0;

@@ -2,6 +2,7 @@
 
 #include <absl/strings/escaping.h>
 
+#include <algorithm>
 #include <cstring>
 #include <fmt/format.h>
 #include <limits>
@@ -99,12 +100,34 @@ std::string html_escape(std::string_view text) {
   return out;
 }
 
-void replace_once(std::string& page, std::string_view placeholder, std::string_view content) {
-  size_t at = page.find(placeholder);
-  if (at == std::string::npos) {
-    throw Error(fmt::format("web/template.html lacks the placeholder {}", placeholder));
+// Fills the template's {{NAME}} placeholders in one left-to-right pass, so
+// substituted text (a label, a script) is never scanned again.
+std::string fill_template(std::string_view page, const std::vector<std::pair<std::string_view, std::string_view>>& values) {
+  std::string out;
+  out.reserve(page.size());
+  std::vector<bool> used(values.size(), false);
+  size_t at = 0;
+  while (at < page.size()) {
+    size_t open = page.find("{{", at);
+    if (open == std::string_view::npos) break;
+    size_t close = page.find("}}", open + 2);
+    if (close == std::string_view::npos) break;
+    std::string_view name = page.substr(open + 2, close - open - 2);
+    auto it = std::find_if(values.begin(), values.end(), [&](const auto& v) { return v.first == name; });
+    out.append(page.substr(at, open - at));
+    if (it == values.end()) {
+      out.append(page.substr(open, close + 2 - open));  // not ours (e.g. in the chart library)
+    } else {
+      out.append(it->second);
+      used[static_cast<size_t>(it - values.begin())] = true;
+    }
+    at = close + 2;
   }
-  page.replace(at, placeholder.size(), content);
+  out.append(page.substr(at));
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (!used[i]) throw Error(fmt::format("web/template.html lacks the placeholder {{{{{}}}}}", values[i].first));
+  }
+  return out;
 }
 
 }  // namespace
@@ -158,27 +181,26 @@ ordered_json plot_data_json(const std::vector<RunTimeline>& runs, double precisi
 std::string render_plot_html(const std::vector<RunTimeline>& runs, double precision_ms) {
   std::string data =
       plot_data_json(runs, precision_ms).dump(-1, ' ', false, ordered_json::error_handler_t::replace);
-  // Inside <script>, "</" could close the element; "<\/" is the same JSON string.
+  // Inside <script> a "<" can end the element or open a comment that hides
+  // its end; "\u003c" is the same JSON string. "<" only occurs inside strings.
   std::string safe;
   safe.reserve(data.size());
-  for (size_t i = 0; i < data.size(); ++i) {
-    if (data[i] == '<' && i + 1 < data.size() && data[i + 1] == '/') {
-      safe += "<\\/";
-      ++i;
+  for (char c : data) {
+    if (c == '<') {
+      safe += "\\u003c";
     } else {
-      safe.push_back(data[i]);
+      safe.push_back(c);
     }
   }
   std::string title = "memsnap timeline";
   for (size_t i = 0; i < runs.size(); ++i) title += (i == 0 ? ": " : " vs ") + runs[i].label;
-  std::string page(web::kTemplateHtml);
-  replace_once(page, "{{TITLE}}", html_escape(title));
-  replace_once(page, "{{UPLOT_CSS}}", web::kUplotCss);
-  replace_once(page, "{{APP_CSS}}", web::kAppCss);
-  replace_once(page, "{{UPLOT_JS}}", web::kUplotJs);
-  replace_once(page, "{{APP_JS}}", web::kAppJs);
-  replace_once(page, "{{DATA_JSON}}", safe);
-  return page;
+  std::string escaped_title = html_escape(title);
+  return fill_template(web::kTemplateHtml, {{"TITLE", escaped_title},
+                                            {"UPLOT_CSS", web::kUplotCss},
+                                            {"APP_CSS", web::kAppCss},
+                                            {"UPLOT_JS", web::kUplotJs},
+                                            {"APP_JS", web::kAppJs},
+                                            {"DATA_JSON", safe}});
 }
 
 }  // namespace memsnap

@@ -11,7 +11,7 @@ namespace {
 using nlohmann::ordered_json;
 
 std::string settings_value(const ordered_json& value) {
-  if (value.is_string()) return value.get<std::string>();
+  if (value.is_string()) return value.get<std::string>().empty() ? "(empty)" : value.get<std::string>();
   if (value.is_object() && !value.empty()) {
     // roundup_power2_divisions: show only the non-zero entries.
     std::vector<std::string> parts;
@@ -143,7 +143,15 @@ std::string render_parse_text(const ParseResult& r) {
                      r.steps.front().number, r.steps.back().number));
     TextTable steps({"step", "start (s)", "duration (ms)", "complete"}, {true, true, true, false});
     int64_t origin = r.steps.front().start_us;
-    for (const auto& step : r.steps) {
+    // Long runs have thousands of steps: show both ends (replay-step --all-steps lists all).
+    constexpr size_t kShownAtEachEnd = 8;
+    for (size_t i = 0; i < r.steps.size(); ++i) {
+      if (r.steps.size() > 2 * kShownAtEachEnd + 1 && i == kShownAtEachEnd) {
+        steps.add_row({"...", "", "", fmt::format("{} more (replay-step --all-steps)", r.steps.size() - 2 * kShownAtEachEnd)});
+        i = r.steps.size() - kShownAtEachEnd - 1;
+        continue;
+      }
+      const ProfilerStep& step = r.steps[i];
       steps.add_row({std::to_string(step.number),
                      fmt::format("{:.3f}", static_cast<double>(step.start_us - origin) / 1e6),
                      step.complete ? fmt::format("{:.1f}", step.duration_ms()) : "-",

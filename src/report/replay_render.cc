@@ -1,5 +1,6 @@
 #include "report/replay_render.h"
 
+#include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -106,7 +107,9 @@ std::string render_steps_text(const ReplayStepResult& result) {
                      format_count(s.stats.unmatched_free_count)});
     }
     out += table.render();
-    out += "  * incomplete: no END annotation; the window runs to the end of the trace\n";
+    bool any_incomplete = std::any_of(result.steps.begin(), result.steps.end(),
+                                      [](const StepReport& s) { return !s.stats.step.complete; });
+    if (any_incomplete) out += "  * incomplete: no END annotation; the window runs to the end of the trace\n";
   }
   for (const StepReport& s : result.steps) {
     out += fmt::format("\nStep {}{}\n", s.stats.step.number, s.stats.step.complete ? "" : " (incomplete: no END)");

@@ -26,13 +26,15 @@ std::vector<double> column_max(const RunTimeline& run, bool by_time, double exte
     double value = buckets.max[b];
     columns[column] = std::isnan(columns[column]) ? value : std::max(columns[column], value);
   }
-  // Carry values into columns with no bucket (runs shorter than the axis end there).
+  // Carry values into columns with no bucket, up to the run's own end: a
+  // shorter run stops where its trace stops.
+  auto run_end = static_cast<size_t>(std::min<double>(width - 1, run_extent / extent * width));
   double last = std::nan("");
-  for (double& value : columns) {
-    if (std::isnan(value)) {
-      value = last;
+  for (size_t c = 0; c <= run_end; ++c) {
+    if (std::isnan(columns[c])) {
+      columns[c] = last;
     } else {
-      last = value;
+      last = columns[c];
     }
   }
   return columns;

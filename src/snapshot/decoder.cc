@@ -250,6 +250,8 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
       for (const Value& entry : list_items(vm, device_list)) {
         if (entry.kind == Kind::kEventRange) {
           device_ranges.emplace_back(entry.payload, entry.payload + entry.size);
+        } else if (entry.kind == Kind::kEvent) {  // a shared entry, via the memo
+          device_ranges.emplace_back(entry.payload, entry.payload + 1);
         } else {
           ++model_.anomalies.malformed_entries;
         }

@@ -32,6 +32,7 @@ struct Id {
 using StringId = Id<struct StringTag>;
 using FrameId = Id<struct FrameTag>;
 using StackId = Id<struct StackTag>;
+static_assert(sizeof(FrameId) == sizeof(uint32_t), "stacks are hashed as raw id bytes");
 
 class StringTable {
  public:
@@ -76,14 +77,34 @@ class FrameTable {
 class StackTable {
  public:
   StackTable();
+  StackTable(const StackTable&) = delete;
+  StackTable& operator=(const StackTable&) = delete;
+  StackTable(StackTable&& other) noexcept;
+  StackTable& operator=(StackTable&& other) noexcept;
   StackId intern(std::span<const FrameId> frames);
   [[nodiscard]] std::span<const FrameId> get(StackId id) const;
   [[nodiscard]] size_t size() const { return offsets_.size() - 1; }
 
  private:
+  // The index holds stack ids and hashes/compares the frames they point to,
+  // so a lookup needs no key allocation (transparent lookup by span).
+  struct Hash {
+    using is_transparent = void;
+    const StackTable* table;
+    size_t operator()(std::span<const FrameId> frames) const;
+    size_t operator()(uint32_t id) const { return (*this)(table->get(StackId{id})); }
+  };
+  struct Eq {
+    using is_transparent = void;
+    const StackTable* table;
+    static bool same(std::span<const FrameId> a, std::span<const FrameId> b);
+    bool operator()(uint32_t a, uint32_t b) const { return a == b; }
+    bool operator()(uint32_t a, std::span<const FrameId> b) const { return same(table->get(StackId{a}), b); }
+    bool operator()(std::span<const FrameId> a, uint32_t b) const { return same(a, table->get(StackId{b})); }
+  };
   std::vector<FrameId> frames_;
-  std::vector<uint64_t> offsets_;  // stack i is frames_[offsets_[i], offsets_[i+1])
-  absl::flat_hash_map<std::vector<uint32_t>, StackId> index_;
+  std::vector<uint64_t> offsets_;  // stack i is frames_[offsets_[i-1], offsets_[i])
+  absl::flat_hash_set<uint32_t, Hash, Eq> index_;
 };
 
 enum class Action : uint8_t {

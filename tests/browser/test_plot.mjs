@@ -1,0 +1,635 @@
+#!/usr/bin/env node
+// Browser test of `memsnap plot`: opens the generated HTML in headless Chromium
+// (Debian's /usr/bin/chromium driven by playwright-core) and checks that
+//   - the page loads with no console error, no page error and no network
+//     request other than the file itself;
+//   - every toggle (x mode, y mode, precision, steps, annotations) changes the chart;
+//   - the plotted max of every run equals its absolute peak at every precision;
+//   - a click on the chart lists exactly what `memsnap replay-to-time --json`
+//     reports at the clicked time (two files, then one file);
+//   - real fixtures (multi-device with an OOM, expandable segments, no time_us,
+//     segments only) open cleanly; skipped when the folder is absent.
+//
+//   node tests/browser/test_plot.mjs --memsnap build/memsnap --out-dir build/browser
+//        [--fixtures ../shared/fixtures/real] [--chromium /usr/bin/chromium]
+//        [--python python3] [--sample] [--reassemble]
+//
+// --sample checks the page against synthetic data built by make_sample.mjs
+// (no memsnap needed; expected drill-downs come from a naive JS replay).
+// --reassemble re-wraps the data of every page memsnap writes with the current
+// web/ files (for working on web/ without rebuilding memsnap; not for CI).
+// Exit status: 0 when every check passed, 1 otherwise.
+
+import { spawn, spawnSync } from 'node:child_process';
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { chromium } from 'playwright-core';
+import { ROOT, assemblePage, expectedLive, extractPage, makeData, makeRun, readAssets } from './make_sample.mjs';
+
+const started = Date.now();
+const HUGE_TOP = '100000000';
+
+// ---------------------------------------------------------------- arguments
+
+function parseArgs(argv) {
+  const opts = {
+    memsnap: path.join(ROOT, 'build', 'memsnap'),
+    outDir: path.join(ROOT, 'build', 'browser'),
+    fixtures: null,
+    chromium: '/usr/bin/chromium',
+    python: 'python3',
+    sample: false,
+    reassemble: false,
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    const value = () => {
+      if (i + 1 >= argv.length) usage(`${a} needs a value`);
+      return argv[++i];
+    };
+    if (a === '--memsnap') opts.memsnap = path.resolve(value());
+    else if (a === '--out-dir') opts.outDir = path.resolve(value());
+    else if (a === '--fixtures') opts.fixtures = path.resolve(value());
+    else if (a === '--chromium') opts.chromium = value();
+    else if (a === '--python') opts.python = value();
+    else if (a === '--sample') opts.sample = true;
+    else if (a === '--reassemble') opts.reassemble = true;
+    else if (a === '-h' || a === '--help') usage(null);
+    else usage(`unknown argument ${a}`);
+  }
+  return opts;
+}
+
+function usage(error) {
+  const text = 'usage: test_plot.mjs --memsnap PATH --out-dir DIR [--fixtures DIR] [--chromium PATH] [--python PY] [--sample] [--reassemble]';
+  if (error) {
+    console.error(`test_plot: ${error}\n${text}`);
+    process.exit(2);
+  }
+  console.log(text);
+  process.exit(0);
+}
+
+const opts = parseArgs(process.argv.slice(2));
+
+// ---------------------------------------------------------------- reporting
+
+const failures = [];
+let checks = 0;
+
+function check(cond, message) {
+  checks += 1;
+  if (!cond) {
+    failures.push(message);
+    console.log(`  FAIL ${message}`);
+  }
+  return !!cond;
+}
+
+function section(title) {
+  console.log(`\n== ${title}`);
+}
+
+function fatal(message) {
+  console.error(`test_plot: ${message}`);
+  process.exit(1);
+}
+
+// ---------------------------------------------------------------- processes
+
+function run(cmd, args, what) {
+  const res = spawnSync(cmd, args, { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+  if (res.error) throw new Error(`${what}: cannot run ${cmd}: ${res.error.message}`);
+  if (res.status !== 0) {
+    throw new Error(`${what}: ${[cmd, ...args].join(' ')} exited with ${res.status}\n${(res.stderr || '').trim()}`);
+  }
+  return res.stdout;
+}
+
+// The same, without blocking: to run the generator twice in parallel.
+function runAsync(cmd, args, what) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => { stderr += d; });
+    child.on('error', (err) => reject(new Error(`${what}: cannot run ${cmd}: ${err.message}`)));
+    child.on('close', (code) => (code === 0 ? resolve()
+      : reject(new Error(`${what}: ${[cmd, ...args].join(' ')} exited with ${code}\n${stderr.trim()}`))));
+  });
+}
+
+function memsnap(args, what) {
+  const out = run(opts.memsnap, args, what);
+  const o = args.indexOf('-o');
+  if (opts.reassemble && args[0] === 'plot' && o >= 0) {
+    const { data, title } = extractPage(fs.readFileSync(args[o + 1], 'utf8'));
+    fs.writeFileSync(args[o + 1], assemblePage(readAssets(), title, data));
+  }
+  return out;
+}
+
+function memsnapJson(args, what) {
+  const out = memsnap([...args, '--json'], what);
+  try {
+    return JSON.parse(out);
+  } catch (err) {
+    throw new Error(`${what}: output is not JSON: ${err.message}`);
+  }
+}
+
+function hasPlotCommand() {
+  if (!fs.existsSync(opts.memsnap)) return false;
+  const res = spawnSync(opts.memsnap, ['plot', '--help'], { encoding: 'utf8' });
+  return res.status === 0 && /plot/i.test(res.stdout) && /-o|--output/.test(res.stdout);
+}
+
+// ---------------------------------------------------------------- browser helpers
+
+const CHROMIUM_ARGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+const sha = (s) => crypto.createHash('sha256').update(s).digest('hex').slice(0, 16);
+const nextFrame = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+
+async function openPage(browser, file, name) {
+  const url = pathToFileURL(file).href;
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
+  // Belt and braces: nothing may leave the machine even if the page tried.
+  await context.route(/^(https?|wss?|ftp):/i, (route) => route.abort());
+  const page = await context.newPage();
+  const problems = [];
+  page.on('console', (msg) => {
+    if (msg.type() === 'error') problems.push(`console error: ${msg.text()}`);
+  });
+  page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+  page.on('request', (req) => {
+    if (req.url() !== url) problems.push(`network request: ${req.url()}`);
+  });
+  const t0 = Date.now();
+  await page.goto(url, { waitUntil: 'load', timeout: 30000 });
+  await page.waitForFunction(() => document.body.dataset.ready === 'true' || !document.getElementById('error').hidden,
+    null, { timeout: 10000 }).catch(() => {});
+  const loadMs = Date.now() - t0;
+  const error = await page.evaluate(() => (document.getElementById('error').hidden ? '' : document.getElementById('error').textContent));
+  check(!error, `${name}: page shows an error: ${error}`);
+  check(await page.evaluate(() => document.body.dataset.ready === 'true'), `${name}: page never became ready`);
+  await nextFrame(page);
+  console.log(`  ${name}: ready in ${loadMs} ms`);
+  return { page, context, problems, name };
+}
+
+async function closePage(p) {
+  await nextFrame(p.page).catch(() => {});
+  check(p.problems.length === 0, `${p.name}: ${p.problems.join('; ')}`);
+  await p.context.close();
+}
+
+const pageState = (page) => page.evaluate(() => ({ ...window.memsnapState }));
+const pageInfo = (page) => page.evaluate(() => JSON.parse(JSON.stringify(window.memsnapInfo)));
+const dataHash = async (page) => sha(await page.evaluate(() => (window.memsnapPlot ? JSON.stringify(window.memsnapPlot.data) : 'none')));
+const canvasHash = async (page) => {
+  await nextFrame(page);
+  return sha(await page.evaluate(() => (window.memsnapPlot ? window.memsnapPlot.ctx.canvas.toDataURL() : 'none')));
+};
+
+// Max of each run's "max" series and the run's stats, as the page sees them.
+async function plottedPeaks(page) {
+  return page.evaluate(() => {
+    const data = JSON.parse(document.getElementById('memsnap-data').textContent);
+    const u = window.memsnapPlot;
+    const out = [];
+    if (!u) return out;
+    u.series.forEach((s, i) => {
+      if (i === 0 || !String(s.label).endsWith(' (max)')) return;
+      const label = String(s.label).slice(0, -' (max)'.length);
+      const run = data.runs.find((r) => r.label === label);
+      let max = -Infinity;
+      for (const v of u.data[i]) if (v != null && v > max) max = v;
+      out.push({ label, max, stats: run ? run.stats : null });
+    });
+    return out;
+  });
+}
+
+async function checkPeaks(page, name, what) {
+  const state = await pageState(page);
+  const peaks = await plottedPeaks(page);
+  check(peaks.length > 0, `${name} (${what}): no series plotted`);
+  for (const p of peaks) {
+    if (!p.stats) continue;
+    const expected = state.yMode === 'absolute' ? Number(p.stats.absolute_peak) : Number(p.stats.peak_delta);
+    const got = state.yMode === 'absolute' ? Math.max(p.max, Number(p.stats.baseline)) : Math.max(p.max, 0);
+    check(got === expected, `${name} (${what}): run ${p.label}: plotted max ${got} != ${state.yMode === 'absolute' ? 'absolute_peak' : 'peak_delta'} ${expected}`);
+  }
+}
+
+async function selectAndWait(page, id, value, key) {
+  await page.selectOption(`#${id}`, value);
+  await page.waitForFunction(([k, v]) => window.memsnapState[k] === v, [key, value], { timeout: 5000 }).catch(() => {});
+  await nextFrame(page);
+}
+
+async function setPrecision(page, ms) {
+  await page.fill('#precision', String(ms));
+  await page.press('#precision', 'Enter');
+  await page.waitForFunction((v) => window.memsnapState.precisionRequestedMs === v, ms, { timeout: 5000 }).catch(() => {});
+  await nextFrame(page);
+}
+
+// Clicks the plot at a fraction of its width; returns the time the page used.
+async function clickChart(page, fraction) {
+  const before = await page.evaluate(() => document.body.dataset.clickedTime || '');
+  await page.evaluate(() => window.scrollTo(0, 0));
+  const box = await page.evaluate(() => {
+    const r = window.memsnapPlot.over.getBoundingClientRect();
+    return { x: r.left, y: r.top, w: r.width, h: r.height };
+  });
+  await page.mouse.click(box.x + box.w * fraction, box.y + box.h * 0.6);
+  await page.waitForFunction((b) => (document.body.dataset.clickedTime || '') !== b, before, { timeout: 5000 }).catch(() => {});
+  return page.evaluate(() => document.body.dataset.clickedTime || null);
+}
+
+async function drilldownFromPage(page, nRuns) {
+  return page.evaluate((n) => {
+    const rows = [...document.querySelectorAll('#drilldown tbody tr[data-source]')].map((tr) => ({
+      source: tr.dataset.source,
+      bytes: Array.from({ length: n }, (_, r) => Number(tr.getAttribute(`data-bytes-${r}`))),
+      count: Array.from({ length: n }, (_, r) => Number(tr.getAttribute(`data-count-${r}`))),
+    }));
+    const live = [...document.querySelectorAll('#drill-summary [data-run]')].map((el) => ({
+      count: Number(el.dataset.liveCount),
+      bytes: Number(el.dataset.liveBytes),
+    }));
+    return { rows, live, ms: Number(document.body.dataset.drilldownMs) };
+  }, nRuns);
+}
+
+function compareDrilldown(name, got, expected) {
+  const where = `${name}`;
+  check(got.rows.length === expected.rows.length,
+    `${where}: ${got.rows.length} source rows on the page, ${expected.rows.length} expected`);
+  const n = Math.min(got.rows.length, expected.rows.length);
+  let bad = 0;
+  for (let i = 0; i < n && bad < 5; i++) {
+    const g = got.rows[i];
+    const e = expected.rows[i];
+    const same = g.source === e.source
+      && g.bytes.every((b, r) => b === e.bytes[r])
+      && g.count.every((c, r) => c === e.count[r]);
+    if (!same) {
+      bad += 1;
+      check(false, `${where}: row ${i} differs: page ${JSON.stringify(g)} vs expected ${JSON.stringify(e)}`);
+    }
+  }
+  if (bad === 0) checks += 1;
+  expected.live.forEach((e, r) => {
+    const g = got.live[r] || {};
+    check(g.count === e.count, `${where}: run ${r}: live count ${g.count} on the page, ${e.count} expected`);
+    if (e.bytes != null) check(g.bytes === e.bytes, `${where}: run ${r}: live bytes ${g.bytes} on the page, ${e.bytes} expected`);
+  });
+  check(got.ms < 200, `${where}: drill-down took ${got.ms} ms (limit 200 ms)`);
+  console.log(`  ${where}: ${got.rows.length} sources match (${got.ms.toFixed(1)} ms in the page)`);
+}
+
+// What `memsnap replay-to-time --json` says, in the page's row shape.
+function expectedFromMemsnap(files, T, device) {
+  const args = ['replay-to-time', ...files, '--time', T, '--top', HUGE_TOP];
+  if (device != null) args.push('--device', String(device));
+  const j = memsnapJson(args, `replay-to-time at ${T}`);
+  if (files.length === 1) {
+    return {
+      rows: j.sources.map((s) => ({ source: s.source, bytes: [s.bytes], count: [s.count] })),
+      live: [{ count: j.live_count, bytes: j.live_bytes }],
+    };
+  }
+  return {
+    rows: j.sources.map((s) => ({ source: s.source, bytes: [s.bytes_a, s.bytes_b], count: [s.count_a, s.count_b] })),
+    live: [{ count: j.live_count_a }, { count: j.live_count_b }],
+  };
+}
+
+// ---------------------------------------------------------------- scenarios
+
+// The overlay page: toggles, peaks, drill-down. `expected(T)` gives the
+// drill-down the page must show at time T.
+async function testOverlay(browser, file, nRuns, expected, shotName) {
+  const name = path.basename(file);
+  const p = await openPage(browser, file, name);
+  const { page } = p;
+  try {
+    let state = await pageState(page);
+    check(state.xMode === 'time', `${name}: starts in xMode ${state.xMode}, expected time`);
+    check(state.yMode === 'absolute', `${name}: starts in yMode ${state.yMode}, expected absolute`);
+    check(state.showAnnotations === false, `${name}: annotations should be off by default`);
+    const labels = await page.$$eval('#legend .legend-label', (els) => els.map((e) => e.textContent));
+    check(labels.length === nRuns, `${name}: legend has ${labels.length} entries, expected ${nRuns}`);
+    const cards = await page.$$eval('#cards .card', (els) => els.map((e) => e.dataset.run));
+    check(cards.length === nRuns + (nRuns === 2 ? 1 : 0), `${name}: ${cards.length} stat cards`);
+    if (nRuns === 2) check(cards.includes('diff'), `${name}: no B - A card`);
+    await checkPeaks(page, name, 'time, absolute, default precision');
+    let info = await pageInfo(page);
+    check(info.markers.steps > 0, `${name}: no ProfilerStep markers drawn`);
+
+    // y mode
+    let h0 = await dataHash(page);
+    await selectAndWait(page, 'y-mode', 'delta', 'yMode');
+    check((await pageState(page)).yMode === 'delta', `${name}: #y-mode did not switch to delta`);
+    check((await dataHash(page)) !== h0, `${name}: chart data unchanged after y mode -> delta`);
+    await checkPeaks(page, name, 'time, delta');
+    await selectAndWait(page, 'y-mode', 'absolute', 'yMode');
+    check((await dataHash(page)) === h0, `${name}: chart data differs after y mode back to absolute`);
+
+    // precision: coarser, then finer than the base bucket (clamped, with a note)
+    const base = (await pageState(page)).precisionMs;
+    h0 = await dataHash(page);
+    const coarse = base * 10;
+    await setPrecision(page, coarse);
+    state = await pageState(page);
+    check(Math.abs(state.precisionMs - coarse) < 1e-9, `${name}: precision ${coarse} ms not applied (state says ${state.precisionMs})`);
+    check((await dataHash(page)) !== h0, `${name}: chart data unchanged after precision ${coarse} ms`);
+    const lens = await page.evaluate(() => window.memsnapPlot.data[0].length);
+    await checkPeaks(page, name, `time, absolute, ${coarse} ms`);
+    await setPrecision(page, base / 100);
+    state = await pageState(page);
+    const note = (await page.textContent('#precision-note')).trim();
+    check(Math.abs(state.precisionMs - base) < 1e-9, `${name}: precision finer than the base bucket should clamp to ${base} ms, got ${state.precisionMs}`);
+    check(note.length > 0 && (await page.isVisible('#precision-note')), `${name}: no visible note when the precision is clamped`);
+    check((await page.evaluate(() => window.memsnapPlot.data[0].length)) > lens, `${name}: finer precision did not add points`);
+    await setPrecision(page, base);
+    check((await dataHash(page)) === h0, `${name}: chart data differs after precision back to ${base} ms`);
+    check((await page.textContent('#precision-note')).trim() === '', `${name}: precision note still shown at the base precision`);
+
+    // annotations (canvas only: the data do not change)
+    let c0 = await canvasHash(page);
+    await page.check('#show-annotations');
+    await nextFrame(page);
+    check((await pageState(page)).showAnnotations === true, `${name}: #show-annotations did not set showAnnotations`);
+    info = await pageInfo(page);
+    check(info.markers.annotations > 0, `${name}: no annotation drawn`);
+    check((await canvasHash(page)) !== c0, `${name}: canvas unchanged after showing annotations`);
+    await page.uncheck('#show-annotations');
+    check((await canvasHash(page)) === c0, `${name}: canvas differs after hiding annotations again`);
+
+    // steps
+    await page.uncheck('#show-steps');
+    check((await canvasHash(page)) !== c0, `${name}: canvas unchanged after hiding profiler steps`);
+    await page.check('#show-steps');
+
+    // x mode
+    h0 = await dataHash(page);
+    await selectAndWait(page, 'x-mode', 'index', 'xMode');
+    check((await pageState(page)).xMode === 'index', `${name}: #x-mode did not switch to index`);
+    check((await dataHash(page)) !== h0, `${name}: chart data unchanged after x mode -> index`);
+    const perRun = await page.evaluate(() => window.memsnapPlot.data[0].length);
+    check(perRun <= 2 * 4000 + 2, `${name}: event-index view has ${perRun} points per series (budget about 4000)`);
+    await checkPeaks(page, name, 'index, absolute');
+    await selectAndWait(page, 'x-mode', 'time', 'xMode');
+    check((await dataHash(page)) === h0, `${name}: chart data differs after x mode back to time`);
+
+    // drill-down at three places (the last past the end of the shorter run)
+    for (const fraction of [0.3, 0.72, 0.93]) {
+      const T = await clickChart(page, fraction);
+      if (!check(T != null && T !== '', `${name}: click at ${fraction} of the width set no document.body.dataset.clickedTime`)) continue;
+      const got = await drilldownFromPage(page, nRuns);
+      compareDrilldown(`${name} at t=${T}`, got, expected(T));
+    }
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await nextFrame(page);
+    if (shotName) {
+      await page.screenshot({ path: path.join(opts.outDir, shotName) });
+      await page.screenshot({ path: path.join(opts.outDir, shotName.replace(/\.png$/, '-full.png')), fullPage: true });
+    }
+  } finally {
+    await closePage(p);
+  }
+}
+
+// A label is user data that lands in the <title> and in the embedded JSON:
+// it must come out verbatim and must not break the page.
+const HOSTILE_LABEL = 'x</script><!--<script>{{APP_JS}}&amp;"\'\u2028';
+
+async function testHostileLabel(browser, file) {
+  const p = await openPage(browser, file, path.basename(file));
+  try {
+    const labels = await p.page.$$eval('#legend .legend-label', (els) => els.map((e) => e.textContent));
+    check(labels.length === 1 && labels[0] === HOSTILE_LABEL,
+      `${p.name}: legend label ${JSON.stringify(labels)} != ${JSON.stringify(HOSTILE_LABEL)}`);
+    const title = await p.page.title();
+    const shown = title.length > 160 ? `${title.slice(0, 160)}...` : title;
+    check(title.includes(HOSTILE_LABEL), `${p.name}: <title> ${JSON.stringify(shown)} (${title.length} chars) lacks the label verbatim`);
+    check(await p.page.evaluate(() => !!window.memsnapPlot), `${p.name}: no chart drawn`);
+  } finally {
+    await closePage(p);
+  }
+}
+
+// About 330k lifetimes per run: the page must load quickly, drill down in
+// under 200 ms and re-bucket the event-index view on zoom.
+async function testLarge(browser, file, files) {
+  const p = await openPage(browser, file, path.basename(file));
+  const { page } = p;
+  try {
+    const info = await pageInfo(page);
+    const lifetimes = await page.evaluate(() => JSON.parse(document.getElementById('memsnap-data').textContent).runs.map((r) => r.lifetimes.count));
+    console.log(`  ${p.name}: ${lifetimes.join(' + ')} lifetimes, decoded in ${info.decodeMs.toFixed(0)} ms, drawn in ${info.renderMs.toFixed(0)} ms`);
+    check(info.decodeMs + info.renderMs < 3000, `${p.name}: decode + first draw took ${(info.decodeMs + info.renderMs).toFixed(0)} ms`);
+    await checkPeaks(page, p.name, 'time, absolute');
+    const T = await clickChart(page, 0.55);
+    if (check(T, `${p.name}: click set no clicked time`)) {
+      compareDrilldown(`${p.name} at t=${T}`, await drilldownFromPage(page, files.length), expectedFromMemsnap(files, T));
+    }
+    await selectAndWait(page, 'x-mode', 'index', 'xMode');
+    await checkPeaks(page, p.name, 'index, absolute');
+    const before = await page.evaluate(() => window.memsnapPlot.data[0].length);
+    const span = await page.evaluate(() => { const d = window.memsnapPlot.data[0]; return [d[0], d[d.length - 1]]; });
+    const lo = span[0] + (span[1] - span[0]) * 0.4;
+    const hi = span[0] + (span[1] - span[0]) * 0.42;
+    await page.evaluate(([a, b]) => window.memsnapPlot.setScale('x', { min: a, max: b }), [lo, hi]);
+    await nextFrame(page);
+    const zoomed = await page.evaluate(() => ({
+      n: window.memsnapPlot.data[0].length,
+      min: window.memsnapPlot.scales.x.min,
+      max: window.memsnapPlot.scales.x.max,
+      note: document.getElementById('view-note').textContent,
+    }));
+    check(zoomed.n > before && /zoomed/.test(zoomed.note), `${p.name}: zooming the event-index view did not re-bucket (${before} -> ${zoomed.n} points; note "${zoomed.note}")`);
+    check(Math.abs(zoomed.min - lo) < 1e-6 * (span[1] - span[0]) && Math.abs(zoomed.max - hi) < 1e-6 * (span[1] - span[0]),
+      `${p.name}: zoom window moved to [${zoomed.min}, ${zoomed.max}] instead of [${lo}, ${hi}]`);
+    await checkPeaks(page, p.name, 'index, zoomed');
+  } finally {
+    await closePage(p);
+  }
+}
+
+// A real fixture: opens cleanly; optional extra checks.
+async function testFixture(browser, fixture, { device, expectOom, expectNoTime, drill } = {}) {
+  const base = path.basename(fixture).replace(/\.[^.]+$/, '');
+  const out = path.join(opts.outDir, `fixture-${base}${device != null ? `-device${device}` : ''}.html`);
+  const args = ['plot', fixture, '-o', out];
+  if (device != null) args.push('--device', String(device));
+  try {
+    memsnap(args, `plot ${path.basename(fixture)}`);
+  } catch (err) {
+    check(false, err.message);
+    return;
+  }
+  const p = await openPage(browser, out, path.basename(out));
+  const { page } = p;
+  try {
+    const state = await pageState(page);
+    const info = await pageInfo(page);
+    if (expectNoTime) {
+      check(state.xMode === 'index', `${p.name}: a file without time_us should open in the event-index view (got ${state.xMode})`);
+      check(await page.evaluate(() => document.querySelector('#x-mode option[value="time"]').disabled),
+        `${p.name}: the wall-clock option should be disabled without time_us`);
+      check(await page.evaluate(() => !!window.memsnapPlot), `${p.name}: no chart drawn`);
+    }
+    if (expectOom) check(info.markers.oom > 0, `${p.name}: the OOM entry is not marked on the chart`);
+    if (drill && state.xMode === 'time') {
+      await checkPeaks(page, p.name, 'time, absolute');
+      const T = await clickChart(page, 0.5);
+      if (check(T, `${p.name}: click set no clicked time`)) {
+        compareDrilldown(`${p.name} at t=${T}`, await drilldownFromPage(page, 1), expectedFromMemsnap([fixture], T, device));
+      }
+    }
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.screenshot({ path: out.replace(/\.html$/, '.png') });
+  } finally {
+    await closePage(p);
+  }
+}
+
+// ---------------------------------------------------------------- main
+
+// The embedded files must not be able to end their <script>/<style> early or
+// be hit by the placeholder substitution.
+function checkAssets() {
+  section('web assets');
+  const assets = readAssets();
+  for (const name of ['TITLE', 'UPLOT_CSS', 'APP_CSS', 'UPLOT_JS', 'APP_JS', 'DATA_JSON']) {
+    const n = assets.template.split(`{{${name}}}`).length - 1;
+    check(n === 1, `web/template.html has {{${name}}} ${n} times, expected once`);
+  }
+  const files = { 'web/app.js': assets.appJs, 'web/app.css': assets.appCss, 'uPlot.iife.min.js': assets.uplotJs, 'uPlot.min.css': assets.uplotCss };
+  for (const [file, text] of Object.entries(files)) {
+    for (const bad of ['{{', '</script', '</style', '<!--']) {
+      check(!text.toLowerCase().includes(bad), `${file} contains "${bad}"`);
+    }
+  }
+  check(!/\b(https?:)?\/\/[a-z0-9.-]+\.[a-z]{2,}\//i.test(assets.template + assets.appJs + assets.appCss),
+    'web/ files reference an external URL');
+  console.log('  template placeholders and embedded files are safe');
+}
+
+async function main() {
+  fs.mkdirSync(opts.outDir, { recursive: true });
+  checkAssets();
+  if (!fs.existsSync(opts.chromium)) fatal(`no Chromium at ${opts.chromium} (Debian: apt-get install chromium)`);
+  if (!opts.sample) {
+    if (!fs.existsSync(opts.memsnap)) fatal(`no memsnap binary at ${opts.memsnap} (build it first)`);
+    if (!hasPlotCommand()) fatal(`${opts.memsnap} has no 'plot' subcommand yet (or 'plot --help' failed); use --sample to test the page alone`);
+  }
+  const browser = await chromium.launch({ executablePath: opts.chromium, args: CHROMIUM_ARGS, timeout: 60000 });
+  try {
+    if (opts.sample) await sampleScenarios(browser);
+    else await realScenarios(browser);
+  } finally {
+    await browser.close();
+  }
+}
+
+async function sampleScenarios(browser) {
+  section('synthetic pages (make_sample.mjs)');
+  const assets = readAssets();
+  const a = makeRun({ label: 'A', seed: 7, allocs: 15000, durationS: 1.5, steps: 4 });
+  const b = makeRun({ label: 'B', seed: 8, allocs: 20000, durationS: 2.0, steps: 4, growth: 1.3, oom: true });
+  const overlay = path.join(opts.outDir, 'overlay.html');
+  fs.writeFileSync(overlay, assemblePage(assets, 'memsnap: A vs B', makeData([a.run, b.run])));
+  await testOverlay(browser, overlay, 2, (T) => expectedLive([a.truth, b.truth], Number(T)), 'overlay.png');
+  const single = path.join(opts.outDir, 'single.html');
+  fs.writeFileSync(single, assemblePage(assets, 'memsnap: A', makeData([a.run])));
+  await testOverlay(browser, single, 1, (T) => expectedLive([a.truth], Number(T)), 'single.png');
+
+  section('hostile label');
+  const hostile = path.join(opts.outDir, 'hostile.html');
+  const h = makeRun({ label: HOSTILE_LABEL, seed: 9, allocs: 2000 });
+  fs.writeFileSync(hostile, assemblePage(assets, `memsnap: ${HOSTILE_LABEL}`, makeData([h.run])));
+  await testHostileLabel(browser, hostile);
+}
+
+async function realScenarios(browser) {
+  section('generated snapshots');
+  const gen = path.join(ROOT, 'tests', 'gen', 'make_snapshot.py');
+  if (!fs.existsSync(gen)) fatal(`no generator at ${gen}`);
+  const A = path.join(opts.outDir, 'gen_a.pickle');
+  const B = path.join(opts.outDir, 'gen_b.pickle');
+  run(opts.python, [gen, '--out', A, '--events', '12000', '--steps', '5', '--marks', '--seed', '101'], 'generate A');
+  run(opts.python, [gen, '--out', B, '--events', '18000', '--steps', '5', '--marks', '--seed', '202', '--oom'], 'generate B');
+  const overlay = path.join(opts.outDir, 'overlay.html');
+  memsnap(['plot', A, B, '--labels', 'A', 'B', '-o', overlay], 'plot A B');
+  check(fs.existsSync(overlay), `memsnap plot wrote no ${overlay}`);
+  await testOverlay(browser, overlay, 2, (T) => expectedFromMemsnap([A, B], T), 'overlay.png');
+
+  section('single file');
+  const single = path.join(opts.outDir, 'single.html');
+  memsnap(['plot', A, '-o', single], 'plot A');
+  await testOverlay(browser, single, 1, (T) => expectedFromMemsnap([A], T), 'single.png');
+
+  section('hostile label');
+  const hostile = path.join(opts.outDir, 'hostile.html');
+  try {
+    memsnap(['plot', A, '--labels', HOSTILE_LABEL, '-o', hostile], 'plot with a hostile label');
+    await testHostileLabel(browser, hostile);
+  } catch (err) {
+    check(false, err.message);
+  }
+
+  section('large (about 330k allocations per run)');
+  const LA = path.join(opts.outDir, 'gen_large_a.pickle');
+  const LB = path.join(opts.outDir, 'gen_large_b.pickle');
+  await Promise.all([
+    runAsync(opts.python, [gen, '--out', LA, '--events', '1000000', '--steps', '10', '--marks', '--seed', '303'], 'generate large A'),
+    runAsync(opts.python, [gen, '--out', LB, '--events', '1000000', '--steps', '10', '--marks', '--seed', '404'], 'generate large B'),
+  ]);
+  const large = path.join(opts.outDir, 'large.html');
+  memsnap(['plot', LA, LB, '-o', large], 'plot large A B');
+  await testLarge(browser, large, [LA, LB]);
+
+  section('real fixtures');
+  const dir = opts.fixtures;
+  if (!dir || !fs.existsSync(dir)) {
+    console.log(`  skipped: fixtures folder ${dir || '(none given)'} is absent`);
+    return;
+  }
+  const cases = [
+    ['Constructor-Sun_code_location__memory_snapshot.pickle', { device: 1, expectOom: true, drill: true }],
+    ['Constructor-Sun_code_location__memory_snapshot.pickle', { drill: true }], // device 0: expandable segments
+    ['cranberrii_ftcourse__memory_snapshot.pickle', { expectNoTime: true }],
+    ['albi2_thesis-text-to-SQL__dump_snapshot@677c1c0.pickle', {}], // expandable, segments only (no trace)
+    ['Wedsonlin_assignment2-systems__medium_512_training_memory_snapshot.pickle', { drill: true }],
+  ];
+  for (const [file, options] of cases) {
+    const full = path.join(dir, file);
+    if (!fs.existsSync(full)) {
+      console.log(`  skipped: ${file} is not in ${dir}`);
+      continue;
+    }
+    await testFixture(browser, full, options);
+  }
+}
+
+main().then(() => {
+  const secs = ((Date.now() - started) / 1000).toFixed(1);
+  if (failures.length) {
+    console.log(`\ntest_plot: FAILED ${failures.length} of ${checks} checks (${secs} s):`);
+    for (const f of failures) console.log(`  - ${f}`);
+    process.exit(1);
+  }
+  console.log(`\ntest_plot: all ${checks} checks passed (${secs} s); screenshots in ${opts.outDir}`);
+}, (err) => {
+  console.error(`test_plot: ${err && err.stack ? err.stack : err}`);
+  process.exit(1);
+});
+

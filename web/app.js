@@ -1,0 +1,1028 @@
+/* memsnap plot page.
+ *
+ * Plain ES2020, no framework, no network. Reads the JSON that `memsnap plot`
+ * embedded in <script id="memsnap-data">, decodes every base64 column once into
+ * typed arrays, and draws one line per run with uPlot (embedded as the global
+ * `uPlot`). The data contract is described in web/README.md.
+ */
+'use strict';
+
+(() => {
+  const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'];
+  const COLORS = ['#2563eb', '#ea580c', '#059669', '#7c3aed', '#db2777', '#0891b2', '#65a30d', '#b45309', '#475569'];
+  const OOM_COLOR = '#dc2626';
+  const CLICK_COLOR = '#111827';
+  // Event-index view: about this many buckets (each drawn as its min and max) per run.
+  const INDEX_POINT_BUDGET = 4000;
+  // Wall-clock view: never more buckets than this, whatever the precision asked for.
+  const TIME_POINT_LIMIT = 50000;
+  const EPS = 1e-9;
+
+  const $ = (id) => document.getElementById(id);
+
+  // ---------------------------------------------------------------- formatting
+
+  // Same output as the C++ format_bytes: "N B" below 1 KiB, else 2 decimals, 1024-based.
+  function formatBytes(n) {
+    if (!Number.isFinite(n)) return '–';
+    if (n < 1024) return `${Math.round(n)} B`;
+    let value = n;
+    let unit = 0;
+    while (value >= 1024 && unit + 1 < UNITS.length) {
+      value /= 1024;
+      unit += 1;
+    }
+    return `${value.toFixed(2)} ${UNITS[unit]}`;
+  }
+
+  function formatSignedBytes(n) {
+    if (!Number.isFinite(n)) return '–';
+    if (n === 0) return '0 B';
+    return (n < 0 ? '-' : '+') + formatBytes(Math.abs(n));
+  }
+
+  function formatCount(n) {
+    if (!Number.isFinite(n)) return '–';
+    return Math.round(n).toLocaleString('en-US');
+  }
+
+  function formatSignedCount(n) {
+    if (!Number.isFinite(n)) return '–';
+    if (n === 0) return '0';
+    return (n < 0 ? '-' : '+') + formatCount(Math.abs(n));
+  }
+
+  // Axis labels: shortest form, up to 2 decimals ("1.5 GiB", "512 MiB").
+  function formatAxisBytes(v) {
+    if (v === 0) return '0';
+    const sign = v < 0 ? '-' : '';
+    let value = Math.abs(v);
+    let unit = 0;
+    while (value >= 1024 && unit + 1 < UNITS.length) {
+      value /= 1024;
+      unit += 1;
+    }
+    return `${sign}${Number(value.toFixed(2))} ${UNITS[unit]}`;
+  }
+
+  function formatSeconds(s) {
+    if (!Number.isFinite(s)) return '–';
+    return `${s.toFixed(6)} s`;
+  }
+
+  function decimalsFor(incr) {
+    if (!(incr > 0)) return 0;
+    return Math.max(0, Math.min(6, Math.ceil(-Math.log10(incr) - EPS)));
+  }
+
+  function formatIndexTick(v, incr) {
+    const a = Math.abs(v);
+    if (a >= 1e6 && incr >= 1e5) return `${Number((v / 1e6).toFixed(decimalsFor(incr / 1e6)))}M`;
+    return formatCount(v);
+  }
+
+  function esc(s) {
+    return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+  }
+
+  function withAlpha(hex, alpha) {
+    const n = parseInt(hex.slice(1), 16);
+    return `rgba(${(n >> 16) & 255}, ${(n >> 8) & 255}, ${n & 255}, ${alpha})`;
+  }
+
+  // Order of std::string::compare on UTF-8 bytes, i.e. code point order. JS `<`
+  // compares UTF-16 units, which differs only for astral characters (surrogates)
+  // against U+E000..U+FFFF.
+  function compareNames(a, b) {
+    if (a === b) return 0;
+    const n = Math.min(a.length, b.length);
+    for (let i = 0; i < n; i++) {
+      const x = a.charCodeAt(i);
+      const y = b.charCodeAt(i);
+      if (x !== y) {
+        const xs = x >= 0xd800 && x <= 0xdfff;
+        const ys = y >= 0xd800 && y <= 0xdfff;
+        if (xs !== ys) return xs ? 1 : -1;
+        return x < y ? -1 : 1;
+      }
+    }
+    return a.length - b.length;
+  }
+
+  // ---------------------------------------------------------------- decoding
+
+  const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+
+  function decodeBase64(b64) {
+    if (typeof b64 !== 'string' || b64.length === 0) return new Uint8Array(0);
+    const bin = atob(b64);
+    const n = bin.length;
+    const out = new Uint8Array(n);
+    for (let i = 0; i < n; i++) out[i] = bin.charCodeAt(i);
+    return out;
+  }
+
+  function column(b64, count, kind, what) {
+    const width = kind === 'f64' ? 8 : 4;
+    const bytes = decodeBase64(b64);
+    if (bytes.length !== count * width) {
+      throw new Error(`${what}: expected ${count} ${kind} values (${count * width} bytes), got ${bytes.length} bytes`);
+    }
+    if (LITTLE_ENDIAN) {
+      return kind === 'f64' ? new Float64Array(bytes.buffer, 0, count) : new Uint32Array(bytes.buffer, 0, count);
+    }
+    const view = new DataView(bytes.buffer);
+    const out = kind === 'f64' ? new Float64Array(count) : new Uint32Array(count);
+    for (let i = 0; i < count; i++) out[i] = kind === 'f64' ? view.getFloat64(i * 8, true) : view.getUint32(i * 4, true);
+    return out;
+  }
+
+  function count(obj) {
+    const n = obj && Number(obj.count);
+    return Number.isFinite(n) && n > 0 ? n : 0;
+  }
+
+  function decodeBuckets(raw, widthKey, what) {
+    const n = count(raw);
+    if (n === 0) return null;
+    const width = Number(raw[widthKey]);
+    if (!(width > 0)) throw new Error(`${what}: ${widthKey} must be positive`);
+    return {
+      width,
+      count: n,
+      min: column(raw.min, n, 'f64', `${what}.min`),
+      max: column(raw.max, n, 'f64', `${what}.max`),
+    };
+  }
+
+  function decodeLifetimes(raw, what) {
+    const n = count(raw);
+    if (n === 0) return null;
+    const timeKind = raw.time_type === 'f64' ? 'f64' : 'u32';
+    return {
+      count: n,
+      f64: timeKind === 'f64',
+      start: column(raw.start_us, n, timeKind, `${what}.start_us`),
+      end: column(raw.end_us, n, timeKind, `${what}.end_us`),
+      size: column(raw.size, n, 'f64', `${what}.size`),
+      source: column(raw.source, n, 'u32', `${what}.source`),
+    };
+  }
+
+  // Annotation bars are stacked: depth = how many earlier ones are still open.
+  function annotationDepths(list) {
+    const order = list.map((_, i) => i).sort((a, b) => list[a].start_s - list[b].start_s);
+    const depth = new Array(list.length).fill(0);
+    const open = [];
+    for (const i of order) {
+      const start = list[i].start_s;
+      for (let k = open.length - 1; k >= 0; k--) if (open[k] <= start) open.splice(k, 1);
+      depth[i] = open.length;
+      open.push(list[i].end_s == null ? Infinity : list[i].end_s);
+    }
+    return depth;
+  }
+
+  function prepareRun(raw, ordinal) {
+    const what = `runs[${ordinal}]`;
+    const stats = raw.stats || {};
+    const reservedCount = count(raw.reserved);
+    const run = {
+      ordinal,
+      label: raw.label != null && raw.label !== '' ? String(raw.label) : `run ${ordinal + 1}`,
+      file: raw.file != null ? String(raw.file) : '',
+      device: raw.device,
+      color: COLORS[ordinal % COLORS.length],
+      stats,
+      baseline: Number(stats.baseline) || 0,
+      time: decodeBuckets(raw.time_buckets, 'bucket_us', `${what}.time_buckets`),
+      index: decodeBuckets(raw.index_buckets, 'bucket_events', `${what}.index_buckets`),
+      reserved: reservedCount > 0
+        ? {
+          count: reservedCount,
+          t: column(raw.reserved.t_us, reservedCount, 'f64', `${what}.reserved.t_us`),
+          bytes: column(raw.reserved.bytes, reservedCount, 'f64', `${what}.reserved.bytes`),
+        }
+        : null,
+      steps: Array.isArray(raw.steps) ? raw.steps : [],
+      annotations: Array.isArray(raw.annotations) ? raw.annotations : [],
+      oom: Array.isArray(raw.oom) ? raw.oom : [],
+      sources: Array.isArray(raw.sources) ? raw.sources.map(String) : [],
+      life: decodeLifetimes(raw.lifetimes, `${what}.lifetimes`),
+      visible: true,
+    };
+    run.annotationDepth = annotationDepths(run.annotations);
+    run.timeSpanUs = run.time ? run.time.count * run.time.width : 0;
+    run.durationS = run.time ? Math.max(run.timeSpanUs / 1e6, Number(stats.duration_s) || 0) : 0;
+    return run;
+  }
+
+  // ---------------------------------------------------------------- aggregation
+
+  // Display bucket j covers [edges[j], edges[j+1]) on the x axis (base units:
+  // µs or events). It takes the min of the mins and the max of the maxes of
+  // every base bucket that overlaps it, so the true peak and trough always
+  // survive. Arrays get one entry per edge: the last one closes the last step.
+  // null past the run's end.
+  function regroup(buckets, edges, offset) {
+    const n = edges.length - 1;
+    const lo = new Array(n + 1).fill(null);
+    const hi = new Array(n + 1).fill(null);
+    const { width, count: total, min, max } = buckets;
+    let last = -1;
+    for (let j = 0; j < n; j++) {
+      const i0 = Math.floor(edges[j] / width + EPS);
+      if (i0 >= total) break;
+      let i1 = Math.ceil(edges[j + 1] / width - EPS) - 1;
+      if (i1 >= total) i1 = total - 1;
+      if (i1 < i0) i1 = i0;
+      let a = Infinity;
+      let b = -Infinity;
+      for (let i = i0; i <= i1; i++) {
+        if (min[i] < a) a = min[i];
+        if (max[i] > b) b = max[i];
+      }
+      lo[j] = a + offset;
+      hi[j] = b + offset;
+      last = j;
+    }
+    if (last >= 0) {
+      lo[last + 1] = lo[last];
+      hi[last + 1] = hi[last];
+    }
+    return { lo, hi, last };
+  }
+
+  // Reserved bytes: a step series (bytes[k] from t[k] on). Each display bucket
+  // shows the largest value in effect during it.
+  function regroupSteps(reserved, edges, last) {
+    const out = new Array(edges.length).fill(null);
+    const { t, bytes, count: total } = reserved;
+    let p = -1;
+    for (let j = 0; j <= last; j++) {
+      const x0 = edges[j];
+      const x1 = edges[j + 1];
+      while (p + 1 < total && t[p + 1] <= x0) p++;
+      let m = p >= 0 ? bytes[p] : -Infinity;
+      for (let q = p + 1; q < total && t[q] < x1; q++) if (bytes[q] > m) m = bytes[q];
+      out[j] = m === -Infinity ? null : m;
+    }
+    if (last >= 0) out[last + 1] = out[last];
+    return out;
+  }
+
+  function uniformEdges(G, span) {
+    const n = Math.max(1, Math.ceil(span / G - EPS));
+    return Array.from({ length: n + 1 }, (_, j) => j * G);
+  }
+
+  // Event-index edges: `coarse` steps everywhere, `fine` steps inside
+  // [from, to). Every edge stays a multiple of the base bucket.
+  function zoomedEdges(coarse, fine, from, to, span) {
+    const edges = [];
+    let x = 0;
+    while (x < span) {
+      edges.push(x);
+      x += x >= from && x < to ? fine : coarse;
+    }
+    edges.push(x);
+    return edges;
+  }
+
+  // ---------------------------------------------------------------- state
+
+  let DATA = null;
+  let RUNS = [];
+  let plot = null;
+  let view = null; // what the current chart shows: series layout, grid, notes
+  const state = {
+    xMode: 'time',
+    yMode: 'absolute',
+    precisionMs: 1,
+    precisionRequestedMs: 1,
+    showAnnotations: false,
+    showSteps: true,
+    clickedTime: null,
+  };
+  const info = { ready: false, renderMs: 0, decodeMs: 0, drilldownMs: null, markers: { steps: 0, annotations: 0, oom: 0 } };
+  window.memsnapState = state;
+  window.memsnapInfo = info;
+
+  const hasTime = () => RUNS.length > 0 && RUNS.every((r) => r.time);
+
+  // ---------------------------------------------------------------- chart data
+
+  function buildView(zoom) {
+    const runs = RUNS.filter((r) => r.visible && (state.xMode === 'time' ? r.time : r.index));
+    const v = { runs, x: [], series: [], note: '', warn: '', G: 0, fineG: 0, window: null };
+    if (runs.length === 0) return v;
+    const absolute = state.yMode === 'absolute';
+
+    if (state.xMode === 'time') {
+      const base = Math.max(...runs.map((r) => r.time.width));
+      const requestedUs = state.precisionRequestedMs * 1000;
+      let k = Math.max(1, Math.round(requestedUs / base));
+      const warn = [];
+      if (!(requestedUs >= base * (1 - EPS))) {
+        warn.push(`Precision ${state.precisionRequestedMs} ms is finer than the recorded buckets (${base / 1000} ms); showing ${base / 1000} ms.`);
+      }
+      const span = Math.max(...runs.map((r) => r.timeSpanUs));
+      if (Math.ceil(span / (k * base) - EPS) > TIME_POINT_LIMIT) {
+        k = Math.ceil(span / (TIME_POINT_LIMIT * base));
+        warn.push(`Precision limited to ${(k * base) / 1000} ms to keep at most ${formatCount(TIME_POINT_LIMIT)} points per run.`);
+      } else if (requestedUs >= base && Math.abs(k * base - requestedUs) > base * 1e-6) {
+        warn.push(`Precision rounded to ${(k * base) / 1000} ms (a multiple of the ${base / 1000} ms base bucket).`);
+      }
+      v.G = k * base;
+      v.fineG = v.G;
+      const edges = uniformEdges(v.G, span);
+      v.x = edges.map((e) => e / 1e6);
+      state.precisionMs = v.G / 1000;
+      v.note = `Wall clock, ${v.G / 1000} ms per bucket (min and max of each).`;
+      v.warn = warn.join(' ');
+      for (const run of runs) {
+        const g = regroup(run.time, edges, absolute ? run.baseline : 0);
+        v.series.push({ run, kind: 'max', values: g.hi });
+        v.series.push({ run, kind: 'min', values: g.lo });
+        if (absolute && run.reserved) v.series.push({ run, kind: 'reserved', values: regroupSteps(run.reserved, edges, g.last) });
+      }
+    } else {
+      const base = Math.max(...runs.map((r) => r.index.width));
+      const span = Math.max(...runs.map((r) => r.index.count * r.index.width));
+      const k = Math.max(1, Math.ceil(span / (INDEX_POINT_BUDGET * base)));
+      v.G = k * base;
+      v.fineG = v.G;
+      let edges = uniformEdges(v.G, span);
+      // Zoomed in: finer buckets inside the visible window, same budget.
+      if (zoom && v.G > base && zoom.max - zoom.min < span / 2) {
+        const fine = Math.max(base, Math.ceil((zoom.max - zoom.min) / (INDEX_POINT_BUDGET * base)) * base);
+        if (fine < v.G) {
+          const from = Math.max(0, Math.floor(zoom.min / v.G) * v.G);
+          const to = Math.min(Math.ceil(span / v.G) * v.G, Math.ceil(zoom.max / v.G) * v.G);
+          edges = zoomedEdges(v.G, fine, from, to, span);
+          v.fineG = fine;
+          v.window = { from, to };
+        }
+      }
+      v.x = edges;
+      const per = (g) => `${formatCount(g)} event${g === 1 ? '' : 's'} per bucket`;
+      v.note = `Event index, ${per(v.fineG)}${v.fineG !== v.G ? ' in the zoomed range' : ''} (min and max of each).`;
+      if (!hasTime()) v.note += ' No timestamps (time_us), so no wall-clock view, markers or drill-down.';
+      else if (RUNS.some((r) => r.reserved) && absolute) v.note += ' Reserved memory and markers are drawn in the wall-clock view only.';
+      else if (RUNS.some((r) => r.steps.length || r.oom.length || r.annotations.length)) v.note += ' Markers are drawn in the wall-clock view only.';
+      for (const run of runs) {
+        const g = regroup(run.index, edges, absolute ? run.baseline : 0);
+        v.series.push({ run, kind: 'max', values: g.hi });
+        v.series.push({ run, kind: 'min', values: g.lo });
+      }
+    }
+    if (!absolute && RUNS.some((r) => r.reserved) && state.xMode === 'time') {
+      v.note += ' Reserved memory is shown in the absolute view only.';
+    }
+    return v;
+  }
+
+  // Event-index view: after a zoom, rebuild the buckets so the visible range
+  // gets its own point budget; zooming back out restores the coarse grid.
+  let refining = false;
+  function refineIndexZoom(u, key) {
+    if (key !== 'x' || refining || !view || state.xMode !== 'index') return;
+    const { min, max } = u.scales.x;
+    if (min == null || max == null) return;
+    const next = buildView({ min, max });
+    const same = next.fineG === view.fineG
+      && (!next.window || (view.window && next.window.from === view.window.from && next.window.to === view.window.to));
+    if (same) return;
+    next.xMode = view.xMode;
+    view = next;
+    $('view-note').textContent = view.note;
+    refining = true;
+    try {
+      // setData(.., false) would keep uPlot's cached visible index window
+      // from the old arrays; reset, then restore the zoom.
+      u.batch(() => {
+        u.setData([view.x, ...view.series.map((s) => s.values)]);
+        u.setScale('x', { min, max });
+      });
+    } finally {
+      refining = false;
+    }
+  }
+
+  // ---------------------------------------------------------------- chart
+
+  const BIN_INCRS = (() => {
+    const out = [];
+    for (let u = 0; u < 6; u++) for (let m = 1; m < 1024; m *= 2) out.push(m * 1024 ** u);
+    return out;
+  })();
+
+  function chartHeight() {
+    return Math.round(Math.max(280, Math.min(520, window.innerHeight * 0.5)));
+  }
+
+  function yRange(u, min, max) {
+    if (min == null || max == null || !Number.isFinite(min) || !Number.isFinite(max)) return [0, 1];
+    const lo = Math.min(0, min);
+    const hi = Math.max(0, max);
+    const pad = (hi - lo) * 0.05 || 1024;
+    return [lo < 0 ? lo - pad : 0, hi + pad];
+  }
+
+  function render() {
+    const t0 = performance.now();
+    const chartEl = $('chart');
+    let keepX = null;
+    if (plot) {
+      const sx = plot.scales.x;
+      const d = plot.data[0];
+      if (view && view.xMode === state.xMode && d.length && (sx.min > d[0] || sx.max < d[d.length - 1])) keepX = { min: sx.min, max: sx.max };
+      plot.destroy();
+      plot = null;
+    }
+    chartEl.textContent = '';
+    view = buildView();
+    view.xMode = state.xMode;
+    $('view-note').textContent = view.note;
+    $('precision-note').textContent = view.warn;
+    $('precision').disabled = state.xMode !== 'time';
+    $('show-steps').disabled = state.xMode !== 'time';
+    $('show-annotations').disabled = state.xMode !== 'time';
+    renderLegend();
+
+    $('chart-hint').hidden = view.series.length === 0;
+    $('chart-hint').textContent = state.xMode === 'time'
+      ? 'Drag to zoom, double-click to reset. Click to list what was live at that moment.'
+      : 'Drag to zoom (the zoomed range gets finer buckets), double-click to reset.';
+    if (view.series.length === 0) {
+      const empty = document.createElement('div');
+      empty.className = 'empty';
+      empty.textContent = RUNS.length === 0
+        ? 'No runs in this file.'
+        : 'No trace events to plot (the snapshot has no allocation history for this device).';
+      chartEl.appendChild(empty);
+      info.renderMs = performance.now() - t0;
+      window.memsnapPlot = null;
+      return;
+    }
+
+    const stepped = uPlot.paths.stepped({ align: 1 });
+    const series = [{ label: state.xMode === 'time' ? 'time (s)' : 'event' }];
+    const bands = [];
+    const data = [view.x];
+    view.series.forEach((s, i) => {
+      const idx = i + 1;
+      const c = s.run.color;
+      const base = { scale: 'y', paths: stepped, points: { show: false }, spanGaps: false };
+      if (s.kind === 'max') series.push({ ...base, label: `${s.run.label} (max)`, stroke: c, width: 1.6 });
+      else if (s.kind === 'min') {
+        series.push({ ...base, label: `${s.run.label} (min)`, stroke: withAlpha(c, 0.55), width: 1 });
+        bands.push({ series: [idx - 1, idx], fill: withAlpha(c, 0.16) });
+      } else series.push({ ...base, label: `${s.run.label} (reserved)`, stroke: c, width: 1.25, dash: [6, 4] });
+      data.push(s.values);
+    });
+
+    const xIsTime = state.xMode === 'time';
+    const opts = {
+      width: Math.max(320, chartEl.clientWidth),
+      height: chartHeight(),
+      series,
+      bands,
+      legend: { show: false },
+      cursor: {
+        points: { show: false },
+        drag: { x: true, y: false, setScale: true },
+        focus: { prox: -1 },
+      },
+      scales: { x: { time: false }, y: { range: yRange } },
+      axes: [
+        {
+          label: xIsTime ? 'seconds from trace start' : 'event index',
+          labelSize: 20,
+          stroke: '#5f6b76',
+          grid: { stroke: '#eef0f3', width: 1 },
+          ticks: { stroke: '#dde1e6', width: 1 },
+          values: xIsTime
+            ? (u, splits, ai, space, incr) => splits.map((v) => v.toFixed(decimalsFor(incr)))
+            : (u, splits, ai, space, incr) => splits.map((v) => formatIndexTick(v, incr)),
+        },
+        {
+          label: state.yMode === 'absolute' ? 'memory (baseline + delta)' : 'memory delta from trace start',
+          labelSize: 20,
+          stroke: '#5f6b76',
+          size: 78,
+          incrs: BIN_INCRS,
+          grid: { stroke: '#eef0f3', width: 1 },
+          ticks: { stroke: '#dde1e6', width: 1 },
+          values: (u, splits) => splits.map(formatAxisBytes),
+        },
+      ],
+      hooks: {
+        draw: [drawMarkers],
+        setCursor: [updateReadout],
+        setScale: [refineIndexZoom],
+      },
+    };
+    plot = new uPlot(opts, data, chartEl);
+    if (keepX) plot.setScale('x', keepX);
+    window.memsnapPlot = plot;
+    info.renderMs = performance.now() - t0;
+    updateReadout(plot);
+  }
+
+  // Steps, annotations, OOMs and the clicked time, drawn on the canvas after the series.
+  function drawMarkers(u) {
+    const marks = { steps: 0, annotations: 0, oom: 0 };
+    info.markers = marks;
+    if (state.xMode !== 'time' || !view) return;
+    const ctx = u.ctx;
+    const dpr = window.devicePixelRatio || 1;
+    const { left, top, width, height } = u.bbox;
+    const xMin = u.scales.x.min;
+    const xMax = u.scales.x.max;
+    const px = (v) => u.valToPos(v, 'x', true);
+    const runs = view.runs;
+    ctx.save();
+    ctx.beginPath();
+    ctx.rect(left, top, width, height);
+    ctx.clip();
+    ctx.textBaseline = 'top';
+    ctx.textAlign = 'left'; // uPlot leaves its own alignment and dash behind
+    ctx.setLineDash([]);
+    ctx.font = `${11 * dpr}px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
+
+    // Profiler steps: a ruler strip per run along the top (alternating shades,
+    // step numbers) and a faint dashed boundary line through the plot.
+    const rulerH = 13 * dpr;
+    if (state.showSteps) {
+      runs.forEach((run, k) => {
+        const y = top + k * rulerH;
+        let lastLabel = -Infinity;
+        run.steps.forEach((s, i) => {
+          const x0 = s.start_s == null ? NaN : Number(s.start_s);
+          const x1 = s.end_s == null ? run.durationS : Number(s.end_s);
+          if (!Number.isFinite(x0) || x1 < xMin || x0 > xMax) return;
+          const p0 = px(x0);
+          const p1 = px(Math.max(x0, x1));
+          marks.steps += 1;
+          ctx.fillStyle = withAlpha(run.color, i % 2 === 0 ? 0.1 : 0.2);
+          ctx.fillRect(p0, y, Math.max(dpr, p1 - p0), rulerH - dpr);
+          ctx.strokeStyle = withAlpha(run.color, 0.4);
+          ctx.lineWidth = dpr;
+          ctx.setLineDash([4 * dpr, 4 * dpr]);
+          ctx.beginPath();
+          ctx.moveTo(Math.round(p0) + 0.5, y + rulerH);
+          ctx.lineTo(Math.round(p0) + 0.5, top + height);
+          ctx.stroke();
+          ctx.setLineDash([]);
+          const label = `#${s.step}`;
+          const lx = Math.max(p0, left) + 3 * dpr;
+          if (lx - lastLabel > 30 * dpr && ctx.measureText(label).width + 6 * dpr < p1 - Math.max(p0, left)) {
+            ctx.fillStyle = withAlpha(run.color, 1);
+            ctx.fillText(label, lx, y + dpr);
+            lastLabel = lx;
+          }
+        });
+      });
+    }
+
+    if (state.showAnnotations) {
+      const laneH = 11 * dpr;
+      const lanes = 3;
+      ctx.font = `${9 * dpr}px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
+      runs.forEach((run, k) => {
+        const laneTop = top + height - (runs.length - k) * lanes * laneH - 2 * dpr;
+        run.annotations.forEach((a, i) => {
+          const x0 = a.start_s == null ? NaN : Number(a.start_s);
+          const x1 = a.end_s == null ? run.durationS : Number(a.end_s);
+          if (!Number.isFinite(x0) || x1 < xMin || x0 > xMax) return;
+          marks.annotations += 1;
+          const p0 = px(x0);
+          const w = Math.max(dpr, px(Math.max(x0, x1)) - p0);
+          const y = laneTop + Math.min(run.annotationDepth[i], lanes - 1) * laneH;
+          ctx.fillStyle = withAlpha(run.color, 0.28);
+          ctx.fillRect(p0, y, w, laneH - dpr);
+          ctx.strokeStyle = withAlpha(run.color, 0.8);
+          ctx.lineWidth = dpr;
+          ctx.strokeRect(p0 + 0.5, y + 0.5, w - 1, laneH - 2 * dpr);
+          const name = String(a.name);
+          if (w > 24 * dpr) {
+            const tw = ctx.measureText(name).width;
+            if (tw + 6 * dpr < w) {
+              ctx.fillStyle = '#1f2328';
+              ctx.fillText(name, p0 + 3 * dpr, y + dpr);
+            }
+          }
+        });
+      });
+    }
+
+    // Out-of-memory: always drawn.
+    ctx.font = `600 ${11 * dpr}px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
+    runs.forEach((run, k) => {
+      run.oom.forEach((o) => {
+        const t = o.t_s == null ? NaN : Number(o.t_s);
+        if (!Number.isFinite(t) || t < xMin || t > xMax) return;
+        marks.oom += 1;
+        const p = Math.round(px(t)) + 0.5;
+        ctx.strokeStyle = OOM_COLOR;
+        ctx.lineWidth = 2 * dpr;
+        ctx.beginPath();
+        ctx.moveTo(p, top);
+        ctx.lineTo(p, top + height);
+        ctx.stroke();
+        const label = `OOM ${runs.length > 1 ? `(${run.label}) ` : ''}requested ${formatBytes(Number(o.requested))}`;
+        const tw = ctx.measureText(label).width;
+        const y = top + (state.showSteps ? runs.length * rulerH : 0) + (4 + 16 * k) * dpr;
+        const x = p + 4 * dpr + tw > left + width ? p - 4 * dpr - tw : p + 4 * dpr;
+        ctx.fillStyle = 'rgba(255, 255, 255, 0.85)';
+        ctx.fillRect(x - 2 * dpr, y - dpr, tw + 4 * dpr, 14 * dpr);
+        ctx.fillStyle = OOM_COLOR;
+        ctx.fillText(label, x, y);
+      });
+    });
+
+    if (state.clickedTime != null && state.clickedTime >= xMin && state.clickedTime <= xMax) {
+      const p = Math.round(px(state.clickedTime)) + 0.5;
+      ctx.strokeStyle = CLICK_COLOR;
+      ctx.lineWidth = dpr;
+      ctx.setLineDash([2 * dpr, 2 * dpr]);
+      ctx.beginPath();
+      ctx.moveTo(p, top);
+      ctx.lineTo(p, top + height);
+      ctx.stroke();
+      ctx.setLineDash([]);
+    }
+    ctx.restore();
+  }
+
+  // ---------------------------------------------------------------- legend and readout
+
+  function renderLegend() {
+    const el = $('legend');
+    const showReserved = state.xMode === 'time' && state.yMode === 'absolute';
+    el.innerHTML = RUNS.map((run) => {
+      const reserved = run.reserved && showReserved
+        ? `<span class="swatch dashed"></span><span class="legend-sub">reserved</span><span class="legend-value" id="legend-reserved-${run.ordinal}"></span>` : '';
+      return `<span class="legend-item${run.visible ? '' : ' off'}" data-run="${run.ordinal}" style="--run-color:${run.color}" title="${esc(run.file)} (click to hide or show)">`
+        + `<span class="swatch"></span><span class="legend-label">${esc(run.label)}</span>`
+        + `<span class="legend-value" id="legend-value-${run.ordinal}"></span>${reserved}</span>`;
+    }).join('');
+  }
+
+  function updateReadout(u) {
+    const out = $('cursor-readout');
+    const idx = u.cursor.idx;
+    for (const run of RUNS) {
+      for (const id of [`legend-value-${run.ordinal}`, `legend-reserved-${run.ordinal}`]) {
+        const el = $(id);
+        if (el) el.textContent = '';
+      }
+    }
+    if (idx == null || !view) {
+      out.textContent = '';
+      return;
+    }
+    const x = u.data[0][idx];
+    const parts = new Map();
+    view.series.forEach((s, i) => {
+      const v = u.data[i + 1][idx];
+      if (v == null) return;
+      const p = parts.get(s.run) || {};
+      p[s.kind] = v;
+      parts.set(s.run, p);
+    });
+    for (const [run, p] of parts) {
+      const el = $(`legend-value-${run.ordinal}`);
+      if (el && p.max != null) {
+        const f = p.max < 0 || p.min < 0 || state.yMode === 'delta' ? formatSignedBytes : formatBytes;
+        el.textContent = p.max === p.min ? f(p.max) : `${f(p.min)} – ${f(p.max)}`;
+      }
+      const er = $(`legend-reserved-${run.ordinal}`);
+      if (er && p.reserved != null) er.textContent = formatBytes(p.reserved);
+    }
+    let text = state.xMode === 'time'
+      ? `t = ${x.toFixed(decimalsFor(view.G / 1e6))} s`
+      : `events ${formatCount(x)} – ${formatCount((idx + 1 < u.data[0].length ? u.data[0][idx + 1] : x + 1) - 1)}`;
+    if (state.xMode === 'time' && state.showAnnotations) {
+      const names = [];
+      for (const run of view.runs) {
+        for (const a of run.annotations) {
+          const end = a.end_s == null ? run.durationS : a.end_s;
+          if (a.start_s != null && a.start_s <= x && x <= end) names.push(a.name);
+          if (names.length > 4) break;
+        }
+      }
+      if (names.length) text += ` · ${names.slice(0, 4).join(', ')}${names.length > 4 ? ', …' : ''}`;
+    }
+    out.textContent = text;
+  }
+
+  // ---------------------------------------------------------------- cards
+
+  function card(run) {
+    const s = run.stats;
+    const oom = run.oom.length
+      ? `<dt>OOM</dt><dd class="oom-flag">${run.oom.length} × requested ${esc(run.oom.map((o) => formatBytes(Number(o.requested))).slice(0, 2).join(', '))}${run.oom.length > 2 ? ', …' : ''}</dd>`
+      : '';
+    const duration = s.has_time ? ` over ${Number(s.duration_s).toFixed(3)} s` : ' (no timestamps)';
+    return `<div class="card" data-run="${run.ordinal}" style="--run-color:${run.color}">
+      <div class="card-title"><span class="name" title="${esc(run.file)}">${esc(run.label)}</span><span class="sub">device ${esc(run.device ?? '?')}</span></div>
+      <dl>
+        <dt>Absolute peak</dt><dd class="big" data-stat="absolute_peak">${formatBytes(Number(s.absolute_peak))}</dd>
+        <dt>Baseline</dt><dd data-stat="baseline">${formatBytes(Number(s.baseline))}</dd>
+        <dt>Peak delta</dt><dd data-stat="peak_delta">${formatSignedBytes(Number(s.peak_delta))}</dd>
+        <dt>Allocations</dt><dd data-stat="alloc_count">${formatCount(Number(s.alloc_count))}</dd>
+        <dt>Unmatched frees</dt><dd data-stat="unmatched_frees">${formatCount(Number(s.unmatched_frees))} (${formatBytes(Number(s.unmatched_free_bytes) || 0)})</dd>
+        <dt>Events</dt><dd>${formatCount(Number(s.event_count))}${duration}</dd>
+        ${oom}
+      </dl>
+    </div>`;
+  }
+
+  function diffCell(value, bytes, stat) {
+    const cls = value > 0 ? 'pos' : value < 0 ? 'neg' : '';
+    return `<dd class="${cls}${stat === 'absolute_peak' ? ' big' : ''}" data-stat="${stat}">${bytes ? formatSignedBytes(value) : formatSignedCount(value)}</dd>`;
+  }
+
+  function diffCard(a, b) {
+    const d = (k) => (Number(b.stats[k]) || 0) - (Number(a.stats[k]) || 0);
+    return `<div class="card diff" data-run="diff">
+      <div class="card-title"><span class="name">B − A</span><span class="sub" title="${esc(b.label)} minus ${esc(a.label)}">${esc(b.label)} − ${esc(a.label)}</span></div>
+      <dl>
+        <dt>Absolute peak</dt>${diffCell(d('absolute_peak'), true, 'absolute_peak')}
+        <dt>Baseline</dt>${diffCell(d('baseline'), true, 'baseline')}
+        <dt>Peak delta</dt>${diffCell(d('peak_delta'), true, 'peak_delta')}
+        <dt>Allocations</dt>${diffCell(d('alloc_count'), false, 'alloc_count')}
+        <dt>Unmatched frees</dt>${diffCell(d('unmatched_frees'), false, 'unmatched_frees')}
+        <dt>Events</dt>${diffCell(d('event_count'), false, 'event_count')}
+      </dl>
+    </div>`;
+  }
+
+  function renderCards() {
+    let html = RUNS.map(card).join('');
+    if (RUNS.length === 2) html += diffCard(RUNS[0], RUNS[1]);
+    $('cards').innerHTML = html;
+  }
+
+  // ---------------------------------------------------------------- drill-down
+
+  // Allocations live at tUs (µs from the trace start), grouped by source name.
+  function liveAt(run, tUs) {
+    const result = { bySource: new Map(), liveCount: 0, liveBytes: 0 };
+    const life = run.life;
+    if (!life) return result;
+    const nSources = run.sources.length;
+    const bytes = new Float64Array(nSources + 1);
+    const counts = new Float64Array(nSources + 1);
+    const { start, end, size, source } = life;
+    const n = life.count;
+    const open = life.f64 ? -1 : 0xffffffff;
+    let liveCount = 0;
+    let liveBytes = 0;
+    for (let i = 0; i < n; i++) {
+      if (start[i] > tUs) continue;
+      const e = end[i];
+      if (e > tUs || e === open) {
+        let s = source[i];
+        if (s >= nSources) s = nSources; // out of range: grouped as unknown
+        bytes[s] += size[i];
+        counts[s] += 1;
+        liveCount += 1;
+        liveBytes += size[i];
+      }
+    }
+    for (let s = 0; s <= nSources; s++) {
+      if (counts[s] === 0) continue;
+      const name = s < nSources ? run.sources[s] : '<unknown source>';
+      const row = result.bySource.get(name);
+      if (row) {
+        row.bytes += bytes[s];
+        row.count += counts[s];
+      } else result.bySource.set(name, { bytes: bytes[s], count: counts[s] });
+    }
+    result.liveCount = liveCount;
+    result.liveBytes = liveBytes;
+    return result;
+  }
+
+  function drill(T) {
+    const t0 = performance.now();
+    const tUs = Math.round(T * 1e6);
+    const runs = RUNS;
+    const live = runs.map((r) => liveAt(r, tUs));
+    const names = new Set();
+    for (const l of live) for (const name of l.bySource.keys()) names.add(name);
+    const rows = Array.from(names, (name) => ({
+      source: name,
+      bytes: live.map((l) => (l.bySource.get(name) || { bytes: 0 }).bytes),
+      count: live.map((l) => (l.bySource.get(name) || { count: 0 }).count),
+    }));
+    if (runs.length === 1) {
+      rows.sort((a, b) => b.bytes[0] - a.bytes[0] || compareNames(a.source, b.source));
+    } else if (runs.length === 2) {
+      rows.sort((a, b) => compareNames(a.source, b.source));
+      rows.sort((a, b) => Math.abs(b.bytes[1] - b.bytes[0]) - Math.abs(a.bytes[1] - a.bytes[0]));
+    } else {
+      rows.sort((a, b) => Math.max(...b.bytes) - Math.max(...a.bytes) || compareNames(a.source, b.source));
+    }
+    renderDrill(T, live, rows);
+    state.clickedTime = T;
+    info.drilldownMs = performance.now() - t0;
+    document.body.dataset.drilldownMs = info.drilldownMs.toFixed(1);
+    document.body.dataset.clickedTime = String(T);
+    if (plot) plot.redraw(false, false);
+  }
+
+  function renderDrill(T, live, rows) {
+    const runs = RUNS;
+    const two = runs.length === 2;
+    $('drill-heading').textContent = `Live allocations by source at t = ${formatSeconds(T)}`;
+    $('drill-hint').textContent = two
+      ? 'Sorted by |B − A|. Each run is replayed to the same number of seconds after its own trace start.'
+      : 'Sorted by bytes. Click elsewhere on the chart to move.';
+    $('drill-summary').innerHTML = runs.map((run, r) => {
+      const l = live[r];
+      const past = run.time && T > run.durationS ? ' (after the end of its trace)' : '';
+      const noTime = run.time ? '' : ' (no timestamps: not available)';
+      return `<span class="drill-run" data-run="${r}" data-live-count="${l.liveCount}" data-live-bytes="${l.liveBytes}" style="--run-color:${run.color}">`
+        + `<span class="swatch"></span><b>${esc(run.label)}</b> ${formatCount(l.liveCount)} live allocations, ${formatBytes(l.liveBytes)}${past}${noTime}</span>`;
+    }).join('');
+    const table = $('drilldown');
+    const head = ['<tr><th class="src">Source</th>'];
+    runs.forEach((run) => {
+      head.push(`<th title="${esc(run.file)}">${esc(run.label)} bytes</th><th>count</th>`);
+    });
+    if (two) head.push('<th>B − A</th>');
+    head.push('</tr>');
+    table.tHead.innerHTML = head.join('');
+    const body = [];
+    for (const row of rows) {
+      let attrs = ` data-source="${esc(row.source)}"`;
+      let cells = `<td class="src">${esc(row.source)}</td>`;
+      row.bytes.forEach((b, r) => {
+        attrs += ` data-bytes-${r}="${b}" data-count-${r}="${row.count[r]}"`;
+        cells += `<td class="${b === 0 ? 'zero' : ''}" title="${b} bytes">${formatBytes(b)}</td><td class="${row.count[r] === 0 ? 'zero' : ''}">${formatCount(row.count[r])}</td>`;
+      });
+      if (runs.length === 1) attrs += ` data-bytes="${row.bytes[0]}"`;
+      if (two) {
+        const d = row.bytes[1] - row.bytes[0];
+        attrs += ` data-delta="${d}"`;
+        cells += `<td class="${d > 0 ? 'pos' : d < 0 ? 'neg' : 'zero'}" title="${d} bytes">${formatSignedBytes(d)}</td>`;
+      }
+      body.push(`<tr${attrs}>${cells}</tr>`);
+    }
+    if (rows.length === 0) body.push(`<tr class="empty-row"><td class="src" colspan="${1 + runs.length * 2 + (two ? 1 : 0)}">Nothing live at this time.</td></tr>`);
+    table.tBodies[0].innerHTML = body.join('');
+    table.hidden = false;
+  }
+
+  // ---------------------------------------------------------------- events
+
+  function onChartClick(e) {
+    if (!plot || !view) return;
+    if (Math.hypot(e.clientX - pointerDown.x, e.clientY - pointerDown.y) > 4) return; // a drag (zoom), not a click
+    const rect = plot.over.getBoundingClientRect();
+    const left = e.clientX - rect.left;
+    const topPx = e.clientY - rect.top;
+    if (left < 0 || left > rect.width || topPx < 0 || topPx > rect.height) return;
+    if (state.xMode !== 'time') {
+      if (hasTime()) $('drill-hint').textContent = 'The drill-down needs the wall-clock view (X axis: Wall clock); event indices have no time.';
+      return;
+    }
+    const maxS = Math.max(...RUNS.map((r) => r.durationS));
+    let t = plot.posToVal(left, 'x');
+    t = Math.min(Math.max(t, 0), maxS);
+    drill(Math.round(t * 1e6) / 1e6);
+  }
+
+  const pointerDown = { x: 0, y: 0 };
+
+  function wireControls() {
+    const xSel = $('x-mode');
+    const ySel = $('y-mode');
+    const prec = $('precision');
+    const ann = $('show-annotations');
+    const steps = $('show-steps');
+    xSel.value = state.xMode;
+    ySel.value = state.yMode;
+    prec.value = String(state.precisionRequestedMs);
+    ann.checked = state.showAnnotations;
+    steps.checked = state.showSteps;
+    if (!hasTime()) {
+      xSel.querySelector('option[value="time"]').disabled = true;
+      xSel.title = 'Wall clock needs timestamps (time_us) in every file';
+    }
+    xSel.addEventListener('change', () => {
+      if (xSel.value === 'time' && !hasTime()) {
+        xSel.value = 'index';
+        return;
+      }
+      state.xMode = xSel.value;
+      render();
+    });
+    ySel.addEventListener('change', () => {
+      state.yMode = ySel.value;
+      render();
+    });
+    let timer = 0;
+    const applyPrecision = () => {
+      clearTimeout(timer);
+      const v = Number(prec.value);
+      if (!(v > 0) || !Number.isFinite(v)) {
+        $('precision-note').textContent = 'Precision must be a positive number of milliseconds.';
+        return;
+      }
+      if (v === state.precisionRequestedMs) return;
+      state.precisionRequestedMs = v;
+      render();
+    };
+    prec.addEventListener('change', applyPrecision);
+    prec.addEventListener('input', () => {
+      clearTimeout(timer);
+      timer = setTimeout(applyPrecision, 250);
+    });
+    prec.addEventListener('keydown', (e) => {
+      if (e.key === 'Enter') applyPrecision();
+    });
+    ann.addEventListener('change', () => {
+      state.showAnnotations = ann.checked;
+      if (plot) plot.redraw(false, false);
+      if (plot) updateReadout(plot);
+    });
+    steps.addEventListener('change', () => {
+      state.showSteps = steps.checked;
+      if (plot) plot.redraw(false, false);
+    });
+    $('legend').addEventListener('click', (e) => {
+      const item = e.target.closest('.legend-item');
+      if (!item) return;
+      const run = RUNS[Number(item.dataset.run)];
+      if (!run) return;
+      if (run.visible && RUNS.filter((r) => r.visible).length === 1) return; // keep one
+      run.visible = !run.visible;
+      render();
+    });
+    const chartEl = $('chart');
+    chartEl.addEventListener('mousedown', (e) => {
+      pointerDown.x = e.clientX;
+      pointerDown.y = e.clientY;
+    });
+    chartEl.addEventListener('click', onChartClick);
+    let lastWidth = chartEl.clientWidth;
+    new ResizeObserver(() => {
+      const w = chartEl.clientWidth;
+      if (plot && w > 0 && Math.abs(w - lastWidth) > 1) {
+        lastWidth = w;
+        plot.setSize({ width: Math.max(320, w), height: chartHeight() });
+      }
+    }).observe(chartEl);
+  }
+
+  // ---------------------------------------------------------------- start
+
+  function showError(err) {
+    const el = $('error');
+    el.hidden = false;
+    el.textContent = `This page could not show the data: ${err && err.message ? err.message : err}`;
+    console.error(err);
+  }
+
+  function start() {
+    const t0 = performance.now();
+    const text = $('memsnap-data').textContent;
+    DATA = JSON.parse(text);
+    if (!DATA || !Array.isArray(DATA.runs)) throw new Error('embedded data has no "runs" list');
+    if (DATA.version !== 1) console.warn(`memsnap data version ${DATA.version}; this page reads version 1`);
+    RUNS = DATA.runs.map(prepareRun);
+    info.decodeMs = performance.now() - t0;
+
+    $('page-title').textContent = document.title || 'memsnap plot';
+    $('page-title').title = document.title;
+    const precision = Number(DATA.precision_ms) > 0 ? Number(DATA.precision_ms) : 1;
+    state.precisionRequestedMs = precision;
+    state.precisionMs = precision;
+    state.xMode = hasTime() ? 'time' : 'index';
+    $('page-meta').textContent = `${RUNS.length} run${RUNS.length === 1 ? '' : 's'} · `
+      + `${RUNS.map((r) => `${r.label} (device ${r.device ?? '?'})`).join(' vs ')}`;
+    $('footer').textContent = `${DATA.generated_by || 'memsnap'} · `
+      + RUNS.map((r) => `${r.label}: ${r.file}`).join(' · ');
+
+    if (!hasTime()) {
+      const missing = RUNS.filter((r) => !r.time).map((r) => r.label);
+      $('drill-hint').textContent = `The drill-down needs timestamps; ${missing.join(', ')} ${missing.length === 1 ? 'has' : 'have'} none (PyTorch before 2.2, or no trace events).`;
+    }
+    renderCards();
+    wireControls();
+    render();
+    info.ready = true;
+    document.body.dataset.ready = 'true';
+  }
+
+  try {
+    start();
+  } catch (err) {
+    showError(err);
+  }
+})();
