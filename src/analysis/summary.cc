@@ -122,6 +122,8 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
   const EventColumns& events = snapshot.events;
   result.event_count = trace->count();
   result.replay = replay_device(snapshot, *trace);
+  // Reports count events within the device's trace, not the model's columns.
+  if (result.replay.peak_event != kNoEvent) result.replay.peak_event -= trace->begin;
   result.baseline = compute_baseline(result.segments, result.replay);
 
   // Event counts, time span, oom entries and throughput by source: one pass.
@@ -217,7 +219,7 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
     warnings.push_back(
         "no allocation history for this device: call "
         "torch.cuda.memory._record_memory_history() before the code you want to see "
-        "(segments below are the state at dump time)");
+        "(the segments are the state at dump time)");
   }
   const ReplayTotals& replay = result.replay;
   if (replay.unmatched_free_count >= kUnmatchedCountWarning &&

@@ -85,7 +85,7 @@ struct ParseResult {
   nlohmann::ordered_json allocator_settings;
   SegmentTotals segments;
   Baseline baseline;
-  ReplayTotals replay;
+  ReplayTotals replay;  // peak_event counts within the device's trace
   std::vector<ProfilerStep> steps;
   uint64_t event_count = 0;
   std::map<std::string, uint64_t> actions;

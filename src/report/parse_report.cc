@@ -63,7 +63,8 @@ std::string render_parse_text(const ParseResult& r) {
   }
   std::string span = r.has_time ? fmt::format(" over {:.3f} s", r.trace_duration_s)
                                 : std::string(r.event_count > 0 ? " (no timestamps)" : "");
-  line(fmt::format("  trace            {} events{}", format_count(r.event_count), span));
+  line(fmt::format("  trace            {} event{}{}", format_count(r.event_count),
+                   r.event_count == 1 ? "" : "s", span));
   line(fmt::format("  interned         {} frames, {} stacks", format_count(r.distinct_frames),
                    format_count(r.distinct_stacks)));
 
