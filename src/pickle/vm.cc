@@ -14,7 +14,9 @@
 namespace memsnap::pickle {
 namespace {
 
-constexpr uint64_t kProgressInterval = uint64_t{16} << 20;
+// Also the page-release interval (InputBuffer::release_before): small, so
+// that even a small file is never resident all at once.
+constexpr uint64_t kProgressInterval = uint64_t{2} << 20;
 constexpr uint64_t kMaxViewLength = std::numeric_limits<uint32_t>::max();
 // Decimal rendering of wider ints is quadratic; real snapshots never come near.
 constexpr size_t kMaxBigIntBytes = 4096;
@@ -65,6 +67,9 @@ Vm::Vm(std::span<const uint8_t> input, VmOptions options)
   stack_.reserve(1024);
   // Protocol 4 memoizes every container: about one slot per trace entry.
   memo_.reserve(std::min<size_t>(input.size() / 48 + 1024, size_t{1} << 26));
+  // Frame lists converted in place keep their slot: up to one per entry.
+  // Reserving address space avoids copying the table as it grows.
+  containers_.reserve(std::min<size_t>(input.size() / 128 + 64, size_t{1} << 24));
   marks_.reserve(64);
 }
 
@@ -687,8 +692,19 @@ Value Vm::run() {
         push(memo_get(index));
         break;
       }
-      case kBinGet: push(memo_get(read_le<1>())); break;
-      case kLongBinGet: push(memo_get(read_le<4>())); break;
+      case kBinGet:
+      case kLongBinGet:
+        // Frame lists are long runs of memo references; take the whole run
+        // here rather than one trip through the dispatch per reference.
+        for (;;) {
+          push(memo_get(op_ == kBinGet ? read_le<1>() : read_le<4>()));
+          if (pos_ >= input_.size()) break;
+          uint8_t next = input_[pos_];
+          if (next != kBinGet && next != kLongBinGet) break;
+          op_offset_ = pos_++;
+          op_ = next;
+        }
+        break;
       case kPut: {
         std::string_view text = trim(read_line());
         uint64_t index = 0;
