@@ -40,17 +40,19 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
   Value on_list_item(Vm& vm, Value item) override {
     if (item.kind != Kind::kDict) return item;
     std::span<const Value> items = vm.items(item);
-    const Value* action = nullptr;
-    const Value* addr = nullptr;
-    const Value* size = nullptr;
-    const Value* stream = nullptr;
-    const Value* time_us = nullptr;
-    const Value* frames = nullptr;
-    const Value* device_free = nullptr;
+    // Copies, not pointers: interning the frames below may convert other
+    // containers (a hostile file can make the entry its own frame).
+    Value action;
+    Value addr;
+    Value size;
+    Value stream;
+    Value time_us;
+    Value frames;
+    Value device_free;
     for (size_t i = 0; i + 1 < items.size(); i += 2) {
       if (items[i].kind != Kind::kStr) continue;
       std::string_view key = vm.view(items[i]);
-      const Value* value = &items[i + 1];
+      const Value& value = items[i + 1];
       switch (key.size()) {
         case 4:
           if (key == "addr") addr = value;
@@ -70,47 +72,56 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
         default: break;
       }
     }
-    if (action == nullptr) return item;
-    if (action->kind != Kind::kStr || (addr != nullptr && !as_u64(*addr)) ||
-        (size != nullptr && !as_u64(*size))) {
+    const auto present = [](const Value& v) { return v.kind != Kind::kUndefined; };
+    if (!present(action)) return item;
+    if (action.kind != Kind::kStr || (present(addr) && !as_u64(addr)) ||
+        (present(size) && !as_u64(size))) {
+      ++model_.anomalies.malformed_entries;
+      return item;
+    }
+    StackId stack = present(frames) ? stack_of(vm, frames) : StackId{};
+    if (vm.resolve(item).kind != Kind::kDict) {  // consumed while interning its frames
       ++model_.anomalies.malformed_entries;
       return item;
     }
     EventColumns& events = model_.events;
     uint64_t index = events.count();
-    std::string_view action_text = vm.view(*action);
+    std::string_view action_text = vm.view(action);
     std::optional<Action> parsed = parse_action(action_text);
     events.action.push_back(parsed.value_or(Action::kOther));
     if (!parsed) events.other_action.emplace(index, model_.strings.intern(action_text));
-    if (addr == nullptr) events.without_addr.insert(index);
-    events.addr.push_back(addr != nullptr ? *as_u64(*addr) : 0);
-    events.size.push_back(size != nullptr ? *as_u64(*size) : 0);
-    events.stream.push_back(stream != nullptr ? as_u64(*stream).value_or(0) : 0);
-    events.time_us.push_back(time_us != nullptr ? as_i64(*time_us).value_or(0) : 0);
-    events.stack.push_back(frames != nullptr ? stack_of(vm, *frames) : StackId{});
-    if (device_free != nullptr) {
-      if (auto free_bytes = as_u64(*device_free)) events.device_free.emplace(index, *free_bytes);
+    if (!present(addr)) events.without_addr.insert(index);
+    events.addr.push_back(present(addr) ? *as_u64(addr) : 0);
+    events.size.push_back(present(size) ? *as_u64(size) : 0);
+    events.stream.push_back(present(stream) ? as_u64(stream).value_or(0) : 0);
+    events.time_us.push_back(present(time_us) ? as_i64(time_us).value_or(0) : 0);
+    events.stack.push_back(stack);
+    if (present(device_free)) {
+      if (auto free_bytes = as_u64(device_free)) events.device_free.emplace(index, *free_bytes);
     }
     Value substitute{Kind::kEvent, 0, 0, index};
     vm.replace_container(item, substitute, /*reuse_slot=*/true);
     return substitute;
   }
 
-  StackId stack_of(Vm& vm, const Value& raw) {
+  // Values by copy: interning converts containers and frees their items.
+  StackId stack_of(Vm& vm, Value raw) {
     Value value = vm.resolve(raw);
     if (value.kind == Kind::kStack) return StackId{static_cast<uint32_t>(value.payload)};
     if (value.kind != Kind::kList && value.kind != Kind::kTuple) return StackId{};
     scratch_frames_.clear();
-    for (const Value& frame : vm.items(value)) {
-      FrameId id = frame_of(vm, frame);
+    std::span<const Value> items = vm.items(value);
+    for (size_t i = 0; i < items.size(); ++i) {
+      FrameId id = frame_of(vm, items[i]);
       if (id.valid()) scratch_frames_.push_back(id);
+      items = vm.items(value);  // frame_of may have converted this very list
     }
     StackId id = model_.stacks.intern(scratch_frames_);
     vm.replace_container(value, Value{Kind::kStack, 0, 0, id.value}, /*reuse_slot=*/false);
     return id;
   }
 
-  FrameId frame_of(Vm& vm, const Value& raw) {
+  FrameId frame_of(Vm& vm, Value raw) {
     Value value = vm.resolve(raw);
     if (value.kind == Kind::kFrame) return FrameId{static_cast<uint32_t>(value.payload)};
     if (value.kind != Kind::kDict) return FrameId{};
@@ -153,17 +164,27 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
       model_.allocator_settings = pickle::to_plain_json(vm, *settings);
     }
     if (const Value* host = vm.find(root, "host_segments")) {
-      model_.host_segment_count = list_items(vm, *host).size();
+      model_.host_segment_count = list_view(vm, *host).size();
     }
     if (const Value* host = vm.find(root, "host_traces")) {
-      for (const Value& trace : list_items(vm, *host)) {
-        model_.host_trace_entry_count += list_items(vm, trace).size();
+      for (const Value& trace : list_view(vm, *host)) {
+        model_.host_trace_entry_count += list_view(vm, trace).size();
       }
     }
   }
 
  private:
-  static std::span<const Value> list_items(const Vm& vm, const Value& raw) {
+  // A copy: decoding an item may convert containers (interned frames) and a
+  // hostile file can make the list itself one of them.
+  static std::vector<Value> list_items(const Vm& vm, Value raw) {
+    Value value = vm.resolve(raw);
+    if (value.kind != Kind::kList && value.kind != Kind::kTuple) return {};
+    std::span<const Value> items = vm.items(value);
+    return {items.begin(), items.end()};
+  }
+
+  // A view, for loops that convert nothing.
+  static std::span<const Value> list_view(const Vm& vm, Value raw) {
     Value value = vm.resolve(raw);
     if (value.kind != Kind::kList && value.kind != Kind::kTuple) return {};
     return vm.items(value);
@@ -195,7 +216,7 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
       if (const Value* type = vm.find(dict, "segment_type"); type && type->kind == Kind::kStr) {
         segment.segment_type = model_.strings.intern(vm.view(*type));
       }
-      std::span<const Value> pool = list_items(vm, *or_none(vm.find(dict, "segment_pool_id")));
+      std::vector<Value> pool = list_items(vm, *or_none(vm.find(dict, "segment_pool_id")));
       if (pool.size() == 2) {
         segment.pool_id_first = as_i64(vm.resolve(pool[0])).value_or(0);
         segment.pool_id_second = as_i64(vm.resolve(pool[1])).value_or(0);
@@ -219,7 +240,7 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
           // frames live in the newest entry of a `history` list.
           model_.legacy_block_history = true;
           block.address = legacy_offset;
-          std::span<const Value> history = list_items(vm, *or_none(vm.find(block_dict, "history")));
+          std::vector<Value> history = list_items(vm, *or_none(vm.find(block_dict, "history")));
           if (!history.empty() && frames == nullptr) {
             Value newest = vm.resolve(history.back());
             if (newest.kind == Kind::kDict) frames = vm.find(newest, "frames");
@@ -245,9 +266,9 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
 
   void decode_traces(Vm& vm, const Value& raw) {
     std::vector<std::vector<std::pair<uint64_t, uint64_t>>> ranges;
-    for (const Value& device_list : list_items(vm, raw)) {
+    for (const Value& device_list : list_view(vm, raw)) {
       auto& device_ranges = ranges.emplace_back();
-      for (const Value& entry : list_items(vm, device_list)) {
+      for (const Value& entry : list_view(vm, device_list)) {
         if (entry.kind == Kind::kEventRange) {
           device_ranges.emplace_back(entry.payload, entry.payload + entry.size);
         } else if (entry.kind == Kind::kEvent) {  // a shared entry, via the memo
