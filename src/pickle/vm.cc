@@ -837,8 +837,9 @@ std::string big_int_decimal(const Vm& vm, const Value& value) {
     if (!limbs.empty()) chunk.insert(0, 9 - chunk.size(), '0');
     digits.insert(0, chunk);
   }
-  if (digits.empty()) digits = "0";
-  return negative ? "-" + digits : digits;
+  if (digits.empty()) digits.push_back('0');
+  if (negative) digits.insert(digits.begin(), '-');
+  return digits;
 }
 
 }  // namespace memsnap::pickle

@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Checks memsnap against the real GPU captures in tests/data/gpu/.
+
+Each capture NAME.pickle.gz has a sidecar NAME.json written by
+tools/capture/ at dump time (torch's own numbers). memsnap must parse every
+capture and report what torch reported: reserved and allocated bytes of the
+segments, the oom request and device_free, the number of profiler steps;
+compare must explain the graphs pair and replay-step must work on the steps
+capture. Exits 77 (CTest: skipped) while no capture is committed.
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+DATA = os.path.join(REPO, "tests", "data", "gpu")
+SKIPPED = 77
+
+failures = []
+
+
+def check(name, condition, detail=""):
+    print(("ok   " if condition else "FAIL ") + name + ("" if condition else f": {detail}"))
+    if not condition:
+        failures.append(name)
+
+
+def memsnap_json(memsnap, args):
+    run = subprocess.run([memsnap] + args + ["--json"], capture_output=True, text=True, timeout=300)
+    if run.returncode != 0:
+        raise RuntimeError(f"memsnap {' '.join(args)}: {run.stderr.strip()}")
+    return json.loads(run.stdout)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--memsnap", required=True)
+    args = parser.parse_args()
+    sidecars = sorted(glob.glob(os.path.join(DATA, "*.json")))
+    if not sidecars:
+        print(f"SKIP: no GPU captures in {os.path.relpath(DATA, REPO)} yet (see its README.md)")
+        return SKIPPED
+    captures = {}
+    for sidecar in sidecars:
+        name = os.path.splitext(os.path.basename(sidecar))[0]
+        pickle_path = os.path.join(DATA, name + ".pickle.gz")
+        with open(sidecar) as f:
+            facts = json.load(f)
+        captures[name] = (pickle_path, facts)
+        if not os.path.exists(pickle_path):
+            check(f"{name}: capture file present", False, pickle_path)
+            continue
+        device = str(facts.get("device", 0))
+        report = memsnap_json(args.memsnap, ["parse", "--device", device, pickle_path])
+        check(f"{name}: parses", True)
+        segments = report["segments"]
+        if facts.get("memory_reserved_at_dump") is not None:
+            check(f"{name}: reserved == torch.cuda.memory_reserved()",
+                  segments["total_size"] == facts["memory_reserved_at_dump"],
+                  f"{segments['total_size']} != {facts['memory_reserved_at_dump']}")
+        if facts.get("memory_allocated_at_dump") is not None:
+            check(f"{name}: allocated == torch.cuda.memory_allocated()",
+                  segments["allocated_size"] == facts["memory_allocated_at_dump"],
+                  f"{segments['allocated_size']} != {facts['memory_allocated_at_dump']}")
+        if facts.get("oom"):
+            ooms = report["oom"]
+            check(f"{name}: oom entry present", len(ooms) >= 1, ooms)
+            if ooms:
+                check(f"{name}: oom request", ooms[-1]["requested"] == facts["oom"]["requested_bytes"],
+                      f"{ooms[-1]['requested']} != {facts['oom']['requested_bytes']}")
+                check(f"{name}: oom device_free", ooms[-1]["device_free"] == facts["oom"]["device_free"],
+                      f"{ooms[-1]['device_free']} != {facts['oom']['device_free']}")
+        if facts.get("profiler_steps") is not None:
+            complete = sum(1 for s in report["profiler_steps"].values() if s["complete"])
+            check(f"{name}: complete profiler steps", complete == facts["profiler_steps"],
+                  f"{complete} != {facts['profiler_steps']}")
+            steps = memsnap_json(args.memsnap, ["replay-step", "--all-steps", "--device", device, pickle_path])
+            check(f"{name}: replay-step --all-steps", len(steps) == len(report["profiler_steps"]))
+    if "graphs_off" in captures and "graphs_on" in captures:
+        result = memsnap_json(args.memsnap, ["compare", captures["graphs_off"][0], captures["graphs_on"][0]])
+        check("graphs pair: compare observes CUDA graphs",
+              any("CUDA graphs likely" in note for note in result["observations"]), result["observations"])
+    if "ab_pair_a" in captures and "ab_pair_b" in captures:
+        result = memsnap_json(args.memsnap, ["compare", captures["ab_pair_a"][0], captures["ab_pair_b"][0]])
+        check("ab pair: B peaks higher", result["full_trace"]["absolute_peak_b"] > result["full_trace"]["absolute_peak_a"])
+    print(f"{len(failures)} failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
