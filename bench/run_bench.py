@@ -1,22 +1,31 @@
 #!/usr/bin/env python3
-"""memsnap benchmark: `memsnap parse --json` against CPython's pickle.load.
+"""memsnap benchmark: `memsnap parse/compare/replay-step/plot` against CPython's pickle.load.
 
 Generates synthetic snapshots with tests/gen/make_snapshot.py (deep C++
-stacks, profiler steps), then, for each file and in the same run, measures
+stacks, profiler steps): for each size N a file A (--seed 1) and a file B of
+the same size (--seed 2). Then, for each size and in the same run, measures
 
-  * `memsnap parse FILE --json > /dev/null`: wall time (median of 3 runs) and
+  * `memsnap parse A --json > /dev/null`: wall time (median of 3 runs) and
     peak RSS;
-  * `python3 -c "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))" FILE`:
-    wall time (min of 1-2 runs) and peak RSS;
+  * `python3 -c "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))" FILE`
+    for A and for B: wall time (min of 1-2 runs) and peak RSS;
+  * `memsnap compare A B --json > /dev/null` and
+    `memsnap replay-step --all-steps A --json > /dev/null`: wall time (median
+    of 3) and peak RSS;
+  * `memsnap plot A -o A.html`: wall time (median of 3), peak RSS, HTML size,
+    and the time until the page is ready in headless Chromium (median of 3
+    page loads; needs node, /usr/bin/chromium and playwright-core);
 
-and checks the targets of DESIGN.md (Performance): parse >= 30x faster than the
-Python load, memsnap peak RSS <= 1.5x the file size. A benchmark, not a test:
+and checks the targets: parse >= 30x faster than the Python load of A,
+memsnap parse peak RSS <= 1.5x the file size (DESIGN.md, Performance);
+compare faster than the Python loads of A and B together; at 1M events the
+HTML under 15 MB and ready in Chromium in under 5 s. A benchmark, not a test:
 it exits 0 when a target is missed, but says MISSED.
 
     python3 bench/run_bench.py --memsnap build/memsnap
-        [--sizes 100k,1m,5m] [--work DIR] [--keep] [--markdown]
+        [--sizes 100k,1m,5m] [--work DIR] [--keep] [--markdown] [--no-browser]
 
-Standard library only. See bench/README.md.
+Standard library only (plus node for the Chromium step). See bench/README.md.
 """
 
 import argparse
@@ -36,7 +45,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GENERATOR = os.path.join(ROOT, 'tests', 'gen', 'make_snapshot.py')
 
 EVENTS_PER_STEP = 660           # 1M events -> ~1,500 profiler steps
-SEED = 1
+SEED = 1                        # file A
+SEED_B = 2                      # file B (compare A B): same options, other seed
 PROTOCOL = 4
 BYTES_PER_EVENT_GUESS = 120     # --stacks all, protocol 4 (measured ~104)
 DISK_FACTOR = 3                 # need 3x the expected file size free
@@ -46,6 +56,16 @@ MEMSNAP_RUNS = 3
 PY_SECOND_RUN_UNDER_S = 60.0    # run the Python load a second time if fast
 SPEED_TARGET = 30.0
 RSS_TARGET = 1.5
+TARGET_EVENTS = 1000000         # the plot targets are stated at 1M events
+HTML_TARGET_BYTES = 15 * 1000 * 1000    # plot HTML < 15 MB at 1M events
+READY_TARGET_S = 5.0            # page ready in Chromium < 5 s at 1M events
+BROWSER_RUNS = 3
+BROWSER_SECOND_RUN_UNDER_S = 20.0   # one page load only if the first is slower
+BROWSER_WAIT_S = 60             # waitForFunction timeout per page load
+CHROMIUM = '/usr/bin/chromium'
+CHROMIUM_ARGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-quic',
+                 '--no-first-run', '--disable-background-networking',
+                 '--disable-component-update', '--disable-sync']
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -219,17 +239,26 @@ def file_sha256(path):
     return h.hexdigest()
 
 
-def gen_args(events):
-    steps = max(1, round(events / EVENTS_PER_STEP))
+def steps_for(events):
+    return max(1, round(events / EVENTS_PER_STEP))
+
+
+def gen_args(events, seed):
     return ['--events', str(events), '--protocol', str(PROTOCOL), '--stacks', 'all',
-            '--steps', str(steps), '--devices', '1', '--seed', str(SEED)]
+            '--steps', str(steps_for(events)), '--devices', '1', '--seed', str(seed)]
 
 
-def generate(events, work, runner, gen_hash):
-    """Returns (path, generated: bool, seconds, gen RSS KiB) or None if skipped."""
-    path = os.path.join(work, f'snapshot-{size_label(events)}.pickle')
+def snapshot_path(work, events, seed):
+    # File A keeps the name it always had, so caches from older runs stay valid.
+    suffix = '' if seed == SEED else f'-seed{seed}'
+    return os.path.join(work, f'snapshot-{size_label(events)}{suffix}.pickle')
+
+
+def generate(events, work, runner, gen_hash, seed):
+    """Returns (path, generated: bool, seconds, gen RSS KiB)."""
+    path = snapshot_path(work, events, seed)
     sidecar = path + '.params'
-    args = gen_args(events)
+    args = gen_args(events, seed)
     params = {'generator_args': args, 'generator_sha256': gen_hash}
     if os.path.exists(path) and os.path.exists(sidecar):
         try:
@@ -294,55 +323,238 @@ print('%s events, %d profiler steps, %s frames / %s stacks interned%s' % (
     return (p.stdout.strip() or p.stderr.strip()[-400:])
 
 
+def run_timed(runner, argv, what, runs=MEMSNAP_RUNS, before_each=None):
+    """Runs argv `runs` times. Returns {walls, wall (median), rss (max), rss_floor} or {error}."""
+    walls, rsss, floors = [], [], []
+    for i in range(runs):
+        if before_each:
+            before_each()
+        rc, wall, rss, at_floor, err = runner.run(argv)
+        if rc != 0:
+            error = f'exit {rc}: {err.strip()[-600:]}'
+            log(f'  {what} run {i + 1}: FAILED, {error}')
+            return {'error': error}
+        walls.append(wall)
+        rsss.append(rss)
+        floors.append(at_floor)
+        log(f'  {what} run {i + 1}/{runs}: {wall:.3f} s, {rss / 1024:.1f} MiB'
+            + (' (first run: warms the page cache)' if i == 0 else ''))
+    return {'walls': walls, 'wall': statistics.median(walls), 'rss': max(rsss),
+            'rss_floor': all(floors)}
+
+
+def python_load(path, runner, py_runs_max, what='python load'):
+    """pickle.load in a fresh interpreter, min of up to py_runs_max runs.
+
+    Returns {wall, rss, rss_floor} or {skip} or {error}."""
+    size = os.path.getsize(path)
+    avail = meminfo_kib('MemAvailable')
+    need = PY_RSS_FACTOR * size
+    if avail is not None and need > PY_MEM_FRACTION * avail * 1024:
+        skip = (f'skipped: est. {need / GiB:.1f} GiB (20x file) > 80% of '
+                f'MemAvailable {avail / (1 << 20):.1f} GiB')
+        log(f'  {what} {skip}')
+        return {'skip': skip}
+    code = "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))"
+    pw, pr = [], []
+    out = {}
+    for i in range(py_runs_max):
+        rc, wall, rss, at_floor, err = runner.run([sys.executable, '-c', code, path])
+        if rc != 0:
+            out['error'] = f'exit {rc}: {err.strip()[-400:]}'
+            log(f'  {what}: FAILED, {out["error"]}')
+            break
+        pw.append(wall)
+        pr.append(rss)
+        out['rss_floor'] = at_floor
+        log(f'  {what} run {i + 1}: {wall:.2f} s, {rss / 1024:.1f} MiB')
+        if wall > PY_SECOND_RUN_UNDER_S:
+            break
+    if pw:
+        out['wall'] = min(pw)
+        out['rss'] = min(pr)
+    return out
+
+
 def measure(path, events, memsnap, runner, py_runs_max):
     size = os.path.getsize(path)
     r = {'events': events, 'path': path, 'size': size}
 
-    walls, rsss, floors = [], [], []
-    for i in range(MEMSNAP_RUNS):
-        rc, wall, rss, at_floor, err = runner.run([memsnap, 'parse', path, '--json'])
-        if rc != 0:
-            r['memsnap_error'] = f'exit {rc}: {err.strip()[-600:]}'
-            log(f'  memsnap run {i + 1}: FAILED, {r["memsnap_error"]}')
-            break
-        walls.append(wall)
-        rsss.append(rss)
-        floors.append(at_floor)
-        log(f'  memsnap run {i + 1}/{MEMSNAP_RUNS}: {wall:.3f} s, {rss / 1024:.1f} MiB'
-            + (' (first run: warms the page cache)' if i == 0 else ''))
-    if walls:
-        r['memsnap_walls'] = walls
-        r['memsnap_wall'] = statistics.median(walls)
-        r['memsnap_rss'] = max(rsss)
-        r['memsnap_rss_floor'] = all(floors)
-    if 'memsnap_error' not in r:
+    got = run_timed(runner, [memsnap, 'parse', path, '--json'], 'memsnap parse')
+    if 'error' in got:
+        r['memsnap_error'] = got['error']
+    else:
+        r['memsnap_walls'] = got['walls']
+        r['memsnap_wall'] = got['wall']
+        r['memsnap_rss'] = got['rss']
+        r['memsnap_rss_floor'] = got['rss_floor']
         r['check'] = check_output(memsnap, path, events)
         log(f'  memsnap output: {r["check"]}')
 
-    avail = meminfo_kib('MemAvailable')
-    need = PY_RSS_FACTOR * size
-    if avail is not None and need > PY_MEM_FRACTION * avail * 1024:
-        r['py_skip'] = (f'skipped: est. {need / GiB:.1f} GiB (20x file) > 80% of '
-                        f'MemAvailable {avail / (1 << 20):.1f} GiB')
-        log(f'  python load {r["py_skip"]}')
+    for k, v in python_load(path, runner, py_runs_max, 'python load A').items():
+        r['py_' + k] = v
+    return r
+
+
+def check_json(kind, argv, events):
+    """One untimed run of compare / replay-step whose JSON a child reads back."""
+    code = r'''
+import json, subprocess, sys
+kind, steps_expected, argv = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+p = subprocess.run(argv, capture_output=True)
+if p.returncode != 0:
+    print('exit %d: %s' % (p.returncode, p.stderr.decode('utf-8', 'replace').strip()[-400:]))
+    sys.exit(0)
+try:
+    d = json.loads(p.stdout)
+except ValueError as e:
+    print('stdout is not JSON: %s' % e)
+    sys.exit(0)
+problems = []
+if kind == 'compare':
+    n = len(d.get('matching_steps') or [])
+    ft = d.get('full_trace') or {}
+    text = '%d matching steps, full-trace peak diff %.2f GiB' % (
+        n, (ft.get('absolute_peak_diff') or 0) / 2.0**30)
+else:
+    steps = d if isinstance(d, list) else (d.get('steps') or [])
+    n = len(steps)
+    text = '%d steps (%d complete)' % (n, sum(1 for s in steps if isinstance(s, dict) and s.get('complete')))
+if n != steps_expected:
+    problems.append('%d steps, expected %d' % (n, steps_expected))
+print(text + (('; ODD: ' + '; '.join(problems)) if problems else ''))
+'''
+    p = subprocess.run([sys.executable, '-c', code, kind, str(steps_for(events))] + argv,
+                       capture_output=True, text=True)
+    return (p.stdout.strip() or p.stderr.strip()[-400:])
+
+
+# Time to interactive of the plot page. Node and playwright-core are only needed
+# for this step; the script is written to a temporary file at run time.
+PAGE_READY_JS = r'''
+const [, , htmlPath, runsArg, root, chromiumPath, argsJson, waitS, secondUnderS] = process.argv;
+const { chromium } = require(require.resolve('playwright-core', { paths: [root] }));
+(async () => {
+  const out = { times: [] };
+  let browser;
+  try {
+    browser = await chromium.launch({ executablePath: chromiumPath, args: JSON.parse(argsJson),
+                                      timeout: 60000 });
+    for (let i = 0; i < Number(runsArg); i++) {
+      const context = await browser.newContext();   // fresh page, nothing cached
+      const page = await context.newPage();
+      const t0 = Date.now();
+      await page.goto('file://' + htmlPath, { timeout: Number(waitS) * 1000 });
+      await page.waitForFunction(
+        () => document.body.dataset.ready === 'true'
+          || (document.getElementById('error') && !document.getElementById('error').hidden),
+        null, { timeout: Number(waitS) * 1000 });
+      const t1 = Date.now();
+      const error = await page.evaluate(() => {
+        const e = document.getElementById('error');
+        return e && !e.hidden ? e.textContent : '';
+      });
+      await context.close();
+      if (error) throw new Error('page shows an error: ' + error.slice(0, 300));
+      out.times.push((t1 - t0) / 1000);
+      if ((t1 - t0) / 1000 > Number(secondUnderS)) break;
+    }
+  } catch (err) {
+    out.error = String(err && err.message || err).split('\n')[0].slice(0, 400);
+  }
+  if (browser) await browser.close().catch(() => {});
+  console.log(JSON.stringify(out));
+})();
+'''
+
+
+def browser_missing():
+    """Why the Chromium step cannot run, or None."""
+    if not shutil.which('node'):
+        return 'node not found'
+    if not os.access(CHROMIUM, os.X_OK):
+        return f'{CHROMIUM} not found'
+    if not os.path.isfile(os.path.join(ROOT, 'node_modules', 'playwright-core', 'package.json')):
+        return f'playwright-core not installed in {os.path.join(ROOT, "node_modules")} (npm ci)'
+    return None
+
+
+def page_ready(html):
+    """Seconds until document.body.dataset.ready, per page load: {times} or {error}."""
+    with tempfile.TemporaryDirectory(prefix='memsnap-bench-') as tmp:
+        script = os.path.join(tmp, 'page_ready.cjs')
+        with open(script, 'w') as f:
+            f.write(PAGE_READY_JS)
+        argv = ['node', script, os.path.abspath(html), str(BROWSER_RUNS), ROOT, CHROMIUM,
+                json.dumps(CHROMIUM_ARGS), str(BROWSER_WAIT_S), str(BROWSER_SECOND_RUN_UNDER_S)]
+        limit = 60 + BROWSER_RUNS * (2 * BROWSER_WAIT_S + 10)
+        try:
+            p = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=limit,
+                               stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            return {'error': f'node did not finish in {limit} s'}
+    lines = p.stdout.strip().splitlines()
+    try:
+        out = json.loads(lines[-1])
+    except (IndexError, ValueError):
+        return {'error': f'node exit {p.returncode}: {(p.stderr or p.stdout).strip()[-400:]}'}
+    if out.get('error'):
+        return {'error': out['error']}
+    return {'times': out['times']}
+
+
+def measure_more(r, path_b, memsnap, runner, py_runs_max, work, browser):
+    """compare / replay-step / plot rows for one size; adds keys to r (the parse row of A)."""
+    events = r['events']
+    path_a = r['path']
+    label = size_label(events)
+
+    if path_b:
+        r['size_b'] = os.path.getsize(path_b)
+        log(f'  file B: {path_b} ({fmt_size(r["size_b"])})')
+        r['py_b'] = python_load(path_b, runner, py_runs_max, 'python load B')
+        r['compare'] = run_timed(runner, [memsnap, 'compare', path_a, path_b, '--json'],
+                                 'memsnap compare A B')
+        if 'error' not in r['compare']:
+            r['compare_check'] = check_json('compare',
+                                            [memsnap, 'compare', path_a, path_b, '--json'], events)
+            log(f'  compare output: {r["compare_check"]}')
+
+    r['replay'] = run_timed(runner, [memsnap, 'replay-step', '--all-steps', path_a, '--json'],
+                            'memsnap replay-step --all-steps A')
+    if 'error' not in r['replay']:
+        r['replay_check'] = check_json('replay',
+                                       [memsnap, 'replay-step', '--all-steps', path_a, '--json'],
+                                       events)
+        log(f'  replay-step output: {r["replay_check"]}')
+
+    html = os.path.join(work, f'plot-{label}.html')
+
+    def remove_html():
+        if os.path.exists(html):
+            os.remove(html)
+
+    r['html_path'] = html
+    r['plot'] = run_timed(runner, [memsnap, 'plot', path_a, '-o', html], 'memsnap plot A',
+                          before_each=remove_html)
+    if 'error' in r['plot']:
         return r
-    code = "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))"
-    pw, pr = [], []
-    for i in range(py_runs_max):
-        rc, wall, rss, at_floor, err = runner.run([sys.executable, '-c', code, path])
-        if rc != 0:
-            r['py_error'] = f'exit {rc}: {err.strip()[-400:]}'
-            log(f'  python load: FAILED, {r["py_error"]}')
-            break
-        pw.append(wall)
-        pr.append(rss)
-        r['py_rss_floor'] = at_floor
-        log(f'  python load run {i + 1}: {wall:.2f} s, {rss / 1024:.1f} MiB')
-        if wall > PY_SECOND_RUN_UNDER_S:
-            break
-    if pw:
-        r['py_wall'] = min(pw)
-        r['py_rss'] = min(pr)
+    if not os.path.exists(html):
+        r['plot'] = {'error': f'exit 0 but {html} was not written'}
+        return r
+    r['html_size'] = os.path.getsize(html)
+    log(f'  plot HTML: {fmt_size(r["html_size"])}')
+    if browser:
+        r['ready_skip'] = browser
+        log(f'  Chromium step skipped: {browser}')
+    else:
+        r['ready'] = page_ready(html)
+        if 'times' in r['ready']:
+            r['ready']['median'] = statistics.median(r['ready']['times'])
+            log('  page ready in Chromium: '
+                + ', '.join(f'{t:.2f} s' for t in r['ready']['times']))
+        else:
+            log(f'  page ready in Chromium: FAILED, {r["ready"]["error"]}')
     return r
 
 
@@ -409,10 +621,126 @@ def table_rows(results):
     return header, rows, missed
 
 
-def print_table(header, rows, markdown):
+def fmt_rss(got, size=None):
+    le = '<= ' if got.get('rss_floor') else ''
+    text = f'{le}{got["rss"] / 1024:.1f} MiB'
+    if size:
+        text += f' ({le}{got["rss"] * 1024 / size:.2f}x)'
+    return text
+
+
+def compare_rows(results):
+    header = ['events', 'files A + B', 'python load A + B (s)', 'compare wall (s)',
+              'compare peak RSS (x A+B)', 'compare s / 1M events', 'replay-step wall (s)',
+              'replay-step peak RSS (x A)', 'replay-step s / 1M events', 'compare speedup',
+              'compare < python A + B']
+    rows, missed = [], []
+    for r in results:
+        label = size_label(r['events'])
+        if 'skip' in r:
+            rows.append([label, 'skipped (disk)'] + ['-'] * (len(header) - 2))
+            continue
+        events = r['events']
+        row = [label]
+        verdict = ['-', 'n/a']
+        if 'size_b' in r:
+            both = r['size'] + r['size_b']
+            row.append(fmt_size(both))
+            pb = r.get('py_b', {})
+            py_sum = None
+            if 'py_wall' in r and 'wall' in pb:
+                py_sum = r['py_wall'] + pb['wall']
+                row.append(f'{r["py_wall"]:.2f} + {pb["wall"]:.2f} = {py_sum:.2f}')
+            elif 'py_skip' in r or 'skip' in pb:
+                row.append('skipped (memory)')
+            else:
+                row.append('FAILED')
+            cmp_ = r.get('compare', {})
+            if 'wall' in cmp_:
+                row += [f'{cmp_["wall"]:.3f}', fmt_rss(cmp_, both),
+                        f'{cmp_["wall"] / (2 * events) * 1e6:.3f}']
+                if py_sum is not None:
+                    ok = cmp_['wall'] < py_sum
+                    verdict = [f'{py_sum / cmp_["wall"]:.1f}x', 'ok' if ok else 'MISSED']
+                    if not ok:
+                        missed.append(f'{label}: compare {cmp_["wall"]:.2f} s >= python load '
+                                      f'of A + B {py_sum:.2f} s')
+            else:
+                row += ['FAILED', '-', '-']
+                verdict = ['-', 'MISSED (compare failed)']
+                missed.append(f'{label}: compare failed: {cmp_.get("error", "?")}')
+        else:
+            row += ['B skipped', '-', '-', '-', '-']
+        rep = r.get('replay', {})
+        if 'wall' in rep:
+            row += [f'{rep["wall"]:.3f}', fmt_rss(rep, r['size']),
+                    f'{rep["wall"] / events * 1e6:.3f}']
+        else:
+            row += ['FAILED', '-', '-']
+            missed.append(f'{label}: replay-step failed: {rep.get("error", "?")}')
+        row += verdict
+        rows.append(row)
+    return header, rows, missed
+
+
+def plot_rows(results):
+    header = ['events', 'file', 'plot wall (s)', 'plot peak RSS (x file)', 'HTML',
+              'Chromium ready (s)', f'HTML < {HTML_TARGET_BYTES / 1e6:g} MB',
+              f'ready < {READY_TARGET_S:g} s']
+    rows, missed = [], []
+    for r in results:
+        label = size_label(r['events'])
+        if 'skip' in r:
+            rows.append([label, 'skipped (disk)'] + ['-'] * (len(header) - 2))
+            continue
+        applies = r['events'] <= TARGET_EVENTS
+        row = [label, fmt_size(r['size'])]
+        plot = r.get('plot', {})
+        if 'wall' not in plot:
+            rows.append(row + ['FAILED', '-', '-', '-', 'MISSED (plot failed)',
+                               'MISSED (plot failed)'])
+            missed.append(f'{label}: plot failed: {plot.get("error", "?")}')
+            continue
+        size = r['html_size']
+        row += [f'{plot["wall"]:.3f}', fmt_rss(plot, r['size']), f'{size / MiB:.2f} MiB']
+        ready = r.get('ready', {})
+        if 'median' in ready:
+            n = len(ready['times'])
+            row.append(f'{ready["median"]:.2f}' + ('' if n == BROWSER_RUNS else f' ({n} run)'))
+        elif 'error' in ready:
+            row.append('FAILED')
+        else:
+            row.append('skipped')
+        if not applies:
+            row.append(f'n/a (> {size_label(TARGET_EVENTS)})')
+        else:
+            ok = size < HTML_TARGET_BYTES
+            row.append('ok' if ok else 'MISSED')
+            if not ok:
+                missed.append(f'{label}: plot HTML {size / 1e6:.1f} MB >= '
+                              f'{HTML_TARGET_BYTES / 1e6:g} MB')
+        if not applies:
+            row.append(f'n/a (> {size_label(TARGET_EVENTS)})')
+        elif 'median' in ready:
+            ok = ready['median'] < READY_TARGET_S
+            row.append('ok' if ok else 'MISSED')
+            if not ok:
+                missed.append(f'{label}: page ready in {ready["median"]:.2f} s >= '
+                              f'{READY_TARGET_S:g} s')
+        elif 'error' in ready:
+            row.append('MISSED (failed)')
+            missed.append(f'{label}: page in Chromium: {ready["error"]}')
+        else:
+            row.append('not measured')
+        rows.append(row)
+    return header, rows, missed
+
+
+def print_table(header, rows, markdown, n_right):
+    """n_right: the first n_right columns are numbers (right-aligned), the rest verdicts."""
     if markdown:
         print('| ' + ' | '.join(header) + ' |')
-        print('|' + '|'.join('---:' if i < 7 else ':---:' for i in range(len(header))) + '|')
+        print('|' + '|'.join('---:' if i < n_right else ':---:' for i in range(len(header))) + '|')
         for row in rows:
             print('| ' + ' | '.join(row) + ' |')
         return
@@ -431,14 +759,16 @@ def main(argv=None):
     ap.add_argument('--work', default=os.path.join(ROOT, 'build', 'bench'),
                     help='where snapshots are generated and cached (default build/bench)')
     ap.add_argument('--keep', action='store_true',
-                    help='keep the generated snapshots (later runs reuse them); '
-                         'default: delete them at the end')
-    ap.add_argument('--markdown', action='store_true', help='print a GitHub markdown table')
+                    help='keep the generated snapshots and plot HTML (later runs reuse the '
+                         'snapshots); default: delete them at the end')
+    ap.add_argument('--markdown', action='store_true', help='print GitHub markdown tables')
     ap.add_argument('--python-runs', type=int, default=2, choices=(1, 2),
                     help='Python loads per file, min taken (default 2; 1 if the first takes '
                          f'over {PY_SECOND_RUN_UNDER_S:g} s)')
     ap.add_argument('--rss', choices=('auto', 'time', 'wait4'), default='auto',
                     help='peak RSS method: GNU /usr/bin/time if present (auto), or os.wait4')
+    ap.add_argument('--no-browser', action='store_true',
+                    help='skip the time-to-ready of the plot page in headless Chromium')
     args = ap.parse_args(argv)
 
     sizes = [parse_size(s) for s in args.sizes.split(',') if s.strip()]
@@ -448,6 +778,7 @@ def main(argv=None):
     runner = Runner(args.rss)
     work = os.path.abspath(args.work)
     os.makedirs(work, exist_ok=True)
+    browser_skip = 'disabled by --no-browser' if args.no_browser else browser_missing()
 
     wait_for_generator()
     gen_hash = file_sha256(GENERATOR)
@@ -456,52 +787,69 @@ def main(argv=None):
     log(f'memsnap: {memsnap}; python: {sys.executable} {platform.python_version()}')
     log(f'work dir: {work}')
     log(runner.describe())
+    if browser_skip:
+        log(f'Chromium step: {browser_skip}')
     load_start = loadavg()
     log(f'load average: {load_start} (other work on the machine skews the timings)')
     log()
 
-    # Generation first (not measured), then measurement of each file.
+    # Generation first (not measured), then measurement of each size.
     results = []
     files = []
     bytes_per_event = BYTES_PER_EVENT_GUESS
-    generated_paths = []
     for events in sorted(sizes):
         label = size_label(events)
-        cached = os.path.join(work, f'snapshot-{label}.pickle')
-        expected = events * bytes_per_event
-        free = shutil.disk_usage(work).free
-        if not os.path.exists(cached) and free < DISK_FACTOR * expected:
-            msg = (f'skipped: {fmt_size(free)} free in {work}, need {DISK_FACTOR}x the '
-                   f'expected {fmt_size(expected)}')
-            log(f'{label}: {msg}')
-            results.append({'events': events, 'skip': msg})
+        got_paths = {}
+        for seed in (SEED, SEED_B):
+            which = 'A' if seed == SEED else 'B'
+            cached = snapshot_path(work, events, seed)
+            expected = events * bytes_per_event
+            free = shutil.disk_usage(work).free
+            if not os.path.exists(cached) and free < DISK_FACTOR * expected:
+                msg = (f'skipped: {fmt_size(free)} free in {work}, need {DISK_FACTOR}x the '
+                       f'expected {fmt_size(expected)}')
+                log(f'{label} {which}: {msg}')
+                got_paths[seed] = msg
+                break   # without A nothing is measured; without B, no compare
+            path, fresh, secs, rss = generate(events, work, runner, gen_hash, seed)
+            size = os.path.getsize(path)
+            bytes_per_event = size / events * 1.1   # calibrate for the next file
+            files.append(path)
+            if fresh:
+                log(f'{label} {which}: generated {fmt_size(size)} in {secs:.1f} s '
+                    f'(generator peak RSS {rss / 1024:.0f} MiB; not part of the measurement)')
+            else:
+                log(f'{label} {which}: reusing {path} ({fmt_size(size)}, same parameters)')
+            got_paths[seed] = path
+        a, b = got_paths.get(SEED), got_paths.get(SEED_B)
+        if a is None or not os.path.exists(a):
+            results.append({'events': events, 'skip': a or 'skipped'})
             continue
-        got = generate(events, work, runner, gen_hash)
-        path, fresh, secs, rss = got
-        size = os.path.getsize(path)
-        bytes_per_event = size / events * 1.1   # calibrate for the next size
-        if fresh:
-            generated_paths.append(path)
-            log(f'{label}: generated {fmt_size(size)} in {secs:.1f} s '
-                f'(generator peak RSS {rss / 1024:.0f} MiB; not part of the measurement)')
+        pending = {'events': events, 'pending': a, 'pending_b': None}
+        if b is not None and os.path.exists(b):
+            pending['pending_b'] = b
         else:
-            log(f'{label}: reusing {path} ({fmt_size(size)}, same parameters)')
-        files.append((events, path))
-        results.append({'events': events, 'pending': path})
+            pending['b_skip'] = f'file B {b}' if b else 'file B skipped'
+        results.append(pending)
     log()
 
     for i, r in enumerate(results):
         if 'pending' not in r:
             continue
         log(f'measuring {size_label(r["events"])} ({fmt_size(os.path.getsize(r["pending"]))})')
-        results[i] = measure(r['pending'], r['events'], memsnap, runner, args.python_runs)
+        m = measure(r['pending'], r['events'], memsnap, runner, args.python_runs)
+        if 'b_skip' in r:
+            m['b_skip'] = r['b_skip']
+        results[i] = measure_more(m, r['pending_b'], memsnap, runner, args.python_runs, work,
+                                  browser_skip)
     log()
 
     if not args.keep:
-        for _, path in files:
-            for p in (path, path + '.params'):
-                if os.path.exists(p):
-                    os.remove(p)
+        leftovers = [p for path in files for p in (path, path + '.params')]
+        leftovers += [r['html_path'] for r in results if 'html_path' in r]
+        for p in leftovers:
+            if os.path.exists(p):
+                os.remove(p)
 
     # Fixed costs inside both wall times, for reading the small sizes.
     startup = []
@@ -510,34 +858,76 @@ def main(argv=None):
         ws = [runner.run(argv)[1] for _ in range(3)]
         startup.append(f'{name} {min(ws) * 1000:.0f} ms')
 
-    header, rows, missed = table_rows(results)
     print(f'memsnap benchmark, {datetime.datetime.now().astimezone().strftime("%Y-%m-%d %H:%M %Z")}')
     print(f'machine: {machine_line()}')
     print(f'python: {platform.python_version()}; snapshots: make_snapshot.py --stacks all '
-          f'--steps events/{EVENTS_PER_STEP} --protocol {PROTOCOL} --seed {SEED}')
-    print(f'memsnap: median of {MEMSNAP_RUNS} runs of `parse FILE --json > /dev/null` '
+          f'--steps events/{EVENTS_PER_STEP} --protocol {PROTOCOL}, A --seed {SEED}, '
+          f'B --seed {SEED_B}')
+    print(f'memsnap: median of {MEMSNAP_RUNS} runs of each command, output to /dev/null '
           f'(page cache warm); python: min of up to {args.python_runs} pickle.load runs; '
           f'{runner.describe()}')
     print(f'load average (1/5/15 min) at start: {load_start}, at end: {loadavg()} '
           f'({os.cpu_count()} cores; a busy machine skews the timings)')
     print(f'process start-up, included in the wall times: {", ".join(startup)}')
     print()
-    print_table(header, rows, args.markdown)
+
+    all_missed = []
+    header, rows, missed = table_rows(results)
+    all_missed += missed
+    print('parse: `memsnap parse A --json` vs `pickle.load(A)`')
+    print()
+    print_table(header, rows, args.markdown, 7)
+    print()
+    header, rows, missed = compare_rows(results)
+    all_missed += missed
+    print('compare / replay-step: `memsnap compare A B --json`, '
+          '`memsnap replay-step --all-steps A --json`; python load A + B = the two single-file '
+          'pickle.load times (A from the parse table, B measured the same way), summed; '
+          's / 1M events = wall / (events of the files read) * 1e6')
+    print()
+    print_table(header, rows, args.markdown, len(header) - 1)
+    print()
+    header, rows, missed = plot_rows(results)
+    all_missed += missed
+    print(f'plot: `memsnap plot A -o A.html`; Chromium ready = page.goto(file://...) until '
+          f'document.body.dataset.ready, headless Chromium, median of {BROWSER_RUNS} page loads '
+          f'(fresh context each, browser start not counted); HTML and ready targets are stated '
+          f'at {size_label(TARGET_EVENTS)} events and checked up to it')
+    print()
+    print_table(header, rows, args.markdown, len(header) - 2)
     print()
     for r in results:
+        label = size_label(r['events'])
         if r.get('skip'):
-            print(f'{size_label(r["events"])}: {r["skip"]}')
+            print(f'{label}: {r["skip"]}')
+        if r.get('b_skip'):
+            print(f'{label}: {r["b_skip"]}; no compare')
         if r.get('py_skip'):
-            print(f'{size_label(r["events"])}: python load {r["py_skip"]}')
+            print(f'{label}: python load of A {r["py_skip"]}')
+        if r.get('py_b', {}).get('skip'):
+            print(f'{label}: python load of B {r["py_b"]["skip"]}')
         if r.get('check'):
-            print(f'{size_label(r["events"])}: memsnap reports {r["check"]}')
+            print(f'{label}: memsnap parse reports {r["check"]}')
+        if r.get('compare_check'):
+            print(f'{label}: memsnap compare reports {r["compare_check"]}')
+        if r.get('replay_check'):
+            print(f'{label}: memsnap replay-step --all-steps reports {r["replay_check"]}')
         if r.get('memsnap_error'):
-            print(f'{size_label(r["events"])}: memsnap FAILED: {r["memsnap_error"]}')
+            print(f'{label}: memsnap parse FAILED: {r["memsnap_error"]}')
         if r.get('py_error'):
-            print(f'{size_label(r["events"])}: python load FAILED: {r["py_error"]}')
-    if missed:
+            print(f'{label}: python load of A FAILED: {r["py_error"]}')
+        if r.get('py_b', {}).get('error'):
+            print(f'{label}: python load of B FAILED: {r["py_b"]["error"]}')
+        for key, name in (('compare', 'compare'), ('replay', 'replay-step'), ('plot', 'plot')):
+            if r.get(key, {}).get('error'):
+                print(f'{label}: memsnap {name} FAILED: {r[key]["error"]}')
+        if r.get('ready', {}).get('error'):
+            print(f'{label}: page in Chromium FAILED: {r["ready"]["error"]}')
+    if browser_skip:
+        print(f'Chromium ready column not measured: {browser_skip}')
+    if all_missed:
         print('MISSED targets:')
-        for m in missed:
+        for m in all_missed:
             print(f'  MISSED {m}')
     else:
         print('all measured targets hold')

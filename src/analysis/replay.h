@@ -36,7 +36,7 @@ struct ReplayTotals {
   uint64_t unmatched_free_count = 0;
   uint64_t unmatched_free_bytes = 0;
   int64_t end_delta = 0;
-  int64_t peak_delta = 0;        // starts at 0
+  int64_t peak_delta = 0;          // starts at 0
   uint64_t peak_event = kNoEvent;  // model index of the event that reached the peak
   uint64_t live_count_at_end = 0;
   uint64_t live_bytes_at_end = 0;

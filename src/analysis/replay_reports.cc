@@ -1,9 +1,9 @@
 #include "analysis/replay_reports.h"
 
-#include <algorithm>
-#include <cmath>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <algorithm>
+#include <cmath>
 #include <regex>
 #include <set>
 
@@ -113,6 +113,7 @@ ReplayStepResult replay_steps(FileAnalysis& file, std::optional<int64_t> step, i
     return chosen[x]->peak_position(file.trace) < chosen[y]->peak_position(file.trace);
   });
   std::vector<uint64_t> positions;
+  positions.reserve(order.size());
   for (size_t i : order) positions.push_back(chosen[i]->peak_position(file.trace));
   SourceIndex sources(*file.snapshot, frame_depth);
   std::vector<std::vector<SourceUsage>> at_peaks =
@@ -149,9 +150,10 @@ TimeSide replay_to_time(FileAnalysis& file, double seconds, int frame_depth) {
   side.device = file.device;
   int64_t start = trace_start_us(snapshot, file.trace);
   if (file.trace.count() > 0 && start == 0) {
-    throw Error(fmt::format("{}: trace entries carry no time_us (PyTorch before 2.2), so --time "
-                            "cannot be used; parse and compare still work",
-                            file.path));
+    throw Error(
+        fmt::format("{}: trace entries carry no time_us (PyTorch before 2.2), so --time "
+                    "cannot be used; parse and compare still work",
+                    file.path));
   }
   side.trace_duration_s = static_cast<double>(trace_end_us(snapshot, file.trace) - start) / 1e6;
   side.time_s = seconds;
@@ -236,13 +238,18 @@ CompareResult compare_files(FileAnalysis& a, FileAnalysis& b, std::optional<int6
   r.settings_a = settings_a.is_object();
   r.settings_b = settings_b.is_object();
   std::set<std::string> keys;
-  if (r.settings_a) for (const auto& [key, value] : settings_a.items()) keys.insert(key);
-  if (r.settings_b) for (const auto& [key, value] : settings_b.items()) keys.insert(key);
+  if (r.settings_a)
+    for (const auto& [key, value] : settings_a.items()) keys.insert(key);
+  if (r.settings_b)
+    for (const auto& [key, value] : settings_b.items()) keys.insert(key);
   for (const std::string& key : keys) {
-    nlohmann::json va = r.settings_a && settings_a.contains(key) ? nlohmann::json(settings_a[key]) : nlohmann::json();
-    nlohmann::json vb = r.settings_b && settings_b.contains(key) ? nlohmann::json(settings_b[key]) : nlohmann::json();
+    nlohmann::json va = r.settings_a && settings_a.contains(key) ? nlohmann::json(settings_a[key])
+                                                                 : nlohmann::json();
+    nlohmann::json vb = r.settings_b && settings_b.contains(key) ? nlohmann::json(settings_b[key])
+                                                                 : nlohmann::json();
     if (va != vb) {
-      r.config_diffs.push_back(SettingDiff{key,
+      r.config_diffs.push_back(SettingDiff{
+          key,
           r.settings_a && settings_a.contains(key) ? settings_a[key] : nlohmann::ordered_json(),
           r.settings_b && settings_b.contains(key) ? settings_b[key] : nlohmann::ordered_json()});
     }
@@ -261,31 +268,35 @@ CompareResult compare_files(FileAnalysis& a, FileAnalysis& b, std::optional<int6
                       std::back_inserter(r.steps_only_a));
   std::set_difference(complete_b.begin(), complete_b.end(), complete_a.begin(), complete_a.end(),
                       std::back_inserter(r.steps_only_b));
-  for (const StepStats& s : a.analysis.steps) if (!s.step.complete) r.incomplete_a.push_back(s.step.number);
-  for (const StepStats& s : b.analysis.steps) if (!s.step.complete) r.incomplete_b.push_back(s.step.number);
+  for (const StepStats& s : a.analysis.steps)
+    if (!s.step.complete) r.incomplete_a.push_back(s.step.number);
+  for (const StepStats& s : b.analysis.steps)
+    if (!s.step.complete) r.incomplete_b.push_back(s.step.number);
 
   for (int64_t number : r.matching_steps) {
     const StepStats& sa = *a.step(number);
     const StepStats& sb = *b.step(number);
-    r.step_results.push_back(StepComparison{number, sa.peak_delta, sb.peak_delta,
-                                            a.step_absolute_peak(sa), b.step_absolute_peak(sb),
-                                            sa.alloc_count, sb.alloc_count, sa.alloc_bytes,
-                                            sb.alloc_bytes});
+    r.step_results.push_back(StepComparison{
+        number, sa.peak_delta, sb.peak_delta, a.step_absolute_peak(sa), b.step_absolute_peak(sb),
+        sa.alloc_count, sb.alloc_count, sa.alloc_bytes, sb.alloc_bytes});
   }
 
   const ReplayTotals& ta = a.analysis.totals;
   const ReplayTotals& tb = b.analysis.totals;
-  r.full_trace = FullTraceComparison{ta.peak_delta, tb.peak_delta, a.absolute_peak(), b.absolute_peak(),
-                                     ta.alloc_bytes, tb.alloc_bytes, ta.alloc_count, tb.alloc_count,
-                                     ta.unmatched_free_count, tb.unmatched_free_count,
-                                     ta.unmatched_free_bytes, tb.unmatched_free_bytes};
+  r.full_trace = FullTraceComparison{
+      ta.peak_delta,           tb.peak_delta,           a.absolute_peak(),
+      b.absolute_peak(),       ta.alloc_bytes,          tb.alloc_bytes,
+      ta.alloc_count,          tb.alloc_count,          ta.unmatched_free_count,
+      tb.unmatched_free_count, ta.unmatched_free_bytes, tb.unmatched_free_bytes};
 
   // Drill-down scope: --step, else the matching step whose absolute peaks
   // differ most, else the full trace.
   if (step) {
-    if (std::find(r.matching_steps.begin(), r.matching_steps.end(), *step) == r.matching_steps.end()) {
+    if (std::find(r.matching_steps.begin(), r.matching_steps.end(), *step) ==
+        r.matching_steps.end()) {
       throw Error(fmt::format("step {} is not complete in both files; steps complete in both: {}",
-                              *step, r.matching_steps.empty() ? "none" : step_ranges(r.matching_steps)));
+                              *step,
+                              r.matching_steps.empty() ? "none" : step_ranges(r.matching_steps)));
     }
     r.drill_step = *step;
   } else if (!r.step_results.empty()) {
@@ -342,10 +353,12 @@ CompareResult compare_files(FileAnalysis& a, FileAnalysis& b, std::optional<int6
   for (const SourceDiff& row : r.drill_sources) total_diff += magnitude(row.delta());
   if (total_diff > 0 && r.drill_sources.size() > static_cast<size_t>(kTopShareSources)) {
     uint64_t top = 0;
-    for (int i = 0; i < kTopShareSources; ++i) top += magnitude(r.drill_sources[static_cast<size_t>(i)].delta());
-    notes.push_back(fmt::format("the top {} sources account for {} of the per-source difference at the peak",
-                                kTopShareSources,
-                                format_percent(static_cast<double>(top) / static_cast<double>(total_diff))));
+    for (int i = 0; i < kTopShareSources; ++i)
+      top += magnitude(r.drill_sources[static_cast<size_t>(i)].delta());
+    notes.push_back(
+        fmt::format("the top {} sources account for {} of the per-source difference at the peak",
+                    kTopShareSources,
+                    format_percent(static_cast<double>(top) / static_cast<double>(total_diff))));
   }
   for (const auto& [label, totals] : {std::pair{"A", &ta}, std::pair{"B", &tb}}) {
     if (looks_truncated(*totals)) {
@@ -359,7 +372,8 @@ CompareResult compare_files(FileAnalysis& a, FileAnalysis& b, std::optional<int6
   int64_t base_b = r.baseline_b.baseline_at_start;
   uint64_t gap = magnitude(base_b - base_a);
   if (gap >= kBaselineGapBytes &&
-      static_cast<double>(gap) >= kBaselineGapShare * static_cast<double>(std::max(magnitude(base_a), magnitude(base_b)))) {
+      static_cast<double>(gap) >=
+          kBaselineGapShare * static_cast<double>(std::max(magnitude(base_a), magnitude(base_b)))) {
     notes.push_back(fmt::format(
         "baselines differ (A {}, B {}): one trace probably started after model construction; "
         "compare peak deltas rather than absolute peaks",
@@ -372,9 +386,10 @@ CompareResult compare_files(FileAnalysis& a, FileAnalysis& b, std::optional<int6
   std::optional<std::string> rank_a = rank_of(a.path);
   std::optional<std::string> rank_b = rank_of(b.path);
   if (rank_a && rank_b && *rank_a != *rank_b) {
-    notes.push_back(fmt::format("the file names suggest different ranks (_{} vs _{}): ranks can "
-                                "legitimately differ in memory",
-                                *rank_a, *rank_b));
+    notes.push_back(
+        fmt::format("the file names suggest different ranks (_{} vs _{}): ranks can "
+                    "legitimately differ in memory",
+                    *rank_a, *rank_b));
   }
   return r;
 }

@@ -30,8 +30,9 @@ struct FileAnalysis {
     return add_bytes(baseline.baseline_at_start, static_cast<uint64_t>(analysis.totals.peak_delta));
   }
   [[nodiscard]] int64_t step_absolute_peak(const StepStats& stats) const {
-    return add_bytes(add_bytes(baseline.baseline_at_start, static_cast<uint64_t>(stats.start_delta)),
-                     static_cast<uint64_t>(stats.peak_delta));
+    return add_bytes(
+        add_bytes(baseline.baseline_at_start, static_cast<uint64_t>(stats.start_delta)),
+        static_cast<uint64_t>(stats.peak_delta));
   }
   [[nodiscard]] const StepStats* step(int64_t number) const;
   [[nodiscard]] uint64_t full_peak_position() const {
@@ -67,7 +68,7 @@ ReplayStepResult replay_steps(FileAnalysis& file, std::optional<int64_t> step, i
 struct TimeSide {
   std::string file;
   int device = 0;
-  double time_s = 0;           // after clamping
+  double time_s = 0;  // after clamping
   double trace_duration_s = 0;
   bool clamped = false;
   int64_t baseline = 0;
@@ -131,7 +132,7 @@ struct CompareResult {
   std::vector<StepComparison> step_results;
   std::vector<int64_t> steps_only_a, steps_only_b, incomplete_a, incomplete_b;
   FullTraceComparison full_trace;
-  std::optional<int64_t> drill_step;  // nullopt: drill-down over the full trace
+  std::optional<int64_t> drill_step;           // nullopt: drill-down over the full trace
   int64_t drill_peak_a = 0, drill_peak_b = 0;  // absolute peaks of the drill-down scope
   std::vector<SourceDiff> drill_sources;       // all rows, sorted by |delta|
   OnlyOnOneSide drill_only_a, drill_only_b;

@@ -1,46 +1,70 @@
 #include "analysis/source_key.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <array>
-#include <fmt/format.h>
 
 namespace memsnap {
 namespace {
 
 constexpr std::array kInternalPathParts = {
-    std::string_view("/torch/"),       std::string_view("/torch_"),
-    std::string_view("torch/nn/modules/module.py"), std::string_view("torch/autograd/"),
-    std::string_view("torch/amp/"),    std::string_view("torch/cuda/"),
-    std::string_view("torch/distributed/"), std::string_view("/cuda/"),
-    std::string_view("/hydra/"),       std::string_view("/python3."),
-    std::string_view("/importlib/"),   std::string_view("/runpy.py"),
+    std::string_view("/torch/"),
+    std::string_view("/torch_"),
+    std::string_view("torch/nn/modules/module.py"),
+    std::string_view("torch/autograd/"),
+    std::string_view("torch/amp/"),
+    std::string_view("torch/cuda/"),
+    std::string_view("torch/distributed/"),
+    std::string_view("/cuda/"),
+    std::string_view("/hydra/"),
+    std::string_view("/python3."),
+    std::string_view("/importlib/"),
+    std::string_view("/runpy.py"),
 };
 
 constexpr std::array kInternalNames = {
-    std::string_view("<module>"), std::string_view("<lambda>"), std::string_view("_call_impl"),
-    std::string_view("_wrapped_call_impl"), std::string_view("inner"),
+    std::string_view("<module>"),   std::string_view("<lambda>"),
+    std::string_view("_call_impl"), std::string_view("_wrapped_call_impl"),
+    std::string_view("inner"),
 };
 
 // C++ frames that only say how the stack was captured or how the allocator
 // works; they never explain who allocated.
 constexpr std::array kMachineryParts = {
-    std::string_view("unwind"),           std::string_view("CapturedTraceback"),
-    std::string_view("gather_with_cpp"),  std::string_view("CachingAllocator"),
-    std::string_view("at::_ops"),         std::string_view("c10::impl"),
-    std::string_view("_PyEval_"),         std::string_view("PyObject_"),
-    std::string_view("_PyObject_"),       std::string_view("PyEval_"),
-    std::string_view("_PyFunction_"),     std::string_view("PyVectorcall"),
-    std::string_view("_start"),           std::string_view("__libc_start"),
-    std::string_view("c10::cuda::"),      std::string_view("c10::Dispatcher"),
-    std::string_view("c10::BoxedKernel"), std::string_view("c10::KernelFunction"),
-    std::string_view("torch::autograd::THPVariable_"), std::string_view("cfunction_"),
-    std::string_view("method_vectorcall"), std::string_view("_Py"),
-    std::string_view("at::detail::"),     std::string_view("at::empty"),
-    std::string_view("at::native::empty"), std::string_view("create_out("),
-    std::string_view("set_output_raw_strided"), std::string_view("TensorIteratorBase::"),
-    std::string_view("torch::autograd::Engine::"), std::string_view("torch::autograd::Node::"),
-    std::string_view("thread_init"),      std::string_view("execute_native_thread_routine"),
-    std::string_view("pthread_"),         std::string_view("clone"),
+    std::string_view("unwind"),
+    std::string_view("CapturedTraceback"),
+    std::string_view("gather_with_cpp"),
+    std::string_view("CachingAllocator"),
+    std::string_view("at::_ops"),
+    std::string_view("c10::impl"),
+    std::string_view("_PyEval_"),
+    std::string_view("PyObject_"),
+    std::string_view("_PyObject_"),
+    std::string_view("PyEval_"),
+    std::string_view("_PyFunction_"),
+    std::string_view("PyVectorcall"),
+    std::string_view("_start"),
+    std::string_view("__libc_start"),
+    std::string_view("c10::cuda::"),
+    std::string_view("c10::Dispatcher"),
+    std::string_view("c10::BoxedKernel"),
+    std::string_view("c10::KernelFunction"),
+    std::string_view("torch::autograd::THPVariable_"),
+    std::string_view("cfunction_"),
+    std::string_view("method_vectorcall"),
+    std::string_view("_Py"),
+    std::string_view("at::detail::"),
+    std::string_view("at::empty"),
+    std::string_view("at::native::empty"),
+    std::string_view("create_out("),
+    std::string_view("set_output_raw_strided"),
+    std::string_view("TensorIteratorBase::"),
+    std::string_view("torch::autograd::Engine::"),
+    std::string_view("torch::autograd::Node::"),
+    std::string_view("thread_init"),
+    std::string_view("execute_native_thread_routine"),
+    std::string_view("pthread_"),
+    std::string_view("clone"),
 };
 
 // Backward-thread allocations have no Python frame; the autograd node that ran
@@ -72,7 +96,8 @@ bool is_cpp_frame(std::string_view filename, int64_t line) {
   if (filename.empty() || filename == "??") return true;
   if (ends_with(filename, ".py")) return false;
   if (filename.front() == '<') return false;  // <string>, <frozen runpy>, <eval_with_key>
-  for (std::string_view suffix : {".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".cu", ".cuh", ".so"}) {
+  for (std::string_view suffix :
+       {".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".cu", ".cuh", ".so"}) {
     if (ends_with(filename, suffix)) return true;
   }
   return line == 0;

@@ -23,7 +23,7 @@ class SourceKeys {
 
  private:
   std::string compute(StackId stack) const;
-  std::string render(FrameId frame) const;
+  std::string render(FrameId id) const;
 
   const Snapshot& snapshot_;
   int depth_;

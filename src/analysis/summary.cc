@@ -1,9 +1,9 @@
 #include "analysis/summary.h"
 
-#include <algorithm>
-#include <charconv>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <algorithm>
+#include <charconv>
 
 #include "analysis/source_key.h"
 #include "io/error.h"
@@ -49,9 +49,9 @@ Baseline compute_baseline(const SegmentTotals& segments, const ReplayTotals& rep
   baseline.segments_active = segments.active_size;
   baseline.pre_existing_freed = replay.unmatched_free_bytes;
   baseline.profiling_still_live = replay.live_bytes_at_end;
-  baseline.baseline_at_start = add_bytes(
-      sub_bytes(static_cast<int64_t>(segments.active_size), replay.live_bytes_at_end),
-      replay.unmatched_free_bytes);
+  baseline.baseline_at_start =
+      add_bytes(sub_bytes(static_cast<int64_t>(segments.active_size), replay.live_bytes_at_end),
+                replay.unmatched_free_bytes);
   return baseline;
 }
 
@@ -91,8 +91,8 @@ int choose_device(const Snapshot& snapshot, std::optional<int> requested) {
   bool known = std::find(in_use.begin(), in_use.end(), *requested) != in_use.end() ||
                snapshot.trace_of(*requested) != nullptr;
   if (!known) {
-    throw Error(fmt::format("device {} is not in this snapshot (devices with data: {})",
-                            *requested, in_use.empty() ? "none" : fmt::format("{}", fmt::join(in_use, ", "))));
+    throw Error(fmt::format("device {} is not in this snapshot (devices with data: {})", *requested,
+                            in_use.empty() ? "none" : fmt::format("{}", fmt::join(in_use, ", "))));
   }
   return *requested;
 }
@@ -216,7 +216,7 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
   // Warnings a user needs before trusting the numbers.
   auto& warnings = result.warnings;
   if (result.event_count == 0) {
-    warnings.push_back(
+    warnings.emplace_back(
         "no allocation history for this device: call "
         "torch.cuda.memory._record_memory_history() before the code you want to see "
         "(the segments are the state at dump time)");
@@ -247,8 +247,9 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
         format_signed_bytes(baseline.baseline_at_start)));
   }
   if (result.event_count > 0 && !result.has_time) {
-    warnings.push_back("trace entries carry no time_us (PyTorch before 2.2): time-based views "
-                       "(--time, steps) are unavailable");
+    warnings.emplace_back(
+        "trace entries carry no time_us (PyTorch before 2.2): time-based views "
+        "(--time, steps) are unavailable");
   }
   for (const OomReport& oom : result.ooms) {
     warnings.push_back(fmt::format(

@@ -20,7 +20,8 @@ Buckets bucketize(const std::vector<double>& positions, const std::vector<double
   double carry = 0;
   uint64_t filled = 0;  // buckets [0, filled) are final
   for (size_t i = 0; i < positions.size(); ++i) {
-    auto bucket = std::min<uint64_t>(count - 1, static_cast<uint64_t>(std::max(0.0, positions[i] / width)));
+    auto bucket =
+        std::min<uint64_t>(count - 1, static_cast<uint64_t>(std::max(0.0, positions[i] / width)));
     while (filled <= bucket) {
       buckets.min[filled] = carry;
       buckets.max[filled] = carry;
@@ -122,15 +123,16 @@ RunTimeline build_timeline(FileAnalysis& file, const std::string& label, double 
     values.push_back(static_cast<double>(delta));
   }
   run.sources.reserve(sources.size());
-  for (size_t s = 0; s < sources.size(); ++s) run.sources.push_back(sources.name(static_cast<uint32_t>(s)));
+  for (size_t s = 0; s < sources.size(); ++s)
+    run.sources.push_back(sources.name(static_cast<uint32_t>(s)));
 
   if (run.has_time) {
     run.time_buckets = bucketize(time_positions, values, run.duration_s * 1e6,
                                  std::max(precision_ms, 0.001) * 1000.0, kMaxTimeBuckets);
   }
   // Whole events per bucket, so the page can label buckets by event index.
-  double events_per_bucket =
-      std::max(1.0, std::ceil(static_cast<double>(trace.count()) / static_cast<double>(kMaxIndexBuckets)));
+  double events_per_bucket = std::max(
+      1.0, std::ceil(static_cast<double>(trace.count()) / static_cast<double>(kMaxIndexBuckets)));
   run.index_buckets = bucketize(index_positions, values, static_cast<double>(trace.count()),
                                 events_per_bucket, kMaxIndexBuckets);
 
@@ -143,7 +145,8 @@ RunTimeline build_timeline(FileAnalysis& file, const std::string& label, double 
     run.reserved_bytes.push_back(static_cast<uint64_t>(std::max<int64_t>(reserved_start, 0)));
     for (const auto& [t, change] : reserved_steps) {
       run.reserved_t_us.push_back(std::max<int64_t>(t, 0));
-      run.reserved_bytes.push_back(static_cast<uint64_t>(std::max<int64_t>(reserved_start + change, 0)));
+      run.reserved_bytes.push_back(
+          static_cast<uint64_t>(std::max<int64_t>(reserved_start + change, 0)));
     }
   }
 
@@ -172,7 +175,8 @@ RunTimeline build_timeline(FileAnalysis& file, const std::string& label, double 
     if (events.action[i] != Action::kOom) continue;
     OomMarker oom{events.time_us[i] != 0 ? seconds_between(t0, events.time_us[i]) : run.duration_s,
                   events.size[i], std::nullopt};
-    if (auto it = events.device_free.find(i); it != events.device_free.end()) oom.device_free = it->second;
+    if (auto it = events.device_free.find(i); it != events.device_free.end())
+      oom.device_free = it->second;
     run.ooms.push_back(oom);
   }
   return run;

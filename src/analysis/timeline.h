@@ -64,7 +64,7 @@ struct RunTimeline {
   uint64_t event_count = 0;
   bool has_time = false;
   double duration_s = 0;
-  Buckets time_buckets;   // empty when the trace has no time_us
+  Buckets time_buckets;  // empty when the trace has no time_us
   Buckets index_buckets;
   std::vector<int64_t> reserved_t_us;  // empty when no segment events
   std::vector<uint64_t> reserved_bytes;

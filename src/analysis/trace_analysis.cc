@@ -163,7 +163,8 @@ std::vector<std::vector<SourceUsage>> live_by_source(const Snapshot& snapshot,
   auto capture = [&]() {
     std::vector<SourceUsage> rows;
     for (size_t s = 0; s < bytes.size(); ++s) {
-      if (counts[s] != 0) rows.push_back(SourceUsage{sources.name(static_cast<uint32_t>(s)), bytes[s], counts[s]});
+      if (counts[s] != 0)
+        rows.push_back(SourceUsage{sources.name(static_cast<uint32_t>(s)), bytes[s], counts[s]});
     }
     std::sort(rows.begin(), rows.end(), [](const SourceUsage& a, const SourceUsage& b) {
       return a.bytes != b.bytes ? a.bytes > b.bytes : a.source < b.source;

@@ -46,10 +46,10 @@ struct SourceUsage {
 
 struct StepStats {
   ProfilerStep step;
-  uint64_t begin = 0;  // first event of the window (model index)
-  uint64_t end = 0;    // one past the last
-  int64_t start_delta = 0;  // full-trace running delta when the step opens
-  int64_t peak_delta = 0;   // window peak, relative to the start; starts at 0
+  uint64_t begin = 0;              // first event of the window (model index)
+  uint64_t end = 0;                // one past the last
+  int64_t start_delta = 0;         // full-trace running delta when the step opens
+  int64_t peak_delta = 0;          // window peak, relative to the start; starts at 0
   uint64_t peak_event = kNoEvent;  // kNoEvent: the peak is the window start
   int64_t end_delta = 0;
   uint64_t alloc_count = 0;
@@ -57,7 +57,7 @@ struct StepStats {
   uint64_t free_count = 0;
   uint64_t pre_existing_free_count = 0;  // frees of blocks allocated before the step
   uint64_t pre_existing_free_bytes = 0;
-  uint64_t unmatched_free_count = 0;     // frees of blocks never seen in the trace
+  uint64_t unmatched_free_count = 0;  // frees of blocks never seen in the trace
   uint64_t unmatched_free_bytes = 0;
   // Replay position (events applied since the trace start) of the window peak.
   [[nodiscard]] uint64_t peak_position(const DeviceTrace& trace) const {

@@ -6,10 +6,10 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <future>
-#include <fmt/format.h>
 #include <new>
 #include <optional>
 #include <string>
@@ -17,16 +17,16 @@
 #include "analysis/replay_reports.h"
 #include "analysis/source_key.h"
 #include "analysis/summary.h"
+#include "analysis/timeline.h"
 #include "io/error.h"
 #include "io/input.h"
 #include "pickle/tree.h"
 #include "pickle/vm.h"
 #include "report/format.h"
-#include "report/parse_report.h"
 #include "report/html_plot.h"
+#include "report/parse_report.h"
 #include "report/replay_render.h"
 #include "report/text_chart.h"
-#include "analysis/timeline.h"
 #include "snapshot/decoder.h"
 
 namespace memsnap {
@@ -36,7 +36,9 @@ using nlohmann::ordered_json;
 
 constexpr uint64_t kProgressThreshold = uint64_t{64} << 20;
 
-void print(const std::string& text) { std::fwrite(text.data(), 1, text.size(), stdout); }
+void print(const std::string& text) {
+  std::fwrite(text.data(), 1, text.size(), stdout);
+}
 
 void print_json(const ordered_json& value) {
   print(value.dump(2, ' ', false, ordered_json::error_handler_t::replace) + "\n");
@@ -157,13 +159,14 @@ int run_events(const std::string& path, const CommonFlags& flags, uint64_t strid
                   {true, true, false, true, true, false});
   for (uint64_t i : picked) {
     uint64_t at = trace->begin + i;
-    table.add_row({std::to_string(i),
-                   events.time_us[at] != 0
-                       ? fmt::format("{:.6f}", static_cast<double>(events.time_us[at] - origin) / 1e6)
-                       : "-",
-                   std::string(snapshot.action_label(at)),
-                   events.without_addr.contains(at) ? "-" : fmt::format("0x{:x}", events.addr[at]),
-                   format_bytes(events.size[at]), keys.key(events.stack[at])});
+    table.add_row(
+        {std::to_string(i),
+         events.time_us[at] != 0
+             ? fmt::format("{:.6f}", static_cast<double>(events.time_us[at] - origin) / 1e6)
+             : "-",
+         std::string(snapshot.action_label(at)),
+         events.without_addr.contains(at) ? "-" : fmt::format("0x{:x}", events.addr[at]),
+         format_bytes(events.size[at]), keys.key(events.stack[at])});
   }
   print(fmt::format("{}: device {}, {} events{}\n", path, device, format_count(trace->count()),
                     stride > 1 ? fmt::format(", every {}th shown", stride) : ""));
@@ -202,9 +205,11 @@ std::string basename_of(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-int run_plot(const std::vector<std::string>& paths, const CommonFlags& flags, const PlotFlags& plot) {
+int run_plot(const std::vector<std::string>& paths, const CommonFlags& flags,
+             const PlotFlags& plot) {
   if (!plot.labels.empty() && plot.labels.size() != paths.size()) {
-    std::fprintf(stderr, "memsnap: --labels has %zu labels for %zu files; give one label per file\n",
+    std::fprintf(stderr,
+                 "memsnap: --labels has %zu labels for %zu files; give one label per file\n",
                  plot.labels.size(), paths.size());
     return 2;
   }
@@ -227,7 +232,8 @@ int run_plot(const std::vector<std::string>& paths, const CommonFlags& flags, co
   }
   std::string page = render_plot_html(runs, plot.precision_ms);
   std::FILE* out = std::fopen(plot.output.c_str(), "wb");
-  if (out == nullptr) throw Error(fmt::format("{}: cannot write: {}", plot.output, std::strerror(errno)));
+  if (out == nullptr)
+    throw Error(fmt::format("{}: cannot write: {}", plot.output, std::strerror(errno)));
   size_t written = std::fwrite(page.data(), 1, page.size(), out);
   bool ok = written == page.size() && std::fclose(out) == 0;
   if (!ok) throw Error(fmt::format("{}: write failed", plot.output));
@@ -261,8 +267,10 @@ int run_replay_to_time(const std::vector<std::string>& paths, const CommonFlags&
   }
   for (const TimeSide& side : sides) {
     if (side.clamped) {
-      std::fprintf(stderr, "memsnap: note: %s: --time %.6f is past the end of the trace; clamped to %.6f s\n",
-                   side.file.c_str(), seconds, side.time_s);
+      std::fprintf(
+          stderr,
+          "memsnap: note: %s: --time %.6f is past the end of the trace; clamped to %.6f s\n",
+          side.file.c_str(), seconds, side.time_s);
     }
   }
   if (sides.size() == 1) {
@@ -279,7 +287,8 @@ int run_replay_to_time(const std::vector<std::string>& paths, const CommonFlags&
   return 0;
 }
 
-int run_replay_step(const std::string& path, const CommonFlags& flags, std::optional<int64_t> step) {
+int run_replay_step(const std::string& path, const CommonFlags& flags,
+                    std::optional<int64_t> step) {
   Snapshot snapshot = load_snapshot(path, load_options(path, flags.allow_objects));
   FileAnalysis file = analyze_file(path, snapshot, flags.device);
   ReplayStepResult result = replay_steps(file, step, flags.top, flags.frame_depth);
@@ -294,8 +303,9 @@ int run_replay_step(const std::string& path, const CommonFlags& flags, std::opti
 void add_analysis_flags(CLI::App* command, CommonFlags& flags) {
   command->add_option("--top", flags.top, "Number of source rows to show (default 10)")
       ->check(CLI::NonNegativeNumber);
-  command->add_option("--frame-depth", flags.frame_depth,
-                      "Frames per source key, joined with ' -> ' (default 1)")
+  command
+      ->add_option("--frame-depth", flags.frame_depth,
+                   "Frames per source key, joined with ' -> ' (default 1)")
       ->check(CLI::PositiveNumber);
   add_device_flag(command, flags);
   add_json_flag(command, flags);
@@ -319,13 +329,15 @@ int run_cli(int argc, char** argv) {
 
   CLI::App* parse = app.add_subcommand(
       "parse", "What is in this file: settings, segments, baseline, steps, events, top sources");
-  parse->add_option("FILE", file, "Snapshot pickle (.pickle, .gz, .zst, or - for stdin)")->required();
+  parse->add_option("FILE", file, "Snapshot pickle (.pickle, .gz, .zst, or - for stdin)")
+      ->required();
   add_json_flag(parse, flags);
   add_device_flag(parse, flags);
   parse->add_option("--top", flags.top, "Number of sources to list (default 10)")
       ->check(CLI::NonNegativeNumber);
-  parse->add_option("--frame-depth", flags.frame_depth,
-                    "Frames per source key, joined with ' -> ' (default 1)")
+  parse
+      ->add_option("--frame-depth", flags.frame_depth,
+                   "Frames per source key, joined with ' -> ' (default 1)")
       ->check(CLI::PositiveNumber);
   add_objects_flag(parse, flags);
 
@@ -368,9 +380,11 @@ int run_cli(int argc, char** argv) {
 
   CLI::App* replay_step = app.add_subcommand(
       "replay-step", "What happened in profiler step N: throughput, peaks, sources at the peak");
-  replay_step->add_option("FILE", file, "Snapshot file recorded with the PyTorch profiler")->required();
+  replay_step->add_option("FILE", file, "Snapshot file recorded with the PyTorch profiler")
+      ->required();
   auto* step_option = replay_step->add_option("--step", step, "The ProfilerStep#N to replay");
-  auto* all_option = replay_step->add_flag("--all-steps", all_steps, "Replay every step (one table)");
+  auto* all_option =
+      replay_step->add_flag("--all-steps", all_steps, "Replay every step (one table)");
   step_option->excludes(all_option);
   add_analysis_flags(replay_step, flags);
 
@@ -382,12 +396,15 @@ int run_cli(int argc, char** argv) {
       ->expected(1, -1);
   plot->add_option("--labels", plot_flags.labels, "One label per file (default: file names)")
       ->expected(1, -1);
-  plot->add_option("-o,--output", plot_flags.output, "HTML file to write (default memsnap_timeline.html)");
+  plot->add_option("-o,--output", plot_flags.output,
+                   "HTML file to write (default memsnap_timeline.html)");
   plot->add_option("--precision", plot_flags.precision_ms,
                    "Finest time bucket of the wall-clock view, in ms (default 1.0); the page can "
                    "coarsen it");
-  plot->add_flag("--text", plot_flags.text, "Draw the overlay in the terminal instead of writing HTML");
-  plot->add_flag("!--delta", plot_flags.absolute, "--text: plot the delta from the trace start, not baseline + delta");
+  plot->add_flag("--text", plot_flags.text,
+                 "Draw the overlay in the terminal instead of writing HTML");
+  plot->add_flag("!--delta", plot_flags.absolute,
+                 "--text: plot the delta from the trace start, not baseline + delta");
   plot->add_option("--width", plot_flags.width, "--text: chart columns (default 100)");
   plot->add_option("--height", plot_flags.height, "--text: chart rows (default 20)");
   plot->add_option("--frame-depth", flags.frame_depth, "Frames per source key (default 1)")

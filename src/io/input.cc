@@ -7,9 +7,9 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <fmt/format.h>
 #include <cerrno>
 #include <cstring>
-#include <fmt/format.h>
 #include <utility>
 
 #include "io/error.h"
@@ -62,7 +62,9 @@ bool starts_with(std::span<const uint8_t> bytes, std::initializer_list<uint8_t> 
   return true;
 }
 
-bool is_gzip(std::span<const uint8_t> bytes) { return starts_with(bytes, {0x1f, 0x8b}); }
+bool is_gzip(std::span<const uint8_t> bytes) {
+  return starts_with(bytes, {0x1f, 0x8b});
+}
 bool is_zstd(std::span<const uint8_t> bytes) {
   return starts_with(bytes, {0x28, 0xb5, 0x2f, 0xfd});
 }
@@ -75,7 +77,9 @@ std::string too_large_message(uint64_t max_output) {
 
 }  // namespace
 
-InputBuffer::InputBuffer(InputBuffer&& other) noexcept { *this = std::move(other); }
+InputBuffer::InputBuffer(InputBuffer&& other) noexcept {
+  *this = std::move(other);
+}
 
 InputBuffer& InputBuffer::operator=(InputBuffer&& other) noexcept {
   if (this == &other) return *this;
@@ -210,13 +214,14 @@ void check_looks_like_pickle(std::span<const uint8_t> bytes) {
         "write snapshots with torch.cuda.memory._dump_snapshot()");
   }
   size_t i = 0;
-  while (i < bytes.size() && i < 64 && (bytes[i] == ' ' || bytes[i] == '\n' || bytes[i] == '\r' ||
-                                        bytes[i] == '\t')) {
+  while (i < bytes.size() && i < 64 &&
+         (bytes[i] == ' ' || bytes[i] == '\n' || bytes[i] == '\r' || bytes[i] == '\t')) {
     ++i;
   }
   if (i < bytes.size() && (bytes[i] == '{' || bytes[i] == '[')) {
-    throw Error("this looks like JSON, not a pickle; memsnap reads the pickle written by "
-                "torch.cuda.memory._dump_snapshot()");
+    throw Error(
+        "this looks like JSON, not a pickle; memsnap reads the pickle written by "
+        "torch.cuda.memory._dump_snapshot()");
   }
 }
 
@@ -235,8 +240,8 @@ InputBuffer open_input(const std::string& path) {
     }
     if (S_ISDIR(info.st_mode)) throw Error("is a directory");
     if (S_ISREG(info.st_mode) && info.st_size > 0) {
-      void* map = ::mmap(nullptr, static_cast<size_t>(info.st_size), PROT_READ, MAP_PRIVATE,
-                         fd.get(), 0);
+      void* map =
+          ::mmap(nullptr, static_cast<size_t>(info.st_size), PROT_READ, MAP_PRIVATE, fd.get(), 0);
       if (map == MAP_FAILED) throw Error(fmt::format("mmap: {}", std::strerror(errno)));
       ::madvise(map, static_cast<size_t>(info.st_size), MADV_SEQUENTIAL);
       buffer.data_ = static_cast<const uint8_t*>(map);
@@ -257,8 +262,8 @@ InputBuffer open_input(const std::string& path) {
   if (is_gzip(raw_bytes) || is_zstd(raw_bytes)) {
     bool gzip = is_gzip(raw_bytes);
     std::vector<uint8_t> inflated;
-    inflated = gzip ? gunzip(raw_bytes, kMaxDecompressedBytes)
-                    : unzstd(raw_bytes, kMaxDecompressedBytes);
+    inflated =
+        gzip ? gunzip(raw_bytes, kMaxDecompressedBytes) : unzstd(raw_bytes, kMaxDecompressedBytes);
     uint64_t file_size = buffer.file_size_;
     buffer = InputBuffer::from_memory(std::move(inflated), path);
     buffer.file_size_ = file_size;

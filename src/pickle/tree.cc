@@ -2,9 +2,9 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include <fmt/format.h>
 #include <bit>
 #include <cmath>
-#include <fmt/format.h>
 #include <string>
 
 #include "io/error.h"
@@ -28,7 +28,9 @@ std::string hex(std::string_view bytes) {
   return out;
 }
 
-double as_double(const Value& value) { return std::bit_cast<double>(value.payload); }
+double as_double(const Value& value) {
+  return std::bit_cast<double>(value.payload);
+}
 
 // Python's dict/set identity of a key: equal keys (1 == True == 1.0) collide.
 std::string key_identity(const Vm& vm, const Value& raw, int depth) {
@@ -57,8 +59,8 @@ std::string key_identity(const Vm& vm, const Value& raw, int depth) {
       return out + ")";
     }
     default:
-      throw Error(fmt::format("unhashable {} used as a dict key or set member",
-                              kind_name(value.kind)));
+      throw Error(
+          fmt::format("unhashable {} used as a dict key or set member", kind_name(value.kind)));
   }
 }
 
@@ -69,7 +71,8 @@ std::vector<std::pair<Value, Value>> dict_entries(const Vm& vm, const Value& dic
   entries.reserve(items.size() / 2);
   absl::flat_hash_map<std::string, size_t> position;
   for (size_t i = 0; i + 1 < items.size(); i += 2) {
-    auto [it, inserted] = position.try_emplace(key_identity(vm, items[i], depth + 1), entries.size());
+    auto [it, inserted] =
+        position.try_emplace(key_identity(vm, items[i], depth + 1), entries.size());
     if (inserted) {
       entries.emplace_back(items[i], items[i + 1]);
     } else {
@@ -114,15 +117,16 @@ ordered_json plain(const Vm& vm, const Value& raw, int depth) {
     case Kind::kSet:
     case Kind::kFrozenSet: {
       ordered_json out = ordered_json::array();
-      for (const Value& item : set_members(vm, value, depth)) out.push_back(plain(vm, item, depth + 1));
+      for (const Value& item : set_members(vm, value, depth))
+        out.push_back(plain(vm, item, depth + 1));
       return out;
     }
     case Kind::kDict: {
       ordered_json out = ordered_json::object();
       for (const auto& [key, item] : dict_entries(vm, value, depth)) {
         Value k = vm.resolve(key);
-        std::string name = k.kind == Kind::kStr ? std::string(vm.view(k))
-                                                : plain(vm, k, depth + 1).dump();
+        std::string name =
+            k.kind == Kind::kStr ? std::string(vm.view(k)) : plain(vm, k, depth + 1).dump();
         out[name] = plain(vm, item, depth + 1);
       }
       return out;
@@ -202,7 +206,8 @@ class TaggedWriter {
   void dict(const Value& value, int depth) {
     std::vector<std::pair<Value, Value>> entries = dict_entries(vm_, value, depth);
     bool all_str = true;
-    for (const auto& entry : entries) all_str = all_str && vm_.resolve(entry.first).kind == Kind::kStr;
+    for (const auto& entry : entries)
+      all_str = all_str && vm_.resolve(entry.first).kind == Kind::kStr;
     if (all_str) {
       put("{");
       for (size_t i = 0; i < entries.size(); ++i) {
@@ -235,7 +240,8 @@ class TaggedWriter {
   }
 
   static std::string quoted(std::string_view text) {
-    return ordered_json(std::string(text)).dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+    return ordered_json(std::string(text))
+        .dump(-1, ' ', false, ordered_json::error_handler_t::replace);
   }
 
   void put(std::string_view text) {
@@ -254,7 +260,9 @@ class TaggedWriter {
 
 }  // namespace
 
-ordered_json to_plain_json(const Vm& vm, const Value& value) { return plain(vm, value, 0); }
+ordered_json to_plain_json(const Vm& vm, const Value& value) {
+  return plain(vm, value, 0);
+}
 
 void write_tagged_json(const Vm& vm, const Value& value, std::FILE* out) {
   TaggedWriter writer(vm, out);

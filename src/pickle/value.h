@@ -10,13 +10,13 @@ namespace memsnap::pickle {
 enum class Kind : uint8_t {
   kUndefined,  // an unset memo slot
   kNone,
-  kBool,       // payload 0 or 1
-  kInt,        // payload is an int64
-  kUInt,       // payload is a uint64 >= 2^63
-  kBigInt,     // wider than 64 bits: bytes view; flag kDecimalText or little-endian two's complement
-  kFloat,      // payload holds the double's bits
-  kStr,        // UTF-8 bytes view
-  kBytes,      // bytes view
+  kBool,    // payload 0 or 1
+  kInt,     // payload is an int64
+  kUInt,    // payload is a uint64 >= 2^63
+  kBigInt,  // wider than 64 bits: bytes view; flag kDecimalText or little-endian two's complement
+  kFloat,   // payload holds the double's bits
+  kStr,     // UTF-8 bytes view
+  kBytes,   // bytes view
   kByteArray,  // bytes view
   kObject,     // inert placeholder for a global/reduced object: view of its dotted name
   kList,       // container
@@ -39,7 +39,7 @@ struct Value {
   uint32_t size = 0;
   uint64_t payload = 0;
 
-  static constexpr uint8_t kOwnedBytes = 1;  // view into the VM's byte store, not the input
+  static constexpr uint8_t kOwnedBytes = 1;   // view into the VM's byte store, not the input
   static constexpr uint8_t kDecimalText = 2;  // kBigInt holds decimal text (protocol 0)
 
   [[nodiscard]] bool is_container() const {

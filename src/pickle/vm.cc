@@ -1,11 +1,11 @@
 #include "pickle/vm.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstring>
-#include <fmt/format.h>
 #include <limits>
 
 #include "io/error.h"
@@ -21,7 +21,9 @@ constexpr uint64_t kMaxViewLength = std::numeric_limits<uint32_t>::max();
 // Decimal rendering of wider ints is quadratic; real snapshots never come near.
 constexpr size_t kMaxBigIntBytes = 4096;
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -73,7 +75,9 @@ Vm::Vm(std::span<const uint8_t> input, VmOptions options)
   marks_.reserve(64);
 }
 
-void Vm::fail(const std::string& message) const { fail_at(message, op_offset_); }
+void Vm::fail(const std::string& message) const {
+  fail_at(message, op_offset_);
+}
 
 void Vm::fail_at(const std::string& message, uint64_t offset) const {
   throw Error(fmt::format("{} (at byte offset {})", message, offset), offset);
@@ -94,7 +98,6 @@ std::string_view Vm::read_line() {
   pos_ += static_cast<uint64_t>(newline - begin) + 1;
   return {reinterpret_cast<const char*>(begin), static_cast<size_t>(newline - begin)};
 }
-
 
 Value Vm::pop() {
   if (stack_.size() <= mark_base()) {
@@ -148,8 +151,9 @@ Vm::Container& Vm::container(const Value& value) {
 const Vm::Container& Vm::container(const Value& value) const {
   const Container& slot = containers_[value.payload];
   if (slot.generation != value.size) {
-    throw Error("a trace entry dict is referenced a second time after memsnap consumed it; "
-                "this is not how PyTorch writes snapshots");
+    throw Error(
+        "a trace entry dict is referenced a second time after memsnap consumed it; "
+        "this is not how PyTorch writes snapshots");
   }
   return slot;
 }
@@ -338,7 +342,8 @@ Value Vm::parse_int_text(std::string_view text, bool allow_bool) {
     }
   }
   uint64_t magnitude = 0;
-  auto [end, error] = std::from_chars(digits.data(), digits.data() + digits.size(), magnitude, base);
+  auto [end, error] =
+      std::from_chars(digits.data(), digits.data() + digits.size(), magnitude, base);
   if (error == std::errc() && end == digits.data() + digits.size()) {
     if (!negative) {
       return magnitude <= uint64_t(std::numeric_limits<int64_t>::max())
@@ -393,7 +398,8 @@ Value Vm::parse_float_text(std::string_view text) {
 // Python 2 `str` literal of protocol 0: a quoted repr with backslash escapes,
 // decoded as ASCII as CPython's Unpickler does by default.
 Value Vm::decode_string_literal(std::string_view text) {
-  if (text.size() < 2 || text.front() != text.back() || (text.front() != '\'' && text.front() != '"')) {
+  if (text.size() < 2 || text.front() != text.back() ||
+      (text.front() != '\'' && text.front() != '"')) {
     fail("the STRING opcode argument must be quoted");
   }
   text = text.substr(1, text.size() - 2);
@@ -429,7 +435,8 @@ Value Vm::decode_string_literal(std::string_view text) {
       default:
         if (e >= '0' && e <= '7') {
           int value = e - '0';
-          for (int k = 0; k < 2 && i + 1 < text.size() && text[i + 1] >= '0' && text[i + 1] <= '7'; ++k) {
+          for (int k = 0; k < 2 && i + 1 < text.size() && text[i + 1] >= '0' && text[i + 1] <= '7';
+               ++k) {
             value = value * 8 + (text[++i] - '0');
           }
           out.push_back(static_cast<char>(value & 0xFF));
@@ -612,8 +619,8 @@ Value Vm::run() {
       case kFrozenSet:
       case kDict: {
         size_t base = pop_mark();
-        Kind kind = op_ == kList ? Kind::kList
-                    : op_ == kTuple ? Kind::kTuple
+        Kind kind = op_ == kList        ? Kind::kList
+                    : op_ == kTuple     ? Kind::kTuple
                     : op_ == kFrozenSet ? Kind::kFrozenSet
                                         : Kind::kDict;
         if (kind == Kind::kDict && (stack_.size() - base) % 2 != 0) {
@@ -623,8 +630,7 @@ Value Vm::run() {
         if (kind == Kind::kList) {
           append_range(made, stack_.data() + base, stack_.data() + stack_.size());
         } else {
-          container(made).items.assign(stack_.begin() + static_cast<ptrdiff_t>(base),
-                                       stack_.end());
+          container(made).items.assign(stack_.begin() + static_cast<ptrdiff_t>(base), stack_.end());
         }
         stack_.resize(base);
         push(made);
@@ -659,15 +665,18 @@ Value Vm::run() {
         }
         Value target = stack_[base - 1];
         if (op_ == kAppends) {
-          if (target.kind != Kind::kList) fail(fmt::format("APPENDS to a {}", kind_name(target.kind)));
+          if (target.kind != Kind::kList)
+            fail(fmt::format("APPENDS to a {}", kind_name(target.kind)));
           append_range(target, stack_.data() + base, stack_.data() + stack_.size());
         } else if (op_ == kSetItems) {
-          if (target.kind != Kind::kDict) fail(fmt::format("SETITEMS on a {}", kind_name(target.kind)));
+          if (target.kind != Kind::kDict)
+            fail(fmt::format("SETITEMS on a {}", kind_name(target.kind)));
           if ((stack_.size() - base) % 2 != 0) fail("SETITEMS with an odd number of items");
           auto& items = container(target).items;
           items.insert(items.end(), stack_.begin() + static_cast<ptrdiff_t>(base), stack_.end());
         } else {
-          if (target.kind != Kind::kSet) fail(fmt::format("ADDITEMS on a {}", kind_name(target.kind)));
+          if (target.kind != Kind::kSet)
+            fail(fmt::format("ADDITEMS on a {}", kind_name(target.kind)));
           auto& items = container(target).items;
           items.insert(items.end(), stack_.begin() + static_cast<ptrdiff_t>(base), stack_.end());
         }
@@ -728,7 +737,8 @@ Value Vm::run() {
         if (!options_.allow_objects) refuse_or_placeholder(op_, "");
         Value name = pop();
         Value module = pop();
-        if (name.kind != Kind::kStr || module.kind != Kind::kStr) fail("STACK_GLOBAL needs two str");
+        if (name.kind != Kind::kStr || module.kind != Kind::kStr)
+          fail("STACK_GLOBAL needs two str");
         std::string dotted = std::string(view(module)) + "." + std::string(view(name));
         refuse_or_placeholder(op_, dotted);
         break;
@@ -761,7 +771,9 @@ Value Vm::run() {
         std::string module(read_line());
         std::string name(read_line());
         stack_.resize(pop_mark());
-        refuse_or_placeholder(op_, module + "." + name);
+        module += ".";
+        module += name;
+        refuse_or_placeholder(op_, module);
         break;
       }
       case kObj: {

@@ -8,12 +8,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <memory>
-#include <type_traits>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
@@ -92,14 +92,14 @@ class Vm {
   [[nodiscard]] std::string_view view(const Value& value) const;
   // Follows a container that an observer converted in place to its substitute.
   [[nodiscard]] Value resolve(const Value& value) const;
-  [[nodiscard]] std::span<const Value> items(const Value& container) const;
+  [[nodiscard]] std::span<const Value> items(const Value& value) const;
   // Last value stored under a str key in a dict (pickle dicts may repeat keys).
   [[nodiscard]] const Value* find(const Value& dict, std::string_view key) const;
 
   // For observers: replace a consumed container. Memo references to it now
   // yield `substitute`. With reuse_slot the storage is recycled (trace entries,
   // which real files never share); otherwise the container stays resolvable.
-  void replace_container(const Value& container, Value substitute, bool reuse_slot);
+  void replace_container(const Value& value, Value substitute, bool reuse_slot);
 
  private:
   struct Container {
@@ -115,7 +115,8 @@ class Vm {
   [[noreturn]] void fail_at(const std::string& message, uint64_t offset) const;
   [[noreturn]] void fail_truncated(uint64_t count) const;
   [[gnu::always_inline]] const uint8_t* take(uint64_t count) {
-    if (count > input_.size() - pos_) [[unlikely]] fail_truncated(count);
+    if (count > input_.size() - pos_) [[unlikely]]
+      fail_truncated(count);
     const uint8_t* start = input_.data() + pos_;
     pos_ += count;
     return start;
@@ -128,7 +129,8 @@ class Vm {
     if constexpr (Width == 1) {
       return bytes[0];
     } else {
-      std::conditional_t<Width == 2, uint16_t, std::conditional_t<Width == 4, uint32_t, uint64_t>> value;
+      std::conditional_t<Width == 2, uint16_t, std::conditional_t<Width == 4, uint32_t, uint64_t>>
+          value;
       std::memcpy(&value, bytes, Width);
       return value;
     }

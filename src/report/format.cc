@@ -1,9 +1,9 @@
 #include "report/format.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <array>
 #include <cstdlib>
-#include <fmt/format.h>
 
 namespace memsnap {
 namespace {
@@ -33,8 +33,8 @@ std::string format_bytes(uint64_t bytes) {
 
 std::string format_signed_bytes(int64_t bytes) {
   if (bytes == 0) return "0 B";
-  uint64_t magnitude = bytes < 0 ? uint64_t{0} - static_cast<uint64_t>(bytes)
-                                 : static_cast<uint64_t>(bytes);
+  uint64_t magnitude =
+      bytes < 0 ? uint64_t{0} - static_cast<uint64_t>(bytes) : static_cast<uint64_t>(bytes);
   return fmt::format("{}{}", bytes < 0 ? '-' : '+', format_bytes(magnitude));
 }
 
@@ -48,7 +48,9 @@ std::string format_count(uint64_t count) {
   return out;
 }
 
-std::string format_percent(double fraction) { return fmt::format("{:.1f}%", fraction * 100.0); }
+std::string format_percent(double fraction) {
+  return fmt::format("{:.1f}%", fraction * 100.0);
+}
 
 TextTable::TextTable(std::vector<std::string> header, std::vector<bool> right_aligned)
     : header_(std::move(header)), right_(std::move(right_aligned)) {

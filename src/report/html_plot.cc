@@ -2,9 +2,9 @@
 
 #include <absl/strings/escaping.h>
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cstring>
-#include <fmt/format.h>
 #include <limits>
 
 #include "io/error.h"
@@ -66,7 +66,7 @@ ordered_json lifetimes_json(const Lifetimes& life) {
     std::vector<uint32_t> end(life.end_us.size());
     for (size_t i = 0; i < end.size(); ++i) {
       end[i] = life.end_us[i] == Lifetimes::kStillLive ? std::numeric_limits<uint32_t>::max()
-                                                        : static_cast<uint32_t>(life.end_us[i]);
+                                                       : static_cast<uint32_t>(life.end_us[i]);
     }
     out["time_type"] = "u32";
     out["start_us"] = base64_of(start);
@@ -102,7 +102,9 @@ std::string html_escape(std::string_view text) {
 
 // Fills the template's {{NAME}} placeholders in one left-to-right pass, so
 // substituted text (a label, a script) is never scanned again.
-std::string fill_template(std::string_view page, const std::vector<std::pair<std::string_view, std::string_view>>& values) {
+std::string fill_template(
+    std::string_view page,
+    const std::vector<std::pair<std::string_view, std::string_view>>& values) {
   std::string out;
   out.reserve(page.size());
   std::vector<bool> used(values.size(), false);
@@ -113,7 +115,8 @@ std::string fill_template(std::string_view page, const std::vector<std::pair<std
     size_t close = page.find("}}", open + 2);
     if (close == std::string_view::npos) break;
     std::string_view name = page.substr(open + 2, close - open - 2);
-    auto it = std::find_if(values.begin(), values.end(), [&](const auto& v) { return v.first == name; });
+    auto it =
+        std::find_if(values.begin(), values.end(), [&](const auto& v) { return v.first == name; });
     out.append(page.substr(at, open - at));
     if (it == values.end()) {
       out.append(page.substr(open, close + 2 - open));  // not ours (e.g. in the chart library)
@@ -125,7 +128,9 @@ std::string fill_template(std::string_view page, const std::vector<std::pair<std
   }
   out.append(page.substr(at));
   for (size_t i = 0; i < values.size(); ++i) {
-    if (!used[i]) throw Error(fmt::format("web/template.html lacks the placeholder {{{{{}}}}}", values[i].first));
+    if (!used[i])
+      throw Error(
+          fmt::format("web/template.html lacks the placeholder {{{{{}}}}}", values[i].first));
   }
   return out;
 }
@@ -138,7 +143,9 @@ ordered_json plot_data_json(const std::vector<RunTimeline>& runs, double precisi
     ordered_json reserved = nullptr;
     if (!run.reserved_t_us.empty()) {
       std::vector<double> t(run.reserved_t_us.begin(), run.reserved_t_us.end());
-      reserved = {{"count", t.size()}, {"t_us", base64_of(t)}, {"bytes", base64_of(as_doubles(run.reserved_bytes))}};
+      reserved = {{"count", t.size()},
+                  {"t_us", base64_of(t)},
+                  {"bytes", base64_of(as_doubles(run.reserved_bytes))}};
     }
     ordered_json steps = ordered_json::array();
     for (const Marker& m : run.steps) steps.push_back(marker_json(m, "step", true));
@@ -148,7 +155,8 @@ ordered_json plot_data_json(const std::vector<RunTimeline>& runs, double precisi
     for (const OomMarker& oom : run.ooms) {
       ooms.push_back({{"t_s", oom.t_s},
                       {"requested", oom.requested},
-                      {"device_free", oom.device_free ? ordered_json(*oom.device_free) : ordered_json(nullptr)}});
+                      {"device_free",
+                       oom.device_free ? ordered_json(*oom.device_free) : ordered_json(nullptr)}});
     }
     list.push_back({{"label", run.label},
                     {"file", run.file},
@@ -179,8 +187,8 @@ ordered_json plot_data_json(const std::vector<RunTimeline>& runs, double precisi
 }
 
 std::string render_plot_html(const std::vector<RunTimeline>& runs, double precision_ms) {
-  std::string data =
-      plot_data_json(runs, precision_ms).dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+  std::string data = plot_data_json(runs, precision_ms)
+                         .dump(-1, ' ', false, ordered_json::error_handler_t::replace);
   // Inside <script> a "<" can end the element or open a comment that hides
   // its end; "\u003c" is the same JSON string. "<" only occurs inside strings.
   std::string safe;

@@ -11,7 +11,8 @@ namespace {
 using nlohmann::ordered_json;
 
 std::string settings_value(const ordered_json& value) {
-  if (value.is_string()) return value.get<std::string>().empty() ? "(empty)" : value.get<std::string>();
+  if (value.is_string())
+    return value.get<std::string>().empty() ? "(empty)" : value.get<std::string>();
   if (value.is_object() && !value.empty()) {
     // roundup_power2_divisions: show only the non-zero entries.
     std::vector<std::string> parts;
@@ -105,14 +106,18 @@ std::string render_parse_text(const ParseResult& r) {
   baseline.add_row({"baseline at start", format_signed_bytes(b.baseline_at_start),
                     "segments active - still live + pre-existing freed"});
   baseline.add_row({"  segments active", format_bytes(b.segments_active), ""});
-  baseline.add_row({"  still live", format_bytes(b.profiling_still_live),
-                    fmt::format("{} traced allocations live at the end", format_count(t.live_count_at_end))});
+  baseline.add_row(
+      {"  still live", format_bytes(b.profiling_still_live),
+       fmt::format("{} traced allocations live at the end", format_count(t.live_count_at_end))});
   baseline.add_row({"  pre-existing freed", format_bytes(b.pre_existing_freed), "unmatched frees"});
   baseline.add_row({"peak delta", format_signed_bytes(t.peak_delta),
-                    t.peak_event == kNoEvent ? "at trace start"
-                                             : fmt::format("at event {}", format_count(t.peak_event))});
-  baseline.add_row({"absolute peak", format_signed_bytes(add_bytes(b.baseline_at_start, static_cast<uint64_t>(t.peak_delta))),
-                    "baseline + peak delta"});
+                    t.peak_event == kNoEvent
+                        ? "at trace start"
+                        : fmt::format("at event {}", format_count(t.peak_event))});
+  baseline.add_row(
+      {"absolute peak",
+       format_signed_bytes(add_bytes(b.baseline_at_start, static_cast<uint64_t>(t.peak_delta))),
+       "baseline + peak delta"});
   baseline.add_row({"end delta", format_signed_bytes(t.end_delta), ""});
   out += baseline.render();
 
@@ -129,8 +134,10 @@ std::string render_parse_text(const ParseResult& r) {
                    format_bytes(t.unmatched_free_bytes)));
   if (!r.annotation_kinds.empty()) {
     std::vector<std::string> parts;
-    for (const auto& [name, count] : r.annotation_kinds) parts.push_back(fmt::format("{} x{}", name, count));
-    line(fmt::format("  annotations      {}: {}", format_count(r.annotation_count), fmt::join(parts, ", ")));
+    for (const auto& [name, count] : r.annotation_kinds)
+      parts.push_back(fmt::format("{} x{}", name, count));
+    line(fmt::format("  annotations      {}: {}", format_count(r.annotation_count),
+                     fmt::join(parts, ", ")));
   }
 
   line("");
@@ -148,7 +155,9 @@ std::string render_parse_text(const ParseResult& r) {
     constexpr size_t kShownAtEachEnd = 8;
     for (size_t i = 0; i < r.steps.size(); ++i) {
       if (r.steps.size() > 2 * kShownAtEachEnd + 1 && i == kShownAtEachEnd) {
-        steps.add_row({"...", "", "", fmt::format("{} more (replay-step --all-steps)", r.steps.size() - 2 * kShownAtEachEnd)});
+        steps.add_row({"...", "", "",
+                       fmt::format("{} more (replay-step --all-steps)",
+                                   r.steps.size() - 2 * kShownAtEachEnd)});
         i = r.steps.size() - kShownAtEachEnd - 1;
         continue;
       }
@@ -162,13 +171,15 @@ std::string render_parse_text(const ParseResult& r) {
   }
 
   line("");
-  line(fmt::format("Top sources by allocated bytes (throughput; {} distinct)", format_count(r.distinct_sources)));
+  line(fmt::format("Top sources by allocated bytes (throughput; {} distinct)",
+                   format_count(r.distinct_sources)));
   if (r.top_sources.empty()) {
     line("  (no allocations in the trace)");
   } else {
     TextTable sources({"throughput", "allocs", "source"}, {true, true, false});
     for (const auto& row : r.top_sources) {
-      sources.add_row({format_bytes(row.throughput_bytes), format_count(row.alloc_count), row.source});
+      sources.add_row(
+          {format_bytes(row.throughput_bytes), format_count(row.alloc_count), row.source});
     }
     out += sources.render();
   }
@@ -180,11 +191,11 @@ std::string render_parse_text(const ParseResult& r) {
                              "baseline", "peak delta", "unmatched frees"},
                             {true, true, true, true, true, true, true, true, true});
     for (const auto& d : r.per_device) {
-      devices_table.add_row({std::to_string(d.device), format_count(d.event_count),
-                             format_count(d.alloc_count), format_count(d.segments.count),
-                             format_bytes(d.segments.total_size), format_bytes(d.segments.active_size),
-                             format_signed_bytes(d.baseline_at_start), format_signed_bytes(d.peak_delta),
-                             format_count(d.unmatched_free_count)});
+      devices_table.add_row(
+          {std::to_string(d.device), format_count(d.event_count), format_count(d.alloc_count),
+           format_count(d.segments.count), format_bytes(d.segments.total_size),
+           format_bytes(d.segments.active_size), format_signed_bytes(d.baseline_at_start),
+           format_signed_bytes(d.peak_delta), format_count(d.unmatched_free_count)});
     }
     out += devices_table.render();
   }
@@ -206,8 +217,11 @@ ordered_json render_parse_json(const ParseResult& r) {
   out["pickle_protocol"] = r.pickle_protocol;
   out["device"] = r.device;
   out["devices"] = r.devices;
-  out["format"] = r.top_level_list ? "segment_list" : r.legacy_format ? "legacy_history" : "snapshot";
-  out["allocator_settings"] = r.allocator_settings.is_null() ? ordered_json::object() : r.allocator_settings;
+  out["format"] = r.top_level_list  ? "segment_list"
+                  : r.legacy_format ? "legacy_history"
+                                    : "snapshot";
+  out["allocator_settings"] =
+      r.allocator_settings.is_null() ? ordered_json::object() : r.allocator_settings;
   out["segments"] = segments_json(r.segments);
   out["baseline"] = {{"baseline_at_start", r.baseline.baseline_at_start},
                      {"segments_active", r.baseline.segments_active},
@@ -224,17 +238,19 @@ ordered_json render_parse_json(const ParseResult& r) {
   out["profiler_steps"] = steps;
   ordered_json actions = ordered_json::object();
   for (const auto& [action, count] : r.actions) actions[action] = count;
-  out["device_traces"] = {{"device", r.device}, {"event_count", r.event_count}, {"actions", actions}};
-  out["replay"] = {{"alloc_count", r.replay.alloc_count},
-                   {"alloc_bytes", r.replay.alloc_bytes},
-                   {"free_count", r.replay.free_count},
-                   {"peak_delta", r.replay.peak_delta},
-                   {"peak_event", r.replay.peak_event == kNoEvent ? ordered_json(nullptr)
-                                                                  : ordered_json(r.replay.peak_event)},
-                   {"absolute_peak", add_bytes(r.baseline.baseline_at_start,
-                                               static_cast<uint64_t>(r.replay.peak_delta))},
-                   {"end_delta", r.replay.end_delta},
-                   {"live_count_at_end", r.replay.live_count_at_end}};
+  out["device_traces"] = {
+      {"device", r.device}, {"event_count", r.event_count}, {"actions", actions}};
+  out["replay"] = {
+      {"alloc_count", r.replay.alloc_count},
+      {"alloc_bytes", r.replay.alloc_bytes},
+      {"free_count", r.replay.free_count},
+      {"peak_delta", r.replay.peak_delta},
+      {"peak_event",
+       r.replay.peak_event == kNoEvent ? ordered_json(nullptr) : ordered_json(r.replay.peak_event)},
+      {"absolute_peak",
+       add_bytes(r.baseline.baseline_at_start, static_cast<uint64_t>(r.replay.peak_delta))},
+      {"end_delta", r.replay.end_delta},
+      {"live_count_at_end", r.replay.live_count_at_end}};
   out["unmatched_frees"] = {{"count", r.replay.unmatched_free_count},
                             {"bytes", r.replay.unmatched_free_bytes}};
   out["trace_duration_s"] = r.has_time ? ordered_json(r.trace_duration_s) : ordered_json(nullptr);
@@ -250,10 +266,11 @@ ordered_json render_parse_json(const ParseResult& r) {
   out["annotations"] = {{"count", r.annotation_count}, {"started", annotations}};
   ordered_json ooms = ordered_json::array();
   for (const auto& oom : r.ooms) {
-    ooms.push_back({{"event", oom.event},
-                    {"requested", oom.requested},
-                    {"device_free", oom.device_free ? ordered_json(*oom.device_free) : ordered_json(nullptr)},
-                    {"time_us", oom.time_us}});
+    ooms.push_back(
+        {{"event", oom.event},
+         {"requested", oom.requested},
+         {"device_free", oom.device_free ? ordered_json(*oom.device_free) : ordered_json(nullptr)},
+         {"time_us", oom.time_us}});
   }
   out["oom"] = ooms;
   ordered_json per_device = ordered_json::array();

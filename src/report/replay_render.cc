@@ -1,8 +1,8 @@
 #include "report/replay_render.h"
 
-#include <algorithm>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <algorithm>
 
 #include "report/format.h"
 
@@ -47,25 +47,39 @@ ordered_json diff_json(const std::vector<SourceDiff>& rows, int top, bool counts
   for (size_t i = 0; i < limit(top, rows.size()); ++i) {
     const SourceDiff& r = rows[i];
     if (counts) {
-      out.push_back({{"source", r.source}, {"bytes_a", r.bytes_a}, {"count_a", r.count_a},
-                     {"bytes_b", r.bytes_b}, {"count_b", r.count_b}, {"delta", r.delta()}});
+      out.push_back({{"source", r.source},
+                     {"bytes_a", r.bytes_a},
+                     {"count_a", r.count_a},
+                     {"bytes_b", r.bytes_b},
+                     {"count_b", r.count_b},
+                     {"delta", r.delta()}});
     } else {
-      out.push_back({{"source", r.source}, {"peak_a", r.bytes_a}, {"peak_b", r.bytes_b},
-                     {"delta", r.delta()}, {"count_a", r.count_a}, {"count_b", r.count_b}});
+      out.push_back({{"source", r.source},
+                     {"peak_a", r.bytes_a},
+                     {"peak_b", r.bytes_b},
+                     {"delta", r.delta()},
+                     {"count_a", r.count_a},
+                     {"count_b", r.count_b}});
     }
   }
   return out;
 }
 
 ordered_json segments_json(const SegmentTotals& s) {
-  return {{"count", s.count}, {"total_size", s.total_size}, {"allocated_size", s.allocated_size},
-          {"active_size", s.active_size}, {"awaiting_free_size", s.awaiting_free_size},
-          {"inactive_size", s.inactive_size}, {"fragmentation", s.fragmentation}};
+  return {{"count", s.count},
+          {"total_size", s.total_size},
+          {"allocated_size", s.allocated_size},
+          {"active_size", s.active_size},
+          {"awaiting_free_size", s.awaiting_free_size},
+          {"inactive_size", s.inactive_size},
+          {"fragmentation", s.fragmentation}};
 }
 
 ordered_json baseline_json(const Baseline& b) {
-  return {{"baseline_at_start", b.baseline_at_start}, {"segments_active", b.segments_active},
-          {"pre_existing_freed", b.pre_existing_freed}, {"profiling_still_live", b.profiling_still_live}};
+  return {{"baseline_at_start", b.baseline_at_start},
+          {"segments_active", b.segments_active},
+          {"pre_existing_freed", b.pre_existing_freed},
+          {"profiling_still_live", b.profiling_still_live}};
 }
 
 std::string signed_diff(uint64_t a, uint64_t b) {
@@ -109,29 +123,39 @@ std::string render_steps_text(const ReplayStepResult& result) {
     out += table.render();
     bool any_incomplete = std::any_of(result.steps.begin(), result.steps.end(),
                                       [](const StepReport& s) { return !s.stats.step.complete; });
-    if (any_incomplete) out += "  * incomplete: no END annotation; the window runs to the end of the trace\n";
+    if (any_incomplete)
+      out += "  * incomplete: no END annotation; the window runs to the end of the trace\n";
   }
   for (const StepReport& s : result.steps) {
-    out += fmt::format("\nStep {}{}\n", s.stats.step.number, s.stats.step.complete ? "" : " (incomplete: no END)");
+    out += fmt::format("\nStep {}{}\n", s.stats.step.number,
+                       s.stats.step.complete ? "" : " (incomplete: no END)");
     TextTable facts({"", ""}, {false, false});
-    facts.add_row({"duration", s.stats.step.complete ? fmt::format("{:.3f} ms", s.duration_ms) : "-"});
-    facts.add_row({"allocs / frees", fmt::format("{} / {}", format_count(s.stats.alloc_count), format_count(s.stats.free_count))});
+    facts.add_row(
+        {"duration", s.stats.step.complete ? fmt::format("{:.3f} ms", s.duration_ms) : "-"});
+    facts.add_row({"allocs / frees", fmt::format("{} / {}", format_count(s.stats.alloc_count),
+                                                 format_count(s.stats.free_count))});
     facts.add_row({"throughput", format_bytes(s.stats.alloc_bytes)});
     facts.add_row({"peak delta", format_signed_bytes(s.stats.peak_delta) + " over the step start"});
-    facts.add_row({"absolute peak", format_signed_bytes(s.absolute_peak) + " (baseline + start delta + peak delta)"});
+    facts.add_row({"absolute peak", format_signed_bytes(s.absolute_peak) +
+                                        " (baseline + start delta + peak delta)"});
     facts.add_row({"end delta", format_signed_bytes(s.stats.end_delta)});
-    facts.add_row({"pre-existing frees", fmt::format("{} ({}) of blocks allocated before the step",
-                                                     format_count(s.stats.pre_existing_free_count),
-                                                     format_bytes(s.stats.pre_existing_free_bytes))});
-    facts.add_row({"unmatched frees", fmt::format("{} ({})", format_count(s.stats.unmatched_free_count),
-                                                  format_bytes(s.stats.unmatched_free_bytes))});
+    facts.add_row(
+        {"pre-existing frees", fmt::format("{} ({}) of blocks allocated before the step",
+                                           format_count(s.stats.pre_existing_free_count),
+                                           format_bytes(s.stats.pre_existing_free_bytes))});
+    facts.add_row(
+        {"unmatched frees", fmt::format("{} ({})", format_count(s.stats.unmatched_free_count),
+                                        format_bytes(s.stats.unmatched_free_bytes))});
     std::vector<std::string> marks;
-    for (const auto& [name, count] : s.annotations) marks.push_back(fmt::format("{} x{}", name, count));
-    facts.add_row({"annotations", marks.empty() ? "none" : fmt::format("{}", fmt::join(marks, ", "))});
+    for (const auto& [name, count] : s.annotations)
+      marks.push_back(fmt::format("{} x{}", name, count));
+    facts.add_row(
+        {"annotations", marks.empty() ? "none" : fmt::format("{}", fmt::join(marks, ", "))});
     std::string rendered = facts.render();
     out += rendered.substr(rendered.find('\n') + 1);  // no header row
-    out += fmt::format("  live at the peak, by source ({} sources, memory carried into the step included):\n",
-                       format_count(s.sources_at_peak));
+    out += fmt::format(
+        "  live at the peak, by source ({} sources, memory carried into the step included):\n",
+        format_count(s.sources_at_peak));
     out += usage_table(s.top_sources_at_peak, -1);
   }
   return out;
@@ -144,7 +168,8 @@ ordered_json render_steps_json(const ReplayStepResult& result) {
     for (const auto& [name, count] : s.annotations) marks[name] = count;
     out.push_back({{"step", s.stats.step.number},
                    {"complete", s.stats.step.complete},
-                   {"duration_ms", s.stats.step.complete ? ordered_json(s.duration_ms) : ordered_json(nullptr)},
+                   {"duration_ms",
+                    s.stats.step.complete ? ordered_json(s.duration_ms) : ordered_json(nullptr)},
                    {"alloc_count", s.stats.alloc_count},
                    {"free_count", s.stats.free_count},
                    {"total_throughput", s.stats.alloc_bytes},
@@ -165,8 +190,9 @@ ordered_json render_steps_json(const ReplayStepResult& result) {
 // ---- replay-to-time ----
 
 std::string render_time_text(const TimeSide& s, int top) {
-  std::string out = fmt::format("{}: device {}, at {:.6f} s of {:.6f} s{}\n", s.file, s.device, s.time_s,
-                                s.trace_duration_s, s.clamped ? " (clamped: --time is past the end of the trace)" : "");
+  std::string out = fmt::format("{}: device {}, at {:.6f} s of {:.6f} s{}\n", s.file, s.device,
+                                s.time_s, s.trace_duration_s,
+                                s.clamped ? " (clamped: --time is past the end of the trace)" : "");
   TextTable facts({"", ""}, {false, true});
   facts.add_row({"baseline", format_signed_bytes(s.baseline)});
   facts.add_row({"delta", format_signed_bytes(s.delta)});
@@ -176,8 +202,8 @@ std::string render_time_text(const TimeSide& s, int top) {
   facts.add_row({"frees so far", format_count(s.free_count)});
   std::string rendered = facts.render();
   out += rendered.substr(rendered.find('\n') + 1);
-  out += fmt::format("\nLive allocations by source ({} sources, {} traced)\n", format_count(s.sources.size()),
-                     format_bytes(s.live_bytes));
+  out += fmt::format("\nLive allocations by source ({} sources, {} traced)\n",
+                     format_count(s.sources.size()), format_bytes(s.live_bytes));
   out += usage_table(s.sources, top);
   return out;
 }
@@ -200,9 +226,10 @@ ordered_json render_time_json(const TimeSide& s, int top) {
 }
 
 std::string render_time_pair_text(const TimeSide& a, const TimeSide& b, int top) {
-  std::string out = fmt::format("A: {} (device {})\nB: {} (device {})\nat {:.6f} s{}\n\n", a.file, a.device,
-                                b.file, b.device, a.time_s == b.time_s ? a.time_s : std::max(a.time_s, b.time_s),
-                                a.clamped || b.clamped ? " (clamped to the end of the shorter trace where needed)" : "");
+  std::string out = fmt::format(
+      "A: {} (device {})\nB: {} (device {})\nat {:.6f} s{}\n\n", a.file, a.device, b.file, b.device,
+      a.time_s == b.time_s ? a.time_s : std::max(a.time_s, b.time_s),
+      a.clamped || b.clamped ? " (clamped to the end of the shorter trace where needed)" : "");
   TextTable table({"", "A", "B", "B - A"}, {false, true, true, true});
   table.add_row({"time (s)", fmt::format("{:.6f}", a.time_s), fmt::format("{:.6f}", b.time_s), ""});
   table.add_row({"trace duration (s)", fmt::format("{:.6f}", a.trace_duration_s),
@@ -225,8 +252,9 @@ std::string render_time_pair_text(const TimeSide& a, const TimeSide& b, int top)
   out += diff_table(rows, top);
   OnlyOnOneSide oa = only_in_a(rows);
   OnlyOnOneSide ob = only_in_b(rows);
-  out += fmt::format("\n  only in A (> 1 MiB): {} sources, {}\n  only in B (> 1 MiB): {} sources, {}\n",
-                     oa.sources, format_bytes(oa.bytes), ob.sources, format_bytes(ob.bytes));
+  out += fmt::format(
+      "\n  only in A (> 1 MiB): {} sources, {}\n  only in B (> 1 MiB): {} sources, {}\n",
+      oa.sources, format_bytes(oa.bytes), ob.sources, format_bytes(ob.bytes));
   return out;
 }
 
@@ -234,18 +262,29 @@ ordered_json render_time_pair_json(const TimeSide& a, const TimeSide& b, int top
   std::vector<SourceDiff> rows = diff_sources(a.sources, b.sources);
   OnlyOnOneSide oa = only_in_a(rows);
   OnlyOnOneSide ob = only_in_b(rows);
-  return {{"file_a", a.file}, {"file_b", b.file},
-          {"device_a", a.device}, {"device_b", b.device},
+  return {{"file_a", a.file},
+          {"file_b", b.file},
+          {"device_a", a.device},
+          {"device_b", b.device},
           {"time_s", std::max(a.time_s, b.time_s)},
-          {"time_s_a", a.time_s}, {"time_s_b", b.time_s},
-          {"clamped_a", a.clamped}, {"clamped_b", b.clamped},
-          {"trace_duration_s_a", a.trace_duration_s}, {"trace_duration_s_b", b.trace_duration_s},
-          {"baseline_a", a.baseline}, {"baseline_b", b.baseline},
-          {"delta_a", a.delta}, {"delta_b", b.delta},
-          {"absolute_a", a.absolute}, {"absolute_b", b.absolute},
-          {"alloc_count_a", a.alloc_count}, {"alloc_count_b", b.alloc_count},
-          {"free_count_a", a.free_count}, {"free_count_b", b.free_count},
-          {"live_count_a", a.live_count}, {"live_count_b", b.live_count},
+          {"time_s_a", a.time_s},
+          {"time_s_b", b.time_s},
+          {"clamped_a", a.clamped},
+          {"clamped_b", b.clamped},
+          {"trace_duration_s_a", a.trace_duration_s},
+          {"trace_duration_s_b", b.trace_duration_s},
+          {"baseline_a", a.baseline},
+          {"baseline_b", b.baseline},
+          {"delta_a", a.delta},
+          {"delta_b", b.delta},
+          {"absolute_a", a.absolute},
+          {"absolute_b", b.absolute},
+          {"alloc_count_a", a.alloc_count},
+          {"alloc_count_b", b.alloc_count},
+          {"free_count_a", a.free_count},
+          {"free_count_b", b.free_count},
+          {"live_count_a", a.live_count},
+          {"live_count_b", b.live_count},
           {"sources", diff_json(rows, top, true)},
           {"only_in_a", {{"sources", oa.sources}, {"bytes", oa.bytes}}},
           {"only_in_b", {{"sources", ob.sources}, {"bytes", ob.bytes}}}};
@@ -254,7 +293,8 @@ ordered_json render_time_pair_json(const TimeSide& a, const TimeSide& b, int top
 // ---- compare ----
 
 std::string render_compare_text(const CompareResult& r, int top) {
-  std::string out = fmt::format("A: {} (device {})\nB: {} (device {})\n", r.file_a, r.device_a, r.file_b, r.device_b);
+  std::string out = fmt::format("A: {} (device {})\nB: {} (device {})\n", r.file_a, r.device_a,
+                                r.file_b, r.device_b);
   out += "\nAllocator settings\n";
   if (!r.settings_a && !r.settings_b) {
     out += "  (recorded in neither file)\n";
@@ -263,7 +303,8 @@ std::string render_compare_text(const CompareResult& r, int top) {
   } else {
     TextTable table({"setting", "A", "B"});
     for (const SettingDiff& d : r.config_diffs) {
-      table.add_row({d.key, d.a.is_null() ? "(absent)" : d.a.dump(), d.b.is_null() ? "(absent)" : d.b.dump()});
+      table.add_row({d.key, d.a.is_null() ? "(absent)" : d.a.dump(),
+                     d.b.is_null() ? "(absent)" : d.b.dump()});
     }
     out += table.render();
   }
@@ -272,29 +313,39 @@ std::string render_compare_text(const CompareResult& r, int top) {
   TextTable seg({"", "A", "B", "B - A"}, {false, true, true, true});
   const SegmentTotals& sa = r.segments_a;
   const SegmentTotals& sb = r.segments_b;
-  seg.add_row({"count", format_count(sa.count), format_count(sb.count), count_diff(sa.count, sb.count)});
-  seg.add_row({"reserved", format_bytes(sa.total_size), format_bytes(sb.total_size), signed_diff(sa.total_size, sb.total_size)});
-  seg.add_row({"allocated", format_bytes(sa.allocated_size), format_bytes(sb.allocated_size), signed_diff(sa.allocated_size, sb.allocated_size)});
-  seg.add_row({"active", format_bytes(sa.active_size), format_bytes(sb.active_size), signed_diff(sa.active_size, sb.active_size)});
-  seg.add_row({"awaiting free", format_bytes(sa.awaiting_free_size), format_bytes(sb.awaiting_free_size), signed_diff(sa.awaiting_free_size, sb.awaiting_free_size)});
-  seg.add_row({"inactive", format_bytes(sa.inactive_size), format_bytes(sb.inactive_size), signed_diff(sa.inactive_size, sb.inactive_size)});
-  seg.add_row({"baseline at start", format_signed_bytes(r.baseline_a.baseline_at_start),
-               format_signed_bytes(r.baseline_b.baseline_at_start),
-               format_signed_bytes(r.baseline_b.baseline_at_start - r.baseline_a.baseline_at_start)});
+  seg.add_row(
+      {"count", format_count(sa.count), format_count(sb.count), count_diff(sa.count, sb.count)});
+  seg.add_row({"reserved", format_bytes(sa.total_size), format_bytes(sb.total_size),
+               signed_diff(sa.total_size, sb.total_size)});
+  seg.add_row({"allocated", format_bytes(sa.allocated_size), format_bytes(sb.allocated_size),
+               signed_diff(sa.allocated_size, sb.allocated_size)});
+  seg.add_row({"active", format_bytes(sa.active_size), format_bytes(sb.active_size),
+               signed_diff(sa.active_size, sb.active_size)});
+  seg.add_row({"awaiting free", format_bytes(sa.awaiting_free_size),
+               format_bytes(sb.awaiting_free_size),
+               signed_diff(sa.awaiting_free_size, sb.awaiting_free_size)});
+  seg.add_row({"inactive", format_bytes(sa.inactive_size), format_bytes(sb.inactive_size),
+               signed_diff(sa.inactive_size, sb.inactive_size)});
+  seg.add_row(
+      {"baseline at start", format_signed_bytes(r.baseline_a.baseline_at_start),
+       format_signed_bytes(r.baseline_b.baseline_at_start),
+       format_signed_bytes(r.baseline_b.baseline_at_start - r.baseline_a.baseline_at_start)});
   out += seg.render();
 
   const FullTraceComparison& f = r.full_trace;
   if (!r.step_results.empty()) {
     out += fmt::format("\nSteps complete in both files ({})\n", r.step_results.size());
-    TextTable steps({"step", "peak delta A", "peak delta B", "B - A", "abs peak A", "abs peak B", "B - A",
-                     "allocs A", "allocs B", "throughput A", "throughput B"},
+    TextTable steps({"step", "peak delta A", "peak delta B", "B - A", "abs peak A", "abs peak B",
+                     "B - A", "allocs A", "allocs B", "throughput A", "throughput B"},
                     {true, true, true, true, true, true, true, true, true, true, true});
     for (const StepComparison& s : r.step_results) {
-      steps.add_row({std::to_string(s.step), format_signed_bytes(s.peak_delta_a), format_signed_bytes(s.peak_delta_b),
-                     format_signed_bytes(s.peak_delta_b - s.peak_delta_a), format_signed_bytes(s.absolute_peak_a),
-                     format_signed_bytes(s.absolute_peak_b), format_signed_bytes(s.absolute_peak_b - s.absolute_peak_a),
-                     format_count(s.alloc_count_a), format_count(s.alloc_count_b), format_bytes(s.throughput_a),
-                     format_bytes(s.throughput_b)});
+      steps.add_row({std::to_string(s.step), format_signed_bytes(s.peak_delta_a),
+                     format_signed_bytes(s.peak_delta_b),
+                     format_signed_bytes(s.peak_delta_b - s.peak_delta_a),
+                     format_signed_bytes(s.absolute_peak_a), format_signed_bytes(s.absolute_peak_b),
+                     format_signed_bytes(s.absolute_peak_b - s.absolute_peak_a),
+                     format_count(s.alloc_count_a), format_count(s.alloc_count_b),
+                     format_bytes(s.throughput_a), format_bytes(s.throughput_b)});
     }
     out += steps.render();
   } else {
@@ -306,24 +357,31 @@ std::string render_compare_text(const CompareResult& r, int top) {
   if (!r.incomplete_b.empty()) out += "  incomplete in B: " + short_list(r.incomplete_b) + "\n";
   out += "\nFull trace\n";
   TextTable full({"", "A", "B", "B - A"}, {false, true, true, true});
-  full.add_row({"peak delta", format_signed_bytes(f.peak_delta_a), format_signed_bytes(f.peak_delta_b),
+  full.add_row({"peak delta", format_signed_bytes(f.peak_delta_a),
+                format_signed_bytes(f.peak_delta_b),
                 format_signed_bytes(f.peak_delta_b - f.peak_delta_a)});
-  full.add_row({"absolute peak", format_signed_bytes(f.absolute_peak_a), format_signed_bytes(f.absolute_peak_b),
+  full.add_row({"absolute peak", format_signed_bytes(f.absolute_peak_a),
+                format_signed_bytes(f.absolute_peak_b),
                 format_signed_bytes(f.absolute_peak_b - f.absolute_peak_a)});
-  full.add_row({"throughput", format_bytes(f.throughput_a), format_bytes(f.throughput_b), signed_diff(f.throughput_a, f.throughput_b)});
-  full.add_row({"allocs", format_count(f.alloc_count_a), format_count(f.alloc_count_b), count_diff(f.alloc_count_a, f.alloc_count_b)});
-  full.add_row({"unmatched frees", format_count(f.unmatched_frees_a), format_count(f.unmatched_frees_b),
+  full.add_row({"throughput", format_bytes(f.throughput_a), format_bytes(f.throughput_b),
+                signed_diff(f.throughput_a, f.throughput_b)});
+  full.add_row({"allocs", format_count(f.alloc_count_a), format_count(f.alloc_count_b),
+                count_diff(f.alloc_count_a, f.alloc_count_b)});
+  full.add_row({"unmatched frees", format_count(f.unmatched_frees_a),
+                format_count(f.unmatched_frees_b),
                 count_diff(f.unmatched_frees_a, f.unmatched_frees_b)});
   out += full.render();
 
-  out += fmt::format("\nDrill-down: live at each side's peak {}, by source, sorted by |B - A|\n",
-                     r.drill_step ? fmt::format("in step {}", *r.drill_step) : std::string("over the full trace"));
+  out += fmt::format(
+      "\nDrill-down: live at each side's peak {}, by source, sorted by |B - A|\n",
+      r.drill_step ? fmt::format("in step {}", *r.drill_step) : std::string("over the full trace"));
   out += fmt::format("  absolute peak A {}, B {}, B - A {}\n", format_signed_bytes(r.drill_peak_a),
-                     format_signed_bytes(r.drill_peak_b), format_signed_bytes(r.drill_peak_b - r.drill_peak_a));
+                     format_signed_bytes(r.drill_peak_b),
+                     format_signed_bytes(r.drill_peak_b - r.drill_peak_a));
   out += diff_table(r.drill_sources, top);
   out += fmt::format("  only in A (> 1 MiB): {} sources, {}; only in B (> 1 MiB): {} sources, {}\n",
-                     r.drill_only_a.sources, format_bytes(r.drill_only_a.bytes), r.drill_only_b.sources,
-                     format_bytes(r.drill_only_b.bytes));
+                     r.drill_only_a.sources, format_bytes(r.drill_only_a.bytes),
+                     r.drill_only_b.sources, format_bytes(r.drill_only_b.bytes));
   if (!r.observations.empty()) {
     out += "\nObservations\n";
     for (const std::string& note : r.observations) out += "  - " + note + "\n";
@@ -333,16 +391,21 @@ std::string render_compare_text(const CompareResult& r, int top) {
 
 ordered_json render_compare_json(const CompareResult& r, int top) {
   ordered_json diffs = ordered_json::array();
-  for (const SettingDiff& d : r.config_diffs) diffs.push_back({{"key", d.key}, {"a", d.a}, {"b", d.b}});
+  for (const SettingDiff& d : r.config_diffs)
+    diffs.push_back({{"key", d.key}, {"a", d.a}, {"b", d.b}});
   ordered_json steps = ordered_json::array();
   for (const StepComparison& s : r.step_results) {
     steps.push_back({{"step", s.step},
-                     {"peak_delta_a", s.peak_delta_a}, {"peak_delta_b", s.peak_delta_b},
+                     {"peak_delta_a", s.peak_delta_a},
+                     {"peak_delta_b", s.peak_delta_b},
                      {"peak_delta_diff", s.peak_delta_b - s.peak_delta_a},
-                     {"absolute_peak_a", s.absolute_peak_a}, {"absolute_peak_b", s.absolute_peak_b},
+                     {"absolute_peak_a", s.absolute_peak_a},
+                     {"absolute_peak_b", s.absolute_peak_b},
                      {"absolute_peak_diff", s.absolute_peak_b - s.absolute_peak_a},
-                     {"alloc_count_a", s.alloc_count_a}, {"alloc_count_b", s.alloc_count_b},
-                     {"throughput_a", s.throughput_a}, {"throughput_b", s.throughput_b}});
+                     {"alloc_count_a", s.alloc_count_a},
+                     {"alloc_count_b", s.alloc_count_b},
+                     {"throughput_a", s.throughput_a},
+                     {"throughput_b", s.throughput_b}});
   }
   const FullTraceComparison& f = r.full_trace;
   return {{"file_a", r.file_a},
@@ -361,13 +424,18 @@ ordered_json render_compare_json(const CompareResult& r, int top) {
           {"incomplete_a", r.incomplete_a},
           {"incomplete_b", r.incomplete_b},
           {"full_trace",
-           {{"peak_delta_a", f.peak_delta_a}, {"peak_delta_b", f.peak_delta_b},
+           {{"peak_delta_a", f.peak_delta_a},
+            {"peak_delta_b", f.peak_delta_b},
             {"peak_delta_diff", f.peak_delta_b - f.peak_delta_a},
-            {"absolute_peak_a", f.absolute_peak_a}, {"absolute_peak_b", f.absolute_peak_b},
+            {"absolute_peak_a", f.absolute_peak_a},
+            {"absolute_peak_b", f.absolute_peak_b},
             {"absolute_peak_diff", f.absolute_peak_b - f.absolute_peak_a},
-            {"throughput_a", f.throughput_a}, {"throughput_b", f.throughput_b},
-            {"alloc_count_a", f.alloc_count_a}, {"alloc_count_b", f.alloc_count_b},
-            {"unmatched_frees_a", f.unmatched_frees_a}, {"unmatched_frees_b", f.unmatched_frees_b},
+            {"throughput_a", f.throughput_a},
+            {"throughput_b", f.throughput_b},
+            {"alloc_count_a", f.alloc_count_a},
+            {"alloc_count_b", f.alloc_count_b},
+            {"unmatched_frees_a", f.unmatched_frees_a},
+            {"unmatched_frees_b", f.unmatched_frees_b},
             {"unmatched_free_bytes_a", f.unmatched_free_bytes_a},
             {"unmatched_free_bytes_b", f.unmatched_free_bytes_b}}},
           {"drill_down",

@@ -1,8 +1,8 @@
 #include "report/text_chart.h"
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cmath>
-#include <fmt/format.h>
 
 #include "report/format.h"
 
@@ -10,7 +10,8 @@ namespace memsnap {
 namespace {
 
 constexpr const char* kMarks[] = {"●", "◆", "▲", "■", "○", "◇"};
-constexpr const char* kColors[] = {"\033[34m", "\033[31m", "\033[32m", "\033[35m", "\033[36m", "\033[33m"};
+constexpr const char* kColors[] = {"\033[34m", "\033[31m", "\033[32m",
+                                   "\033[35m", "\033[36m", "\033[33m"};
 constexpr const char* kReset = "\033[0m";
 
 // Column maxima of a run: by wall clock when every run has time, else by
@@ -42,13 +43,16 @@ std::vector<double> column_max(const RunTimeline& run, bool by_time, double exte
 
 }  // namespace
 
-std::string render_text_chart(const std::vector<RunTimeline>& runs, const TextChartOptions& options) {
+std::string render_text_chart(const std::vector<RunTimeline>& runs,
+                              const TextChartOptions& options) {
   int width = std::max(options.width, 20);
   int height = std::max(options.height, 5);
-  bool by_time = std::all_of(runs.begin(), runs.end(), [](const RunTimeline& r) { return r.has_time; });
+  bool by_time =
+      std::all_of(runs.begin(), runs.end(), [](const RunTimeline& r) { return r.has_time; });
   double extent = 0;
   for (const RunTimeline& run : runs) {
-    extent = std::max(extent, by_time ? run.duration_s * 1e6 : static_cast<double>(run.event_count));
+    extent =
+        std::max(extent, by_time ? run.duration_s * 1e6 : static_cast<double>(run.event_count));
   }
   if (extent <= 0) extent = 1;
 
@@ -69,7 +73,8 @@ std::string render_text_chart(const std::vector<RunTimeline>& runs, const TextCh
   }
   if (top <= bottom) top = bottom + 1;
 
-  std::vector<std::vector<int>> grid(static_cast<size_t>(height), std::vector<int>(static_cast<size_t>(width), -1));
+  std::vector<std::vector<int>> grid(static_cast<size_t>(height),
+                                     std::vector<int>(static_cast<size_t>(width), -1));
   for (size_t r = 0; r < series.size(); ++r) {
     for (int c = 0; c < width; ++c) {
       double value = series[r][static_cast<size_t>(c)];
@@ -79,8 +84,10 @@ std::string render_text_chart(const std::vector<RunTimeline>& runs, const TextCh
     }
   }
 
-  std::string out = fmt::format("{} ({}), x: {}\n", options.absolute ? "absolute memory" : "delta from trace start",
-                                options.absolute ? "baseline + delta" : "bytes", by_time ? "seconds from each trace's start" : "event index");
+  std::string out = fmt::format("{} ({}), x: {}\n",
+                                options.absolute ? "absolute memory" : "delta from trace start",
+                                options.absolute ? "baseline + delta" : "bytes",
+                                by_time ? "seconds from each trace's start" : "event index");
   constexpr int kLabelWidth = 11;
   for (int row = 0; row < height; ++row) {
     double value = top - (top - bottom) * row / (height - 1);
@@ -106,16 +113,20 @@ std::string render_text_chart(const std::vector<RunTimeline>& runs, const TextCh
     return axis;
   }());
   std::string left = by_time ? "0 s" : "0";
-  std::string right = by_time ? fmt::format("{:.3f} s", extent / 1e6) : format_count(static_cast<uint64_t>(extent));
-  out += fmt::format("{:>{}}  {}{:>{}}\n", "", kLabelWidth, left, right, width - static_cast<int>(left.size()));
+  std::string right =
+      by_time ? fmt::format("{:.3f} s", extent / 1e6) : format_count(static_cast<uint64_t>(extent));
+  out += fmt::format("{:>{}}  {}{:>{}}\n", "", kLabelWidth, left, right,
+                     width - static_cast<int>(left.size()));
   out += "\n";
   for (size_t r = 0; r < runs.size(); ++r) {
     const RunTimeline& run = runs[r];
-    std::string mark = options.color ? fmt::format("{}{}{}", kColors[r % 6], kMarks[r % 6], kReset) : kMarks[r % 6];
-    out += fmt::format("  {} {}: absolute peak {}, baseline {}, peak delta {}, {} allocs, {} unmatched frees\n",
-                       mark, run.label, format_signed_bytes(run.absolute_peak), format_signed_bytes(run.baseline),
-                       format_signed_bytes(run.peak_delta), format_count(run.alloc_count),
-                       format_count(run.unmatched_frees));
+    std::string mark = options.color ? fmt::format("{}{}{}", kColors[r % 6], kMarks[r % 6], kReset)
+                                     : kMarks[r % 6];
+    out += fmt::format(
+        "  {} {}: absolute peak {}, baseline {}, peak delta {}, {} allocs, {} unmatched frees\n",
+        mark, run.label, format_signed_bytes(run.absolute_peak), format_signed_bytes(run.baseline),
+        format_signed_bytes(run.peak_delta), format_count(run.alloc_count),
+        format_count(run.unmatched_frees));
   }
   if (runs.size() >= 2) {
     out += fmt::format("  B - A: absolute peak {}, peak delta {}\n",

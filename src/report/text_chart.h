@@ -9,12 +9,13 @@
 namespace memsnap {
 
 struct TextChartOptions {
-  int width = 100;   // plot columns
-  int height = 20;   // plot rows
+  int width = 100;  // plot columns
+  int height = 20;  // plot rows
   bool color = false;
   bool absolute = true;  // baseline + delta, else delta
 };
 
-std::string render_text_chart(const std::vector<RunTimeline>& runs, const TextChartOptions& options);
+std::string render_text_chart(const std::vector<RunTimeline>& runs,
+                              const TextChartOptions& options);
 
 }  // namespace memsnap

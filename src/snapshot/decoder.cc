@@ -1,7 +1,7 @@
 #include "snapshot/decoder.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 #include <numeric>
 
 #include "io/error.h"
@@ -55,13 +55,18 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
       const Value& value = items[i + 1];
       switch (key.size()) {
         case 4:
-          if (key == "addr") addr = value;
-          else if (key == "size") size = value;
+          if (key == "addr")
+            addr = value;
+          else if (key == "size")
+            size = value;
           break;
         case 6:
-          if (key == "action") action = value;
-          else if (key == "stream") stream = value;
-          else if (key == "frames") frames = value;
+          if (key == "action")
+            action = value;
+          else if (key == "stream")
+            stream = value;
+          else if (key == "frames")
+            frames = value;
           break;
         case 7:
           if (key == "time_us") time_us = value;
@@ -129,7 +134,8 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     if (const Value* name = vm.find(value, "name"); name != nullptr && name->kind == Kind::kStr) {
       frame.name = model_.strings.intern(vm.view(*name));
     }
-    if (const Value* file = vm.find(value, "filename"); file != nullptr && file->kind == Kind::kStr) {
+    if (const Value* file = vm.find(value, "filename");
+        file != nullptr && file->kind == Kind::kStr) {
       frame.filename = model_.strings.intern(vm.view(*file));
     }
     if (const Value* line = vm.find(value, "line"); line != nullptr) {
@@ -154,8 +160,9 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     const Value* segments = vm.find(root, "segments");
     const Value* traces = vm.find(root, "device_traces");
     if (segments == nullptr && traces == nullptr) {
-      throw Error("not a memory snapshot: the pickle is a dict without 'segments' or "
-                  "'device_traces'");
+      throw Error(
+          "not a memory snapshot: the pickle is a dict without 'segments' or "
+          "'device_traces'");
     }
     if (segments != nullptr) decode_segments(vm, *segments);
     if (traces != nullptr) decode_traces(vm, *traces);

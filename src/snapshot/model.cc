@@ -10,7 +10,9 @@
 
 namespace memsnap {
 
-StringTable::StringTable() { strings_.emplace_back(); }
+StringTable::StringTable() {
+  strings_.emplace_back();
+}
 
 StringId StringTable::intern(std::string_view text) {
   if (text.empty()) return StringId{0};
@@ -23,7 +25,9 @@ StringId StringTable::intern(std::string_view text) {
   return id;
 }
 
-FrameTable::FrameTable() { frames_.emplace_back(); }
+FrameTable::FrameTable() {
+  frames_.emplace_back();
+}
 
 FrameId FrameTable::intern(const Frame& frame) {
   Key key{frame.name.value, frame.filename.value, frame.line};
@@ -35,7 +39,9 @@ FrameId FrameTable::intern(const Frame& frame) {
   return it->second;
 }
 
-StackTable::StackTable() : index_(0, Hash{this}, Eq{this}) { offsets_.push_back(0); }
+StackTable::StackTable() : index_(0, Hash{this}, Eq{this}) {
+  offsets_.push_back(0);
+}
 
 // The index's hash and equality point at the table, so a move rebuilds it.
 StackTable::StackTable(StackTable&& other) noexcept : index_(0, Hash{this}, Eq{this}) {

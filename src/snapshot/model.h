@@ -99,8 +99,12 @@ class StackTable {
     const StackTable* table;
     static bool same(std::span<const FrameId> a, std::span<const FrameId> b);
     bool operator()(uint32_t a, uint32_t b) const { return a == b; }
-    bool operator()(uint32_t a, std::span<const FrameId> b) const { return same(table->get(StackId{a}), b); }
-    bool operator()(std::span<const FrameId> a, uint32_t b) const { return same(a, table->get(StackId{b})); }
+    bool operator()(uint32_t a, std::span<const FrameId> b) const {
+      return same(table->get(StackId{a}), b);
+    }
+    bool operator()(std::span<const FrameId> a, uint32_t b) const {
+      return same(a, table->get(StackId{b}));
+    }
   };
   std::vector<FrameId> frames_;
   std::vector<uint64_t> offsets_;  // stack i is frames_[offsets_[i-1], offsets_[i])
@@ -126,7 +130,7 @@ std::optional<Action> parse_action(std::string_view name);
 // Trace entries of all devices, in file order, one column per field.
 struct EventColumns {
   std::vector<Action> action;
-  std::vector<uint64_t> addr;    // two's complement bit pattern; 0 when absent
+  std::vector<uint64_t> addr;  // two's complement bit pattern; 0 when absent
   std::vector<uint64_t> size;
   std::vector<uint64_t> stream;  // cudaStream_t bit pattern
   std::vector<int64_t> time_us;  // 0 when absent
@@ -187,10 +191,10 @@ struct Annotation {
 
 // Anomalies the decoder counted and skipped rather than failing on.
 struct DecodeAnomalies {
-  uint64_t malformed_entries = 0;     // trace entries without a usable action/size
+  uint64_t malformed_entries = 0;  // trace entries without a usable action/size
   uint64_t malformed_segments = 0;
   uint64_t malformed_annotations = 0;
-  uint64_t foreign_objects = 0;       // placeholders seen with --allow-objects
+  uint64_t foreign_objects = 0;  // placeholders seen with --allow-objects
 };
 
 struct Snapshot {
@@ -208,8 +212,8 @@ struct Snapshot {
   uint64_t host_segment_count = 0;
   uint64_t host_trace_entry_count = 0;
   int pickle_protocol = 0;
-  uint64_t file_size = 0;     // on disk
-  uint64_t pickle_size = 0;   // after decompression
+  uint64_t file_size = 0;            // on disk
+  uint64_t pickle_size = 0;          // after decompression
   std::string compression = "none";  // "gzip", "zstd"
   DecodeAnomalies anomalies;
 

@@ -49,7 +49,8 @@ TEST(Input, GzipAndZstdByMagicNotExtension) {
   gzclose(gz);
   InputBuffer from_gzip = open_input(gz_path);
   EXPECT_EQ(from_gzip.compression(), Compression::kGzip);
-  EXPECT_EQ(std::string(reinterpret_cast<const char*>(from_gzip.bytes().data()), from_gzip.size()), pickle);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(from_gzip.bytes().data()), from_gzip.size()),
+            pickle);
 
   std::string zst(ZSTD_compressBound(pickle.size()), '\0');
   zst.resize(ZSTD_compress(zst.data(), zst.size(), pickle.data(), pickle.size(), 3));

@@ -50,8 +50,8 @@ TEST(Replay, AddressReuseReplacesTheLiveAllocation) {
 
 TEST(Replay, BaselineFromSegments) {
   testing::ModelBuilder b;
-  b.free(0x1, 30);        // allocated before recording: pre-existing
-  b.alloc(0x100, 100);    // still live at the end
+  b.free(0x1, 30);      // allocated before recording: pre-existing
+  b.alloc(0x100, 100);  // still live at the end
   b.segment(0, 1024, 500);
   ReplayTotals t = replay_device(b.model, b.model.devices[0]);
   Baseline baseline = compute_baseline(segment_totals(b.model, 0), t);
@@ -85,7 +85,7 @@ TEST(Steps, StartEndAndIncomplete) {
   b.annotation("ProfilerStep#3", Stage::kStart, 1000);
   b.annotation("ProfilerStep#3", Stage::kEnd, 3000);
   b.annotation("ProfilerStep#4", Stage::kStart, 3000);
-  b.annotation("ProfilerStep#4", Stage::kEnd, 0);  // END without a time does not count
+  b.annotation("ProfilerStep#4", Stage::kEnd, 0);       // END without a time does not count
   b.annotation("ProfilerStep#5", Stage::kStart, 1, 1);  // another device
   b.annotation("Optimizer.step#AdamW.step", Stage::kStart, 2000);
   std::vector<ProfilerStep> steps = profiler_steps(b.model, 0);

@@ -10,10 +10,11 @@ namespace {
 
 TEST(SourceKey, SkipsInternalFramesAndKeepsDepth) {
   testing::ModelBuilder b;
-  StackId stack = b.stack({{"_call_impl", "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", 1501},
-                           {"forward", "/home/me/model.py", 42},
-                           {"train", "/home/me/train.py", 7},
-                           {"<module>", "/home/me/train.py", 99}});
+  StackId stack =
+      b.stack({{"_call_impl", "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py", 1501},
+               {"forward", "/home/me/model.py", 42},
+               {"train", "/home/me/train.py", 7},
+               {"<module>", "/home/me/train.py", 99}});
   SourceKeys depth1(b.model, 1);
   EXPECT_EQ(depth1.key(stack), "forward@model.py:42");
   SourceKeys depth2(b.model, 2);
@@ -22,19 +23,21 @@ TEST(SourceKey, SkipsInternalFramesAndKeepsDepth) {
 
 TEST(SourceKey, FallsBackToFirstFramesWhenAllAreInternal) {
   testing::ModelBuilder b;
-  StackId stack = b.stack({{"empty", "/x/torch/functional.py", 10}, {"inner", "/x/torch/amp/a.py", 3}});
+  StackId stack =
+      b.stack({{"empty", "/x/torch/functional.py", 10}, {"inner", "/x/torch/amp/a.py", 3}});
   SourceKeys keys(b.model, 1);
   EXPECT_EQ(keys.key(stack), "empty@functional.py:10");
 }
 
 TEST(SourceKey, CppFramesNeverWinOverPython) {
   testing::ModelBuilder b;
-  StackId stack = b.stack({{"torch::unwind::unwind()", "??", 0},
-                           {"torch::CapturedTraceback::gather(bool, bool, bool)", "??", 0},
-                           {"c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc", "", 0},
-                           {"at::native::empty_cuda", "/pytorch/aten/src/ATen/native/cuda/EmptyTensor.cpp", 0},
-                           {"_PyEval_EvalFrameDefault", "??", 0},
-                           {"forward", "/home/me/model.py", 42}});
+  StackId stack =
+      b.stack({{"torch::unwind::unwind()", "??", 0},
+               {"torch::CapturedTraceback::gather(bool, bool, bool)", "??", 0},
+               {"c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc", "", 0},
+               {"at::native::empty_cuda", "/pytorch/aten/src/ATen/native/cuda/EmptyTensor.cpp", 0},
+               {"_PyEval_EvalFrameDefault", "??", 0},
+               {"forward", "/home/me/model.py", 42}});
   SourceKeys keys(b.model, 1);
   EXPECT_EQ(keys.key(stack), "forward@model.py:42");
 }
@@ -53,15 +56,19 @@ TEST(SourceKey, CppOnlyStackSkipsCaptureMachinery) {
 
 TEST(SourceKey, BackwardThreadStackNamesTheAutogradNode) {
   testing::ModelBuilder b;
-  StackId stack = b.stack({{"torch::unwind::unwind()", "??", 0},
-                           {"at::detail::empty_cuda(c10::ArrayRef<long>)", "??", 0},
-                           {"at::(anonymous namespace)::wrapper_CUDA_div_Tensor(at::Tensor const&)", "RegisterCUDA.cpp", 0},
-                           {"torch::autograd::generated::MeanBackward0::apply(std::vector<at::Tensor>&&)", "??", 0},
-                           {"torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)", "??", 0}});
+  StackId stack = b.stack(
+      {{"torch::unwind::unwind()", "??", 0},
+       {"at::detail::empty_cuda(c10::ArrayRef<long>)", "??", 0},
+       {"at::(anonymous namespace)::wrapper_CUDA_div_Tensor(at::Tensor const&)", "RegisterCUDA.cpp",
+        0},
+       {"torch::autograd::generated::MeanBackward0::apply(std::vector<at::Tensor>&&)", "??", 0},
+       {"torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)",
+        "??", 0}});
   SourceKeys keys(b.model, 2);
-  EXPECT_EQ(keys.key(stack),
-            "torch::autograd::generated::MeanBackward0::apply(std::vector<at::Tensor>&&)@??:0 -> "
-            "at::(anonymous namespace)::wrapper_CUDA_div_Tensor(at::Tensor const&)@RegisterCUDA.cpp:0");
+  EXPECT_EQ(
+      keys.key(stack),
+      "torch::autograd::generated::MeanBackward0::apply(std::vector<at::Tensor>&&)@??:0 -> "
+      "at::(anonymous namespace)::wrapper_CUDA_div_Tensor(at::Tensor const&)@RegisterCUDA.cpp:0");
 }
 
 TEST(SourceKey, NoFrames) {

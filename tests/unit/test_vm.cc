@@ -41,7 +41,8 @@ std::string error_of(const std::string& pickle) {
 
 TEST(Vm, Protocol0TextOpcodes) {
   // pickle.dumps({'a': [1, 2.5, 'x', None, True], 'b': 12345678901234567890}, 0)
-  std::string p = "(dp0\nVa\np1\n(lp2\nI1\naF2.5\naVx\np3\naNaI01\nasVb\np4\nL12345678901234567890L\ns.";
+  std::string p =
+      "(dp0\nVa\np1\n(lp2\nI1\naF2.5\naVx\np3\naNaI01\nasVb\np4\nL12345678901234567890L\ns.";
   EXPECT_EQ(run_plain(p), R"({"a":[1,2.5,"x",null,true],"b":12345678901234567890})");
 }
 
@@ -52,7 +53,9 @@ TEST(Vm, Protocol0StringEscapesAndUnicode) {
 
 TEST(Vm, BinaryIntsAndLongs) {
   // BININT1 5, BININT2 0x0102, BININT -2, LONG1 2**63 (9 bytes), LONG1 -1 in one tuple.
-  std::string p = P("\x80\x02(K\x05M\x02\x01J\xfe\xff\xff\xff\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x80\x00\x8a\x01\xfft.");
+  std::string p = P(
+      "\x80\x02("
+      "K\x05M\x02\x01J\xfe\xff\xff\xff\x8a\x09\x00\x00\x00\x00\x00\x00\x00\x80\x00\x8a\x01\xfft.");
   EXPECT_EQ(run_plain(p), "[5,258,-2,9223372036854775808,-1]");
 }
 
@@ -71,15 +74,22 @@ TEST(Vm, BinFloatIsBigEndian) {
 
 TEST(Vm, MemoSharesContainers) {
   // [d, d] where d = {'k': 1}, via MEMOIZE and BINGET (protocol 4).
-  std::string p = P("\x80\x04]\x94(}\x94\x8c\x01k\x94K\x01sh\x01" "e.");
+  std::string p =
+      P("\x80\x04]\x94(}\x94\x8c\x01k\x94K\x01sh\x01"
+        "e.");
   EXPECT_EQ(run_plain(p), R"([{"k":1},{"k":1}])");
 }
 
 TEST(Vm, TuplesSetsAndStack) {
-  std::string p = "\x80\x04K\x01K\x02\x86\x8f(K\x03K\x03\x90K\x07" "2\x85" "0\x87.";
+  std::string p =
+      "\x80\x04K\x01K\x02\x86\x8f(K\x03K\x03\x90K\x07"
+      "2\x85"
+      "0\x87.";
   EXPECT_EQ(run_plain(p), "[[1,2],[3],7]");
   // POP_MARK discards back to the mark.
-  EXPECT_EQ(run_plain("\x80\x02K\x01(K\x02K\x03" "1."), "1");
+  EXPECT_EQ(run_plain("\x80\x02K\x01(K\x02K\x03"
+                      "1."),
+            "1");
 }
 
 TEST(Vm, FrameAndTrailingBytes) {
@@ -88,7 +98,8 @@ TEST(Vm, FrameAndTrailingBytes) {
 }
 
 TEST(Vm, RefusesCodeExecution) {
-  EXPECT_NE(error_of("cos\nsystem\n(S'ls'\ntR.").find("refusing opcode GLOBAL at"), std::string::npos)
+  EXPECT_NE(error_of("cos\nsystem\n(S'ls'\ntR.").find("refusing opcode GLOBAL at"),
+            std::string::npos)
       << error_of("cos\nsystem\n(S'ls'\ntR.");
   std::string stack_global = "\x80\x04\x8c\x02os\x8c\x06system\x93.";
   EXPECT_NE(error_of(stack_global).find("refusing opcode STACK_GLOBAL"), std::string::npos);
@@ -106,7 +117,10 @@ TEST(Vm, HostileInputGivesOneError) {
   EXPECT_NE(error_of("\x80\x04").find("truncated"), std::string::npos);
   EXPECT_NE(error_of(P("\x80\x04\x8d\x00\x00\x00\x00\x00\x00\x00\x10")).find("truncated"),
             std::string::npos);
-  EXPECT_NE(error_of("\x80\x02" "a.").find("stack underflow"), std::string::npos);
+  EXPECT_NE(error_of("\x80\x02"
+                     "a.")
+                .find("stack underflow"),
+            std::string::npos);
   EXPECT_NE(error_of("\x80\x02h\x05.").find("memo index 5"), std::string::npos);
   EXPECT_NE(error_of("\x80\x02}u.").find("no MARK"), std::string::npos);
   EXPECT_NE(error_of("\x80\x06N.").find("unsupported pickle protocol 6"), std::string::npos);
@@ -114,25 +128,35 @@ TEST(Vm, HostileInputGivesOneError) {
   EXPECT_NE(error_of("\x80\x05\x97.").find("out-of-band buffer"), std::string::npos);
   EXPECT_NE(error_of("N\xff").find("not a pickle opcode"), std::string::npos);
   // Long-form PUT far beyond the memo must not allocate: it goes to the sparse memo.
-  EXPECT_EQ(run_plain("\x80\x02K\x01r\xff\xff\xff\xff" "0j\xff\xff\xff\xff."), "1");
+  EXPECT_EQ(run_plain("\x80\x02K\x01r\xff\xff\xff\xff"
+                      "0j\xff\xff\xff\xff."),
+            "1");
 }
 
 TEST(Vm, CyclesAndDeepNestingAreRefusedWhenRendered) {
   // l = []; l.append(l)
-  std::string cycle = P("\x80\x02]q\x00h\x00" "a.");
+  std::string cycle =
+      P("\x80\x02]q\x00h\x00"
+        "a.");
   EXPECT_NE(error_of(cycle).find("nesting deeper"), std::string::npos);
   std::string deep = "\x80\x02" + std::string(100000, ']') + std::string(99999, 'a') + ".";
   EXPECT_NE(error_of(deep).find("nesting deeper"), std::string::npos);
 }
 
 TEST(Vm, DuplicateDictKeysKeepFirstPositionLastValue) {
-  std::string p = P("\x80\x02}(X\x01\x00\x00\x00" "aK\x01X\x01\x00\x00\x00" "bK\x02X\x01\x00\x00\x00" "aK\x03u.");
+  std::string p =
+      P("\x80\x02}(X\x01\x00\x00\x00"
+        "aK\x01X\x01\x00\x00\x00"
+        "bK\x02X\x01\x00\x00\x00"
+        "aK\x03u.");
   EXPECT_EQ(run_plain(p), R"({"a":3,"b":2})");
 }
 
 TEST(Vm, ErrorsCarryByteOffsets) {
   try {
-    run_plain("\x80\x02K\x01K\x02" "a.");
+    run_plain(
+        "\x80\x02K\x01K\x02"
+        "a.");
     FAIL();
   } catch (const Error& error) {
     ASSERT_TRUE(error.byte_offset().has_value());
