@@ -202,26 +202,30 @@ std::vector<SourceDiff> diff_sources(const std::vector<SourceUsage>& a,
   return rows;
 }
 
-OnlyOnOneSide only_in_a(const std::vector<SourceDiff>& rows) {
+namespace {
+
+// Sources live on one side only (the other has no allocation of them), above
+// kOnlyOneSideMinBytes.
+OnlyOnOneSide only_on_one_side(const std::vector<SourceDiff>& rows, bool side_a) {
   OnlyOnOneSide only;
   for (const SourceDiff& row : rows) {
-    if (row.count_b == 0 && row.bytes_a > kOnlyOneSideMinBytes) {
+    uint64_t bytes = side_a ? row.bytes_a : row.bytes_b;
+    uint64_t other_count = side_a ? row.count_b : row.count_a;
+    if (other_count == 0 && bytes > kOnlyOneSideMinBytes) {
       ++only.sources;
-      only.bytes += row.bytes_a;
+      only.bytes += bytes;
     }
   }
   return only;
 }
 
+}  // namespace
+
+OnlyOnOneSide only_in_a(const std::vector<SourceDiff>& rows) {
+  return only_on_one_side(rows, true);
+}
 OnlyOnOneSide only_in_b(const std::vector<SourceDiff>& rows) {
-  OnlyOnOneSide only;
-  for (const SourceDiff& row : rows) {
-    if (row.count_a == 0 && row.bytes_b > kOnlyOneSideMinBytes) {
-      ++only.sources;
-      only.bytes += row.bytes_b;
-    }
-  }
-  return only;
+  return only_on_one_side(rows, false);
 }
 
 CompareResult compare_files(FileAnalysis& a, FileAnalysis& b, std::optional<int64_t> step,

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "report/format.h"
+#include "report/json_fields.h"
 
 namespace memsnap {
 namespace {
@@ -27,19 +28,6 @@ std::string settings_value(const ordered_json& value) {
     return fmt::format("{}", fmt::join(parts, ", "));
   }
   return value.dump();
-}
-
-ordered_json segments_json(const SegmentTotals& s) {
-  return ordered_json{{"count", s.count},
-                      {"total_size", s.total_size},
-                      {"allocated_size", s.allocated_size},
-                      {"active_size", s.active_size},
-                      {"awaiting_free_size", s.awaiting_free_size},
-                      {"inactive_size", s.inactive_size},
-                      {"fragmentation", s.fragmentation},
-                      {"expandable_count", s.expandable_count},
-                      {"private_pool_count", s.private_pool_count},
-                      {"block_count", s.block_count}};
 }
 
 std::string compression_note(const ParseResult& r) {
@@ -223,10 +211,7 @@ ordered_json render_parse_json(const ParseResult& r) {
   out["allocator_settings"] =
       r.allocator_settings.is_null() ? ordered_json::object() : r.allocator_settings;
   out["segments"] = segments_json(r.segments);
-  out["baseline"] = {{"baseline_at_start", r.baseline.baseline_at_start},
-                     {"segments_active", r.baseline.segments_active},
-                     {"pre_existing_freed", r.baseline.pre_existing_freed},
-                     {"profiling_still_live", r.baseline.profiling_still_live}};
+  out["baseline"] = baseline_json(r.baseline);
   ordered_json steps = ordered_json::object();
   for (const auto& step : r.steps) {
     steps[std::to_string(step.number)] = {

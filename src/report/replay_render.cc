@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "report/format.h"
+#include "report/json_fields.h"
 
 namespace memsnap {
 namespace {
@@ -63,23 +64,6 @@ ordered_json diff_json(const std::vector<SourceDiff>& rows, int top, bool counts
     }
   }
   return out;
-}
-
-ordered_json segments_json(const SegmentTotals& s) {
-  return {{"count", s.count},
-          {"total_size", s.total_size},
-          {"allocated_size", s.allocated_size},
-          {"active_size", s.active_size},
-          {"awaiting_free_size", s.awaiting_free_size},
-          {"inactive_size", s.inactive_size},
-          {"fragmentation", s.fragmentation}};
-}
-
-ordered_json baseline_json(const Baseline& b) {
-  return {{"baseline_at_start", b.baseline_at_start},
-          {"segments_active", b.segments_active},
-          {"pre_existing_freed", b.pre_existing_freed},
-          {"profiling_still_live", b.profiling_still_live}};
 }
 
 std::string signed_diff(uint64_t a, uint64_t b) {
