@@ -320,6 +320,15 @@ int run_cli(int argc, char** argv) {
       "safely and fast.\nThe file is never executed. .gz and .zst inputs are decompressed; "
       "'-' reads stdin."};
   app.name("memsnap");
+  app.footer(
+      "Examples:\n"
+      "  memsnap parse rank0.pickle                      what is in the file\n"
+      "  memsnap compare before.pickle after.pickle      why does after peak higher\n"
+      "  memsnap replay-to-time run.pickle --time 12.5   what was live at 12.5 s\n"
+      "  memsnap replay-step run.pickle --all-steps      every profiler step\n"
+      "  memsnap plot a.pickle b.pickle -o t.html        both runs on one timeline\n"
+      "Reports go to stdout (--json for tools); errors and progress to stderr.\n"
+      "Exit status: 0 ok, 1 unreadable or refused input, 2 usage error.");
   app.require_subcommand(1);
   app.set_version_flag("--version", "memsnap 0.1.0");
 
