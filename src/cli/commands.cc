@@ -49,11 +49,12 @@ LoadOptions load_options(const std::string& path, bool allow_objects) {
   LoadOptions options;
   options.allow_objects = allow_objects;
   if (::isatty(STDERR_FILENO) != 0) {
-    options.on_progress = [path, shown = false](uint64_t done, uint64_t total) mutable {
+    options.on_progress = [path, last_percent = -1](uint64_t done, uint64_t total) mutable {
       if (total < kProgressThreshold) return;
-      shown = true;
-      std::fprintf(stderr, "\rmemsnap: reading %s %3d%% (%s of %s)", path.c_str(),
-                   static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total)),
+      int percent = static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total));
+      if (percent == last_percent) return;  // at most 101 updates, whatever the size
+      last_percent = percent;
+      std::fprintf(stderr, "\rmemsnap: reading %s %3d%% (%s of %s)", path.c_str(), percent,
                    format_bytes(done).c_str(), format_bytes(total).c_str());
       if (done >= total) std::fprintf(stderr, "\r\033[K");
       std::fflush(stderr);
