@@ -157,16 +157,21 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
       throw Error(fmt::format("not a memory snapshot: the pickle holds a {}, not a dict",
                               pickle::kind_name(root.kind)));
     }
-    const Value* segments = vm.find(root, "segments");
-    const Value* traces = vm.find(root, "device_traces");
-    if (segments == nullptr && traces == nullptr) {
+    // Copies of the fields: decoding one may convert containers the root holds.
+    const Value* segments_field = vm.find(root, "segments");
+    const Value* traces_field = vm.find(root, "device_traces");
+    if (segments_field == nullptr && traces_field == nullptr) {
       throw Error(
           "not a memory snapshot: the pickle is a dict without 'segments' or "
           "'device_traces'");
     }
-    if (segments != nullptr) decode_segments(vm, *segments);
-    if (traces != nullptr) decode_traces(vm, *traces);
-    if (const Value* notes = vm.find(root, "external_annotations")) decode_annotations(vm, *notes);
+    std::optional<Value> segments = segments_field ? std::optional(*segments_field) : std::nullopt;
+    std::optional<Value> traces = traces_field ? std::optional(*traces_field) : std::nullopt;
+    if (segments) decode_segments(vm, *segments);
+    if (traces) decode_traces(vm, *traces);
+    if (const Value* notes = vm.find(root, "external_annotations")) {
+      decode_annotations(vm, *notes);
+    }
     if (const Value* settings = vm.find(root, "allocator_settings")) {
       model_.allocator_settings = pickle::to_plain_json(vm, *settings);
     }
@@ -203,7 +208,7 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     return value != nullptr ? as_u64(*value).value_or(fallback) : fallback;
   }
 
-  void decode_segments(Vm& vm, const Value& raw) {
+  void decode_segments(Vm& vm, Value raw) {
     for (const Value& item : list_items(vm, raw)) {
       Value dict = vm.resolve(item);
       if (dict.kind != Kind::kDict) {
@@ -271,7 +276,7 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     }
   }
 
-  void decode_traces(Vm& vm, const Value& raw) {
+  void decode_traces(Vm& vm, Value raw) {
     std::vector<std::vector<std::pair<uint64_t, uint64_t>>> ranges;
     for (const Value& device_list : list_view(vm, raw)) {
       auto& device_ranges = ranges.emplace_back();
@@ -336,7 +341,7 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     model_.events = std::move(fresh);
   }
 
-  void decode_annotations(Vm& vm, const Value& raw) {
+  void decode_annotations(Vm& vm, Value raw) {
     for (const Value& item : list_items(vm, raw)) {
       Value dict = vm.resolve(item);
       const Value* name = dict.kind == Kind::kDict ? vm.find(dict, "name") : nullptr;
