@@ -1,0 +1,93 @@
+// The plot's data: downsampling keeps every peak within its point budget, and
+// the embedded lifetimes give the same live set as the replay.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "analysis/replay_reports.h"
+#include "analysis/timeline.h"
+#include "model_builder.h"
+
+namespace memsnap {
+namespace {
+
+TEST(Bucketize, KeepsThePeakAndTheBudget) {
+  std::mt19937_64 random(7);
+  std::vector<double> positions;
+  std::vector<double> values;
+  double value = 0;
+  double peak = 0;
+  for (int i = 0; i < 200000; ++i) {
+    positions.push_back(i * 3.0);
+    value += static_cast<double>(static_cast<int>(random() % 2001) - 1000);
+    values.push_back(value);
+    peak = std::max(peak, value);
+  }
+  for (uint64_t budget : {1, 7, 1000, 65536}) {
+    Buckets buckets = bucketize(positions, values, positions.back(), 1.0, budget);
+    ASSERT_LE(buckets.max.size(), budget);
+    ASSERT_EQ(buckets.min.size(), buckets.max.size());
+    EXPECT_EQ(*std::max_element(buckets.max.begin(), buckets.max.end()), peak) << budget;
+  }
+}
+
+TEST(Bucketize, EmptyBucketsCarryTheLastValue) {
+  Buckets buckets = bucketize({0, 100}, {5, 9}, 100, 10, 1000);
+  ASSERT_EQ(buckets.max.size(), 11u);
+  EXPECT_EQ(buckets.min[0], 0);  // the value carried in: the trace starts at delta 0
+  EXPECT_EQ(buckets.max[0], 5);
+  for (size_t b = 1; b < 10; ++b) {
+    EXPECT_EQ(buckets.min[b], 5);
+    EXPECT_EQ(buckets.max[b], 5);
+  }
+  EXPECT_EQ(buckets.max[10], 9);
+}
+
+TEST(Timeline, LifetimesReproduceTheReplay) {
+  testing::ModelBuilder b;
+  StackId forward = b.stack({{"forward", "/home/me/model.py", 10}});
+  StackId backward = b.stack({{"backward", "/home/me/model.py", 20}});
+  std::mt19937_64 random(11);
+  std::vector<uint64_t> live;
+  int64_t time = 1'000'000;
+  for (int i = 0; i < 3000; ++i) {
+    time += static_cast<int64_t>(random() % 50);
+    if (!live.empty() && random() % 3 == 0) {
+      size_t pick = random() % live.size();
+      b.free(live[pick], 0, time);
+      live.erase(live.begin() + static_cast<ptrdiff_t>(pick));
+    } else {
+      uint64_t addr = 0x1000 * (1 + random() % 500);  // reuse happens: replaced blocks
+      b.alloc(addr, 512 + random() % 4096, time, random() % 2 == 0 ? forward : backward);
+      if (std::find(live.begin(), live.end(), addr) == live.end()) live.push_back(addr);
+    }
+  }
+  FileAnalysis file = analyze_file("test", b.model, std::nullopt);
+  RunTimeline run = build_timeline(file, "test", 1.0, 1);
+  const Lifetimes& life = run.lifetimes;
+  for (double seconds : {0.0, 0.01, 0.02, 0.05, 1.0}) {
+    TimeSide side = replay_to_time(file, seconds, 1);
+    auto limit = static_cast<uint64_t>(std::llround(side.time_s * 1e6));
+    std::map<std::string, std::pair<uint64_t, uint64_t>> from_lifetimes;
+    for (size_t i = 0; i < life.start_us.size(); ++i) {
+      bool live_at = life.start_us[i] <= limit &&
+                     (life.end_us[i] == Lifetimes::kStillLive || life.end_us[i] > limit);
+      if (!live_at) continue;
+      auto& [bytes, count] = from_lifetimes[run.sources[life.source[i]]];
+      bytes += life.size[i];
+      ++count;
+    }
+    ASSERT_EQ(from_lifetimes.size(), side.sources.size()) << seconds;
+    for (const SourceUsage& row : side.sources) {
+      EXPECT_EQ(from_lifetimes[row.source].first, row.bytes) << row.source << " at " << seconds;
+      EXPECT_EQ(from_lifetimes[row.source].second, row.count) << row.source << " at " << seconds;
+    }
+  }
+  // The time buckets' maximum is the replay's peak delta.
+  EXPECT_EQ(*std::max_element(run.time_buckets.max.begin(), run.time_buckets.max.end()),
+            static_cast<double>(file.analysis.totals.peak_delta));
+}
+
+}  // namespace
+}  // namespace memsnap
