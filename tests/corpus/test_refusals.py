@@ -22,9 +22,11 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/
+import testlib  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 MAKER = HERE / 'make_refusals.py'
@@ -121,16 +123,10 @@ def main(argv=None):
     ap.add_argument('--work', help='directory for the corpus (default: a temp dir)')
     ap.add_argument('--jobs', type=int, default=min(8, 2 * (os.cpu_count() or 1)))
     args = ap.parse_args(argv)
-    memsnap = os.path.abspath(args.memsnap)
-    if not os.access(memsnap, os.X_OK):
-        print('FAIL setup: %s is not an executable' % memsnap)
+    memsnap, work, tmp = testlib.memsnap_and_workdir(args.memsnap, args.work, 'memsnap-refusals-')
+    if memsnap is None:
         return 1
     start = time.time()
-    tmp = None
-    work = args.work
-    if not work:
-        tmp = tempfile.TemporaryDirectory(prefix='memsnap-refusals-')
-        work = tmp.name
     gen = subprocess.run([sys.executable, str(MAKER), work], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, timeout=300)
     if gen.returncode != 0:

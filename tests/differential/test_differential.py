@@ -27,9 +27,11 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/
+import testlib  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -245,16 +247,10 @@ def main(argv=None):
     ap.add_argument('--real', default=str(REAL), help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
 
-    memsnap = os.path.abspath(args.memsnap)
-    if not os.access(memsnap, os.X_OK):
-        print('FAIL setup: %s is not an executable' % memsnap)
+    memsnap, work, tmp = testlib.memsnap_and_workdir(args.memsnap, args.work, 'memsnap-differential-')
+    if memsnap is None:
         return 1
     start = time.time()
-    tmp = None
-    work = args.work
-    if not work:
-        tmp = tempfile.TemporaryDirectory(prefix='memsnap-differential-')
-        work = tmp.name
     corpus = os.path.join(work, 'corpus')
     gen = subprocess.run([sys.executable, str(GENERATOR), '--corpus', corpus],
                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)

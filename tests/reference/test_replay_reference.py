@@ -54,9 +54,11 @@ import os
 import pickle
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/
+import testlib  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
@@ -490,16 +492,10 @@ def main(argv=None):
     ap.add_argument('--real', default=str(REAL), help='folder of real snapshots')
     ap.add_argument('--no-real', action='store_true', help='skip the real snapshots')
     args = ap.parse_args(argv)
-    memsnap = os.path.abspath(args.memsnap)
-    if not os.access(memsnap, os.X_OK):
-        print('FAIL setup: %s is not an executable' % memsnap)
+    memsnap, work, tmp = testlib.memsnap_and_workdir(args.memsnap, args.work, 'memsnap-replay-reference-')
+    if memsnap is None:
         return 1
     started = time.time()
-    tmp = None
-    work = args.work
-    if not work:
-        tmp = tempfile.TemporaryDirectory(prefix='memsnap-replay-reference-')
-        work = tmp.name
     os.makedirs(work, exist_ok=True)
 
     counts = {'PASS': 0, 'FAIL': 0, 'SKIP': 0}
