@@ -134,7 +134,10 @@ Value Vm::new_container(Kind kind) {
   }
   Container& slot = containers_[index];
   slot.items.clear();
-  if (slot.items.capacity() == 0 && !recycled_items_.empty()) slot.items = take_recycled_items();
+  if (slot.items.capacity() == 0 && !recycled_items_.empty()) {
+    slot.items = std::move(recycled_items_.back());
+    recycled_items_.pop_back();
+  }
   slot.memo_refs = 0;
   slot.converted = false;
   Value value;
@@ -142,20 +145,6 @@ Value Vm::new_container(Kind kind) {
   value.size = slot.generation;
   value.payload = index;
   return value;
-}
-
-Vm::Container& Vm::container(const Value& value) {
-  return const_cast<Container&>(std::as_const(*this).container(value));
-}
-
-const Vm::Container& Vm::container(const Value& value) const {
-  const Container& slot = containers_[value.payload];
-  if (slot.generation != value.size) {
-    throw Error(
-        "a trace entry dict is referenced a second time after memsnap consumed it; "
-        "this is not how PyTorch writes snapshots");
-  }
-  return slot;
 }
 
 Value Vm::view_value(Kind kind, uint64_t offset, uint64_t length) {
@@ -179,18 +168,6 @@ std::string_view Vm::view(const Value& value) const {
     return std::string_view(owned_).substr(value.payload, value.size);
   }
   return {reinterpret_cast<const char*>(input_.data() + value.payload), value.size};
-}
-
-Value Vm::resolve(const Value& value) const {
-  if (!value.is_container()) return value;
-  const Container& slot = container(value);
-  return slot.converted ? slot.substitute : value;
-}
-
-std::span<const Value> Vm::items(const Value& value) const {
-  const Container& slot = container(value);
-  if (slot.converted) return {};
-  return slot.items;
 }
 
 const Value* Vm::find(const Value& dict, std::string_view key) const {
@@ -226,11 +203,15 @@ void Vm::replace_container(const Value& value, Value substitute, bool reuse_slot
   std::vector<Value>().swap(slot.items);
 }
 
-void Vm::memo_put(uint64_t index, const Value& value) {
+void Vm::fail_stale_reference() const {
+  throw Error(
+      "a trace entry dict is referenced a second time after memsnap consumed it; "
+      "this is not how PyTorch writes snapshots");
+}
+
+void Vm::memo_put_slow(uint64_t index, const Value& value) {
   bool was_defined = false;
-  if (index == memo_.size() && sparse_memo_.empty()) {  // MEMOIZE, BINPUT in order
-    memo_.push_back(value);
-  } else if (index < memo_.size()) {
+  if (index < memo_.size()) {
     was_defined = memo_[index].kind != Kind::kUndefined;
     memo_[index] = value;
   } else if (index == memo_.size()) {
@@ -245,11 +226,7 @@ void Vm::memo_put(uint64_t index, const Value& value) {
     was_defined = !inserted;
   }
   if (!was_defined) ++memo_count_;
-  if (value.is_container()) {
-    Container& slot = container(value);
-    slot.memo_slot = index;
-    if (slot.memo_refs < 2) ++slot.memo_refs;
-  }
+  if (value.is_container()) note_memoized(value, index);
 }
 
 Value Vm::memo_get_slow(uint64_t index) const {
@@ -258,12 +235,6 @@ Value Vm::memo_get_slow(uint64_t index) const {
   throw Error(fmt::format("memo index {} is not defined (opcode {} at byte offset {})", index,
                           opcode_name(op_), op_offset_),
               op_offset_);
-}
-
-std::vector<Value> Vm::take_recycled_items() {
-  std::vector<Value> items = std::move(recycled_items_.back());
-  recycled_items_.pop_back();
-  return items;
 }
 
 void Vm::append_range(Value& list, const Value* first, const Value* last) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
@@ -91,8 +92,19 @@ class Vm {
   // Reading values.
   [[nodiscard]] std::string_view view(const Value& value) const;
   // Follows a container that an observer converted in place to its substitute.
-  [[nodiscard]] Value resolve(const Value& value) const;
-  [[nodiscard]] std::span<const Value> items(const Value& value) const;
+  [[nodiscard]] Value resolve(const Value& value) const {
+    if (!value.is_container()) return value;
+    const Container& slot = container(value);
+    return slot.converted ? slot.substitute : value;
+  }
+  // Items of a container (dicts: key, value, key, value, ...); empty for
+  // anything else and for converted containers.
+  [[nodiscard]] std::span<const Value> items(const Value& value) const {
+    if (!value.is_container()) return {};
+    const Container& slot = container(value);
+    if (slot.converted) return {};
+    return slot.items;
+  }
   // Last value stored under a str key in a dict (pickle dicts may repeat keys).
   [[nodiscard]] const Value* find(const Value& dict, std::string_view key) const;
 
@@ -144,12 +156,35 @@ class Vm {
   size_t pop_mark();
 
   Value new_container(Kind kind);
-  Container& container(const Value& value);
-  const Container& container(const Value& value) const;
+  [[noreturn]] void fail_stale_reference() const;
+  Container& container(const Value& value) {
+    return const_cast<Container&>(std::as_const(*this).container(value));
+  }
+  const Container& container(const Value& value) const {
+    const Container& slot = containers_[value.payload];
+    if (slot.generation != value.size) [[unlikely]]
+      fail_stale_reference();
+    return slot;
+  }
   Value view_value(Kind kind, uint64_t offset, uint64_t length);
   Value owned_value(Kind kind, std::string_view bytes, uint8_t extra_flags = 0);
 
-  void memo_put(uint64_t index, const Value& value);
+  // MEMOIZE and in-order PUTs append; anything else takes the slow path.
+  [[gnu::always_inline]] void memo_put(uint64_t index, const Value& value) {
+    if (index == memo_.size() && sparse_memo_.empty()) [[likely]] {
+      memo_.push_back(value);
+      ++memo_count_;
+      if (value.is_container()) note_memoized(value, index);
+      return;
+    }
+    memo_put_slow(index, value);
+  }
+  void memo_put_slow(uint64_t index, const Value& value);
+  void note_memoized(const Value& value, uint64_t index) {
+    Container& slot = container(value);
+    slot.memo_slot = index;
+    if (slot.memo_refs < 2) ++slot.memo_refs;
+  }
   [[gnu::always_inline]] Value memo_get(uint64_t index) const {
     if (index < memo_.size() && memo_[index].kind != Kind::kUndefined) [[likely]] {
       return memo_[index];
@@ -162,7 +197,6 @@ class Vm {
   // APPENDS: items the observer does not want (anything but a dict) are
   // copied in bulk.
   void append_range(Value& list, const Value* first, const Value* last);
-  std::vector<Value> take_recycled_items();
   void refuse_or_placeholder(uint8_t opcode, std::string_view name);
 
   Value parse_int_text(std::string_view text, bool allow_bool);
