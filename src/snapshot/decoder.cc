@@ -115,11 +115,17 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     if (value.kind == Kind::kStack) return StackId{static_cast<uint32_t>(value.payload)};
     if (value.kind != Kind::kList && value.kind != Kind::kTuple) return StackId{};
     scratch_frames_.clear();
+    // frame_of converts frame dicts only, never this list, and converting
+    // allocates no container, so the span stays valid through the loop.
     std::span<const Value> items = vm.items(value);
-    for (size_t i = 0; i < items.size(); ++i) {
-      FrameId id = frame_of(vm, items[i]);
+    scratch_frames_.reserve(items.size());
+    for (const Value& item : items) {
+      if (item.kind == Kind::kFrame) {  // the memo already holds the interned frame
+        scratch_frames_.push_back(FrameId{static_cast<uint32_t>(item.payload)});
+        continue;
+      }
+      FrameId id = frame_of(vm, item);
       if (id.valid()) scratch_frames_.push_back(id);
-      items = vm.items(value);  // frame_of may have converted this very list
     }
     StackId id = model_.stacks.intern(scratch_frames_);
     vm.replace_container(value, Value{Kind::kStack, 0, 0, id.value}, /*reuse_slot=*/false);
