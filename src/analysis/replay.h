@@ -56,11 +56,6 @@ class Replay {
   [[nodiscard]] const ReplayTotals& totals() const { return totals_; }
   [[nodiscard]] const LiveSet& live() const { return live_; }
   [[nodiscard]] int64_t delta() const { return totals_.end_delta; }
-  void seed(const LiveSet& live) { live_ = live; }
-  void reset_peak() {
-    totals_.peak_delta = totals_.end_delta;
-    totals_.peak_event = kNoEvent;
-  }
 
  private:
   const Snapshot& snapshot_;

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "analysis/source_key.h"
+#include "analysis/trace_analysis.h"
 #include "io/error.h"
 #include "report/format.h"
 
@@ -128,8 +128,8 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
 
   // Event counts, time span, oom entries and throughput by source: one pass.
   std::array<uint64_t, kActionCount> action_counts{};
-  SourceKeys keys(snapshot, options.frame_depth);
-  absl::flat_hash_map<uint32_t, std::pair<uint64_t, uint64_t>> by_stack;  // bytes, count
+  SourceIndex source_ids(snapshot, options.frame_depth);
+  std::vector<SourceThroughput> by_source;  // indexed by source id
   int64_t first_time = 0;
   int64_t last_time = 0;
   for (uint64_t i = trace->begin; i < trace->end; ++i) {
@@ -144,9 +144,10 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
       last_time = events.time_us[i];
     }
     if (action == Action::kAlloc) {
-      auto& [bytes, count] = by_stack[events.stack[i].value];
-      bytes += events.size[i];
-      ++count;
+      uint32_t source = source_ids.of(events.stack[i]);
+      if (source >= by_source.size()) by_source.resize(source + 1);
+      by_source[source].throughput_bytes += events.size[i];
+      ++by_source[source].alloc_count;
     } else if (action == Action::kOom) {
       OomReport oom{i, events.size[i], std::nullopt, events.time_us[i]};
       if (auto it = events.device_free.find(i); it != events.device_free.end()) {
@@ -164,18 +165,11 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
   result.has_time = first_time != 0;
   result.trace_duration_s = static_cast<double>(last_time - first_time) / 1e6;
 
-  absl::flat_hash_map<std::string, SourceThroughput> by_source;
-  for (const auto& [stack, totals] : by_stack) {
-    const std::string& key = keys.key(StackId{stack});
-    SourceThroughput& row = by_source[key];
-    row.source = key;
-    row.throughput_bytes += totals.first;
-    row.alloc_count += totals.second;
+  for (uint32_t source = 0; source < by_source.size(); ++source) {
+    by_source[source].source = source_ids.name(source);
   }
   result.distinct_sources = by_source.size();
-  std::vector<SourceThroughput> sources;
-  sources.reserve(by_source.size());
-  for (auto& [key, row] : by_source) sources.push_back(std::move(row));
+  std::vector<SourceThroughput> sources = std::move(by_source);
   std::sort(sources.begin(), sources.end(), [](const auto& a, const auto& b) {
     return a.throughput_bytes != b.throughput_bytes ? a.throughput_bytes > b.throughput_bytes
                                                     : a.source < b.source;
@@ -200,7 +194,9 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
       row.device = device;
       row.segments = segment_totals(snapshot, device);
       if (const DeviceTrace* device_trace = snapshot.trace_of(device)) {
-        ReplayTotals totals = replay_device(snapshot, *device_trace);
+        // The chosen device was replayed above.
+        ReplayTotals totals =
+            device == result.device ? result.replay : replay_device(snapshot, *device_trace);
         row.event_count = device_trace->count();
         row.alloc_count = totals.alloc_count;
         row.peak_delta = totals.peak_delta;

@@ -485,7 +485,6 @@ Value Vm::run() {
         break;
       }
       case kStop: {
-        stop_offset_ = op_offset_;
         if (!marks_.empty()) fail("STOP inside an unclosed MARK");
         if (stack_.size() != 1) {
           fail(stack_.empty() ? std::string("stack underflow: STOP with an empty stack")

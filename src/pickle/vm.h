@@ -86,8 +86,6 @@ class Vm {
   Value run();
 
   [[nodiscard]] int protocol() const { return protocol_; }
-  [[nodiscard]] uint64_t stop_offset() const { return stop_offset_; }
-  [[nodiscard]] uint64_t memo_size() const { return memo_count_; }
 
   // Reading values.
   [[nodiscard]] std::string_view view(const Value& value) const;
@@ -211,7 +209,6 @@ class Vm {
   uint64_t op_offset_ = 0;
   uint8_t op_ = 0;
   int protocol_ = 0;
-  uint64_t stop_offset_ = 0;
 
   ValueStack stack_;
   std::vector<size_t> marks_;
