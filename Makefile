@@ -40,7 +40,7 @@ $(ASAN_BUILD)/build.ninja:
 test-asan: setup $(ASAN_BUILD)/build.ninja
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j $(JOBS) -E '^(golden)$$'
+	  ctest --output-on-failure -j $(JOBS) -E '^(golden|golden_fixtures)$$'
 
 # Coverage-guided fuzzing of the pickle VM with libFuzzer (clang); new finds
 # land in fuzz/corpus and become regression tests. FUZZ_SECONDS=60 by default.

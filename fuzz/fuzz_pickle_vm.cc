@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "io/error.h"
+#include "memsnap/error.h"
 #include "io/input.h"
-#include "pickle/tree.h"
+#include "pickle/json.h"
 #include "pickle/vm.h"
 #include "snapshot/decoder.h"
 

@@ -1,5 +1,5 @@
-#include "cli/commands.h"
+#include "cli/command.h"
 
 int main(int argc, char** argv) {
-  return memsnap::run_cli(argc, argv);
+  return memsnap::cli::run_cli(argc, argv);
 }

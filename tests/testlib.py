@@ -18,3 +18,38 @@ def memsnap_and_workdir(memsnap_arg, work_arg, prefix):
         return memsnap, work_arg, None
     scratch = tempfile.TemporaryDirectory(prefix=prefix)
     return memsnap, scratch.name, scratch
+
+
+# Exit status of a driver whose selected part could not run (the fixtures
+# folder is absent): CTest reports the test as skipped, not passed, when its
+# SKIP_RETURN_CODE property is this value.
+SKIPPED = 77
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DEFAULT_FIXTURES = os.path.join(REPO, '..', 'shared', 'fixtures', 'real')
+
+
+def add_part_arguments(parser, parts):
+    """--fixtures DIR and --only PART...: CTest registers the part that reads
+    the real fixtures as its own test, so that its skip shows as a skip."""
+    parser.add_argument('--fixtures', default=DEFAULT_FIXTURES,
+                        help='folder of real snapshots (default: ../shared/fixtures/real)')
+    parser.add_argument('--only', nargs='+', choices=parts, default=list(parts),
+                        help='run only these parts (default: all)')
+
+
+def fixtures_missing(args):
+    """True, after a SKIP line, when the fixtures part is selected but its
+    folder is absent."""
+    if 'fixtures' not in args.only or os.path.isdir(args.fixtures):
+        return False
+    print('SKIP fixtures: %s is absent' % args.fixtures)
+    return True
+
+
+def exit_status(failed, fixtures_skipped):
+    """1 on any failure, else SKIPPED when the fixtures could not be read,
+    else 0: a run that skipped its fixtures never reads as a plain pass."""
+    if failed:
+        return 1
+    return SKIPPED if fixtures_skipped else 0

@@ -3,291 +3,30 @@
  * Plain ES2020, no framework, no network. Reads the JSON that `memsnap plot`
  * embedded in <script id="memsnap-data">, decodes every base64 column once into
  * typed arrays, and draws one line per run with uPlot (embedded as the global
- * `uPlot`). The data contract is described in web/README.md.
+ * `uPlot`). The DOM-free part (formatting, decoding, regrouping, the live-at
+ * scan) is web/transforms.js, loaded before this file as the global
+ * `MemsnapTransforms`. The data contract is described in web/README.md.
  */
 'use strict';
 
 (() => {
-  const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'];
+  const T = globalThis.MemsnapTransforms;
+  if (!T) {
+    // A page assembled without the TRANSFORMS_JS placeholder: say so instead of a blank page.
+    const el = document.getElementById('error');
+    el.hidden = false;
+    el.textContent = 'This page could not show the data: its transforms script (web/transforms.js) is missing.';
+    return;
+  }
+  const {
+    formatBytes, formatSignedBytes, formatCount, formatSignedCount, formatAxisBytes, formatSeconds,
+    decimalsFor, formatIndexTick, esc, withAlpha,
+  } = T;
   const COLORS = ['#2563eb', '#ea580c', '#059669', '#7c3aed', '#db2777', '#0891b2', '#65a30d', '#b45309', '#475569'];
   const OOM_COLOR = '#dc2626';
   const CLICK_COLOR = '#111827';
-  // Event-index view: about this many buckets (each drawn as its min and max) per run.
-  const INDEX_POINT_BUDGET = 4000;
-  // Wall-clock view: never more buckets than this, whatever the precision asked for.
-  const TIME_POINT_LIMIT = 50000;
-  const EPS = 1e-9;
 
   const $ = (id) => document.getElementById(id);
-
-  // ---------------------------------------------------------------- formatting
-
-  // Same output as the C++ format_bytes: "N B" below 1 KiB, else 2 decimals, 1024-based.
-  function formatBytes(n) {
-    if (!Number.isFinite(n)) return '–';
-    if (n < 1024) return `${Math.round(n)} B`;
-    let value = n;
-    let unit = 0;
-    while (value >= 1024 && unit + 1 < UNITS.length) {
-      value /= 1024;
-      unit += 1;
-    }
-    return `${value.toFixed(2)} ${UNITS[unit]}`;
-  }
-
-  function formatSignedBytes(n) {
-    if (!Number.isFinite(n)) return '–';
-    if (n === 0) return '0 B';
-    return (n < 0 ? '-' : '+') + formatBytes(Math.abs(n));
-  }
-
-  function formatCount(n) {
-    if (!Number.isFinite(n)) return '–';
-    return Math.round(n).toLocaleString('en-US');
-  }
-
-  function formatSignedCount(n) {
-    if (!Number.isFinite(n)) return '–';
-    if (n === 0) return '0';
-    return (n < 0 ? '-' : '+') + formatCount(Math.abs(n));
-  }
-
-  // Axis labels: shortest form, up to 2 decimals ("1.5 GiB", "512 MiB").
-  function formatAxisBytes(v) {
-    if (v === 0) return '0';
-    const sign = v < 0 ? '-' : '';
-    let value = Math.abs(v);
-    let unit = 0;
-    while (value >= 1024 && unit + 1 < UNITS.length) {
-      value /= 1024;
-      unit += 1;
-    }
-    return `${sign}${Number(value.toFixed(2))} ${UNITS[unit]}`;
-  }
-
-  function formatSeconds(s) {
-    if (!Number.isFinite(s)) return '–';
-    return `${s.toFixed(6)} s`;
-  }
-
-  function decimalsFor(incr) {
-    if (!(incr > 0)) return 0;
-    return Math.max(0, Math.min(6, Math.ceil(-Math.log10(incr) - EPS)));
-  }
-
-  function formatIndexTick(v, incr) {
-    const a = Math.abs(v);
-    if (a >= 1e6 && incr >= 1e5) return `${Number((v / 1e6).toFixed(decimalsFor(incr / 1e6)))}M`;
-    return formatCount(v);
-  }
-
-  function esc(s) {
-    return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
-  }
-
-  function withAlpha(hex, alpha) {
-    const n = parseInt(hex.slice(1), 16);
-    return `rgba(${(n >> 16) & 255}, ${(n >> 8) & 255}, ${n & 255}, ${alpha})`;
-  }
-
-  // Order of std::string::compare on UTF-8 bytes, i.e. code point order. JS `<`
-  // compares UTF-16 units, which differs only for astral characters (surrogates)
-  // against U+E000..U+FFFF.
-  function compareNames(a, b) {
-    if (a === b) return 0;
-    const n = Math.min(a.length, b.length);
-    for (let i = 0; i < n; i++) {
-      const x = a.charCodeAt(i);
-      const y = b.charCodeAt(i);
-      if (x !== y) {
-        const xs = x >= 0xd800 && x <= 0xdfff;
-        const ys = y >= 0xd800 && y <= 0xdfff;
-        if (xs !== ys) return xs ? 1 : -1;
-        return x < y ? -1 : 1;
-      }
-    }
-    return a.length - b.length;
-  }
-
-  // ---------------------------------------------------------------- decoding
-
-  const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
-
-  function decodeBase64(b64) {
-    if (typeof b64 !== 'string' || b64.length === 0) return new Uint8Array(0);
-    const bin = atob(b64);
-    const n = bin.length;
-    const out = new Uint8Array(n);
-    for (let i = 0; i < n; i++) out[i] = bin.charCodeAt(i);
-    return out;
-  }
-
-  function column(b64, count, kind, what) {
-    const width = kind === 'f64' ? 8 : 4;
-    const bytes = decodeBase64(b64);
-    if (bytes.length !== count * width) {
-      throw new Error(`${what}: expected ${count} ${kind} values (${count * width} bytes), got ${bytes.length} bytes`);
-    }
-    if (LITTLE_ENDIAN) {
-      return kind === 'f64' ? new Float64Array(bytes.buffer, 0, count) : new Uint32Array(bytes.buffer, 0, count);
-    }
-    const view = new DataView(bytes.buffer);
-    const out = kind === 'f64' ? new Float64Array(count) : new Uint32Array(count);
-    for (let i = 0; i < count; i++) out[i] = kind === 'f64' ? view.getFloat64(i * 8, true) : view.getUint32(i * 4, true);
-    return out;
-  }
-
-  function count(obj) {
-    const n = obj && Number(obj.count);
-    return Number.isFinite(n) && n > 0 ? n : 0;
-  }
-
-  function decodeBuckets(raw, widthKey, what) {
-    const n = count(raw);
-    if (n === 0) return null;
-    const width = Number(raw[widthKey]);
-    if (!(width > 0)) throw new Error(`${what}: ${widthKey} must be positive`);
-    return {
-      width,
-      count: n,
-      min: column(raw.min, n, 'f64', `${what}.min`),
-      max: column(raw.max, n, 'f64', `${what}.max`),
-    };
-  }
-
-  function decodeLifetimes(raw, what) {
-    const n = count(raw);
-    if (n === 0) return null;
-    const timeKind = raw.time_type === 'f64' ? 'f64' : 'u32';
-    return {
-      count: n,
-      f64: timeKind === 'f64',
-      start: column(raw.start_us, n, timeKind, `${what}.start_us`),
-      end: column(raw.end_us, n, timeKind, `${what}.end_us`),
-      size: column(raw.size, n, 'f64', `${what}.size`),
-      source: column(raw.source, n, 'u32', `${what}.source`),
-    };
-  }
-
-  // Annotation bars are stacked: depth = how many earlier ones are still open.
-  function annotationDepths(list) {
-    const order = list.map((_, i) => i).sort((a, b) => list[a].start_s - list[b].start_s);
-    const depth = new Array(list.length).fill(0);
-    const open = [];
-    for (const i of order) {
-      const start = list[i].start_s;
-      for (let k = open.length - 1; k >= 0; k--) if (open[k] <= start) open.splice(k, 1);
-      depth[i] = open.length;
-      open.push(list[i].end_s == null ? Infinity : list[i].end_s);
-    }
-    return depth;
-  }
-
-  function prepareRun(raw, ordinal) {
-    const what = `runs[${ordinal}]`;
-    const stats = raw.stats || {};
-    const reservedCount = count(raw.reserved);
-    const run = {
-      ordinal,
-      label: raw.label != null && raw.label !== '' ? String(raw.label) : `run ${ordinal + 1}`,
-      file: raw.file != null ? String(raw.file) : '',
-      device: raw.device,
-      color: COLORS[ordinal % COLORS.length],
-      stats,
-      baseline: Number(stats.baseline) || 0,
-      time: decodeBuckets(raw.time_buckets, 'bucket_us', `${what}.time_buckets`),
-      index: decodeBuckets(raw.index_buckets, 'bucket_events', `${what}.index_buckets`),
-      reserved: reservedCount > 0
-        ? {
-          count: reservedCount,
-          t: column(raw.reserved.t_us, reservedCount, 'f64', `${what}.reserved.t_us`),
-          bytes: column(raw.reserved.bytes, reservedCount, 'f64', `${what}.reserved.bytes`),
-        }
-        : null,
-      steps: Array.isArray(raw.steps) ? raw.steps : [],
-      annotations: Array.isArray(raw.annotations) ? raw.annotations : [],
-      oom: Array.isArray(raw.oom) ? raw.oom : [],
-      sources: Array.isArray(raw.sources) ? raw.sources.map(String) : [],
-      life: decodeLifetimes(raw.lifetimes, `${what}.lifetimes`),
-      visible: true,
-    };
-    run.annotationDepth = annotationDepths(run.annotations);
-    run.timeSpanUs = run.time ? run.time.count * run.time.width : 0;
-    run.durationS = run.time ? Math.max(run.timeSpanUs / 1e6, Number(stats.duration_s) || 0) : 0;
-    return run;
-  }
-
-  // ---------------------------------------------------------------- aggregation
-
-  // Display bucket j covers [edges[j], edges[j+1]) on the x axis (base units:
-  // µs or events). It takes the min of the mins and the max of the maxes of
-  // every base bucket that overlaps it, so the true peak and trough always
-  // survive. Arrays get one entry per edge: the last one closes the last step.
-  // null past the run's end.
-  function regroup(buckets, edges, offset) {
-    const n = edges.length - 1;
-    const lo = new Array(n + 1).fill(null);
-    const hi = new Array(n + 1).fill(null);
-    const { width, count: total, min, max } = buckets;
-    let last = -1;
-    for (let j = 0; j < n; j++) {
-      const i0 = Math.floor(edges[j] / width + EPS);
-      if (i0 >= total) break;
-      let i1 = Math.ceil(edges[j + 1] / width - EPS) - 1;
-      if (i1 >= total) i1 = total - 1;
-      if (i1 < i0) i1 = i0;
-      let a = Infinity;
-      let b = -Infinity;
-      for (let i = i0; i <= i1; i++) {
-        if (min[i] < a) a = min[i];
-        if (max[i] > b) b = max[i];
-      }
-      lo[j] = a + offset;
-      hi[j] = b + offset;
-      last = j;
-    }
-    if (last >= 0) {
-      lo[last + 1] = lo[last];
-      hi[last + 1] = hi[last];
-    }
-    return { lo, hi, last };
-  }
-
-  // Reserved bytes: a step series (bytes[k] from t[k] on). Each display bucket
-  // shows the largest value in effect during it.
-  function regroupSteps(reserved, edges, last) {
-    const out = new Array(edges.length).fill(null);
-    const { t, bytes, count: total } = reserved;
-    let p = -1;
-    for (let j = 0; j <= last; j++) {
-      const x0 = edges[j];
-      const x1 = edges[j + 1];
-      while (p + 1 < total && t[p + 1] <= x0) p++;
-      let m = p >= 0 ? bytes[p] : -Infinity;
-      for (let q = p + 1; q < total && t[q] < x1; q++) if (bytes[q] > m) m = bytes[q];
-      out[j] = m === -Infinity ? null : m;
-    }
-    if (last >= 0) out[last + 1] = out[last];
-    return out;
-  }
-
-  function uniformEdges(G, span) {
-    const n = Math.max(1, Math.ceil(span / G - EPS));
-    return Array.from({ length: n + 1 }, (_, j) => j * G);
-  }
-
-  // Event-index edges: `coarse` steps everywhere, `fine` steps inside
-  // [from, to). Every edge stays a multiple of the base bucket.
-  function zoomedEdges(coarse, fine, from, to, span) {
-    const edges = [];
-    let x = 0;
-    while (x < span) {
-      edges.push(x);
-      x += x >= from && x < to ? fine : coarse;
-    }
-    edges.push(x);
-    return edges;
-  }
 
   // ---------------------------------------------------------------- state
 
@@ -320,50 +59,30 @@
 
     if (state.xMode === 'time') {
       const base = Math.max(...runs.map((r) => r.time.width));
-      const requestedUs = state.precisionRequestedMs * 1000;
-      let k = Math.max(1, Math.round(requestedUs / base));
-      const warn = [];
-      if (!(requestedUs >= base * (1 - EPS))) {
-        warn.push(`Precision ${state.precisionRequestedMs} ms is finer than the recorded buckets (${base / 1000} ms); showing ${base / 1000} ms.`);
-      }
       const span = Math.max(...runs.map((r) => r.timeSpanUs));
-      if (Math.ceil(span / (k * base) - EPS) > TIME_POINT_LIMIT) {
-        k = Math.ceil(span / (TIME_POINT_LIMIT * base));
-        warn.push(`Precision limited to ${(k * base) / 1000} ms to keep at most ${formatCount(TIME_POINT_LIMIT)} points per run.`);
-      } else if (requestedUs >= base && Math.abs(k * base - requestedUs) > base * 1e-6) {
-        warn.push(`Precision rounded to ${(k * base) / 1000} ms (a multiple of the ${base / 1000} ms base bucket).`);
-      }
-      v.G = k * base;
+      const grid = T.timeGrid(base, span, state.precisionRequestedMs);
+      const edges = grid.edges;
+      v.G = grid.G;
       v.fineG = v.G;
-      const edges = uniformEdges(v.G, span);
       v.x = edges.map((e) => e / 1e6);
       state.precisionMs = v.G / 1000;
       v.note = `Wall clock, ${v.G / 1000} ms per bucket (min and max of each).`;
-      v.warn = warn.join(' ');
+      v.warn = grid.warn;
       for (const run of runs) {
-        const g = regroup(run.time, edges, absolute ? run.baseline : 0);
+        const g = T.regroup(run.time, edges, absolute ? run.baseline : 0);
         v.series.push({ run, kind: 'max', values: g.hi });
         v.series.push({ run, kind: 'min', values: g.lo });
-        if (absolute && run.reserved) v.series.push({ run, kind: 'reserved', values: regroupSteps(run.reserved, edges, g.last) });
+        if (absolute && run.reserved) v.series.push({ run, kind: 'reserved', values: T.regroupSteps(run.reserved, edges, g.last) });
       }
     } else {
       const base = Math.max(...runs.map((r) => r.index.width));
       const span = Math.max(...runs.map((r) => r.index.count * r.index.width));
-      const k = Math.max(1, Math.ceil(span / (INDEX_POINT_BUDGET * base)));
-      v.G = k * base;
-      v.fineG = v.G;
-      let edges = uniformEdges(v.G, span);
       // Zoomed in: finer buckets inside the visible window, same budget.
-      if (zoom && v.G > base && zoom.max - zoom.min < span / 2) {
-        const fine = Math.max(base, Math.ceil((zoom.max - zoom.min) / (INDEX_POINT_BUDGET * base)) * base);
-        if (fine < v.G) {
-          const from = Math.max(0, Math.floor(zoom.min / v.G) * v.G);
-          const to = Math.min(Math.ceil(span / v.G) * v.G, Math.ceil(zoom.max / v.G) * v.G);
-          edges = zoomedEdges(v.G, fine, from, to, span);
-          v.fineG = fine;
-          v.window = { from, to };
-        }
-      }
+      const grid = T.indexGrid(base, span, zoom);
+      const edges = grid.edges;
+      v.G = grid.G;
+      v.fineG = grid.fineG;
+      v.window = grid.window;
       v.x = edges;
       const per = (g) => `${formatCount(g)} event${g === 1 ? '' : 's'} per bucket`;
       v.note = `Event index, ${per(v.fineG)}${v.fineG !== v.G ? ' in the zoomed range' : ''} (min and max of each).`;
@@ -371,7 +90,7 @@
       else if (RUNS.some((r) => r.reserved) && absolute) v.note += ' Reserved memory and markers are drawn in the wall-clock view only.';
       else if (RUNS.some((r) => r.steps.length || r.oom.length || r.annotations.length)) v.note += ' Markers are drawn in the wall-clock view only.';
       for (const run of runs) {
-        const g = regroup(run.index, edges, absolute ? run.baseline : 0);
+        const g = T.regroup(run.index, edges, absolute ? run.baseline : 0);
         v.series.push({ run, kind: 'max', values: g.hi });
         v.series.push({ run, kind: 'min', values: g.lo });
       }
@@ -419,14 +138,6 @@
 
   function chartHeight() {
     return Math.round(Math.max(280, Math.min(520, window.innerHeight * 0.5)));
-  }
-
-  function yRange(u, min, max) {
-    if (min == null || max == null || !Number.isFinite(min) || !Number.isFinite(max)) return [0, 1];
-    const lo = Math.min(0, min);
-    const hi = Math.max(0, max);
-    const pad = (hi - lo) * 0.05 || 1024;
-    return [lo < 0 ? lo - pad : 0, hi + pad];
   }
 
   function render() {
@@ -494,7 +205,7 @@
         drag: { x: true, y: false, setScale: true },
         focus: { prox: -1 },
       },
-      scales: { x: { time: false }, y: { range: yRange } },
+      scales: { x: { time: false }, y: { range: (u, min, max) => T.yRange(min, max) } },
       axes: [
         {
           label: xIsTime ? 'seconds from trace start' : 'event index',
@@ -768,83 +479,30 @@
 
   // ---------------------------------------------------------------- drill-down
 
-  // Allocations live at tUs (µs from the trace start), grouped by source name.
-  function liveAt(run, tUs) {
-    const result = { bySource: new Map(), liveCount: 0, liveBytes: 0 };
-    const life = run.life;
-    if (!life) return result;
-    const nSources = run.sources.length;
-    const bytes = new Float64Array(nSources + 1);
-    const counts = new Float64Array(nSources + 1);
-    const { start, end, size, source } = life;
-    const n = life.count;
-    const open = life.f64 ? -1 : 0xffffffff;
-    let liveCount = 0;
-    let liveBytes = 0;
-    for (let i = 0; i < n; i++) {
-      if (start[i] > tUs) continue;
-      const e = end[i];
-      if (e > tUs || e === open) {
-        let s = source[i];
-        if (s >= nSources) s = nSources; // out of range: grouped as unknown
-        bytes[s] += size[i];
-        counts[s] += 1;
-        liveCount += 1;
-        liveBytes += size[i];
-      }
-    }
-    for (let s = 0; s <= nSources; s++) {
-      if (counts[s] === 0) continue;
-      const name = s < nSources ? run.sources[s] : '<unknown source>';
-      const row = result.bySource.get(name);
-      if (row) {
-        row.bytes += bytes[s];
-        row.count += counts[s];
-      } else result.bySource.set(name, { bytes: bytes[s], count: counts[s] });
-    }
-    result.liveCount = liveCount;
-    result.liveBytes = liveBytes;
-    return result;
-  }
-
-  function drill(T) {
+  function drill(timeS) {
     const t0 = performance.now();
-    const tUs = Math.round(T * 1e6);
+    const tUs = Math.round(timeS * 1e6);
     const runs = RUNS;
-    const live = runs.map((r) => liveAt(r, tUs));
-    const names = new Set();
-    for (const l of live) for (const name of l.bySource.keys()) names.add(name);
-    const rows = Array.from(names, (name) => ({
-      source: name,
-      bytes: live.map((l) => (l.bySource.get(name) || { bytes: 0 }).bytes),
-      count: live.map((l) => (l.bySource.get(name) || { count: 0 }).count),
-    }));
-    if (runs.length === 1) {
-      rows.sort((a, b) => b.bytes[0] - a.bytes[0] || compareNames(a.source, b.source));
-    } else if (runs.length === 2) {
-      rows.sort((a, b) => compareNames(a.source, b.source));
-      rows.sort((a, b) => Math.abs(b.bytes[1] - b.bytes[0]) - Math.abs(a.bytes[1] - a.bytes[0]));
-    } else {
-      rows.sort((a, b) => Math.max(...b.bytes) - Math.max(...a.bytes) || compareNames(a.source, b.source));
-    }
-    renderDrill(T, live, rows);
-    state.clickedTime = T;
+    const live = runs.map((r) => T.liveAt(r.life, r.sources, tUs));
+    const rows = T.liveRows(live);
+    renderDrill(timeS, live, rows);
+    state.clickedTime = timeS;
     info.drilldownMs = performance.now() - t0;
     document.body.dataset.drilldownMs = info.drilldownMs.toFixed(1);
-    document.body.dataset.clickedTime = String(T);
+    document.body.dataset.clickedTime = String(timeS);
     if (plot) plot.redraw(false, false);
   }
 
-  function renderDrill(T, live, rows) {
+  function renderDrill(timeS, live, rows) {
     const runs = RUNS;
     const two = runs.length === 2;
-    $('drill-heading').textContent = `Live allocations by source at t = ${formatSeconds(T)}`;
+    $('drill-heading').textContent = `Live allocations by source at t = ${formatSeconds(timeS)}`;
     $('drill-hint').textContent = two
       ? 'Sorted by |B − A|. Each run is replayed to the same number of seconds after its own trace start.'
       : 'Sorted by bytes. Click elsewhere on the chart to move.';
     $('drill-summary').innerHTML = runs.map((run, r) => {
       const l = live[r];
-      const past = run.time && T > run.durationS ? ' (after the end of its trace)' : '';
+      const past = run.time && timeS > run.durationS ? ' (after the end of its trace)' : '';
       const noTime = run.time ? '' : ' (no timestamps: not available)';
       return `<span class="drill-run" data-run="${r}" data-live-count="${l.liveCount}" data-live-bytes="${l.liveBytes}" style="--run-color:${run.color}">`
         + `<span class="swatch"></span><b>${esc(run.label)}</b> ${formatCount(l.liveCount)} live allocations, ${formatBytes(l.liveBytes)}${past}${noTime}</span>`;
@@ -995,7 +653,7 @@
     DATA = JSON.parse(text);
     if (!DATA || !Array.isArray(DATA.runs)) throw new Error('embedded data has no "runs" list');
     if (DATA.version !== 1) console.warn(`memsnap data version ${DATA.version}; this page reads version 1`);
-    RUNS = DATA.runs.map(prepareRun);
+    RUNS = DATA.runs.map((raw, i) => Object.assign(T.prepareRun(raw, i), { color: COLORS[i % COLORS.length], visible: true }));
     info.decodeMs = performance.now() - t0;
 
     $('page-title').textContent = document.title || 'memsnap plot';

@@ -1,5 +1,7 @@
 #include "analysis/source_key.h"
 
+#include "memsnap/error.h"
+
 #include <fmt/format.h>
 #include <algorithm>
 #include <array>
@@ -111,12 +113,24 @@ bool is_capture_machinery(std::string_view name) {
 }
 
 SourceKeys::SourceKeys(const Snapshot& snapshot, int depth)
-    : snapshot_(snapshot), depth_(depth < 1 ? 1 : depth) {}
+    : snapshot_(snapshot),
+      depth_(depth < 1 ? 1 : depth),
+      cache_(snapshot.stacks.size() + 1),
+      computed_(snapshot.stacks.size() + 1, false) {}
+
 
 const std::string& SourceKeys::key(StackId stack) {
-  auto [it, inserted] = cache_.try_emplace(stack.value);
-  if (inserted) it->second = compute(stack);
-  return it->second;
+  if (stack.value >= snapshot_.stacks.size() + 1)
+    throw Error("stack id out of range of this snapshot");
+  if (stack.value >= cache_.size()) {
+    cache_.resize(stack.value + 1);
+    computed_.resize(stack.value + 1, false);
+  }
+  if (!computed_[stack.value]) {
+    cache_[stack.value] = compute(stack);
+    computed_[stack.value] = true;
+  }
+  return cache_[stack.value];
 }
 
 std::string SourceKeys::render(FrameId id) const {

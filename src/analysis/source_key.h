@@ -1,12 +1,13 @@
 // Attribution of an allocation to a source line: the "source key" of a stack.
 #pragma once
 
+#include <cstdint>
+#include <deque>
 #include <string>
+#include <string_view>
 #include <vector>
 
-#include <absl/container/flat_hash_map.h>
-
-#include "snapshot/model.h"
+#include "memsnap/model.h"
 
 namespace memsnap {
 
@@ -19,6 +20,8 @@ bool is_capture_machinery(std::string_view name);
 class SourceKeys {
  public:
   SourceKeys(const Snapshot& snapshot, int depth);
+  // The reference stays valid as long as this object: the cache is a deque,
+  // which never moves its elements as it grows.
   const std::string& key(StackId stack);
 
  private:
@@ -27,7 +30,8 @@ class SourceKeys {
 
   const Snapshot& snapshot_;
   int depth_;
-  absl::flat_hash_map<uint32_t, std::string> cache_;
+  std::deque<std::string> cache_;  // by stack id
+  std::vector<bool> computed_;
 };
 
 inline constexpr std::string_view kNoFrames = "<no frames>";

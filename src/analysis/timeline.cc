@@ -4,6 +4,9 @@
 #include <cmath>
 #include <map>
 
+#include "analysis/sources.h"
+#include "memsnap/replay.h"
+
 namespace memsnap {
 
 Buckets bucketize(const std::vector<double>& positions, const std::vector<double>& values,
@@ -44,9 +47,53 @@ double seconds_between(int64_t from_us, int64_t to_us) {
   return static_cast<double>(to_us - from_us) / 1e6;
 }
 
+// Lifetimes of allocations and the reserved-memory steps, as the replay runs.
+struct TimelineObserver {
+  TimelineObserver(const Snapshot& snapshot_in, int frame_depth, Lifetimes& life_in)
+      : snapshot(snapshot_in), sources(snapshot_in, frame_depth), life(life_in) {}
+
+  const Snapshot& snapshot;
+  SourceIndex sources;
+  Lifetimes& life;
+  uint64_t offset_us = 0;  // time of the current event from the trace start, >= 0
+  int64_t t_us = 0;        // the same, signed
+  int64_t reserved_change = 0;
+  std::vector<std::pair<int64_t, int64_t>> reserved_steps;  // (t offset, running change)
+
+  void on_alloc(uint64_t /*event*/, const LiveAllocation& added) {
+    life.start_us.push_back(offset_us);
+    life.end_us.push_back(Lifetimes::kStillLive);
+    life.size.push_back(added.size);
+    life.source.push_back(sources.of(added.stack));
+  }
+  // Lifetimes are appended in alloc order, so an alloc's ordinal is its index.
+  void on_replace(uint64_t /*event*/, const LiveAllocation& replaced) {
+    life.end_us[replaced.ordinal] = offset_us;
+  }
+  void on_free(uint64_t /*event*/, const LiveAllocation& freed) {
+    life.end_us[freed.ordinal] = offset_us;
+  }
+  void on_other(uint64_t event) {
+    const EventColumns& events = snapshot.events;
+    switch (events.action[event]) {
+      case Action::kSegmentAlloc:
+      case Action::kSegmentMap:
+        reserved_change = add_bytes(reserved_change, events.size[event]);
+        reserved_steps.emplace_back(t_us, reserved_change);
+        break;
+      case Action::kSegmentFree:
+      case Action::kSegmentUnmap:
+        reserved_change = sub_bytes(reserved_change, events.size[event]);
+        reserved_steps.emplace_back(t_us, reserved_change);
+        break;
+      default: break;
+    }
+  }
+};
+
 }  // namespace
 
-RunTimeline build_timeline(FileAnalysis& file, const std::string& label, double precision_ms,
+RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, double precision_ms,
                            int frame_depth) {
   const Snapshot& snapshot = *file.snapshot;
   const EventColumns& events = snapshot.events;
@@ -72,56 +119,22 @@ RunTimeline build_timeline(FileAnalysis& file, const std::string& label, double 
   std::vector<double> time_positions;
   std::vector<double> index_positions;
   std::vector<double> values;
-  SourceIndex sources(snapshot, frame_depth);
-  absl::flat_hash_map<uint64_t, uint64_t> live_lifetime;  // addr -> lifetime index
-  Lifetimes& life = run.lifetimes;
-  int64_t delta = 0;
-  int64_t reserved_change = 0;
-  std::vector<std::pair<int64_t, int64_t>> reserved_steps;  // (t offset, running change)
+  TimelineObserver observer(snapshot, frame_depth, run.lifetimes);
+  Replay replay(snapshot);
   for (uint64_t i = trace.begin; i < trace.end; ++i) {
     int64_t t = events.time_us[i] != 0 ? events.time_us[i] - t0 : 0;
-    auto offset = static_cast<uint64_t>(std::max<int64_t>(t, 0));
-    switch (events.action[i]) {
-      case Action::kAlloc: {
-        delta = add_bytes(delta, events.size[i]);
-        auto [it, inserted] = live_lifetime.try_emplace(events.addr[i], life.start_us.size());
-        if (!inserted) {
-          life.end_us[it->second] = offset;  // replaced by a new block at the same address
-          it->second = life.start_us.size();
-        }
-        life.start_us.push_back(offset);
-        life.end_us.push_back(Lifetimes::kStillLive);
-        life.size.push_back(events.size[i]);
-        life.source.push_back(sources.of(events.stack[i]));
-        break;
-      }
-      case Action::kFreeCompleted: {
-        auto found = live_lifetime.find(events.addr[i]);
-        if (found != live_lifetime.end()) {
-          delta = sub_bytes(delta, life.size[found->second]);
-          life.end_us[found->second] = offset;
-          live_lifetime.erase(found);
-        } else {
-          delta = sub_bytes(delta, events.size[i]);
-        }
-        break;
-      }
-      case Action::kSegmentAlloc:
-      case Action::kSegmentMap:
-        reserved_change = add_bytes(reserved_change, events.size[i]);
-        reserved_steps.emplace_back(t, reserved_change);
-        continue;
-      case Action::kSegmentFree:
-      case Action::kSegmentUnmap:
-        reserved_change = sub_bytes(reserved_change, events.size[i]);
-        reserved_steps.emplace_back(t, reserved_change);
-        continue;
-      default: continue;
-    }
+    observer.offset_us = static_cast<uint64_t>(std::max<int64_t>(t, 0));
+    observer.t_us = t;
+    replay.apply(i, observer);
+    Action action = events.action[i];
+    if (action != Action::kAlloc && action != Action::kFreeCompleted) continue;
     time_positions.push_back(static_cast<double>(t));
     index_positions.push_back(static_cast<double>(i - trace.begin));
-    values.push_back(static_cast<double>(delta));
+    values.push_back(static_cast<double>(replay.delta()));
   }
+  SourceIndex& sources = observer.sources;
+  const int64_t reserved_change = observer.reserved_change;
+  const auto& reserved_steps = observer.reserved_steps;
   run.sources.reserve(sources.size());
   for (size_t s = 0; s < sources.size(); ++s)
     run.sources.push_back(sources.name(static_cast<uint32_t>(s)));

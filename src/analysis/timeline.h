@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/replay_reports.h"
+#include "analysis/file_analysis.h"
 
 namespace memsnap {
 
@@ -75,7 +75,7 @@ struct RunTimeline {
   Lifetimes lifetimes;
 };
 
-RunTimeline build_timeline(FileAnalysis& file, const std::string& label, double precision_ms,
+RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, double precision_ms,
                            int frame_depth);
 
 }  // namespace memsnap

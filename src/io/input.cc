@@ -1,5 +1,7 @@
 #include "io/input.h"
 
+#include <memory>
+
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -12,7 +14,7 @@
 #include <cstring>
 #include <utility>
 
-#include "io/error.h"
+#include "memsnap/error.h"
 
 namespace memsnap {
 namespace {
@@ -121,10 +123,33 @@ InputBuffer InputBuffer::from_memory(std::vector<uint8_t> bytes, std::string nam
   return buffer;
 }
 
+namespace {
+
+// zlib's stream state, ended on every path out.
+class InflateStream {
+ public:
+  InflateStream() {
+    // 32 + 15: accept gzip and zlib headers, largest window.
+    if (inflateInit2(&stream_, 32 + 15) != Z_OK) throw Error("gzip: cannot initialise zlib");
+  }
+  InflateStream(const InflateStream&) = delete;
+  InflateStream& operator=(const InflateStream&) = delete;
+  ~InflateStream() { inflateEnd(&stream_); }
+  z_stream& get() { return stream_; }
+
+ private:
+  z_stream stream_{};
+};
+
+struct ZstdContextDeleter {
+  void operator()(ZSTD_DCtx* context) const { ZSTD_freeDCtx(context); }
+};
+
+}  // namespace
+
 std::vector<uint8_t> gunzip(std::span<const uint8_t> compressed, uint64_t max_output) {
-  z_stream stream{};
-  // 32 + 15: accept gzip and zlib headers, largest window.
-  if (inflateInit2(&stream, 32 + 15) != Z_OK) throw Error("gzip: cannot initialise zlib");
+  InflateStream owner;
+  z_stream& stream = owner.get();
   std::vector<uint8_t> out;
   size_t consumed = 0;
   int status = Z_OK;
@@ -136,10 +161,7 @@ std::vector<uint8_t> gunzip(std::span<const uint8_t> compressed, uint64_t max_ou
       stream.avail_in = static_cast<uInt>(take);
       consumed += take;
     }
-    if (out.size() >= max_output) {
-      inflateEnd(&stream);
-      throw Error(too_large_message(max_output));
-    }
+    if (out.size() >= max_output) throw Error(too_large_message(max_output));
     size_t old_size = out.size();
     size_t grow = std::max<size_t>(kChunk, old_size / 2);
     out.resize(old_size + grow);
@@ -147,39 +169,30 @@ std::vector<uint8_t> gunzip(std::span<const uint8_t> compressed, uint64_t max_ou
     stream.avail_out = static_cast<uInt>(grow);
     status = inflate(&stream, Z_NO_FLUSH);
     out.resize(old_size + grow - stream.avail_out);
-    if (out.size() > max_output) {
-      inflateEnd(&stream);
-      throw Error(too_large_message(max_output));
-    }
+    if (out.size() > max_output) throw Error(too_large_message(max_output));
     if (status == Z_STREAM_END && stream.avail_in == 0 && consumed < compressed.size()) {
       // Concatenated gzip members (as `cat a.gz b.gz` makes) decompress as one stream.
       status = inflateReset(&stream);
     }
     if (status != Z_OK && status != Z_STREAM_END && status != Z_BUF_ERROR) {
-      std::string why = stream.msg != nullptr ? stream.msg : "corrupt data";
-      inflateEnd(&stream);
-      throw Error("gzip: " + why);
+      throw Error(std::string("gzip: ") + (stream.msg != nullptr ? stream.msg : "corrupt data"));
     }
     if (status == Z_BUF_ERROR && stream.avail_in == 0 && consumed == compressed.size()) break;
   }
-  bool complete = status == Z_STREAM_END;
-  inflateEnd(&stream);
-  if (!complete) throw Error("gzip: truncated compressed stream (the file was cut short)");
+  if (status != Z_STREAM_END) throw Error("gzip: truncated compressed stream (the file was cut short)");
   out.shrink_to_fit();
   return out;
 }
 
 std::vector<uint8_t> unzstd(std::span<const uint8_t> compressed, uint64_t max_output) {
-  ZSTD_DCtx* context = ZSTD_createDCtx();
+  std::unique_ptr<ZSTD_DCtx, ZstdContextDeleter> owner(ZSTD_createDCtx());
+  ZSTD_DCtx* context = owner.get();
   if (context == nullptr) throw Error("zstd: cannot create a decompression context");
   std::vector<uint8_t> out;
   ZSTD_inBuffer input{compressed.data(), compressed.size(), 0};
   size_t last = 1;
   while (input.pos < input.size || last != 0) {
-    if (out.size() >= max_output) {
-      ZSTD_freeDCtx(context);
-      throw Error(too_large_message(max_output));
-    }
+    if (out.size() >= max_output) throw Error(too_large_message(max_output));
     size_t old_size = out.size();
     size_t grow = std::max<size_t>(kChunk, old_size / 2);
     out.resize(old_size + grow);
@@ -187,21 +200,14 @@ std::vector<uint8_t> unzstd(std::span<const uint8_t> compressed, uint64_t max_ou
     size_t before = input.pos;
     last = ZSTD_decompressStream(context, &output, &input);
     out.resize(old_size + output.pos);
-    if (out.size() > max_output) {
-      ZSTD_freeDCtx(context);
-      throw Error(too_large_message(max_output));
-    }
+    if (out.size() > max_output) throw Error(too_large_message(max_output));
     if (ZSTD_isError(last) != 0u) {
-      std::string why = ZSTD_getErrorName(last);
-      ZSTD_freeDCtx(context);
-      throw Error("zstd: " + why);
+      throw Error(std::string("zstd: ") + ZSTD_getErrorName(last));
     }
     if (input.pos == input.size && output.pos == 0 && before == input.pos && last != 0) {
-      ZSTD_freeDCtx(context);
       throw Error("zstd: truncated compressed stream (the file was cut short)");
     }
   }
-  ZSTD_freeDCtx(context);
   out.shrink_to_fit();
   return out;
 }

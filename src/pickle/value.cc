@@ -20,10 +20,8 @@ const char* kind_name(Kind kind) {
     case Kind::kDict: return "dict";
     case Kind::kSet: return "set";
     case Kind::kFrozenSet: return "frozenset";
-    case Kind::kEvent:
-    case Kind::kEventRange: return "trace entry";
-    case Kind::kFrame: return "frame";
-    case Kind::kStack: return "frame list";
+    case Kind::kExternal:
+    case Kind::kExternalRange: return "decoded value";
   }
   return "?";
 }

@@ -24,31 +24,34 @@ enum class Kind : uint8_t {
   kDict,       // container, items are key, value, key, value, ...
   kSet,        // container
   kFrozenSet,  // container
-  // Values a ListItemObserver substitutes for what it consumed.
-  kEvent,       // payload: index of a decoded trace entry
-  kEventRange,  // payload: first index, size: count (compressed run of kEvent in a list)
-  kFrame,       // payload: an interned frame id
-  kStack,       // payload: an interned stack id
+  // Values an observer substitutes for containers it consumed. The VM never
+  // looks inside: flags = the observer's tag, payload = the observer's id.
+  kExternal,
+  // A run of kExternal items of one tag with consecutive ids, appended to one
+  // list: payload = first id, size = count. Keeps long lists of consumed
+  // items at a few bytes.
+  kExternalRange,
 };
 
 struct Value {
   Kind kind = Kind::kUndefined;
   uint8_t flags = 0;
   // Views: byte length. Containers: generation, to detect stale references.
-  // kEventRange: number of events.
+  // kExternalRange: number of ids.
   uint32_t size = 0;
   uint64_t payload = 0;
 
   static constexpr uint8_t kOwnedBytes = 1;   // view into the VM's byte store, not the input
   static constexpr uint8_t kDecimalText = 2;  // kBigInt holds decimal text (protocol 0)
 
+  static Value external(uint8_t tag, uint64_t id) { return Value{Kind::kExternal, tag, 0, id}; }
+
   [[nodiscard]] bool is_container() const {
     return kind == Kind::kList || kind == Kind::kTuple || kind == Kind::kDict ||
            kind == Kind::kSet || kind == Kind::kFrozenSet;
   }
-  [[nodiscard]] bool is_view() const {
-    return kind == Kind::kStr || kind == Kind::kBytes || kind == Kind::kByteArray ||
-           kind == Kind::kBigInt || kind == Kind::kObject;
+  [[nodiscard]] bool is_external(uint8_t tag) const {
+    return kind == Kind::kExternal && flags == tag;
   }
 };
 static_assert(sizeof(Value) == 16);

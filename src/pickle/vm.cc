@@ -8,7 +8,7 @@
 #include <cstring>
 #include <limits>
 
-#include "io/error.h"
+#include "memsnap/error.h"
 #include "pickle/opcodes.h"
 
 namespace memsnap::pickle {
@@ -80,7 +80,7 @@ void Vm::fail(const std::string& message) const {
 }
 
 void Vm::fail_at(const std::string& message, uint64_t offset) const {
-  throw Error(fmt::format("{} (at byte offset {})", message, offset), offset);
+  throw Error(message, offset);
 }
 
 void Vm::fail_truncated(uint64_t count) const {
@@ -204,9 +204,8 @@ void Vm::replace_container(const Value& value, Value substitute, bool reuse_slot
 }
 
 void Vm::fail_stale_reference() const {
-  throw Error(
-      "a trace entry dict is referenced a second time after memsnap consumed it; "
-      "this is not how PyTorch writes snapshots");
+  fail("a list item that the reader consumed is referenced again; well-formed files never "
+       "share such items");
 }
 
 void Vm::memo_put_slow(uint64_t index, const Value& value) {
@@ -232,8 +231,7 @@ void Vm::memo_put_slow(uint64_t index, const Value& value) {
 Value Vm::memo_get_slow(uint64_t index) const {
   auto sparse = sparse_memo_.find(index);
   if (sparse != sparse_memo_.end()) return sparse->second;
-  throw Error(fmt::format("memo index {} is not defined (opcode {} at byte offset {})", index,
-                          opcode_name(op_), op_offset_),
+  throw Error(fmt::format("memo index {} is not defined (opcode {})", index, opcode_name(op_)),
               op_offset_);
 }
 
@@ -259,18 +257,19 @@ void Vm::append_to_list(Value& list, Value item) {
     item = options_.observer->on_list_item(*this, item);
   }
   std::vector<Value>& items = container(list).items;
-  // Consecutive decoded trace entries collapse into one range, so a list of
-  // millions of entries costs a few bytes.
-  if (item.kind == Kind::kEvent && !items.empty()) {
+  // Consecutive substitutes of one tag collapse into one range, so a list of
+  // millions of consumed items costs a few bytes.
+  if (item.kind == Kind::kExternal && !items.empty()) {
     Value& last = items.back();
-    if (last.kind == Kind::kEventRange && last.payload + last.size == item.payload &&
+    if (last.kind == Kind::kExternalRange && last.flags == item.flags &&
+        last.payload + last.size == item.payload &&
         last.size < std::numeric_limits<uint32_t>::max()) {
       ++last.size;
       return;
     }
   }
-  if (item.kind == Kind::kEvent) {
-    item.kind = Kind::kEventRange;
+  if (item.kind == Kind::kExternal) {
+    item.kind = Kind::kExternalRange;
     item.size = 1;
   }
   items.push_back(item);
@@ -278,10 +277,10 @@ void Vm::append_to_list(Value& list, Value item) {
 
 void Vm::refuse_or_placeholder(uint8_t opcode, std::string_view name) {
   if (!options_.allow_objects) {
-    throw Error(fmt::format("refusing opcode {} at byte offset {}: this pickle wants to import "
+    throw Error(fmt::format("refusing opcode {}: this pickle wants to import "
                             "or call code; memsnap never does that (use --allow-objects to read "
                             "such objects as inert placeholders)",
-                            opcode_name(opcode), op_offset_),
+                            opcode_name(opcode)),
                 op_offset_);
   }
   push(owned_value(Kind::kObject, name));

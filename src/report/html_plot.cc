@@ -7,16 +7,20 @@
 #include <cstring>
 #include <limits>
 
-#include "io/error.h"
+#include "memsnap/error.h"
+#include "memsnap/version.h"
 
 namespace memsnap {
+#if MEMSNAP_HTML_PLOT
 namespace web {
 extern const std::string_view kTemplateHtml;
 extern const std::string_view kAppJs;
+extern const std::string_view kTransformsJs;
 extern const std::string_view kAppCss;
 extern const std::string_view kUplotJs;
 extern const std::string_view kUplotCss;
 }  // namespace web
+#endif
 
 namespace {
 
@@ -86,6 +90,7 @@ ordered_json lifetimes_json(const Lifetimes& life) {
   return out;
 }
 
+#if MEMSNAP_HTML_PLOT
 std::string html_escape(std::string_view text) {
   std::string out;
   for (char c : text) {
@@ -134,6 +139,7 @@ std::string fill_template(
   }
   return out;
 }
+#endif
 
 }  // namespace
 
@@ -181,12 +187,22 @@ ordered_json plot_data_json(const std::vector<RunTimeline>& runs, double precisi
                     {"lifetimes", lifetimes_json(run.lifetimes)}});
   }
   return {{"version", 1},
-          {"generated_by", "memsnap 0.1.0"},
+          {"generated_by", fmt::format("memsnap {}", kVersion)},
           {"precision_ms", precision_ms},
           {"runs", list}};
 }
 
+bool html_plot_available() {
+  return MEMSNAP_HTML_PLOT != 0;
+}
+
 std::string render_plot_html(const std::vector<RunTimeline>& runs, double precision_ms) {
+#if !MEMSNAP_HTML_PLOT
+  (void)runs;
+  (void)precision_ms;
+  throw Error::usage(
+      "this memsnap was built without the HTML plot (MEMSNAP_HTML_PLOT=OFF); use plot --text");
+#else
   std::string data = plot_data_json(runs, precision_ms)
                          .dump(-1, ' ', false, ordered_json::error_handler_t::replace);
   // Inside <script> a "<" can end the element or open a comment that hides
@@ -207,8 +223,10 @@ std::string render_plot_html(const std::vector<RunTimeline>& runs, double precis
                                             {"UPLOT_CSS", web::kUplotCss},
                                             {"APP_CSS", web::kAppCss},
                                             {"UPLOT_JS", web::kUplotJs},
+                                            {"TRANSFORMS_JS", web::kTransformsJs},
                                             {"APP_JS", web::kAppJs},
                                             {"DATA_JSON", safe}});
+#endif
 }
 
 }  // namespace memsnap

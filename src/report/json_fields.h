@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/summary.h"
+#include "analysis/segments.h"
 
 namespace memsnap {
 

@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <numeric>
 
-#include "io/error.h"
-#include "pickle/tree.h"
+#include "memsnap/error.h"
+#include "pickle/json.h"
 #include "pickle/vm.h"
 
 namespace memsnap {
@@ -14,6 +14,11 @@ namespace {
 using pickle::Kind;
 using pickle::Value;
 using pickle::Vm;
+
+// Tags of the values the decoder substitutes for what it consumed.
+constexpr uint8_t kEventTag = 1;  // id: index of a decoded trace entry
+constexpr uint8_t kFrameTag = 2;  // id: an interned frame id
+constexpr uint8_t kStackTag = 3;  // id: an interned stack id
 
 std::optional<uint64_t> as_u64(const Value& value) {
   switch (value.kind) {
@@ -104,7 +109,7 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     if (present(device_free)) {
       if (auto free_bytes = as_u64(device_free)) events.device_free.emplace(index, *free_bytes);
     }
-    Value substitute{Kind::kEvent, 0, 0, index};
+    Value substitute = Value::external(kEventTag, index);
     vm.replace_container(item, substitute, /*reuse_slot=*/true);
     return substitute;
   }
@@ -112,7 +117,7 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
   // Values by copy: interning converts containers and frees their items.
   StackId stack_of(Vm& vm, Value raw) {
     Value value = vm.resolve(raw);
-    if (value.kind == Kind::kStack) return StackId{static_cast<uint32_t>(value.payload)};
+    if (value.is_external(kStackTag)) return StackId{static_cast<uint32_t>(value.payload)};
     if (value.kind != Kind::kList && value.kind != Kind::kTuple) return StackId{};
     scratch_frames_.clear();
     // frame_of converts frame dicts only, never this list, and converting
@@ -120,21 +125,26 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     std::span<const Value> items = vm.items(value);
     scratch_frames_.reserve(items.size());
     for (const Value& item : items) {
-      if (item.kind == Kind::kFrame) {  // the memo already holds the interned frame
+      if (item.is_external(kFrameTag)) {  // the memo already holds the interned frame
         scratch_frames_.push_back(FrameId{static_cast<uint32_t>(item.payload)});
+        continue;
+      }
+      if (item.kind == Kind::kExternalRange && item.flags == kFrameTag) {  // APPENDed one by one
+        for (uint64_t id = item.payload; id < item.payload + item.size; ++id)
+          scratch_frames_.push_back(FrameId{static_cast<uint32_t>(id)});
         continue;
       }
       FrameId id = frame_of(vm, item);
       if (id.valid()) scratch_frames_.push_back(id);
     }
     StackId id = model_.stacks.intern(scratch_frames_);
-    vm.replace_container(value, Value{Kind::kStack, 0, 0, id.value}, /*reuse_slot=*/false);
+    vm.replace_container(value, Value::external(kStackTag, id.value), /*reuse_slot=*/false);
     return id;
   }
 
   FrameId frame_of(Vm& vm, Value raw) {
     Value value = vm.resolve(raw);
-    if (value.kind == Kind::kFrame) return FrameId{static_cast<uint32_t>(value.payload)};
+    if (value.is_external(kFrameTag)) return FrameId{static_cast<uint32_t>(value.payload)};
     if (value.kind != Kind::kDict) return FrameId{};
     Frame frame;
     if (const Value* name = vm.find(value, "name"); name != nullptr && name->kind == Kind::kStr) {
@@ -148,7 +158,7 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
       frame.line = as_i64(*line).value_or(0);
     }
     FrameId id = model_.frames.intern(frame);
-    vm.replace_container(value, Value{Kind::kFrame, 0, 0, id.value}, /*reuse_slot=*/false);
+    vm.replace_container(value, Value::external(kFrameTag, id.value), /*reuse_slot=*/false);
     return id;
   }
 
@@ -179,15 +189,8 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
       decode_annotations(vm, *notes);
     }
     if (const Value* settings = vm.find(root, "allocator_settings")) {
-      model_.allocator_settings = pickle::to_plain_json(vm, *settings);
-    }
-    if (const Value* host = vm.find(root, "host_segments")) {
-      model_.host_segment_count = list_view(vm, *host).size();
-    }
-    if (const Value* host = vm.find(root, "host_traces")) {
-      for (const Value& trace : list_view(vm, *host)) {
-        model_.host_trace_entry_count += list_view(vm, trace).size();
-      }
+      model_.allocator_settings_json = pickle::to_plain_json(vm, *settings).dump(
+          -1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     }
   }
 
@@ -226,9 +229,7 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
       segment.address = u64_field(vm, dict, "address");
       segment.total_size = u64_field(vm, dict, "total_size");
       segment.allocated_size = u64_field(vm, dict, "allocated_size");
-      const Value* active = vm.find(dict, "active_size");
-      segment.has_active_size = active != nullptr && as_u64(*active).has_value();
-      segment.active_size = segment.has_active_size ? *as_u64(*active) : segment.allocated_size;
+      segment.active_size = u64_field(vm, dict, "active_size", segment.allocated_size);
       segment.requested_size = u64_field(vm, dict, "requested_size");
       segment.stream = u64_field(vm, dict, "stream");
       if (const Value* type = vm.find(dict, "segment_type"); type && type->kind == Kind::kStr) {
@@ -287,9 +288,9 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     for (const Value& device_list : list_view(vm, raw)) {
       auto& device_ranges = ranges.emplace_back();
       for (const Value& entry : list_view(vm, device_list)) {
-        if (entry.kind == Kind::kEventRange) {
+        if (entry.kind == Kind::kExternalRange && entry.flags == kEventTag) {
           device_ranges.emplace_back(entry.payload, entry.payload + entry.size);
-        } else if (entry.kind == Kind::kEvent) {  // a shared entry, via the memo
+        } else if (entry.is_external(kEventTag)) {  // a shared entry, via the memo
           device_ranges.emplace_back(entry.payload, entry.payload + 1);
         } else {
           ++model_.anomalies.malformed_entries;
@@ -409,9 +410,7 @@ Snapshot load_snapshot(const std::string& path, const LoadOptions& options) {
     InputBuffer input = open_input(path);
     return decode_snapshot(input, options);
   } catch (const Error& error) {
-    std::string name = path == "-" ? "<stdin>" : path;
-    if (error.byte_offset()) throw Error(name + ": " + error.what(), *error.byte_offset());
-    throw Error(name + ": " + error.what());
+    throw error.in_file(path == "-" ? "<stdin>" : path);
   }
 }
 

@@ -3,24 +3,12 @@
 // identity first and content second, the small parts are read afterwards.
 #pragma once
 
-#include <cstdint>
-#include <functional>
-#include <string>
-
 #include "io/input.h"
-#include "snapshot/model.h"
+#include "memsnap/load.h"
+#include "memsnap/model.h"
 
 namespace memsnap {
 
-struct LoadOptions {
-  bool allow_objects = false;
-  // Called now and then with (bytes done, bytes total) while the pickle is read.
-  std::function<void(uint64_t done, uint64_t total)> on_progress;
-};
-
 Snapshot decode_snapshot(InputBuffer& input, const LoadOptions& options);
-
-// open_input + decode_snapshot; errors name the file.
-Snapshot load_snapshot(const std::string& path, const LoadOptions& options);
 
 }  // namespace memsnap

@@ -1,4 +1,4 @@
-#include "snapshot/model.h"
+#include "memsnap/model.h"
 
 #include <algorithm>
 #include <set>
@@ -6,7 +6,7 @@
 #include <absl/hash/hash.h>
 #include <absl/strings/string_view.h>
 
-#include "io/error.h"
+#include "memsnap/error.h"
 
 namespace memsnap {
 

@@ -34,6 +34,7 @@ export function readAssets(root = ROOT) {
   const read = (p) => fs.readFileSync(path.join(root, p), 'utf8');
   return {
     template: read('web/template.html'),
+    transformsJs: read('web/transforms.js'),
     appJs: read('web/app.js'),
     appCss: read('web/app.css'),
     uplotJs: read('node_modules/uplot/dist/uPlot.iife.min.js'),
@@ -52,16 +53,17 @@ export function scriptSafeJson(value) {
   return JSON.stringify(value).replace(/</g, '\\u003c').replace(/\u2028/g, '\\u2028').replace(/\u2029/g, '\\u2029');
 }
 
-const PLACEHOLDERS = ['TITLE', 'UPLOT_CSS', 'APP_CSS', 'UPLOT_JS', 'APP_JS', 'DATA_JSON'];
+export const PLACEHOLDERS = ['TITLE', 'UPLOT_CSS', 'APP_CSS', 'UPLOT_JS', 'TRANSFORMS_JS', 'APP_JS', 'DATA_JSON'];
 
 // One pass over the template: substituted text is never scanned again, so a
-// "{{...}}" inside uPlot, app.js or the data cannot be replaced by accident.
+// "{{...}}" inside uPlot, the scripts or the data cannot be replaced by accident.
 export function assemblePage(assets, title, data) {
   const values = {
     TITLE: escapeHtml(title),
     UPLOT_CSS: assets.uplotCss,
     APP_CSS: assets.appCss,
     UPLOT_JS: assets.uplotJs,
+    TRANSFORMS_JS: assets.transformsJs,
     APP_JS: assets.appJs,
     DATA_JSON: scriptSafeJson(data),
   };

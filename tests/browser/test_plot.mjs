@@ -8,17 +8,21 @@
 //   - a click on the chart lists exactly what `memsnap replay-to-time --json`
 //     reports at the clicked time (two files, then one file);
 //   - real fixtures (multi-device with an OOM, expandable segments, no time_us,
-//     segments only) open cleanly; skipped when the folder is absent.
+//     segments only) open cleanly.
 //
 //   node tests/browser/test_plot.mjs --memsnap build/memsnap --out-dir build/browser
-//        [--fixtures ../shared/fixtures/real] [--chromium /usr/bin/chromium]
-//        [--python python3] [--sample] [--reassemble]
+//        [--only generated|fixtures ...] [--fixtures ../shared/fixtures/real]
+//        [--chromium /usr/bin/chromium] [--python python3] [--sample] [--reassemble]
 //
+// --only runs the pages of generated snapshots or those of the real fixtures
+// (default: both); CTest registers them as `browser` and `browser_fixtures`.
 // --sample checks the page against synthetic data built by make_sample.mjs
 // (no memsnap needed; expected drill-downs come from a naive JS replay).
 // --reassemble re-wraps the data of every page memsnap writes with the current
 // web/ files (for working on web/ without rebuilding memsnap; not for CI).
-// Exit status: 0 when every check passed, 1 otherwise.
+// Exit status: 1 when a check failed, else 77 (CTest: skipped) when the
+// fixtures are selected but their folder is absent, else 0. A fixture missing
+// from a folder that exists is a failure.
 
 import { spawn, spawnSync } from 'node:child_process';
 import crypto from 'node:crypto';
@@ -26,18 +30,22 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
-import { ROOT, assemblePage, expectedLive, extractPage, makeData, makeRun, readAssets } from './make_sample.mjs';
+import { PLACEHOLDERS, ROOT, assemblePage, expectedLive, extractPage, makeData, makeRun, readAssets } from './make_sample.mjs';
 
 const started = Date.now();
 const HUGE_TOP = '100000000';
 
 // ---------------------------------------------------------------- arguments
 
+const PARTS = ['generated', 'fixtures'];
+const SKIPPED = 77; // CTest's SKIP_RETURN_CODE for these tests
+
 function parseArgs(argv) {
   const opts = {
     memsnap: path.join(ROOT, 'build', 'memsnap'),
     outDir: path.join(ROOT, 'build', 'browser'),
-    fixtures: null,
+    fixtures: path.join(ROOT, '..', 'shared', 'fixtures', 'real'),
+    only: null,
     chromium: '/usr/bin/chromium',
     python: 'python3',
     sample: false,
@@ -52,6 +60,12 @@ function parseArgs(argv) {
     if (a === '--memsnap') opts.memsnap = path.resolve(value());
     else if (a === '--out-dir') opts.outDir = path.resolve(value());
     else if (a === '--fixtures') opts.fixtures = path.resolve(value());
+    else if (a === '--only') {
+      opts.only = [value()];
+      while (i + 1 < argv.length && !argv[i + 1].startsWith('-')) opts.only.push(argv[++i]);
+      const unknown = opts.only.filter((part) => !PARTS.includes(part));
+      if (unknown.length) usage(`--only takes ${PARTS.join(' or ')}, not ${unknown.join(' ')}`);
+    }
     else if (a === '--chromium') opts.chromium = value();
     else if (a === '--python') opts.python = value();
     else if (a === '--sample') opts.sample = true;
@@ -59,11 +73,12 @@ function parseArgs(argv) {
     else if (a === '-h' || a === '--help') usage(null);
     else usage(`unknown argument ${a}`);
   }
+  opts.only = opts.only || PARTS;
   return opts;
 }
 
 function usage(error) {
-  const text = 'usage: test_plot.mjs --memsnap PATH --out-dir DIR [--fixtures DIR] [--chromium PATH] [--python PY] [--sample] [--reassemble]';
+  const text = 'usage: test_plot.mjs --memsnap PATH --out-dir DIR [--only generated|fixtures ...] [--fixtures DIR] [--chromium PATH] [--python PY] [--sample] [--reassemble]';
   if (error) {
     console.error(`test_plot: ${error}\n${text}`);
     process.exit(2);
@@ -508,24 +523,31 @@ async function testFixture(browser, fixture, { device, expectOom, expectNoTime, 
 function checkAssets() {
   section('web assets');
   const assets = readAssets();
-  for (const name of ['TITLE', 'UPLOT_CSS', 'APP_CSS', 'UPLOT_JS', 'APP_JS', 'DATA_JSON']) {
+  for (const name of PLACEHOLDERS) {
     const n = assets.template.split(`{{${name}}}`).length - 1;
     check(n === 1, `web/template.html has {{${name}}} ${n} times, expected once`);
   }
-  const files = { 'web/app.js': assets.appJs, 'web/app.css': assets.appCss, 'uPlot.iife.min.js': assets.uplotJs, 'uPlot.min.css': assets.uplotCss };
+  const files = { 'web/transforms.js': assets.transformsJs, 'web/app.js': assets.appJs, 'web/app.css': assets.appCss, 'uPlot.iife.min.js': assets.uplotJs, 'uPlot.min.css': assets.uplotCss };
   for (const [file, text] of Object.entries(files)) {
     for (const bad of ['{{', '</script', '</style', '<!--']) {
       check(!text.toLowerCase().includes(bad), `${file} contains "${bad}"`);
     }
   }
-  check(!/\b(https?:)?\/\/[a-z0-9.-]+\.[a-z]{2,}\//i.test(assets.template + assets.appJs + assets.appCss),
+  check(!/\b(https?:)?\/\/[a-z0-9.-]+\.[a-z]{2,}\//i.test(assets.template + assets.transformsJs + assets.appJs + assets.appCss),
     'web/ files reference an external URL');
   console.log('  template placeholders and embedded files are safe');
 }
 
+// Set by main when the fixtures are selected but their folder is absent.
+let fixturesSkipped = false;
+
 async function main() {
   fs.mkdirSync(opts.outDir, { recursive: true });
-  checkAssets();
+  const generated = opts.only.includes('generated');
+  if (opts.sample || generated) checkAssets(); // once, in the part that always runs
+  fixturesSkipped = !opts.sample && opts.only.includes('fixtures') && !fs.existsSync(opts.fixtures);
+  if (fixturesSkipped) console.log(`\nSKIP fixtures: ${opts.fixtures} is absent`);
+  if (!opts.sample && !generated && fixturesSkipped) return; // no page to open
   if (!fs.existsSync(opts.chromium)) fatal(`no Chromium at ${opts.chromium} (Debian: apt-get install chromium)`);
   if (!opts.sample) {
     if (!fs.existsSync(opts.memsnap)) fatal(`no memsnap binary at ${opts.memsnap} (build it first)`);
@@ -533,8 +555,12 @@ async function main() {
   }
   const browser = await chromium.launch({ executablePath: opts.chromium, args: CHROMIUM_ARGS, timeout: 60000 });
   try {
-    if (opts.sample) await sampleScenarios(browser);
-    else await realScenarios(browser);
+    if (opts.sample) {
+      await sampleScenarios(browser);
+    } else {
+      if (generated) await generatedScenarios(browser);
+      if (opts.only.includes('fixtures') && !fixturesSkipped) await fixtureScenarios(browser);
+    }
   } finally {
     await browser.close();
   }
@@ -559,7 +585,7 @@ async function sampleScenarios(browser) {
   await testHostileLabel(browser, hostile);
 }
 
-async function realScenarios(browser) {
+async function generatedScenarios(browser) {
   section('generated snapshots');
   const gen = path.join(ROOT, 'tests', 'gen', 'make_snapshot.py');
   if (!fs.existsSync(gen)) fatal(`no generator at ${gen}`);
@@ -596,13 +622,12 @@ async function realScenarios(browser) {
   const large = path.join(opts.outDir, 'large.html');
   memsnap(['plot', LA, LB, '-o', large], 'plot large A B');
   await testLarge(browser, large, [LA, LB]);
+}
 
+// Assumes the fixtures folder exists (main skips the part otherwise).
+async function fixtureScenarios(browser) {
   section('real fixtures');
   const dir = opts.fixtures;
-  if (!dir || !fs.existsSync(dir)) {
-    console.log(`  skipped: fixtures folder ${dir || '(none given)'} is absent`);
-    return;
-  }
   const cases = [
     ['Constructor-Sun_code_location__memory_snapshot.pickle', { device: 1, expectOom: true, drill: true }],
     ['Constructor-Sun_code_location__memory_snapshot.pickle', { drill: true }], // device 0: expandable segments
@@ -612,22 +637,22 @@ async function realScenarios(browser) {
   ];
   for (const [file, options] of cases) {
     const full = path.join(dir, file);
-    if (!fs.existsSync(full)) {
-      console.log(`  skipped: ${file} is not in ${dir}`);
-      continue;
-    }
+    // The folder is there: a missing file means a broken fixture set, not a skip.
+    if (!check(fs.existsSync(full), `${file} is not in ${dir}`)) continue;
     await testFixture(browser, full, options);
   }
 }
 
 main().then(() => {
   const secs = ((Date.now() - started) / 1000).toFixed(1);
+  const skipNote = fixturesSkipped ? `; fixtures skipped (${opts.fixtures} is absent)` : '';
   if (failures.length) {
-    console.log(`\ntest_plot: FAILED ${failures.length} of ${checks} checks (${secs} s):`);
+    console.log(`\ntest_plot: FAILED ${failures.length} of ${checks} checks (${secs} s)${skipNote}:`);
     for (const f of failures) console.log(`  - ${f}`);
     process.exit(1);
   }
-  console.log(`\ntest_plot: all ${checks} checks passed (${secs} s); screenshots in ${opts.outDir}`);
+  console.log(`\ntest_plot: all ${checks} checks passed (${secs} s)${skipNote}; screenshots in ${opts.outDir}`);
+  if (fixturesSkipped) process.exit(SKIPPED);
 }, (err) => {
   console.error(`test_plot: ${err && err.stack ? err.stack : err}`);
   process.exit(1);

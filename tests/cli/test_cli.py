@@ -2,13 +2,17 @@
 """End-to-end behaviour of the command line: inputs, exit codes, messages.
 
 Each check runs the real binary. Usage errors exit 2, bad input exits 1 with a
-single "memsnap: ..." line on stderr, reports go to stdout only.
+single "memsnap: ..." line on stderr, reports go to stdout only. Error checks
+assert the exit status and the phrase the user reads, not only a failure.
+One line per check; the summary counts checks, failures and skips.
 """
 import argparse
 import gzip
 import json
 import os
+import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -17,29 +21,46 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 GENERATOR = os.path.join(REPO, "tests", "gen", "make_snapshot.py")
 EXAMPLE = os.path.join(REPO, "examples", "training_steps.pickle.gz")
+CLI11_HINT = "Run with --help for more information."
 
+results = {"checks": 0, "skipped": 0}
 failures = []
 
 
 def check(name, condition, detail=""):
+    results["checks"] += 1
     print(("ok   " if condition else "FAIL ") + name + ("" if condition else f": {detail}"))
     if not condition:
         failures.append(name)
+
+
+def skip(name, why):
+    results["skipped"] += 1
+    print(f"SKIP {name}: {why}")
 
 
 def run(memsnap, args, stdin=None, cwd=None):
     return subprocess.run([memsnap] + args, input=stdin, capture_output=True, cwd=cwd, timeout=300)
 
 
-def one_error_line(result, text):
-    lines = result.stderr.decode(errors="replace").strip().splitlines()
-    return result.returncode == 1 and len(lines) == 1 and lines[0].startswith("memsnap: ") and text in lines[0]
+def stderr_lines(result):
+    return result.stderr.decode(errors="replace").strip().splitlines()
+
+
+def check_error(name, result, text, status=1):
+    """`result` exited with `status`, printed nothing on stdout, and said `text`
+    in one "memsnap: " line; a usage error (status 2) may instead be CLI11's
+    message followed by its --help hint."""
+    lines = stderr_lines(result)
+    ours = len(lines) == 1 and lines[0].startswith("memsnap: ")
+    cli11 = status == 2 and len(lines) == 2 and lines[1] == CLI11_HINT
+    check(name, result.returncode == status and (ours or cli11) and text in lines[0] and not result.stdout,
+          f"want exit {status} and {text!r}; got exit {result.returncode}, stderr {lines!r}, stdout {result.stdout[:80]!r}")
 
 
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--memsnap", required=True)
-    parser.add_argument("--fixtures", default=os.path.join(REPO, "..", "shared", "fixtures", "real"))
     args = parser.parse_args()
     memsnap = os.path.abspath(args.memsnap)
     work = tempfile.mkdtemp(prefix="memsnap_cli_")
@@ -73,25 +94,31 @@ def main():
             check("zstd detected by magic bytes", got.returncode == 0 and json.loads(got.stdout)["compression"] == "zstd"
                   and strip(json.loads(got.stdout)) == strip(base), got.stderr)
         else:
-            print("SKIP zstd: the zstd command is not installed")
+            skip("zstd detected by magic bytes", "the zstd command is not installed")
 
         # Errors: one line, exit 1; usage errors: exit 2.
-        check("missing file", one_error_line(run(memsnap, ["parse", os.path.join(work, "nope.pickle")]), "No such file"))
+        missing = os.path.join(work, "nope.pickle")
+        check_error("missing file", run(memsnap, ["parse", missing]), f"memsnap: {missing}: No such file or directory")
+        check_error("a directory is refused", run(memsnap, ["parse", work]), f"memsnap: {work}: is a directory")
         empty = os.path.join(work, "empty.pickle")
         open(empty, "wb").close()
-        check("empty file", one_error_line(run(memsnap, ["parse", empty]), "empty file: the dump was probably interrupted"))
-        check("unknown device lists devices", one_error_line(run(memsnap, ["parse", "--device", "7", two_devices]), "devices with data: 0, 1"))
-        check("no command is a usage error", run(memsnap, []).returncode == 2)
-        check("unknown flag is a usage error", run(memsnap, ["parse", "--bogus", plain]).returncode == 2)
-        check("replay-step needs --step or --all-steps", run(memsnap, ["replay-step", plain]).returncode == 2)
-        check("--labels count mismatch is a usage error", run(memsnap, ["plot", plain, no_steps, "--labels", "a"]).returncode == 2)
+        check_error("empty file", run(memsnap, ["parse", empty]), f"memsnap: {empty}: empty file: the dump was probably interrupted")
+        check_error("unknown device lists devices", run(memsnap, ["parse", "--device", "7", two_devices]),
+                    "memsnap: device 7 is not in this snapshot (devices with data: 0, 1)")
+        check_error("no command is a usage error", run(memsnap, []), "A subcommand is required", status=2)
+        check_error("unknown flag is a usage error", run(memsnap, ["parse", "--bogus", plain]),
+                    "The following argument was not expected: --bogus", status=2)
+        check_error("replay-step needs --step or --all-steps", run(memsnap, ["replay-step", plain]),
+                    "memsnap: replay-step needs --step N or --all-steps", status=2)
+        check_error("--labels count mismatch is a usage error", run(memsnap, ["plot", plain, no_steps, "--labels", "a"]),
+                    "memsnap: --labels has 1 labels for 2 files; give one label per file", status=2)
         got = run(memsnap, ["replay-step", "--all-steps", no_steps])
-        check("replay-step without steps explains", one_error_line(got, "has no ProfilerStep annotations. The file is fine")
-              and b"replay-to-time still work" in got.stderr, got.stderr)
-        got = run(memsnap, ["replay-step", "--step", "999", plain])
-        check("unknown step lists the steps", one_error_line(got, "available steps: 0-4"), got.stderr)
-        got = run(memsnap, ["compare", "--step", "999", plain, plain])
-        check("compare --step not in both", one_error_line(got, "not complete in both files"), got.stderr)
+        check_error("replay-step without steps explains", got, f"memsnap: {no_steps} has no ProfilerStep annotations. The file is fine")
+        check("replay-step without steps says what still works", b"compare, plot and replay-to-time still work on this file" in got.stderr, got.stderr)
+        check_error("unknown step lists the steps", run(memsnap, ["replay-step", "--step", "999", plain]),
+                    f"memsnap: step 999 is not in {plain}; available steps: 0-4")
+        check_error("compare --step not in both", run(memsnap, ["compare", "--step", "999", plain, plain]),
+                    "memsnap: step 999 is not complete in both files; steps complete in both: 0-4")
 
         # Reports: JSON on stdout only; notes on stderr.
         got = run(memsnap, ["replay-to-time", "--time", "1e9", "--json", plain])
@@ -124,10 +151,81 @@ def main():
         # The bundled example parses (make demo).
         got = run(memsnap, ["parse", EXAMPLE])
         check("bundled example parses", got.returncode == 0 and b"Profiler steps" in got.stdout, got.stderr)
+
+        house_v2_output_and_usage(memsnap, work, plain)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"{len(failures)} failed")
+    summary = f"{results['checks']} checks, {len(failures)} failed"
+    print(summary + (f", {results['skipped']} skipped" if results["skipped"] else ""))
     return 1 if failures else 0
+
+
+# ---------------------------------------------------------------------------
+# Issue "House v2", items 7 and 8: output errors, broken pipes, usage errors
+# and byte offsets. The behaviour is being implemented with these checks, so
+# they fail against a memsnap built before it (which exits 0 when its output
+# cannot be written, and exits 1 on the option values below).
+
+def house_v2_output_and_usage(memsnap, work, plain):
+    # A full disk or a closed stdout is an error the user must see: a report
+    # that silently went nowhere would otherwise look like success.
+    full_message = "memsnap: cannot write output: No space left on device"
+    for command in (["parse"], ["parse", "--json"], ["dump"], ["events"], ["plot", "--text"]):
+        name = " ".join(command) + " > /dev/full"
+        if not os.path.exists("/dev/full"):
+            skip(name, "/dev/full is absent")
+            continue
+        with open("/dev/full", "wb") as full:
+            got = subprocess.run([memsnap] + command + [plain], stdout=full, stderr=subprocess.PIPE, timeout=300)
+        lines = stderr_lines(got)
+        check(name + " exits 1 with one line", got.returncode == 1 and lines == [full_message],
+              f"exit {got.returncode}, stderr {lines!r}")
+    # exec in sh: memsnap itself starts with file descriptor 1 closed.
+    got = subprocess.run(["sh", "-c", 'exec "$0" parse "$1" >&-', memsnap, plain], capture_output=True, timeout=300)
+    lines = stderr_lines(got)
+    check("parse with stdout closed exits 1 with one line", got.returncode == 1 and len(lines) == 1
+          and lines[0].startswith("memsnap: cannot write output:"), f"exit {got.returncode}, stderr {lines!r}")
+
+    # `memsnap events BIG | head -c 10`: a reader that stops early is normal,
+    # so memsnap ends quietly, with status 0 or killed by SIGPIPE (-13 here;
+    # a shell reports it as 141). The output (one line per event) must
+    # overflow the pipe buffer for the write after the close to fail.
+    big = os.path.join(work, "many_events.pickle")
+    subprocess.run([sys.executable, GENERATOR, "--out", big, "--events", "20000", "--seed", "8"], check=True)
+    reader = subprocess.Popen([memsnap, "events", big], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    head = reader.stdout.read(10)
+    reader.stdout.close()
+    try:
+        _, err = reader.communicate(timeout=300)
+    except subprocess.TimeoutExpired:  # a memsnap stuck on the closed pipe
+        reader.kill()
+        _, err = reader.communicate()
+    status = reader.returncode
+    check("events | head -c 10 ends quietly", len(head) == 10 and err == b"" and status in (0, -signal.SIGPIPE),
+          f"exit {status}, stderr {err[:300]!r}")
+
+    # Invalid option values are usage errors (exit 2) naming the option.
+    html = os.path.join(work, "usage.html")
+    check_error("plot --precision 0 is a usage error", run(memsnap, ["plot", "--precision", "0", plain, "-o", html]),
+                "--precision", status=2)
+    check_error("plot --text --precision -1 is a usage error", run(memsnap, ["plot", "--text", "--precision", "-1", plain]),
+                "--precision", status=2)
+    check_error("replay-to-time --time -1 is a usage error", run(memsnap, ["replay-to-time", plain, "--time", "-1"]),
+                "--time", status=2)
+    check_error("replay-step without --step or --all-steps names them", run(memsnap, ["replay-step", plain]),
+                "--step", status=2)
+
+    # A truncated pickle: the refusal names the file and where it stops.
+    cut = os.path.join(work, "cut.pickle")
+    with open(plain, "rb") as f:
+        data = f.read()
+    with open(cut, "wb") as f:
+        f.write(data[:len(data) // 2])
+    got = run(memsnap, ["dump", cut])
+    lines = stderr_lines(got)
+    check("dump of a truncated pickle names the file and the byte offset",
+          got.returncode == 1 and len(lines) == 1 and lines[0].startswith(f"memsnap: {cut}: ")
+          and re.search(r"\(at byte offset \d+\)", lines[0]) is not None, f"exit {got.returncode}, stderr {lines!r}")
 
 
 if __name__ == "__main__":

@@ -3,10 +3,12 @@
 
     make_refusals.py OUTDIR
 
-OUTDIR/expected.json maps each file memsnap must refuse to a substring its
-one error line must contain. OUTDIR/must_parse.json describes files that must
-parse: {"file": {"same_as": "other file"}} (identical `parse --json` apart
-from the file name and size), and {"file": {"default_error": "...",
+OUTDIR/expected.json maps each file memsnap must refuse to {"says": [phrases
+its one error line must contain, exactly], "byte_offset": true when the
+refusal comes from the pickle VM, whose messages say where in the file it
+stopped}. OUTDIR/must_parse.json describes files that must parse: {"file":
+{"same_as": "other file"}} (identical `parse --json` apart from the file name
+and size), and {"file": {"default_error": {"says": ..., "byte_offset": ...},
 "allow_objects": true, "object_at": [keys...], "object_name": "mod.name"}}
 (refused by default, parsed with --allow-objects, the object dumped as
 {"__object__": "mod.name"}).
@@ -20,6 +22,7 @@ import io
 import json
 import os
 import pickle
+import pickletools
 import struct
 import sys
 import zipfile
@@ -127,6 +130,37 @@ FIRST_REFUSED = {
 }
 
 
+# the phrases of memsnap's refusals (see expected.json above)
+CALLS_CODE = ('this pickle wants to import or call code; memsnap never does that '
+              '(use --allow-objects to read such objects as inert placeholders)')
+NOT_A_PICKLE = 'not a pickle: the first byte is 0x%02x, which is not a pickle opcode'
+ZIP = ('this is a zip archive (a torch.save zip archive?), not a memory snapshot pickle; '
+       'write snapshots with torch.cuda.memory._dump_snapshot()')
+JSON = ('this looks like JSON, not a pickle; memsnap reads the pickle written by '
+        'torch.cuda.memory._dump_snapshot()')
+NESTING = 'nesting deeper than 200 levels (or a reference cycle) in the pickle'
+OUT_OF_BAND = 'NEXT_BUFFER needs an out-of-band buffer, which a snapshot file cannot carry'
+
+
+def refusing(op):
+    return ['refusing opcode ' + op, CALLS_CODE]
+
+
+def truncation(data, k):
+    """What memsnap says about data[:k] (a valid pickle cut short): a cut
+    inside a frame is caught when FRAME is read, a cut inside any other
+    opcode names that opcode, a cut between opcodes misses the STOP."""
+    ops = [(pos, op.name, arg) for op, arg, pos in pickletools.genops(data)]
+    for pos, name, length in ops:
+        body = pos + 9  # FRAME and its 8-byte length
+        if name == 'FRAME' and body <= k < body + length:
+            return 'truncated: FRAME declares %d bytes, only %d left in the file' % (length, k - body)
+    if k in (pos for pos, _, _ in ops):
+        return "truncated: the file ends before the pickle's STOP opcode (an interrupted dump?)"
+    cut = max((pos, name) for pos, name, _ in ops if pos < k)
+    return 'truncated: opcode %s needs' % cut[1]
+
+
 # ---------------------------------------------------------------------------
 # a small valid snapshot, shaped like a real one (shared frame dicts and list)
 
@@ -190,18 +224,18 @@ def foreign_objects():
     out['object-reduce-p2.pickle'] = (
         skeleton(P.EMPTY_DICT + u('x') + P.GLOBAL + b'collections\nOrderedDict\n'
                  + P.EMPTY_TUPLE + P.REDUCE + P.SETITEM, 2),
-        'refusing opcode GLOBAL', 'collections.OrderedDict')
+        refusing('GLOBAL'), 'collections.OrderedDict')
     # the same with STACK_GLOBAL (protocol 4)
     out['object-reduce-p4.pickle'] = (
         skeleton(P.EMPTY_DICT + su('x') + su('collections') + su('OrderedDict')
                  + P.STACK_GLOBAL + P.EMPTY_TUPLE + P.REDUCE + P.SETITEM, 4),
-        'refusing opcode STACK_GLOBAL', 'collections.OrderedDict')
+        refusing('STACK_GLOBAL'), 'collections.OrderedDict')
     # a plain class instance as pickle writes it: cls, (), NEWOBJ, state, BUILD
     out['object-newobj-build-p2.pickle'] = (
         skeleton(P.EMPTY_DICT + u('x') + P.GLOBAL + b'mylib.config\nAllocConf\n'
                  + P.EMPTY_TUPLE + P.NEWOBJ + P.EMPTY_DICT + u('knob') + P.BININT1 + b'\x07'
                  + P.SETITEM + P.BUILD + P.SETITEM, 2),
-        'refusing opcode GLOBAL', 'mylib.config.AllocConf')
+        refusing('GLOBAL'), 'mylib.config.AllocConf')
     return out
 
 
@@ -210,23 +244,26 @@ def write(outdir):
     expected = {}
     must_parse = {}
 
-    def put(name, data, substring=None):
+    def put(name, data, says=None, vm=True):
+        """Writes a file; with `says` (a phrase or a list of them), one that
+        memsnap must refuse; vm=False for refusals from outside the pickle VM
+        (input checks, the snapshot decoder, the JSON renderer)."""
         with open(os.path.join(outdir, name), 'wb') as f:
             f.write(data)
-        if substring is not None:
-            expected[name] = substring
+        if says is not None:
+            expected[name] = {'says': [says] if isinstance(says, str) else says, 'byte_offset': vm}
 
     # code-executing pickles
     for p in range(6):
         op = 'GLOBAL' if p < 4 else 'STACK_GLOBAL'
-        put('evil-object-p%d.pickle' % p, evil_object(p), 'refusing opcode ' + op)
-        put('evil-in-snapshot-p%d.pickle' % p, evil_in_snapshot(p), 'refusing opcode ' + op)
+        put('evil-object-p%d.pickle' % p, evil_object(p), refusing(op))
+        put('evil-in-snapshot-p%d.pickle' % p, evil_in_snapshot(p), refusing(op))
     for op, payload in FIRST_REFUSED.items():
         p = 4 if op == 'NEWOBJ_EX' else 2
-        put('first-%s.pickle' % op, proto(p) + payload + P.STOP, 'refusing opcode ' + op)
-        put('first-%s-in-snapshot.pickle' % op, skeleton(payload, p), 'refusing opcode ' + op)
-    put('first-INST-p0.pickle', FIRST_REFUSED['INST'] + P.STOP, 'refusing opcode INST')
-    put('first-PERSID-p0.pickle', FIRST_REFUSED['PERSID'] + P.STOP, 'refusing opcode PERSID')
+        put('first-%s.pickle' % op, proto(p) + payload + P.STOP, refusing(op))
+        put('first-%s-in-snapshot.pickle' % op, skeleton(payload, p), refusing(op))
+    put('first-INST-p0.pickle', FIRST_REFUSED['INST'] + P.STOP, refusing('INST'))
+    put('first-PERSID-p0.pickle', FIRST_REFUSED['PERSID'] + P.STOP, refusing('PERSID'))
 
     # every truncation of a small valid snapshot
     snap = small_snapshot()
@@ -235,58 +272,70 @@ def write(outdir):
         assert data.endswith(P.STOP)
         put('small-p%d.pickle' % p, data)
         for k in range(1, len(data)):
-            put('truncated-p%d-%04d.pickle' % (p, k), data[:k], 'truncated')
-    put('empty.pickle', b'', 'empty file: the dump was probably interrupted')
+            put('truncated-p%d-%04d.pickle' % (p, k), data[:k], truncation(data, k))
+    put('empty.pickle', b'', 'empty file: the dump was probably interrupted', vm=False)
 
     # not pickles at all
     put('garbage.bin', bytes([0xDE, 0xAD, 0xBE, 0xEF]) + bytes((i * 37 + 11) & 0xFF
                                                                 for i in range(200)),
-        'not a pickle')
-    put('elf.bin', b'\x7fELF\x02\x01\x01\x00' + b'\x00' * 56, 'not a pickle')
-    put('zeros.bin', b'\x00' * 64, 'not a pickle')
-    put('torch-save.zip', zip_archive(), 'torch.save zip archive')
-    put('zip-header-only.bin', b'PK\x03\x04' + b'\x00' * 26, 'torch.save zip archive')
-    put('snapshot.json', b'{"segments": []}', 'looks like JSON')
+        NOT_A_PICKLE % 0xDE)
+    put('elf.bin', b'\x7fELF\x02\x01\x01\x00' + b'\x00' * 56, NOT_A_PICKLE % 0x7F)
+    put('zeros.bin', b'\x00' * 64, NOT_A_PICKLE % 0x00)
+    put('torch-save.zip', zip_archive(), ZIP, vm=False)
+    put('zip-header-only.bin', b'PK\x03\x04' + b'\x00' * 26, ZIP, vm=False)
+    put('snapshot.json', b'{"segments": []}', JSON, vm=False)
     put('snapshot-indented.json', b'\n  {\n    "segments": [],\n    "device_traces": []\n  }\n',
-        'looks like JSON')
+        JSON, vm=False)
 
     # pickles that are not snapshots
-    put('int-p2.pickle', pickle.dumps(12345, protocol=2), 'not a memory snapshot')
-    put('int-p4.pickle', pickle.dumps(12345, protocol=4), 'not a memory snapshot')
-    put('str-p4.pickle', pickle.dumps('segments', protocol=4), 'not a memory snapshot')
-    put('none-p2.pickle', pickle.dumps(None, protocol=2), 'not a memory snapshot')
+    # memsnap writes "a int" today: the phrases leave the article out
+    holds = 'not a memory snapshot: the pickle holds '
+    put('int-p2.pickle', pickle.dumps(12345, protocol=2), [holds, 'int, not a dict'], vm=False)
+    put('int-p4.pickle', pickle.dumps(12345, protocol=4), [holds, 'int, not a dict'], vm=False)
+    put('str-p4.pickle', pickle.dumps('segments', protocol=4), [holds, 'str, not a dict'],
+        vm=False)
+    put('none-p2.pickle', pickle.dumps(None, protocol=2), [holds, 'None, not a dict'], vm=False)
     put('dict-without-keys.pickle', pickle.dumps({'foo': 1, 'bar': [2]}, protocol=4),
-        'not a memory snapshot')
+        "not a memory snapshot: the pickle is a dict without 'segments' or 'device_traces'",
+        vm=False)
 
     # malformed streams
-    put('underflow-append.pickle', proto(2) + P.APPEND + P.STOP, 'stack underflow')
-    put('underflow-pop.pickle', proto(2) + P.POP + P.STOP, 'stack underflow')
+    put('underflow-append.pickle', proto(2) + P.APPEND + P.STOP,
+        'stack underflow: opcode APPEND needs a value')
+    put('underflow-pop.pickle', proto(2) + P.POP + P.STOP, 'stack underflow: opcode POP needs a value')
     put('underflow-setitem.pickle', proto(2) + P.EMPTY_DICT + u('k') + P.SETITEM + P.STOP,
-        'stack underflow')
-    put('underflow-tuple2.pickle', proto(2) + P.NONE + P.TUPLE2 + P.STOP, 'stack underflow')
-    put('underflow-stop.pickle', proto(2) + P.STOP, 'stack underflow')
-    put('memo-binget.pickle', proto(2) + P.BINGET + b'\x05' + P.STOP, 'memo')
+        'stack underflow: opcode SETITEM needs a value')
+    put('underflow-tuple2.pickle', proto(2) + P.NONE + P.TUPLE2 + P.STOP,
+        'stack underflow: TUPLE2 needs 2 values')
+    put('underflow-stop.pickle', proto(2) + P.STOP, 'stack underflow: STOP with an empty stack')
+    put('memo-binget.pickle', proto(2) + P.BINGET + b'\x05' + P.STOP, 'memo index 5 is not defined')
     put('memo-long-binget.pickle', proto(2) + P.EMPTY_LIST + binput(0) + P.POP
-        + P.LONG_BINGET + struct.pack('<I', 1000) + P.STOP, 'memo')
-    put('memo-get-p0.pickle', P.GET + b'7\n' + P.STOP, 'memo')
-    put('no-mark-setitems.pickle', proto(2) + P.EMPTY_DICT + P.SETITEMS + P.STOP, 'no MARK')
-    put('no-mark-appends.pickle', proto(2) + P.EMPTY_LIST + P.APPENDS + P.STOP, 'no MARK')
-    put('no-mark-tuple.pickle', proto(2) + P.NONE + P.TUPLE + P.STOP, 'no MARK')
+        + P.LONG_BINGET + struct.pack('<I', 1000) + P.STOP, 'memo index 1000 is not defined')
+    put('memo-get-p0.pickle', P.GET + b'7\n' + P.STOP, 'memo index 7 is not defined')
+    put('no-mark-setitems.pickle', proto(2) + P.EMPTY_DICT + P.SETITEMS + P.STOP,
+        'no MARK before opcode SETITEMS')
+    put('no-mark-appends.pickle', proto(2) + P.EMPTY_LIST + P.APPENDS + P.STOP,
+        'no MARK before opcode APPENDS')
+    put('no-mark-tuple.pickle', proto(2) + P.NONE + P.TUPLE + P.STOP, 'no MARK before opcode TUPLE')
     put('huge-binunicode8.pickle', proto(4) + P.BINUNICODE8 + struct.pack('<Q', 1 << 60)
-        + b'abc' + P.STOP, 'truncated')
+        + b'abc' + P.STOP,
+        'truncated: opcode BINUNICODE8 needs %d bytes, only 4 left in the file' % (1 << 60))
     put('huge-binbytes8.pickle', proto(4) + P.BINBYTES8 + struct.pack('<Q', 1 << 60)
-        + b'abc' + P.STOP, 'truncated')
+        + b'abc' + P.STOP,
+        'truncated: opcode BINBYTES8 needs %d bytes, only 4 left in the file' % (1 << 60))
     put('huge-binunicode.pickle', proto(2) + P.BINUNICODE + struct.pack('<I', 0xFFFFFFFF)
-        + b'abc' + P.STOP, 'truncated')
+        + b'abc' + P.STOP,
+        'truncated: opcode BINUNICODE needs %d bytes, only 4 left in the file' % 0xFFFFFFFF)
     put('huge-long4.pickle', proto(2) + P.LONG4 + struct.pack('<i', 0x7FFFFFFF) + b'\x01'
-        + P.STOP, 'truncated')
+        + P.STOP,
+        'truncated: opcode LONG4 needs %d bytes, only 2 left in the file' % 0x7FFFFFFF)
     put('huge-frame.pickle', proto(4) + P.FRAME + struct.pack('<Q', 1 << 62) + P.NONE + P.STOP,
-        'truncated')
-    put('next-buffer.pickle', proto(5) + P.NEXT_BUFFER + P.STOP, 'out-of-band buffer')
+        'truncated: FRAME declares %d bytes, only 2 left in the file' % (1 << 62))
+    put('next-buffer.pickle', proto(5) + P.NEXT_BUFFER + P.STOP, OUT_OF_BAND)
     put('next-buffer-readonly.pickle', proto(5) + P.NEXT_BUFFER + P.READONLY_BUFFER + P.STOP,
-        'out-of-band buffer')
-    put('nesting-lists-100000.pickle', nested_lists(100000), 'nesting')
-    put('nesting-dicts-100000.pickle', nested_dicts(100000), 'nesting')
+        OUT_OF_BAND)
+    put('nesting-lists-100000.pickle', nested_lists(100000), NESTING, vm=False)
+    put('nesting-dicts-100000.pickle', nested_dicts(100000), NESTING, vm=False)
 
     # must parse
     small4 = pickle.dumps(snap, protocol=4)
@@ -299,7 +348,8 @@ def write(outdir):
     must_parse['small-p2.pickle'] = {'same_as': 'small-p4.pickle'}
     for name, (data, error, obj_name) in foreign_objects().items():
         put(name, data)
-        must_parse[name] = {'default_error': error, 'allow_objects': True,
+        must_parse[name] = {'default_error': {'says': error, 'byte_offset': True},
+                            'allow_objects': True,
                             'object_at': ['allocator_settings', 'x'],
                             'object_name': obj_name}
 

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
-"""Differential test: memsnap against the reference loader (tests/ref).
+"""Differential test: memsnap against the pickle oracle (tests/pickle_oracle).
 
-    test_differential.py --memsnap PATH [--work DIR] [--jobs N] [--no-real]
+    test_differential.py --memsnap PATH [--work DIR] [--jobs N]
+                         [--only generated fixtures] [--fixtures DIR]
 
-Generates the synthetic corpus (tests/gen/make_snapshot.py --corpus) and, for
-every generated file and every file under <repo>/../shared/fixtures/real/
-(skipped with a SKIP line when that folder is absent), compares:
+Two parts: `generated`, the synthetic corpus (tests/gen/make_snapshot.py
+--corpus), and `fixtures`, every file under --fixtures (default
+<repo>/../shared/fixtures/real/). For every file it compares:
 
-  dump      `memsnap dump FILE` == reference dump_tree (whole tree; true is not
+  dump      `memsnap dump FILE` == oracle dump_tree (whole tree; true is not
             1, 1.0 is not 1; set members in any order)
   parse     `memsnap parse FILE --json --device D`: device_traces
             {device, event_count, actions} and segments {count, total_size,
@@ -18,7 +19,9 @@ every generated file and every file under <repo>/../shared/fixtures/real/
   events    `memsnap events FILE --device D --stride K --json` (~50 samples)
 
 for every device D that has trace events or segments. One line per check,
-a summary, exit status 1 on any mismatch. Standard library only.
+a summary, exit status 1 on any mismatch. When the fixtures are selected but
+absent, the summary says so and the exit status is 77 (CTest: skipped) unless
+a check failed. Standard library only.
 """
 
 import argparse
@@ -35,11 +38,10 @@ import testlib  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-sys.path.insert(0, str(REPO / 'tests' / 'ref'))
-import reference  # noqa: E402
+sys.path.insert(0, str(REPO / 'tests' / 'pickle_oracle'))
+import pickle_oracle  # noqa: E402
 
 GENERATOR = REPO / 'tests' / 'gen' / 'make_snapshot.py'
-REAL = REPO.parent / 'shared' / 'fixtures' / 'real'
 TIMEOUT = 120
 
 
@@ -75,7 +77,7 @@ def short(value, limit=160):
 
 def first_difference(expected, got, path='$'):
     """A readable description of where two JSON values differ, or None."""
-    if isinstance(expected, (reference.StrictBool, reference.StrictFloat)):
+    if isinstance(expected, (pickle_oracle.StrictBool, pickle_oracle.StrictFloat)):
         if expected == got:
             return None
         return '%s: expected %s got %s' % (path, short(expected), short(got))
@@ -111,8 +113,8 @@ def first_difference(expected, got, path='$'):
 
 
 def check_dump(memsnap, path, value):
-    expected = reference.dump_tree(value, strict=True)
-    got = run_json(memsnap, ['dump', path], object_hook=reference.normalize_json_object)
+    expected = pickle_oracle.dump_tree(value, strict=True)
+    got = run_json(memsnap, ['dump', path], object_hook=pickle_oracle.normalize_json_object)
     if expected == got:  # fast path in C; StrictBool/StrictFloat keep it strict
         return ''
     raise Failure(first_difference(expected, got) or 'trees differ')
@@ -130,9 +132,9 @@ def parse_output(memsnap, path, device):
 
 def check_parse(out, value, device):
     problems = []
-    trace = reference.trace_of(value, device)
+    trace = pickle_oracle.trace_of(value, device)
     expected_dt = {'device': device, 'event_count': len(trace),
-                   'actions': reference.actions(trace)}
+                   'actions': pickle_oracle.actions(trace)}
     got_dt = out.get('device_traces')
     if not isinstance(got_dt, dict):
         raise Failure('no device_traces object in parse --json (got %s)' % short(got_dt))
@@ -140,7 +142,7 @@ def check_parse(out, value, device):
     d = first_difference(expected_dt, got_sub, 'device_traces')
     if d:
         problems.append(d)
-    seg = reference.segment_totals(value, device)
+    seg = pickle_oracle.segment_totals(value, device)
     seg['awaiting_free_size'] = seg['active_size'] - seg['allocated_size']
     seg['inactive_size'] = seg['total_size'] - seg['active_size']
     got_seg = out.get('segments')
@@ -156,10 +158,10 @@ def check_parse(out, value, device):
 
 
 def check_baseline(out, value, device, known):
-    segments_active = reference.segment_totals(value, device)['active_size']
+    segments_active = pickle_oracle.segment_totals(value, device)['active_size']
     live = {}
     unmatched = 0
-    for e in reference.trace_of(value, device):
+    for e in pickle_oracle.trace_of(value, device):
         if e['action'] == 'alloc':
             live[e['addr']] = e['size']
         elif e['action'] == 'free_completed':
@@ -172,7 +174,7 @@ def check_baseline(out, value, device, known):
                 'pre_existing_freed': unmatched,
                 'profiling_still_live': still_live}
     if known is not None and known != expected['baseline_at_start']:
-        raise Failure('reference baseline %d != generator baseline %d (generator bug)'
+        raise Failure('oracle baseline %d != generator baseline %d (generator bug)'
                       % (expected['baseline_at_start'], known))
     got = out.get('baseline')
     if not isinstance(got, dict):
@@ -184,9 +186,9 @@ def check_baseline(out, value, device, known):
 
 
 def check_events(memsnap, path, value, device):
-    n = len(reference.trace_of(value, device))
-    stride = reference.default_stride(n)
-    expected = reference.events(value, device, stride)
+    n = len(pickle_oracle.trace_of(value, device))
+    stride = pickle_oracle.default_stride(n)
+    expected = pickle_oracle.events(value, device, stride)
     got = run_json(memsnap, ['events', path, '--device', device, '--stride', stride, '--json'])
     if not isinstance(got, dict):
         raise Failure('events --json printed %s, not an object' % type(got).__name__)
@@ -209,11 +211,11 @@ def check_file(memsnap, path, label, known_baselines):
             results.append((False, check, tag, 'test error: %r' % (e,)))
 
     try:
-        value = reference.load(path)
+        value = pickle_oracle.load(path)
     except Exception as e:
-        return [(False, 'load', label, 'reference cannot load it: %r' % (e,))]
+        return [(False, 'load', label, 'the pickle oracle cannot load it: %r' % (e,))]
     attempt('dump', label, check_dump, memsnap, path, value)
-    devices = reference.devices_of(value)
+    devices = pickle_oracle.devices_of(value)
     if not devices:
         def no_device():
             out = parse_output(memsnap, path, None)
@@ -243,35 +245,35 @@ def main(argv=None):
     ap.add_argument('--memsnap', required=True, help='path to the memsnap binary')
     ap.add_argument('--work', help='directory for the generated corpus (default: a temp dir)')
     ap.add_argument('--jobs', type=int, default=min(4, os.cpu_count() or 1))
-    ap.add_argument('--no-real', action='store_true', help='skip the real fixtures')
-    ap.add_argument('--real', default=str(REAL), help=argparse.SUPPRESS)
+    testlib.add_part_arguments(ap, ('generated', 'fixtures'))
     args = ap.parse_args(argv)
 
     memsnap, work, tmp = testlib.memsnap_and_workdir(args.memsnap, args.work, 'memsnap-differential-')
     if memsnap is None:
         return 1
     start = time.time()
-    corpus = os.path.join(work, 'corpus')
-    gen = subprocess.run([sys.executable, str(GENERATOR), '--corpus', corpus],
-                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
-    if gen.returncode != 0:
-        print('FAIL setup: generator failed:\n' + gen.stdout.decode('utf-8', 'replace'))
-        return 1
-    with open(os.path.join(corpus, 'manifest.json')) as f:
-        manifest = json.load(f)
-
     jobs = []  # (path, label, known baselines)
-    for name in sorted(manifest):
-        jobs.append((os.path.join(corpus, name), 'corpus/' + name, manifest[name]['baseline']))
-    real = Path(args.real)
-    if args.no_real:
-        print('SKIP real fixtures: --no-real')
-    elif not real.is_dir():
-        print('SKIP real fixtures: %s is absent' % real)
-    else:
-        for p in sorted(real.rglob('*')):
-            if p.is_file() and p.suffix.lower() not in ('.md', '.txt', '.json'):
-                jobs.append((str(p), 'real/' + str(p.relative_to(real)), None))
+    if 'generated' in args.only:
+        corpus = os.path.join(work, 'corpus')
+        gen = subprocess.run([sys.executable, str(GENERATOR), '--corpus', corpus],
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+        if gen.returncode != 0:
+            print('FAIL setup: generator failed:\n' + gen.stdout.decode('utf-8', 'replace'))
+            return 1
+        with open(os.path.join(corpus, 'manifest.json')) as f:
+            manifest = json.load(f)
+        for name in sorted(manifest):
+            jobs.append((os.path.join(corpus, name), 'corpus/' + name, manifest[name]['baseline']))
+    skip_fixtures = testlib.fixtures_missing(args)
+    if 'fixtures' in args.only and not skip_fixtures:
+        real = Path(args.fixtures)
+        real_files = [p for p in sorted(real.rglob('*'))
+                      if p.is_file() and p.suffix.lower() not in ('.md', '.txt', '.json')]
+        if not real_files:  # a folder without snapshots would pass while checking nothing
+            print('FAIL setup: no snapshot in %s' % real)
+            return 1
+        for p in real_files:
+            jobs.append((str(p), 'real/' + str(p.relative_to(real)), None))
 
     passed = failed = 0
     failures = []
@@ -289,15 +291,16 @@ def main(argv=None):
                     failed += 1
                     failures.append(line)
     elapsed = time.time() - start
-    print('\n%d files, %d checks: %d passed, %d failed (%.1f s)'
-          % (len(jobs), passed + failed, passed, failed, elapsed))
+    skip_note = ', fixtures skipped (%s is absent)' % args.fixtures if skip_fixtures else ''
+    print('\n%d files, %d checks: %d passed, %d failed%s (%.1f s)'
+          % (len(jobs), passed + failed, passed, failed, skip_note, elapsed))
     if failures:
         print('failures:')
         for line in failures:
             print('  ' + line)
     if tmp is not None:
         tmp.cleanup()
-    return 1 if failed else 0
+    return testlib.exit_status(failed, skip_fixtures)
 
 
 if __name__ == '__main__':

@@ -1,10 +1,19 @@
 #!/usr/bin/env python3
 """Golden outputs: every report, text and JSON, on real fixtures and generated files.
 
+    check_golden.py --memsnap PATH [--only generated repo fixtures] [--fixtures DIR] [--update]
+
 Runs memsnap with cwd set to the folder of the input so that file names in the
-output do not depend on where the checkout lives. `--update` rewrites the
-golden files after a deliberate change; review the diff before committing.
-Cases on real fixtures are skipped when ../shared/fixtures/real is absent.
+output do not depend on where the checkout lives. A missing golden file is a
+failure; `--update` (re)writes the golden files of the selected cases after a
+deliberate change: review the diff before committing.
+
+The cases come in three parts, by where their input lives: `generated`
+(written here by tests/gen/make_snapshot.py), `repo` (examples/) and
+`fixtures` (--fixtures, ../shared/fixtures/real by default). CTest runs
+`golden` (generated + repo, which never skip) and `golden_fixtures`. When the
+fixtures are selected but absent their cases are counted as skipped and the
+exit status is 77 (CTest: skipped) unless a case failed.
 """
 import argparse
 import difflib
@@ -16,6 +25,10 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 GENERATOR = os.path.join(REPO, "tests", "gen", "make_snapshot.py")
+sys.path.insert(0, os.path.dirname(HERE))  # tests/
+import testlib  # noqa: E402
+
+PARTS = ("generated", "repo", "fixtures")
 
 # (golden name, where: "fixtures" | "generated" | "repo", arguments)
 CASES = [
@@ -60,21 +73,22 @@ GENERATED = {
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--memsnap", required=True)
-    parser.add_argument("--fixtures", default=os.path.join(REPO, "..", "shared", "fixtures", "real"))
-    parser.add_argument("--update", action="store_true")
+    parser.add_argument("--update", action="store_true", help="write the golden files instead of comparing")
+    testlib.add_part_arguments(parser, PARTS)
     args = parser.parse_args()
     memsnap = os.path.abspath(args.memsnap)
-    have_fixtures = os.path.isdir(args.fixtures)
-    if not have_fixtures:
-        print(f"SKIP real-fixture cases: {args.fixtures} is absent")
+    cases = [case for case in CASES if case[1] in args.only]
+    skip_fixtures = testlib.fixtures_missing(args)
 
-    failures = 0
+    failures = skipped = 0
     with tempfile.TemporaryDirectory() as generated:
-        for name, generator_args in GENERATED.items():
-            subprocess.run([sys.executable, GENERATOR, "--out", os.path.join(generated, name)] + generator_args, check=True)
+        if "generated" in args.only:
+            for name, generator_args in GENERATED.items():
+                subprocess.run([sys.executable, GENERATOR, "--out", os.path.join(generated, name)] + generator_args, check=True)
         where = {"fixtures": args.fixtures, "generated": generated, "repo": REPO}
-        for name, place, command in CASES:
-            if place == "fixtures" and not have_fixtures:
+        for name, place, command in cases:
+            if place == "fixtures" and skip_fixtures:
+                skipped += 1
                 continue
             env = dict(os.environ, NO_COLOR="1")
             run = subprocess.run([memsnap] + command, cwd=where[place], capture_output=True, text=True, env=env, timeout=300)
@@ -83,10 +97,15 @@ def main():
                 failures += 1
                 continue
             path = os.path.join(HERE, name if name.endswith(".json") else name + ".txt")
-            if args.update or not os.path.exists(path):
+            if args.update:
                 with open(path, "w") as f:
                     f.write(run.stdout)
                 print(f"WROTE {os.path.relpath(path, REPO)}")
+                continue
+            if not os.path.exists(path):
+                # Writing it here would make a new case pass unseen.
+                print(f"FAIL {name}: no golden file {os.path.relpath(path, REPO)} (write it with --update, then review it)")
+                failures += 1
                 continue
             with open(path) as f:
                 expected = f.read()
@@ -96,8 +115,8 @@ def main():
                 failures += 1
             else:
                 print(f"ok   {name}")
-    print(f"{len(CASES)} cases, {failures} failed")
-    return 1 if failures else 0
+    print(f"{len(cases)} cases, {failures} failed" + (f", {skipped} skipped" if skipped else ""))
+    return testlib.exit_status(failures, skip_fixtures)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@
 #include <tuple>
 #include <vector>
 
-#include "snapshot/model.h"
+#include "memsnap/model.h"
 
 namespace memsnap::testing {
 

@@ -1,8 +1,9 @@
 // Replay semantics on hand-made traces.
 #include <gtest/gtest.h>
 
-#include "analysis/replay.h"
-#include "analysis/summary.h"
+#include "memsnap/replay.h"
+#include "analysis/segments.h"
+#include "analysis/steps.h"
 #include "model_builder.h"
 
 namespace memsnap {

@@ -77,5 +77,25 @@ TEST(SourceKey, NoFrames) {
   EXPECT_EQ(keys.key(StackId{}), "<no frames>");
 }
 
+// key() hands out references; they must survive later calls that add to
+// the cache (a hash map would rehash under them: found under ASan).
+TEST(SourceKey, KeysStayValidWhileTheCacheGrows) {
+  testing::ModelBuilder b;
+  std::vector<StackId> stacks;
+  for (int i = 0; i < 2000; ++i) {
+    stacks.push_back(b.stack({{"f" + std::to_string(i), "/home/me/model.py", i + 1}}));
+  }
+  SourceKeys keys(b.model, 1);
+  std::vector<const std::string*> held;
+  for (StackId stack : stacks) held.push_back(&keys.key(stack));
+  for (size_t i = 0; i < stacks.size(); ++i) {
+    EXPECT_EQ(*held[i], "f" + std::to_string(i) + "@model.py:" + std::to_string(i + 1));
+  }
+  // Stacks interned after the keys were made are keyed too.
+  StackId later = b.stack({{"late", "/home/me/late.py", 5}});
+  EXPECT_EQ(keys.key(later), "late@late.py:5");
+  EXPECT_EQ(*held[0], "f0@model.py:1");
+}
+
 }  // namespace
 }  // namespace memsnap

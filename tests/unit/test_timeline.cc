@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <random>
 
-#include "analysis/replay_reports.h"
+#include "analysis/file_analysis.h"
+#include "analysis/time_report.h"
 #include "analysis/timeline.h"
 #include "model_builder.h"
 

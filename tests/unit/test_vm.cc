@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <string>
 
-#include "io/error.h"
-#include "pickle/tree.h"
+#include "memsnap/error.h"
+#include "pickle/json.h"
 #include "pickle/vm.h"
 
 namespace memsnap::pickle {
@@ -98,7 +98,7 @@ TEST(Vm, FrameAndTrailingBytes) {
 }
 
 TEST(Vm, RefusesCodeExecution) {
-  EXPECT_NE(error_of("cos\nsystem\n(S'ls'\ntR.").find("refusing opcode GLOBAL at"),
+  EXPECT_NE(error_of("cos\nsystem\n(S'ls'\ntR.").find("refusing opcode GLOBAL: "),
             std::string::npos)
       << error_of("cos\nsystem\n(S'ls'\ntR.");
   std::string stack_global = "\x80\x04\x8c\x02os\x8c\x06system\x93.";

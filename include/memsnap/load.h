@@ -1,0 +1,24 @@
+// Reading a snapshot file into the model: the library's front door.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "memsnap/model.h"
+
+namespace memsnap {
+
+struct LoadOptions {
+  // Read opcodes that would import or call code as inert placeholders
+  // instead of refusing the file. Nothing is ever executed either way.
+  bool allow_objects = false;
+  // Called now and then with (bytes done, bytes total) while the pickle is read.
+  std::function<void(uint64_t done, uint64_t total)> on_progress;
+};
+
+// Opens PATH ("-" is stdin; .gz and .zst by magic bytes) and decodes it.
+// Throws memsnap::Error naming the file on unreadable or hostile input.
+Snapshot load_snapshot(const std::string& path, const LoadOptions& options = {});
+
+}  // namespace memsnap

@@ -1,0 +1,229 @@
+// The snapshot model: typed, interned, columnar, per device. Decoders write it
+// once; everything after reads it.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
+
+namespace memsnap {
+
+// Typed ids into the model's tables; 0 always means "none".
+template <typename Tag>
+struct Id {
+  uint32_t value = 0;
+  [[nodiscard]] bool valid() const { return value != 0; }
+  friend bool operator==(Id a, Id b) { return a.value == b.value; }
+  friend bool operator<(Id a, Id b) { return a.value < b.value; }
+  template <typename H>
+  friend H AbslHashValue(H state, Id id) {
+    return H::combine(std::move(state), id.value);
+  }
+};
+using StringId = Id<struct StringTag>;
+using FrameId = Id<struct FrameTag>;
+using StackId = Id<struct StackTag>;
+static_assert(sizeof(FrameId) == sizeof(uint32_t), "stacks are hashed as raw id bytes");
+
+class StringTable {
+ public:
+  StringTable();
+  StringId intern(std::string_view text);
+  [[nodiscard]] std::string_view get(StringId id) const { return strings_[id.value]; }
+  [[nodiscard]] size_t size() const { return strings_.size(); }
+
+ private:
+  std::deque<std::string> strings_;  // deque: interned views stay valid as it grows
+  absl::flat_hash_map<std::string_view, StringId> index_;
+};
+
+struct Frame {
+  StringId name;
+  StringId filename;
+  int64_t line = 0;
+};
+
+class FrameTable {
+ public:
+  FrameTable();
+  FrameId intern(const Frame& frame);
+  [[nodiscard]] const Frame& get(FrameId id) const { return frames_[id.value]; }
+  [[nodiscard]] size_t size() const { return frames_.size(); }
+
+ private:
+  struct Key {
+    uint32_t name, filename;
+    int64_t line;
+    friend bool operator==(const Key&, const Key&) = default;
+    template <typename H>
+    friend H AbslHashValue(H state, const Key& key) {
+      return H::combine(std::move(state), key.name, key.filename, key.line);
+    }
+  };
+  std::vector<Frame> frames_;
+  absl::flat_hash_map<Key, FrameId> index_;
+};
+
+// Stacks are frame lists, innermost first, interned by content.
+class StackTable {
+ public:
+  StackTable();
+  StackTable(const StackTable&) = delete;
+  StackTable& operator=(const StackTable&) = delete;
+  StackTable(StackTable&& other) noexcept;
+  StackTable& operator=(StackTable&& other) noexcept;
+  StackId intern(std::span<const FrameId> frames);
+  [[nodiscard]] std::span<const FrameId> get(StackId id) const;
+  [[nodiscard]] size_t size() const { return offsets_.size() - 1; }
+
+ private:
+  // The index holds stack ids and hashes/compares the frames they point to,
+  // so a lookup needs no key allocation (transparent lookup by span).
+  struct Hash {
+    using is_transparent = void;
+    const StackTable* table;
+    size_t operator()(std::span<const FrameId> frames) const;
+    size_t operator()(uint32_t id) const { return (*this)(table->get(StackId{id})); }
+  };
+  struct Eq {
+    using is_transparent = void;
+    const StackTable* table;
+    static bool same(std::span<const FrameId> a, std::span<const FrameId> b);
+    bool operator()(uint32_t a, uint32_t b) const { return a == b; }
+    bool operator()(uint32_t a, std::span<const FrameId> b) const {
+      return same(table->get(StackId{a}), b);
+    }
+    bool operator()(std::span<const FrameId> a, uint32_t b) const {
+      return same(a, table->get(StackId{b}));
+    }
+  };
+  std::vector<FrameId> frames_;
+  std::vector<uint64_t> offsets_;  // stack i is frames_[offsets_[i-1], offsets_[i])
+  absl::flat_hash_set<uint32_t, Hash, Eq> index_;
+};
+
+enum class Action : uint8_t {
+  kAlloc,
+  kFreeRequested,
+  kFreeCompleted,
+  kSegmentAlloc,
+  kSegmentFree,
+  kSegmentMap,
+  kSegmentUnmap,
+  kSnapshot,
+  kOom,
+  kOther,  // anything else; its name is in EventColumns::other_action
+};
+constexpr int kActionCount = 10;
+std::string_view action_name(Action action);
+std::optional<Action> parse_action(std::string_view name);
+
+// Trace entries of all devices, in file order, one column per field.
+struct EventColumns {
+  std::vector<Action> action;
+  std::vector<uint64_t> addr;  // two's complement bit pattern; 0 when absent
+  std::vector<uint64_t> size;
+  std::vector<uint64_t> stream;  // cudaStream_t bit pattern
+  std::vector<int64_t> time_us;  // 0 when absent
+  std::vector<StackId> stack;
+  // Sparse extras, keyed by event index.
+  absl::flat_hash_map<uint64_t, StringId> other_action;
+  absl::flat_hash_map<uint64_t, uint64_t> device_free;  // oom entries
+  absl::flat_hash_set<uint64_t> without_addr;           // entries that had no addr key
+
+  [[nodiscard]] size_t count() const { return action.size(); }
+  void reserve(size_t n);
+};
+
+// One device's trace: a contiguous range of the model's event columns.
+struct DeviceTrace {
+  int device = 0;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  [[nodiscard]] uint64_t count() const { return end - begin; }
+};
+
+enum class BlockState : uint8_t { kActiveAllocated, kActivePendingFree, kInactive, kUnknown };
+
+struct Block {
+  uint64_t address = 0;
+  uint64_t size = 0;
+  uint64_t requested_size = 0;
+  BlockState state = BlockState::kUnknown;
+  StackId stack;
+};
+
+struct Segment {
+  int device = 0;
+  uint64_t address = 0;
+  uint64_t total_size = 0;
+  uint64_t allocated_size = 0;
+  uint64_t active_size = 0;
+  uint64_t requested_size = 0;
+  uint64_t stream = 0;
+  StringId segment_type;
+  int64_t pool_id_first = 0;
+  int64_t pool_id_second = 0;
+  bool is_expandable = false;
+  StackId stack;
+  uint32_t first_block = 0;
+  uint32_t block_count = 0;
+};
+
+enum class Stage : uint8_t { kStart, kEnd, kOther };
+
+struct Annotation {
+  StringId name;
+  Stage stage = Stage::kOther;
+  int device = 0;
+  int64_t time_us = 0;
+};
+
+// Anomalies the decoder counted and skipped rather than failing on.
+struct DecodeAnomalies {
+  uint64_t malformed_entries = 0;  // trace entries without a usable action/size
+  uint64_t malformed_segments = 0;
+  uint64_t malformed_annotations = 0;
+};
+
+struct Snapshot {
+  StringTable strings;
+  FrameTable frames;
+  StackTable stacks;
+  EventColumns events;
+  std::vector<DeviceTrace> devices;  // indexed by position in device_traces
+  std::vector<Segment> segments;
+  std::vector<Block> blocks;
+  std::vector<Annotation> annotations;
+  // The allocator_settings dict as JSON text (tuples as arrays, keys as
+  // strings, invalid UTF-8 replaced); empty when the file has none. Free-form
+  // and small, so it stays text rather than a typed struct.
+  std::string allocator_settings_json;
+  bool top_level_list = false;        // torch.cuda.memory_snapshot() pickled
+  bool legacy_block_history = false;  // PyTorch 2.0 blocks without address
+  int pickle_protocol = 0;
+  uint64_t file_size = 0;            // on disk
+  uint64_t pickle_size = 0;          // after decompression
+  std::string compression = "none";  // "gzip", "zstd"
+  DecodeAnomalies anomalies;
+
+  [[nodiscard]] std::span<const Block> blocks_of(const Segment& segment) const {
+    return std::span<const Block>(blocks).subspan(segment.first_block, segment.block_count);
+  }
+  // Ordinals that have trace events or segments, ascending.
+  [[nodiscard]] std::vector<int> devices_in_use() const;
+  // --device default: first device with trace events, else first with segments, else 0.
+  [[nodiscard]] int default_device() const;
+  [[nodiscard]] const DeviceTrace* trace_of(int device) const;
+  [[nodiscard]] std::string_view action_label(uint64_t event_index) const;
+};
+
+}  // namespace memsnap

@@ -1,0 +1,205 @@
+#include "analysis/compare.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <algorithm>
+#include <cmath>
+#include <regex>
+#include <set>
+
+#include "memsnap/error.h"
+
+namespace memsnap {
+namespace {
+
+constexpr double kCudaGraphAllocRatio = 10.0;
+constexpr int kTopShareSources = 5;
+constexpr double kUnmatchedShare = 0.05;
+constexpr uint64_t kUnmatchedCount = 10;
+constexpr uint64_t kBaselineGapBytes = uint64_t{64} << 20;
+constexpr double kBaselineGapShare = 0.10;
+
+std::vector<int64_t> complete_steps(const FileAnalysis& file) {
+  std::vector<int64_t> out;
+  for (const StepStats& s : file.analysis.steps) {
+    if (s.step.complete) out.push_back(s.step.number);
+  }
+  return out;
+}
+
+bool looks_truncated(const ReplayTotals& t) {
+  return t.unmatched_free_count >= kUnmatchedCount &&
+         static_cast<double>(t.unmatched_free_count) >=
+             kUnmatchedShare * static_cast<double>(std::max<uint64_t>(t.free_count, 1));
+}
+
+std::optional<std::string> rank_of(const std::string& path) {
+  static const std::regex kRank(R"(_(\d+)(\.[A-Za-z0-9]+)*$)");
+  std::string name = path.substr(path.find_last_of('/') + 1);
+  std::smatch match;
+  if (std::regex_search(name, match, kRank)) return match[1].str();
+  return std::nullopt;
+}
+
+// The allocator settings as a JSON value (null when the file has none).
+nlohmann::ordered_json settings_of(const Snapshot& snapshot) {
+  if (snapshot.allocator_settings_json.empty()) return nullptr;
+  return nlohmann::ordered_json::parse(snapshot.allocator_settings_json);
+}
+
+}  // namespace
+
+CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
+                            std::optional<int64_t> step, int frame_depth) {
+  CompareResult r;
+  r.file_a = a.path;
+  r.file_b = b.path;
+  r.device_a = a.device;
+  r.device_b = b.device;
+
+  // Settings: compared as values, key order ignored (nested dicts included).
+  const nlohmann::ordered_json settings_a = settings_of(*a.snapshot);
+  const nlohmann::ordered_json settings_b = settings_of(*b.snapshot);
+  r.settings_a = settings_a.is_object();
+  r.settings_b = settings_b.is_object();
+  std::set<std::string> keys;
+  if (r.settings_a)
+    for (const auto& [key, value] : settings_a.items()) keys.insert(key);
+  if (r.settings_b)
+    for (const auto& [key, value] : settings_b.items()) keys.insert(key);
+  for (const std::string& key : keys) {
+    nlohmann::json va = r.settings_a && settings_a.contains(key) ? nlohmann::json(settings_a[key])
+                                                                 : nlohmann::json();
+    nlohmann::json vb = r.settings_b && settings_b.contains(key) ? nlohmann::json(settings_b[key])
+                                                                 : nlohmann::json();
+    if (va != vb) {
+      r.config_diffs.push_back(SettingDiff{
+          key,
+          r.settings_a && settings_a.contains(key) ? settings_a[key] : nlohmann::ordered_json(),
+          r.settings_b && settings_b.contains(key) ? settings_b[key] : nlohmann::ordered_json()});
+    }
+  }
+
+  r.segments_a = a.segments;
+  r.segments_b = b.segments;
+  r.baseline_a = a.baseline;
+  r.baseline_b = b.baseline;
+
+  std::vector<int64_t> complete_a = complete_steps(a);
+  std::vector<int64_t> complete_b = complete_steps(b);
+  std::set_intersection(complete_a.begin(), complete_a.end(), complete_b.begin(), complete_b.end(),
+                        std::back_inserter(r.matching_steps));
+  std::set_difference(complete_a.begin(), complete_a.end(), complete_b.begin(), complete_b.end(),
+                      std::back_inserter(r.steps_only_a));
+  std::set_difference(complete_b.begin(), complete_b.end(), complete_a.begin(), complete_a.end(),
+                      std::back_inserter(r.steps_only_b));
+  for (const StepStats& s : a.analysis.steps)
+    if (!s.step.complete) r.incomplete_a.push_back(s.step.number);
+  for (const StepStats& s : b.analysis.steps)
+    if (!s.step.complete) r.incomplete_b.push_back(s.step.number);
+
+  for (int64_t number : r.matching_steps) {
+    const StepStats& sa = *a.step(number);
+    const StepStats& sb = *b.step(number);
+    r.step_results.push_back(StepComparison{
+        number, sa.peak_delta, sb.peak_delta, a.step_absolute_peak(sa), b.step_absolute_peak(sb),
+        sa.alloc_count, sb.alloc_count, sa.alloc_bytes, sb.alloc_bytes});
+  }
+
+  const ReplayTotals& ta = a.analysis.totals;
+  const ReplayTotals& tb = b.analysis.totals;
+  r.full_trace = FullTraceComparison{
+      ta.peak_delta,           tb.peak_delta,           a.absolute_peak(),
+      b.absolute_peak(),       ta.alloc_bytes,          tb.alloc_bytes,
+      ta.alloc_count,          tb.alloc_count,          ta.unmatched_free_count,
+      tb.unmatched_free_count, ta.unmatched_free_bytes, tb.unmatched_free_bytes};
+
+  // Drill-down scope: --step, else the matching step whose absolute peaks
+  // differ most, else the full trace.
+  if (step) {
+    if (std::find(r.matching_steps.begin(), r.matching_steps.end(), *step) ==
+        r.matching_steps.end()) {
+      throw Error(fmt::format("step {} is not complete in both files; steps complete in both: {}",
+                              *step,
+                              r.matching_steps.empty() ? "none" : step_ranges(r.matching_steps)));
+    }
+    r.drill_step = *step;
+  } else if (!r.step_results.empty()) {
+    const StepComparison* widest = &r.step_results.front();
+    for (const StepComparison& row : r.step_results) {
+      if (magnitude(row.absolute_peak_b - row.absolute_peak_a) >
+          magnitude(widest->absolute_peak_b - widest->absolute_peak_a)) {
+        widest = &row;
+      }
+    }
+    r.drill_step = widest->step;
+  }
+  uint64_t position_a = a.full_peak_position();
+  uint64_t position_b = b.full_peak_position();
+  uint64_t alloc_a = ta.alloc_count;
+  uint64_t alloc_b = tb.alloc_count;
+  r.drill_peak_a = a.absolute_peak();
+  r.drill_peak_b = b.absolute_peak();
+  if (r.drill_step) {
+    const StepStats& sa = *a.step(*r.drill_step);
+    const StepStats& sb = *b.step(*r.drill_step);
+    position_a = sa.peak_position(a.trace);
+    position_b = sb.peak_position(b.trace);
+    alloc_a = sa.alloc_count;
+    alloc_b = sb.alloc_count;
+    r.drill_peak_a = a.step_absolute_peak(sa);
+    r.drill_peak_b = b.step_absolute_peak(sb);
+  }
+  SourceIndex sources_a(*a.snapshot, frame_depth);
+  SourceIndex sources_b(*b.snapshot, frame_depth);
+  std::vector<uint64_t> pa{position_a};
+  std::vector<uint64_t> pb{position_b};
+  auto live_a = live_by_source(*a.snapshot, a.trace, sources_a, pa)[0];
+  auto live_b = live_by_source(*b.snapshot, b.trace, sources_b, pb)[0];
+  r.drill = compare_sources(live_a, live_b);
+
+  // Findings, in the order a reader needs them.
+  auto& found = r.findings;
+  if (alloc_a > 0 && alloc_b > 0) {
+    double ratio = static_cast<double>(std::max(alloc_a, alloc_b)) /
+                   static_cast<double>(std::min(alloc_a, alloc_b));
+    if (ratio > kCudaGraphAllocRatio) {
+      found.emplace_back(finding::CudaGraphsLikely{alloc_a > alloc_b ? Side::kA : Side::kB, ratio,
+                                                   r.drill_step, std::max(alloc_a, alloc_b),
+                                                   std::min(alloc_a, alloc_b)});
+    }
+  }
+  const std::vector<SourceDiff>& rows = r.drill.rows;
+  uint64_t total_diff = 0;
+  for (const SourceDiff& row : rows) total_diff += magnitude(row.delta());
+  if (total_diff > 0 && rows.size() > static_cast<size_t>(kTopShareSources)) {
+    uint64_t top = 0;
+    for (int i = 0; i < kTopShareSources; ++i)
+      top += magnitude(rows[static_cast<size_t>(i)].delta());
+    found.emplace_back(finding::TopSourcesShare{
+        kTopShareSources, static_cast<double>(top) / static_cast<double>(total_diff)});
+  }
+  for (const auto& [side, totals] : {std::pair{Side::kA, &ta}, std::pair{Side::kB, &tb}}) {
+    if (looks_truncated(*totals)) {
+      found.emplace_back(
+          finding::SideTruncated{side, totals->unmatched_free_count, totals->free_count});
+    }
+  }
+  int64_t base_a = r.baseline_a.baseline_at_start;
+  int64_t base_b = r.baseline_b.baseline_at_start;
+  uint64_t gap = magnitude(base_b - base_a);
+  if (gap >= kBaselineGapBytes &&
+      static_cast<double>(gap) >=
+          kBaselineGapShare * static_cast<double>(std::max(magnitude(base_a), magnitude(base_b)))) {
+    found.emplace_back(finding::BaselinesDiffer{base_a, base_b});
+  }
+  if (a.device != b.device) found.emplace_back(finding::DifferentDevices{a.device, b.device});
+  std::optional<std::string> rank_a = rank_of(a.path);
+  std::optional<std::string> rank_b = rank_of(b.path);
+  if (rank_a && rank_b && *rank_a != *rank_b) {
+    found.emplace_back(finding::DifferentRanks{*rank_a, *rank_b});
+  }
+  return r;
+}
+
+}  // namespace memsnap

@@ -1,0 +1,56 @@
+// compare: why does B peak higher than A. Deltas are always B - A.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/file_analysis.h"
+#include "analysis/findings.h"
+#include "analysis/sources.h"
+
+namespace memsnap {
+
+struct StepComparison {
+  int64_t step = 0;
+  int64_t peak_delta_a = 0, peak_delta_b = 0;
+  int64_t absolute_peak_a = 0, absolute_peak_b = 0;
+  uint64_t alloc_count_a = 0, alloc_count_b = 0;
+  uint64_t throughput_a = 0, throughput_b = 0;
+};
+struct FullTraceComparison {
+  int64_t peak_delta_a = 0, peak_delta_b = 0;
+  int64_t absolute_peak_a = 0, absolute_peak_b = 0;
+  uint64_t throughput_a = 0, throughput_b = 0;
+  uint64_t alloc_count_a = 0, alloc_count_b = 0;
+  uint64_t unmatched_frees_a = 0, unmatched_frees_b = 0;
+  uint64_t unmatched_free_bytes_a = 0, unmatched_free_bytes_b = 0;
+};
+// One allocator setting that differs.
+struct SettingDiff {
+  std::string key;
+  nlohmann::ordered_json a, b;  // null when absent
+};
+struct CompareResult {
+  std::string file_a, file_b;
+  int device_a = 0, device_b = 0;
+  std::vector<SettingDiff> config_diffs;
+  bool settings_a = false, settings_b = false;
+  SegmentTotals segments_a, segments_b;
+  Baseline baseline_a, baseline_b;
+  std::vector<int64_t> matching_steps;
+  std::vector<StepComparison> step_results;
+  std::vector<int64_t> steps_only_a, steps_only_b, incomplete_a, incomplete_b;
+  FullTraceComparison full_trace;
+  std::optional<int64_t> drill_step;           // nullopt: drill-down over the full trace
+  int64_t drill_peak_a = 0, drill_peak_b = 0;  // absolute peaks of the drill-down scope
+  SourceComparison drill;                      // live sets at the two peaks, joined
+  std::vector<Finding> findings;
+};
+CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
+                            std::optional<int64_t> step, int frame_depth);
+
+}  // namespace memsnap

@@ -1,0 +1,45 @@
+#include "analysis/event_list.h"
+
+#include "analysis/file_analysis.h"
+#include "analysis/source_key.h"
+
+namespace memsnap {
+
+EventListing list_events(const Snapshot& snapshot, std::optional<int> device, uint64_t stride,
+                         int frame_depth) {
+  EventListing listing;
+  listing.snapshot = &snapshot;
+  listing.device = choose_device(snapshot, device);
+  listing.stride = stride == 0 ? 1 : stride;
+  const DeviceTrace trace = trace_or_empty(snapshot, listing.device);
+  listing.event_count = trace.count();
+  std::vector<uint64_t> picked;
+  for (uint64_t i = 0; i < trace.count(); i += listing.stride) picked.push_back(i);
+  if (trace.count() > 0 && (picked.empty() || picked.back() != trace.count() - 1)) {
+    picked.push_back(trace.count() - 1);
+  }
+  const EventColumns& events = snapshot.events;
+  int64_t origin = 0;
+  for (uint64_t i = trace.begin; i < trace.end && origin == 0; ++i) origin = events.time_us[i];
+  SourceKeys keys(snapshot, frame_depth);
+  listing.rows.reserve(picked.size());
+  for (uint64_t i : picked) {
+    uint64_t at = trace.begin + i;
+    EventRow row;
+    row.index = i;
+    row.action = std::string(snapshot.action_label(at));
+    if (!events.without_addr.contains(at)) row.addr = events.addr[at];
+    row.size = events.size[at];
+    row.stream = events.stream[at];
+    if (events.time_us[at] != 0) {
+      row.time_us = events.time_us[at];
+      row.time_s = static_cast<double>(events.time_us[at] - origin) / 1e6;
+    }
+    row.stack = events.stack[at];
+    row.source = keys.key(row.stack);
+    listing.rows.push_back(std::move(row));
+  }
+  return listing;
+}
+
+}  // namespace memsnap

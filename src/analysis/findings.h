@@ -1,0 +1,76 @@
+// Typed findings: what the analysis noticed, as a kind and its numbers.
+// Only report/ turns them into words (report/findings.h), so every renderer
+// (text, JSON, the coming CI formats) phrases them the same way and tests can
+// check the numbers without parsing English.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+
+namespace memsnap {
+
+enum class Side : uint8_t { kA, kB };
+
+namespace finding {
+
+// ---- one file (parse) ----
+struct NoHistory {};  // the device has segments but no trace entries
+struct TruncatedTrace {
+  uint64_t unmatched_frees = 0;
+  uint64_t frees = 0;
+  uint64_t unmatched_bytes = 0;
+};
+struct LargeBaseline {  // allocated before the trace started
+  uint64_t bytes = 0;
+};
+struct NegativeBaseline {  // the trace holds more live memory than the segments
+  int64_t bytes = 0;
+};
+struct NoTimestamps {};
+struct OutOfMemory {
+  int device = 0;
+  uint64_t requested = 0;
+  std::optional<uint64_t> device_free;
+};
+struct MalformedEntries {
+  uint64_t count = 0;
+};
+
+// ---- two files (compare) ----
+struct CudaGraphsLikely {
+  Side more = Side::kA;              // the side that allocates more often
+  double ratio = 0;                  // more / fewer
+  std::optional<int64_t> step;       // nullopt: over the whole trace
+  uint64_t more_count = 0, fewer_count = 0;
+};
+struct TopSourcesShare {
+  int sources = 0;
+  double share = 0;  // of the summed |per-source difference| at the peak
+};
+struct SideTruncated {
+  Side side = Side::kA;
+  uint64_t unmatched_frees = 0;
+  uint64_t frees = 0;
+};
+struct BaselinesDiffer {
+  int64_t a = 0, b = 0;
+};
+struct DifferentDevices {
+  int a = 0, b = 0;
+};
+struct DifferentRanks {
+  std::string a, b;  // as in the file names
+};
+
+}  // namespace finding
+
+using Finding =
+    std::variant<finding::NoHistory, finding::TruncatedTrace, finding::LargeBaseline,
+                 finding::NegativeBaseline, finding::NoTimestamps, finding::OutOfMemory,
+                 finding::MalformedEntries, finding::CudaGraphsLikely, finding::TopSourcesShare,
+                 finding::SideTruncated, finding::BaselinesDiffer, finding::DifferentDevices,
+                 finding::DifferentRanks>;
+
+}  // namespace memsnap

@@ -1,0 +1,86 @@
+// What `memsnap parse` reports: plain result structs, no formatting.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/findings.h"
+#include "analysis/segments.h"
+#include "analysis/steps.h"
+#include "memsnap/model.h"
+#include "memsnap/replay.h"
+
+namespace memsnap {
+
+struct SourceThroughput {
+  std::string source;
+  uint64_t throughput_bytes = 0;
+  uint64_t alloc_count = 0;
+};
+
+struct OomReport {
+  uint64_t event = 0;
+  uint64_t requested = 0;
+  std::optional<uint64_t> device_free;
+  int64_t time_us = 0;
+};
+
+struct DeviceOverview {
+  int device = 0;
+  uint64_t event_count = 0;
+  uint64_t alloc_count = 0;
+  SegmentTotals segments;
+  int64_t peak_delta = 0;
+  uint64_t unmatched_free_count = 0;
+  int64_t baseline_at_start = 0;
+};
+
+// The implicit move is noexcept; clang-tidy cannot see through
+// nlohmann::json's invariant assertions.
+// NOLINTNEXTLINE(bugprone-exception-escape)
+struct ParseResult {
+  std::string file;
+  uint64_t file_size_bytes = 0;
+  uint64_t pickle_bytes = 0;
+  std::string compression;  // "none", "gzip", "zstd"
+  int pickle_protocol = 0;
+  int device = 0;
+  std::vector<int> devices;  // in use
+  bool top_level_list = false;
+  bool legacy_format = false;
+  nlohmann::ordered_json allocator_settings;  // null when the file has none
+  SegmentTotals segments;
+  Baseline baseline;
+  ReplayTotals replay;  // peak_event counts within the device's trace
+  std::vector<ProfilerStep> steps;
+  uint64_t event_count = 0;
+  std::map<std::string, uint64_t> actions;
+  bool has_time = false;
+  double trace_duration_s = 0;
+  std::vector<SourceThroughput> top_sources;
+  uint64_t distinct_sources = 0;
+  std::vector<DeviceOverview> per_device;
+  std::vector<OomReport> ooms;
+  uint64_t annotation_count = 0;
+  std::map<std::string, uint64_t> annotation_kinds;  // name up to '#', START marks only
+  uint64_t distinct_frames = 0;
+  uint64_t distinct_stacks = 0;
+  DecodeAnomalies anomalies;
+  std::vector<Finding> warnings;  // what a user needs before trusting the numbers
+};
+
+struct ParseOptions {
+  std::optional<int> device;
+  int top = 10;
+  int frame_depth = 1;
+};
+
+ParseResult summarize(const Snapshot& snapshot, const std::string& file,
+                      const ParseOptions& options);
+
+}  // namespace memsnap

@@ -1,0 +1,36 @@
+// The allocator's state at dump time (the `segments` list) and the baseline
+// it implies: what was allocated before the trace started.
+#pragma once
+
+#include <cstdint>
+
+#include "memsnap/model.h"
+#include "memsnap/replay.h"
+
+namespace memsnap {
+
+struct SegmentTotals {
+  uint64_t count = 0;
+  uint64_t total_size = 0;  // reserved
+  uint64_t allocated_size = 0;
+  uint64_t active_size = 0;
+  uint64_t awaiting_free_size = 0;  // active - allocated
+  uint64_t inactive_size = 0;       // reserved - active
+  double fragmentation = 0;         // inactive / reserved
+  uint64_t expandable_count = 0;
+  uint64_t private_pool_count = 0;  // CUDA graph or user MemPool segments
+  uint64_t block_count = 0;
+};
+SegmentTotals segment_totals(const Snapshot& snapshot, int device);
+
+struct Baseline {
+  int64_t baseline_at_start = 0;
+  uint64_t segments_active = 0;
+  uint64_t pre_existing_freed = 0;    // bytes of unmatched frees
+  uint64_t profiling_still_live = 0;  // bytes of traced allocs live at the end
+};
+// segments_active - (bytes still live at the end of the replay) + (bytes of
+// unmatched frees).
+Baseline compute_baseline(const SegmentTotals& segments, const ReplayTotals& replay);
+
+}  // namespace memsnap

@@ -1,0 +1,143 @@
+#include "analysis/sources.h"
+
+#include <algorithm>
+#include <map>
+
+#include "memsnap/replay.h"
+
+namespace memsnap {
+
+SourceIndex::SourceIndex(const Snapshot& snapshot, int frame_depth)
+    : keys_(snapshot, frame_depth), by_stack_(snapshot.stacks.size() + 1, 0) {}
+
+uint32_t SourceIndex::of(StackId stack) {
+  if (stack.value >= by_stack_.size()) by_stack_.resize(stack.value + 1, 0);  // model grew
+  uint32_t& cached = by_stack_[stack.value];
+  if (cached == 0) {
+    const std::string& key = keys_.key(stack);
+    auto [it, inserted] = ids_.try_emplace(key, static_cast<uint32_t>(names_.size()));
+    if (inserted) names_.push_back(key);
+    cached = it->second + 1;
+  }
+  return cached - 1;
+}
+
+namespace {
+
+// Keeps live bytes and counts per source id up to date as the replay runs.
+class LiveBySource {
+ public:
+  explicit LiveBySource(SourceIndex& sources) : sources_(sources) {}
+
+  void on_alloc(uint64_t /*event*/, const LiveAllocation& added) {
+    uint32_t source = sources_.of(added.stack);
+    if (source >= bytes_.size()) {
+      bytes_.resize(source + 1, 0);
+      counts_.resize(source + 1, 0);
+    }
+    bytes_[source] += added.size;
+    ++counts_[source];
+  }
+  void on_replace(uint64_t /*event*/, const LiveAllocation& replaced) { remove(replaced); }
+  void on_free(uint64_t /*event*/, const LiveAllocation& freed) { remove(freed); }
+
+  [[nodiscard]] std::vector<SourceUsage> rows() const {
+    std::vector<SourceUsage> rows;
+    for (size_t s = 0; s < bytes_.size(); ++s) {
+      if (counts_[s] != 0)
+        rows.push_back(SourceUsage{sources_.name(static_cast<uint32_t>(s)), bytes_[s], counts_[s]});
+    }
+    std::sort(rows.begin(), rows.end(), [](const SourceUsage& a, const SourceUsage& b) {
+      return a.bytes != b.bytes ? a.bytes > b.bytes : a.source < b.source;
+    });
+    return rows;
+  }
+
+ private:
+  void remove(const LiveAllocation& gone) {
+    uint32_t source = sources_.of(gone.stack);  // cached: it was seen when allocated
+    bytes_[source] -= gone.size;
+    --counts_[source];
+  }
+
+  SourceIndex& sources_;
+  std::vector<uint64_t> bytes_;  // by source id
+  std::vector<uint64_t> counts_;
+};
+
+// Sources live on one side only, above kOnlyOneSideMinBytes.
+OnlyOnOneSide only_on_one_side(const std::vector<SourceDiff>& rows, bool side_a) {
+  OnlyOnOneSide only;
+  for (const SourceDiff& row : rows) {
+    uint64_t bytes = side_a ? row.bytes_a : row.bytes_b;
+    uint64_t other_count = side_a ? row.count_b : row.count_a;
+    if (other_count == 0 && bytes > kOnlyOneSideMinBytes) {
+      ++only.sources;
+      only.bytes += bytes;
+    }
+  }
+  return only;
+}
+
+}  // namespace
+
+std::vector<std::vector<SourceUsage>> live_by_source(const Snapshot& snapshot,
+                                                     const DeviceTrace& trace, SourceIndex& sources,
+                                                     std::span<const uint64_t> positions) {
+  Replay replay(snapshot);
+  LiveBySource live(sources);
+  std::vector<std::vector<SourceUsage>> out;
+  out.reserve(positions.size());
+  uint64_t applied = 0;
+  for (uint64_t position : positions) {
+    uint64_t target = std::min(position, trace.count());
+    if (target > applied) {
+      replay.run(trace.begin + applied, trace.begin + target, live);
+      applied = target;
+    }
+    out.push_back(live.rows());
+  }
+  return out;
+}
+
+std::vector<SourceDiff> diff_sources(const std::vector<SourceUsage>& a,
+                                     const std::vector<SourceUsage>& b) {
+  std::map<std::string, SourceDiff> joined;
+  for (const SourceUsage& row : a) {
+    SourceDiff& d = joined[row.source];
+    d.source = row.source;
+    d.bytes_a = row.bytes;
+    d.count_a = row.count;
+  }
+  for (const SourceUsage& row : b) {
+    SourceDiff& d = joined[row.source];
+    d.source = row.source;
+    d.bytes_b = row.bytes;
+    d.count_b = row.count;
+  }
+  std::vector<SourceDiff> rows;
+  rows.reserve(joined.size());
+  for (auto& [name, row] : joined) rows.push_back(row);
+  std::stable_sort(rows.begin(), rows.end(), [](const SourceDiff& x, const SourceDiff& y) {
+    return magnitude(x.delta()) > magnitude(y.delta());
+  });
+  return rows;
+}
+
+OnlyOnOneSide only_in_a(const std::vector<SourceDiff>& rows) {
+  return only_on_one_side(rows, true);
+}
+OnlyOnOneSide only_in_b(const std::vector<SourceDiff>& rows) {
+  return only_on_one_side(rows, false);
+}
+
+SourceComparison compare_sources(const std::vector<SourceUsage>& a,
+                                 const std::vector<SourceUsage>& b) {
+  SourceComparison comparison;
+  comparison.rows = diff_sources(a, b);
+  comparison.only_a = only_in_a(comparison.rows);
+  comparison.only_b = only_in_b(comparison.rows);
+  return comparison;
+}
+
+}  // namespace memsnap

@@ -1,0 +1,76 @@
+// Memory by source line: source ids, live bytes by source at chosen replay
+// positions, and the join of two files' rows by source name.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
+
+#include "analysis/source_key.h"
+#include "memsnap/model.h"
+
+namespace memsnap {
+
+// Source keys of one snapshot, numbered densely so that per-source totals are
+// a flat array. Source ids are per file: diff by name, never by id.
+class SourceIndex {
+ public:
+  SourceIndex(const Snapshot& snapshot, int frame_depth);
+  uint32_t of(StackId stack);
+  [[nodiscard]] const std::string& name(uint32_t source) const { return names_[source]; }
+  [[nodiscard]] size_t size() const { return names_.size(); }
+
+ private:
+  SourceKeys keys_;
+  std::vector<uint32_t> by_stack_;  // stack id value -> source id + 1 (0: not yet computed)
+  std::vector<std::string> names_;
+  absl::flat_hash_map<std::string, uint32_t> ids_;
+};
+
+struct SourceUsage {
+  std::string source;
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+};
+
+// Live bytes by source after `positions[k]` events of the trace were applied
+// (positions ascending, each <= trace.count()). Rows sorted by bytes, largest
+// first; sources with nothing live are left out. One replay pass; the live
+// set is never copied, only the small per-source table at each position.
+std::vector<std::vector<SourceUsage>> live_by_source(const Snapshot& snapshot,
+                                                     const DeviceTrace& trace, SourceIndex& sources,
+                                                     std::span<const uint64_t> positions);
+
+struct SourceDiff {
+  std::string source;
+  uint64_t bytes_a = 0, count_a = 0, bytes_b = 0, count_b = 0;
+  [[nodiscard]] int64_t delta() const {
+    return static_cast<int64_t>(bytes_b) - static_cast<int64_t>(bytes_a);
+  }
+};
+// Rows of both sides joined by source name, sorted by |B - A|.
+std::vector<SourceDiff> diff_sources(const std::vector<SourceUsage>& a,
+                                     const std::vector<SourceUsage>& b);
+
+// Sources live on one side only (the other has no allocation of them), above
+// kOnlyOneSideMinBytes.
+struct OnlyOnOneSide {
+  uint64_t sources = 0;
+  uint64_t bytes = 0;
+};
+constexpr uint64_t kOnlyOneSideMinBytes = uint64_t{1} << 20;
+OnlyOnOneSide only_in_a(const std::vector<SourceDiff>& rows);
+OnlyOnOneSide only_in_b(const std::vector<SourceDiff>& rows);
+
+// A live set at one moment in two files, joined by source.
+struct SourceComparison {
+  std::vector<SourceDiff> rows;  // all rows, sorted by |B - A|
+  OnlyOnOneSide only_a, only_b;
+};
+SourceComparison compare_sources(const std::vector<SourceUsage>& a,
+                                 const std::vector<SourceUsage>& b);
+
+}  // namespace memsnap

@@ -1,0 +1,70 @@
+#include "analysis/step_report.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+
+#include "memsnap/error.h"
+
+namespace memsnap {
+
+ReplayStepResult replay_steps(const FileAnalysis& file, std::optional<int64_t> step, int top,
+                              int frame_depth) {
+  if (file.steps.empty()) {
+    throw Error(fmt::format(
+        "{} has no ProfilerStep annotations. The file is fine: step boundaries come from the "
+        "PyTorch profiler (run the loop under torch.profiler.profile(...) and call prof.step() "
+        "each iteration; use_pytorch_profiler=True in the reference scripts). compare, plot and "
+        "replay-to-time still work on this file.",
+        file.path));
+  }
+  std::vector<const StepStats*> chosen;
+  if (step) {
+    const StepStats* stats = file.step(*step);
+    if (stats == nullptr) {
+      std::vector<int64_t> numbers;
+      for (const StepStats& s : file.analysis.steps) numbers.push_back(s.step.number);
+      throw Error(fmt::format("step {} is not in {}; available steps: {}", *step, file.path,
+                              step_ranges(numbers)));
+    }
+    chosen.push_back(stats);
+  } else {
+    for (const StepStats& s : file.analysis.steps) chosen.push_back(&s);
+  }
+  // One pass for every step's peak: positions ascending.
+  std::vector<size_t> order(chosen.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+    return chosen[x]->peak_position(file.trace) < chosen[y]->peak_position(file.trace);
+  });
+  std::vector<uint64_t> positions;
+  positions.reserve(order.size());
+  for (size_t i : order) positions.push_back(chosen[i]->peak_position(file.trace));
+  SourceIndex sources(*file.snapshot, frame_depth);
+  std::vector<std::vector<SourceUsage>> at_peaks =
+      live_by_source(*file.snapshot, file.trace, sources, positions);
+
+  ReplayStepResult result;
+  result.file = file.path;
+  result.device = file.device;
+  result.baseline = file.baseline.baseline_at_start;
+  result.steps.resize(chosen.size());
+  for (size_t k = 0; k < order.size(); ++k) {
+    size_t i = order[k];
+    StepReport& report = result.steps[i];
+    report.stats = *chosen[i];
+    report.duration_ms = chosen[i]->step.duration_ms();
+    report.absolute_peak = file.step_absolute_peak(*chosen[i]);
+    report.sources_at_peak = at_peaks[k].size();
+    report.top_sources_at_peak = std::move(at_peaks[k]);
+    if (top >= 0 && report.top_sources_at_peak.size() > static_cast<size_t>(top)) {
+      report.top_sources_at_peak.resize(static_cast<size_t>(top));
+    }
+    int64_t end_us = chosen[i]->step.complete ? chosen[i]->step.end_us
+                                              : trace_end_us(*file.snapshot, file.trace);
+    report.annotations =
+        annotations_between(*file.snapshot, file.device, chosen[i]->step.start_us, end_us);
+  }
+  return result;
+}
+
+}  // namespace memsnap

@@ -1,0 +1,36 @@
+// replay-step: what happened in each profiler step.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/file_analysis.h"
+#include "analysis/sources.h"
+
+namespace memsnap {
+
+struct StepReport {
+  StepStats stats;
+  double duration_ms = 0;
+  int64_t absolute_peak = 0;
+  std::vector<SourceUsage> top_sources_at_peak;
+  uint64_t sources_at_peak = 0;  // before --top
+  std::map<std::string, uint64_t> annotations;
+};
+
+struct ReplayStepResult {
+  std::string file;
+  int device = 0;
+  int64_t baseline = 0;
+  std::vector<StepReport> steps;
+};
+
+// Throws Error with the DESIGN.md explanation when there are no steps, and
+// with the list of steps when `step` is unknown. step == nullopt: all steps.
+ReplayStepResult replay_steps(const FileAnalysis& file, std::optional<int64_t> step, int top,
+                              int frame_depth);
+
+}  // namespace memsnap

@@ -1,0 +1,73 @@
+// Profiler steps and positions in time over one device's trace.
+//
+// analyze_trace walks the trace once with the replay core and updates every
+// open step window as it goes: a window's replay seeded with the allocations
+// live at its start is exactly the full replay minus the running delta at its
+// start, so no window is ever replayed from the trace start.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "memsnap/model.h"
+#include "memsnap/replay.h"
+
+namespace memsnap {
+
+struct ProfilerStep {
+  int64_t number = 0;
+  int64_t start_us = 0;
+  int64_t end_us = 0;  // 0 when incomplete
+  bool complete = false;
+  [[nodiscard]] double duration_ms() const {
+    return complete ? static_cast<double>(end_us - start_us) / 1000.0 : 0.0;
+  }
+};
+// ProfilerStep#N START/END annotations of one device, by step number.
+std::vector<ProfilerStep> profiler_steps(const Snapshot& snapshot, int device);
+
+struct StepStats {
+  ProfilerStep step;
+  uint64_t begin = 0;              // first event of the window (model index)
+  uint64_t end = 0;                // one past the last
+  int64_t start_delta = 0;         // full-trace running delta when the step opens
+  int64_t peak_delta = 0;          // window peak, relative to the start; starts at 0
+  uint64_t peak_event = kNoEvent;  // kNoEvent: the peak is the window start
+  int64_t end_delta = 0;
+  uint64_t alloc_count = 0;
+  uint64_t alloc_bytes = 0;  // throughput
+  uint64_t free_count = 0;
+  uint64_t pre_existing_free_count = 0;  // frees of blocks allocated before the step
+  uint64_t pre_existing_free_bytes = 0;
+  uint64_t unmatched_free_count = 0;  // frees of blocks never seen in the trace
+  uint64_t unmatched_free_bytes = 0;
+  // Replay position (events applied since the trace start) of the window peak.
+  [[nodiscard]] uint64_t peak_position(const DeviceTrace& trace) const {
+    return (peak_event == kNoEvent ? begin : peak_event + 1) - trace.begin;
+  }
+};
+
+struct TraceAnalysis {
+  ReplayTotals totals;
+  std::vector<StepStats> steps;  // same order as the steps given
+};
+
+TraceAnalysis analyze_trace(const Snapshot& snapshot, const DeviceTrace& trace,
+                            const std::vector<ProfilerStep>& steps);
+
+// Trace time origin: time_us of the first event that has one (0: none).
+int64_t trace_start_us(const Snapshot& snapshot, const DeviceTrace& trace);
+int64_t trace_end_us(const Snapshot& snapshot, const DeviceTrace& trace);
+
+// Events with time_us <= origin + seconds, counted from the trace start (a
+// prefix: replay stops at the first later event).
+uint64_t position_at_time(const Snapshot& snapshot, const DeviceTrace& trace, double seconds);
+
+// Counts of record_function marks (START) inside [start_us, end_us], by name up
+// to '#', ProfilerStep itself excluded.
+std::map<std::string, uint64_t> annotations_between(const Snapshot& snapshot, int device,
+                                                    int64_t start_us, int64_t end_us);
+
+}  // namespace memsnap

@@ -1,0 +1,24 @@
+// Adding a command: write src/cli/<name>.cc defining `Command <name>_command()`,
+// declare it below and add it to the table (and to MEMSNAP_CLI_SOURCES in
+// CMakeLists.txt).
+#include "cli/command.h"
+
+namespace memsnap::cli {
+
+Command parse_command();
+Command dump_command();
+Command events_command();
+Command compare_command();
+Command replay_to_time_command();
+Command replay_step_command();
+Command plot_command();
+
+const std::vector<Command>& command_table() {
+  static const std::vector<Command> table = {
+      parse_command(),       dump_command(),        events_command(), compare_command(),
+      replay_to_time_command(), replay_step_command(), plot_command(),
+  };
+  return table;
+}
+
+}  // namespace memsnap::cli

@@ -1,0 +1,46 @@
+// memsnap compare A B: why does B peak higher than A.
+#include <CLI/CLI.hpp>
+#include <memory>
+
+#include "analysis/compare.h"
+#include "cli/command.h"
+#include "cli/options.h"
+#include "cli/output.h"
+#include "report/compare_render.h"
+
+namespace memsnap::cli {
+
+Command compare_command() {
+  return {"compare", "Why does B peak higher than A: settings, segments, steps, sources at the peak",
+          [](CLI::App& command) -> Runner {
+            struct Flags {
+              std::vector<std::string> files;
+              std::optional<int64_t> step;
+              CommonOptions common;
+            };
+            auto flags = std::make_shared<Flags>();
+            command
+                .add_option("A", flags->files,
+                            "Two snapshot files: A (before) and B (after); deltas are B - A")
+                ->required()
+                ->expected(2);
+            command.add_option("--step", flags->step,
+                               "Drill into this step (default: the step whose absolute peaks "
+                               "differ most, else the full trace)");
+            add_analysis_flags(command, flags->common);
+            return [flags] {
+              const CommonOptions& common = flags->common;
+              std::vector<Snapshot> snapshots = load_all(flags->files, common.allow_objects);
+              FileAnalysis a = analyze_file(flags->files[0], snapshots[0], common.device);
+              FileAnalysis b = analyze_file(flags->files[1], snapshots[1], common.device);
+              CompareResult result = compare_files(a, b, flags->step, common.frame_depth);
+              if (common.json) {
+                write_json(render_compare_json(result, common.top));
+              } else {
+                write_out(render_compare_text(result, common.top));
+              }
+            };
+          }};
+}
+
+}  // namespace memsnap::cli

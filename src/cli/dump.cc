@@ -1,0 +1,48 @@
+// memsnap dump FILE: the whole pickle as tagged JSON, for debugging and for
+// the differential test against CPython's unpickler.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+
+#include "cli/command.h"
+#include "cli/options.h"
+#include "cli/output.h"
+#include "io/input.h"
+#include "memsnap/error.h"
+#include "pickle/json.h"
+#include "pickle/vm.h"
+
+namespace memsnap::cli {
+
+Command dump_command() {
+  return {"dump", "Print the whole pickle as JSON (tuples, sets, bytes and wide ints tagged)",
+          [](CLI::App& command) -> Runner {
+            struct Flags {
+              std::string file;
+              CommonOptions common;
+            };
+            auto flags = std::make_shared<Flags>();
+            command.add_option("FILE", flags->file, "Pickle file (.gz, .zst, or - for stdin)")
+                ->required();
+            add_allow_objects_flag(command, flags->common);
+            return [flags] {
+              pickle::Value root;
+              std::optional<pickle::Vm> vm;
+              InputBuffer input;
+              try {
+                input = open_input(flags->file);
+                pickle::VmOptions options;
+                options.allow_objects = flags->common.allow_objects;
+                vm.emplace(input.bytes(), options);
+                root = vm->run();
+              } catch (const Error& error) {
+                throw error.in_file(flags->file == "-" ? "<stdin>" : flags->file);
+              }
+              pickle::write_tagged_json(*vm, root, stdout);
+              check_stdout();
+              write_out("\n");
+            };
+          }};
+}
+
+}  // namespace memsnap::cli

@@ -1,0 +1,90 @@
+#include "cli/options.h"
+
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <future>
+
+#include "report/format.h"
+
+namespace memsnap::cli {
+namespace {
+
+constexpr uint64_t kProgressThreshold = uint64_t{64} << 20;
+
+LoadOptions load_options(const std::string& path, bool allow_objects, bool show_progress) {
+  LoadOptions options;
+  options.allow_objects = allow_objects;
+  if (show_progress && ::isatty(STDERR_FILENO) != 0) {
+    options.on_progress = [path, last_percent = -1](uint64_t done, uint64_t total) mutable {
+      if (total < kProgressThreshold) return;
+      int percent = static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total));
+      if (percent == last_percent) return;  // at most 101 updates, whatever the size
+      last_percent = percent;
+      std::fprintf(stderr, "\rmemsnap: reading %s %3d%% (%s of %s)", path.c_str(), percent,
+                   format_bytes(done).c_str(), format_bytes(total).c_str());
+      if (done >= total) std::fprintf(stderr, "\r\033[K");
+      std::fflush(stderr);
+    };
+  }
+  return options;
+}
+
+}  // namespace
+
+void add_device_flag(CLI::App& command, CommonOptions& options) {
+  command.add_option("--device", options.device,
+                     "CUDA device ordinal to analyse (default: the first device with trace "
+                     "events, else the first with segments)");
+}
+
+void add_json_flag(CLI::App& command, CommonOptions& options) {
+  command.add_flag("--json", options.json, "Print JSON instead of text (report on stdout only)");
+}
+
+void add_allow_objects_flag(CLI::App& command, CommonOptions& options) {
+  command.add_flag("--allow-objects", options.allow_objects,
+                   "Read opcodes that would import or call code as inert placeholders "
+                   "instead of refusing the file (nothing is ever executed)");
+}
+
+void add_top_flag(CLI::App& command, CommonOptions& options, const std::string& what) {
+  command.add_option("--top", options.top, "Number of " + what + " to show (default 10)")
+      ->check(CLI::NonNegativeNumber);
+}
+
+void add_frame_depth_flag(CLI::App& command, CommonOptions& options) {
+  command
+      .add_option("--frame-depth", options.frame_depth,
+                  "Frames per source key, joined with ' -> ' (default 1)")
+      ->check(CLI::PositiveNumber);
+}
+
+void add_analysis_flags(CLI::App& command, CommonOptions& options) {
+  add_top_flag(command, options, "source rows");
+  add_frame_depth_flag(command, options);
+  add_device_flag(command, options);
+  add_json_flag(command, options);
+  add_allow_objects_flag(command, options);
+}
+
+Snapshot load_with_progress(const std::string& path, bool allow_objects) {
+  return load_snapshot(path, load_options(path, allow_objects, true));
+}
+
+std::vector<Snapshot> load_all(const std::vector<std::string>& paths, bool allow_objects) {
+  std::vector<std::future<Snapshot>> others;
+  for (size_t i = 1; i < paths.size(); ++i) {
+    others.push_back(std::async(std::launch::async, [&paths, i, allow_objects]() {
+      // One progress line at a time: the first file reports.
+      return load_snapshot(paths[i], load_options(paths[i], allow_objects, false));
+    }));
+  }
+  std::vector<Snapshot> snapshots;
+  snapshots.push_back(load_with_progress(paths[0], allow_objects));
+  for (auto& other : others) snapshots.push_back(other.get());
+  return snapshots;
+}
+
+}  // namespace memsnap::cli

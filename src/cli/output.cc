@@ -1,0 +1,55 @@
+#include "cli/output.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "memsnap/error.h"
+
+namespace memsnap::cli {
+namespace {
+
+[[noreturn]] void fail_output(int error_number) {
+  if (error_number == EPIPE) throw Error("broken pipe", Error::Kind::kBrokenPipe);
+  throw Error::output(std::string("cannot write output: ") + std::strerror(error_number));
+}
+
+}  // namespace
+
+void write_out(std::string_view text) {
+  if (text.empty()) return;
+  errno = 0;
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size()) fail_output(errno);
+}
+
+void write_json(const nlohmann::ordered_json& value) {
+  write_out(value.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+  write_out("\n");
+}
+
+void finish_output() {
+  errno = 0;
+  if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) fail_output(errno != 0 ? errno : EIO);
+}
+
+void check_stdout() {
+  if (std::ferror(stdout) != 0) fail_output(errno != 0 ? errno : EIO);
+}
+
+void write_file(const std::string& path, std::string_view contents) {
+  std::FILE* out = std::fopen(path.c_str(), "wb");
+  if (out == nullptr)
+    throw Error::output("cannot write output: " + path + ": " + std::strerror(errno));
+  errno = 0;
+  bool written = std::fwrite(contents.data(), 1, contents.size(), out) == contents.size();
+  int write_errno = errno;
+  bool closed = std::fclose(out) == 0;
+  if (!written || !closed) {
+    int why = !written ? write_errno : errno;
+    throw Error::output("cannot write output: " + path + ": " +
+                        std::strerror(why != 0 ? why : EIO));
+  }
+}
+
+}  // namespace memsnap::cli

@@ -1,0 +1,105 @@
+// memsnap plot FILE...: memory over time, one run or several overlaid.
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+#include "analysis/timeline.h"
+#include "cli/command.h"
+#include "cli/options.h"
+#include "cli/output.h"
+#include "memsnap/error.h"
+#include "report/format.h"
+#include "report/html_plot.h"
+#include "report/text_chart.h"
+
+namespace memsnap::cli {
+namespace {
+
+std::string basename_of(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+struct PlotFlags {
+  std::vector<std::string> files;
+  std::vector<std::string> labels;
+  std::string output = "memsnap_timeline.html";
+  double precision_ms = 1.0;
+  bool text = false;
+  bool absolute = true;
+  int width = 100;
+  int height = 20;
+  CommonOptions common;
+};
+
+void run_plot(const PlotFlags& flags) {
+  if (!flags.labels.empty() && flags.labels.size() != flags.files.size()) {
+    throw Error::usage(fmt::format("--labels has {} labels for {} files; give one label per file",
+                                   flags.labels.size(), flags.files.size()));
+  }
+  if (!(flags.precision_ms > 0))
+    throw Error::usage("--precision must be a positive number of milliseconds");
+  if (!flags.text && !html_plot_available()) {
+    throw Error::usage(
+        "this memsnap was built without the HTML plot (MEMSNAP_HTML_PLOT=OFF); use plot --text");
+  }
+  const CommonOptions& common = flags.common;
+  std::vector<Snapshot> snapshots = load_all(flags.files, common.allow_objects);
+  std::vector<RunTimeline> runs;
+  for (size_t i = 0; i < flags.files.size(); ++i) {
+    FileAnalysis file = analyze_file(flags.files[i], snapshots[i], common.device);
+    std::string label = flags.labels.empty() ? basename_of(flags.files[i]) : flags.labels[i];
+    runs.push_back(build_timeline(file, label, flags.precision_ms, common.frame_depth));
+  }
+  if (flags.text) {
+    TextChartOptions options;
+    options.width = flags.width;
+    options.height = flags.height;
+    options.absolute = flags.absolute;
+    options.color = ::isatty(STDOUT_FILENO) != 0 && std::getenv("NO_COLOR") == nullptr;
+    write_out(render_text_chart(runs, options));
+    return;
+  }
+  std::string page = render_plot_html(runs, flags.precision_ms);
+  write_file(flags.output, page);
+  std::fprintf(stderr, "memsnap: wrote %s (%s, %zu run%s)\n", flags.output.c_str(),
+               format_bytes(page.size()).c_str(), runs.size(), runs.size() == 1 ? "" : "s");
+}
+
+}  // namespace
+
+Command plot_command() {
+  return {"plot",
+          "Memory over time, one run or several overlaid: one offline HTML file (or --text)",
+          [](CLI::App& command) -> Runner {
+            auto flags = std::make_shared<PlotFlags>();
+            command
+                .add_option("FILE", flags->files,
+                            "Snapshot files; each becomes one line on the same axis")
+                ->required()
+                ->expected(1, -1);
+            command.add_option("--labels", flags->labels, "One label per file (default: file names)")
+                ->expected(1, -1);
+            command.add_option("-o,--output", flags->output,
+                               "HTML file to write (default memsnap_timeline.html)");
+            command.add_option("--precision", flags->precision_ms,
+                               "Finest time bucket of the wall-clock view, in ms (default 1.0); "
+                               "the page can coarsen it");
+            command.add_flag("--text", flags->text,
+                             "Draw the overlay in the terminal instead of writing HTML");
+            command.add_flag("!--delta", flags->absolute,
+                             "--text: plot the delta from the trace start, not baseline + delta");
+            command.add_option("--width", flags->width, "--text: chart columns (default 100)");
+            command.add_option("--height", flags->height, "--text: chart rows (default 20)");
+            add_frame_depth_flag(command, flags->common);
+            add_device_flag(command, flags->common);
+            add_allow_objects_flag(command, flags->common);
+            return [flags] { run_plot(*flags); };
+          }};
+}
+
+}  // namespace memsnap::cli

@@ -1,0 +1,68 @@
+// memsnap replay-to-time FILE [FILE] --time T: what was live at second T.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <memory>
+
+#include "analysis/time_report.h"
+#include "cli/command.h"
+#include "cli/options.h"
+#include "cli/output.h"
+#include "memsnap/error.h"
+#include "report/time_render.h"
+
+namespace memsnap::cli {
+
+Command replay_to_time_command() {
+  return {"replay-to-time", "What was live T seconds after the trace start (one file, or A vs B)",
+          [](CLI::App& command) -> Runner {
+            struct Flags {
+              std::vector<std::string> files;
+              double seconds = 0;
+              CommonOptions common;
+            };
+            auto flags = std::make_shared<Flags>();
+            command.add_option("FILE", flags->files, "One or two snapshot files")
+                ->required()
+                ->expected(1, 2);
+            command
+                .add_option("--time", flags->seconds,
+                            "Seconds after the first event of the device's trace")
+                ->required();
+            add_analysis_flags(command, flags->common);
+            return [flags] {
+              if (!(flags->seconds >= 0))
+                throw Error::usage("--time must be >= 0 (seconds from the start of the trace)");
+              const CommonOptions& common = flags->common;
+              std::vector<Snapshot> snapshots = load_all(flags->files, common.allow_objects);
+              std::vector<TimeSide> sides;
+              for (size_t i = 0; i < flags->files.size(); ++i) {
+                FileAnalysis file = analyze_file(flags->files[i], snapshots[i], common.device);
+                sides.push_back(replay_to_time(file, flags->seconds, common.frame_depth));
+              }
+              for (const TimeSide& side : sides) {
+                if (side.clamped) {
+                  std::fprintf(stderr,
+                               "memsnap: note: %s: --time %.6f is past the end of the trace; "
+                               "clamped to %.6f s\n",
+                               side.file.c_str(), side.requested_s, side.time_s);
+                }
+              }
+              if (sides.size() == 1) {
+                if (common.json) {
+                  write_json(render_time_json(sides[0], common.top));
+                } else {
+                  write_out(render_time_text(sides[0], common.top));
+                }
+                return;
+              }
+              TimePair pair = compare_at_time(std::move(sides[0]), std::move(sides[1]));
+              if (common.json) {
+                write_json(render_time_pair_json(pair, common.top));
+              } else {
+                write_out(render_time_pair_text(pair, common.top));
+              }
+            };
+          }};
+}
+
+}  // namespace memsnap::cli

@@ -1,0 +1,86 @@
+// The edge: the command line is parsed here, one command runs, and every
+// error becomes one "memsnap: ..." line and an exit status, here only.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <new>
+#include <string>
+
+#include "cli/command.h"
+#include "cli/output.h"
+#include "memsnap/error.h"
+#include "memsnap/version.h"
+
+namespace memsnap::cli {
+namespace {
+
+constexpr int kExitInput = 1;
+constexpr int kExitUsage = 2;
+// A reader that went away (`| head`): what a shell reports for SIGPIPE.
+constexpr int kExitBrokenPipe = 141;
+
+int exit_status(const Error& error) {
+  switch (error.kind()) {
+    case Error::Kind::kUsage: return kExitUsage;
+    case Error::Kind::kBrokenPipe: return kExitBrokenPipe;
+    case Error::Kind::kInput:
+    case Error::Kind::kOutput: break;
+  }
+  return kExitInput;
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  CLI::App app{
+      "memsnap: read PyTorch CUDA memory snapshots (torch.cuda.memory._dump_snapshot pickles) "
+      "safely and fast.\nThe file is never executed. .gz and .zst inputs are decompressed; "
+      "'-' reads stdin."};
+  app.name("memsnap");
+  app.footer(
+      "Examples:\n"
+      "  memsnap parse rank0.pickle                      what is in the file\n"
+      "  memsnap compare before.pickle after.pickle      why does after peak higher\n"
+      "  memsnap replay-to-time run.pickle --time 12.5   what was live at 12.5 s\n"
+      "  memsnap replay-step run.pickle --all-steps      every profiler step\n"
+      "  memsnap plot a.pickle b.pickle -o t.html        both runs on one timeline\n"
+      "Reports go to stdout (--json for tools); errors and progress to stderr.\n"
+      "Exit status: 0 ok, 1 unreadable or refused input (or output that cannot be written), "
+      "2 usage error.");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("memsnap ") + std::string(kVersion));
+
+  std::vector<std::pair<CLI::App*, Runner>> runners;
+  for (const Command& command : command_table()) {
+    CLI::App* sub = app.add_subcommand(std::string(command.name), std::string(command.help));
+    runners.emplace_back(sub, command.configure(*sub));
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    int status = app.exit(error);
+    return status == 0 ? 0 : kExitUsage;
+  }
+
+  try {
+    for (auto& [sub, run] : runners) {
+      if (sub->parsed()) {
+        run();
+        break;
+      }
+    }
+    finish_output();
+    return 0;
+  } catch (const Error& error) {
+    if (error.kind() == Error::Kind::kBrokenPipe) return kExitBrokenPipe;
+    std::fflush(stdout);
+    std::fprintf(stderr, "memsnap: %s\n", error.what());
+    return exit_status(error);
+  } catch (const std::bad_alloc&) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "memsnap: out of memory\n");
+    return kExitInput;
+  }
+}
+
+}  // namespace memsnap::cli

@@ -1,0 +1,173 @@
+#include "report/compare_render.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <algorithm>
+
+#include "report/findings.h"
+#include "report/format.h"
+#include "report/json_fields.h"
+#include "report/source_tables.h"
+
+namespace memsnap {
+
+using nlohmann::ordered_json;
+
+std::string render_compare_text(const CompareResult& r, int top) {
+  std::string out = fmt::format("A: {} (device {})\nB: {} (device {})\n", r.file_a, r.device_a,
+                                r.file_b, r.device_b);
+  out += "\nAllocator settings\n";
+  if (!r.settings_a && !r.settings_b) {
+    out += "  (recorded in neither file)\n";
+  } else if (r.config_diffs.empty()) {
+    out += "  identical\n";
+  } else {
+    TextTable table({"setting", "A", "B"});
+    for (const SettingDiff& d : r.config_diffs) {
+      table.add_row({d.key, d.a.is_null() ? "(absent)" : d.a.dump(),
+                     d.b.is_null() ? "(absent)" : d.b.dump()});
+    }
+    out += table.render();
+  }
+
+  out += "\nSegments\n";
+  TextTable seg({"", "A", "B", "B - A"}, {false, true, true, true});
+  const SegmentTotals& sa = r.segments_a;
+  const SegmentTotals& sb = r.segments_b;
+  seg.add_row(
+      {"count", format_count(sa.count), format_count(sb.count), count_diff(sa.count, sb.count)});
+  seg.add_row({"reserved", format_bytes(sa.total_size), format_bytes(sb.total_size),
+               signed_diff(sa.total_size, sb.total_size)});
+  seg.add_row({"allocated", format_bytes(sa.allocated_size), format_bytes(sb.allocated_size),
+               signed_diff(sa.allocated_size, sb.allocated_size)});
+  seg.add_row({"active", format_bytes(sa.active_size), format_bytes(sb.active_size),
+               signed_diff(sa.active_size, sb.active_size)});
+  seg.add_row({"awaiting free", format_bytes(sa.awaiting_free_size),
+               format_bytes(sb.awaiting_free_size),
+               signed_diff(sa.awaiting_free_size, sb.awaiting_free_size)});
+  seg.add_row({"inactive", format_bytes(sa.inactive_size), format_bytes(sb.inactive_size),
+               signed_diff(sa.inactive_size, sb.inactive_size)});
+  seg.add_row(
+      {"baseline at start", format_signed_bytes(r.baseline_a.baseline_at_start),
+       format_signed_bytes(r.baseline_b.baseline_at_start),
+       format_signed_bytes(r.baseline_b.baseline_at_start - r.baseline_a.baseline_at_start)});
+  out += seg.render();
+
+  const FullTraceComparison& f = r.full_trace;
+  if (!r.step_results.empty()) {
+    out += fmt::format("\nSteps complete in both files ({})\n", r.step_results.size());
+    TextTable steps({"step", "peak delta A", "peak delta B", "B - A", "abs peak A", "abs peak B",
+                     "B - A", "allocs A", "allocs B", "throughput A", "throughput B"},
+                    {true, true, true, true, true, true, true, true, true, true, true});
+    for (const StepComparison& s : r.step_results) {
+      steps.add_row({std::to_string(s.step), format_signed_bytes(s.peak_delta_a),
+                     format_signed_bytes(s.peak_delta_b),
+                     format_signed_bytes(s.peak_delta_b - s.peak_delta_a),
+                     format_signed_bytes(s.absolute_peak_a), format_signed_bytes(s.absolute_peak_b),
+                     format_signed_bytes(s.absolute_peak_b - s.absolute_peak_a),
+                     format_count(s.alloc_count_a), format_count(s.alloc_count_b),
+                     format_bytes(s.throughput_a), format_bytes(s.throughput_b)});
+    }
+    out += steps.render();
+  } else {
+    out += "\nNo step complete in both files: full-trace summary\n";
+  }
+  if (!r.steps_only_a.empty()) out += "  steps only in A: " + short_list(r.steps_only_a) + "\n";
+  if (!r.steps_only_b.empty()) out += "  steps only in B: " + short_list(r.steps_only_b) + "\n";
+  if (!r.incomplete_a.empty()) out += "  incomplete in A: " + short_list(r.incomplete_a) + "\n";
+  if (!r.incomplete_b.empty()) out += "  incomplete in B: " + short_list(r.incomplete_b) + "\n";
+  out += "\nFull trace\n";
+  TextTable full({"", "A", "B", "B - A"}, {false, true, true, true});
+  full.add_row({"peak delta", format_signed_bytes(f.peak_delta_a),
+                format_signed_bytes(f.peak_delta_b),
+                format_signed_bytes(f.peak_delta_b - f.peak_delta_a)});
+  full.add_row({"absolute peak", format_signed_bytes(f.absolute_peak_a),
+                format_signed_bytes(f.absolute_peak_b),
+                format_signed_bytes(f.absolute_peak_b - f.absolute_peak_a)});
+  full.add_row({"throughput", format_bytes(f.throughput_a), format_bytes(f.throughput_b),
+                signed_diff(f.throughput_a, f.throughput_b)});
+  full.add_row({"allocs", format_count(f.alloc_count_a), format_count(f.alloc_count_b),
+                count_diff(f.alloc_count_a, f.alloc_count_b)});
+  full.add_row({"unmatched frees", format_count(f.unmatched_frees_a),
+                format_count(f.unmatched_frees_b),
+                count_diff(f.unmatched_frees_a, f.unmatched_frees_b)});
+  out += full.render();
+
+  out += fmt::format(
+      "\nDrill-down: live at each side's peak {}, by source, sorted by |B - A|\n",
+      r.drill_step ? fmt::format("in step {}", *r.drill_step) : std::string("over the full trace"));
+  out += fmt::format("  absolute peak A {}, B {}, B - A {}\n", format_signed_bytes(r.drill_peak_a),
+                     format_signed_bytes(r.drill_peak_b),
+                     format_signed_bytes(r.drill_peak_b - r.drill_peak_a));
+  out += diff_table(r.drill.rows, top);
+  out += fmt::format("  only in A (> 1 MiB): {} sources, {}; only in B (> 1 MiB): {} sources, {}\n",
+                     r.drill.only_a.sources, format_bytes(r.drill.only_a.bytes),
+                     r.drill.only_b.sources, format_bytes(r.drill.only_b.bytes));
+  if (!r.findings.empty()) {
+    out += "\nObservations\n";
+    for (const Finding& finding : r.findings) out += "  - " + phrase(finding) + "\n";
+  }
+  return out;
+}
+
+ordered_json render_compare_json(const CompareResult& r, int top) {
+  ordered_json diffs = ordered_json::array();
+  for (const SettingDiff& d : r.config_diffs)
+    diffs.push_back({{"key", d.key}, {"a", d.a}, {"b", d.b}});
+  ordered_json steps = ordered_json::array();
+  for (const StepComparison& s : r.step_results) {
+    steps.push_back({{"step", s.step},
+                     {"peak_delta_a", s.peak_delta_a},
+                     {"peak_delta_b", s.peak_delta_b},
+                     {"peak_delta_diff", s.peak_delta_b - s.peak_delta_a},
+                     {"absolute_peak_a", s.absolute_peak_a},
+                     {"absolute_peak_b", s.absolute_peak_b},
+                     {"absolute_peak_diff", s.absolute_peak_b - s.absolute_peak_a},
+                     {"alloc_count_a", s.alloc_count_a},
+                     {"alloc_count_b", s.alloc_count_b},
+                     {"throughput_a", s.throughput_a},
+                     {"throughput_b", s.throughput_b}});
+  }
+  const FullTraceComparison& f = r.full_trace;
+  return {{"file_a", r.file_a},
+          {"file_b", r.file_b},
+          {"device_a", r.device_a},
+          {"device_b", r.device_b},
+          {"config_diffs", diffs},
+          {"segments_a", segments_json(r.segments_a)},
+          {"segments_b", segments_json(r.segments_b)},
+          {"baseline_a", baseline_json(r.baseline_a)},
+          {"baseline_b", baseline_json(r.baseline_b)},
+          {"matching_steps", r.matching_steps},
+          {"step_results", steps},
+          {"steps_only_a", r.steps_only_a},
+          {"steps_only_b", r.steps_only_b},
+          {"incomplete_a", r.incomplete_a},
+          {"incomplete_b", r.incomplete_b},
+          {"full_trace",
+           {{"peak_delta_a", f.peak_delta_a},
+            {"peak_delta_b", f.peak_delta_b},
+            {"peak_delta_diff", f.peak_delta_b - f.peak_delta_a},
+            {"absolute_peak_a", f.absolute_peak_a},
+            {"absolute_peak_b", f.absolute_peak_b},
+            {"absolute_peak_diff", f.absolute_peak_b - f.absolute_peak_a},
+            {"throughput_a", f.throughput_a},
+            {"throughput_b", f.throughput_b},
+            {"alloc_count_a", f.alloc_count_a},
+            {"alloc_count_b", f.alloc_count_b},
+            {"unmatched_frees_a", f.unmatched_frees_a},
+            {"unmatched_frees_b", f.unmatched_frees_b},
+            {"unmatched_free_bytes_a", f.unmatched_free_bytes_a},
+            {"unmatched_free_bytes_b", f.unmatched_free_bytes_b}}},
+          {"drill_down",
+           {{"step", r.drill_step ? ordered_json(*r.drill_step) : ordered_json(nullptr)},
+            {"absolute_peak_a", r.drill_peak_a},
+            {"absolute_peak_b", r.drill_peak_b},
+            {"peak_diff", r.drill_peak_b - r.drill_peak_a},
+            {"sources", diff_json(r.drill.rows, top, false)},
+            {"only_in_a", only_json(r.drill.only_a)},
+            {"only_in_b", only_json(r.drill.only_b)}}},
+          {"observations", phrase_all(r.findings)}};
+}
+
+}  // namespace memsnap

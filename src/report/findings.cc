@@ -1,0 +1,101 @@
+#include "report/findings.h"
+
+#include <fmt/format.h>
+
+#include "report/format.h"
+
+namespace memsnap {
+namespace {
+
+const char* side_name(Side side) {
+  return side == Side::kA ? "A" : "B";
+}
+const char* other_side_name(Side side) {
+  return side == Side::kA ? "B" : "A";
+}
+
+std::string say(const finding::NoHistory& /*unused*/) {
+  return "no allocation history for this device: call "
+         "torch.cuda.memory._record_memory_history() before the code you want to see "
+         "(the segments are the state at dump time)";
+}
+std::string say(const finding::TruncatedTrace& f) {
+  return fmt::format(
+      "{} of {} frees ({}) have no alloc in the trace: the trace looks truncated by the ring "
+      "buffer (raise max_entries in _record_memory_history) or recording started mid-run",
+      f.unmatched_frees, f.frees, format_bytes(f.unmatched_bytes));
+}
+std::string say(const finding::LargeBaseline& f) {
+  return fmt::format(
+      "{} was already allocated when the trace starts (model weights?): recording started "
+      "after model construction, so those allocations have no source",
+      format_bytes(f.bytes));
+}
+std::string say(const finding::NegativeBaseline& f) {
+  return fmt::format(
+      "baseline is negative ({}): the trace holds more live memory than the segments; the "
+      "snapshot's segments and trace disagree",
+      format_signed_bytes(f.bytes));
+}
+std::string say(const finding::NoTimestamps& /*unused*/) {
+  return "trace entries carry no time_us (PyTorch before 2.2): time-based views "
+         "(--time, steps) are unavailable";
+}
+std::string say(const finding::OutOfMemory& f) {
+  return fmt::format(
+      "out of memory on device {}: a request of {} failed{}", f.device, format_bytes(f.requested),
+      f.device_free ? fmt::format(" with {} free on the device", format_bytes(*f.device_free))
+                    : std::string());
+}
+std::string say(const finding::MalformedEntries& f) {
+  return fmt::format("{} malformed trace entries were skipped", f.count);
+}
+std::string say(const finding::CudaGraphsLikely& f) {
+  std::string scope = f.step ? fmt::format("in step {}", *f.step) : "over the trace";
+  return fmt::format(
+      "{} makes {:.1f}x the allocations of {} {} ({} vs {}): CUDA graphs likely (a graph "
+      "replay allocates nothing per step; its memory sits in a private pool)",
+      side_name(f.more), f.ratio, other_side_name(f.more), scope, format_count(f.more_count),
+      format_count(f.fewer_count));
+}
+std::string say(const finding::TopSourcesShare& f) {
+  return fmt::format(
+      "the top {} sources account for {} of the per-source difference at the peak", f.sources,
+      format_percent(f.share));
+}
+std::string say(const finding::SideTruncated& f) {
+  return fmt::format(
+      "{}: {} of {} frees have no alloc in the trace: truncated by the ring buffer "
+      "(max_entries) or recording started mid-run; its peaks cover only the recorded part",
+      side_name(f.side), format_count(f.unmatched_frees), format_count(f.frees));
+}
+std::string say(const finding::BaselinesDiffer& f) {
+  return fmt::format(
+      "baselines differ (A {}, B {}): one trace probably started after model construction; "
+      "compare peak deltas rather than absolute peaks",
+      format_signed_bytes(f.a), format_signed_bytes(f.b));
+}
+std::string say(const finding::DifferentDevices& f) {
+  return fmt::format("different devices compared: A is device {}, B is device {}", f.a, f.b);
+}
+std::string say(const finding::DifferentRanks& f) {
+  return fmt::format(
+      "the file names suggest different ranks (_{} vs _{}): ranks can "
+      "legitimately differ in memory",
+      f.a, f.b);
+}
+
+}  // namespace
+
+std::string phrase(const Finding& finding) {
+  return std::visit([](const auto& f) { return say(f); }, finding);
+}
+
+std::vector<std::string> phrase_all(const std::vector<Finding>& findings) {
+  std::vector<std::string> out;
+  out.reserve(findings.size());
+  for (const Finding& finding : findings) out.push_back(phrase(finding));
+  return out;
+}
+
+}  // namespace memsnap

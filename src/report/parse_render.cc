@@ -1,0 +1,286 @@
+#include "report/parse_render.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "report/findings.h"
+#include "report/format.h"
+#include "report/json_fields.h"
+
+namespace memsnap {
+namespace {
+
+using nlohmann::ordered_json;
+
+constexpr std::string_view kNoStepsHint =
+    "no ProfilerStep annotations: profile with torch.profiler.profile(...) and call "
+    "prof.step() each iteration (use_pytorch_profiler=True) to get step boundaries";
+
+std::string settings_value(const ordered_json& value) {
+  if (value.is_string())
+    return value.get<std::string>().empty() ? "(empty)" : value.get<std::string>();
+  if (value.is_object() && !value.empty()) {
+    // roundup_power2_divisions: show only the non-zero entries.
+    std::vector<std::string> parts;
+    bool all_zero = true;
+    for (const auto& [key, item] : value.items()) {
+      if (!(item.is_number() && item.get<double>() == 0)) {
+        all_zero = false;
+        parts.push_back(key + ":" + item.dump());
+      }
+    }
+    if (all_zero) return "all 0";
+    return fmt::format("{}", fmt::join(parts, ", "));
+  }
+  return value.dump();
+}
+
+std::string compression_note(const ParseResult& r) {
+  if (r.compression == "none" || r.compression.empty()) return "";
+  return fmt::format(" ({}, {} decompressed)", r.compression, format_bytes(r.pickle_bytes));
+}
+
+}  // namespace
+
+std::string render_parse_text(const ParseResult& r) {
+  std::string out;
+  auto line = [&out](const std::string& text) { out += text + "\n"; };
+  line(fmt::format("{}", r.file));
+  line(fmt::format("  file size        {}{}, pickle protocol {}", format_bytes(r.file_size_bytes),
+                   compression_note(r), r.pickle_protocol));
+  std::string devices = r.devices.empty() ? "none" : fmt::format("{}", fmt::join(r.devices, ", "));
+  line(fmt::format("  device           {} (devices with data: {})", r.device, devices));
+  if (r.top_level_list) {
+    line("  format           a list of segments (torch.cuda.memory_snapshot()), no trace");
+  } else if (r.legacy_format) {
+    line("  format           PyTorch 2.0 (blocks carry a history list; addresses recomputed)");
+  }
+  std::string span = r.has_time ? fmt::format(" over {:.3f} s", r.trace_duration_s)
+                                : std::string(r.event_count > 0 ? " (no timestamps)" : "");
+  line(fmt::format("  trace            {} event{}{}", format_count(r.event_count),
+                   r.event_count == 1 ? "" : "s", span));
+  line(fmt::format("  interned         {} frames, {} stacks", format_count(r.distinct_frames),
+                   format_count(r.distinct_stacks)));
+
+  line("");
+  line("Allocator settings");
+  if (r.allocator_settings.is_object() && !r.allocator_settings.empty()) {
+    TextTable table({"setting", "value"});
+    for (const auto& [key, value] : r.allocator_settings.items()) {
+      table.add_row({key, settings_value(value)});
+    }
+    out += table.render();
+  } else {
+    line("  (not recorded in this file)");
+  }
+
+  const SegmentTotals& s = r.segments;
+  line("");
+  line(fmt::format("Segments (device {})", r.device));
+  TextTable segments({"", "bytes", ""}, {false, true, false});
+  segments.add_row({"count", format_count(s.count),
+                    s.expandable_count || s.private_pool_count
+                        ? fmt::format("{} expandable, {} in private pools (CUDA graphs / MemPool)",
+                                      s.expandable_count, s.private_pool_count)
+                        : ""});
+  segments.add_row({"reserved", format_bytes(s.total_size), ""});
+  segments.add_row({"allocated", format_bytes(s.allocated_size), ""});
+  segments.add_row({"active", format_bytes(s.active_size), ""});
+  segments.add_row({"awaiting free", format_bytes(s.awaiting_free_size), "active - allocated"});
+  segments.add_row({"inactive", format_bytes(s.inactive_size),
+                    "fragmentation " + format_percent(s.fragmentation)});
+  out += segments.render();
+
+  const Baseline& b = r.baseline;
+  const ReplayTotals& t = r.replay;
+  line("");
+  line("Baseline and peak");
+  TextTable baseline({"", "bytes", ""}, {false, true, false});
+  baseline.add_row({"baseline at start", format_signed_bytes(b.baseline_at_start),
+                    "segments active - still live + pre-existing freed"});
+  baseline.add_row({"  segments active", format_bytes(b.segments_active), ""});
+  baseline.add_row(
+      {"  still live", format_bytes(b.profiling_still_live),
+       fmt::format("{} traced allocations live at the end", format_count(t.live_count_at_end))});
+  baseline.add_row({"  pre-existing freed", format_bytes(b.pre_existing_freed), "unmatched frees"});
+  baseline.add_row({"peak delta", format_signed_bytes(t.peak_delta),
+                    t.peak_event == kNoEvent
+                        ? "at trace start"
+                        : fmt::format("at event {}", format_count(t.peak_event))});
+  baseline.add_row(
+      {"absolute peak",
+       format_signed_bytes(add_bytes(b.baseline_at_start, static_cast<uint64_t>(t.peak_delta))),
+       "baseline + peak delta"});
+  baseline.add_row({"end delta", format_signed_bytes(t.end_delta), ""});
+  out += baseline.render();
+
+  line("");
+  line(fmt::format("Events (device {})", r.device));
+  if (r.actions.empty()) {
+    line("  (none)");
+  } else {
+    TextTable events({"action", "count"}, {false, true});
+    for (const auto& [action, count] : r.actions) events.add_row({action, format_count(count)});
+    out += events.render();
+  }
+  line(fmt::format("  unmatched frees  {} ({})", format_count(t.unmatched_free_count),
+                   format_bytes(t.unmatched_free_bytes)));
+  if (!r.annotation_kinds.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [name, count] : r.annotation_kinds)
+      parts.push_back(fmt::format("{} x{}", name, count));
+    line(fmt::format("  annotations      {}: {}", format_count(r.annotation_count),
+                     fmt::join(parts, ", ")));
+  }
+
+  line("");
+  line("Profiler steps");
+  if (r.steps.empty()) {
+    line(fmt::format("  {}", kNoStepsHint));
+  } else {
+    size_t complete = 0;
+    for (const auto& step : r.steps) complete += step.complete ? 1 : 0;
+    line(fmt::format("  {} steps ({} complete): {} to {}", r.steps.size(), complete,
+                     r.steps.front().number, r.steps.back().number));
+    TextTable steps({"step", "start (s)", "duration (ms)", "complete"}, {true, true, true, false});
+    int64_t origin = r.steps.front().start_us;
+    // Long runs have thousands of steps: show both ends (replay-step --all-steps lists all).
+    constexpr size_t kShownAtEachEnd = 8;
+    for (size_t i = 0; i < r.steps.size(); ++i) {
+      if (r.steps.size() > 2 * kShownAtEachEnd + 1 && i == kShownAtEachEnd) {
+        steps.add_row({"...", "", "",
+                       fmt::format("{} more (replay-step --all-steps)",
+                                   r.steps.size() - 2 * kShownAtEachEnd)});
+        i = r.steps.size() - kShownAtEachEnd - 1;
+        continue;
+      }
+      const ProfilerStep& step = r.steps[i];
+      steps.add_row({std::to_string(step.number),
+                     fmt::format("{:.3f}", static_cast<double>(step.start_us - origin) / 1e6),
+                     step.complete ? fmt::format("{:.1f}", step.duration_ms()) : "-",
+                     step.complete ? "yes" : "no (no END)"});
+    }
+    out += steps.render();
+  }
+
+  line("");
+  line(fmt::format("Top sources by allocated bytes (throughput; {} distinct)",
+                   format_count(r.distinct_sources)));
+  if (r.top_sources.empty()) {
+    line("  (no allocations in the trace)");
+  } else {
+    TextTable sources({"throughput", "allocs", "source"}, {true, true, false});
+    for (const auto& row : r.top_sources) {
+      sources.add_row(
+          {format_bytes(row.throughput_bytes), format_count(row.alloc_count), row.source});
+    }
+    out += sources.render();
+  }
+
+  if (!r.per_device.empty()) {
+    line("");
+    line("Per device");
+    TextTable devices_table({"device", "events", "allocs", "segments", "reserved", "active",
+                             "baseline", "peak delta", "unmatched frees"},
+                            {true, true, true, true, true, true, true, true, true});
+    for (const auto& d : r.per_device) {
+      devices_table.add_row(
+          {std::to_string(d.device), format_count(d.event_count), format_count(d.alloc_count),
+           format_count(d.segments.count), format_bytes(d.segments.total_size),
+           format_bytes(d.segments.active_size), format_signed_bytes(d.baseline_at_start),
+           format_signed_bytes(d.peak_delta), format_count(d.unmatched_free_count)});
+    }
+    out += devices_table.render();
+  }
+
+  if (!r.warnings.empty()) {
+    line("");
+    line("Warnings");
+    for (const Finding& warning : r.warnings) line("  ! " + phrase(warning));
+  }
+  return out;
+}
+
+ordered_json render_parse_json(const ParseResult& r) {
+  ordered_json out;
+  out["file"] = r.file;
+  out["file_size_bytes"] = r.file_size_bytes;
+  out["pickle_size_bytes"] = r.pickle_bytes;
+  out["compression"] = r.compression;
+  out["pickle_protocol"] = r.pickle_protocol;
+  out["device"] = r.device;
+  out["devices"] = r.devices;
+  out["format"] = r.top_level_list  ? "segment_list"
+                  : r.legacy_format ? "legacy_history"
+                                    : "snapshot";
+  out["allocator_settings"] =
+      r.allocator_settings.is_null() ? ordered_json::object() : r.allocator_settings;
+  out["segments"] = segments_json(r.segments);
+  out["baseline"] = baseline_json(r.baseline);
+  ordered_json steps = ordered_json::object();
+  for (const auto& step : r.steps) {
+    steps[std::to_string(step.number)] = {
+        {"start_us", step.start_us},
+        {"end_us", step.complete ? ordered_json(step.end_us) : ordered_json(nullptr)},
+        {"duration_ms", step.complete ? ordered_json(step.duration_ms()) : ordered_json(nullptr)},
+        {"complete", step.complete}};
+  }
+  out["profiler_steps"] = steps;
+  ordered_json actions = ordered_json::object();
+  for (const auto& [action, count] : r.actions) actions[action] = count;
+  out["device_traces"] = {
+      {"device", r.device}, {"event_count", r.event_count}, {"actions", actions}};
+  out["replay"] = {
+      {"alloc_count", r.replay.alloc_count},
+      {"alloc_bytes", r.replay.alloc_bytes},
+      {"free_count", r.replay.free_count},
+      {"peak_delta", r.replay.peak_delta},
+      {"peak_event",
+       r.replay.peak_event == kNoEvent ? ordered_json(nullptr) : ordered_json(r.replay.peak_event)},
+      {"absolute_peak",
+       add_bytes(r.baseline.baseline_at_start, static_cast<uint64_t>(r.replay.peak_delta))},
+      {"end_delta", r.replay.end_delta},
+      {"live_count_at_end", r.replay.live_count_at_end}};
+  out["unmatched_frees"] = {{"count", r.replay.unmatched_free_count},
+                            {"bytes", r.replay.unmatched_free_bytes}};
+  out["trace_duration_s"] = r.has_time ? ordered_json(r.trace_duration_s) : ordered_json(nullptr);
+  ordered_json sources = ordered_json::array();
+  for (const auto& row : r.top_sources) {
+    sources.push_back({{"source", row.source},
+                       {"throughput_bytes", row.throughput_bytes},
+                       {"alloc_count", row.alloc_count}});
+  }
+  out["top_sources"] = sources;
+  ordered_json annotations = ordered_json::object();
+  for (const auto& [name, count] : r.annotation_kinds) annotations[name] = count;
+  out["annotations"] = {{"count", r.annotation_count}, {"started", annotations}};
+  ordered_json ooms = ordered_json::array();
+  for (const auto& oom : r.ooms) {
+    ooms.push_back(
+        {{"event", oom.event},
+         {"requested", oom.requested},
+         {"device_free", oom.device_free ? ordered_json(*oom.device_free) : ordered_json(nullptr)},
+         {"time_us", oom.time_us}});
+  }
+  out["oom"] = ooms;
+  ordered_json per_device = ordered_json::array();
+  for (const auto& d : r.per_device) {
+    per_device.push_back({{"device", d.device},
+                          {"event_count", d.event_count},
+                          {"alloc_count", d.alloc_count},
+                          {"segments", segments_json(d.segments)},
+                          {"baseline_at_start", d.baseline_at_start},
+                          {"peak_delta", d.peak_delta},
+                          {"unmatched_free_count", d.unmatched_free_count}});
+  }
+  out["per_device"] = per_device;
+  out["interned"] = {{"frames", r.distinct_frames}, {"stacks", r.distinct_stacks}};
+  out["anomalies"] = {{"malformed_entries", r.anomalies.malformed_entries},
+                      {"malformed_segments", r.anomalies.malformed_segments},
+                      {"malformed_annotations", r.anomalies.malformed_annotations}};
+  out["warnings"] = phrase_all(r.warnings);
+  if (r.steps.empty()) out["steps_hint"] = kNoStepsHint;
+  return out;
+}
+
+}  // namespace memsnap

@@ -1,0 +1,87 @@
+#include "report/source_tables.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <algorithm>
+
+#include "report/format.h"
+
+namespace memsnap {
+
+using nlohmann::ordered_json;
+
+size_t limit(int top, size_t size) {
+  return top < 0 ? size : std::min(size, static_cast<size_t>(top));
+}
+
+ordered_json usage_json(const std::vector<SourceUsage>& rows, int top) {
+  ordered_json out = ordered_json::array();
+  for (size_t i = 0; i < limit(top, rows.size()); ++i) {
+    out.push_back({{"source", rows[i].source}, {"bytes", rows[i].bytes}, {"count", rows[i].count}});
+  }
+  return out;
+}
+
+std::string usage_table(const std::vector<SourceUsage>& rows, int top) {
+  TextTable table({"bytes", "count", "source"}, {true, true, false});
+  for (size_t i = 0; i < limit(top, rows.size()); ++i) {
+    table.add_row({format_bytes(rows[i].bytes), format_count(rows[i].count), rows[i].source});
+  }
+  return table.empty() ? "  (nothing live)\n" : table.render();
+}
+
+std::string diff_table(const std::vector<SourceDiff>& rows, int top) {
+  TextTable table({"A", "B", "B - A", "count A", "count B", "source"},
+                  {true, true, true, true, true, false});
+  for (size_t i = 0; i < limit(top, rows.size()); ++i) {
+    const SourceDiff& r = rows[i];
+    table.add_row({format_bytes(r.bytes_a), format_bytes(r.bytes_b), format_signed_bytes(r.delta()),
+                   format_count(r.count_a), format_count(r.count_b), r.source});
+  }
+  return table.empty() ? "  (nothing live on either side)\n" : table.render();
+}
+
+ordered_json diff_json(const std::vector<SourceDiff>& rows, int top, bool counts) {
+  ordered_json out = ordered_json::array();
+  for (size_t i = 0; i < limit(top, rows.size()); ++i) {
+    const SourceDiff& r = rows[i];
+    if (counts) {
+      out.push_back({{"source", r.source},
+                     {"bytes_a", r.bytes_a},
+                     {"count_a", r.count_a},
+                     {"bytes_b", r.bytes_b},
+                     {"count_b", r.count_b},
+                     {"delta", r.delta()}});
+    } else {
+      out.push_back({{"source", r.source},
+                     {"peak_a", r.bytes_a},
+                     {"peak_b", r.bytes_b},
+                     {"delta", r.delta()},
+                     {"count_a", r.count_a},
+                     {"count_b", r.count_b}});
+    }
+  }
+  return out;
+}
+
+std::string signed_diff(uint64_t a, uint64_t b) {
+  return format_signed_bytes(static_cast<int64_t>(b) - static_cast<int64_t>(a));
+}
+
+std::string count_diff(uint64_t a, uint64_t b) {
+  int64_t d = static_cast<int64_t>(b) - static_cast<int64_t>(a);
+  return d > 0 ? fmt::format("+{}", d) : fmt::format("{}", d);
+}
+
+std::string short_list(const std::vector<int64_t>& numbers) {
+  if (numbers.empty()) return "none";
+  if (numbers.size() <= 12) return fmt::format("{}", fmt::join(numbers, ", "));
+  return fmt::format("{}, ... {} ({} steps)", fmt::join(numbers.begin(), numbers.begin() + 5, ", "),
+                     numbers.back(), numbers.size());
+}
+
+ordered_json only_json(const OnlyOnOneSide& only) {
+  return {{"sources", only.sources}, {"bytes", only.bytes}};
+}
+
+}  // namespace memsnap

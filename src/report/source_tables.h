@@ -1,0 +1,33 @@
+// Tables and JSON arrays of per-source rows, shared by several reports so a
+// column or key is named in one place.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/sources.h"
+
+namespace memsnap {
+
+// Rows to show of `size` under --top (negative: all).
+size_t limit(int top, size_t size);
+
+nlohmann::ordered_json usage_json(const std::vector<SourceUsage>& rows, int top);
+std::string usage_table(const std::vector<SourceUsage>& rows, int top);
+std::string diff_table(const std::vector<SourceDiff>& rows, int top);
+// counts: the replay-to-time key set (bytes_a, count_a, ...); else compare's
+// (peak_a, peak_b, delta, ...).
+nlohmann::ordered_json diff_json(const std::vector<SourceDiff>& rows, int top, bool counts);
+nlohmann::ordered_json only_json(const OnlyOnOneSide& only);
+
+// B - A of two byte counts and of two counts, signed.
+std::string signed_diff(uint64_t a, uint64_t b);
+std::string count_diff(uint64_t a, uint64_t b);
+// "1, 2, 3" or "1, 2, 3, 4, 5, ... 40 (40 steps)".
+std::string short_list(const std::vector<int64_t>& numbers);
+
+}  // namespace memsnap

@@ -1,0 +1,666 @@
+// Unit tests of web/transforms.js, the DOM-free part of the `memsnap plot`
+// page: `node --test tests/web/` (node 18 or later, no npm packages). What
+// needs a browser (drawing, controls, the drill-down table against memsnap) is
+// tests/browser/test_plot.mjs.
+'use strict';
+
+const test = require('node:test');
+const assert = require('node:assert/strict');
+const path = require('node:path');
+
+const T = require(path.join(__dirname, '..', '..', 'web', 'transforms.js'));
+
+// ---------------------------------------------------------------- helpers
+
+function mulberry32(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const randInt = (rand, n) => Math.floor(rand() * n);
+
+// What the C++ side writes: base64 of the little-endian bytes of a typed array.
+function b64(typed) {
+  return Buffer.from(typed.buffer, typed.byteOffset, typed.byteLength).toString('base64');
+}
+
+// format_bytes in src/report/format.cc, in exact arithmetic: fmt's "{:.2f}"
+// rounds the exact binary value, ties to even.
+function referenceFormatBytes(bytes) {
+  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'];
+  const b = BigInt(bytes);
+  if (b < 1024n) return `${b} B`;
+  let unit = 0;
+  while (unit + 1 < units.length && b >= 1024n ** BigInt(unit + 1)) unit += 1;
+  const den = 1024n ** BigInt(unit);
+  let q = (b * 100n) / den;
+  const r2 = ((b * 100n) % den) * 2n;
+  if (r2 > den || (r2 === den && q % 2n === 1n)) q += 1n;
+  return `${q / 100n}.${String(q % 100n).padStart(2, '0')} ${units[unit]}`;
+}
+
+// std::string::compare on UTF-8.
+const utf8Compare = (a, b) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+
+function randomName(rand) {
+  const pool = ['a', 'b', 'z', '_', '<', '\u00e9', '\u4e2d', '\ue000', '\uff21', '\uffff', '\u{1F600}', '\u{10000}', '\u{1F4A9}'];
+  let s = '';
+  const n = 1 + randInt(rand, 4);
+  for (let i = 0; i < n; i++) s += pool[randInt(rand, pool.length)];
+  return s;
+}
+
+function fineBuckets(rand, count, width) {
+  const min = new Float64Array(count);
+  const max = new Float64Array(count);
+  let v = 0;
+  for (let i = 0; i < count; i++) {
+    const a = v + (rand() - 0.5) * 1e6;
+    const b = a + rand() * 1e6;
+    min[i] = Math.round(Math.min(a, b));
+    max[i] = Math.round(Math.max(a, b));
+    v = max[i];
+  }
+  return { width, count, min, max };
+}
+
+function arrayMax(values, from = 0, to = values.length) {
+  let m = -Infinity;
+  for (let i = from; i < to; i++) if (values[i] > m) m = values[i];
+  return m;
+}
+
+function arrayMin(values, from = 0, to = values.length) {
+  let m = Infinity;
+  for (let i = from; i < to; i++) if (values[i] < m) m = values[i];
+  return m;
+}
+
+// ---------------------------------------------------------------- formatting
+
+test('formatBytes prints what the C++ format_bytes prints', () => {
+  // Produced by src/report/format.cc (fmt 9): note the ties 1.125 -> 1.12.
+  const cases = [
+    [0, '0 B'], [1, '1 B'], [1023, '1023 B'], [1024, '1.00 KiB'], [1152, '1.12 KiB'],
+    [1408, '1.38 KiB'], [1536, '1.50 KiB'], [1664, '1.62 KiB'], [1920, '1.88 KiB'],
+    [1048575, '1024.00 KiB'], [1048576, '1.00 MiB'], [2228224, '2.12 MiB'], [1207959552, '1.12 GiB'],
+    [2684354560, '2.50 GiB'], [123456789, '117.74 MiB'], [4294967295, '4.00 GiB'],
+    [9007199254740991, '8.00 PiB'], [2 ** 60, '1.00 EiB'],
+  ];
+  for (const [n, want] of cases) assert.equal(T.formatBytes(n), want, `formatBytes(${n})`);
+});
+
+test('formatBytes agrees with exact half-to-even rounding on random sizes', () => {
+  const rand = mulberry32(7);
+  for (let i = 0; i < 20000; i++) {
+    // Multiples of 128 hit the exact ties (x.125, x.625) that toFixed rounds up.
+    let n = Math.floor(rand() * 2 ** (10 + randInt(rand, 43)));
+    if (i % 2 === 0) n -= n % 128;
+    assert.equal(T.formatBytes(n), referenceFormatBytes(n), `formatBytes(${n})`);
+  }
+});
+
+test('formatBytes shows a dash for what is not a number', () => {
+  for (const n of [NaN, Infinity, undefined]) assert.equal(T.formatBytes(n), '–');
+});
+
+test('formatSignedBytes matches format_signed_bytes', () => {
+  assert.equal(T.formatSignedBytes(0), '0 B');
+  assert.equal(T.formatSignedBytes(-0), '0 B');
+  assert.equal(T.formatSignedBytes(1), '+1 B');
+  assert.equal(T.formatSignedBytes(-1023), '-1023 B');
+  assert.equal(T.formatSignedBytes(1536), '+1.50 KiB');
+  assert.equal(T.formatSignedBytes(-1536), '-1.50 KiB');
+  assert.equal(T.formatSignedBytes(-2228224), '-2.12 MiB');
+  assert.equal(T.formatSignedBytes(NaN), '–');
+});
+
+test('formatCount groups thousands like format_count; signed variant', () => {
+  assert.equal(T.formatCount(0), '0');
+  assert.equal(T.formatCount(999), '999');
+  assert.equal(T.formatCount(1000), '1,000');
+  assert.equal(T.formatCount(1234567), '1,234,567');
+  assert.equal(T.formatCount(4294967295), '4,294,967,295');
+  assert.equal(T.formatCount(2.6), '3');
+  assert.equal(T.formatSignedCount(0), '0');
+  assert.equal(T.formatSignedCount(1234), '+1,234');
+  assert.equal(T.formatSignedCount(-1234567), '-1,234,567');
+  assert.equal(T.formatSignedCount(Infinity), '–');
+});
+
+test('formatAxisBytes: shortest form, up to 2 decimals, signed', () => {
+  assert.equal(T.formatAxisBytes(0), '0');
+  assert.equal(T.formatAxisBytes(512), '512 B');
+  assert.equal(T.formatAxisBytes(1.5 * 2 ** 30), '1.5 GiB');
+  assert.equal(T.formatAxisBytes(512 * 2 ** 20), '512 MiB');
+  assert.equal(T.formatAxisBytes(-3 * 2 ** 20), '-3 MiB');
+  assert.equal(T.formatAxisBytes(1.25 * 2 ** 10), '1.25 KiB');
+});
+
+test('formatSeconds prints microseconds', () => {
+  assert.equal(T.formatSeconds(1.5), '1.500000 s');
+  assert.equal(T.formatSeconds(0.0000014), '0.000001 s');
+  assert.equal(T.formatSeconds(NaN), '–');
+});
+
+test('decimalsFor shows every multiple of the tick step exactly', () => {
+  assert.equal(T.decimalsFor(0), 0);
+  assert.equal(T.decimalsFor(-1), 0);
+  // uPlot's steps: 1, 2, 2.5 and 5 times a power of ten.
+  for (let e = -6; e <= 6; e++) {
+    for (const m of [1, 2, 2.5, 5]) {
+      const incr = m * 10 ** e;
+      const d = T.decimalsFor(incr);
+      assert.ok(d >= 0 && d <= 6);
+      if (e < -5) continue; // 2.5e-6 would need 7: capped at 6
+      for (let k = 1; k <= 12; k++) {
+        const tick = k * incr;
+        assert.ok(Math.abs(Number(tick.toFixed(d)) - tick) < incr * 1e-6, `step ${incr}: ${tick} shown as ${tick.toFixed(d)}`);
+      }
+      // ... and no more decimals than needed.
+      if (d > 0) assert.ok(Math.abs(Number(incr.toFixed(d - 1)) - incr) > incr * 1e-6, `step ${incr}: ${d} decimals is too many`);
+    }
+  }
+  assert.equal(T.decimalsFor(1e-9), 6);
+});
+
+test('formatIndexTick switches to millions for large steps', () => {
+  assert.equal(T.formatIndexTick(1250000, 250000), '1.25M');
+  assert.equal(T.formatIndexTick(3000000, 1e6), '3M');
+  assert.equal(T.formatIndexTick(1500000, 5e4), '1,500,000');
+  assert.equal(T.formatIndexTick(12000, 2000), '12,000');
+});
+
+test('esc escapes the five HTML metacharacters and nothing else', () => {
+  assert.equal(T.esc(`<a href="x">'&'</a>`), '&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;');
+  assert.equal(T.esc('&amp;'), '&amp;amp;');
+  assert.equal(T.esc('plain text, ü \u{1F600}'), 'plain text, ü \u{1F600}');
+  assert.equal(T.esc(42), '42');
+  const rand = mulberry32(3);
+  const unescape = (s) => s.replace(/&(amp|lt|gt|quot|#39);/g, (m, e) => ({ amp: '&', lt: '<', gt: '>', quot: '"', '#39': "'" })[e]);
+  for (let i = 0; i < 500; i++) {
+    let s = '';
+    for (let k = randInt(rand, 12); k > 0; k--) s += '<>&"\'a;#'[randInt(rand, 8)];
+    const e = T.esc(s);
+    assert.ok(!/[<>"']/.test(e), e);
+    assert.ok(!/&(?!(amp|lt|gt|quot|#39);)/.test(e), e);
+    assert.equal(unescape(e), s);
+  }
+});
+
+test('withAlpha turns #rrggbb into rgba()', () => {
+  assert.equal(T.withAlpha('#2563eb', 0.5), 'rgba(37, 99, 235, 0.5)');
+  assert.equal(T.withAlpha('#000000', 1), 'rgba(0, 0, 0, 1)');
+});
+
+test('compareNames orders like std::string::compare on UTF-8', () => {
+  // The case plain `<` gets wrong: an astral character against U+E000..U+FFFF.
+  assert.ok(T.compareNames('\u{1F600}', '\uffff') > 0);
+  assert.ok('\u{1F600}' < '\uffff');
+  assert.equal(T.compareNames('abc', 'abc'), 0);
+  assert.ok(T.compareNames('ab', 'abc') < 0);
+  const rand = mulberry32(11);
+  for (let i = 0; i < 5000; i++) {
+    const a = randomName(rand);
+    const b = randomName(rand);
+    assert.equal(Math.sign(T.compareNames(a, b)), Math.sign(utf8Compare(a, b)), `${JSON.stringify(a)} vs ${JSON.stringify(b)}`);
+  }
+});
+
+// ---------------------------------------------------------------- decoding
+
+test('decodeBase64 returns the bytes', () => {
+  assert.deepEqual(Array.from(T.decodeBase64('AAEC/w==')), [0, 1, 2, 255]);
+  assert.equal(T.decodeBase64('').length, 0);
+  assert.equal(T.decodeBase64(null).length, 0);
+});
+
+test('column decodes both kinds the C++ side writes (f64, u32)', () => {
+  const f = new Float64Array([0, -1, 1.5, 2 ** 53, -0, 1e-300, Infinity, NaN, 0xffffffff]);
+  const u = new Uint32Array([0, 1, 0x7fffffff, 0x80000000, 0xfffffffe, 0xffffffff]);
+  for (const littleEndianHost of [true, false]) {
+    const df = T.column(b64(f), f.length, 'f64', 'x', littleEndianHost);
+    assert.ok(df instanceof Float64Array);
+    assert.equal(df.length, f.length);
+    for (let i = 0; i < f.length; i++) assert.ok(Object.is(df[i], f[i]), `f64[${i}]: ${df[i]} != ${f[i]}`);
+    const du = T.column(b64(u), u.length, 'u32', 'x', littleEndianHost);
+    assert.ok(du instanceof Uint32Array);
+    assert.deepEqual(Array.from(du), Array.from(u));
+  }
+  assert.equal(T.column('', 0, 'f64', 'x').length, 0);
+});
+
+test('column refuses a length that does not match count', () => {
+  const f = b64(new Float64Array([1, 2, 3]));
+  assert.throws(() => T.column(f, 4, 'f64', 'runs[0].time_buckets.min'),
+    { message: 'runs[0].time_buckets.min: expected 4 f64 values (32 bytes), got 24 bytes' });
+  assert.throws(() => T.column(f, 2, 'f64', 'x'), /expected 2 f64 values \(16 bytes\), got 24 bytes/);
+  // 24 bytes are 6 u32 values, not 3.
+  assert.throws(() => T.column(f, 3, 'u32', 'x'), /expected 3 u32 values \(12 bytes\), got 24 bytes/);
+  assert.throws(() => T.column('', 1, 'u32', 'x'), /got 0 bytes/);
+  assert.throws(() => T.column(b64(new Uint8Array(5)), 1, 'u32', 'x'), /got 5 bytes/);
+  assert.throws(() => T.column(f, 3, 'u64', 'x'), /unknown column type u64/);
+});
+
+test('count reads a positive count, else 0', () => {
+  assert.equal(T.count({ count: 3 }), 3);
+  assert.equal(T.count({ count: 0 }), 0);
+  assert.equal(T.count({ count: -2 }), 0);
+  assert.equal(T.count({ count: 'x' }), 0);
+  assert.equal(T.count(null), 0);
+  assert.equal(T.count(undefined), 0);
+});
+
+test('decodeBuckets: f64 min and max, positive (possibly fractional) width', () => {
+  const min = new Float64Array([0, -5, 7]);
+  const max = new Float64Array([3, 9, 7]);
+  const raw = { bucket_events: 15.2587890625, count: 3, min: b64(min), max: b64(max) };
+  const d = T.decodeBuckets(raw, 'bucket_events', 'idx');
+  assert.equal(d.width, 15.2587890625);
+  assert.equal(d.count, 3);
+  assert.deepEqual(Array.from(d.min), [0, -5, 7]);
+  assert.deepEqual(Array.from(d.max), [3, 9, 7]);
+  assert.equal(T.decodeBuckets({ bucket_us: 1000, count: 0, min: '', max: '' }, 'bucket_us', 't'), null);
+  assert.equal(T.decodeBuckets(undefined, 'bucket_us', 't'), null);
+  assert.throws(() => T.decodeBuckets({ ...raw, bucket_events: 0 }, 'bucket_events', 'idx'), /idx: bucket_events must be positive/);
+  assert.throws(() => T.decodeBuckets({ ...raw, count: 4 }, 'bucket_events', 'idx'), /idx\.min: expected 4 f64/);
+});
+
+test('decodeLifetimes: times are u32 or f64 per time_type, size f64, source u32', () => {
+  const u32 = {
+    count: 2, time_type: 'u32',
+    start_us: b64(new Uint32Array([0, 10])), end_us: b64(new Uint32Array([5, 0xffffffff])),
+    size: b64(new Float64Array([512, 2 ** 40])), source: b64(new Uint32Array([1, 0])),
+  };
+  const a = T.decodeLifetimes(u32, 'life');
+  assert.equal(a.f64, false);
+  assert.ok(a.start instanceof Uint32Array && a.end instanceof Uint32Array);
+  assert.deepEqual(Array.from(a.end), [5, 0xffffffff]);
+  assert.deepEqual(Array.from(a.size), [512, 2 ** 40]);
+  assert.deepEqual(Array.from(a.source), [1, 0]);
+  const f64 = { ...u32, time_type: 'f64', start_us: b64(new Float64Array([0, 2 ** 33])), end_us: b64(new Float64Array([5, -1])) };
+  const b = T.decodeLifetimes(f64, 'life');
+  assert.equal(b.f64, true);
+  assert.deepEqual(Array.from(b.start), [0, 2 ** 33]);
+  assert.deepEqual(Array.from(b.end), [5, -1]);
+  // u32 times declared as f64 are half the expected length.
+  assert.throws(() => T.decodeLifetimes({ ...u32, time_type: 'f64' }, 'life'), /life\.start_us: expected 2 f64 values/);
+  assert.equal(T.decodeLifetimes({ count: 0 }, 'life'), null);
+});
+
+test('annotationDepths: depth = earlier annotations still open at the start', () => {
+  const list = [
+    { start_s: 0, end_s: 10 }, { start_s: 1, end_s: 3 }, { start_s: 2, end_s: 2.5 },
+    { start_s: 3, end_s: 4 }, { start_s: 10, end_s: null }, { start_s: 11, end_s: 12 },
+  ];
+  assert.deepEqual(T.annotationDepths(list), [0, 1, 2, 1, 0, 1]);
+  const rand = mulberry32(5);
+  for (let round = 0; round < 50; round++) {
+    const n = randInt(rand, 12);
+    const items = Array.from({ length: n }, () => {
+      const start = randInt(rand, 20);
+      return { start_s: start, end_s: rand() < 0.2 ? null : start + randInt(rand, 8) };
+    });
+    const depth = T.annotationDepths(items);
+    const order = items.map((_, i) => i).sort((a, b) => items[a].start_s - items[b].start_s);
+    order.forEach((i, pos) => {
+      const open = order.slice(0, pos).filter((j) => (items[j].end_s == null ? Infinity : items[j].end_s) > items[i].start_s);
+      assert.equal(depth[i], open.length);
+    });
+  }
+});
+
+test('prepareRun decodes a run of the data contract', () => {
+  const raw = {
+    label: '', file: '/x/a.pickle', device: 1,
+    stats: { baseline: 4096, duration_s: 0.0105 },
+    time_buckets: { bucket_us: 1000, count: 2, min: b64(new Float64Array([0, 1])), max: b64(new Float64Array([2, 3])) },
+    index_buckets: { bucket_events: 1, count: 1, min: b64(new Float64Array([0])), max: b64(new Float64Array([3])) },
+    reserved: { count: 1, t_us: b64(new Float64Array([0])), bytes: b64(new Float64Array([2 ** 21])) },
+    steps: [{ step: 1, start_s: 0, end_s: null }],
+    annotations: [{ name: 'a', start_s: 0, end_s: 1 }, { name: 'b', start_s: 0.5, end_s: 0.7 }],
+    oom: [],
+    sources: ['f@x.py:1', 7],
+    lifetimes: { count: 0, time_type: 'u32', start_us: '', end_us: '', size: '', source: '' },
+  };
+  const run = T.prepareRun(raw, 2);
+  assert.equal(run.label, 'run 3');
+  assert.equal(run.baseline, 4096);
+  assert.equal(run.timeSpanUs, 2000);
+  assert.equal(run.durationS, 0.0105); // stats.duration_s is longer than the buckets
+  assert.deepEqual(Array.from(run.reserved.bytes), [2 ** 21]);
+  assert.deepEqual(run.sources, ['f@x.py:1', '7']);
+  assert.deepEqual(run.annotationDepth, [0, 1]);
+  assert.equal(run.life, null);
+  assert.equal(T.prepareRun({ ...raw, time_buckets: { count: 0 } }, 0).durationS, 0);
+  assert.throws(() => T.prepareRun({ ...raw, reserved: { ...raw.reserved, count: 2 } }, 0), /runs\[0\]\.reserved\.t_us/);
+});
+
+// ---------------------------------------------------------------- aggregation
+
+function checkRegroup(fine, edges, offset) {
+  const { lo, hi, last } = T.regroup(fine, edges, offset);
+  const span = fine.count * fine.width;
+  assert.equal(lo.length, edges.length);
+  assert.equal(hi.length, edges.length);
+  // The display buckets up to `last` cover the whole span, no more.
+  assert.ok(last >= 0);
+  assert.ok(edges[last + 1] >= span - 1e-9 * span, `edges[${last + 1}] = ${edges[last + 1]} < span ${span}`);
+  assert.ok(edges[last] < span);
+  // Peak and trough survive.
+  assert.equal(arrayMax(hi, 0, last + 1), arrayMax(fine.max) + offset);
+  assert.equal(arrayMin(lo, 0, last + 1), arrayMin(fine.min) + offset);
+  // Each display bucket is the min/max over the base buckets overlapping it.
+  for (let j = 0; j <= last; j++) {
+    const i0 = Math.floor(edges[j] / fine.width + 1e-9);
+    const i1 = Math.min(fine.count, Math.max(i0 + 1, Math.ceil(edges[j + 1] / fine.width - 1e-9)));
+    assert.equal(hi[j], arrayMax(fine.max, i0, i1) + offset, `hi[${j}]`);
+    assert.equal(lo[j], arrayMin(fine.min, i0, i1) + offset, `lo[${j}]`);
+  }
+  // The closing entry repeats the last bucket; nothing past the run's end.
+  assert.equal(hi[last + 1], hi[last]);
+  assert.equal(lo[last + 1], lo[last]);
+  for (let j = last + 2; j < edges.length; j++) assert.ok(hi[j] === null && lo[j] === null);
+}
+
+test('regroup keeps min and max on uniform grids, integer and fractional widths', () => {
+  const rand = mulberry32(17);
+  for (const width of [1, 1000, 15.2587890625]) {
+    for (let round = 0; round < 30; round++) {
+      const fine = fineBuckets(rand, 1 + randInt(rand, 400), width);
+      const k = 1 + randInt(rand, 40);
+      const G = k * width;
+      const span = fine.count * width;
+      checkRegroup(fine, T.uniformEdges(G, span), round % 2 ? 3 * 2 ** 30 : 0);
+    }
+  }
+});
+
+test('regroup on a grid longer than the run (overlay of a shorter run)', () => {
+  const rand = mulberry32(19);
+  const fine = fineBuckets(rand, 50, 1000);
+  const edges = T.uniformEdges(3000, 200000);
+  checkRegroup(fine, edges, 0);
+  const { last } = T.regroup(fine, edges, 0);
+  assert.equal(last, 16); // 17 buckets of 3 ms cover 50 ms
+});
+
+test('regroup on zoomed (non-uniform) edges', () => {
+  const rand = mulberry32(23);
+  for (let round = 0; round < 30; round++) {
+    const base = round % 2 ? 1 : 15.2587890625;
+    const fine = fineBuckets(rand, 200 + randInt(rand, 2000), base);
+    const span = fine.count * base;
+    const grid = T.indexGrid(base, span, { min: rand() * span * 0.4, max: span * (0.4 + rand() * 0.05) }, 50);
+    checkRegroup(fine, grid.edges, 0);
+  }
+});
+
+test('regroupSteps: largest reserved value in effect during each bucket', () => {
+  const rand = mulberry32(29);
+  for (let round = 0; round < 100; round++) {
+    const n = randInt(rand, 20);
+    const times = new Set();
+    while (times.size < n) times.add(randInt(rand, 100));
+    const t = Float64Array.from([...times].sort((a, b) => a - b));
+    const bytes = Float64Array.from(t, () => randInt(rand, 1000));
+    const edges = T.uniformEdges(1 + randInt(rand, 15), 100);
+    const last = edges.length - 2 - randInt(rand, 2);
+    const out = T.regroupSteps({ t, bytes, count: n }, edges, last);
+    assert.equal(out.length, edges.length);
+    for (let j = 0; j <= last; j++) {
+      // Value q is in effect over [t[q], t[q+1]).
+      let want = null;
+      for (let q = 0; q < n; q++) {
+        const until = q + 1 < n ? t[q + 1] : Infinity;
+        if (t[q] < edges[j + 1] && until > edges[j]) want = want === null ? bytes[q] : Math.max(want, bytes[q]);
+      }
+      assert.equal(out[j], want, `bucket ${j} [${edges[j]}, ${edges[j + 1]})`);
+    }
+    if (last >= 0) assert.equal(out[last + 1], out[last]);
+    for (let j = last + 2; j < edges.length; j++) assert.equal(out[j], null);
+  }
+});
+
+test('uniformEdges: from 0 in steps of G, the fewest that cover the span', () => {
+  assert.deepEqual(T.uniformEdges(2, 10), [0, 2, 4, 6, 8, 10]);
+  assert.deepEqual(T.uniformEdges(3, 10), [0, 3, 6, 9, 12]);
+  assert.deepEqual(T.uniformEdges(5, 0), [0, 5]);
+  // Float spans a hair over a multiple do not get an extra bucket.
+  assert.equal(T.uniformEdges(0.1, 0.30000000000000004).length, 4);
+  const rand = mulberry32(31);
+  for (let round = 0; round < 200; round++) {
+    const G = 0.5 + rand() * 100;
+    const span = rand() * 1e5;
+    const e = T.uniformEdges(G, span);
+    e.forEach((x, j) => assert.equal(x, j * G));
+    assert.ok(e[e.length - 1] >= span * (1 - 1e-9));
+    assert.ok(e.length === 2 || e[e.length - 2] < span);
+  }
+});
+
+test('zoomedEdges: fine steps inside [from, to), coarse outside, monotonic, covering the span', () => {
+  assert.deepEqual(T.zoomedEdges(10, 2, 20, 30, 50), [0, 10, 20, 22, 24, 26, 28, 30, 40, 50]);
+  const rand = mulberry32(37);
+  for (let round = 0; round < 300; round++) {
+    const base = round % 3 ? 1 : 15.2587890625;
+    const coarse = base * (2 + randInt(rand, 50));
+    const fine = base * (1 + randInt(rand, Math.round(coarse / base) - 1));
+    const nCoarse = 1 + randInt(rand, 60);
+    const span = base * Math.ceil(((nCoarse - 1) * coarse + rand() * coarse) / base);
+    const a = randInt(rand, nCoarse);
+    const b = a + 1 + randInt(rand, nCoarse - a);
+    const from = a * coarse;
+    const to = b * coarse;
+    const e = T.zoomedEdges(coarse, fine, from, to, span);
+    assert.equal(e[0], 0);
+    assert.ok(e[e.length - 1] >= span && e[e.length - 2] < span, 'covers the span, no more');
+    for (let j = 1; j < e.length; j++) {
+      const x = e[j - 1];
+      assert.ok(e[j] > x, 'strictly increasing');
+      assert.equal(e[j] - x, x >= from && x < to ? fine : coarse, `step after ${x}`);
+      assert.ok(Math.abs(e[j] / base - Math.round(e[j] / base)) < 1e-9, 'a multiple of the base bucket');
+    }
+    // The window starts on an edge, is cut in ceil((to - from) / fine) fine
+    // steps, and the last of them ends less than one fine step past `to`.
+    if (from < span) assert.ok(e.includes(from));
+    if (to <= span) {
+      assert.equal(e.filter((x) => x > from && x < to).length, Math.ceil((to - from) / fine - 1e-9) - 1);
+      const after = e.find((x) => x >= to);
+      assert.ok(after < to + fine);
+    }
+  }
+});
+
+test('timeGrid: multiple of the base bucket, clamped, with the reason', () => {
+  let g = T.timeGrid(1000, 1e6, 1);
+  assert.equal(g.G, 1000);
+  assert.equal(g.warn, '');
+  assert.equal(g.edges.length, 1001);
+  g = T.timeGrid(1000, 1e6, 0.1);
+  assert.equal(g.G, 1000);
+  assert.match(g.warn, /finer than the recorded buckets/);
+  g = T.timeGrid(1000, 1e6, 2.4);
+  assert.equal(g.G, 2000);
+  assert.match(g.warn, /rounded to 2 ms/);
+  g = T.timeGrid(1000, 1e6, 5);
+  assert.equal(g.G, 5000);
+  assert.equal(g.warn, '');
+  // 1000 s at 1 ms would be 1e6 buckets: limited to TIME_POINT_LIMIT.
+  g = T.timeGrid(1000, 1e9, 1);
+  assert.equal(g.G, 20000);
+  assert.equal(g.edges.length - 1, T.TIME_POINT_LIMIT);
+  assert.match(g.warn, /limited to 20 ms to keep at most 50,000 points/);
+  assert.equal(T.timeGrid(1000, 50000 * 1000, 1).G, 1000);
+  assert.equal(T.timeGrid(1000, 50001 * 1000, 1).G, 2000);
+  const rand = mulberry32(41);
+  for (let round = 0; round < 300; round++) {
+    const base = [1, 100, 1000, 2500][randInt(rand, 4)];
+    const span = base * (1 + randInt(rand, 2e6));
+    const requested = rand() * 50;
+    const limit = 100 + randInt(rand, 1000);
+    const r = T.timeGrid(base, span, requested, limit);
+    const k = r.G / base;
+    assert.ok(Number.isInteger(k) && k >= 1);
+    assert.ok(r.edges.length - 1 <= limit, `${r.edges.length - 1} buckets > ${limit}`);
+    assert.ok(r.edges[r.edges.length - 1] >= span);
+    if (requested * 1000 < base) assert.match(r.warn, /finer/);
+  }
+});
+
+test('indexGrid: budgeted buckets, a finer aligned window when zoomed in', () => {
+  let g = T.indexGrid(1, 1e6, null);
+  assert.equal(g.G, 250);
+  assert.equal(g.edges.length - 1, T.INDEX_POINT_BUDGET);
+  assert.equal(g.window, null);
+  assert.equal(g.fineG, g.G);
+  // Zoomed to 10,000 events: 3-event buckets in a window aligned to G.
+  g = T.indexGrid(1, 1e6, { min: 100100, max: 110100 });
+  assert.equal(g.fineG, 3);
+  assert.deepEqual(g.window, { from: 100000, to: 110250 });
+  // Zoomed out to more than half the span: no refinement.
+  assert.equal(T.indexGrid(1, 1e6, { min: 0, max: 600000 }).window, null);
+  // Already at the base bucket: nothing finer to show.
+  assert.equal(T.indexGrid(1, 3000, { min: 10, max: 20 }).window, null);
+  const rand = mulberry32(43);
+  for (let round = 0; round < 200; round++) {
+    const base = round % 2 ? 1 : 15.2587890625;
+    const span = base * (1 + randInt(rand, 5e5));
+    const budget = 10 + randInt(rand, 500);
+    const zmin = rand() * span;
+    const zoom = { min: zmin, max: zmin + rand() * (span - zmin) };
+    const r = T.indexGrid(base, span, zoom, budget);
+    assert.ok(r.G >= base && Number.isInteger(Math.round(r.G / base)));
+    assert.ok(Math.ceil(span / r.G) <= budget || r.G === base);
+    assert.ok(r.edges[0] === 0 && r.edges[r.edges.length - 1] >= span);
+    for (let j = 1; j < r.edges.length; j++) assert.ok(r.edges[j] > r.edges[j - 1]);
+    if (r.window) {
+      assert.ok(r.fineG < r.G && r.fineG >= base);
+      assert.ok(r.window.from <= zoom.min && r.window.to >= Math.min(zoom.max, span));
+      assert.equal(r.window.from % r.G, 0);
+      // The window gets about its own budget.
+      const inWindow = r.edges.filter((x) => x >= r.window.from && x < r.window.to).length;
+      assert.ok(inWindow <= budget + Math.ceil(2 * r.G / r.fineG), `${inWindow} buckets in the window`);
+    }
+  }
+});
+
+test('yRange always shows 0 with 5% headroom', () => {
+  assert.deepEqual(T.yRange(null, 5), [0, 1]);
+  assert.deepEqual(T.yRange(NaN, 5), [0, 1]);
+  assert.deepEqual(T.yRange(100, 1000), [0, 1050]);
+  assert.deepEqual(T.yRange(-1000, 1000), [-1100, 1100]);
+  assert.deepEqual(T.yRange(0, 0), [0, 1024]);
+});
+
+// ---------------------------------------------------------------- drill-down
+
+function randomLifetimes(rand, n, timeType, nSources) {
+  const Time = timeType === 'f64' ? Float64Array : Uint32Array;
+  const live = T.STILL_LIVE[timeType];
+  const offset = timeType === 'f64' ? 2 ** 32 : 0; // f64 is what longer traces use
+  const start = new Time(n);
+  const end = new Time(n);
+  const size = new Float64Array(n);
+  const source = new Uint32Array(n);
+  for (let i = 0; i < n; i++) {
+    start[i] = offset + randInt(rand, 100);
+    end[i] = rand() < 0.2 ? live : start[i] + randInt(rand, 40); // zero-length lifetimes too
+    size[i] = 512 * (1 + randInt(rand, 2 ** 20));
+    source[i] = randInt(rand, nSources + 2); // some past the source list
+  }
+  return {
+    raw: { count: n, time_type: timeType, start_us: b64(start), end_us: b64(end), size: b64(size), source: b64(source) },
+    plain: { start: Array.from(start), end: Array.from(end), size: Array.from(size), source: Array.from(source), live },
+  };
+}
+
+// The obvious O(n) definition, one allocation at a time.
+function bruteLive(plain, sources, tUs) {
+  const bySource = new Map();
+  let liveCount = 0;
+  let liveBytes = 0;
+  plain.start.forEach((s, i) => {
+    const e = plain.end[i];
+    if (!(s <= tUs && (e === plain.live || e > tUs))) return;
+    const name = plain.source[i] < sources.length ? sources[plain.source[i]] : T.UNKNOWN_SOURCE;
+    const row = bySource.get(name) || { bytes: 0, count: 0 };
+    row.bytes += plain.size[i];
+    row.count += 1;
+    bySource.set(name, row);
+    liveCount += 1;
+    liveBytes += plain.size[i];
+  });
+  return { bySource, liveCount, liveBytes };
+}
+
+const sortedEntries = (map) => [...map.entries()].sort((a, b) => utf8Compare(a[0], b[0]));
+
+test('liveAt equals a brute-force scan (u32 and f64 times)', () => {
+  const rand = mulberry32(47);
+  for (const timeType of ['u32', 'f64']) {
+    for (let round = 0; round < 40; round++) {
+      // Duplicate names: two source ids with the same name share a row.
+      const sources = ['a@x.py:1', 'b@y.py:2', 'a@x.py:1', '<no frames>', '\u{1F600}@z.py:3'].slice(0, 1 + randInt(rand, 5));
+      const { raw, plain } = randomLifetimes(rand, randInt(rand, 200), timeType, sources.length);
+      const life = T.decodeLifetimes(raw, 'life');
+      const offset = timeType === 'f64' ? 2 ** 32 : 0;
+      // Exact starts and ends are the boundaries that matter: start <= t < end.
+      const times = [offset - 1, offset, offset + 150, ...plain.start.slice(0, 5), ...plain.end.slice(0, 5).filter((e) => e !== plain.live)];
+      for (const tUs of times) {
+        const got = T.liveAt(life, sources, tUs);
+        const want = bruteLive(plain, sources, tUs);
+        assert.equal(got.liveCount, want.liveCount, `count at ${tUs}`);
+        assert.equal(got.liveBytes, want.liveBytes, `bytes at ${tUs}`);
+        assert.deepEqual(sortedEntries(got.bySource), sortedEntries(want.bySource), `sources at ${tUs}`);
+      }
+    }
+  }
+});
+
+test('liveAt of a run without lifetimes is empty', () => {
+  const r = T.liveAt(null, ['a'], 5);
+  assert.equal(r.liveCount, 0);
+  assert.equal(r.liveBytes, 0);
+  assert.equal(r.bySource.size, 0);
+});
+
+test('liveRows: the order of replay-to-time --json "sources"', () => {
+  const rand = mulberry32(53);
+  const mk = (entries) => ({ bySource: new Map(entries.map(([name, bytes]) => [name, { bytes, count: 1 }])) });
+  // One run: bytes desc, then name in UTF-8 order (astral after U+FFFF).
+  let rows = T.liveRows([mk([['b', 5], ['\u{1F600}', 7], ['\uffff', 7], ['a', 9]])]);
+  assert.deepEqual(rows.map((r) => r.source), ['a', '\uffff', '\u{1F600}', 'b']);
+  // Two runs: |B - A| desc, ties by name; a source in one run only has 0 in the other.
+  rows = T.liveRows([mk([['x', 10], ['y', 3], ['w', 1]]), mk([['x', 4], ['y', 9], ['z', 6]])]);
+  assert.deepEqual(rows.map((r) => r.source), ['x', 'y', 'z', 'w']);
+  assert.deepEqual(rows[2].bytes, [0, 6]);
+  assert.deepEqual(rows[2].count, [0, 1]);
+  for (let round = 0; round < 100; round++) {
+    const nRuns = 1 + randInt(rand, 4);
+    const live = Array.from({ length: nRuns }, () => mk(Array.from({ length: randInt(rand, 8) }, () => [randomName(rand), 512 * randInt(rand, 6)])));
+    rows = T.liveRows(live);
+    const names = new Set(live.flatMap((l) => [...l.bySource.keys()]));
+    assert.equal(rows.length, names.size);
+    const key = (r) => (nRuns === 1 ? r.bytes[0] : nRuns === 2 ? Math.abs(r.bytes[1] - r.bytes[0]) : Math.max(...r.bytes));
+    for (let i = 1; i < rows.length; i++) {
+      const a = rows[i - 1];
+      const b = rows[i];
+      assert.ok(key(a) > key(b) || (key(a) === key(b) && utf8Compare(a.source, b.source) < 0), `${a.source} before ${b.source}`);
+    }
+    for (const r of rows) {
+      r.bytes.forEach((bytes, k) => assert.equal(bytes, (live[k].bySource.get(r.source) || { bytes: 0 }).bytes));
+    }
+  }
+});
+
+test('the module is self-contained: one frozen object, defines no page global under node', () => {
+  assert.ok(Object.isFrozen(T));
+  assert.equal(globalThis.MemsnapTransforms, undefined);
+});

@@ -1,0 +1,461 @@
+/* memsnap plot page: the pure part.
+ *
+ * Formatting, decoding of the embedded columns, regrouping into display
+ * buckets and the drill-down's live-at scan: no DOM, no globals read, no
+ * dependencies. Loaded as a classic <script> before web/app.js, it defines the
+ * one global `MemsnapTransforms`; under node (`require`) it is the module's
+ * export, for tests/web/transforms.test.js.
+ */
+'use strict';
+
+(() => {
+  const UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB', 'PiB', 'EiB'];
+  // Event-index view: about this many buckets (each drawn as its min and max) per run.
+  const INDEX_POINT_BUDGET = 4000;
+  // Wall-clock view: never more buckets than this, whatever the precision asked for.
+  const TIME_POINT_LIMIT = 50000;
+  const EPS = 1e-9;
+  // end_us of an allocation still live at the end of the trace, per time_type.
+  const STILL_LIVE = { u32: 0xffffffff, f64: -1 };
+  const UNKNOWN_SOURCE = '<unknown source>';
+
+  // ---------------------------------------------------------------- formatting
+
+  // value.toFixed(2), except that an exact tie goes to the even digit: the C++
+  // side prints with fmt's "{:.2f}", which rounds 1.125 to "1.12" where
+  // toFixed gives "1.13". Ties are exact multiples of 1/8 ending in .125/.625.
+  function fixed2(value) {
+    const eighths = value * 8;
+    if (Number.isInteger(eighths) && eighths % 2 !== 0) {
+      const lo = Math.floor(value * 100);
+      return ((lo % 2 === 0 ? lo : lo + 1) / 100).toFixed(2);
+    }
+    return value.toFixed(2);
+  }
+
+  // Same output as the C++ format_bytes: "N B" below 1 KiB, else 2 decimals, 1024-based.
+  function formatBytes(n) {
+    if (!Number.isFinite(n)) return '–';
+    if (n < 1024) return `${Math.round(n)} B`;
+    let value = n;
+    let unit = 0;
+    while (value >= 1024 && unit + 1 < UNITS.length) {
+      value /= 1024;
+      unit += 1;
+    }
+    return `${fixed2(value)} ${UNITS[unit]}`;
+  }
+
+  function formatSignedBytes(n) {
+    if (!Number.isFinite(n)) return '–';
+    if (n === 0) return '0 B';
+    return (n < 0 ? '-' : '+') + formatBytes(Math.abs(n));
+  }
+
+  function formatCount(n) {
+    if (!Number.isFinite(n)) return '–';
+    return Math.round(n).toLocaleString('en-US');
+  }
+
+  function formatSignedCount(n) {
+    if (!Number.isFinite(n)) return '–';
+    if (n === 0) return '0';
+    return (n < 0 ? '-' : '+') + formatCount(Math.abs(n));
+  }
+
+  // Axis labels: shortest form, up to 2 decimals ("1.5 GiB", "512 MiB").
+  function formatAxisBytes(v) {
+    if (v === 0) return '0';
+    const sign = v < 0 ? '-' : '';
+    let value = Math.abs(v);
+    let unit = 0;
+    while (value >= 1024 && unit + 1 < UNITS.length) {
+      value /= 1024;
+      unit += 1;
+    }
+    return `${sign}${Number(value.toFixed(2))} ${UNITS[unit]}`;
+  }
+
+  function formatSeconds(s) {
+    if (!Number.isFinite(s)) return '–';
+    return `${s.toFixed(6)} s`;
+  }
+
+  // Decimals that show every multiple of incr exactly (at most 6). uPlot's tick
+  // steps include 2.5 * 10^n: 0.25 needs 2 decimals, not the 1 of 0.2 and 0.5.
+  function decimalsFor(incr) {
+    if (!(incr > 0)) return 0;
+    for (let d = 0; d < 6; d++) {
+      const scaled = incr * 10 ** d;
+      if (Math.abs(scaled - Math.round(scaled)) <= 1e-6 * scaled) return d;
+    }
+    return 6;
+  }
+
+  function formatIndexTick(v, incr) {
+    const a = Math.abs(v);
+    if (a >= 1e6 && incr >= 1e5) return `${Number((v / 1e6).toFixed(decimalsFor(incr / 1e6)))}M`;
+    return formatCount(v);
+  }
+
+  function esc(s) {
+    return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+  }
+
+  function withAlpha(hex, alpha) {
+    const n = parseInt(hex.slice(1), 16);
+    return `rgba(${(n >> 16) & 255}, ${(n >> 8) & 255}, ${n & 255}, ${alpha})`;
+  }
+
+  // Order of std::string::compare on UTF-8 bytes, i.e. code point order. JS `<`
+  // compares UTF-16 units, which differs only for astral characters (surrogates)
+  // against U+E000..U+FFFF.
+  function compareNames(a, b) {
+    if (a === b) return 0;
+    const n = Math.min(a.length, b.length);
+    for (let i = 0; i < n; i++) {
+      const x = a.charCodeAt(i);
+      const y = b.charCodeAt(i);
+      if (x !== y) {
+        const xs = x >= 0xd800 && x <= 0xdfff;
+        const ys = y >= 0xd800 && y <= 0xdfff;
+        if (xs !== ys) return xs ? 1 : -1;
+        return x < y ? -1 : 1;
+      }
+    }
+    return a.length - b.length;
+  }
+
+  // ---------------------------------------------------------------- decoding
+
+  const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+  const WIDTH = { f64: 8, u32: 4 };
+
+  function decodeBase64(b64) {
+    if (typeof b64 !== 'string' || b64.length === 0) return new Uint8Array(0);
+    const bin = atob(b64);
+    const n = bin.length;
+    const out = new Uint8Array(n);
+    for (let i = 0; i < n; i++) out[i] = bin.charCodeAt(i);
+    return out;
+  }
+
+  // `littleEndianHost` only exists so that the tests can take the DataView path.
+  function column(b64, count, kind, what, littleEndianHost = LITTLE_ENDIAN) {
+    const width = WIDTH[kind];
+    if (!width) throw new Error(`${what}: unknown column type ${kind}`);
+    const bytes = decodeBase64(b64);
+    if (bytes.length !== count * width) {
+      throw new Error(`${what}: expected ${count} ${kind} values (${count * width} bytes), got ${bytes.length} bytes`);
+    }
+    if (littleEndianHost) {
+      return kind === 'f64' ? new Float64Array(bytes.buffer, 0, count) : new Uint32Array(bytes.buffer, 0, count);
+    }
+    const view = new DataView(bytes.buffer);
+    const out = kind === 'f64' ? new Float64Array(count) : new Uint32Array(count);
+    for (let i = 0; i < count; i++) out[i] = kind === 'f64' ? view.getFloat64(i * 8, true) : view.getUint32(i * 4, true);
+    return out;
+  }
+
+  function count(obj) {
+    const n = obj && Number(obj.count);
+    return Number.isFinite(n) && n > 0 ? n : 0;
+  }
+
+  function decodeBuckets(raw, widthKey, what) {
+    const n = count(raw);
+    if (n === 0) return null;
+    const width = Number(raw[widthKey]);
+    if (!(width > 0)) throw new Error(`${what}: ${widthKey} must be positive`);
+    return {
+      width,
+      count: n,
+      min: column(raw.min, n, 'f64', `${what}.min`),
+      max: column(raw.max, n, 'f64', `${what}.max`),
+    };
+  }
+
+  function decodeLifetimes(raw, what) {
+    const n = count(raw);
+    if (n === 0) return null;
+    const timeKind = raw.time_type === 'f64' ? 'f64' : 'u32';
+    return {
+      count: n,
+      f64: timeKind === 'f64',
+      start: column(raw.start_us, n, timeKind, `${what}.start_us`),
+      end: column(raw.end_us, n, timeKind, `${what}.end_us`),
+      size: column(raw.size, n, 'f64', `${what}.size`),
+      source: column(raw.source, n, 'u32', `${what}.source`),
+    };
+  }
+
+  // Annotation bars are stacked: depth = how many earlier ones are still open.
+  function annotationDepths(list) {
+    const order = list.map((_, i) => i).sort((a, b) => list[a].start_s - list[b].start_s);
+    const depth = new Array(list.length).fill(0);
+    const open = [];
+    for (const i of order) {
+      const start = list[i].start_s;
+      for (let k = open.length - 1; k >= 0; k--) if (open[k] <= start) open.splice(k, 1);
+      depth[i] = open.length;
+      open.push(list[i].end_s == null ? Infinity : list[i].end_s);
+    }
+    return depth;
+  }
+
+  // One entry of the data's `runs`, decoded. Throws on a malformed column.
+  function prepareRun(raw, ordinal) {
+    const what = `runs[${ordinal}]`;
+    const stats = raw.stats || {};
+    const reservedCount = count(raw.reserved);
+    const run = {
+      ordinal,
+      label: raw.label != null && raw.label !== '' ? String(raw.label) : `run ${ordinal + 1}`,
+      file: raw.file != null ? String(raw.file) : '',
+      device: raw.device,
+      stats,
+      baseline: Number(stats.baseline) || 0,
+      time: decodeBuckets(raw.time_buckets, 'bucket_us', `${what}.time_buckets`),
+      index: decodeBuckets(raw.index_buckets, 'bucket_events', `${what}.index_buckets`),
+      reserved: reservedCount > 0
+        ? {
+          count: reservedCount,
+          t: column(raw.reserved.t_us, reservedCount, 'f64', `${what}.reserved.t_us`),
+          bytes: column(raw.reserved.bytes, reservedCount, 'f64', `${what}.reserved.bytes`),
+        }
+        : null,
+      steps: Array.isArray(raw.steps) ? raw.steps : [],
+      annotations: Array.isArray(raw.annotations) ? raw.annotations : [],
+      oom: Array.isArray(raw.oom) ? raw.oom : [],
+      sources: Array.isArray(raw.sources) ? raw.sources.map(String) : [],
+      life: decodeLifetimes(raw.lifetimes, `${what}.lifetimes`),
+    };
+    run.annotationDepth = annotationDepths(run.annotations);
+    run.timeSpanUs = run.time ? run.time.count * run.time.width : 0;
+    run.durationS = run.time ? Math.max(run.timeSpanUs / 1e6, Number(stats.duration_s) || 0) : 0;
+    return run;
+  }
+
+  // ---------------------------------------------------------------- aggregation
+
+  // Display bucket j covers [edges[j], edges[j+1]) on the x axis (base units:
+  // µs or events). It takes the min of the mins and the max of the maxes of
+  // every base bucket that overlaps it, so the true peak and trough always
+  // survive. Arrays get one entry per edge: the last one closes the last step.
+  // null past the run's end.
+  function regroup(buckets, edges, offset) {
+    const n = edges.length - 1;
+    const lo = new Array(n + 1).fill(null);
+    const hi = new Array(n + 1).fill(null);
+    const { width, count: total, min, max } = buckets;
+    let last = -1;
+    for (let j = 0; j < n; j++) {
+      const i0 = Math.floor(edges[j] / width + EPS);
+      if (i0 >= total) break;
+      let i1 = Math.ceil(edges[j + 1] / width - EPS) - 1;
+      if (i1 >= total) i1 = total - 1;
+      if (i1 < i0) i1 = i0;
+      let a = Infinity;
+      let b = -Infinity;
+      for (let i = i0; i <= i1; i++) {
+        if (min[i] < a) a = min[i];
+        if (max[i] > b) b = max[i];
+      }
+      lo[j] = a + offset;
+      hi[j] = b + offset;
+      last = j;
+    }
+    if (last >= 0) {
+      lo[last + 1] = lo[last];
+      hi[last + 1] = hi[last];
+    }
+    return { lo, hi, last };
+  }
+
+  // Reserved bytes: a step series (bytes[k] from t[k] on). Each display bucket
+  // shows the largest value in effect during it.
+  function regroupSteps(reserved, edges, last) {
+    const out = new Array(edges.length).fill(null);
+    const { t, bytes, count: total } = reserved;
+    let p = -1;
+    for (let j = 0; j <= last; j++) {
+      const x0 = edges[j];
+      const x1 = edges[j + 1];
+      while (p + 1 < total && t[p + 1] <= x0) p++;
+      let m = p >= 0 ? bytes[p] : -Infinity;
+      for (let q = p + 1; q < total && t[q] < x1; q++) if (bytes[q] > m) m = bytes[q];
+      out[j] = m === -Infinity ? null : m;
+    }
+    if (last >= 0) out[last + 1] = out[last];
+    return out;
+  }
+
+  function uniformEdges(G, span) {
+    const n = Math.max(1, Math.ceil(span / G - EPS));
+    return Array.from({ length: n + 1 }, (_, j) => j * G);
+  }
+
+  // Event-index edges: `coarse` steps everywhere, `fine` steps inside
+  // [from, to). Every edge stays a multiple of the base bucket.
+  function zoomedEdges(coarse, fine, from, to, span) {
+    const edges = [];
+    let x = 0;
+    while (x < span) {
+      edges.push(x);
+      x += x >= from && x < to ? fine : coarse;
+    }
+    edges.push(x);
+    return edges;
+  }
+
+  // Wall-clock grid for runs whose largest base bucket is `base` µs and longest
+  // span `span` µs: k base buckets per display bucket, k = round(requested /
+  // base), clamped to at least 1 and to at most `limit` buckets. `warn` says
+  // why the drawn precision (G / 1000 ms) differs from the requested one.
+  function timeGrid(base, span, requestedMs, limit = TIME_POINT_LIMIT) {
+    const requestedUs = requestedMs * 1000;
+    let k = Math.max(1, Math.round(requestedUs / base));
+    const warn = [];
+    if (!(requestedUs >= base * (1 - EPS))) {
+      warn.push(`Precision ${requestedMs} ms is finer than the recorded buckets (${base / 1000} ms); showing ${base / 1000} ms.`);
+    }
+    if (Math.ceil(span / (k * base) - EPS) > limit) {
+      k = Math.ceil(span / (limit * base));
+      warn.push(`Precision limited to ${(k * base) / 1000} ms to keep at most ${formatCount(limit)} points per run.`);
+    } else if (requestedUs >= base && Math.abs(k * base - requestedUs) > base * 1e-6) {
+      warn.push(`Precision rounded to ${(k * base) / 1000} ms (a multiple of the ${base / 1000} ms base bucket).`);
+    }
+    const G = k * base;
+    return { G, edges: uniformEdges(G, span), warn: warn.join(' ') };
+  }
+
+  // Event-index grid: about `budget` buckets over the span; with `zoom`
+  // ({min, max}, events) narrower than half the span, the visible window gets
+  // its own budget (down to the base bucket). fineG is the step inside
+  // `window` ({from, to}, coarse-aligned), G elsewhere.
+  function indexGrid(base, span, zoom, budget = INDEX_POINT_BUDGET) {
+    const G = Math.max(1, Math.ceil(span / (budget * base))) * base;
+    const grid = { G, fineG: G, edges: uniformEdges(G, span), window: null };
+    if (zoom && G > base && zoom.max - zoom.min < span / 2) {
+      const fine = Math.max(base, Math.ceil((zoom.max - zoom.min) / (budget * base)) * base);
+      if (fine < G) {
+        const from = Math.max(0, Math.floor(zoom.min / G) * G);
+        const to = Math.min(Math.ceil(span / G) * G, Math.ceil(zoom.max / G) * G);
+        grid.edges = zoomedEdges(G, fine, from, to, span);
+        grid.fineG = fine;
+        grid.window = { from, to };
+      }
+    }
+    return grid;
+  }
+
+  // y scale: always includes 0, 5% headroom.
+  function yRange(min, max) {
+    if (min == null || max == null || !Number.isFinite(min) || !Number.isFinite(max)) return [0, 1];
+    const lo = Math.min(0, min);
+    const hi = Math.max(0, max);
+    const pad = (hi - lo) * 0.05 || 1024;
+    return [lo < 0 ? lo - pad : 0, hi + pad];
+  }
+
+  // ---------------------------------------------------------------- drill-down
+
+  // Allocations of decoded lifetimes `life` live at tUs (µs from the trace
+  // start): start <= tUs and (end > tUs or still live), grouped by source
+  // name. Two source ids with the same name share a row; an id past
+  // `sources` is grouped as UNKNOWN_SOURCE.
+  function liveAt(life, sources, tUs) {
+    const result = { bySource: new Map(), liveCount: 0, liveBytes: 0 };
+    if (!life) return result;
+    const nSources = sources.length;
+    const bytes = new Float64Array(nSources + 1);
+    const counts = new Float64Array(nSources + 1);
+    const { start, end, size, source } = life;
+    const n = life.count;
+    const open = life.f64 ? STILL_LIVE.f64 : STILL_LIVE.u32;
+    let liveCount = 0;
+    let liveBytes = 0;
+    for (let i = 0; i < n; i++) {
+      if (start[i] > tUs) continue;
+      const e = end[i];
+      if (e > tUs || e === open) {
+        let s = source[i];
+        if (s >= nSources) s = nSources;
+        bytes[s] += size[i];
+        counts[s] += 1;
+        liveCount += 1;
+        liveBytes += size[i];
+      }
+    }
+    for (let s = 0; s <= nSources; s++) {
+      if (counts[s] === 0) continue;
+      const name = s < nSources ? sources[s] : UNKNOWN_SOURCE;
+      const row = result.bySource.get(name);
+      if (row) {
+        row.bytes += bytes[s];
+        row.count += counts[s];
+      } else result.bySource.set(name, { bytes: bytes[s], count: counts[s] });
+    }
+    result.liveCount = liveCount;
+    result.liveBytes = liveBytes;
+    return result;
+  }
+
+  // The drill-down table: one row per source live in any run, in the order of
+  // `memsnap replay-to-time ... --json` "sources": one run by bytes desc, two
+  // by |B − A| desc, more by the largest bytes; ties by name (UTF-8 order).
+  function liveRows(live) {
+    const names = new Set();
+    for (const l of live) for (const name of l.bySource.keys()) names.add(name);
+    const rows = Array.from(names, (name) => ({
+      source: name,
+      bytes: live.map((l) => (l.bySource.get(name) || { bytes: 0 }).bytes),
+      count: live.map((l) => (l.bySource.get(name) || { count: 0 }).count),
+    }));
+    if (live.length === 1) {
+      rows.sort((a, b) => b.bytes[0] - a.bytes[0] || compareNames(a.source, b.source));
+    } else if (live.length === 2) {
+      rows.sort((a, b) => compareNames(a.source, b.source));
+      rows.sort((a, b) => Math.abs(b.bytes[1] - b.bytes[0]) - Math.abs(a.bytes[1] - a.bytes[0]));
+    } else {
+      rows.sort((a, b) => Math.max(...b.bytes) - Math.max(...a.bytes) || compareNames(a.source, b.source));
+    }
+    return rows;
+  }
+
+  const api = Object.freeze({
+    INDEX_POINT_BUDGET,
+    TIME_POINT_LIMIT,
+    STILL_LIVE,
+    UNKNOWN_SOURCE,
+    formatBytes,
+    formatSignedBytes,
+    formatCount,
+    formatSignedCount,
+    formatAxisBytes,
+    formatSeconds,
+    decimalsFor,
+    formatIndexTick,
+    esc,
+    withAlpha,
+    compareNames,
+    decodeBase64,
+    column,
+    count,
+    decodeBuckets,
+    decodeLifetimes,
+    annotationDepths,
+    prepareRun,
+    regroup,
+    regroupSteps,
+    uniformEdges,
+    zoomedEdges,
+    timeGrid,
+    indexGrid,
+    yRange,
+    liveAt,
+    liveRows,
+  });
+  if (typeof module !== 'undefined' && module.exports) module.exports = api;
+  else globalThis.MemsnapTransforms = api;
+})();
