@@ -35,28 +35,31 @@ test-fast: build
 
 $(ASAN_BUILD)/build.ninja:
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON \
-	  -DMEMSNAP_SANITIZE=ON $(LAUNCHER) $(CMAKE_FLAGS)
+	  -DMEMSNAP_SANITIZE=ON -DMEMSNAP_INSTALL=OFF $(LAUNCHER) $(CMAKE_FLAGS)
 
 test-asan: setup $(ASAN_BUILD)/build.ninja
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -E '^(golden|golden_fixtures)$$'
 
-# Coverage-guided fuzzing of the pickle VM with libFuzzer (clang); new finds
-# land in fuzz/corpus and become regression tests. FUZZ_SECONDS=60 by default.
+# Coverage-guided fuzzing with libFuzzer (clang): fuzz_pickle_vm (the VM and
+# the decoder) and fuzz_snapshot (whatever decodes, through every analysis and
+# renderer). New finds land in fuzz/corpus and become regression tests.
+# FUZZ_SECONDS=60 per target by default.
 FUZZ_SECONDS ?= 60
 fuzz: setup
 	cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF \
-	  -DCMAKE_CXX_COMPILER=clang++ -DMEMSNAP_FUZZ=ON $(LAUNCHER)
-	cmake --build $(FUZZ_BUILD) --target fuzz_pickle_vm -j $(JOBS)
+	  -DMEMSNAP_INSTALL=OFF -DCMAKE_CXX_COMPILER=clang++ -DMEMSNAP_FUZZ=ON $(LAUNCHER)
+	cmake --build $(FUZZ_BUILD) --target fuzz_pickle_vm fuzz_snapshot -j $(JOBS)
 	$(FUZZ_BUILD)/fuzz_pickle_vm -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 fuzz/corpus
+	$(FUZZ_BUILD)/fuzz_snapshot -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 fuzz/corpus
 
 # Speed and memory against `python3 -c "pickle.load(...)"` on generated files.
 bench: build
 	python3 bench/run_bench.py --memsnap $(BUILD)/memsnap
 
 format:
-	clang-format -i $$(git ls-files 'src/*.cc' 'src/*.h' 'tests/*.cc' 'tests/*.h' 'fuzz/*.cc' 'bench/*.cc')
+	clang-format -i $$(git ls-files 'src/*.cc' 'src/*.h' 'include/*.h' 'tests/*.cc' 'tests/*.h' 'fuzz/*.cc')
 
 lint: build
 	clang-tidy -p $(BUILD) --quiet $$(git ls-files 'src/*.cc')

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "memsnap/error.h"
 #include "io/input.h"
+#include "memsnap/error.h"
 #include "pickle/json.h"
 #include "pickle/vm.h"
 #include "snapshot/decoder.h"

@@ -40,9 +40,9 @@ struct MalformedEntries {
 
 // ---- two files (compare) ----
 struct CudaGraphsLikely {
-  Side more = Side::kA;              // the side that allocates more often
-  double ratio = 0;                  // more / fewer
-  std::optional<int64_t> step;       // nullopt: over the whole trace
+  Side more = Side::kA;         // the side that allocates more often
+  double ratio = 0;             // more / fewer
+  std::optional<int64_t> step;  // nullopt: over the whole trace
   uint64_t more_count = 0, fewer_count = 0;
 };
 struct TopSourcesShare {

@@ -151,8 +151,8 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
   if (replay.unmatched_free_count >= kUnmatchedCountWarning &&
       static_cast<double>(replay.unmatched_free_count) >=
           kUnmatchedShareWarning * static_cast<double>(std::max<uint64_t>(replay.free_count, 1))) {
-    warnings.emplace_back(finding::TruncatedTrace{
-        replay.unmatched_free_count, replay.free_count, replay.unmatched_free_bytes});
+    warnings.emplace_back(finding::TruncatedTrace{replay.unmatched_free_count, replay.free_count,
+                                                  replay.unmatched_free_bytes});
   }
   const Baseline& baseline = result.baseline;
   if (result.event_count > 0 && baseline.baseline_at_start > 0 &&

@@ -1,10 +1,10 @@
 #include "analysis/source_key.h"
 
-#include "memsnap/error.h"
-
 #include <fmt/format.h>
 #include <algorithm>
 #include <array>
+
+#include "memsnap/error.h"
 
 namespace memsnap {
 namespace {
@@ -117,7 +117,6 @@ SourceKeys::SourceKeys(const Snapshot& snapshot, int depth)
       depth_(depth < 1 ? 1 : depth),
       cache_(snapshot.stacks.size() + 1),
       computed_(snapshot.stacks.size() + 1, false) {}
-
 
 const std::string& SourceKeys::key(StackId stack) {
   if (stack.value >= snapshot_.stacks.size() + 1)

@@ -40,7 +40,6 @@ std::vector<ProfilerStep> profiler_steps(const Snapshot& snapshot, int device) {
   return out;
 }
 
-
 int64_t trace_start_us(const Snapshot& snapshot, const DeviceTrace& trace) {
   for (uint64_t i = trace.begin; i < trace.end; ++i) {
     if (snapshot.events.time_us[i] > 0) return snapshot.events.time_us[i];

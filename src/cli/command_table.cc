@@ -15,7 +15,7 @@ Command plot_command();
 
 const std::vector<Command>& command_table() {
   static const std::vector<Command> table = {
-      parse_command(),       dump_command(),        events_command(), compare_command(),
+      parse_command(),          dump_command(),        events_command(), compare_command(),
       replay_to_time_command(), replay_step_command(), plot_command(),
   };
   return table;

@@ -11,7 +11,8 @@
 namespace memsnap::cli {
 
 Command compare_command() {
-  return {"compare", "Why does B peak higher than A: settings, segments, steps, sources at the peak",
+  return {"compare",
+          "Why does B peak higher than A: settings, segments, steps, sources at the peak",
           [](CLI::App& command) -> Runner {
             struct Flags {
               std::vector<std::string> files;

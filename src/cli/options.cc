@@ -19,7 +19,8 @@ LoadOptions load_options(const std::string& path, bool allow_objects, bool show_
   if (show_progress && ::isatty(STDERR_FILENO) != 0) {
     options.on_progress = [path, last_percent = -1](uint64_t done, uint64_t total) mutable {
       if (total < kProgressThreshold) return;
-      int percent = static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total));
+      int percent =
+          static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total));
       if (percent == last_percent) return;  // at most 101 updates, whatever the size
       last_percent = percent;
       std::fprintf(stderr, "\rmemsnap: reading %s %3d%% (%s of %s)", path.c_str(), percent,

@@ -73,33 +73,33 @@ void run_plot(const PlotFlags& flags) {
 }  // namespace
 
 Command plot_command() {
-  return {"plot",
-          "Memory over time, one run or several overlaid: one offline HTML file (or --text)",
-          [](CLI::App& command) -> Runner {
-            auto flags = std::make_shared<PlotFlags>();
-            command
-                .add_option("FILE", flags->files,
-                            "Snapshot files; each becomes one line on the same axis")
-                ->required()
-                ->expected(1, -1);
-            command.add_option("--labels", flags->labels, "One label per file (default: file names)")
-                ->expected(1, -1);
-            command.add_option("-o,--output", flags->output,
-                               "HTML file to write (default memsnap_timeline.html)");
-            command.add_option("--precision", flags->precision_ms,
-                               "Finest time bucket of the wall-clock view, in ms (default 1.0); "
-                               "the page can coarsen it");
-            command.add_flag("--text", flags->text,
-                             "Draw the overlay in the terminal instead of writing HTML");
-            command.add_flag("!--delta", flags->absolute,
-                             "--text: plot the delta from the trace start, not baseline + delta");
-            command.add_option("--width", flags->width, "--text: chart columns (default 100)");
-            command.add_option("--height", flags->height, "--text: chart rows (default 20)");
-            add_frame_depth_flag(command, flags->common);
-            add_device_flag(command, flags->common);
-            add_allow_objects_flag(command, flags->common);
-            return [flags] { run_plot(*flags); };
-          }};
+  return {
+      "plot", "Memory over time, one run or several overlaid: one offline HTML file (or --text)",
+      [](CLI::App& command) -> Runner {
+        auto flags = std::make_shared<PlotFlags>();
+        command
+            .add_option("FILE", flags->files,
+                        "Snapshot files; each becomes one line on the same axis")
+            ->required()
+            ->expected(1, -1);
+        command.add_option("--labels", flags->labels, "One label per file (default: file names)")
+            ->expected(1, -1);
+        command.add_option("-o,--output", flags->output,
+                           "HTML file to write (default memsnap_timeline.html)");
+        command.add_option("--precision", flags->precision_ms,
+                           "Finest time bucket of the wall-clock view, in ms (default 1.0); "
+                           "the page can coarsen it");
+        command.add_flag("--text", flags->text,
+                         "Draw the overlay in the terminal instead of writing HTML");
+        command.add_flag("!--delta", flags->absolute,
+                         "--text: plot the delta from the trace start, not baseline + delta");
+        command.add_option("--width", flags->width, "--text: chart columns (default 100)");
+        command.add_option("--height", flags->height, "--text: chart rows (default 20)");
+        add_frame_depth_flag(command, flags->common);
+        add_device_flag(command, flags->common);
+        add_allow_objects_flag(command, flags->common);
+        return [flags] { run_plot(*flags); };
+      }};
 }
 
 }  // namespace memsnap::cli

@@ -179,7 +179,8 @@ std::vector<uint8_t> gunzip(std::span<const uint8_t> compressed, uint64_t max_ou
     }
     if (status == Z_BUF_ERROR && stream.avail_in == 0 && consumed == compressed.size()) break;
   }
-  if (status != Z_STREAM_END) throw Error("gzip: truncated compressed stream (the file was cut short)");
+  if (status != Z_STREAM_END)
+    throw Error("gzip: truncated compressed stream (the file was cut short)");
   out.shrink_to_fit();
   return out;
 }

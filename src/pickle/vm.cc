@@ -204,8 +204,9 @@ void Vm::replace_container(const Value& value, Value substitute, bool reuse_slot
 }
 
 void Vm::fail_stale_reference() const {
-  fail("a list item that the reader consumed is referenced again; well-formed files never "
-       "share such items");
+  fail(
+      "a list item that the reader consumed is referenced again; well-formed files never "
+      "share such items");
 }
 
 void Vm::memo_put_slow(uint64_t index, const Value& value) {

@@ -27,10 +27,9 @@ std::string render_events_text(const EventListing& listing, const std::string& f
   TextTable table({"index", "time (s)", "action", "addr", "size", "source"},
                   {true, true, false, true, true, false});
   for (const EventRow& row : listing.rows) {
-    table.add_row({std::to_string(row.index),
-                   row.time_us ? fmt::format("{:.6f}", row.time_s) : "-", row.action,
-                   row.addr ? fmt::format("0x{:x}", *row.addr) : "-", format_bytes(row.size),
-                   row.source});
+    table.add_row({std::to_string(row.index), row.time_us ? fmt::format("{:.6f}", row.time_s) : "-",
+                   row.action, row.addr ? fmt::format("0x{:x}", *row.addr) : "-",
+                   format_bytes(row.size), row.source});
   }
   return fmt::format("{}: device {}, {} events{}\n", file, listing.device,
                      format_count(listing.event_count),

@@ -189,8 +189,9 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
       decode_annotations(vm, *notes);
     }
     if (const Value* settings = vm.find(root, "allocator_settings")) {
-      model_.allocator_settings_json = pickle::to_plain_json(vm, *settings).dump(
-          -1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+      model_.allocator_settings_json =
+          pickle::to_plain_json(vm, *settings)
+              .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     }
   }
 

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "expect_error.h"
-#include "memsnap/error.h"
 #include "io/input.h"
+#include "memsnap/error.h"
 
 namespace memsnap {
 namespace {
@@ -80,8 +80,9 @@ TEST(Input, TruncatedGzipIsReported) {
                                  "gzip: truncated compressed stream (the file was cut short)");
   EXPECT_EQ(gunzip(span_of(packed), kMaxDecompressedBytes).size(), data.size());
   // The output ceiling stops a decompression bomb.
-  expect_error_containing<Error>([&] { gunzip(span_of(packed), 1024); },
-                                 "decompressed data exceeds 1024 bytes; refusing to inflate further");
+  expect_error_containing<Error>(
+      [&] { gunzip(span_of(packed), 1024); },
+      "decompressed data exceeds 1024 bytes; refusing to inflate further");
 }
 
 TEST(Input, MissingFileAndDirectory) {

@@ -1,9 +1,9 @@
 // Replay semantics on hand-made traces.
 #include <gtest/gtest.h>
 
-#include "memsnap/replay.h"
 #include "analysis/segments.h"
 #include "analysis/steps.h"
+#include "memsnap/replay.h"
 #include "model_builder.h"
 
 namespace memsnap {

@@ -1,0 +1,94 @@
+// libFuzzer target: everything after the decoder. Whatever decodes must go
+// through every analysis and every renderer (text, JSON, HTML) without a
+// crash, a hang or undefined behaviour; refusals are memsnap::Error.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "analysis/compare.h"
+#include "analysis/event_list.h"
+#include "analysis/file_analysis.h"
+#include "analysis/parse_summary.h"
+#include "analysis/step_report.h"
+#include "analysis/time_report.h"
+#include "analysis/timeline.h"
+#include "io/input.h"
+#include "memsnap/error.h"
+#include "report/compare_render.h"
+#include "report/event_render.h"
+#include "report/html_plot.h"
+#include "report/parse_render.h"
+#include "report/step_render.h"
+#include "report/text_chart.h"
+#include "report/time_render.h"
+#include "snapshot/decoder.h"
+
+namespace {
+
+using memsnap::Error;
+
+// What the command line would print, discarded: only the work matters.
+template <typename Json>
+void consume(const Json& json) {
+  (void)json.dump(2, ' ', false, Json::error_handler_t::replace);
+}
+
+void every_report(const memsnap::Snapshot& snapshot, std::optional<int> device) {
+  using namespace memsnap;
+  ParseResult parse = summarize(snapshot, "fuzz", ParseOptions{device, 5, 2});
+  (void)render_parse_text(parse);
+  consume(render_parse_json(parse));
+
+  EventListing events = list_events(snapshot, device, 3, 1);
+  (void)render_events_text(events, "fuzz");
+  consume(render_events_json(events));
+
+  FileAnalysis file = analyze_file("fuzz", snapshot, device);
+  if (!file.steps.empty()) {
+    ReplayStepResult all = replay_steps(file, std::nullopt, 5, 1);
+    (void)render_steps_text(all);
+    consume(render_steps_json(all));
+    (void)render_steps_text(replay_steps(file, file.steps.front().number, 5, 1));
+  }
+  for (double seconds : {0.0, 0.001, 1e12}) {
+    try {
+      TimeSide side = replay_to_time(file, seconds, 1);
+      (void)render_time_text(side, 5);
+      consume(render_time_json(side, 5));
+      TimePair pair = compare_at_time(side, side);
+      (void)render_time_pair_text(pair, 5);
+      consume(render_time_pair_json(pair, 5));
+    } catch (const Error&) {  // no time_us: refused with a message
+    }
+  }
+  CompareResult compare = compare_files(file, file, std::nullopt, 1);
+  (void)render_compare_text(compare, 5);
+  consume(render_compare_json(compare, 5));
+
+  std::vector<RunTimeline> runs{build_timeline(file, "fuzz", 1.0, 1)};
+  (void)render_text_chart(runs, TextChartOptions{});
+  if (html_plot_available()) (void)render_plot_html(runs, 1.0);
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  memsnap::Snapshot snapshot;
+  try {
+    memsnap::InputBuffer input =
+        memsnap::InputBuffer::from_memory(std::vector<uint8_t>(data, data + size), "fuzz");
+    snapshot = memsnap::decode_snapshot(input, memsnap::LoadOptions{});
+  } catch (const Error&) {
+    return 0;
+  }
+  std::vector<std::optional<int>> devices{std::nullopt};
+  for (int device : snapshot.devices_in_use()) devices.emplace_back(device);
+  for (const std::optional<int>& device : devices) {
+    try {
+      every_report(snapshot, device);
+    } catch (const Error&) {
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""The installed package works for someone else's project.
+
+Installs the build tree into a temporary prefix (`cmake --install`), builds
+tests/consumer against it with find_package(memsnap), runs the program on the
+bundled example and checks its numbers against `memsnap parse --json` from the
+same prefix.
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+EXAMPLE = os.path.join(REPO, "examples", "training_steps.pickle.gz")
+
+
+def run(cmd, **kwargs):
+    print("$ " + " ".join(cmd), flush=True)
+    return subprocess.run(cmd, check=True, **kwargs)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--build", required=True, help="memsnap's build directory")
+    parser.add_argument("--cmake", default="cmake")
+    args = parser.parse_args()
+    work = tempfile.mkdtemp(prefix="memsnap_consumer_")
+    try:
+        prefix = os.path.join(work, "prefix")
+        run([args.cmake, "--install", args.build, "--prefix", prefix], stdout=subprocess.DEVNULL)
+        headers = sorted(os.listdir(os.path.join(prefix, "include", "memsnap")))
+        print("installed headers: " + " ".join(headers))
+        build = os.path.join(work, "build")
+        generator = ["-G", "Ninja"] if shutil.which("ninja") else []
+        run([args.cmake, "-S", HERE, "-B", build, *generator, f"-DCMAKE_PREFIX_PATH={prefix}"],
+            stdout=subprocess.DEVNULL)
+        run([args.cmake, "--build", build], stdout=subprocess.DEVNULL)
+        out = subprocess.run([os.path.join(build, "consumer"), EXAMPLE], check=True,
+                             capture_output=True, text=True).stdout
+        got = dict(line.split(" ", 1) for line in out.strip().splitlines())
+        parsed = json.loads(subprocess.run([os.path.join(prefix, "bin", "memsnap"), "parse", "--json", EXAMPLE],
+                                           check=True, capture_output=True, text=True).stdout)
+        unmatched = parsed["unmatched_frees"]["count"]
+        expected = {
+            "events": str(parsed["device_traces"]["event_count"]),
+            "allocs": str(parsed["replay"]["alloc_count"]),
+            "frees": str(parsed["replay"]["free_count"] - unmatched),
+            "unmatched": str(unmatched),
+            "peak_delta": str(parsed["replay"]["peak_delta"]),
+        }
+        failed = [f"{k}: consumer {got.get(k)} != parse {v}" for k, v in expected.items() if got.get(k) != v]
+        for line in failed:
+            print("FAIL " + line)
+        print(f"consumer of the installed package: {len(expected)} numbers checked, {len(failed)} wrong")
+        return 1 if failed else 0
+    finally:
+        shutil.rmtree(work)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+// The replay core's observer protocol: every consumer (steps, live by source,
+// timeline, parse) relies on these calls, their order and their arguments.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "memsnap/replay.h"
+#include "model_builder.h"
+
+namespace memsnap {
+namespace {
+
+// Records every call as a line, with the delta the replay reports at that moment.
+struct Recorder {
+  const Replay* replay = nullptr;
+  std::vector<std::string> calls;
+
+  void on_alloc(uint64_t event, const LiveAllocation& added) {
+    calls.push_back("alloc " + std::to_string(event) + " size " + std::to_string(added.size) +
+                    " ordinal " + std::to_string(added.ordinal) + " delta " +
+                    std::to_string(replay->delta()));
+  }
+  void on_replace(uint64_t event, const LiveAllocation& replaced) {
+    calls.push_back("replace " + std::to_string(event) + " old " + std::to_string(replaced.size) +
+                    " from " + std::to_string(replaced.event));
+  }
+  void on_free(uint64_t event, const LiveAllocation& freed) {
+    calls.push_back("free " + std::to_string(event) + " size " + std::to_string(freed.size) +
+                    " from " + std::to_string(freed.event) + " delta " +
+                    std::to_string(replay->delta()));
+  }
+  void on_unmatched_free(uint64_t event, uint64_t size) {
+    calls.push_back("unmatched " + std::to_string(event) + " size " + std::to_string(size));
+  }
+  void on_other(uint64_t event) { calls.push_back("other " + std::to_string(event)); }
+};
+
+// Only one hook: the others must simply not be called (and must compile).
+struct AllocsOnly {
+  uint64_t bytes = 0;
+  void on_alloc(uint64_t /*event*/, const LiveAllocation& added) { bytes += added.size; }
+};
+
+TEST(ReplayCore, ObserversSeeWhatEachEventDid) {
+  testing::ModelBuilder b;
+  b.alloc(0x10, 100);                            // 0
+  b.alloc(0x20, 50);                             // 1
+  b.alloc(0x10, 30);                             // 2: replaces the live block at 0x10
+  b.free(0x20, 50);                              // 3 free_requested, 4 free_completed
+  b.event(Action::kFreeCompleted, 0x99, 7);      // 5: never allocated
+  b.event(Action::kSegmentAlloc, 0x1000, 4096);  // 6
+  Replay replay(b.model);
+  Recorder recorder;
+  recorder.replay = &replay;
+  AllocsOnly allocs;
+  replay.run(0, b.model.events.count(), recorder, allocs);
+  std::vector<std::string> expected = {
+      "alloc 0 size 100 ordinal 0 delta 100",
+      "alloc 1 size 50 ordinal 1 delta 150",
+      "replace 2 old 100 from 0",  // before the alloc that replaced it
+      "alloc 2 size 30 ordinal 2 delta 180",
+      "other 3",  // free_requested changes nothing
+      "free 4 size 50 from 1 delta 130",
+      "unmatched 5 size 7",
+      "other 6",
+  };
+  EXPECT_EQ(recorder.calls, expected);
+  EXPECT_EQ(allocs.bytes, 180u);
+  ReplayTotals totals = replay.totals();
+  EXPECT_EQ(totals.end_delta, 123);
+  EXPECT_EQ(totals.peak_delta, 180);
+  EXPECT_EQ(totals.peak_event, 2u);
+  EXPECT_EQ(totals.live_count_at_end, 1u);  // 0x10 (the replacement)
+  EXPECT_EQ(totals.live_bytes_at_end, 30u);
+  EXPECT_EQ(totals.unmatched_free_count, 1u);
+  EXPECT_EQ(totals.unmatched_free_bytes, 7u);
+}
+
+// Running in pieces with run() is the same as one pass: consumers that stop
+// at positions (live by source, time) depend on it.
+TEST(ReplayCore, RunInPiecesEqualsOnePass) {
+  testing::ModelBuilder b;
+  for (uint64_t i = 0; i < 50; ++i) {
+    b.alloc(0x100 + (i % 7) * 0x10, 10 + i);
+    if (i % 3 == 0) b.free(0x100 + ((i + 2) % 7) * 0x10, 1);
+  }
+  uint64_t n = b.model.events.count();
+  Replay whole(b.model);
+  whole.run(0, n);
+  Replay pieces(b.model);
+  for (uint64_t at = 0; at < n; at += 9) pieces.run(at, std::min(at + 9, n));
+  ReplayTotals a = whole.totals();
+  ReplayTotals c = pieces.totals();
+  EXPECT_EQ(a.end_delta, c.end_delta);
+  EXPECT_EQ(a.peak_delta, c.peak_delta);
+  EXPECT_EQ(a.peak_event, c.peak_event);
+  EXPECT_EQ(a.live_bytes_at_end, c.live_bytes_at_end);
+  EXPECT_EQ(a.unmatched_free_count, c.unmatched_free_count);
+  EXPECT_EQ(whole.live().size(), pieces.live().size());
+}
+
+}  // namespace
+}  // namespace memsnap
