@@ -44,15 +44,20 @@ test-asan: setup $(ASAN_BUILD)/build.ninja
 
 # Coverage-guided fuzzing with libFuzzer (clang): fuzz_pickle_vm (the VM and
 # the decoder) and fuzz_snapshot (whatever decodes, through every analysis and
-# renderer). New finds land in fuzz/corpus and become regression tests.
+# renderer). New inputs go to $(FUZZ_BUILD)/new-<target> (read with
+# fuzz/corpus, which stays as committed); a crash is written to the current
+# folder: minimize it and commit it to fuzz/corpus as regression_<what>.
 # FUZZ_SECONDS=60 per target by default.
 FUZZ_SECONDS ?= 60
 fuzz: setup
 	cmake -S . -B $(FUZZ_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF \
 	  -DMEMSNAP_INSTALL=OFF -DCMAKE_CXX_COMPILER=clang++ -DMEMSNAP_FUZZ=ON $(LAUNCHER)
 	cmake --build $(FUZZ_BUILD) --target fuzz_pickle_vm fuzz_snapshot -j $(JOBS)
-	$(FUZZ_BUILD)/fuzz_pickle_vm -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 fuzz/corpus
-	$(FUZZ_BUILD)/fuzz_snapshot -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 fuzz/corpus
+	mkdir -p $(FUZZ_BUILD)/new-fuzz_pickle_vm $(FUZZ_BUILD)/new-fuzz_snapshot
+	$(FUZZ_BUILD)/fuzz_pickle_vm -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
+	  $(FUZZ_BUILD)/new-fuzz_pickle_vm fuzz/corpus
+	$(FUZZ_BUILD)/fuzz_snapshot -max_total_time=$(FUZZ_SECONDS) -max_len=65536 -rss_limit_mb=2048 \
+	  $(FUZZ_BUILD)/new-fuzz_snapshot fuzz/corpus
 
 # Speed and memory against `python3 -c "pickle.load(...)"` on generated files.
 bench: build

@@ -13,6 +13,7 @@ Buckets bucketize(const std::vector<double>& positions, const std::vector<double
                   double extent, double min_width, uint64_t max_buckets) {
   Buckets buckets;
   if (positions.empty() || max_buckets == 0) return buckets;
+  extent = std::max(extent, 0.0);  // a hostile trace can run backwards in time
   double width = std::max(min_width, extent / static_cast<double>(max_buckets));
   if (width <= 0) width = 1;
   auto count = static_cast<uint64_t>(std::floor(extent / width)) + 1;
@@ -112,7 +113,9 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
   run.event_count = trace.count();
   int64_t t0 = trace_start_us(snapshot, trace);
   run.has_time = t0 != 0;
-  run.duration_s = run.has_time ? seconds_between(t0, trace_end_us(snapshot, trace)) : 0;
+  // Clamped: in a hostile file the last timed entry can precede the first.
+  run.duration_s =
+      run.has_time ? std::max(0.0, seconds_between(t0, trace_end_us(snapshot, trace))) : 0;
 
   // One replay pass: delta after each delta-changing event, lifetimes,
   // reserved memory.

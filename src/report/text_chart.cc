@@ -19,17 +19,20 @@ constexpr const char* kReset = "\033[0m";
 std::vector<double> column_max(const RunTimeline& run, bool by_time, double extent, int width) {
   const Buckets& buckets = by_time ? run.time_buckets : run.index_buckets;
   std::vector<double> columns(static_cast<size_t>(width), std::nan(""));
-  double run_extent = by_time ? run.duration_s * 1e6 : static_cast<double>(run.event_count);
+  double run_extent =
+      std::max(0.0, by_time ? run.duration_s * 1e6 : static_cast<double>(run.event_count));
   for (size_t b = 0; b < buckets.max.size(); ++b) {
     double position = (static_cast<double>(b) + 0.5) * buckets.width;
     if (position > run_extent + buckets.width) break;
-    auto column = static_cast<size_t>(std::min<double>(width - 1, position / extent * width));
+    auto column =
+        static_cast<size_t>(std::clamp<double>(position / extent * width, 0.0, width - 1));
     double value = buckets.max[b];
     columns[column] = std::isnan(columns[column]) ? value : std::max(columns[column], value);
   }
   // Carry values into columns with no bucket, up to the run's own end: a
   // shorter run stops where its trace stops.
-  auto run_end = static_cast<size_t>(std::min<double>(width - 1, run_extent / extent * width));
+  auto run_end =
+      static_cast<size_t>(std::clamp<double>(run_extent / extent * width, 0.0, width - 1));
   double last = std::nan("");
   for (size_t c = 0; c <= run_end; ++c) {
     if (std::isnan(columns[c])) {
