@@ -34,19 +34,12 @@ std::string render_compare_text(const CompareResult& r, int top) {
   TextTable seg({"", "A", "B", "B - A"}, {false, true, true, true});
   const SegmentTotals& sa = r.segments_a;
   const SegmentTotals& sb = r.segments_b;
-  seg.add_row(
-      {"count", format_count(sa.count), format_count(sb.count), count_diff(sa.count, sb.count)});
-  seg.add_row({"reserved", format_bytes(sa.total_size), format_bytes(sb.total_size),
-               signed_diff(sa.total_size, sb.total_size)});
-  seg.add_row({"allocated", format_bytes(sa.allocated_size), format_bytes(sb.allocated_size),
-               signed_diff(sa.allocated_size, sb.allocated_size)});
-  seg.add_row({"active", format_bytes(sa.active_size), format_bytes(sb.active_size),
-               signed_diff(sa.active_size, sb.active_size)});
-  seg.add_row({"awaiting free", format_bytes(sa.awaiting_free_size),
-               format_bytes(sb.awaiting_free_size),
-               signed_diff(sa.awaiting_free_size, sb.awaiting_free_size)});
-  seg.add_row({"inactive", format_bytes(sa.inactive_size), format_bytes(sb.inactive_size),
-               signed_diff(sa.inactive_size, sb.inactive_size)});
+  add_count_row(seg, "count", sa.count, sb.count);
+  add_bytes_row(seg, "reserved", sa.total_size, sb.total_size);
+  add_bytes_row(seg, "allocated", sa.allocated_size, sb.allocated_size);
+  add_bytes_row(seg, "active", sa.active_size, sb.active_size);
+  add_bytes_row(seg, "awaiting free", sa.awaiting_free_size, sb.awaiting_free_size);
+  add_bytes_row(seg, "inactive", sa.inactive_size, sb.inactive_size);
   seg.add_row(
       {"baseline at start", format_signed_bytes(r.baseline_a.baseline_at_start),
        format_signed_bytes(r.baseline_b.baseline_at_start),
@@ -78,19 +71,11 @@ std::string render_compare_text(const CompareResult& r, int top) {
   if (!r.incomplete_b.empty()) out += "  incomplete in B: " + short_list(r.incomplete_b) + "\n";
   out += "\nFull trace\n";
   TextTable full({"", "A", "B", "B - A"}, {false, true, true, true});
-  full.add_row({"peak delta", format_signed_bytes(f.peak_delta_a),
-                format_signed_bytes(f.peak_delta_b),
-                format_signed_bytes(f.peak_delta_b - f.peak_delta_a)});
-  full.add_row({"absolute peak", format_signed_bytes(f.absolute_peak_a),
-                format_signed_bytes(f.absolute_peak_b),
-                format_signed_bytes(f.absolute_peak_b - f.absolute_peak_a)});
-  full.add_row({"throughput", format_bytes(f.throughput_a), format_bytes(f.throughput_b),
-                signed_diff(f.throughput_a, f.throughput_b)});
-  full.add_row({"allocs", format_count(f.alloc_count_a), format_count(f.alloc_count_b),
-                count_diff(f.alloc_count_a, f.alloc_count_b)});
-  full.add_row({"unmatched frees", format_count(f.unmatched_frees_a),
-                format_count(f.unmatched_frees_b),
-                count_diff(f.unmatched_frees_a, f.unmatched_frees_b)});
+  add_signed_bytes_row(full, "peak delta", f.peak_delta_a, f.peak_delta_b);
+  add_signed_bytes_row(full, "absolute peak", f.absolute_peak_a, f.absolute_peak_b);
+  add_bytes_row(full, "throughput", f.throughput_a, f.throughput_b);
+  add_count_row(full, "allocs", f.alloc_count_a, f.alloc_count_b);
+  add_count_row(full, "unmatched frees", f.unmatched_frees_a, f.unmatched_frees_b);
   out += full.render();
 
   out += fmt::format(

@@ -80,6 +80,19 @@ std::string short_list(const std::vector<int64_t>& numbers) {
                      numbers.back(), numbers.size());
 }
 
+void add_bytes_row(TextTable& table, const std::string& label, uint64_t a, uint64_t b) {
+  table.add_row({label, format_bytes(a), format_bytes(b), signed_diff(a, b)});
+}
+
+void add_signed_bytes_row(TextTable& table, const std::string& label, int64_t a, int64_t b) {
+  table.add_row(
+      {label, format_signed_bytes(a), format_signed_bytes(b), format_signed_bytes(b - a)});
+}
+
+void add_count_row(TextTable& table, const std::string& label, uint64_t a, uint64_t b) {
+  table.add_row({label, format_count(a), format_count(b), count_diff(a, b)});
+}
+
 ordered_json only_json(const OnlyOnOneSide& only) {
   return {{"sources", only.sources}, {"bytes", only.bytes}};
 }

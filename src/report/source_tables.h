@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/sources.h"
+#include "report/format.h"
 
 namespace memsnap {
 
@@ -23,6 +24,11 @@ std::string diff_table(const std::vector<SourceDiff>& rows, int top);
 // (peak_a, peak_b, delta, ...).
 nlohmann::ordered_json diff_json(const std::vector<SourceDiff>& rows, int top, bool counts);
 nlohmann::ordered_json only_json(const OnlyOnOneSide& only);
+
+// One "label | A | B | B - A" row of a side-by-side table.
+void add_bytes_row(TextTable& table, const std::string& label, uint64_t a, uint64_t b);
+void add_signed_bytes_row(TextTable& table, const std::string& label, int64_t a, int64_t b);
+void add_count_row(TextTable& table, const std::string& label, uint64_t a, uint64_t b);
 
 // B - A of two byte counts and of two counts, signed.
 std::string signed_diff(uint64_t a, uint64_t b);

@@ -59,18 +59,12 @@ std::string render_time_pair_text(const TimePair& pair, int top) {
   table.add_row({"time (s)", fmt::format("{:.6f}", a.time_s), fmt::format("{:.6f}", b.time_s), ""});
   table.add_row({"trace duration (s)", fmt::format("{:.6f}", a.trace_duration_s),
                  fmt::format("{:.6f}", b.trace_duration_s), ""});
-  table.add_row({"baseline", format_signed_bytes(a.baseline), format_signed_bytes(b.baseline),
-                 format_signed_bytes(b.baseline - a.baseline)});
-  table.add_row({"delta", format_signed_bytes(a.delta), format_signed_bytes(b.delta),
-                 format_signed_bytes(b.delta - a.delta)});
-  table.add_row({"absolute", format_signed_bytes(a.absolute), format_signed_bytes(b.absolute),
-                 format_signed_bytes(b.absolute - a.absolute)});
-  table.add_row({"live allocations", format_count(a.live_count), format_count(b.live_count),
-                 count_diff(a.live_count, b.live_count)});
-  table.add_row({"allocs so far", format_count(a.alloc_count), format_count(b.alloc_count),
-                 count_diff(a.alloc_count, b.alloc_count)});
-  table.add_row({"frees so far", format_count(a.free_count), format_count(b.free_count),
-                 count_diff(a.free_count, b.free_count)});
+  add_signed_bytes_row(table, "baseline", a.baseline, b.baseline);
+  add_signed_bytes_row(table, "delta", a.delta, b.delta);
+  add_signed_bytes_row(table, "absolute", a.absolute, b.absolute);
+  add_count_row(table, "live allocations", a.live_count, b.live_count);
+  add_count_row(table, "allocs so far", a.alloc_count, b.alloc_count);
+  add_count_row(table, "frees so far", a.free_count, b.free_count);
   out += table.render();
   out += "\nLive allocations by source, sorted by |B - A|\n";
   out += diff_table(pair.sources.rows, top);

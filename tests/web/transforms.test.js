@@ -9,19 +9,10 @@ const assert = require('node:assert/strict');
 const path = require('node:path');
 
 const T = require(path.join(__dirname, '..', '..', 'web', 'transforms.js'));
+const { mulberry32 } = require('./seeded_random.cjs');
 
 // ---------------------------------------------------------------- helpers
 
-function mulberry32(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const randInt = (rand, n) => Math.floor(rand() * n);
 
