@@ -34,7 +34,9 @@ bool looks_truncated(const ReplayTotals& t) {
 }
 
 std::optional<std::string> rank_of(const std::string& path) {
-  static const std::regex kRank(R"(_(\d+)(\.[A-Za-z0-9]+)*$)");
+  // "snapshot_3.pickle", "rank3.pickle", "mem_rank_12.pkl.gz"; not dates or
+  // run ids ("run_20240101"): a rank has at most 6 digits.
+  static const std::regex kRank(R"((?:rank|_)(\d{1,6})(\.[A-Za-z0-9]+)*$)", std::regex::icase);
   std::string name = path.substr(path.find_last_of('/') + 1);
   std::smatch match;
   if (std::regex_search(name, match, kRank)) return match[1].str();
@@ -47,6 +49,17 @@ nlohmann::ordered_json settings_of(const Snapshot& snapshot) {
   return nlohmann::ordered_json::parse(snapshot.allocator_settings_json);
 }
 
+// Seconds from the trace start of the last event applied after `position`
+// events (the peak's own event), when the trace has time_us.
+std::optional<double> time_of_position(const FileAnalysis& file, uint64_t position) {
+  const Snapshot& snapshot = *file.snapshot;
+  int64_t start = trace_start_us(snapshot, file.trace);
+  if (start == 0 || position == 0) return start == 0 ? std::nullopt : std::optional(0.0);
+  int64_t at = snapshot.events.time_us[file.trace.begin + position - 1];
+  if (at == 0) return std::nullopt;
+  return static_cast<double>(at - start) / 1e6;
+}
+
 }  // namespace
 
 CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
@@ -56,6 +69,7 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
   r.file_b = b.path;
   r.device_a = a.device;
   r.device_b = b.device;
+  r.device_requested = a.device_requested || b.device_requested;
 
   // Settings: compared as values, key order ignored (nested dicts included).
   const nlohmann::ordered_json settings_a = settings_of(*a.snapshot);
@@ -140,6 +154,8 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
   uint64_t alloc_b = tb.alloc_count;
   r.drill_peak_a = a.absolute_peak();
   r.drill_peak_b = b.absolute_peak();
+  r.drill_peak_delta_a = ta.peak_delta;
+  r.drill_peak_delta_b = tb.peak_delta;
   if (r.drill_step) {
     const StepStats& sa = *a.step(*r.drill_step);
     const StepStats& sb = *b.step(*r.drill_step);
@@ -149,7 +165,11 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
     alloc_b = sb.alloc_count;
     r.drill_peak_a = a.step_absolute_peak(sa);
     r.drill_peak_b = b.step_absolute_peak(sb);
+    r.drill_peak_delta_a = sa.peak_delta;
+    r.drill_peak_delta_b = sb.peak_delta;
   }
+  r.drill_peak_time_a = time_of_position(a, position_a);
+  r.drill_peak_time_b = time_of_position(b, position_b);
   SourceIndex sources_a(*a.snapshot, frame_depth);
   SourceIndex sources_b(*b.snapshot, frame_depth);
   std::vector<uint64_t> pa{position_a};
@@ -160,6 +180,15 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
 
   // Findings, in the order a reader needs them.
   auto& found = r.findings;
+  bool no_trace_a = a.trace.count() == 0;
+  bool no_trace_b = b.trace.count() == 0;
+  if (no_trace_a || no_trace_b) found.emplace_back(finding::NoTrace{no_trace_a, no_trace_b});
+  for (const auto& [side, file] : {std::pair{Side::kA, &a}, std::pair{Side::kB, &b}}) {
+    std::vector<int> devices = file->snapshot->devices_in_use();
+    if (!file->device_requested && devices.size() > 1) {
+      found.emplace_back(finding::OtherDevices{side, file->device, devices});
+    }
+  }
   if (alloc_a > 0 && alloc_b > 0) {
     double ratio = static_cast<double>(std::max(alloc_a, alloc_b)) /
                    static_cast<double>(std::min(alloc_a, alloc_b));
@@ -188,7 +217,7 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
   int64_t base_a = r.baseline_a.baseline_at_start;
   int64_t base_b = r.baseline_b.baseline_at_start;
   uint64_t gap = magnitude(base_b - base_a);
-  if (gap >= kBaselineGapBytes &&
+  if (!no_trace_a && !no_trace_b && gap >= kBaselineGapBytes &&
       static_cast<double>(gap) >=
           kBaselineGapShare * static_cast<double>(std::max(magnitude(base_a), magnitude(base_b)))) {
     found.emplace_back(finding::BaselinesDiffer{base_a, base_b});

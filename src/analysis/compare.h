@@ -37,6 +37,7 @@ struct SettingDiff {
 struct CompareResult {
   std::string file_a, file_b;
   int device_a = 0, device_b = 0;
+  bool device_requested = false;  // --device given: printed command lines repeat it
   std::vector<SettingDiff> config_diffs;
   bool settings_a = false, settings_b = false;
   SegmentTotals segments_a, segments_b;
@@ -47,7 +48,10 @@ struct CompareResult {
   FullTraceComparison full_trace;
   std::optional<int64_t> drill_step;           // nullopt: drill-down over the full trace
   int64_t drill_peak_a = 0, drill_peak_b = 0;  // absolute peaks of the drill-down scope
-  SourceComparison drill;                      // live sets at the two peaks, joined
+  int64_t drill_peak_delta_a = 0, drill_peak_delta_b = 0;  // peak deltas of the same scope
+  // When the peaks happened, in seconds from each trace's start (no time_us: none).
+  std::optional<double> drill_peak_time_a, drill_peak_time_b;
+  SourceComparison drill;  // live sets at the two peaks, joined
   std::vector<Finding> findings;
 };
 CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,

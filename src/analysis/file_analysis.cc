@@ -38,6 +38,7 @@ FileAnalysis analyze_file(const std::string& path, const Snapshot& snapshot,
   file.path = path;
   file.snapshot = &snapshot;
   file.device = choose_device(snapshot, device);
+  file.device_requested = device.has_value();
   file.trace = trace_or_empty(snapshot, file.device);
   file.segments = segment_totals(snapshot, file.device);
   file.steps = profiler_steps(snapshot, file.device);

@@ -16,6 +16,7 @@ struct FileAnalysis {
   std::string path;
   const Snapshot* snapshot = nullptr;
   int device = 0;
+  bool device_requested = false;  // chosen with --device rather than by default
   DeviceTrace trace;
   SegmentTotals segments;
   Baseline baseline;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 namespace memsnap {
 
@@ -37,6 +38,12 @@ struct OutOfMemory {
 struct MalformedEntries {
   uint64_t count = 0;
 };
+// The file has data on other devices too and none was chosen with --device.
+struct OtherDevices {
+  std::optional<Side> side;  // compare: which file; parse: none
+  int analysed = 0;
+  std::vector<int> devices;  // all with data
+};
 
 // ---- two files (compare) ----
 struct CudaGraphsLikely {
@@ -63,14 +70,18 @@ struct DifferentDevices {
 struct DifferentRanks {
   std::string a, b;  // as in the file names
 };
+// One or both files carry no allocation trace: only their segments compare.
+struct NoTrace {
+  bool a = false, b = false;  // which side lacks one
+};
 
 }  // namespace finding
 
 using Finding =
     std::variant<finding::NoHistory, finding::TruncatedTrace, finding::LargeBaseline,
                  finding::NegativeBaseline, finding::NoTimestamps, finding::OutOfMemory,
-                 finding::MalformedEntries, finding::CudaGraphsLikely, finding::TopSourcesShare,
-                 finding::SideTruncated, finding::BaselinesDiffer, finding::DifferentDevices,
-                 finding::DifferentRanks>;
+                 finding::MalformedEntries, finding::OtherDevices, finding::CudaGraphsLikely,
+                 finding::TopSourcesShare, finding::SideTruncated, finding::BaselinesDiffer,
+                 finding::DifferentDevices, finding::DifferentRanks, finding::NoTrace>;
 
 }  // namespace memsnap

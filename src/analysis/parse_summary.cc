@@ -43,6 +43,7 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
   result.compression = snapshot.compression;
   result.pickle_protocol = snapshot.pickle_protocol;
   result.device = choose_device(snapshot, options.device);
+  result.device_requested = options.device.has_value();
   result.devices = snapshot.devices_in_use();
   result.top_level_list = snapshot.top_level_list;
   result.legacy_format = snapshot.legacy_block_history;
@@ -89,6 +90,12 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
   // Reports count events within the device's trace, not the model's columns.
   if (result.replay.peak_event != kNoEvent) result.replay.peak_event -= trace.begin;
   result.baseline = compute_baseline(result.segments, result.replay);
+  if (first_time != 0 && device_totals.peak_event == kNoEvent) {
+    result.peak_time_s = 0.0;  // the delta never rose above the start
+  } else if (first_time != 0 && events.time_us[device_totals.peak_event] != 0) {
+    result.peak_time_s =
+        static_cast<double>(events.time_us[device_totals.peak_event] - first_time) / 1e6;
+  }
   SourceIndex& source_ids = throughput.sources;
   std::vector<SourceThroughput>& by_source = throughput.rows;
   for (int a = 0; a < kActionCount; ++a) {
@@ -168,6 +175,9 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
   if (result.event_count > 0 && !result.has_time) warnings.emplace_back(finding::NoTimestamps{});
   for (const OomReport& oom : result.ooms) {
     warnings.emplace_back(finding::OutOfMemory{result.device, oom.requested, oom.device_free});
+  }
+  if (!options.device && result.devices.size() > 1) {
+    warnings.emplace_back(finding::OtherDevices{std::nullopt, result.device, result.devices});
   }
   if (snapshot.anomalies.malformed_entries != 0) {
     warnings.emplace_back(finding::MalformedEntries{snapshot.anomalies.malformed_entries});

@@ -50,13 +50,15 @@ struct ParseResult {
   std::string compression;  // "none", "gzip", "zstd"
   int pickle_protocol = 0;
   int device = 0;
-  std::vector<int> devices;  // in use
+  bool device_requested = false;  // --device given
+  std::vector<int> devices;       // in use
   bool top_level_list = false;
   bool legacy_format = false;
   nlohmann::ordered_json allocator_settings;  // null when the file has none
   SegmentTotals segments;
   Baseline baseline;
-  ReplayTotals replay;  // peak_event counts within the device's trace
+  ReplayTotals replay;                // peak_event counts within the device's trace
+  std::optional<double> peak_time_s;  // seconds from the trace start, when entries have time_us
   std::vector<ProfilerStep> steps;
   uint64_t event_count = 0;
   std::map<std::string, uint64_t> actions;

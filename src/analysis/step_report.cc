@@ -10,12 +10,20 @@ namespace memsnap {
 ReplayStepResult replay_steps(const FileAnalysis& file, std::optional<int64_t> step, int top,
                               int frame_depth) {
   if (file.steps.empty()) {
+    // Name only what really works on this file.
+    bool has_trace = file.trace.count() > 0;
+    bool has_time = has_trace && trace_start_us(*file.snapshot, file.trace) != 0;
+    std::string works = !has_trace  ? "parse and compare (segments at dump time) still work; "
+                                      "the file has no allocation history at all"
+                        : !has_time ? "parse, compare and plot still work on this file "
+                                      "(replay-to-time needs time_us, which it lacks)"
+                                    : "parse, compare, plot and replay-to-time still work on "
+                                      "this file";
     throw Error(fmt::format(
         "{} has no ProfilerStep annotations. The file is fine: step boundaries come from the "
         "PyTorch profiler (run the loop under torch.profiler.profile(...) and call prof.step() "
-        "each iteration; use_pytorch_profiler=True in the reference scripts). compare, plot and "
-        "replay-to-time still work on this file.",
-        file.path));
+        "each iteration; in Megatron Bridge, use_pytorch_profiler=True in ProfilingConfig). {}.",
+        file.path, works));
   }
   std::vector<const StepStats*> chosen;
   if (step) {

@@ -188,7 +188,7 @@ std::map<std::string, uint64_t> annotations_between(const Snapshot& snapshot, in
     if (note.time_us < start_us || note.time_us > end_us) continue;
     std::string_view name = snapshot.strings.get(note.name);
     if (name.starts_with("ProfilerStep#")) continue;
-    ++counts[std::string(name.substr(0, name.find('#')))];
+    ++counts[std::string(name)];
   }
   return counts;
 }

@@ -65,8 +65,9 @@ int64_t trace_end_us(const Snapshot& snapshot, const DeviceTrace& trace);
 // prefix: replay stops at the first later event).
 uint64_t position_at_time(const Snapshot& snapshot, const DeviceTrace& trace, double seconds);
 
-// Counts of record_function marks (START) inside [start_us, end_us], by name up
-// to '#', ProfilerStep itself excluded.
+// Counts of record_function marks (START) inside [start_us, end_us], by full
+// name as the reference scripts count them (Optimizer.step#AdamW.step stays
+// whole), ProfilerStep itself excluded.
 std::map<std::string, uint64_t> annotations_between(const Snapshot& snapshot, int device,
                                                     int64_t start_us, int64_t end_us);
 

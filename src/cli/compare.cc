@@ -15,20 +15,18 @@ Command compare_command() {
           "Why does B peak higher than A: settings, segments, steps, sources at the peak",
           [](CLI::App& command) -> Runner {
             struct Flags {
-              std::vector<std::string> files;
+              std::vector<std::string> files{2};
               std::optional<int64_t> step;
               CommonOptions common;
             };
             auto flags = std::make_shared<Flags>();
-            command
-                .add_option("A", flags->files,
-                            "Two snapshot files: A (before) and B (after); deltas are B - A")
-                ->required()
-                ->expected(2);
+            command.add_option("A", flags->files[0], "Snapshot before (the baseline)")->required();
+            command.add_option("B", flags->files[1], "Snapshot after; every difference is B - A")
+                ->required();
             command.add_option("--step", flags->step,
                                "Drill into this step (default: the step whose absolute peaks "
                                "differ most, else the full trace)");
-            add_analysis_flags(command, flags->common);
+            add_analysis_flags(command, flags->common, 15);
             return [flags] {
               const CommonOptions& common = flags->common;
               std::vector<Snapshot> snapshots = load_all(flags->files, common.allow_objects);

@@ -23,7 +23,7 @@ Command events_command() {
             command
                 .add_option("--stride", flags->stride,
                             "Show every Kth entry (the last is always shown)")
-                ->check(CLI::PositiveNumber);
+                ->check(whole_number_at_least(1));
             add_frame_depth_flag(command, flags->common);
             add_json_flag(command, flags->common);
             add_allow_objects_flag(command, flags->common);

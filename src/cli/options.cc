@@ -3,7 +3,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <future>
 
 #include "report/format.h"
@@ -32,7 +35,39 @@ LoadOptions load_options(const std::string& path, bool allow_objects, bool show_
   return options;
 }
 
+// Long inputs are cut in messages.
+std::string shown(const std::string& input) {
+  return input.size() <= 24 ? input : input.substr(0, 24) + "...";
+}
+
 }  // namespace
+
+CLI::Validator whole_number_at_least(long long minimum) {
+  return CLI::Validator(
+      [minimum](std::string& input) -> std::string {
+        long long value = 0;
+        auto [end, error] = std::from_chars(input.data(), input.data() + input.size(), value);
+        if (error != std::errc() || end != input.data() + input.size() || value < minimum) {
+          return "expects a whole number >= " + std::to_string(minimum) + ", not '" + shown(input) +
+                 "'";
+        }
+        return {};
+      },
+      "INT>=" + std::to_string(minimum));
+}
+
+CLI::Validator finite_number() {
+  return CLI::Validator(
+      [](std::string& input) -> std::string {
+        char* end = nullptr;
+        double value = std::strtod(input.c_str(), &end);
+        if (end == input.c_str() || *end != '\0' || !std::isfinite(value)) {
+          return "expects a finite number, not '" + shown(input) + "'";
+        }
+        return {};
+      },
+      "NUMBER");
+}
 
 void add_device_flag(CLI::App& command, CommonOptions& options) {
   command.add_option("--device", options.device,
@@ -50,20 +85,24 @@ void add_allow_objects_flag(CLI::App& command, CommonOptions& options) {
                    "instead of refusing the file (nothing is ever executed)");
 }
 
-void add_top_flag(CLI::App& command, CommonOptions& options, const std::string& what) {
-  command.add_option("--top", options.top, "Number of " + what + " to show (default 10)")
-      ->check(CLI::NonNegativeNumber);
+void add_top_flag(CLI::App& command, CommonOptions& options, const std::string& what,
+                  int default_top) {
+  options.top = default_top;
+  command
+      .add_option("--top", options.top,
+                  "Number of " + what + " to show (default " + std::to_string(default_top) + ")")
+      ->check(whole_number_at_least(0));
 }
 
 void add_frame_depth_flag(CLI::App& command, CommonOptions& options) {
   command
       .add_option("--frame-depth", options.frame_depth,
                   "Frames per source key, joined with ' -> ' (default 1)")
-      ->check(CLI::PositiveNumber);
+      ->check(whole_number_at_least(1));
 }
 
-void add_analysis_flags(CLI::App& command, CommonOptions& options) {
-  add_top_flag(command, options, "source rows");
+void add_analysis_flags(CLI::App& command, CommonOptions& options, int default_top) {
+  add_top_flag(command, options, "source rows", default_top);
   add_frame_depth_flag(command, options);
   add_device_flag(command, options);
   add_json_flag(command, options);

@@ -11,6 +11,7 @@
 
 namespace CLI {
 class App;
+class Validator;
 }  // namespace CLI
 
 namespace memsnap::cli {
@@ -23,13 +24,22 @@ struct CommonOptions {
   int frame_depth = 1;
 };
 
+// Checks for whole-number flags whose CLI11 defaults print the largest double
+// in their error: "--top: expects a whole number >= 0, not '-1'".
+CLI::Validator whole_number_at_least(long long minimum);
+// A finite number (no nan/inf), for --time and --precision.
+CLI::Validator finite_number();
+
 void add_device_flag(CLI::App& command, CommonOptions& options);
 void add_json_flag(CLI::App& command, CommonOptions& options);
 void add_allow_objects_flag(CLI::App& command, CommonOptions& options);
-void add_top_flag(CLI::App& command, CommonOptions& options, const std::string& what);
+// Sets options.top to the command's default (the reference scripts': 15 for
+// parse, compare and replay-step, 25 for replay-to-time).
+void add_top_flag(CLI::App& command, CommonOptions& options, const std::string& what,
+                  int default_top);
 void add_frame_depth_flag(CLI::App& command, CommonOptions& options);
 // --top, --frame-depth, --device, --json, --allow-objects.
-void add_analysis_flags(CLI::App& command, CommonOptions& options);
+void add_analysis_flags(CLI::App& command, CommonOptions& options, int default_top);
 
 // Loads one file, with a progress line on stderr for a person watching a
 // large file load.

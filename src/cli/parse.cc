@@ -24,7 +24,7 @@ Command parse_command() {
             ->required();
         add_json_flag(command, flags->common);
         add_device_flag(command, flags->common);
-        add_top_flag(command, flags->common, "sources");
+        add_top_flag(command, flags->common, "sources", 15);
         add_frame_depth_flag(command, flags->common);
         add_allow_objects_flag(command, flags->common);
         return [flags] {

@@ -30,7 +30,7 @@ struct PlotFlags {
   std::string output = "memsnap_timeline.html";
   double precision_ms = 1.0;
   bool text = false;
-  bool absolute = true;
+  bool delta = false;
   int width = 100;
   int height = 20;
   CommonOptions common;
@@ -59,7 +59,7 @@ void run_plot(const PlotFlags& flags) {
     TextChartOptions options;
     options.width = flags.width;
     options.height = flags.height;
-    options.absolute = flags.absolute;
+    options.absolute = !flags.delta;
     options.color = ::isatty(STDOUT_FILENO) != 0 && std::getenv("NO_COLOR") == nullptr;
     write_out(render_text_chart(runs, options));
     return;
@@ -86,12 +86,14 @@ Command plot_command() {
             ->expected(1, -1);
         command.add_option("-o,--output", flags->output,
                            "HTML file to write (default memsnap_timeline.html)");
-        command.add_option("--precision", flags->precision_ms,
-                           "Finest time bucket of the wall-clock view, in ms (default 1.0); "
-                           "the page can coarsen it");
+        command
+            .add_option("--precision", flags->precision_ms,
+                        "Finest time bucket of the wall-clock view, in ms (default 1.0); "
+                        "the page can coarsen it")
+            ->check(finite_number());
         command.add_flag("--text", flags->text,
                          "Draw the overlay in the terminal instead of writing HTML");
-        command.add_flag("!--delta", flags->absolute,
+        command.add_flag("--delta", flags->delta,
                          "--text: plot the delta from the trace start, not baseline + delta");
         command.add_option("--width", flags->width, "--text: chart columns (default 100)");
         command.add_option("--height", flags->height, "--text: chart rows (default 20)");

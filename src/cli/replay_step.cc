@@ -28,7 +28,7 @@ Command replay_step_command() {
         auto* all =
             command.add_flag("--all-steps", flags->all_steps, "Replay every step (one table)");
         step->excludes(all);
-        add_analysis_flags(command, flags->common);
+        add_analysis_flags(command, flags->common, 15);
         return [flags] {
           if (!flags->step && !flags->all_steps)
             throw Error::usage("replay-step needs --step N or --all-steps");

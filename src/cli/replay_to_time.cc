@@ -1,4 +1,5 @@
 // memsnap replay-to-time FILE [FILE] --time T: what was live at second T.
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
@@ -16,35 +17,41 @@ Command replay_to_time_command() {
   return {"replay-to-time", "What was live T seconds after the trace start (one file, or A vs B)",
           [](CLI::App& command) -> Runner {
             struct Flags {
-              std::vector<std::string> files;
+              std::string file;
+              std::string other;
               double seconds = 0;
               CommonOptions common;
             };
             auto flags = std::make_shared<Flags>();
-            command.add_option("FILE", flags->files, "One or two snapshot files")
-                ->required()
-                ->expected(1, 2);
+            command.add_option("FILE", flags->file, "Snapshot file (A when a second is given)")
+                ->required();
+            command.add_option("B", flags->other,
+                               "A second snapshot: both side by side, sorted by |B - A|");
             command
                 .add_option("--time", flags->seconds,
                             "Seconds after the first event of the device's trace")
-                ->required();
-            add_analysis_flags(command, flags->common);
+                ->required()
+                ->check(finite_number());
+            add_analysis_flags(command, flags->common, 25);
             return [flags] {
               if (!(flags->seconds >= 0))
                 throw Error::usage("--time must be >= 0 (seconds from the start of the trace)");
               const CommonOptions& common = flags->common;
-              std::vector<Snapshot> snapshots = load_all(flags->files, common.allow_objects);
+              std::vector<std::string> files{flags->file};
+              if (!flags->other.empty()) files.push_back(flags->other);
+              std::vector<Snapshot> snapshots = load_all(files, common.allow_objects);
               std::vector<TimeSide> sides;
-              for (size_t i = 0; i < flags->files.size(); ++i) {
-                FileAnalysis file = analyze_file(flags->files[i], snapshots[i], common.device);
+              for (size_t i = 0; i < files.size(); ++i) {
+                FileAnalysis file = analyze_file(files[i], snapshots[i], common.device);
                 sides.push_back(replay_to_time(file, flags->seconds, common.frame_depth));
               }
               for (const TimeSide& side : sides) {
                 if (side.clamped) {
-                  std::fprintf(stderr,
-                               "memsnap: note: %s: --time %.6f is past the end of the trace; "
-                               "clamped to %.6f s\n",
-                               side.file.c_str(), side.requested_s, side.time_s);
+                  std::fprintf(stderr, "%s",
+                               fmt::format("memsnap: note: {}: --time {} is past the end of the "
+                                           "trace; clamped to {:.6f} s\n",
+                                           side.file, side.requested_s, side.time_s)
+                                   .c_str());
                 }
               }
               if (sides.size() == 1) {

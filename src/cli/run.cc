@@ -55,6 +55,22 @@ int run_cli(int argc, char** argv) {
     runners.emplace_back(sub, command.configure(*sub));
   }
 
+  // CLI11 says "A subcommand is required" for a mistyped command; name it.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string asked = argv[1];
+    std::string known;
+    bool found = false;
+    for (const Command& command : command_table()) {
+      found = found || command.name == asked;
+      known += (known.empty() ? "" : ", ") + std::string(command.name);
+    }
+    if (!found) {
+      std::fprintf(stderr, "memsnap: unknown command '%s' (commands: %s; see memsnap --help)\n",
+                   asked.substr(0, 40).c_str(), known.c_str());
+      return kExitUsage;
+    }
+  }
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

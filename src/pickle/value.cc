@@ -26,4 +26,10 @@ const char* kind_name(Kind kind) {
   return "?";
 }
 
+std::string kind_with_article(Kind kind) {
+  std::string name = kind_name(kind);
+  bool vowel = !name.empty() && std::string("aeiou").find(name.front()) != std::string::npos;
+  return (vowel ? "an " : "a ") + name;
+}
+
 }  // namespace memsnap::pickle

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace memsnap::pickle {
 
@@ -57,5 +58,7 @@ struct Value {
 static_assert(sizeof(Value) == 16);
 
 const char* kind_name(Kind kind);
+// "a list", "an object": for messages.
+std::string kind_with_article(Kind kind);
 
 }  // namespace memsnap::pickle

@@ -622,7 +622,8 @@ Value Vm::run() {
       case kAppend: {
         Value item = pop();
         Value& list = top();
-        if (list.kind != Kind::kList) fail(fmt::format("APPEND to a {}", kind_name(list.kind)));
+        if (list.kind != Kind::kList)
+          fail(fmt::format("APPEND to {}", kind_with_article(list.kind)));
         append_to_list(list, item);
         break;
       }
@@ -636,17 +637,17 @@ Value Vm::run() {
         Value target = stack_[base - 1];
         if (op_ == kAppends) {
           if (target.kind != Kind::kList)
-            fail(fmt::format("APPENDS to a {}", kind_name(target.kind)));
+            fail(fmt::format("APPENDS to {}", kind_with_article(target.kind)));
           append_range(target, stack_.data() + base, stack_.data() + stack_.size());
         } else if (op_ == kSetItems) {
           if (target.kind != Kind::kDict)
-            fail(fmt::format("SETITEMS on a {}", kind_name(target.kind)));
+            fail(fmt::format("SETITEMS on {}", kind_with_article(target.kind)));
           if ((stack_.size() - base) % 2 != 0) fail("SETITEMS with an odd number of items");
           auto& items = container(target).items;
           items.insert(items.end(), stack_.begin() + static_cast<ptrdiff_t>(base), stack_.end());
         } else {
           if (target.kind != Kind::kSet)
-            fail(fmt::format("ADDITEMS on a {}", kind_name(target.kind)));
+            fail(fmt::format("ADDITEMS on {}", kind_with_article(target.kind)));
           auto& items = container(target).items;
           items.insert(items.end(), stack_.begin() + static_cast<ptrdiff_t>(base), stack_.end());
         }
@@ -657,7 +658,8 @@ Value Vm::run() {
         Value value = pop();
         Value key = pop();
         Value& dict = top();
-        if (dict.kind != Kind::kDict) fail(fmt::format("SETITEM on a {}", kind_name(dict.kind)));
+        if (dict.kind != Kind::kDict)
+          fail(fmt::format("SETITEM on {}", kind_with_article(dict.kind)));
         auto& items = container(dict).items;
         items.push_back(key);
         items.push_back(value);

@@ -13,6 +13,14 @@ namespace memsnap {
 
 using nlohmann::ordered_json;
 
+namespace {
+
+ordered_json optional_json(const std::optional<double>& value) {
+  return value ? ordered_json(*value) : ordered_json(nullptr);
+}
+
+}  // namespace
+
 std::string render_compare_text(const CompareResult& r, int top) {
   std::string out = fmt::format("A: {} (device {})\nB: {} (device {})\n", r.file_a, r.device_a,
                                 r.file_b, r.device_b);
@@ -84,6 +92,15 @@ std::string render_compare_text(const CompareResult& r, int top) {
   out += fmt::format("  absolute peak A {}, B {}, B - A {}\n", format_signed_bytes(r.drill_peak_a),
                      format_signed_bytes(r.drill_peak_b),
                      format_signed_bytes(r.drill_peak_b - r.drill_peak_a));
+  if (r.drill_peak_time_a && r.drill_peak_time_b) {
+    out += fmt::format(
+        "  peaks at A {:.6f} s, B {:.6f} s; live then: memsnap replay-to-time {}{} --time {:.6f} / "
+        "memsnap replay-to-time {}{} --time {:.6f}\n",
+        *r.drill_peak_time_a, *r.drill_peak_time_b, shell_quote(r.file_a),
+        r.device_requested ? fmt::format(" --device {}", r.device_a) : "", *r.drill_peak_time_a,
+        shell_quote(r.file_b), r.device_requested ? fmt::format(" --device {}", r.device_b) : "",
+        *r.drill_peak_time_b);
+  }
   out += diff_table(r.drill.rows, top);
   out += fmt::format("  only in A (> 1 MiB): {} sources, {}; only in B (> 1 MiB): {} sources, {}\n",
                      r.drill.only_a.sources, format_bytes(r.drill.only_a.bytes),
@@ -99,9 +116,21 @@ ordered_json render_compare_json(const CompareResult& r, int top) {
   ordered_json diffs = ordered_json::array();
   for (const SettingDiff& d : r.config_diffs)
     diffs.push_back({{"key", d.key}, {"a", d.a}, {"b", d.b}});
+  // Rows and the full trace carry the reference scripts' keys first (peak_* =
+  // peak delta, abs_peak_* = absolute peak, B - A), then memsnap's own.
   ordered_json steps = ordered_json::array();
   for (const StepComparison& s : r.step_results) {
     steps.push_back({{"step", s.step},
+                     {"peak_a", s.peak_delta_a},
+                     {"peak_b", s.peak_delta_b},
+                     {"peak_diff", s.peak_delta_b - s.peak_delta_a},
+                     {"abs_peak_a", s.absolute_peak_a},
+                     {"abs_peak_b", s.absolute_peak_b},
+                     {"abs_peak_diff", s.absolute_peak_b - s.absolute_peak_a},
+                     {"allocs_a", s.alloc_count_a},
+                     {"allocs_b", s.alloc_count_b},
+                     {"throughput_a", s.throughput_a},
+                     {"throughput_b", s.throughput_b},
                      {"peak_delta_a", s.peak_delta_a},
                      {"peak_delta_b", s.peak_delta_b},
                      {"peak_delta_diff", s.peak_delta_b - s.peak_delta_a},
@@ -109,47 +138,64 @@ ordered_json render_compare_json(const CompareResult& r, int top) {
                      {"absolute_peak_b", s.absolute_peak_b},
                      {"absolute_peak_diff", s.absolute_peak_b - s.absolute_peak_a},
                      {"alloc_count_a", s.alloc_count_a},
-                     {"alloc_count_b", s.alloc_count_b},
-                     {"throughput_a", s.throughput_a},
-                     {"throughput_b", s.throughput_b}});
+                     {"alloc_count_b", s.alloc_count_b}});
   }
   const FullTraceComparison& f = r.full_trace;
+  ordered_json whole{{"peak_a", f.peak_delta_a},
+                     {"peak_b", f.peak_delta_b},
+                     {"peak_diff", f.peak_delta_b - f.peak_delta_a},
+                     {"abs_peak_a", f.absolute_peak_a},
+                     {"abs_peak_b", f.absolute_peak_b},
+                     {"abs_peak_diff", f.absolute_peak_b - f.absolute_peak_a},
+                     {"allocs_a", f.alloc_count_a},
+                     {"allocs_b", f.alloc_count_b},
+                     {"throughput_a", f.throughput_a},
+                     {"throughput_b", f.throughput_b},
+                     {"unmatched_a", f.unmatched_frees_a},
+                     {"unmatched_b", f.unmatched_frees_b},
+                     {"peak_delta_a", f.peak_delta_a},
+                     {"peak_delta_b", f.peak_delta_b},
+                     {"peak_delta_diff", f.peak_delta_b - f.peak_delta_a},
+                     {"absolute_peak_a", f.absolute_peak_a},
+                     {"absolute_peak_b", f.absolute_peak_b},
+                     {"absolute_peak_diff", f.absolute_peak_b - f.absolute_peak_a},
+                     {"alloc_count_a", f.alloc_count_a},
+                     {"alloc_count_b", f.alloc_count_b},
+                     {"unmatched_frees_a", f.unmatched_frees_a},
+                     {"unmatched_frees_b", f.unmatched_frees_b},
+                     {"unmatched_free_bytes_a", f.unmatched_free_bytes_a},
+                     {"unmatched_free_bytes_b", f.unmatched_free_bytes_b}};
   return {{"file_a", r.file_a},
           {"file_b", r.file_b},
           {"device_a", r.device_a},
           {"device_b", r.device_b},
           {"config_diffs", diffs},
-          {"segments_a", segments_json(r.segments_a)},
-          {"segments_b", segments_json(r.segments_b)},
-          {"baseline_a", baseline_json(r.baseline_a)},
-          {"baseline_b", baseline_json(r.baseline_b)},
+          {"segments_a", compare_segments_json(r.segments_a)},
+          {"segments_b", compare_segments_json(r.segments_b)},
+          {"baseline_a", r.baseline_a.baseline_at_start},
+          {"baseline_b", r.baseline_b.baseline_at_start},
+          {"baseline_detail_a", baseline_json(r.baseline_a)},
+          {"baseline_detail_b", baseline_json(r.baseline_b)},
           {"matching_steps", r.matching_steps},
           {"step_results", steps},
           {"steps_only_a", r.steps_only_a},
           {"steps_only_b", r.steps_only_b},
           {"incomplete_a", r.incomplete_a},
           {"incomplete_b", r.incomplete_b},
-          {"full_trace",
-           {{"peak_delta_a", f.peak_delta_a},
-            {"peak_delta_b", f.peak_delta_b},
-            {"peak_delta_diff", f.peak_delta_b - f.peak_delta_a},
-            {"absolute_peak_a", f.absolute_peak_a},
-            {"absolute_peak_b", f.absolute_peak_b},
-            {"absolute_peak_diff", f.absolute_peak_b - f.absolute_peak_a},
-            {"throughput_a", f.throughput_a},
-            {"throughput_b", f.throughput_b},
-            {"alloc_count_a", f.alloc_count_a},
-            {"alloc_count_b", f.alloc_count_b},
-            {"unmatched_frees_a", f.unmatched_frees_a},
-            {"unmatched_frees_b", f.unmatched_frees_b},
-            {"unmatched_free_bytes_a", f.unmatched_free_bytes_a},
-            {"unmatched_free_bytes_b", f.unmatched_free_bytes_b}}},
+          // As the reference: null when steps matched (step_results holds the comparison).
+          {"full_trace", r.step_results.empty() ? whole : ordered_json(nullptr)},
+          {"whole_trace", whole},
           {"drill_down",
-           {{"step", r.drill_step ? ordered_json(*r.drill_step) : ordered_json(nullptr)},
+           {{"step", r.drill_step ? ordered_json(*r.drill_step) : ordered_json("full-trace")},
+            {"peak_diff", r.drill_peak_delta_b - r.drill_peak_delta_a},
+            {"sources", diff_json(r.drill.rows, top, false)},
+            {"peak_delta_a", r.drill_peak_delta_a},
+            {"peak_delta_b", r.drill_peak_delta_b},
             {"absolute_peak_a", r.drill_peak_a},
             {"absolute_peak_b", r.drill_peak_b},
-            {"peak_diff", r.drill_peak_b - r.drill_peak_a},
-            {"sources", diff_json(r.drill.rows, top, false)},
+            {"absolute_peak_diff", r.drill_peak_b - r.drill_peak_a},
+            {"peak_time_s_a", optional_json(r.drill_peak_time_a)},
+            {"peak_time_s_b", optional_json(r.drill_peak_time_b)},
             {"only_in_a", only_json(r.drill.only_a)},
             {"only_in_b", only_json(r.drill.only_b)}}},
           {"observations", phrase_all(r.findings)}};

@@ -1,6 +1,7 @@
 #include "report/findings.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "report/format.h"
 
@@ -49,6 +50,21 @@ std::string say(const finding::OutOfMemory& f) {
 }
 std::string say(const finding::MalformedEntries& f) {
   return fmt::format("{} malformed trace entries were skipped", f.count);
+}
+std::string say(const finding::OtherDevices& f) {
+  return fmt::format("{}data on devices {}; this report is device {} (choose one with --device N)",
+                     f.side ? fmt::format("{}: ", side_name(*f.side)) : std::string(),
+                     fmt::join(f.devices, ", "), f.analysed);
+}
+std::string say(const finding::NoTrace& f) {
+  if (f.a && f.b) {
+    return "neither file has an allocation trace (record one with "
+           "torch.cuda.memory._record_memory_history()): only the segments at dump time compare";
+  }
+  return fmt::format(
+      "{} has no allocation trace (record one with torch.cuda.memory._record_memory_history()): "
+      "its peaks and sources are empty, compare the segments",
+      f.a ? "A" : "B");
 }
 std::string say(const finding::CudaGraphsLikely& f) {
   std::string scope = f.step ? fmt::format("in step {}", *f.step) : "over the trace";

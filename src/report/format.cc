@@ -91,4 +91,15 @@ std::string TextTable::render(const std::string& indent) const {
   return out;
 }
 
+std::string shell_quote(const std::string& word) {
+  bool safe = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-' ||
+           c == '/' || c == '+' || c == ':' || c == '@' || c == ',';
+  });
+  if (safe) return word;
+  std::string quoted = "'";
+  for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
 }  // namespace memsnap

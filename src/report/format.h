@@ -13,6 +13,9 @@ std::string format_bytes(uint64_t bytes);
 std::string format_signed_bytes(int64_t bytes);
 std::string format_count(uint64_t count);  // thousands separated: 1,234,567
 std::string format_percent(double fraction);
+// A path as a shell word: as is when it is made of safe characters, else in
+// single quotes, so printed command lines can be pasted.
+std::string shell_quote(const std::string& word);
 
 // A text table with a header row; numeric-looking columns align right.
 class TextTable {

@@ -17,6 +17,18 @@ ordered_json segments_json(const SegmentTotals& s) {
                       {"block_count", s.block_count}};
 }
 
+ordered_json compare_segments_json(const SegmentTotals& s) {
+  ordered_json out{{"count", s.count},
+                   {"total", s.total_size},
+                   {"allocated", s.allocated_size},
+                   {"active", s.active_size},
+                   {"awaiting_free", s.awaiting_free_size},
+                   {"inactive", s.inactive_size}};
+  const ordered_json own = segments_json(s);  // a local: items() does not extend a temporary
+  for (const auto& [key, value] : own.items()) out[key] = value;
+  return out;
+}
+
 ordered_json baseline_json(const Baseline& b) {
   return {{"baseline_at_start", b.baseline_at_start},
           {"segments_active", b.segments_active},

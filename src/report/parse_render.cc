@@ -14,7 +14,8 @@ using nlohmann::ordered_json;
 
 constexpr std::string_view kNoStepsHint =
     "no ProfilerStep annotations: profile with torch.profiler.profile(...) and call "
-    "prof.step() each iteration (use_pytorch_profiler=True) to get step boundaries";
+    "prof.step() each iteration (Megatron Bridge: use_pytorch_profiler=True in "
+    "ProfilingConfig) to get step boundaries";
 
 std::string settings_value(const ordered_json& value) {
   if (value.is_string())
@@ -104,15 +105,22 @@ std::string render_parse_text(const ParseResult& r) {
        fmt::format("{} traced allocations live at the end", format_count(t.live_count_at_end))});
   baseline.add_row({"  pre-existing freed", format_bytes(b.pre_existing_freed), "unmatched frees"});
   baseline.add_row({"peak delta", format_signed_bytes(t.peak_delta),
-                    t.peak_event == kNoEvent
-                        ? "at trace start"
-                        : fmt::format("at event {}", format_count(t.peak_event))});
+                    t.peak_event == kNoEvent ? "at trace start"
+                    : r.peak_time_s          ? fmt::format("at event {}, {:.6f} s",
+                                                           format_count(t.peak_event), *r.peak_time_s)
+                                    : fmt::format("at event {}", format_count(t.peak_event))});
   baseline.add_row(
       {"absolute peak",
        format_signed_bytes(add_bytes(b.baseline_at_start, static_cast<uint64_t>(t.peak_delta))),
        "baseline + peak delta"});
   baseline.add_row({"end delta", format_signed_bytes(t.end_delta), ""});
   out += baseline.render();
+  if (r.peak_time_s) {
+    line(fmt::format("  live at the peak, by source: memsnap replay-to-time {}{} --time {:.6f}",
+                     shell_quote(r.file),
+                     r.device_requested ? fmt::format(" --device {}", r.device) : "",
+                     *r.peak_time_s));
+  }
 
   line("");
   line(fmt::format("Events (device {})", r.device));
@@ -237,6 +245,7 @@ ordered_json render_parse_json(const ParseResult& r) {
       {"peak_delta", r.replay.peak_delta},
       {"peak_event",
        r.replay.peak_event == kNoEvent ? ordered_json(nullptr) : ordered_json(r.replay.peak_event)},
+      {"peak_time_s", r.peak_time_s ? ordered_json(*r.peak_time_s) : ordered_json(nullptr)},
       {"absolute_peak",
        add_bytes(r.baseline.baseline_at_start, static_cast<uint64_t>(r.replay.peak_delta))},
       {"end_delta", r.replay.end_delta},

@@ -170,8 +170,8 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
       return;
     }
     if (root.kind != Kind::kDict) {
-      throw Error(fmt::format("not a memory snapshot: the pickle holds a {}, not a dict",
-                              pickle::kind_name(root.kind)));
+      throw Error(fmt::format("not a memory snapshot: the pickle holds {}, not a dict",
+                              pickle::kind_with_article(root.kind)));
     }
     // Copies of the fields: decoding one may convert containers the root holds.
     const Value* segments_field = vm.find(root, "segments");

@@ -273,8 +273,8 @@ def step_window(times, start, end):
 
 def step_annotations(snap, dev, start, end):
     """Counts of the device's START marks inside the window, ProfilerStep
-    excluded, named up to the first '#'. Not specified by DESIGN.md: inferred
-    from memsnap's output."""
+    excluded, by full name (what follows '#' too, as the reference scripts
+    count them: "Optimizer.step#AdamW.step")."""
     counts = {}
     for a in annotations_of(snap, dev):
         name = str(a.get('name'))
@@ -282,8 +282,7 @@ def step_annotations(snap, dev, start, end):
         if a.get('stage') != 'START' or _STEP.match(name) or not isinstance(t, int):
             continue
         if t >= start and (end is None or t <= end):
-            key = name.split('#', 1)[0]
-            counts[key] = counts.get(key, 0) + 1
+            counts[name] = counts.get(name, 0) + 1
     return dict(sorted(counts.items()))
 
 
@@ -468,11 +467,13 @@ def compare(path_a, path_b, device=None):
         src_a = a['steps'][n]['top_sources_at_peak']
         src_b = b['steps'][n]['top_sources_at_peak']
         peak_a, peak_b = best['absolute_peak_a'], best['absolute_peak_b']
+        delta_a, delta_b = best['peak_delta_a'], best['peak_delta_b']
     else:
         n = None
         src_a = group_by_source(state_at(a['events'], a['replay']['peak_position']).live)
         src_b = group_by_source(state_at(b['events'], b['replay']['peak_position']).live)
         peak_a, peak_b = a['absolute_peak'], b['absolute_peak']
+        delta_a, delta_b = full['peak_delta_a'], full['peak_delta_b']
     by_a = {r['source']: r for r in src_a}
     by_b = {r['source']: r for r in src_b}
     rows = []
@@ -490,14 +491,21 @@ def compare(path_a, path_b, device=None):
         'device_a': a['dev'], 'device_b': b['dev'],
         'segments_a': segments_summary(a['snap'], a['dev']),
         'segments_b': segments_summary(b['snap'], b['dev']),
-        'baseline_a': a['baseline'], 'baseline_b': b['baseline'],
+        # The reference scripts' compare JSON: baseline_* are ints, full_trace
+        # is null when steps matched; memsnap keeps the whole objects beside.
+        'baseline_a': a['baseline']['baseline_at_start'],
+        'baseline_b': b['baseline']['baseline_at_start'],
+        'baseline_detail_a': a['baseline'], 'baseline_detail_b': b['baseline'],
         'matching_steps': matching,
         'step_results': step_results,
-        'full_trace': full,
+        'full_trace': None if step_results else full,
+        'whole_trace': full,
         'drill_down': {
-            'step': n,
+            'step': n if n is not None else 'full-trace',
             'absolute_peak_a': peak_a, 'absolute_peak_b': peak_b,
-            'peak_diff': peak_b - peak_a,
+            'absolute_peak_diff': peak_b - peak_a,
+            'peak_delta_a': delta_a, 'peak_delta_b': delta_b,
+            'peak_diff': delta_b - delta_a,  # of peak deltas, as the reference
             'sources': rows,
             'only_in_a': {'sources': len(only_a), 'bytes': sum(r['peak_a'] for r in only_a)},
             'only_in_b': {'sources': len(only_b), 'bytes': sum(r['peak_b'] for r in only_b)},

@@ -351,7 +351,7 @@ def check_compare(memsnap, a, b):
     assert_same(expected, got, 'compare')
     dd = expected['drill_down']
     return 'matching steps %s, drill-down at %s, %d source rows' % (
-        expected['matching_steps'], 'step %d' % dd['step'] if dd['step'] is not None
+        expected['matching_steps'], 'step %d' % dd['step'] if dd['step'] != 'full-trace'
         else 'full trace', len(dd['sources']))
 
 

@@ -1,0 +1,730 @@
+#!/usr/bin/env python3
+"""The JSON output of every command against its schema (tests/schema/*.schema.json).
+
+    test_schema.py --memsnap PATH [--only schema reference] [--reference FILE] [--work DIR]
+
+Part `schema` (CTest: json_schema), never skips:
+  - the schema files themselves: valid draft 2020-12, every key has a type, a
+    description, a unit where it is a number, an x-reference flag, and every
+    object says whether other keys may appear;
+  - every tests/golden/*.json against the schema of its command;
+  - memsnap --json on generated snapshots (steps in both files, no steps, two
+    devices with an OOM, no timestamps, C++ frames, an incomplete step, an
+    empty file) against the schemas, plus the values compare writes twice
+    under two names;
+  - a self-check: renamed keys and a retyped value in real output must fail;
+  - docs/json-schema.md equals what tests/schema/make_docs.py writes.
+
+Part `reference` (CTest: json_schema_reference) reads the key paths the
+reference scripts write (--reference, ../shared/reference/json-keys.json by
+default; exit 77, skipped, when it is absent) and checks each against
+memsnap's output on generated snapshots, with the exact JSON type (an int is
+not a float, a bool is not an int), and that the schemas flag exactly those
+keys with "x-reference": true. It self-checks too.
+
+Types are strict in both parts: "integer" accepts only JSON numbers written
+without a fraction, "number" only those written with one (memsnap writes
+doubles as 7.0), so a count that turns into a double fails.
+"""
+import argparse
+import copy
+import glob
+import json
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+GENERATOR = os.path.join(REPO, "tests", "gen", "make_snapshot.py")
+EXAMPLE = os.path.join(REPO, "examples", "training_steps.pickle.gz")
+DEFAULT_REFERENCE = os.path.join(REPO, "..", "shared", "reference", "json-keys.json")
+sys.path.insert(0, os.path.dirname(HERE))  # tests/
+sys.path.insert(0, HERE)
+import testlib  # noqa: E402
+import make_docs  # noqa: E402
+
+PARTS = ("schema", "reference")
+
+SCHEMA_FILES = {
+    "parse": "parse.schema.json",
+    "compare": "compare.schema.json",
+    "replay_to_time": "replay_to_time.schema.json",
+    "replay_to_time_pair": "replay_to_time_pair.schema.json",
+    "replay_step": "replay_step.schema.json",
+    "events": "events.schema.json",
+}
+
+# Units a number may carry (x-unit), and a word its description must then use.
+UNIT_WORDS = {
+    "bytes": "bytes",
+    "µs": "µs",
+    "s": "seconds",
+    "ms": "milliseconds",
+    "count": "count",
+    "fraction": "fraction",
+    "—": "",
+}
+
+# Generated inputs: name -> make_snapshot.py arguments.
+GENERATED = {
+    "steps_a.pickle": ["--events", "1500", "--steps", "5", "--marks", "--seed", "21"],
+    "steps_b.pickle": ["--events", "2000", "--steps", "5", "--marks", "--seed", "22"],
+    "plain_a.pickle": ["--events", "1500", "--seed", "23"],
+    "plain_b.pickle": ["--events", "1800", "--seed", "24"],
+    "two_devices.pickle": ["--events", "1500", "--devices", "2", "--oom", "--seed", "25"],
+    "no_time.pickle": ["--events", "1000", "--no-time", "--seed", "26"],
+    "all_stacks.pickle": ["--events", "1000", "--steps", "3", "--stacks", "all", "--seed", "27"],
+    "open_step.pickle": ["--events", "1200", "--steps", "4", "--marks", "--open-last-step", "--seed", "28"],
+    "expandable.pickle": ["--events", "1000", "--steps", "3", "--expandable", "--seed", "29"],
+    "empty.pickle": ["--empty", "--seed", "30"],
+}
+
+# (case name, schema, memsnap arguments); file names are relative to the
+# folder of the generated files, "@example" is examples/training_steps.pickle.gz.
+RUNS = [
+    ("parse steps", "parse", ["parse", "--json", "steps_a.pickle"]),
+    ("parse no steps", "parse", ["parse", "--json", "plain_a.pickle"]),
+    ("parse two devices", "parse", ["parse", "--json", "two_devices.pickle"]),
+    ("parse device 1", "parse", ["parse", "--json", "--device", "1", "two_devices.pickle"]),
+    ("parse no time", "parse", ["parse", "--json", "no_time.pickle"]),
+    ("parse C++ frames", "parse", ["parse", "--json", "all_stacks.pickle"]),
+    ("parse open step", "parse", ["parse", "--json", "open_step.pickle"]),
+    ("parse expandable", "parse", ["parse", "--json", "expandable.pickle"]),
+    ("parse empty", "parse", ["parse", "--json", "empty.pickle"]),
+    ("parse example", "parse", ["parse", "--json", "@example"]),
+    ("events", "events", ["events", "--json", "steps_a.pickle"]),
+    ("events stride", "events", ["events", "--json", "--stride", "50", "two_devices.pickle"]),
+    ("events no time", "events", ["events", "--json", "no_time.pickle"]),
+    ("events empty", "events", ["events", "--json", "empty.pickle"]),
+    ("compare steps in both", "compare", ["compare", "--json", "steps_a.pickle", "steps_b.pickle"]),
+    ("compare --step", "compare", ["compare", "--json", "--step", "2", "--top", "3", "steps_a.pickle", "steps_b.pickle"]),
+    ("compare no steps", "compare", ["compare", "--json", "plain_a.pickle", "plain_b.pickle"]),
+    ("compare steps in A only", "compare", ["compare", "--json", "steps_a.pickle", "plain_b.pickle"]),
+    ("compare open step", "compare", ["compare", "--json", "open_step.pickle", "steps_b.pickle"]),
+    ("compare two devices", "compare", ["compare", "--json", "--device", "1", "two_devices.pickle", "two_devices.pickle"]),
+    ("compare no time", "compare", ["compare", "--json", "no_time.pickle", "plain_a.pickle"]),
+    ("compare empty", "compare", ["compare", "--json", "empty.pickle", "empty.pickle"]),
+    ("replay-to-time", "replay_to_time", ["replay-to-time", "--json", "--time", "0.01", "steps_a.pickle"]),
+    ("replay-to-time clamped", "replay_to_time", ["replay-to-time", "--json", "--time", "1000", "plain_a.pickle"]),
+    ("replay-to-time empty", "replay_to_time", ["replay-to-time", "--json", "--time", "0", "empty.pickle"]),
+    ("replay-to-time pair", "replay_to_time_pair", ["replay-to-time", "--json", "--time", "0.01", "steps_a.pickle", "steps_b.pickle"]),
+    ("replay-to-time pair no steps", "replay_to_time_pair", ["replay-to-time", "--json", "--time", "0.005", "plain_a.pickle", "plain_b.pickle"]),
+    ("replay-step all", "replay_step", ["replay-step", "--json", "--all-steps", "steps_a.pickle"]),
+    ("replay-step one", "replay_step", ["replay-step", "--json", "--step", "2", "steps_a.pickle"]),
+    ("replay-step open step", "replay_step", ["replay-step", "--json", "--all-steps", "open_step.pickle"]),
+    ("replay-step C++ frames", "replay_step", ["replay-step", "--json", "--all-steps", "all_stacks.pickle"]),
+    ("replay-step example", "replay_step", ["replay-step", "--json", "--all-steps", "@example"]),
+]
+
+# json-keys.json's command variants: (schema, memsnap arguments).
+REFERENCE_RUNS = {
+    "parse --json FILE (with profiler steps)":
+        ("parse", ["parse", "--json", "steps_a.pickle"]),
+    "compare --json A B (steps in both)":
+        ("compare", ["compare", "--json", "steps_a.pickle", "steps_b.pickle"]),
+    "compare --json A B (no steps: full trace)":
+        ("compare", ["compare", "--json", "plain_a.pickle", "plain_b.pickle"]),
+    "replay-to-time --json FILE --time T":
+        ("replay_to_time", ["replay-to-time", "--json", "--time", "0.01", "steps_a.pickle"]),
+    "replay-to-time --json A B --time T":
+        ("replay_to_time_pair", ["replay-to-time", "--json", "--time", "0.01", "steps_a.pickle", "steps_b.pickle"]),
+    "replay-step --json --all-steps FILE":
+        ("replay_step", ["replay-step", "--json", "--all-steps", "steps_a.pickle"]),
+}
+# Keys under these paths are examples (annotation names), not fixed keys.
+EXAMPLE_KEYS_UNDER = {"replay_step": "[].annotations"}
+
+
+class Checks:
+    """Counts checks and prints one ok/FAIL line each."""
+
+    def __init__(self):
+        self.count = 0
+        self.failed = 0
+
+    def ok(self, name):
+        self.count += 1
+        print("ok   %s" % name)
+
+    def fail(self, name, why):
+        self.count += 1
+        self.failed += 1
+        print("FAIL %s: %s" % (name, why))
+
+    def expect(self, name, problems):
+        """ok when problems (a list of strings) is empty, else FAIL with the first few."""
+        if problems:
+            more = "" if len(problems) <= 8 else "\n    ... %d more" % (len(problems) - 8)
+            self.fail(name, "\n    " + "\n    ".join(problems[:8]) + more)
+        else:
+            self.ok(name)
+
+
+# ---------------------------------------------------------------- validation
+
+def strict_validator_class():
+    """Draft 2020-12 with JSON types as memsnap writes them: integer = no
+    fraction, number = with one; a bool is neither."""
+    from jsonschema import Draft202012Validator, validators
+
+    def is_integer(_checker, instance):
+        return isinstance(instance, int) and not isinstance(instance, bool)
+
+    def is_number(_checker, instance):
+        return isinstance(instance, float)
+
+    checker = Draft202012Validator.TYPE_CHECKER.redefine("integer", is_integer).redefine("number", is_number)
+    return validators.extend(Draft202012Validator, type_checker=checker)
+
+
+def load_schemas():
+    schemas = {}
+    for name, file in SCHEMA_FILES.items():
+        with open(os.path.join(HERE, file), encoding="utf-8") as f:
+            schemas[name] = json.load(f)
+    return schemas
+
+
+def errors_of(validator, document):
+    """Readable validation errors: 'at .path: message'."""
+    out = []
+    for error in sorted(validator.iter_errors(document), key=lambda e: list(map(str, e.absolute_path))):
+        where = "".join("[%d]" % p if isinstance(p, int) else "." + p for p in error.absolute_path) or "."
+        out.append("at %s: %s" % (where, error.message))
+    return out
+
+
+def compare_aliases(document):
+    """compare writes some values twice (the reference's key and memsnap's):
+    they must agree."""
+    problems = []
+
+    def same(where, obj, pairs):
+        if not isinstance(obj, dict):
+            return
+        for ref_key, own_key in pairs:
+            if ref_key in obj and own_key in obj and obj[ref_key] != obj[own_key]:
+                problems.append("%s: %s = %r but %s = %r" % (where, ref_key, obj[ref_key], own_key, obj[own_key]))
+
+    segment_pairs = [("total", "total_size"), ("allocated", "allocated_size"), ("active", "active_size"),
+                     ("awaiting_free", "awaiting_free_size"), ("inactive", "inactive_size")]
+    delta_pairs = [("peak_a", "peak_delta_a"), ("peak_b", "peak_delta_b"), ("peak_diff", "peak_delta_diff"),
+                   ("abs_peak_a", "absolute_peak_a"), ("abs_peak_b", "absolute_peak_b"),
+                   ("abs_peak_diff", "absolute_peak_diff"), ("allocs_a", "alloc_count_a"),
+                   ("allocs_b", "alloc_count_b")]
+    for side in ("a", "b"):
+        same(".segments_" + side, document.get("segments_" + side), segment_pairs)
+        detail = document.get("baseline_detail_" + side)
+        if isinstance(detail, dict) and document.get("baseline_" + side) != detail.get("baseline_at_start"):
+            problems.append(".baseline_%s differs from .baseline_detail_%s.baseline_at_start" % (side, side))
+    for i, row in enumerate(document.get("step_results") or []):
+        same(".step_results[%d]" % i, row, delta_pairs)
+    whole = document.get("whole_trace")
+    same(".whole_trace", whole, delta_pairs + [("unmatched_a", "unmatched_frees_a"), ("unmatched_b", "unmatched_frees_b")])
+    full = document.get("full_trace")
+    if full is not None and full != whole:
+        problems.append(".full_trace is not null and differs from .whole_trace")
+    drill = document.get("drill_down")
+    if isinstance(drill, dict) and all(k in drill for k in ("peak_diff", "peak_delta_a", "peak_delta_b")):
+        if drill["peak_diff"] != drill["peak_delta_b"] - drill["peak_delta_a"]:
+            problems.append(".drill_down.peak_diff is not peak_delta_b - peak_delta_a")
+    if isinstance(drill, dict) and all(k in drill for k in ("absolute_peak_diff", "absolute_peak_a", "absolute_peak_b")):
+        if drill["absolute_peak_diff"] != drill["absolute_peak_b"] - drill["absolute_peak_a"]:
+            problems.append(".drill_down.absolute_peak_diff is not absolute_peak_b - absolute_peak_a")
+    return problems
+
+
+# ---------------------------------------------------------------- the schema files
+
+def lint_schema(name, schema):
+    """What the schema files promise beyond being valid JSON Schema."""
+    problems = []
+
+    def resolve(node):
+        ref = node.get("$ref")
+        if ref and ref.startswith("#/$defs/"):
+            return schema.get("$defs", {}).get(ref[len("#/$defs/"):])
+        return node
+
+    def check_key(path, node):
+        for field in ("type", "description"):
+            if field not in node:
+                problems.append("%s has no %r" % (path, field))
+        if not isinstance(node.get("x-reference"), bool):
+            problems.append("%s has no boolean x-reference" % path)
+        types = node.get("type", [])
+        types = [types] if isinstance(types, str) else types
+        if "$ref" in node and resolve(node) is None:
+            problems.append("%s: unresolved %s" % (path, node["$ref"]))
+        if {"integer", "number"} & set(types) and not {"string", "object"} & set(types):
+            unit = node.get("x-unit")
+            if unit not in UNIT_WORDS:
+                problems.append("%s: a number needs x-unit, one of %s" % (path, ", ".join(UNIT_WORDS)))
+            elif UNIT_WORDS[unit] and UNIT_WORDS[unit] not in node.get("description", ""):
+                problems.append("%s: its description does not say its unit (%r)" % (path, UNIT_WORDS[unit]))
+
+    def visit(path, node, seen_defs):
+        target = resolve(node)
+        if target is None:
+            return
+        if node.get("$ref"):
+            if node["$ref"] in seen_defs:
+                return
+            seen_defs = seen_defs | {node["$ref"]}
+        for branch in node.get("anyOf", []):
+            if "$ref" in branch:
+                visit(path, branch, seen_defs)
+        types = target.get("type", [])
+        types = [types] if isinstance(types, str) else types
+        if "object" in types and ("properties" in target or "patternProperties" in target):
+            if "additionalProperties" not in target:
+                problems.append("%s: an object must say additionalProperties (false, or a schema for open keys)" % (path or "."))
+            for key in target.get("required", []):
+                if key not in target.get("properties", {}):
+                    problems.append("%s: required key %r is not a property" % (path or ".", key))
+        for key, prop in target.get("properties", {}).items():
+            check_key(path + "." + key, prop)
+            visit(path + "." + key, prop, seen_defs)
+        for pattern, prop in target.get("patternProperties", {}).items():
+            check_key(path + ".<%s>" % pattern, prop)
+            visit(path + ".<N>", prop, seen_defs)
+        extra = target.get("additionalProperties")
+        if isinstance(extra, dict):
+            check_key(path + ".*", extra)
+            visit(path + ".*", extra, seen_defs)
+        if "items" in target:
+            check_key(path + "[]", target["items"])
+            visit(path + "[]", target["items"], seen_defs)
+
+    for field in ("$schema", "title", "description", "x-command", "type"):
+        if field not in schema:
+            problems.append("the schema has no %r" % field)
+    if schema.get("$schema") != "https://json-schema.org/draft/2020-12/schema":
+        problems.append("$schema is not draft 2020-12")
+    visit("", schema, frozenset())
+    return problems
+
+
+def without_reference_flags(node):
+    if isinstance(node, dict):
+        return {k: without_reference_flags(v) for k, v in node.items() if k != "x-reference"}
+    if isinstance(node, list):
+        return [without_reference_flags(v) for v in node]
+    return node
+
+
+def shared_definitions(schemas):
+    """A definition of the same name in two files must be the same (up to
+    which keys count as the reference's in that command)."""
+    problems = []
+    first = {}
+    for name, schema in schemas.items():
+        for def_name, definition in schema.get("$defs", {}).items():
+            bare = without_reference_flags(definition)
+            if def_name in first and first[def_name][1] != bare:
+                problems.append("$defs/%s differs between %s and %s" % (def_name, first[def_name][0], SCHEMA_FILES[name]))
+            first.setdefault(def_name, (SCHEMA_FILES[name], bare))
+    return problems
+
+
+# ---------------------------------------------------------------- running memsnap
+
+def generate(work):
+    for name, arguments in GENERATED.items():
+        subprocess.run([sys.executable, GENERATOR, "--out", os.path.join(work, name)] + arguments,
+                       check=True, stdout=subprocess.DEVNULL)
+
+
+def run_memsnap(memsnap, work, arguments):
+    """(document, None) or (None, why)."""
+    arguments = [EXAMPLE if a == "@example" else a for a in arguments]
+    env = dict(os.environ, NO_COLOR="1")
+    try:
+        run = subprocess.run([memsnap] + arguments, cwd=work, capture_output=True, text=True, env=env, timeout=300)
+    except subprocess.TimeoutExpired:
+        return None, "timed out"
+    if run.returncode != 0:
+        return None, "exit %d: %s" % (run.returncode, run.stderr.strip()[:500])
+    try:
+        return json.loads(run.stdout), None
+    except ValueError as e:
+        return None, "not JSON: %s" % e
+
+
+def golden_schema(name, document):
+    """The schema of a golden file, by its name's prefix (None: unknown)."""
+    if name.startswith("replay_to_time_"):
+        return "replay_to_time_pair" if isinstance(document, dict) and "file_a" in document else "replay_to_time"
+    for prefix, schema in (("parse_", "parse"), ("compare_", "compare"), ("replay_step_", "replay_step"),
+                           ("events_", "events")):
+        if name.startswith(prefix):
+            return schema
+    return None
+
+
+# ---------------------------------------------------------------- part: schema
+
+def part_schema(checks, memsnap, work, validator_class):
+    schemas = load_schemas()
+    validators = {}
+    for name, schema in schemas.items():
+        problems = []
+        try:
+            validator_class.check_schema(schema)
+        except Exception as e:  # jsonschema.SchemaError, with its message
+            problems.append("not a valid draft 2020-12 schema: %s" % str(e).splitlines()[0])
+        problems += lint_schema(name, schema)
+        checks.expect("schema %s" % SCHEMA_FILES[name], problems)
+        validators[name] = validator_class(schema)
+    checks.expect("schemas: shared definitions agree", shared_definitions(schemas))
+
+    # The documentation is generated from the schemas.
+    docs = make_docs.DOCS
+    try:
+        with open(docs, encoding="utf-8") as f:
+            current = f.read()
+    except FileNotFoundError:
+        current = None
+    if current == make_docs.generate():
+        checks.ok("docs/json-schema.md matches the schemas")
+    else:
+        checks.fail("docs/json-schema.md matches the schemas", "out of date: run tests/schema/make_docs.py")
+
+    # (a) golden files.
+    for path in sorted(glob.glob(os.path.join(REPO, "tests", "golden", "*.json"))):
+        name = os.path.basename(path)
+        with open(path, encoding="utf-8") as f:
+            document = json.load(f)
+        schema = golden_schema(name, document)
+        if schema is None:
+            checks.fail("golden %s" % name, "no schema for this name (map its prefix in golden_schema())")
+            continue
+        problems = errors_of(validators[schema], document)
+        if schema == "compare":
+            problems += compare_aliases(document)
+        checks.expect("golden %s (%s)" % (name, SCHEMA_FILES[schema]), problems)
+
+    # (b) memsnap on generated snapshots.
+    outputs = {}
+    for case, schema, arguments in RUNS:
+        document, why = run_memsnap(memsnap, work, arguments)
+        if document is None:
+            checks.fail("run %s" % case, why)
+            continue
+        outputs[case] = document
+        problems = errors_of(validators[schema], document)
+        if schema == "compare":
+            problems += compare_aliases(document)
+        checks.expect("run %s (%s)" % (case, SCHEMA_FILES[schema]), problems)
+
+    # Variants the cases are there to reach.
+    def expect_variant(case, what, test):
+        document = outputs.get(case)
+        if document is None:
+            return  # its run already failed
+        checks.expect("variant %s: %s" % (case, what), [] if test(document) else ["not so in memsnap's output"])
+
+    expect_variant("compare steps in both", "step_results non-empty and full_trace null",
+                   lambda d: bool(d.get("step_results")) and d.get("full_trace", 0) is None)
+    expect_variant("compare no steps", "step_results empty, full_trace an object, drill_down.step \"full-trace\"",
+                   lambda d: d.get("step_results") == [] and isinstance(d.get("full_trace"), dict)
+                   and (d.get("drill_down") or {}).get("step") == "full-trace")
+    expect_variant("parse open step", "an incomplete step with null end_us and duration_ms",
+                   lambda d: any(not s.get("complete") and s.get("end_us") is None and s.get("duration_ms") is None
+                                 for s in (d.get("profiler_steps") or {}).values()))
+    expect_variant("parse no time", "trace_duration_s null",
+                   lambda d: "trace_duration_s" in d and d["trace_duration_s"] is None)
+    expect_variant("parse two devices", "per_device has two rows and oom an entry",
+                   lambda d: len(d.get("per_device") or []) == 2 and len(d.get("oom") or []) >= 1)
+    expect_variant("replay-to-time clamped", "clamped", lambda d: d.get("clamped") is True)
+
+    # (d) the validator can fail: renamed keys and a retyped value.
+    mutations = []
+    if "parse steps" in outputs:
+        mutations.append(("parse", "parse: top-level segments renamed to segment",
+                          outputs["parse steps"], lambda d: d.__setitem__("segment", d.pop("segments"))))
+        mutations.append(("parse", "parse: file_size_bytes written as a double",
+                          outputs["parse steps"], lambda d: d.__setitem__("file_size_bytes", float(d["file_size_bytes"]))))
+    if "compare steps in both" in outputs:
+        def rename_in_row(d):
+            row = d["step_results"][0]
+            row["peak_A"] = row.pop("peak_a")
+        mutations.append(("compare", "compare: step_results[0].peak_a renamed to peak_A",
+                          outputs["compare steps in both"], rename_in_row))
+    if "replay-step all" in outputs:
+        mutations.append(("replay_step", "replay-step: [0].complete written as 1",
+                          outputs["replay-step all"], lambda d: d[0].__setitem__("complete", 1)))
+    for schema, what, document, mutate in mutations:
+        document = copy.deepcopy(document)
+        mutate(document)
+        if errors_of(validators[schema], document):
+            checks.ok("self-check %s fails validation" % what)
+        else:
+            checks.fail("self-check %s fails validation" % what, "the schema accepted it")
+
+
+# ---------------------------------------------------------------- part: reference
+
+def json_type(value):
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    if isinstance(value, str):
+        return "str"
+    if isinstance(value, list):
+        return "list"
+    return "dict"
+
+
+def split_path(path):
+    """'.a.b[].<N>.c' -> ['a', 'b', '[]', '<N>', 'c']; '[].x' -> ['[]', 'x'].
+    Keys may hold dots only as the last, example part (annotation names), so
+    the caller cuts those off before."""
+    tokens = []
+    for match in re.finditer(r"\[\]|\.([^.\[]+)", path):
+        tokens.append("[]" if match.group(0) == "[]" else match.group(1))
+    if "".join("[]" if t == "[]" else "." + t for t in tokens) != path:
+        raise ValueError("cannot read the path %r" % path)
+    return tokens
+
+
+def values_at(document, tokens):
+    """Every value a path reaches ('[]': each item, '<N>': each integer-like key)."""
+    current = [document]
+    for token in tokens:
+        following = []
+        for value in current:
+            if token == "[]":
+                if isinstance(value, list):
+                    following.extend(value)
+            elif token == "<N>":
+                if isinstance(value, dict):
+                    following.extend(v for k, v in value.items() if re.fullmatch(r"-?[0-9]+", k))
+            elif isinstance(value, dict) and token in value:
+                following.append(value[token])
+        current = following
+    return current
+
+
+def check_paths(document, paths, example_prefix):
+    """Problems with memsnap's document against one reference variant's paths."""
+    problems = []
+    for path, expected in paths.items():
+        if example_prefix and path.startswith(example_prefix + "."):
+            continue  # an example annotation name: checked as a dict of ints below
+        values = values_at(document, split_path(path))
+        if not values:
+            problems.append("%s (%s): missing" % (path, expected))
+            continue
+        wrong = sorted({json_type(v) for v in values if json_type(v) != expected})
+        if wrong:
+            problems.append("%s: reference type %s, memsnap writes %s" % (path, expected, "/".join(wrong)))
+    if example_prefix:
+        for value in values_at(document, split_path(example_prefix)):
+            if not isinstance(value, dict) or any(json_type(v) != "int" for v in value.values()):
+                problems.append("%s: not a dict of ints" % example_prefix)
+                break
+    return problems
+
+
+def schema_node(schema, tokens):
+    """The schema node a reference path names, or None."""
+    node = schema
+
+    def resolve(n):
+        for _ in range(8):
+            if "$ref" in n:
+                n = schema["$defs"][n["$ref"][len("#/$defs/"):]]
+            elif "anyOf" in n and "properties" not in n:
+                refs = [b for b in n["anyOf"] if "$ref" in b]
+                if not refs:
+                    return n
+                # keep the union's own annotations: look through to the object
+                return dict(schema["$defs"][refs[0]["$ref"][len("#/$defs/"):]], **{
+                    k: v for k, v in n.items() if k in ("x-reference", "type", "description")})
+            else:
+                return n
+        return n
+
+    for token in tokens:
+        node = resolve(node)
+        if token == "[]":
+            node = node.get("items")
+        elif token == "<N>":
+            patterns = node.get("patternProperties", {})
+            node = next(iter(patterns.values()), None)
+        else:
+            node = node.get("properties", {}).get(token)
+        if node is None:
+            return None
+    return node
+
+
+SCHEMA_TYPES = {"int": "integer", "float": "number", "str": "string", "bool": "boolean",
+                "list": "array", "dict": "object", "null": "null"}
+
+
+def reference_flags(schemas, reference):
+    """The x-reference flags and types of the schemas against json-keys.json."""
+    problems = []
+    flagged = {}  # schema name -> set of id() of nodes reached from reference paths
+    for variant, paths in reference.items():
+        if variant not in REFERENCE_RUNS:
+            continue
+        schema_name = REFERENCE_RUNS[variant][0]
+        schema = schemas[schema_name]
+        example = EXAMPLE_KEYS_UNDER.get(schema_name)
+        for path, expected in paths.items():
+            if example and path.startswith(example + "."):
+                continue
+            node = schema_node(schema, split_path(path))
+            if node is None:
+                problems.append("%s: %s is not in %s" % (variant, path, SCHEMA_FILES[schema_name]))
+                continue
+            if node.get("x-reference") is not True:
+                problems.append("%s: %s is not flagged x-reference in %s" % (variant, path, SCHEMA_FILES[schema_name]))
+            types = node.get("type", [])
+            types = [types] if isinstance(types, str) else types
+            if SCHEMA_TYPES[expected] not in types:
+                problems.append("%s: %s has type %s in %s, the reference writes %s"
+                                % (variant, path, "/".join(types), SCHEMA_FILES[schema_name], expected))
+            flagged.setdefault(schema_name, set()).add(id(node))
+
+    # The other way: every key flagged x-reference is one the reference writes.
+    def walk(schema_name, schema, path, node, seen):
+        node_id = id(node)
+        if node_id in seen:
+            return
+        seen.add(node_id)
+        if node.get("x-reference") is True and path and node_id not in flagged.get(schema_name, set()):
+            problems.append("%s: %s is flagged x-reference but no reference path names it"
+                            % (SCHEMA_FILES[schema_name], path))
+        if "$ref" in node:
+            node = schema["$defs"][node["$ref"][len("#/$defs/"):]]
+        walk_children(schema_name, schema, path, node, seen)
+
+    def walk_children(schema_name, schema, path, node, seen):
+        for branch in node.get("anyOf", []):
+            if "$ref" in branch:
+                walk_children(schema_name, schema, path, schema["$defs"][branch["$ref"][len("#/$defs/"):]], seen)
+        for key, prop in node.get("properties", {}).items():
+            walk(schema_name, schema, path + "." + key, prop, seen)
+        for prop in node.get("patternProperties", {}).values():
+            walk(schema_name, schema, path + ".<N>", prop, seen)
+        if "items" in node:
+            walk(schema_name, schema, path + "[]", node["items"], seen)
+
+    for schema_name, schema in schemas.items():
+        if schema_name not in {run[0] for run in REFERENCE_RUNS.values()}:
+            continue
+        walk(schema_name, schema, "", schema, set())
+    return problems
+
+
+def part_reference(checks, memsnap, work, reference_file):
+    with open(reference_file, encoding="utf-8") as f:
+        reference = json.load(f)["commands"]
+    schemas = load_schemas()
+    for variant in reference:
+        if variant not in REFERENCE_RUNS:
+            checks.fail("reference %s" % variant, "a command variant this test does not know: add it to REFERENCE_RUNS")
+    checks.expect("reference: the schemas flag exactly the reference keys (x-reference) with their types",
+                  reference_flags(schemas, reference))
+
+    outputs = {}
+    for variant, paths in reference.items():
+        if variant not in REFERENCE_RUNS:
+            continue
+        schema_name, arguments = REFERENCE_RUNS[variant]
+        document, why = run_memsnap(memsnap, work, arguments)
+        if document is None:
+            checks.fail("reference %s" % variant, why)
+            continue
+        outputs[variant] = document
+        checks.expect("reference %s: %d paths, same types" % (variant, len(paths)),
+                      check_paths(document, paths, EXAMPLE_KEYS_UNDER.get(schema_name)))
+
+    # The reference keeps an annotation's whole name ('Optimizer.step#FusedAdam.step').
+    variant = "replay-step --json --all-steps FILE"
+    if variant in reference and variant in outputs:
+        names = [name for path in reference[variant]
+                 if path.startswith("[].annotations.") for name in [path[len("[].annotations."):]]]
+        names_out = {name for row in outputs[variant] if isinstance(row, dict)
+                     for name in (row.get("annotations") or {})}
+        problems = []
+        if any("#" in name for name in names) and not any("#" in name for name in names_out):
+            problems.append("no annotation name keeps its '#...' part (memsnap writes %s)" % sorted(names_out))
+        checks.expect("reference replay-step: annotation names keep the part after '#'", problems)
+
+    # Self-check: the path check can fail.
+    variant = "parse --json FILE (with profiler steps)"
+    if variant in outputs:
+        document = copy.deepcopy(outputs[variant])
+        document["segments"]["total"] = document["segments"].pop("total_size")
+        document["file_size_bytes"] = float(document["file_size_bytes"])
+        document["profiler_steps"] = {k: dict(v, complete=int(v["complete"]))
+                                      for k, v in document["profiler_steps"].items()}
+        problems = check_paths(document, reference[variant], None)
+        caught = {p.split(":")[0].split(" ")[0] for p in problems}
+        wanted = {".segments.total_size", ".file_size_bytes", ".profiler_steps.<N>.complete"}
+        if wanted <= caught:
+            checks.ok("self-check reference paths: a renamed key, an int written as a double, a bool written as an int")
+        else:
+            checks.fail("self-check reference paths", "not caught: %s" % sorted(wanted - caught))
+
+
+# ---------------------------------------------------------------- main
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memsnap", required=True)
+    parser.add_argument("--work", help="folder for the generated snapshots (default: a temporary one)")
+    parser.add_argument("--reference", default=DEFAULT_REFERENCE,
+                        help="json-keys.json of the reference scripts (default: ../shared/reference/json-keys.json)")
+    parser.add_argument("--only", nargs="+", choices=PARTS, default=list(PARTS),
+                        help="run only these parts (default: all)")
+    args = parser.parse_args()
+
+    try:
+        validator_class = strict_validator_class()
+    except ImportError:
+        print("FAIL setup: the Python module jsonschema is missing (pip install jsonschema, or Debian's "
+              "python3-jsonschema for /usr/bin/python3)")
+        print("1 checks, 1 failed")
+        return 1
+
+    reference_missing = "reference" in args.only and not os.path.isfile(args.reference)
+    if reference_missing:
+        print("SKIP reference: %s is absent" % args.reference)
+        if args.only == ["reference"]:
+            print("0 checks, 0 failed")
+            return testlib.SKIPPED
+
+    memsnap, work, scratch = testlib.memsnap_and_workdir(args.memsnap, args.work, "memsnap-schema-")
+    if memsnap is None:
+        print("1 checks, 1 failed")
+        return 1
+    os.makedirs(work, exist_ok=True)
+    checks = Checks()
+    try:
+        generate(work)
+        if "schema" in args.only:
+            part_schema(checks, memsnap, work, validator_class)
+        if "reference" in args.only and not reference_missing:
+            part_reference(checks, memsnap, work, args.reference)
+    finally:
+        if scratch is not None:
+            scratch.cleanup()
+    print("%d checks, %d failed" % (checks.count, checks.failed))
+    return testlib.exit_status(checks.failed, reference_missing)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
