@@ -8,6 +8,8 @@ JOBS        ?= $(shell nproc)
 CMAKE_FLAGS ?=
 LAUNCHER    := $(if $(shell command -v ccache 2>/dev/null),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache,)
 EXAMPLE     ?= examples/training_steps.pickle.gz
+EXAMPLE_B   ?= examples/training_steps_larger_batch.pickle.gz
+DEMO_HTML   ?= $(BUILD)/demo_overlay.html
 
 .PHONY: all setup build demo test test-fast test-asan fuzz bench format lint clean
 
@@ -22,9 +24,12 @@ $(BUILD)/build.ninja:
 build: setup $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
-# The main job on the bundled example.
+# The headline job on the bundled pair (the same training run with a 1.5x
+# larger batch): why does B peak higher than A, and both on one timeline.
 demo: build
-	$(BUILD)/memsnap parse $(EXAMPLE)
+	$(BUILD)/memsnap compare $(EXAMPLE) $(EXAMPLE_B) --top 8
+	$(BUILD)/memsnap plot $(EXAMPLE) $(EXAMPLE_B) --labels "batch 1x" "batch 1.5x" -o $(DEMO_HTML)
+	@echo "make demo: the overlay of both runs is $(DEMO_HTML) (one offline HTML file: open it in a browser)"
 
 # Everything: unit tests, differential tests against CPython's pickle, refusal
 # corpus, golden outputs, fuzz corpus; then the same under ASan and UBSan.

@@ -174,8 +174,13 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
   SourceIndex sources_b(*b.snapshot, frame_depth);
   std::vector<uint64_t> pa{position_a};
   std::vector<uint64_t> pb{position_b};
-  auto live_a = live_by_source(*a.snapshot, a.trace, sources_a, pa)[0];
-  auto live_b = live_by_source(*b.snapshot, b.trace, sources_b, pb)[0];
+  // Without a trace on either side the only live sets are the dump's: the
+  // segments' blocks, named by their own frames.
+  r.drill_from_blocks = a.trace.count() == 0 && b.trace.count() == 0;
+  auto live_a = r.drill_from_blocks ? live_at_dump_by_source(*a.snapshot, a.device, sources_a)
+                                    : live_by_source(*a.snapshot, a.trace, sources_a, pa)[0];
+  auto live_b = r.drill_from_blocks ? live_at_dump_by_source(*b.snapshot, b.device, sources_b)
+                                    : live_by_source(*b.snapshot, b.trace, sources_b, pb)[0];
   r.drill = compare_sources(live_a, live_b);
 
   // Findings, in the order a reader needs them.

@@ -17,7 +17,9 @@ enum class Side : uint8_t { kA, kB };
 namespace finding {
 
 // ---- one file (parse) ----
-struct NoHistory {};  // the device has segments but no trace entries
+struct NoHistory {                   // the device has segments but no trace entries
+  bool sources_from_blocks = false;  // the segments' blocks name the live memory instead
+};
 struct TruncatedTrace {
   uint64_t unmatched_frees = 0;
   uint64_t frees = 0;
@@ -25,6 +27,7 @@ struct TruncatedTrace {
 };
 struct LargeBaseline {  // allocated before the trace started
   uint64_t bytes = 0;
+  bool sources_from_blocks = false;
 };
 struct NegativeBaseline {  // the trace holds more live memory than the segments
   int64_t bytes = 0;

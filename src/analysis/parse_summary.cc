@@ -151,9 +151,27 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
     }
   }
 
+  // Where the trace cannot name the live memory (none, or most of it was
+  // allocated before recording started), the segments' blocks can.
+  const Baseline& baseline = result.baseline;
+  bool large_baseline =
+      result.event_count > 0 && baseline.baseline_at_start > 0 &&
+      static_cast<uint64_t>(baseline.baseline_at_start) >= kBaselineBytesWarning &&
+      static_cast<double>(baseline.baseline_at_start) >=
+          kBaselineShareWarning * static_cast<double>(baseline.segments_active);
+  if (result.event_count == 0 || large_baseline) {
+    std::vector<SourceUsage> live = live_at_dump_by_source(snapshot, result.device, source_ids);
+    result.live_at_dump_sources = live.size();
+    if (options.top >= 0 && live.size() > static_cast<size_t>(options.top)) {
+      live.resize(static_cast<size_t>(options.top));
+    }
+    result.live_at_dump = std::move(live);
+  }
+  bool from_blocks = result.live_at_dump_sources > 0;
+
   // Warnings a user needs before trusting the numbers.
   auto& warnings = result.warnings;
-  if (result.event_count == 0) warnings.emplace_back(finding::NoHistory{});
+  if (result.event_count == 0) warnings.emplace_back(finding::NoHistory{from_blocks});
   const ReplayTotals& replay = result.replay;
   if (replay.unmatched_free_count >= kUnmatchedCountWarning &&
       static_cast<double>(replay.unmatched_free_count) >=
@@ -161,13 +179,9 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
     warnings.emplace_back(finding::TruncatedTrace{replay.unmatched_free_count, replay.free_count,
                                                   replay.unmatched_free_bytes});
   }
-  const Baseline& baseline = result.baseline;
-  if (result.event_count > 0 && baseline.baseline_at_start > 0 &&
-      static_cast<uint64_t>(baseline.baseline_at_start) >= kBaselineBytesWarning &&
-      static_cast<double>(baseline.baseline_at_start) >=
-          kBaselineShareWarning * static_cast<double>(baseline.segments_active)) {
+  if (large_baseline) {
     warnings.emplace_back(
-        finding::LargeBaseline{static_cast<uint64_t>(baseline.baseline_at_start)});
+        finding::LargeBaseline{static_cast<uint64_t>(baseline.baseline_at_start), from_blocks});
   }
   if (baseline.baseline_at_start < 0) {
     warnings.emplace_back(finding::NegativeBaseline{baseline.baseline_at_start});

@@ -11,6 +11,7 @@
 
 #include "analysis/findings.h"
 #include "analysis/segments.h"
+#include "analysis/sources.h"
 #include "analysis/steps.h"
 #include "memsnap/model.h"
 #include "memsnap/replay.h"
@@ -65,6 +66,11 @@ struct ParseResult {
   bool has_time = false;
   double trace_duration_s = 0;
   std::vector<SourceThroughput> top_sources;
+  // Live at the dump by source from the segments' blocks, when the trace
+  // does not cover the live memory (no trace, or much allocated before it)
+  // and the blocks carry frames; --top rows.
+  std::vector<SourceUsage> live_at_dump;
+  uint64_t live_at_dump_sources = 0;  // before --top
   uint64_t distinct_sources = 0;
   std::vector<DeviceOverview> per_device;
   std::vector<OomReport> ooms;

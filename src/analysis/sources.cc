@@ -100,6 +100,21 @@ std::vector<std::vector<SourceUsage>> live_by_source(const Snapshot& snapshot,
   return out;
 }
 
+std::vector<SourceUsage> live_at_dump_by_source(const Snapshot& snapshot, int device,
+                                                SourceIndex& sources) {
+  LiveBySource live(sources);
+  bool any_stack = false;
+  for (const Segment& segment : snapshot.segments) {
+    if (segment.device != device) continue;
+    for (const Block& block : snapshot.blocks_of(segment)) {
+      if (block.state != BlockState::kActiveAllocated) continue;
+      any_stack = any_stack || block.stack.valid();
+      live.on_alloc(0, LiveAllocation{block.size, block.stack, 0, 0});
+    }
+  }
+  return any_stack ? live.rows() : std::vector<SourceUsage>{};
+}
+
 std::vector<SourceDiff> diff_sources(const std::vector<SourceUsage>& a,
                                      const std::vector<SourceUsage>& b) {
   std::map<std::string, SourceDiff> joined;

@@ -44,6 +44,14 @@ std::vector<std::vector<SourceUsage>> live_by_source(const Snapshot& snapshot,
                                                      const DeviceTrace& trace, SourceIndex& sources,
                                                      std::span<const uint64_t> positions);
 
+// Live memory at the dump by source, from the segments' blocks of one device
+// (a block's own frames, or the newest entry of a PyTorch 2.0 `history`):
+// what the trace cannot show when it is missing or started after the
+// allocations. Active allocated blocks only; rows sorted like live_by_source.
+// Empty when no block of the device carries frames.
+std::vector<SourceUsage> live_at_dump_by_source(const Snapshot& snapshot, int device,
+                                                SourceIndex& sources);
+
 struct SourceDiff {
   std::string source;
   uint64_t bytes_a = 0, count_a = 0, bytes_b = 0, count_b = 0;

@@ -86,12 +86,18 @@ std::string render_compare_text(const CompareResult& r, int top) {
   add_count_row(full, "unmatched frees", f.unmatched_frees_a, f.unmatched_frees_b);
   out += full.render();
 
-  out += fmt::format(
-      "\nDrill-down: live at each side's peak {}, by source, sorted by |B - A|\n",
-      r.drill_step ? fmt::format("in step {}", *r.drill_step) : std::string("over the full trace"));
-  out += fmt::format("  absolute peak A {}, B {}, B - A {}\n", format_signed_bytes(r.drill_peak_a),
-                     format_signed_bytes(r.drill_peak_b),
-                     format_signed_bytes(r.drill_peak_b - r.drill_peak_a));
+  if (r.drill_from_blocks) {
+    out +=
+        "\nDrill-down: live at the dump, from the segments' blocks (neither file has a trace), by "
+        "source, sorted by |B - A|\n";
+  } else {
+    out += fmt::format("\nDrill-down: live at each side's peak {}, by source, sorted by |B - A|\n",
+                       r.drill_step ? fmt::format("in step {}", *r.drill_step)
+                                    : std::string("over the full trace"));
+    out += fmt::format("  absolute peak A {}, B {}, B - A {}\n",
+                       format_signed_bytes(r.drill_peak_a), format_signed_bytes(r.drill_peak_b),
+                       format_signed_bytes(r.drill_peak_b - r.drill_peak_a));
+  }
   if (r.drill_peak_time_a && r.drill_peak_time_b) {
     out += fmt::format(
         "  peaks at A {:.6f} s, B {:.6f} s; live then: memsnap replay-to-time {}{} --time {:.6f} / "
@@ -189,6 +195,7 @@ ordered_json render_compare_json(const CompareResult& r, int top) {
            {{"step", r.drill_step ? ordered_json(*r.drill_step) : ordered_json("full-trace")},
             {"peak_diff", r.drill_peak_delta_b - r.drill_peak_delta_a},
             {"sources", diff_json(r.drill.rows, top, false)},
+            {"live_from", r.drill_from_blocks ? "segment_blocks" : "trace"},
             {"peak_delta_a", r.drill_peak_delta_a},
             {"peak_delta_b", r.drill_peak_delta_b},
             {"absolute_peak_a", r.drill_peak_a},

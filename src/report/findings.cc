@@ -15,10 +15,12 @@ const char* other_side_name(Side side) {
   return side == Side::kA ? "B" : "A";
 }
 
-std::string say(const finding::NoHistory& /*unused*/) {
-  return "no allocation history for this device: call "
-         "torch.cuda.memory._record_memory_history() before the code you want to see "
-         "(the segments are the state at dump time)";
+std::string say(const finding::NoHistory& f) {
+  return std::string(
+             "no allocation history for this device: call "
+             "torch.cuda.memory._record_memory_history() before the code you want to see "
+             "(the segments are the state at dump time") +
+         (f.sources_from_blocks ? "; their blocks name what was live, by source, below)" : ")");
 }
 std::string say(const finding::TruncatedTrace& f) {
   return fmt::format(
@@ -29,8 +31,11 @@ std::string say(const finding::TruncatedTrace& f) {
 std::string say(const finding::LargeBaseline& f) {
   return fmt::format(
       "{} was already allocated when the trace starts (model weights?): recording started "
-      "after model construction, so those allocations have no source",
-      format_bytes(f.bytes));
+      "after model construction, so those allocations have no source{}",
+      format_bytes(f.bytes),
+      f.sources_from_blocks
+          ? " in the trace; the segments' blocks name what was live at the dump (below)"
+          : "");
 }
 std::string say(const finding::NegativeBaseline& f) {
   return fmt::format(
@@ -59,7 +64,8 @@ std::string say(const finding::OtherDevices& f) {
 std::string say(const finding::NoTrace& f) {
   if (f.a && f.b) {
     return "neither file has an allocation trace (record one with "
-           "torch.cuda.memory._record_memory_history()): only the segments at dump time compare";
+           "torch.cuda.memory._record_memory_history()): only the state at the dump compares "
+           "(segments, and the blocks' sources where they carry frames)";
   }
   return fmt::format(
       "{} has no allocation trace (record one with torch.cuda.memory._record_memory_history()): "

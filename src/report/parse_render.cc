@@ -6,6 +6,7 @@
 #include "report/findings.h"
 #include "report/format.h"
 #include "report/json_fields.h"
+#include "report/source_tables.h"
 
 namespace memsnap {
 namespace {
@@ -175,7 +176,7 @@ std::string render_parse_text(const ParseResult& r) {
   line(fmt::format("Top sources by allocated bytes (throughput; {} distinct)",
                    format_count(r.distinct_sources)));
   if (r.top_sources.empty()) {
-    line("  (no allocations in the trace)");
+    line(r.distinct_sources == 0 ? "  (no allocations in the trace)" : "  (--top 0)");
   } else {
     TextTable sources({"throughput", "allocs", "source"}, {true, true, false});
     for (const auto& row : r.top_sources) {
@@ -183,6 +184,15 @@ std::string render_parse_text(const ParseResult& r) {
           {format_bytes(row.throughput_bytes), format_count(row.alloc_count), row.source});
     }
     out += sources.render();
+  }
+
+  if (r.live_at_dump_sources > 0) {
+    line("");
+    line(fmt::format(
+        "Live at the dump by source, from the segments' blocks ({} distinct; the trace does not "
+        "cover them)",
+        format_count(r.live_at_dump_sources)));
+    out += usage_table(r.live_at_dump, -1);
   }
 
   if (!r.per_device.empty()) {
@@ -260,6 +270,7 @@ ordered_json render_parse_json(const ParseResult& r) {
                        {"alloc_count", row.alloc_count}});
   }
   out["top_sources"] = sources;
+  out["live_at_dump"] = usage_json(r.live_at_dump, -1);
   ordered_json annotations = ordered_json::object();
   for (const auto& [name, count] : r.annotation_kinds) annotations[name] = count;
   out["annotations"] = {{"count", r.annotation_count}, {"started", annotations}};

@@ -768,6 +768,14 @@ def act_size(rng):
     return max(BLOCK_ROUND, round_up(size, BLOCK_ROUND))
 
 
+def batch_scaled(size, scale):
+    """Activations and inputs grow with the batch; weights do not. Applied
+    after the draw, so scale 1.0 gives the same file as before."""
+    if scale == 1.0:
+        return size
+    return max(BLOCK_ROUND, round_up(int(size * scale), BLOCK_ROUND))
+
+
 class Workload:
     """A training loop: setup (weights), then iterations of a fixed template
     (so sizes repeat and blocks get reused), marks and ProfilerStep windows."""
@@ -793,9 +801,11 @@ class Workload:
                     pool_id = (0, 0)
                     if o.graph_pool and rng.random() < 0.3:
                         pool_id = (0, 1 + int(rng.random() * 2))
-                    self.fwd_sites.append((p.forward_site(sub, line, leaf), act_size(rng),
+                    self.fwd_sites.append((p.forward_site(sub, line, leaf),
+                                           batch_scaled(act_size(rng), getattr(o, "batch_scale", 1.0)),
                                            rng.random() < 0.55, pool_id))
-        self.data_sites = [(p.data_site(i), act_size(rng)) for i in range(2)]
+        self.data_sites = [(p.data_site(i), batch_scaled(act_size(rng), getattr(o, "batch_scale", 1.0)))
+                           for i in range(2)]
         self.loss_site = p.loss_site()
         self.bwd_sites = [p.backward_site(i) for i in range(6)]
         self.opt_state_sites = [p.optimizer_site(i, 'state') for i in range(2)]
@@ -1220,6 +1230,9 @@ def main(argv=None):
     ap.add_argument('--graph-pool', action='store_true')
     ap.add_argument('--no-time', action='store_true')
     ap.add_argument('--seed', type=int, default=0)
+    ap.add_argument('--batch-scale', type=float, default=1.0,
+                    help='multiply activation and input sizes (the same model with a larger '
+                         'batch); weights keep their size')
     ap.add_argument('--gzip', action='store_true')
     ap.add_argument('--top-level-list', action='store_true')
     ap.add_argument('--empty', action='store_true')

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/sources.h"
 #include "memsnap/replay.h"
 #include "model_builder.h"
 
@@ -98,6 +99,51 @@ TEST(ReplayCore, RunInPiecesEqualsOnePass) {
   EXPECT_EQ(a.live_bytes_at_end, c.live_bytes_at_end);
   EXPECT_EQ(a.unmatched_free_count, c.unmatched_free_count);
   EXPECT_EQ(whole.live().size(), pieces.live().size());
+}
+
+}  // namespace
+}  // namespace memsnap
+
+namespace memsnap {
+namespace {
+
+// Live at the dump from the segments' blocks: active allocated blocks only,
+// grouped by the source of their own stacks, one device at a time.
+TEST(LiveAtDump, GroupsActiveBlocksBySource) {
+  testing::ModelBuilder b;
+  StackId model = b.stack({{"build", "/home/me/model.py", 10}});
+  StackId data = b.stack({{"load", "/home/me/data.py", 3}});
+  auto add_segment = [&](int device, std::vector<Block> blocks) {
+    Segment segment;
+    segment.device = device;
+    segment.first_block = static_cast<uint32_t>(b.model.blocks.size());
+    segment.block_count = static_cast<uint32_t>(blocks.size());
+    for (const Block& block : blocks) b.model.blocks.push_back(block);
+    b.model.segments.push_back(segment);
+  };
+  add_segment(0, {Block{0x0, 100, 100, BlockState::kActiveAllocated, model},
+                  Block{0x100, 50, 50, BlockState::kInactive, model},
+                  Block{0x200, 30, 30, BlockState::kActiveAllocated, data}});
+  add_segment(0, {Block{0x1000, 200, 200, BlockState::kActiveAllocated, model},
+                  Block{0x2000, 7, 7, BlockState::kActivePendingFree, data}});
+  add_segment(1, {Block{0x0, 999, 999, BlockState::kActiveAllocated, data}});
+  SourceIndex sources(b.model, 1);
+  std::vector<SourceUsage> rows = live_at_dump_by_source(b.model, 0, sources);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].source, "build@model.py:10");
+  EXPECT_EQ(rows[0].bytes, 300u);
+  EXPECT_EQ(rows[0].count, 2u);
+  EXPECT_EQ(rows[1].source, "load@data.py:3");
+  EXPECT_EQ(rows[1].bytes, 30u);
+  EXPECT_EQ(rows[1].count, 1u);
+  // Blocks without frames name nothing: no rows rather than one "<no frames>".
+  testing::ModelBuilder bare;
+  Segment segment;
+  segment.block_count = 1;
+  bare.model.blocks.push_back(Block{0x0, 10, 10, BlockState::kActiveAllocated, StackId{}});
+  bare.model.segments.push_back(segment);
+  SourceIndex bare_sources(bare.model, 1);
+  EXPECT_TRUE(live_at_dump_by_source(bare.model, 0, bare_sources).empty());
 }
 
 }  // namespace
