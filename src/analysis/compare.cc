@@ -191,7 +191,7 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
   for (const auto& [side, file] : {std::pair{Side::kA, &a}, std::pair{Side::kB, &b}}) {
     std::vector<int> devices = file->snapshot->devices_in_use();
     if (!file->device_requested && devices.size() > 1) {
-      found.emplace_back(finding::OtherDevices{side, file->device, devices});
+      found.emplace_back(finding::OtherDevices{side, file->device, devices, {}});
     }
   }
   if (alloc_a > 0 && alloc_b > 0) {

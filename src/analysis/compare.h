@@ -51,7 +51,7 @@ struct CompareResult {
   int64_t drill_peak_delta_a = 0, drill_peak_delta_b = 0;  // peak deltas of the same scope
   // When the peaks happened, in seconds from each trace's start (no time_us: none).
   std::optional<double> drill_peak_time_a, drill_peak_time_b;
-  SourceComparison drill;  // live sets at the two peaks, joined
+  SourceComparison drill;          // live sets at the two peaks, joined
   bool drill_from_blocks = false;  // no trace in either file: live at the dump, from blocks
   std::vector<Finding> findings;
 };

@@ -45,7 +45,8 @@ struct MalformedEntries {
 struct OtherDevices {
   std::optional<Side> side;  // compare: which file; parse: none
   int analysed = 0;
-  std::vector<int> devices;  // all with data
+  std::vector<int> devices;      // all with data
+  std::vector<int> oom_devices;  // other devices whose trace has an oom entry
 };
 
 // ---- two files (compare) ----

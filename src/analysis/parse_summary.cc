@@ -191,7 +191,19 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
     warnings.emplace_back(finding::OutOfMemory{result.device, oom.requested, oom.device_free});
   }
   if (!options.device && result.devices.size() > 1) {
-    warnings.emplace_back(finding::OtherDevices{std::nullopt, result.device, result.devices});
+    std::vector<int> oom_devices;
+    for (int device : result.devices) {
+      const DeviceTrace other = trace_or_empty(snapshot, device);
+      if (device == result.device) continue;
+      for (uint64_t i = other.begin; i < other.end; ++i) {
+        if (events.action[i] == Action::kOom) {
+          oom_devices.push_back(device);
+          break;
+        }
+      }
+    }
+    warnings.emplace_back(
+        finding::OtherDevices{std::nullopt, result.device, result.devices, oom_devices});
   }
   if (snapshot.anomalies.malformed_entries != 0) {
     warnings.emplace_back(finding::MalformedEntries{snapshot.anomalies.malformed_entries});

@@ -57,9 +57,13 @@ std::string say(const finding::MalformedEntries& f) {
   return fmt::format("{} malformed trace entries were skipped", f.count);
 }
 std::string say(const finding::OtherDevices& f) {
-  return fmt::format("{}data on devices {}; this report is device {} (choose one with --device N)",
-                     f.side ? fmt::format("{}: ", side_name(*f.side)) : std::string(),
-                     fmt::join(f.devices, ", "), f.analysed);
+  return fmt::format(
+      "{}data on devices {}; this report is device {} (choose one with --device N){}",
+      f.side ? fmt::format("{}: ", side_name(*f.side)) : std::string(), fmt::join(f.devices, ", "),
+      f.analysed,
+      f.oom_devices.empty() ? std::string()
+                            : fmt::format("; out of memory on device {}: see --device {}",
+                                          fmt::join(f.oom_devices, ", "), f.oom_devices.front()));
 }
 std::string say(const finding::NoTrace& f) {
   if (f.a && f.b) {

@@ -69,8 +69,9 @@ std::string signed_diff(uint64_t a, uint64_t b) {
 }
 
 std::string count_diff(uint64_t a, uint64_t b) {
-  int64_t d = static_cast<int64_t>(b) - static_cast<int64_t>(a);
-  return d > 0 ? fmt::format("+{}", d) : fmt::format("{}", d);
+  // Thousands separated like the counts beside it: "+1,234", "-2,221", "0".
+  if (a == b) return "0";
+  return b > a ? fmt::format("+{}", format_count(b - a)) : fmt::format("-{}", format_count(a - b));
 }
 
 std::string short_list(const std::vector<int64_t>& numbers) {

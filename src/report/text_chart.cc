@@ -131,10 +131,12 @@ std::string render_text_chart(const std::vector<RunTimeline>& runs,
         format_signed_bytes(run.peak_delta), format_count(run.alloc_count),
         format_count(run.unmatched_frees));
   }
-  if (runs.size() >= 2) {
-    out += fmt::format("  B - A: absolute peak {}, peak delta {}\n",
-                       format_signed_bytes(runs[1].absolute_peak - runs[0].absolute_peak),
-                       format_signed_bytes(runs[1].peak_delta - runs[0].peak_delta));
+  // Each later run against the first, named, so three or more runs read right.
+  for (size_t r = 1; r < runs.size(); ++r) {
+    out += fmt::format("  {}: absolute peak {}, peak delta {}\n",
+                       runs.size() == 2 ? "B - A" : runs[r].label + " - " + runs[0].label,
+                       format_signed_bytes(runs[r].absolute_peak - runs[0].absolute_peak),
+                       format_signed_bytes(runs[r].peak_delta - runs[0].peak_delta));
   }
   return out;
 }
