@@ -20,7 +20,7 @@
   }
   const {
     formatBytes, formatSignedBytes, formatCount, formatSignedCount, formatAxisBytes, formatSeconds,
-    decimalsFor, formatIndexTick, esc, withAlpha,
+    decimalsFor, formatMs, esc, withAlpha,
   } = T;
   const COLORS = ['#2563eb', '#ea580c', '#059669', '#7c3aed', '#db2777', '#0891b2', '#65a30d', '#b45309', '#475569'];
   const OOM_COLOR = '#dc2626';
@@ -42,12 +42,22 @@
     showAnnotations: false,
     showSteps: true,
     clickedTime: null,
+    clickedEvent: null,
   };
-  const info = { ready: false, renderMs: 0, decodeMs: 0, drilldownMs: null, markers: { steps: 0, annotations: 0, oom: 0 } };
+  const info = {
+    ready: false, renderMs: 0, decodeMs: 0, drilldownMs: null, markers: { steps: 0, annotations: 0, oom: 0 },
+    eventDrill: false, // the data has per-allocation event indices: clicks in the event-index view drill down
+    xTicks: [], // the x tick labels of the last draw
+  };
   window.memsnapState = state;
   window.memsnapInfo = info;
 
   const hasTime = () => RUNS.length > 0 && RUNS.every((r) => r.time);
+  // Every run's lifetimes carry start_event/end_event (see web/README.md).
+  const hasEventIndex = () => RUNS.length > 0 && RUNS.some((r) => r.life) && RUNS.every((r) => T.hasEventIndex(r.life));
+  // Cards, legend and table show run.name (distinguishingNames: the part of
+  // the label that tells the runs apart); their title has this, label and file.
+  const fullName = (run) => (run.file && run.file !== run.label ? `${run.label}\n${run.file}` : run.label);
 
   // ---------------------------------------------------------------- chart data
 
@@ -66,7 +76,7 @@
       v.fineG = v.G;
       v.x = edges.map((e) => e / 1e6);
       state.precisionMs = v.G / 1000;
-      v.note = `Wall clock, ${v.G / 1000} ms per bucket (min and max of each).`;
+      v.note = `Wall clock, ${formatMs(v.G / 1000)} ms per bucket (min and max of each).`;
       v.warn = grid.warn;
       for (const run of runs) {
         const g = T.regroup(run.time, edges, absolute ? run.baseline : 0);
@@ -86,7 +96,7 @@
       v.x = edges;
       const per = (g) => `${formatCount(g)} event${g === 1 ? '' : 's'} per bucket`;
       v.note = `Event index, ${per(v.fineG)}${v.fineG !== v.G ? ' in the zoomed range' : ''} (min and max of each).`;
-      if (!hasTime()) v.note += ' No timestamps (time_us), so no wall-clock view, markers or drill-down.';
+      if (!hasTime()) v.note += ` No timestamps (time_us), so no wall-clock view or markers${hasEventIndex() ? '' : ' and no drill-down'}.`;
       else if (RUNS.some((r) => r.reserved) && absolute) v.note += ' Reserved memory and markers are drawn in the wall-clock view only.';
       else if (RUNS.some((r) => r.steps.length || r.oom.length || r.annotations.length)) v.note += ' Markers are drawn in the wall-clock view only.';
       for (const run of runs) {
@@ -164,7 +174,7 @@
     $('chart-hint').hidden = view.series.length === 0;
     $('chart-hint').textContent = state.xMode === 'time'
       ? 'Drag to zoom, double-click to reset. Click to list what was live at that moment.'
-      : 'Drag to zoom (the zoomed range gets finer buckets), double-click to reset.';
+      : `Drag to zoom (the zoomed range gets finer buckets), double-click to reset.${hasEventIndex() ? ' Click to list what was live after that event.' : ''}`;
     if (view.series.length === 0) {
       const empty = document.createElement('div');
       empty.className = 'empty';
@@ -213,9 +223,15 @@
           stroke: '#5f6b76',
           grid: { stroke: '#eef0f3', width: 1 },
           ticks: { stroke: '#dde1e6', width: 1 },
-          values: xIsTime
-            ? (u, splits, ai, space, incr) => splits.map((v) => v.toFixed(decimalsFor(incr)))
-            : (u, splits, ai, space, incr) => splits.map((v) => formatIndexTick(v, incr)),
+          // Whole events only in the event-index view, nothing finer than 1 µs
+          // in wall clock; never the same label twice (a one-event trace).
+          incrs: T.tickIncrs(xIsTime ? 'time' : 'index'),
+          space: xIsTime ? 64 : 50, // px between ticks: "0.00015"-wide labels stay apart
+          values: (u, splits, ai, space, incr) => {
+            const labels = T.formatTicks(splits, incr, xIsTime ? 'time' : 'index');
+            info.xTicks = labels;
+            return labels;
+          },
         },
         {
           label: state.yMode === 'absolute' ? 'memory (baseline + delta)' : 'memory delta from trace start',
@@ -245,7 +261,12 @@
   function drawMarkers(u) {
     const marks = { steps: 0, annotations: 0, oom: 0 };
     info.markers = marks;
-    if (state.xMode !== 'time' || !view) return;
+    if (!view) return;
+    if (state.xMode !== 'time') {
+      // Event index: only the clicked event (its step spans [e, e + 1)).
+      if (state.clickedEvent != null) drawClickLine(u, state.clickedEvent + 0.5);
+      return;
+    }
     const ctx = u.ctx;
     const dpr = window.devicePixelRatio || 1;
     const { left, top, width, height } = u.bbox;
@@ -342,7 +363,7 @@
         ctx.moveTo(p, top);
         ctx.lineTo(p, top + height);
         ctx.stroke();
-        const label = `OOM ${runs.length > 1 ? `(${run.label}) ` : ''}requested ${formatBytes(Number(o.requested))}`;
+        const label = `OOM ${runs.length > 1 ? `(${run.name}) ` : ''}requested ${formatBytes(Number(o.requested))}`;
         const tw = ctx.measureText(label).width;
         const y = top + (state.showSteps ? runs.length * rulerH : 0) + (4 + 16 * k) * dpr;
         const x = p + 4 * dpr + tw > left + width ? p - 4 * dpr - tw : p + 4 * dpr;
@@ -353,17 +374,24 @@
       });
     });
 
-    if (state.clickedTime != null && state.clickedTime >= xMin && state.clickedTime <= xMax) {
-      const p = Math.round(px(state.clickedTime)) + 0.5;
-      ctx.strokeStyle = CLICK_COLOR;
-      ctx.lineWidth = dpr;
-      ctx.setLineDash([2 * dpr, 2 * dpr]);
-      ctx.beginPath();
-      ctx.moveTo(p, top);
-      ctx.lineTo(p, top + height);
-      ctx.stroke();
-      ctx.setLineDash([]);
-    }
+    ctx.restore();
+    if (state.clickedTime != null) drawClickLine(u, state.clickedTime);
+  }
+
+  function drawClickLine(u, x) {
+    if (!(x >= u.scales.x.min && x <= u.scales.x.max)) return;
+    const ctx = u.ctx;
+    const dpr = window.devicePixelRatio || 1;
+    const { top, height } = u.bbox;
+    const p = Math.round(u.valToPos(x, 'x', true)) + 0.5;
+    ctx.save();
+    ctx.strokeStyle = CLICK_COLOR;
+    ctx.lineWidth = dpr;
+    ctx.setLineDash([2 * dpr, 2 * dpr]);
+    ctx.beginPath();
+    ctx.moveTo(p, top);
+    ctx.lineTo(p, top + height);
+    ctx.stroke();
     ctx.restore();
   }
 
@@ -375,8 +403,8 @@
     el.innerHTML = RUNS.map((run) => {
       const reserved = run.reserved && showReserved
         ? `<span class="swatch dashed"></span><span class="legend-sub">reserved</span><span class="legend-value" id="legend-reserved-${run.ordinal}"></span>` : '';
-      return `<span class="legend-item${run.visible ? '' : ' off'}" data-run="${run.ordinal}" style="--run-color:${run.color}" title="${esc(run.file)} (click to hide or show)">`
-        + `<span class="swatch"></span><span class="legend-label">${esc(run.label)}</span>`
+      return `<span class="legend-item${run.visible ? '' : ' off'}" data-run="${run.ordinal}" style="--run-color:${run.color}" title="${esc(fullName(run))}\n(click to hide or show)">`
+        + `<span class="swatch"></span><span class="legend-label" data-label="${esc(run.label)}">${esc(run.name)}</span>`
         + `<span class="legend-value" id="legend-value-${run.ordinal}"></span>${reserved}</span>`;
     }).join('');
   }
@@ -394,7 +422,8 @@
       out.textContent = '';
       return;
     }
-    const x = u.data[0][idx];
+    const xs = u.data[0];
+    const x = xs[idx];
     const parts = new Map();
     view.series.forEach((s, i) => {
       const v = u.data[i + 1][idx];
@@ -414,7 +443,7 @@
     }
     let text = state.xMode === 'time'
       ? `t = ${x.toFixed(decimalsFor(view.G / 1e6))} s`
-      : `events ${formatCount(x)} – ${formatCount((idx + 1 < u.data[0].length ? u.data[0][idx + 1] : x + 1) - 1)}`;
+      : indexReadout(xs, idx);
     if (state.xMode === 'time' && state.showAnnotations) {
       const names = [];
       for (const run of view.runs) {
@@ -429,6 +458,16 @@
     out.textContent = text;
   }
 
+  // The events of the bucket under the cursor; the closing entry past the
+  // last bucket repeats that bucket, so it reads as that bucket too.
+  function indexReadout(xs, idx) {
+    const i = idx === xs.length - 1 && idx > 0 ? idx - 1 : idx;
+    const maxEvents = Math.max(...view.runs.map((r) => Number(r.stats.event_count) || 0));
+    const from = Math.ceil(xs[i]);
+    const to = Math.max(from, Math.min(Math.ceil(xs[i + 1] ?? xs[i] + 1), maxEvents) - 1);
+    return from === to ? `event ${formatCount(from)}` : `events ${formatCount(from)} – ${formatCount(to)}`;
+  }
+
   // ---------------------------------------------------------------- cards
 
   function card(run) {
@@ -436,9 +475,9 @@
     const oom = run.oom.length
       ? `<dt>OOM</dt><dd class="oom-flag">${run.oom.length} × requested ${esc(run.oom.map((o) => formatBytes(Number(o.requested))).slice(0, 2).join(', '))}${run.oom.length > 2 ? ', …' : ''}</dd>`
       : '';
-    const duration = s.has_time ? ` over ${Number(s.duration_s).toFixed(3)} s` : ' (no timestamps)';
+    const duration = s.has_time ? ` over ${T.formatDuration(Number(s.duration_s))}` : ' (no timestamps)';
     return `<div class="card" data-run="${run.ordinal}" style="--run-color:${run.color}">
-      <div class="card-title"><span class="name" title="${esc(run.file)}">${esc(run.label)}</span><span class="sub">device ${esc(run.device ?? '?')}</span></div>
+      <div class="card-title"><span class="name" title="${esc(fullName(run))}">${esc(run.name)}</span><span class="sub">device ${esc(run.device ?? '?')}</span></div>
       <dl>
         <dt>Absolute peak</dt><dd class="big" data-stat="absolute_peak">${formatBytes(Number(s.absolute_peak))}</dd>
         <dt>Baseline</dt><dd data-stat="baseline">${formatBytes(Number(s.baseline))}</dd>
@@ -459,7 +498,7 @@
   function diffCard(a, b) {
     const d = (k) => (Number(b.stats[k]) || 0) - (Number(a.stats[k]) || 0);
     return `<div class="card diff" data-run="diff">
-      <div class="card-title"><span class="name">B − A</span><span class="sub" title="${esc(b.label)} minus ${esc(a.label)}">${esc(b.label)} − ${esc(a.label)}</span></div>
+      <div class="card-title"><span class="name">B − A</span><span class="sub" title="${esc(b.label)} minus ${esc(a.label)}">${esc(b.name)} − ${esc(a.name)}</span></div>
       <dl>
         <dt>Absolute peak</dt>${diffCell(d('absolute_peak'), true, 'absolute_peak')}
         <dt>Baseline</dt>${diffCell(d('baseline'), true, 'baseline')}
@@ -479,38 +518,54 @@
 
   // ---------------------------------------------------------------- drill-down
 
-  function drill(timeS) {
+  // A drill-down at wall-clock time `timeS` (seconds from each run's trace
+  // start) or, in the event-index view, after event `event` (0-based, each
+  // run's own trace): { timeS } or { event }.
+  function drill(at) {
     const t0 = performance.now();
-    const tUs = Math.round(timeS * 1e6);
+    const byEvent = at.event != null;
     const runs = RUNS;
-    const live = runs.map((r) => T.liveAt(r.life, r.sources, tUs));
+    const live = byEvent
+      ? runs.map((r) => T.liveAtEvent(r.life, r.sources, at.event))
+      : runs.map((r) => T.liveAt(r.life, r.sources, Math.round(at.timeS * 1e6)));
     const rows = T.liveRows(live);
-    renderDrill(timeS, live, rows);
-    state.clickedTime = timeS;
+    renderDrill(at, live, rows);
+    state.clickedTime = byEvent ? null : at.timeS;
+    state.clickedEvent = byEvent ? at.event : null;
     info.drilldownMs = performance.now() - t0;
     document.body.dataset.drilldownMs = info.drilldownMs.toFixed(1);
-    document.body.dataset.clickedTime = String(timeS);
+    if (byEvent) {
+      document.body.dataset.clickedEvent = String(at.event);
+      delete document.body.dataset.clickedTime;
+    } else {
+      document.body.dataset.clickedTime = String(at.timeS);
+      delete document.body.dataset.clickedEvent;
+    }
     if (plot) plot.redraw(false, false);
   }
 
-  function renderDrill(timeS, live, rows) {
+  function renderDrill(at, live, rows) {
     const runs = RUNS;
     const two = runs.length === 2;
-    $('drill-heading').textContent = `Live allocations by source at t = ${formatSeconds(timeS)}`;
+    const byEvent = at.event != null;
+    $('drill-heading').textContent = byEvent
+      ? `Live allocations by source after event ${formatCount(at.event)}`
+      : `Live allocations by source at t = ${formatSeconds(at.timeS)}`;
     $('drill-hint').textContent = two
-      ? 'Sorted by |B − A|. Each run is replayed to the same number of seconds after its own trace start.'
+      ? `Sorted by |B − A|. Each run is replayed to the same ${byEvent ? 'event index in' : 'number of seconds after the start of'} its own trace.`
       : 'Sorted by bytes. Click elsewhere on the chart to move.';
     $('drill-summary').innerHTML = runs.map((run, r) => {
       const l = live[r];
-      const past = run.time && timeS > run.durationS ? ' (after the end of its trace)' : '';
-      const noTime = run.time ? '' : ' (no timestamps: not available)';
-      return `<span class="drill-run" data-run="${r}" data-live-count="${l.liveCount}" data-live-bytes="${l.liveBytes}" style="--run-color:${run.color}">`
-        + `<span class="swatch"></span><b>${esc(run.label)}</b> ${formatCount(l.liveCount)} live allocations, ${formatBytes(l.liveBytes)}${past}${noTime}</span>`;
+      const events = Number(run.stats.event_count) || 0;
+      const past = (byEvent ? at.event >= events : run.time && at.timeS > run.durationS) ? ' (after the end of its trace)' : '';
+      const noTime = byEvent || run.time ? '' : ' (no timestamps: not available)';
+      return `<span class="drill-run" data-run="${r}" data-live-count="${l.liveCount}" data-live-bytes="${l.liveBytes}" style="--run-color:${run.color}" title="${esc(fullName(run))}">`
+        + `<span class="swatch"></span><b>${esc(run.name)}</b> <span>${formatCount(l.liveCount)} live allocations, ${formatBytes(l.liveBytes)}${past}${noTime}</span></span>`;
     }).join('');
     const table = $('drilldown');
     const head = ['<tr><th class="src">Source</th>'];
     runs.forEach((run) => {
-      head.push(`<th title="${esc(run.file)}">${esc(run.label)} bytes</th><th>count</th>`);
+      head.push(`<th title="${esc(fullName(run))}">${esc(run.name)} bytes</th><th>count</th>`);
     });
     if (two) head.push('<th>B − A</th>');
     head.push('</tr>');
@@ -531,7 +586,7 @@
       }
       body.push(`<tr${attrs}>${cells}</tr>`);
     }
-    if (rows.length === 0) body.push(`<tr class="empty-row"><td class="src" colspan="${1 + runs.length * 2 + (two ? 1 : 0)}">Nothing live at this time.</td></tr>`);
+    if (rows.length === 0) body.push(`<tr class="empty-row"><td class="src" colspan="${1 + runs.length * 2 + (two ? 1 : 0)}">Nothing live ${byEvent ? 'after this event' : 'at this time'}.</td></tr>`);
     table.tBodies[0].innerHTML = body.join('');
     table.hidden = false;
   }
@@ -546,13 +601,30 @@
     const topPx = e.clientY - rect.top;
     if (left < 0 || left > rect.width || topPx < 0 || topPx > rect.height) return;
     if (state.xMode !== 'time') {
-      if (hasTime()) $('drill-hint').textContent = 'The drill-down needs the wall-clock view (X axis: Wall clock); event indices have no time.';
+      if (!hasEventIndex()) {
+        $('drill-hint').textContent = noEventDrillText();
+        return;
+      }
+      const maxEvents = Math.max(...RUNS.map((r) => Number(r.stats.event_count) || 0));
+      if (!(maxEvents > 0)) return;
+      const x = plot.posToVal(left, 'x');
+      drill({ event: Math.min(Math.max(Math.floor(x), 0), maxEvents - 1) });
       return;
     }
     const maxS = Math.max(...RUNS.map((r) => r.durationS));
     let t = plot.posToVal(left, 'x');
     t = Math.min(Math.max(t, 0), maxS);
-    drill(Math.round(t * 1e6) / 1e6);
+    drill({ timeS: Math.round(t * 1e6) / 1e6 });
+  }
+
+  // Why a click in the event-index view lists nothing: the data lacks the
+  // per-allocation event indices (memsnap 0.1.0 records lifetimes in µs only,
+  // and event indices cannot be recovered from times).
+  function noEventDrillText() {
+    const need = 'The drill-down by event index needs the event index of every allocation and free, which this page\'s data does not carry';
+    return hasTime()
+      ? `${need} (it has their times only); switch the X axis to Wall clock to list what was live at a time.`
+      : `${need}, and without timestamps (time_us) there is no wall-clock drill-down either.`;
   }
 
   const pointerDown = { x: 0, y: 0 };
@@ -654,6 +726,9 @@
     if (!DATA || !Array.isArray(DATA.runs)) throw new Error('embedded data has no "runs" list');
     if (DATA.version !== 1) console.warn(`memsnap data version ${DATA.version}; this page reads version 1`);
     RUNS = DATA.runs.map((raw, i) => Object.assign(T.prepareRun(raw, i), { color: COLORS[i % COLORS.length], visible: true }));
+    const names = T.distinguishingNames(RUNS.map((r) => r.label));
+    RUNS.forEach((r, i) => { r.name = names[i]; });
+    info.eventDrill = hasEventIndex();
     info.decodeMs = performance.now() - t0;
 
     $('page-title').textContent = document.title || 'memsnap plot';
@@ -667,9 +742,13 @@
     $('footer').textContent = `${DATA.generated_by || 'memsnap'} · `
       + RUNS.map((r) => `${r.label}: ${r.file}`).join(' · ');
 
-    if (!hasTime()) {
-      const missing = RUNS.filter((r) => !r.time).map((r) => r.label);
-      $('drill-hint').textContent = `The drill-down needs timestamps; ${missing.join(', ')} ${missing.length === 1 ? 'has' : 'have'} none (PyTorch before 2.2, or no trace events).`;
+    if (hasEventIndex()) {
+      $('drill-hint').textContent = hasTime()
+        ? 'Click anywhere on the chart to see the allocations live at that time (wall clock) or after that event (event index), grouped by source.'
+        : 'Click anywhere on the chart to see the allocations live after that event, grouped by source.';
+    } else if (!hasTime()) {
+      const missing = RUNS.filter((r) => !r.time).map((r) => r.name);
+      $('drill-hint').textContent = `The drill-down needs timestamps (or event indices per allocation); ${missing.join(', ')} ${missing.length === 1 ? 'has' : 'have'} none (PyTorch before 2.2, or no trace events).`;
     }
     renderCards();
     wireControls();

@@ -17,6 +17,8 @@
   const EPS = 1e-9;
   // end_us of an allocation still live at the end of the trace, per time_type.
   const STILL_LIVE = { u32: 0xffffffff, f64: -1 };
+  // end_event of an allocation still live at the end of the trace.
+  const STILL_LIVE_EVENT = 0xffffffff;
   const UNKNOWN_SOURCE = '<unknown source>';
 
   // ---------------------------------------------------------------- formatting
@@ -96,6 +98,135 @@
     const a = Math.abs(v);
     if (a >= 1e6 && incr >= 1e5) return `${Number((v / 1e6).toFixed(decimalsFor(incr / 1e6)))}M`;
     return formatCount(v);
+  }
+
+  // A duration in ms for prose: about `digits` significant digits, trailing
+  // zeros dropped, never an exponent ("1.795", "3.59", "0.009155", "1,024").
+  // Whole numbers of 10^digits and more keep all their integer digits.
+  function formatMs(ms, digits = 4) {
+    if (!Number.isFinite(ms)) return '–';
+    if (ms === 0) return '0';
+    const a = Math.abs(ms);
+    const decimals = Math.min(6, Math.max(0, digits - 1 - Math.floor(Math.log10(a))));
+    let text = a.toFixed(decimals);
+    if (text.includes('.')) text = text.replace(/0+$/, '').replace(/\.$/, '');
+    const [whole, frac] = text.split('.');
+    text = whole.replace(/\B(?=(\d{3})+(?!\d))/g, ',') + (frac ? `.${frac}` : '');
+    return text === '0' ? '0' : (ms < 0 ? '-' : '') + text;
+  }
+
+  // A trace's duration for the cards: seconds with 3 decimals from 1 s on,
+  // else milliseconds (3 significant digits), so a short trace does not read "0.000 s".
+  function formatDuration(seconds) {
+    if (!Number.isFinite(seconds)) return '–';
+    return Math.abs(seconds) >= 1 ? `${seconds.toFixed(3)} s` : `${formatMs(seconds * 1000, 3)} ms`;
+  }
+
+  // Tick steps (x axis units) uPlot may choose from. Event indices are whole
+  // numbers, so no step below 1; wall-clock seconds stop at 1 µs, the
+  // resolution of the data (a finer step could only repeat labels).
+  function tickIncrs(kind) {
+    const out = [];
+    if (kind === 'index') {
+      for (let e = 0; e <= 15; e++) {
+        const p = 10 ** e;
+        out.push(p, 2 * p);
+        if (e >= 1) out.push(2.5 * p);
+        out.push(5 * p);
+      }
+    } else {
+      for (let e = -6; e <= 9; e++) {
+        const p = 10 ** e;
+        out.push(Number((p).toPrecision(1)), Number((2 * p).toPrecision(1)));
+        if (e >= -5) out.push(Number((2.5 * p).toPrecision(2)));
+        out.push(Number((5 * p).toPrecision(1)));
+      }
+    }
+    return out;
+  }
+
+  // Labels of the x ticks at `splits` (step `incr`): no label is repeated and,
+  // for event indices, only whole numbers get one. Time: as many decimals as
+  // the step needs (more if two labels would still read the same, at most 6);
+  // a label that would still repeat, or a split that is not a whole event,
+  // stays empty.
+  function formatTicks(splits, incr, kind) {
+    const isWhole = (v) => Math.abs(v - Math.round(v)) <= 1e-9 * Math.max(1, Math.abs(v));
+    let labels;
+    if (kind === 'index') {
+      labels = splits.map((v) => (v == null || !Number.isFinite(v) || !isWhole(v) ? '' : formatIndexTick(Math.round(v), Math.max(1, incr))));
+    } else {
+      // A split that d decimals cannot show exactly gets no label rather than a wrong one.
+      const exact = (v, d) => Math.abs(v * 10 ** d - Math.round(v * 10 ** d)) <= 1e-6 * Math.max(1, Math.abs(v * 10 ** d));
+      const fmt = (d) => splits.map((v) => (v == null || !Number.isFinite(v) || !exact(v, d) ? '' : (Math.abs(v) < 5e-7 ? 0 : v).toFixed(d)));
+      let d = decimalsFor(incr);
+      while (d < 6 && splits.some((v) => v != null && Number.isFinite(v) && !exact(v, d))) d++;
+      labels = fmt(d);
+      const repeats = (ls) => new Set(ls.filter((l) => l !== '')).size < ls.filter((l) => l !== '').length;
+      while (repeats(labels) && d < 6) labels = fmt(++d);
+    }
+    const seen = new Set();
+    return labels.map((l) => {
+      if (l === '' || seen.has(l)) return '';
+      seen.add(l);
+      return l;
+    });
+  }
+
+  // Short names for run labels that share a long common prefix or suffix
+  // (default labels are file names, e.g. `team_proj__medium_128_training.pickle`
+  // and `..._512_...`): the common prefix and suffix are dropped at token
+  // boundaries (runs of _ - . / \ or spaces), an elided end is marked "…",
+  // and at least `minChars` characters of the label stay (whole tokens are
+  // added back from the left, then the right, alternately). Labels of at most
+  // `shortLength` characters are left alone, and so is a single label. Never
+  // returns two equal names: where shortening would, the full labels are
+  // kept, and equal labels get " (2)", " (3)", … appended.
+  const NAME_DELIMS = /([_\-./\\\s]+)/;
+  const isDelim = (tok) => /^[_\-./\\\s]+$/.test(tok);
+  const trimDelims = (s) => s.replace(/^[_\-./\\\s]+|[_\-./\\\s]+$/g, '');
+
+  function distinguishingNames(labels, { minChars = 8, shortLength = 20 } = {}) {
+    const names = labels.map((l) => String(l));
+    let out = names.slice();
+    if (names.length >= 2 && names.some((n) => n.length > shortLength)) {
+      const toks = names.map((n) => n.split(NAME_DELIMS).filter((t) => t !== ''));
+      const first = toks[0];
+      const minLen = Math.min(...toks.map((t) => t.length));
+      let p = 0;
+      while (p < minLen && toks.every((t) => t[p] === first[p])) p++;
+      let s = 0;
+      while (p + s < minLen && toks.every((t) => t[t.length - 1 - s] === first[first.length - 1 - s])) s++;
+      const middle = (t) => trimDelims(t.slice(p, t.length - s).join(''));
+      // Context: add whole tokens back until every name has minChars.
+      let left = true;
+      while ((p > 0 || s > 0) && Math.min(...toks.map((t) => middle(t).length)) < minChars) {
+        if ((left && p > 0) || s === 0) {
+          do p--; while (p > 0 && isDelim(first[p]));
+        } else {
+          do s--; while (s > 0 && isDelim(first[first.length - 1 - s]));
+        }
+        left = !left;
+      }
+      out = toks.map((t, i) => {
+        if (names[i].length <= shortLength) return names[i];
+        const head = trimDelims(t.slice(0, p).join('')) !== '';
+        const tail = trimDelims(t.slice(t.length - s).join('')) !== '';
+        const short = `${head ? '…' : ''}${middle(t)}${tail ? '…' : ''}`;
+        return middle(t) !== '' && short.length < names[i].length ? short : names[i];
+      });
+      if (new Set(out).size < out.length) out = names.slice();
+    }
+    const used = new Map();
+    return out.map((n) => {
+      const k = (used.get(n) || 0) + 1;
+      used.set(n, k);
+      if (k === 1) return n;
+      let alt = `${n} (${k})`;
+      while (out.includes(alt) || used.has(alt)) alt += "'";
+      used.set(alt, 1);
+      return alt;
+    });
   }
 
   function esc(s) {
@@ -186,7 +317,19 @@
       end: column(raw.end_us, n, timeKind, `${what}.end_us`),
       size: column(raw.size, n, 'f64', `${what}.size`),
       source: column(raw.source, n, 'u32', `${what}.source`),
+      // Optional (not in memsnap 0.1.0): event index of each alloc and of the
+      // event that ended it, for the event-index drill-down.
+      ...(hasEventColumns(raw)
+        ? {
+          startEvent: column(raw.start_event, n, 'u32', `${what}.start_event`),
+          endEvent: column(raw.end_event, n, 'u32', `${what}.end_event`),
+        }
+        : {}),
     };
+  }
+
+  function hasEventColumns(raw) {
+    return typeof raw.start_event === 'string' && typeof raw.end_event === 'string';
   }
 
   // Annotation bars are stacked: depth = how many earlier ones are still open.
@@ -308,25 +451,39 @@
     return edges;
   }
 
+  // The note under the chart when the wall-clock precision drawn is not the
+  // one asked for: one sentence, what is shown and why. `reason` is 'finer'
+  // (below the recorded bucket width), 'limit' (the point limit) or 'rounded'
+  // (to a whole number of recorded buckets). Empty when the two read the same.
+  function precisionNote(requestedMs, shownMs, baseMs, reason, limit = TIME_POINT_LIMIT) {
+    const asked = formatMs(requestedMs);
+    const shown = formatMs(shownMs);
+    if (!reason || asked === shown) return '';
+    const why = {
+      finer: 'the finest buckets this file records',
+      limit: `the finest that keeps at most ${formatCount(limit)} points per run`,
+      rounded: `a whole number of the recorded ${formatMs(baseMs)} ms buckets`,
+    }[reason];
+    return `Precision: asked for ${asked} ms, showing ${shown} ms, ${why}.`;
+  }
+
   // Wall-clock grid for runs whose largest base bucket is `base` µs and longest
   // span `span` µs: k base buckets per display bucket, k = round(requested /
-  // base), clamped to at least 1 and to at most `limit` buckets. `warn` says
-  // why the drawn precision (G / 1000 ms) differs from the requested one.
+  // base), clamped to at least 1 and to at most `limit` buckets. `reason` says
+  // why the drawn precision (G / 1000 ms) differs from the requested one, and
+  // `warn` says it in one sentence (precisionNote).
   function timeGrid(base, span, requestedMs, limit = TIME_POINT_LIMIT) {
     const requestedUs = requestedMs * 1000;
     let k = Math.max(1, Math.round(requestedUs / base));
-    const warn = [];
-    if (!(requestedUs >= base * (1 - EPS))) {
-      warn.push(`Precision ${requestedMs} ms is finer than the recorded buckets (${base / 1000} ms); showing ${base / 1000} ms.`);
-    }
+    let reason = '';
     if (Math.ceil(span / (k * base) - EPS) > limit) {
       k = Math.ceil(span / (limit * base));
-      warn.push(`Precision limited to ${(k * base) / 1000} ms to keep at most ${formatCount(limit)} points per run.`);
-    } else if (requestedUs >= base && Math.abs(k * base - requestedUs) > base * 1e-6) {
-      warn.push(`Precision rounded to ${(k * base) / 1000} ms (a multiple of the ${base / 1000} ms base bucket).`);
+      reason = 'limit';
+    } else if (Math.abs(k * base - requestedUs) > base * 1e-6) {
+      reason = requestedUs < base ? 'finer' : 'rounded';
     }
     const G = k * base;
-    return { G, edges: uniformEdges(G, span), warn: warn.join(' ') };
+    return { G, edges: uniformEdges(G, span), reason, warn: precisionNote(requestedMs, G / 1000, base / 1000, reason, limit) };
   }
 
   // Event-index grid: about `budget` buckets over the span; with `zoom`
@@ -365,20 +522,39 @@
   // name. Two source ids with the same name share a row; an id past
   // `sources` is grouped as UNKNOWN_SOURCE.
   function liveAt(life, sources, tUs) {
+    if (!life) return scanLive(null, sources, 0);
+    return scanLive({ ...life, open: life.f64 ? STILL_LIVE.f64 : STILL_LIVE.u32 }, sources, tUs);
+  }
+
+  // Does this run's data carry per-allocation event indices (start_event,
+  // end_event)? A run without allocations needs none.
+  function hasEventIndex(life) {
+    return !life || !!(life.startEvent && life.endEvent);
+  }
+
+  // The same after event `e` (0-based index in the device's trace) has been
+  // applied: start_event <= e and (end_event > e or still live). null when the
+  // data has no event indices.
+  function liveAtEvent(life, sources, e) {
+    if (!life) return scanLive(null, sources, 0);
+    if (!hasEventIndex(life)) return null;
+    return scanLive({ count: life.count, start: life.startEvent, end: life.endEvent, size: life.size, source: life.source, open: STILL_LIVE_EVENT }, sources, e);
+  }
+
+  function scanLive(cols, sources, x) {
     const result = { bySource: new Map(), liveCount: 0, liveBytes: 0 };
-    if (!life) return result;
+    if (!cols) return result;
     const nSources = sources.length;
     const bytes = new Float64Array(nSources + 1);
     const counts = new Float64Array(nSources + 1);
-    const { start, end, size, source } = life;
-    const n = life.count;
-    const open = life.f64 ? STILL_LIVE.f64 : STILL_LIVE.u32;
+    const { start, end, size, source, open } = cols;
+    const n = cols.count;
     let liveCount = 0;
     let liveBytes = 0;
     for (let i = 0; i < n; i++) {
-      if (start[i] > tUs) continue;
+      if (start[i] > x) continue;
       const e = end[i];
-      if (e > tUs || e === open) {
+      if (e > x || e === open) {
         let s = source[i];
         if (s >= nSources) s = nSources;
         bytes[s] += size[i];
@@ -427,6 +603,7 @@
     INDEX_POINT_BUDGET,
     TIME_POINT_LIMIT,
     STILL_LIVE,
+    STILL_LIVE_EVENT,
     UNKNOWN_SOURCE,
     formatBytes,
     formatSignedBytes,
@@ -436,6 +613,11 @@
     formatSeconds,
     decimalsFor,
     formatIndexTick,
+    formatMs,
+    formatDuration,
+    tickIncrs,
+    formatTicks,
+    distinguishingNames,
     esc,
     withAlpha,
     compareNames,
@@ -450,10 +632,13 @@
     regroupSteps,
     uniformEdges,
     zoomedEdges,
+    precisionNote,
     timeGrid,
     indexGrid,
     yRange,
     liveAt,
+    hasEventIndex,
+    liveAtEvent,
     liveRows,
   });
   if (typeof module !== 'undefined' && module.exports) module.exports = api;

@@ -50,29 +50,36 @@ double seconds_between(int64_t from_us, int64_t to_us) {
 
 // Lifetimes of allocations and the reserved-memory steps, as the replay runs.
 struct TimelineObserver {
-  TimelineObserver(const Snapshot& snapshot_in, int frame_depth, Lifetimes& life_in)
-      : snapshot(snapshot_in), sources(snapshot_in, frame_depth), life(life_in) {}
+  TimelineObserver(const Snapshot& snapshot_in, int frame_depth, Lifetimes& life_in,
+                   uint64_t trace_begin_in)
+      : snapshot(snapshot_in),
+        sources(snapshot_in, frame_depth),
+        life(life_in),
+        trace_begin(trace_begin_in) {}
 
   const Snapshot& snapshot;
   SourceIndex sources;
   Lifetimes& life;
-  uint64_t offset_us = 0;  // time of the current event from the trace start, >= 0
-  int64_t t_us = 0;        // the same, signed
+  uint64_t trace_begin = 0;  // model index of the trace's first event
+  uint64_t offset_us = 0;    // time of the current event from the trace start, >= 0
+  int64_t t_us = 0;          // the same, signed
   int64_t reserved_change = 0;
   std::vector<std::pair<int64_t, int64_t>> reserved_steps;  // (t offset, running change)
 
-  void on_alloc(uint64_t /*event*/, const LiveAllocation& added) {
+  void on_alloc(uint64_t event, const LiveAllocation& added) {
     life.start_us.push_back(offset_us);
     life.end_us.push_back(Lifetimes::kStillLive);
+    life.start_event.push_back(event - trace_begin);
+    life.end_event.push_back(Lifetimes::kStillLive);
     life.size.push_back(added.size);
     life.source.push_back(sources.of(added.stack));
   }
   // Lifetimes are appended in alloc order, so an alloc's ordinal is its index.
-  void on_replace(uint64_t /*event*/, const LiveAllocation& replaced) {
-    life.end_us[replaced.ordinal] = offset_us;
-  }
-  void on_free(uint64_t /*event*/, const LiveAllocation& freed) {
-    life.end_us[freed.ordinal] = offset_us;
+  void on_replace(uint64_t event, const LiveAllocation& replaced) { end(event, replaced); }
+  void on_free(uint64_t event, const LiveAllocation& freed) { end(event, freed); }
+  void end(uint64_t event, const LiveAllocation& gone) {
+    life.end_us[gone.ordinal] = offset_us;
+    life.end_event[gone.ordinal] = event - trace_begin;
   }
   void on_other(uint64_t event) {
     const EventColumns& events = snapshot.events;
@@ -122,7 +129,7 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
   std::vector<double> time_positions;
   std::vector<double> index_positions;
   std::vector<double> values;
-  TimelineObserver observer(snapshot, frame_depth, run.lifetimes);
+  TimelineObserver observer(snapshot, frame_depth, run.lifetimes, trace.begin);
   Replay replay(snapshot);
   for (uint64_t i = trace.begin; i < trace.end; ++i) {
     int64_t t = events.time_us[i] != 0 ? events.time_us[i] - t0 : 0;

@@ -35,6 +35,11 @@ struct Lifetimes {
   static constexpr uint64_t kStillLive = UINT64_MAX;
   std::vector<uint64_t> start_us;  // offsets from the trace start
   std::vector<uint64_t> end_us;    // kStillLive: live at the end of the trace
+  // Event indices within the device's trace (as `memsnap events` numbers
+  // them): the alloc, and the free_completed or replacing alloc that ended
+  // it (kStillLive: live at the end). For the page's event-index view.
+  std::vector<uint64_t> start_event;
+  std::vector<uint64_t> end_event;
   std::vector<uint64_t> size;
   std::vector<uint32_t> source;
 };

@@ -87,6 +87,18 @@ ordered_json lifetimes_json(const Lifetimes& life) {
   }
   out["size"] = base64_of(as_doubles(sizes));
   out["source"] = base64_of(life.source);
+  // Event indices as u32; 0xFFFFFFFF = still live (a trace of 2^32 events
+  // would saturate, far beyond what one file holds in practice).
+  auto events_u32 = [](const std::vector<uint64_t>& events) {
+    std::vector<uint32_t> out32(events.size());
+    for (size_t i = 0; i < events.size(); ++i) {
+      out32[i] = static_cast<uint32_t>(
+          std::min<uint64_t>(events[i], std::numeric_limits<uint32_t>::max()));
+    }
+    return out32;
+  };
+  out["start_event"] = base64_of(events_u32(life.start_event));
+  out["end_event"] = base64_of(events_u32(life.end_event));
   return out;
 }
 

@@ -4,7 +4,7 @@
 // producer. No dependencies beyond node itself.
 //
 //   node tests/browser/make_sample.mjs [--out build/browser/sample.html]
-//        [--runs 2] [--allocs 20000] [--no-time] [--seed 1]
+//        [--runs 2] [--allocs 20000] [--no-time] [--no-event-index] [--seed 1]
 //   node tests/browser/make_sample.mjs --from page.html --out new.html
 //
 // --from takes the data (and title) of a page written by `memsnap plot` and
@@ -93,7 +93,7 @@ const SOURCE_NAMES = [
 // A run with N allocations over `durationS` seconds. Returns { run, truth }:
 // run is the JSON object of the data contract; truth holds the plain arrays.
 export function makeRun({ label, file, seed = 1, allocs = 20000, durationS = 2.0, baseline = 3 * GiB,
-  steps = 5, oom = false, noTime = false, bucketUs = 1000, growth = 1.0 } = {}) {
+  steps = 5, oom = false, noTime = false, bucketUs = 1000, growth = 1.0, eventIndex = true } = {}) {
   const rand = mulberry32(seed);
   const durationUs = Math.round(durationS * 1e6);
   const nSources = SOURCE_NAMES.length;
@@ -129,14 +129,22 @@ export function makeRun({ label, file, seed = 1, allocs = 20000, durationS = 2.0
     const e = start[i] + Math.max(1, Math.round(life));
     end[i] = Number.isFinite(life) && e <= durationUs ? e : LIVE_U32;
   }
-  // Events: alloc at start, free at end (when freed inside the trace).
+  // Events: alloc at start, free at end (when freed inside the trace); the
+  // third entry is the allocation. startEvent/endEvent: event indices (the
+  // optional start_event/end_event columns of web/README.md).
   const events = [];
   for (let i = 0; i < allocs; i++) {
-    events.push([start[i], size[i]]);
-    if (end[i] !== LIVE_U32) events.push([end[i], -size[i]]);
+    events.push([start[i], size[i], i]);
+    if (end[i] !== LIVE_U32) events.push([end[i], -size[i], i]);
   }
-  events.sort((a, b) => a[0] - b[0] || b[1] - a[1]);
+  events.sort((a, b) => a[0] - b[0] || b[1] - a[1] || a[2] - b[2]);
   const nEvents = events.length;
+  const startEvent = new Uint32Array(allocs);
+  const endEvent = new Uint32Array(allocs).fill(LIVE_U32);
+  events.forEach(([, sz, i], k) => {
+    if (sz > 0) startEvent[i] = k;
+    else endEvent[i] = k;
+  });
   const deltas = new Float64Array(nEvents);
   let delta = 0;
   let peak = 0;
@@ -250,9 +258,13 @@ export function makeRun({ label, file, seed = 1, allocs = 20000, durationS = 2.0
       end_us: b64(end),
       size: b64(size),
       source: b64(source),
+      ...(eventIndex ? { start_event: b64(startEvent), end_event: b64(endEvent) } : {}),
     },
   };
-  return { run, truth: { start, end, size, source, sources: SOURCE_NAMES, durationS: lastUs / 1e6, baseline, peak } };
+  return {
+    run,
+    truth: { start, end, startEvent, endEvent, size, source, sources: SOURCE_NAMES, durationS: lastUs / 1e6, eventCount: nEvents, baseline, peak, deltas },
+  };
 }
 
 export function makeData(runs, precisionMs = 1.0) {
@@ -263,13 +275,22 @@ export function makeData(runs, precisionMs = 1.0) {
 // sorted like `memsnap replay-to-time --json` (bytes desc, then name in UTF-8
 // byte order; two runs: name order, then |B - A| desc, stable).
 export function expectedLive(truths, T) {
-  const tUs = Math.round(T * 1e6);
+  return expectedLiveBy(truths, Math.round(T * 1e6), (t) => [t.start, t.end]);
+}
+
+// The same after event E (0-based) of each run's own trace.
+export function expectedLiveAtEvent(truths, E) {
+  return expectedLiveBy(truths, Number(E), (t) => [t.startEvent, t.endEvent]);
+}
+
+function expectedLiveBy(truths, x, columns) {
   const per = truths.map((t) => {
+    const [start, end] = columns(t);
     const m = new Map();
     let liveCount = 0;
     let liveBytes = 0;
-    for (let i = 0; i < t.start.length; i++) {
-      if (t.start[i] <= tUs && (t.end[i] === LIVE_U32 || t.end[i] > tUs)) {
+    for (let i = 0; i < start.length; i++) {
+      if (start[i] <= x && (end[i] === LIVE_U32 || end[i] > x)) {
         const name = t.sources[t.source[i]];
         const row = m.get(name) || { bytes: 0, count: 0 };
         row.bytes += t.size[i];
@@ -299,7 +320,7 @@ export function expectedLive(truths, T) {
 // ---------------------------------------------------------------- CLI
 
 function parseArgs(argv) {
-  const opts = { out: path.join(ROOT, 'build', 'browser', 'sample.html'), runs: 2, allocs: 20000, noTime: false, seed: 1, from: null };
+  const opts = { out: path.join(ROOT, 'build', 'browser', 'sample.html'), runs: 2, allocs: 20000, noTime: false, eventIndex: true, seed: 1, from: null };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--out') opts.out = argv[++i];
@@ -307,9 +328,10 @@ function parseArgs(argv) {
     else if (a === '--allocs') opts.allocs = Number(argv[++i]);
     else if (a === '--seed') opts.seed = Number(argv[++i]);
     else if (a === '--no-time') opts.noTime = true;
+    else if (a === '--no-event-index') opts.eventIndex = false;
     else if (a === '--from') opts.from = argv[++i];
     else if (a === '-h' || a === '--help') {
-      console.log('usage: make_sample.mjs [--out PATH] [--runs N] [--allocs N] [--seed S] [--no-time] | --from PAGE.html --out PATH');
+      console.log('usage: make_sample.mjs [--out PATH] [--runs N] [--allocs N] [--seed S] [--no-time] [--no-event-index] | --from PAGE.html --out PATH');
       process.exit(0);
     } else throw new Error(`unknown argument ${a}`);
   }
@@ -346,6 +368,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
       growth: 1 + 0.25 * r,
       oom: r === opts.runs - 1,
       noTime: opts.noTime,
+      eventIndex: opts.eventIndex,
     }).run);
   }
   const html = assemblePage(readAssets(), `memsnap: ${runs.map((r) => r.label).join(' vs ')}`, makeData(runs));

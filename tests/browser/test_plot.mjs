@@ -7,6 +7,13 @@
 //   - the plotted max of every run equals its absolute peak at every precision;
 //   - a click on the chart lists exactly what `memsnap replay-to-time --json`
 //     reports at the clicked time (two files, then one file);
+//   - in the event-index view a click lists what was live after that event
+//     when the data has per-allocation event indices (compared with
+//     replay-to-time at that event's time where no later event shares it),
+//     and says why not otherwise;
+//   - long labels (file names) never make the page wider than the window, the
+//     cards show the part that tells them apart, the precision note is one
+//     consistent sentence; a very short trace gets sensible x ticks;
 //   - real fixtures (multi-device with an OOM, expandable segments, no time_us,
 //     segments only) open cleanly.
 //
@@ -30,7 +37,12 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
-import { PLACEHOLDERS, ROOT, assemblePage, expectedLive, extractPage, makeData, makeRun, readAssets } from './make_sample.mjs';
+import { createRequire } from 'node:module';
+import {
+  PLACEHOLDERS, ROOT, assemblePage, expectedLive, expectedLiveAtEvent, extractPage, makeData, makeRun, readAssets, scriptSafeJson,
+} from './make_sample.mjs';
+
+const MT = createRequire(import.meta.url)('../../web/transforms.js');
 
 const started = Date.now();
 const HUGE_TOP = '100000000';
@@ -168,9 +180,9 @@ const CHROMIUM_ARGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--dis
 const sha = (s) => crypto.createHash('sha256').update(s).digest('hex').slice(0, 16);
 const nextFrame = (page) => page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
 
-async function openPage(browser, file, name) {
+async function openPage(browser, file, name, viewport = { width: 1280, height: 800 }) {
   const url = pathToFileURL(file).href;
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 }, deviceScaleFactor: 1 });
+  const context = await browser.newContext({ viewport, deviceScaleFactor: 1 });
   // Belt and braces: nothing may leave the machine even if the page tried.
   await context.route(/^(https?|wss?|ftp):/i, (route) => route.abort());
   const page = await context.newPage();
@@ -253,17 +265,18 @@ async function setPrecision(page, ms) {
   await nextFrame(page);
 }
 
-// Clicks the plot at a fraction of its width; returns the time the page used.
-async function clickChart(page, fraction) {
-  const before = await page.evaluate(() => document.body.dataset.clickedTime || '');
+// Clicks the plot at a fraction of its width; returns the time the page used
+// (`key` clickedEvent: the event index, in the event-index view).
+async function clickChart(page, fraction, key = 'clickedTime') {
+  const before = await page.evaluate((k) => document.body.dataset[k] || '', key);
   await page.evaluate(() => window.scrollTo(0, 0));
   const box = await page.evaluate(() => {
     const r = window.memsnapPlot.over.getBoundingClientRect();
     return { x: r.left, y: r.top, w: r.width, h: r.height };
   });
   await page.mouse.click(box.x + box.w * fraction, box.y + box.h * 0.6);
-  await page.waitForFunction((b) => (document.body.dataset.clickedTime || '') !== b, before, { timeout: 5000 }).catch(() => {});
-  return page.evaluate(() => document.body.dataset.clickedTime || null);
+  await page.waitForFunction(([k, b]) => (document.body.dataset[k] || '') !== b, [key, before], { timeout: 5000 }).catch(() => {});
+  return page.evaluate((k) => document.body.dataset[k] || null, key);
 }
 
 async function drilldownFromPage(page, nRuns) {
@@ -325,11 +338,198 @@ function expectedFromMemsnap(files, T, device) {
   };
 }
 
+// ---------------------------------------------------------------- event-index drill-down
+
+const LIVE_U32 = 0xffffffff;
+
+function listEvents(file, device) {
+  const args = ['events', file];
+  if (device != null) args.push('--device', String(device));
+  return memsnapJson(args, `events ${path.basename(file)}`);
+}
+
+// The event index of every allocation and of the event that ended it, rebuilt
+// from `memsnap events --json` with the replay's rules (include/memsnap/replay.h):
+// an alloc records its address and ends a live allocation at the same address,
+// free_completed ends the one at its address. In alloc order, as the page's
+// lifetimes are. This is what lifetimes.start_event/end_event hold (web/README.md).
+function eventColumnsFromListing(listing) {
+  const live = new Map();
+  const start = [];
+  const end = [];
+  for (const e of listing.events) {
+    if (e.action === 'alloc') {
+      const prev = live.get(e.addr);
+      if (prev !== undefined) end[prev] = e.index;
+      live.set(e.addr, start.length);
+      start.push(e.index);
+      end.push(LIVE_U32);
+    } else if (e.action === 'free_completed') {
+      const o = live.get(e.addr);
+      if (o !== undefined) {
+        end[o] = e.index;
+        live.delete(e.addr);
+      }
+    }
+  }
+  return { start, end };
+}
+
+const b64u32 = (arr) => Buffer.from(Uint32Array.from(arr).buffer).toString('base64');
+function decodeColumn(b64, type) {
+  const bytes = Uint8Array.from(Buffer.from(b64 || '', 'base64'));
+  return Array.from(type === 'f64' ? new Float64Array(bytes.buffer) : new Uint32Array(bytes.buffer));
+}
+
+// The page memsnap wrote, with lifetimes.start_event/end_event rebuilt from
+// `memsnap events` when its data has none (memsnap 0.1.0): only the data
+// changes, the page's own scripts stay. Checks that the rebuilt columns fit the
+// data (one per lifetime, the alloc's time is start_us) and, where memsnap
+// already writes the columns, that they are the rebuilt ones.
+function withEventColumns(htmlFile, outFile, listings) {
+  const html = fs.readFileSync(htmlFile, 'utf8');
+  const { data } = extractPage(html);
+  let native = true;
+  data.runs.forEach((run, r) => {
+    const listing = listings[r];
+    const cols = eventColumnsFromListing(listing);
+    const life = run.lifetimes;
+    const what = `${path.basename(htmlFile)} run ${r}`;
+    if (!check(cols.start.length === Number(life.count), `${what}: ${cols.start.length} allocs in memsnap events, ${life.count} lifetimes in the page`)) return;
+    const startUs = decodeColumn(life.start_us, life.time_type);
+    const t0 = (listing.events.find((e) => e.time_us > 0) || { time_us: 0 }).time_us;
+    const timeOf = (k) => (listing.events[k].time_us > 0 ? listing.events[k].time_us - t0 : 0);
+    const bad = cols.start.findIndex((k, i) => timeOf(k) !== startUs[i]);
+    check(bad < 0, `${what}: lifetime ${bad} starts at ${startUs[bad]} us in the page, its alloc (event ${cols.start[bad]}) at ${bad >= 0 ? timeOf(cols.start[bad]) : ''} us`);
+    if (typeof life.start_event === 'string') {
+      check(decodeColumn(life.start_event, 'u32').every((v, i) => v === cols.start[i])
+        && decodeColumn(life.end_event, 'u32').every((v, i) => v === cols.end[i]),
+      `${what}: memsnap's start_event/end_event differ from the ones rebuilt from memsnap events`);
+    } else {
+      native = false;
+      life.start_event = b64u32(cols.start);
+      life.end_event = b64u32(cols.end);
+    }
+  });
+  const out = html.replace(/(<script id="memsnap-data" type="application\/json">)[\s\S]*?(<\/script>)/, (m, a, b) => `${a}${scriptSafeJson(data)}${b}`);
+  fs.writeFileSync(outFile, out);
+  return native;
+}
+
+// What `memsnap replay-to-time FILE` says after event E of one run, where
+// that is a time: no later event shares E's time_us (times never decrease,
+// replay-to-time applies every event up to the time). null otherwise. E past
+// the end: the state at the last event.
+function expectedRunAtEvent(file, listing, E, device) {
+  const ev = listing.events;
+  if (ev.length === 0) return null;
+  const k = Math.min(E, ev.length - 1);
+  if (!(ev[k].time_us > 0) || (k + 1 < ev.length && ev[k + 1].time_us <= ev[k].time_us)) return null;
+  const t0 = ev.find((e) => e.time_us > 0).time_us;
+  const T = ((ev[k].time_us - t0) / 1e6).toFixed(6);
+  return { T, ...expectedFromMemsnap([file], T, device) };
+}
+
+const bySource = (a, b) => (a.source < b.source ? -1 : a.source > b.source ? 1 : 0);
+
+// The event-index view of an open page: the x ticks are whole events, and a
+// click lists what was live after the clicked event (expectedEvent(E) gives
+// { joint: {rows, live} } for all runs, or { perRun: [{T, rows, live} | null] }),
+// or, without event indices in the data, says why it cannot.
+async function checkEventDrill(page, name, nRuns, expectedEvent) {
+  if ((await pageState(page)).xMode !== 'index') await selectAndWait(page, 'x-mode', 'index', 'xMode');
+  await checkTicks(page, name, 'event index');
+  const eventDrill = (await pageInfo(page)).eventDrill;
+  if (expectedEvent) check(eventDrill, `${name}: the data has event indices, the page offers no event-index drill-down`);
+  if (!eventDrill) {
+    const before = await page.evaluate(() => document.body.dataset.clickedTime || '');
+    const box = await page.evaluate(() => { const r = window.memsnapPlot.over.getBoundingClientRect(); return { x: r.left, y: r.top, w: r.width, h: r.height }; });
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.mouse.click(box.x + box.w * 0.5, box.y + box.h * 0.6);
+    await nextFrame(page);
+    const hint = await page.textContent('#drill-hint');
+    check(/event index/.test(hint) && /does not carry/.test(hint), `${name}: a click in the event-index view without event indices says "${hint}"`);
+    check(await page.evaluate((b) => !document.body.dataset.clickedEvent && (document.body.dataset.clickedTime || '') === b, before),
+      `${name}: a click in the event-index view without event indices changed the drill-down`);
+    console.log(`  ${name}: no event indices in the data; the event-index click says why`);
+    return;
+  }
+  let compared = 0;
+  for (const fraction of [0.3, 0.72, 0.97]) {
+    const E = await clickChart(page, fraction, 'clickedEvent');
+    if (!check(E != null && /^\d+$/.test(E), `${name}: click at ${fraction} of the width in the event-index view set no clickedEvent (${E})`)) continue;
+    const heading = await page.textContent('#drill-heading');
+    check(heading.includes(`after event ${MT.formatCount(Number(E))}`), `${name}: drill-down heading "${heading}" for event ${E}`);
+    const got = await drilldownFromPage(page, nRuns);
+    if (!expectedEvent) { // nothing to compare with (a file without timestamps)
+      check(got.live.length === nRuns, `${name}: no drill-down summary after event ${E}`);
+      compared += 1;
+      continue;
+    }
+    const want = expectedEvent(Number(E));
+    if (want.joint) {
+      compareDrilldown(`${name} after event ${E}`, got, want.joint);
+      compared += 1;
+    } else {
+      want.perRun.forEach((w, r) => {
+        if (!w) return;
+        const mine = got.rows.filter((row) => row.count[r] > 0)
+          .map((row) => ({ source: row.source, bytes: [row.bytes[r]], count: [row.count[r]] })).sort(bySource);
+        compareDrilldown(`${name} run ${r} after event ${E} (replay-to-time --time ${w.T})`,
+          { rows: mine, live: [got.live[r]], ms: got.ms },
+          { rows: w.rows.filter((row) => row.count[0] > 0).sort(bySource), live: w.live });
+        compared += 1;
+      });
+    }
+  }
+  check(compared > 0, `${name}: no event-index click could be compared`);
+}
+
+// The x tick labels of the last draw: at least two, none repeated, whole
+// event indices in the event-index view.
+async function checkTicks(page, name, what) {
+  await nextFrame(page);
+  const ticks = await page.evaluate(() => window.memsnapInfo.xTicks || []);
+  const shown = ticks.filter((t) => t !== '');
+  check(shown.length >= 2, `${name} (${what}): ${shown.length} x tick labels: ${JSON.stringify(ticks)}`);
+  check(new Set(shown).size === shown.length, `${name} (${what}): repeated x tick labels: ${JSON.stringify(ticks)}`);
+  if ((await pageState(page)).xMode === 'index') {
+    const whole = (t) => /^-?\d{1,3}(,\d{3})*$/.test(t) || (/^-?\d+(\.\d+)?M$/.test(t) && Number.isInteger(Math.round(parseFloat(t) * 1e6 * 1e3) / 1e3));
+    check(shown.every(whole), `${name} (${what}): x tick labels that are not whole event indices: ${JSON.stringify(ticks)}`);
+  }
+  return ticks;
+}
+
+// The precision note after asking for `askedMs`: one sentence, "asked for X
+// ms, showing Y ms, <why>", Y what is drawn, no raw float.
+async function checkPrecisionNote(page, name, askedMs, why) {
+  if (askedMs != null) await setPrecision(page, askedMs);
+  const state = await pageState(page);
+  const note = (await page.textContent('#precision-note')).trim();
+  const where = `${name}: precision note "${note}"`;
+  if (askedMs == null && note === '') return note;
+  check(note !== '' && (await page.isVisible('#precision-note')), `${name}: no visible precision note when asking for ${askedMs} ms (showing ${state.precisionMs} ms)`);
+  check((note.match(/showing/g) || []).length === 1 && !/\.\s+\S/.test(note) && !/limited|rounded to|finer than/.test(note),
+    `${where}: not one sentence saying what is shown`);
+  const m = note.match(/asked for ([\d.,]+) ms, showing ([\d.,]+) ms/);
+  if (check(m, `${where}: no "asked for X ms, showing Y ms"`)) {
+    check(m[1] === MT.formatMs(state.precisionRequestedMs), `${where}: asked ${state.precisionRequestedMs} ms`);
+    check(m[2] === MT.formatMs(state.precisionMs), `${where}: the chart shows ${state.precisionMs} ms`);
+    check(m[1] !== m[2], `${where}: asked and shown read the same`);
+  }
+  const sig = (x) => x.replace(/[,.]/g, '').replace(/^0+/, '').length;
+  const raw = (note.match(/\d[\d,]*(\.\d+)?/g) || []).filter((x) => x.includes('.') && sig(x) > 4);
+  check(raw.length === 0, `${where}: raw floats ${raw.join(', ')}`);
+  if (why) check(why.test(note), `${where}: does not say ${why}`);
+  console.log(`  ${name}: ${note}`);
+  return note;
+}
+
 // ---------------------------------------------------------------- scenarios
 
 // The overlay page: toggles, peaks, drill-down. `expected(T)` gives the
 // drill-down the page must show at time T.
-async function testOverlay(browser, file, nRuns, expected, shotName) {
+async function testOverlay(browser, file, nRuns, expected, shotName, expectedEvent = null) {
   const name = path.basename(file);
   const p = await openPage(browser, file, name);
   const { page } = p;
@@ -344,6 +544,7 @@ async function testOverlay(browser, file, nRuns, expected, shotName) {
     check(cards.length === nRuns + (nRuns === 2 ? 1 : 0), `${name}: ${cards.length} stat cards`);
     if (nRuns === 2) check(cards.includes('diff'), `${name}: no B - A card`);
     await checkPeaks(page, name, 'time, absolute, default precision');
+    await checkTicks(page, name, 'wall clock');
     let info = await pageInfo(page);
     check(info.markers.steps > 0, `${name}: no ProfilerStep markers drawn`);
 
@@ -410,12 +611,96 @@ async function testOverlay(browser, file, nRuns, expected, shotName) {
       const got = await drilldownFromPage(page, nRuns);
       compareDrilldown(`${name} at t=${T}`, got, expected(T));
     }
+
+    // drill-down in the event-index view (or why there is none)
+    await checkEventDrill(page, name, nRuns, expectedEvent);
+    await selectAndWait(page, 'x-mode', 'time', 'xMode');
     await page.evaluate(() => window.scrollTo(0, 0));
     await nextFrame(page);
     if (shotName) {
       await page.screenshot({ path: path.join(opts.outDir, shotName) });
       await page.screenshot({ path: path.join(opts.outDir, shotName.replace(/\.png$/, '-full.png')), fullPage: true });
     }
+  } finally {
+    await closePage(p);
+  }
+}
+
+// Long labels (default: file names that differ in the middle): at 1,400 and
+// 1,000 px the page is never wider than the window, also with the drill-down
+// table open; cards, legend and table show the distinguishing part of each
+// label (transforms.js distinguishingNames), the full label in their title;
+// the precision note is one consistent sentence (`tinyMs` asks for less than
+// the recorded buckets; `why` is what the note must say then).
+async function testLongLabels(browser, file, tinyMs, why) {
+  for (const width of [1400, 1000]) {
+    const p = await openPage(browser, file, `${path.basename(file)} at ${width} px`, { width, height: 900 });
+    const { page } = p;
+    try {
+      const labels = await page.evaluate(() => JSON.parse(document.getElementById('memsnap-data').textContent).runs.map((r) => r.label));
+      const names = MT.distinguishingNames(labels);
+      const fits = async (what) => {
+        const w = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }));
+        check(w.scroll <= w.inner, `${p.name}: page is ${w.scroll} px wide in a ${w.inner} px window (${what})`);
+      };
+      await fits('on load');
+      const cards = await page.$$eval('#cards .card:not(.diff) .card-title .name', (els) => els.map((e) => ({ text: e.textContent, title: e.title })));
+      check(cards.length === labels.length, `${p.name}: ${cards.length} run cards for ${labels.length} labels`);
+      check(new Set(cards.map((c) => c.text)).size === cards.length, `${p.name}: two cards read the same: ${JSON.stringify(cards.map((c) => c.text))}`);
+      cards.forEach((c, i) => {
+        check(c.text === names[i], `${p.name}: card ${i} reads "${c.text}", expected "${names[i]}"`);
+        check(c.text.length < labels[i].length, `${p.name}: card ${i} shows the whole label "${c.text}"`);
+        check(c.title.includes(labels[i]), `${p.name}: card ${i} title "${c.title}" lacks the full label`);
+      });
+      const legend = await page.$$eval('#legend .legend-item', (els) => els.map((e) => ({ text: e.querySelector('.legend-label').textContent, title: e.title })));
+      legend.forEach((l, i) => {
+        check(l.text === names[i], `${p.name}: legend ${i} reads "${l.text}", expected "${names[i]}"`);
+        check(l.title.includes(labels[i]), `${p.name}: legend ${i} title "${l.title}" lacks the full label`);
+      });
+      await checkPrecisionNote(page, p.name, null); // the note on load, if any
+      await checkPrecisionNote(page, p.name, tinyMs, why);
+      const T = await clickChart(page, 0.4);
+      check(T, `${p.name}: click set no clicked time`);
+      await fits('drill-down open');
+      const heads = await page.$$eval('#drilldown thead th[title]', (els) => els.map((e) => ({ text: e.textContent, title: e.title })));
+      heads.forEach((h, i) => check(h.text === `${names[i]} bytes` && h.title.includes(labels[i]), `${p.name}: table header ${JSON.stringify(h)}`));
+      await selectAndWait(page, 'x-mode', 'index', 'xMode');
+      await fits('event-index view');
+      if (width === 1400) await page.screenshot({ path: path.join(opts.outDir, 'long-labels.png'), fullPage: true });
+    } finally {
+      await closePage(p);
+    }
+  }
+}
+
+// A trace of one event or a few: x ticks without repeats, whole events in the
+// event-index view, also zoomed in; the event-index drill-down where the data
+// allows (expectedEvent as in checkEventDrill).
+async function testShortTrace(browser, file, nRuns, expectedEvent) {
+  const p = await openPage(browser, file, path.basename(file));
+  const { page } = p;
+  try {
+    if ((await pageState(page)).xMode === 'time') {
+      await checkPeaks(page, p.name, 'time, absolute');
+      const ticks = await checkTicks(page, p.name, 'wall clock');
+      console.log(`  ${p.name}: wall-clock ticks ${ticks.filter((t) => t).join(' ')}`);
+      await page.evaluate(() => window.memsnapPlot.setScale('x', { min: 0.00001, max: 0.000013 }));
+      await checkTicks(page, p.name, 'wall clock, 3 us wide');
+      await page.evaluate(() => { const d = window.memsnapPlot.data[0]; window.memsnapPlot.setScale('x', { min: d[0], max: d[d.length - 1] }); });
+    }
+    await selectAndWait(page, 'x-mode', 'index', 'xMode');
+    await checkPeaks(page, p.name, 'index, absolute');
+    const ticks = await checkTicks(page, p.name, 'event index');
+    console.log(`  ${p.name}: event-index ticks ${ticks.filter((t) => t).join(' ')}`);
+    const span = await page.evaluate(() => { const d = window.memsnapPlot.data[0]; return d[d.length - 1] - d[0]; });
+    if (span >= 4) {
+      await page.evaluate(() => window.memsnapPlot.setScale('x', { min: 1.2, max: 3.7 }));
+      await checkTicks(page, p.name, 'event index, zoomed to [1.2, 3.7]');
+      await page.evaluate(() => { const d = window.memsnapPlot.data[0]; window.memsnapPlot.setScale('x', { min: d[0], max: d[d.length - 1] }); });
+    }
+    await checkEventDrill(page, p.name, nRuns, expectedEvent);
+    await page.evaluate(() => window.scrollTo(0, 0));
+    await page.screenshot({ path: path.join(opts.outDir, `${path.basename(file, '.html')}.png`) });
   } finally {
     await closePage(p);
   }
@@ -500,6 +785,8 @@ async function testFixture(browser, fixture, { device, expectOom, expectNoTime, 
       check(await page.evaluate(() => document.querySelector('#x-mode option[value="time"]').disabled),
         `${p.name}: the wall-clock option should be disabled without time_us`);
       check(await page.evaluate(() => !!window.memsnapPlot), `${p.name}: no chart drawn`);
+      // No wall-clock drill-down; the event-index one only with event indices in the data.
+      await checkEventDrill(page, p.name, 1, null);
     }
     if (expectOom) check(info.markers.oom > 0, `${p.name}: the OOM entry is not marked on the chart`);
     if (drill && state.xMode === 'time') {
@@ -573,10 +860,30 @@ async function sampleScenarios(browser) {
   const b = makeRun({ label: 'B', seed: 8, allocs: 20000, durationS: 2.0, steps: 4, growth: 1.3, oom: true });
   const overlay = path.join(opts.outDir, 'overlay.html');
   fs.writeFileSync(overlay, assemblePage(assets, 'memsnap: A vs B', makeData([a.run, b.run])));
-  await testOverlay(browser, overlay, 2, (T) => expectedLive([a.truth, b.truth], Number(T)), 'overlay.png');
+  await testOverlay(browser, overlay, 2, (T) => expectedLive([a.truth, b.truth], Number(T)), 'overlay.png',
+    (E) => ({ joint: expectedLiveAtEvent([a.truth, b.truth], E) }));
+  // The single page's data has no event indices (as memsnap 0.1.0 writes it).
   const single = path.join(opts.outDir, 'single.html');
-  fs.writeFileSync(single, assemblePage(assets, 'memsnap: A', makeData([a.run])));
-  await testOverlay(browser, single, 1, (T) => expectedLive([a.truth], Number(T)), 'single.png');
+  const a0 = makeRun({ label: 'A', seed: 7, allocs: 15000, durationS: 1.5, steps: 4, eventIndex: false });
+  fs.writeFileSync(single, assemblePage(assets, 'memsnap: A', makeData([a0.run])));
+  await testOverlay(browser, single, 1, (T) => expectedLive([a0.truth], Number(T)), 'single.png');
+
+  section('long labels');
+  // File names that differ in the middle; fractional base buckets (the C++
+  // side writes duration / 65536 for long traces): the default 1 ms is rounded,
+  // 0.001 ms is both finer than the buckets and over the point limit.
+  const long = path.join(opts.outDir, 'long-labels.html');
+  const L = (n) => `team-llm_assignment2-systems__medium_${n}_training_memory_snapshot.pickle`;
+  const la = makeRun({ label: L(128), file: `/data/snapshots/${L(128)}`, seed: 11, allocs: 3000, durationS: 0.3, bucketUs: 300000 / 65536, steps: 3 });
+  const lb = makeRun({ label: L(512), file: `/data/snapshots/${L(512)}`, seed: 12, allocs: 4000, durationS: 0.3, bucketUs: 300000 / 65536, steps: 3, growth: 1.5 });
+  fs.writeFileSync(long, assemblePage(assets, `memsnap: ${L(128)} vs ${L(512)}`, makeData([la.run, lb.run])));
+  await testLongLabels(browser, long, 0.001, /at most 50,000 points per run/);
+
+  section('one event');
+  const one = path.join(opts.outDir, 'one-event.html');
+  const o = makeRun({ label: 'one', seed: 13, allocs: 1, steps: 1 });
+  fs.writeFileSync(one, assemblePage(assets, 'memsnap: one event', makeData([o.run])));
+  await testShortTrace(browser, one, 1, (E) => ({ joint: expectedLiveAtEvent([o.truth], E) }));
 
   section('hostile label');
   const hostile = path.join(opts.outDir, 'hostile.html');
@@ -596,7 +903,43 @@ async function generatedScenarios(browser) {
   const overlay = path.join(opts.outDir, 'overlay.html');
   memsnap(['plot', A, B, '--labels', 'A', 'B', '-o', overlay], 'plot A B');
   check(fs.existsSync(overlay), `memsnap plot wrote no ${overlay}`);
-  await testOverlay(browser, overlay, 2, (T) => expectedFromMemsnap([A, B], T), 'overlay.png');
+  const listings = [listEvents(A), listEvents(B)];
+  const nativeEvents = extractPage(fs.readFileSync(overlay, 'utf8')).data.runs.every((r) => typeof r.lifetimes.start_event === 'string');
+  const perRun = (E) => ({ perRun: [A, B].map((f, r) => expectedRunAtEvent(f, listings[r], E)) });
+  await testOverlay(browser, overlay, 2, (T) => expectedFromMemsnap([A, B], T), 'overlay.png', nativeEvents ? perRun : null);
+
+  section('event-index drill-down (event indices rebuilt from memsnap events where the data has none)');
+  const withEvents = path.join(opts.outDir, 'overlay-events.html');
+  const native = withEventColumns(overlay, withEvents, listings);
+  console.log(`  ${native ? 'memsnap writes start_event/end_event; they match memsnap events' : 'memsnap writes no start_event/end_event yet: rebuilt from memsnap events'}`);
+  {
+    const p = await openPage(browser, withEvents, path.basename(withEvents));
+    try {
+      await checkEventDrill(p.page, p.name, 2, perRun);
+    } finally {
+      await closePage(p);
+    }
+  }
+
+  section('long labels (file names)');
+  const longA = path.join(opts.outDir, 'team-llm_assignment2-systems__medium_128_training_memory_snapshot.pickle');
+  const longB = path.join(opts.outDir, 'team-llm_assignment2-systems__medium_512_training_memory_snapshot.pickle');
+  fs.copyFileSync(A, longA);
+  fs.copyFileSync(B, longB);
+  const long = path.join(opts.outDir, 'long-labels.html');
+  memsnap(['plot', longA, longB, '-o', long], 'plot with default labels');
+  await testLongLabels(browser, long, 0.0001, /finest buckets this file records/);
+
+  section('short trace (the generator\'s shortest: 5 events)');
+  const S = path.join(opts.outDir, 'gen_short.pickle');
+  run(opts.python, [gen, '--out', S, '--events', '1', '--seed', '5'], 'generate short');
+  const short = path.join(opts.outDir, 'short.html');
+  memsnap(['plot', S, '-o', short], 'plot short');
+  await testShortTrace(browser, short, 1, null);
+  const shortEvents = path.join(opts.outDir, 'short-events.html');
+  const shortListing = listEvents(S);
+  withEventColumns(short, shortEvents, [shortListing]);
+  await testShortTrace(browser, shortEvents, 1, (E) => ({ perRun: [expectedRunAtEvent(S, shortListing, E)] }));
 
   section('single file');
   const single = path.join(opts.outDir, 'single.html');

@@ -168,6 +168,117 @@ test('formatIndexTick switches to millions for large steps', () => {
   assert.equal(T.formatIndexTick(12000, 2000), '12,000');
 });
 
+test('formatDuration: seconds from 1 s on, else milliseconds', () => {
+  assert.equal(T.formatDuration(12.594388), '12.594 s');
+  assert.equal(T.formatDuration(1), '1.000 s');
+  assert.equal(T.formatDuration(0.168), '168 ms');
+  assert.equal(T.formatDuration(0.280395), '280 ms');
+  assert.equal(T.formatDuration(0.000072), '0.072 ms');
+  assert.equal(T.formatDuration(0), '0 ms');
+  assert.equal(T.formatDuration(NaN), '–');
+});
+
+test('tickIncrs: whole events only for the event index, nothing under 1 µs for seconds', () => {
+  const index = T.tickIncrs('index');
+  const time = T.tickIncrs('time');
+  for (const incrs of [index, time]) for (let i = 1; i < incrs.length; i++) assert.ok(incrs[i] > incrs[i - 1]);
+  assert.equal(index[0], 1);
+  assert.ok(index.every(Number.isInteger));
+  assert.ok(index[index.length - 1] >= 1e12);
+  assert.equal(time[0], 1e-6);
+  assert.ok(time.every((v) => T.decimalsFor(v) <= 6 && Math.abs(v * 1e6 - Math.round(v * 1e6)) < 1e-6));
+  assert.ok(time.includes(0.25) && time.includes(0.001) && time.includes(1));
+});
+
+test('formatTicks: no repeated label; event indices whole; seconds as exact as the step', () => {
+  // A one-event trace: uPlot's default steps go below 1 event.
+  assert.deepEqual(T.formatTicks([0, 0.25, 0.5, 0.75, 1, 1.25, 1.5, 1.75, 2], 0.25, 'index'), ['0', '', '', '', '1', '', '', '', '2']);
+  assert.deepEqual(T.formatTicks([0, 1, 2], 1, 'index'), ['0', '1', '2']);
+  assert.deepEqual(T.formatTicks([1e6, 1.25e6, 1.5e6], 2.5e5, 'index'), ['1M', '1.25M', '1.5M']);
+  assert.deepEqual(T.formatTicks([0, 1000, 2000], 1000, 'index'), ['0', '1,000', '2,000']);
+  assert.deepEqual(T.formatTicks([0, 0.0002, 0.0004], 0.0002, 'time'), ['0.0000', '0.0002', '0.0004']);
+  assert.deepEqual(T.formatTicks([0, 0.1, 0.2, 0.30000000000000004], 0.1, 'time'), ['0.0', '0.1', '0.2', '0.3']);
+  // Below 1 µs: a split that 6 decimals cannot show gets no label.
+  assert.deepEqual(T.formatTicks([0.000001, 0.0000015, 0.000002], 5e-7, 'time'), ['0.000001', '', '0.000002']);
+  // A step that claims fewer decimals than the splits need: more decimals.
+  assert.deepEqual(T.formatTicks([0, 0.5, 1, 1.5], 1, 'time'), ['0.0', '0.5', '1.0', '1.5']);
+  assert.deepEqual(T.formatTicks([null, 1, NaN], 1, 'index'), ['', '1', '']);
+  const rand = mulberry32(67);
+  for (let round = 0; round < 300; round++) {
+    const kind = round % 2 ? 'time' : 'index';
+    const incrs = T.tickIncrs(kind);
+    const incr = kind === 'index' ? [0.2, 0.25, 0.5, ...incrs.slice(0, 12)][randInt(rand, 15)] : incrs[randInt(rand, 20)];
+    const from = Math.ceil((rand() * 100) / incr) * incr;
+    const splits = Array.from({ length: 2 + randInt(rand, 12) }, (_, i) => Number((from + i * incr).toPrecision(12)));
+    const labels = T.formatTicks(splits, incr, kind);
+    const shown = labels.filter((l) => l !== '');
+    assert.equal(new Set(shown).size, shown.length, `${kind} ${incr}: ${labels}`);
+    labels.forEach((l, i) => {
+      if (l === '') return;
+      const v = Number(l.replace(/,/g, ''));
+      if (kind === 'index') assert.ok(Number.isInteger(v) && v === Math.round(splits[i]), `${splits[i]} -> ${l}`);
+      else assert.ok(Math.abs(v - splits[i]) < 1e-9, `${splits[i]} -> ${l}`);
+    });
+    if (kind === 'index' && incr >= 1) assert.equal(shown.length, splits.length);
+  }
+});
+
+test('distinguishingNames: the part that tells long labels apart', () => {
+  const W = (n) => `Wedsonlin_assignment2-systems__medium_${n}_training_memory_snapshot.pickle`;
+  assert.deepEqual(T.distinguishingNames([W(128), W(512)]), ['…medium_128…', '…medium_512…']);
+  assert.deepEqual(T.distinguishingNames([W(128), W(512), W(1024)]), ['…medium_128…', '…medium_512…', '…medium_1024…']);
+  // Short labels and a single label are left alone.
+  assert.deepEqual(T.distinguishingNames(['A', 'B']), ['A', 'B']);
+  assert.deepEqual(T.distinguishingNames(['run_a.pickle', 'run_b.pickle']), ['run_a.pickle', 'run_b.pickle']);
+  assert.deepEqual(T.distinguishingNames([W(128)]), [W(128)]);
+  assert.deepEqual(T.distinguishingNames([]), []);
+  // Only a common prefix, only a common suffix; paths.
+  assert.deepEqual(T.distinguishingNames(['experiment_2024_baseline_run.pickle', 'experiment_2024_baseline_run.pickle.gz']),
+    ['…run.pickle', '…run.pickle.gz']);
+  assert.deepEqual(T.distinguishingNames(['alpha_memory_snapshot_rank0.pickle', 'beta_memory_snapshot_rank0.pickle']),
+    ['alpha_memory…', 'beta_memory…']);
+  assert.deepEqual(T.distinguishingNames(['/home/u/runs/exp_baseline/snapshot_rank0.pickle', '/home/u/runs/exp_bigbatch/snapshot_rank0.pickle']),
+    ['…baseline…', '…bigbatch…']);
+  assert.deepEqual(T.distinguishingNames(['/home/u/runs/exp_base/snapshot_rank0.pickle', '/home/u/runs/exp_big/snapshot_rank1.pickle']),
+    ['…base/snapshot_rank0…', '…big/snapshot_rank1…']);
+  // Cuts only at token boundaries: 128 and 1280 share "128" but not a token.
+  assert.deepEqual(T.distinguishingNames([W(128), W(1280)]), ['…medium_128…', '…medium_1280…']);
+  // A short label next to a long one stays whole.
+  assert.deepEqual(T.distinguishingNames(['a.pickle', W(512)]), ['a.pickle', W(512)]);
+  // Equal labels, or names that would be equal: never two equal names.
+  assert.deepEqual(T.distinguishingNames([W(128), W(128)]), [W(128), `${W(128)} (2)`]);
+  assert.deepEqual(T.distinguishingNames(['x', 'x', 'x']), ['x', 'x (2)', 'x (3)']);
+  const names = T.distinguishingNames(['long_common_prefix_x_suffix_here', 'long_common_prefix_x-suffix_here']);
+  assert.notEqual(names[0], names[1]);
+  const rand = mulberry32(71);
+  const words = ['a', 'bb', 'medium', '128', '512', 'training', 'snapshot', 'rank0', 'x'];
+  const delims = ['_', '-', '.', '/', '__'];
+  for (let round = 0; round < 500; round++) {
+    const n = 1 + randInt(rand, 4);
+    const prefix = Array.from({ length: randInt(rand, 5) }, () => words[randInt(rand, words.length)] + delims[randInt(rand, delims.length)]).join('');
+    const suffix = Array.from({ length: randInt(rand, 4) }, () => delims[randInt(rand, delims.length)] + words[randInt(rand, words.length)]).join('');
+    const labels = Array.from({ length: n }, () => prefix + words[randInt(rand, words.length)] + (rand() < 0.3 ? delims[randInt(rand, delims.length)] + words[randInt(rand, words.length)] : '') + suffix);
+    const out = T.distinguishingNames(labels);
+    assert.equal(out.length, n);
+    assert.equal(new Set(out).size, n, JSON.stringify({ labels, out }));
+    out.forEach((name, i) => {
+      if (labels[i].length <= 20) assert.ok(name === labels[i] || name.startsWith(`${labels[i]} (`), `${labels[i]} -> ${name}`);
+      // A shortened name is a piece of its label, cut at token boundaries.
+      const core = name.replace(/^…/, '').replace(/…$/, '');
+      if (core !== name) {
+        assert.ok(name.length < labels[i].length);
+        assert.ok(core.length >= 8, `${labels[i]} -> ${name}: under 8 characters of context`);
+        // Token boundaries: what was cut off ends (or starts) with a delimiter.
+        const fits = (at) => (!name.startsWith('…') || /[_\-./]$/.test(labels[i].slice(0, at)))
+          && (!name.endsWith('…') || /^[_\-./]/.test(labels[i].slice(at + core.length)));
+        let ok = false;
+        for (let at = labels[i].indexOf(core); at >= 0 && !ok; at = labels[i].indexOf(core, at + 1)) ok = fits(at);
+        assert.ok(ok, `${labels[i]} -> ${name}`);
+      }
+    });
+  }
+});
+
 test('esc escapes the five HTML metacharacters and nothing else', () => {
   assert.equal(T.esc(`<a href="x">'&'</a>`), '&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;');
   assert.equal(T.esc('&amp;'), '&amp;amp;');
@@ -283,6 +394,18 @@ test('decodeLifetimes: times are u32 or f64 per time_type, size f64, source u32'
   // u32 times declared as f64 are half the expected length.
   assert.throws(() => T.decodeLifetimes({ ...u32, time_type: 'f64' }, 'life'), /life\.start_us: expected 2 f64 values/);
   assert.equal(T.decodeLifetimes({ count: 0 }, 'life'), null);
+  assert.equal(a.startEvent, undefined);
+  assert.equal(T.hasEventIndex(a), false);
+  assert.equal(T.hasEventIndex(null), true); // no allocations: nothing to index
+  // Optional event indices (u32, 0xffffffff: still live).
+  const ev = T.decodeLifetimes({ ...u32, start_event: b64(new Uint32Array([3, 7])), end_event: b64(new Uint32Array([9, 0xffffffff])) }, 'life');
+  assert.deepEqual(Array.from(ev.startEvent), [3, 7]);
+  assert.deepEqual(Array.from(ev.endEvent), [9, 0xffffffff]);
+  assert.equal(T.hasEventIndex(ev), true);
+  assert.throws(() => T.decodeLifetimes({ ...u32, start_event: b64(new Uint32Array([3])), end_event: b64(new Uint32Array([9, 1])) }, 'life'),
+    /life\.start_event: expected 2 u32 values/);
+  // One column without the other: ignored, like none.
+  assert.equal(T.decodeLifetimes({ ...u32, start_event: b64(new Uint32Array([3, 7])) }, 'life').startEvent, undefined);
 });
 
 test('annotationDepths: depth = earlier annotations still open at the start', () => {
@@ -476,10 +599,11 @@ test('timeGrid: multiple of the base bucket, clamped, with the reason', () => {
   assert.equal(g.edges.length, 1001);
   g = T.timeGrid(1000, 1e6, 0.1);
   assert.equal(g.G, 1000);
-  assert.match(g.warn, /finer than the recorded buckets/);
+  assert.equal(g.reason, 'finer');
+  assert.equal(g.warn, 'Precision: asked for 0.1 ms, showing 1 ms, the finest buckets this file records.');
   g = T.timeGrid(1000, 1e6, 2.4);
   assert.equal(g.G, 2000);
-  assert.match(g.warn, /rounded to 2 ms/);
+  assert.equal(g.warn, 'Precision: asked for 2.4 ms, showing 2 ms, a whole number of the recorded 1 ms buckets.');
   g = T.timeGrid(1000, 1e6, 5);
   assert.equal(g.G, 5000);
   assert.equal(g.warn, '');
@@ -487,7 +611,7 @@ test('timeGrid: multiple of the base bucket, clamped, with the reason', () => {
   g = T.timeGrid(1000, 1e9, 1);
   assert.equal(g.G, 20000);
   assert.equal(g.edges.length - 1, T.TIME_POINT_LIMIT);
-  assert.match(g.warn, /limited to 20 ms to keep at most 50,000 points/);
+  assert.equal(g.warn, 'Precision: asked for 1 ms, showing 20 ms, the finest that keeps at most 50,000 points per run.');
   assert.equal(T.timeGrid(1000, 50000 * 1000, 1).G, 1000);
   assert.equal(T.timeGrid(1000, 50001 * 1000, 1).G, 2000);
   const rand = mulberry32(41);
@@ -501,7 +625,54 @@ test('timeGrid: multiple of the base bucket, clamped, with the reason', () => {
     assert.ok(Number.isInteger(k) && k >= 1);
     assert.ok(r.edges.length - 1 <= limit, `${r.edges.length - 1} buckets > ${limit}`);
     assert.ok(r.edges[r.edges.length - 1] >= span);
-    if (requested * 1000 < base) assert.match(r.warn, /finer/);
+    if (r.reason === '') assert.ok(Math.abs(r.G - requested * 1000) <= base * 1e-6);
+    if (r.reason === 'finer') assert.ok(requested * 1000 < base && r.G === base);
+    if (r.warn) assert.match(r.warn, /^Precision: asked for [\d.,]+ ms, showing [\d.,]+ ms, [^.]*(\d\.\d[^.]*)*\.$/);
+  }
+});
+
+test('timeGrid: one note, never two contradicting ones (finer than the buckets and over the limit)', () => {
+  // The C++ side writes duration / 65536 wide buckets for long traces:
+  // 0.1 ms asked for is finer than 1.795 ms buckets, and 1.795 ms gives more
+  // than 50,000 points. One reason, the one that decided the precision drawn.
+  const base = 117647.0588 / 65536 * 1000; // about 1.795 ms
+  const span = base * 65536;
+  const g = T.timeGrid(base, span, 0.1);
+  assert.equal(g.G, 2 * base);
+  assert.equal(g.reason, 'limit');
+  assert.equal(g.warn, 'Precision: asked for 0.1 ms, showing 3.59 ms, the finest that keeps at most 50,000 points per run.');
+  assert.equal(g.warn.match(/showing/g).length, 1);
+  // Asking for what the note says is shown gives no note, though it is not
+  // exactly the bucket width.
+  assert.equal(T.timeGrid(base, base * 1000, Number(T.formatMs(base / 1000))).warn, '');
+  assert.equal(T.timeGrid(base, base * 1000, 1).warn, 'Precision: asked for 1 ms, showing 1.795 ms, the finest buckets this file records.');
+  // Rounded to whole buckets: the base in the same digits.
+  assert.equal(T.timeGrid(4.57763671875, 3e5, 1).warn, 'Precision: asked for 1 ms, showing 0.9979 ms, a whole number of the recorded 0.004578 ms buckets.');
+});
+
+test('precisionNote: asked and shown in 4 significant digits, one reason, nothing when they read the same', () => {
+  assert.equal(T.precisionNote(0.5, 1.7950439453125, 1.7950439453125, 'finer'), 'Precision: asked for 0.5 ms, showing 1.795 ms, the finest buckets this file records.');
+  assert.equal(T.precisionNote(1, 1.00001, 0.5, 'rounded'), '');
+  assert.equal(T.precisionNote(1, 2, 1, ''), '');
+  assert.equal(T.precisionNote(1, 40, 1, 'limit', 1000), 'Precision: asked for 1 ms, showing 40 ms, the finest that keeps at most 1,000 points per run.');
+});
+
+test('formatMs: about 4 significant digits, no trailing zeros, no exponent', () => {
+  const cases = [
+    [1, '1'], [1.7950439453125, '1.795'], [3.590087890625, '3.59'], [0.0091552734375, '0.009155'], [0.001, '0.001'],
+    [0.0001, '0.0001'], [1e-7, '0'], [0, '0'], [12.5, '12.5'], [999.96, '1,000'], [1234.5, '1,235'], [65536, '65,536'],
+    [9.99996, '10'], [-2.5, '-2.5'], [0.99789428710937, '0.9979'], [NaN, '–'], [Infinity, '–'],
+  ];
+  for (const [v, want] of cases) assert.equal(T.formatMs(v), want, `formatMs(${v})`);
+  assert.equal(T.formatMs(1.7950439453125, 2), '1.8');
+  const rand = mulberry32(61);
+  for (let i = 0; i < 500; i++) {
+    const v = 10 ** (rand() * 10 - 5);
+    const text = T.formatMs(v);
+    assert.doesNotMatch(text, /e/);
+    const n = Number(text.replace(/,/g, ''));
+    if (v >= 1e-3) assert.ok(Math.abs(n - v) <= 5e-4 * v + 1e-12, `${v} -> ${text}`);
+    assert.ok(text.replace(/[,.]/g, '').replace(/^0+/, '').length <= Math.max(4, String(Math.round(v)).length), `${v} -> ${text}`);
   }
 });
 
@@ -613,6 +784,49 @@ test('liveAt equals a brute-force scan (u32 and f64 times)', () => {
       }
     }
   }
+});
+
+test('liveAtEvent equals a brute-force scan over event indices; null without them', () => {
+  const rand = mulberry32(73);
+  for (let round = 0; round < 40; round++) {
+    const sources = ['a@x.py:1', 'b@y.py:2', 'a@x.py:1', '<no frames>'].slice(0, 1 + randInt(rand, 4));
+    const n = randInt(rand, 200);
+    // A replay: alloc i at event startEvent[i], its free later (or never).
+    const startEvent = new Uint32Array(n);
+    const endEvent = new Uint32Array(n).fill(T.STILL_LIVE_EVENT);
+    const size = new Float64Array(n);
+    const source = new Uint32Array(n);
+    let e = 0;
+    const open = [];
+    for (let i = 0; i < n; i++) {
+      startEvent[i] = e++;
+      size[i] = 512 * (1 + randInt(rand, 1000));
+      source[i] = randInt(rand, sources.length + 1);
+      open.push(i);
+      while (open.length && rand() < 0.4) endEvent[open.splice(randInt(rand, open.length), 1)[0]] = e++;
+      if (rand() < 0.2) e++; // an event that is neither (free_requested, segment_alloc, ...)
+    }
+    const raw = {
+      count: n, time_type: 'u32', start_us: b64(new Uint32Array(n)), end_us: b64(new Uint32Array(n)),
+      size: b64(size), source: b64(source), start_event: b64(startEvent), end_event: b64(endEvent),
+    };
+    const life = T.decodeLifetimes(raw, 'life');
+    const plain = { start: Array.from(startEvent), end: Array.from(endEvent), size: Array.from(size), source: Array.from(source), live: T.STILL_LIVE_EVENT };
+    for (const at of [0, 1, randInt(rand, e + 1), e - 1, e, e + 5, ...plain.start.slice(0, 3), ...plain.end.slice(0, 3).filter((x) => x !== plain.live)]) {
+      const got = T.liveAtEvent(life, sources, at);
+      const want = bruteLive(plain, sources, at);
+      assert.equal(got.liveCount, want.liveCount, `count after event ${at}`);
+      assert.equal(got.liveBytes, want.liveBytes, `bytes after event ${at}`);
+      assert.deepEqual(sortedEntries(got.bySource), sortedEntries(want.bySource), `sources after event ${at}`);
+    }
+    if (n > 0) {
+      // Past the end: what is still live at the end.
+      assert.equal(T.liveAtEvent(life, sources, e + 100).liveCount, plain.end.filter((x) => x === plain.live).length);
+      // Without the columns: null, the page says why.
+      assert.equal(T.liveAtEvent(T.decodeLifetimes({ ...raw, start_event: undefined, end_event: undefined }, 'life'), sources, 0), null);
+    }
+  }
+  assert.equal(T.liveAtEvent(null, ['a'], 3).liveCount, 0);
 });
 
 test('liveAt of a run without lifetimes is empty', () => {
