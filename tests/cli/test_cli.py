@@ -153,6 +153,7 @@ def main():
         check("bundled example parses", got.returncode == 0 and b"Profiler steps" in got.stdout, got.stderr)
 
         house_v2_output_and_usage(memsnap, work, plain)
+        drop_in_defects(memsnap, work, plain, no_steps, two_devices)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     summary = f"{results['checks']} checks, {len(failures)} failed"
@@ -226,6 +227,81 @@ def house_v2_output_and_usage(memsnap, work, plain):
     check("dump of a truncated pickle names the file and the byte offset",
           got.returncode == 1 and len(lines) == 1 and lines[0].startswith(f"memsnap: {cut}: ")
           and re.search(r"\(at byte offset \d+\)", lines[0]) is not None, f"exit {got.returncode}, stderr {lines!r}")
+
+
+# ---------------------------------------------------------------------------
+# Issue "Drop-in for the reference scripts", part 2: the defects found on real
+# snapshots, each with the words the user sees.
+
+EXAMPLE_B = os.path.join(REPO, "examples", "training_steps_larger_batch.pickle.gz")
+
+
+def drop_in_defects(memsnap, work, plain, no_steps, two_devices):
+    gen = lambda name, *args: (subprocess.run([sys.executable, GENERATOR, "--out", os.path.join(work, name), *args],
+                                              check=True), os.path.join(work, name))[1]
+    no_time = gen("no_time.pickle", "--events", "800", "--no-time", "--seed", "21")
+    list_a = gen("list_a.pickle", "--top-level-list", "--events", "300", "--seed", "22")
+    list_b = gen("list_b.pickle", "--top-level-list", "--events", "300", "--seed", "23")
+
+    # Refusals name only what works on that file.
+    check_error("replay-step on a file without time_us does not offer replay-to-time",
+                run(memsnap, ["replay-step", "--all-steps", no_time]), "replay-to-time needs time_us, which it lacks")
+    check_error("replay-step on a file with time_us offers replay-to-time",
+                run(memsnap, ["replay-step", "--all-steps", no_steps]),
+                "parse, compare, plot and replay-to-time still work on this file")
+
+    # compare of two files without a trace says so, not "started after model construction".
+    got = run(memsnap, ["compare", list_a, list_b])
+    text = got.stdout.decode()
+    check("compare without traces says neither file has one",
+          got.returncode == 0 and "neither file has an allocation trace" in text
+          and "started after model construction" not in text, text[-600:])
+
+    # Other devices are named, with the way to pick one.
+    got = run(memsnap, ["parse", two_devices])
+    check("parse names the other devices", got.returncode == 0 and
+          b"data on devices 0, 1; this report is device 0 (choose one with --device N)" in got.stdout, got.stdout[-400:])
+    got = run(memsnap, ["parse", "--device", "1", two_devices])
+    check("no devices note when --device is given", got.returncode == 0 and b"data on devices" not in got.stdout)
+
+    # The peak's time, with a command line that shows exactly the peak.
+    got = run(memsnap, ["parse", plain])
+    line = [l for l in got.stdout.decode().splitlines() if "live at the peak, by source: memsnap " in l]
+    peak = json.loads(run(memsnap, ["parse", "--json", plain]).stdout)["replay"]
+    ok = len(line) == 1
+    if ok:
+        argv = line[0].split("memsnap ", 1)[1].split() + ["--json"]
+        at = json.loads(run(memsnap, argv).stdout)
+        ok = at["absolute"] == peak["absolute_peak"] and argv[argv.index("--time") + 1] == f"{peak['peak_time_s']:.6f}"
+    check("parse prints the peak time and a replay-to-time line that lands on the peak", ok, line)
+
+    # The demo's pair: the same run with a larger batch peaks higher, by source.
+    got = run(memsnap, ["compare", "--top", "3", EXAMPLE, EXAMPLE_B])
+    check("make demo's compare runs and drills down", got.returncode == 0 and b"Drill-down" in got.stdout
+          and b"peaks at A" in got.stdout, got.stderr)
+
+    # Command line: clear refusals, readable help.
+    check_error("--top -1 says what it expects", run(memsnap, ["parse", "--top", "-1", plain]),
+                "--top: expects a whole number >= 0, not '-1'", status=2)
+    for flag, value in (("--time", "nan"), ("--time", "inf")):
+        check_error(f"replay-to-time {flag} {value} is refused", run(memsnap, ["replay-to-time", plain, flag, value]),
+                    f"{flag}: expects a finite number, not '{value}'", status=2)
+    check_error("plot --precision nan is refused", run(memsnap, ["plot", "--precision", "nan", plain]),
+                "--precision: expects a finite number, not 'nan'", status=2)
+    check_error("an unknown command is named", run(memsnap, ["frobnicate"]),
+                "memsnap: unknown command 'frobnicate' (commands: parse, dump", status=2)
+    got = run(memsnap, ["replay-to-time", plain, "--time", "1e300"])
+    check("a huge --time is printed short", got.returncode == 0 and b"--time 1e+300 is past the end" in got.stderr,
+          got.stderr[-300:])
+    helps = {cmd: run(memsnap, [cmd, "--help"]).stdout.decode() for cmd in ("compare", "replay-to-time", "plot")}
+    check("help: compare A B, replay-to-time FILE [B], plot --delta",
+          "memsnap compare [OPTIONS] A B" in helps["compare"] and "replay-to-time [OPTIONS] FILE [B]" in helps["replay-to-time"]
+          and "--delta{false}" not in helps["plot"] and "(2x)" not in helps["compare"], helps)
+    obj = os.path.join(work, "object.pickle")
+    with open(obj, "wb") as f:
+        f.write(b"\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00\x8c\x08builtins\x94\x8c\x06object\x94\x93\x94.")
+    check_error("an object root reads 'an object'", run(memsnap, ["parse", "--allow-objects", obj]),
+                "the pickle holds an object, not a dict")
 
 
 if __name__ == "__main__":
