@@ -3,11 +3,14 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+
+#include "memsnap/error.h"
 
 #include "report/format.h"
 
@@ -114,6 +117,9 @@ Snapshot load_with_progress(const std::string& path, bool allow_objects) {
 }
 
 std::vector<Snapshot> load_all(const std::vector<std::string>& paths, bool allow_objects) {
+  if (std::count(paths.begin(), paths.end(), std::string("-")) > 1) {
+    throw Error::usage("stdin ('-') can be read once; give the other snapshots as files");
+  }
   std::vector<std::future<Snapshot>> others;
   for (size_t i = 1; i < paths.size(); ++i) {
     others.push_back(std::async(std::launch::async, [&paths, i, allow_objects]() {

@@ -170,9 +170,15 @@ std::vector<uint8_t> gunzip(std::span<const uint8_t> compressed, uint64_t max_ou
     status = inflate(&stream, Z_NO_FLUSH);
     out.resize(old_size + grow - stream.avail_out);
     if (out.size() > max_output) throw Error(too_large_message(max_output));
-    if (status == Z_STREAM_END && stream.avail_in == 0 && consumed < compressed.size()) {
-      // Concatenated gzip members (as `cat a.gz b.gz` makes) decompress as one stream.
-      status = inflateReset(&stream);
+    if (status == Z_STREAM_END) {
+      // Concatenated gzip members (as `cat a.gz b.gz` makes, or a writer that
+      // flushes members) decompress as one stream, wherever the member ends in
+      // our input window. Bytes after the last member that do not start
+      // another one are ignored, as gunzip does.
+      size_t next = consumed - stream.avail_in;  // offset of what follows the member
+      bool another =
+          next + 1 < compressed.size() && compressed[next] == 0x1f && compressed[next + 1] == 0x8b;
+      if (another) status = inflateReset(&stream);
     }
     if (status != Z_OK && status != Z_STREAM_END && status != Z_BUF_ERROR) {
       throw Error(std::string("gzip: ") + (stream.msg != nullptr ? stream.msg : "corrupt data"));

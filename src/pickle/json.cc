@@ -125,8 +125,10 @@ ordered_json plain(const Vm& vm, const Value& raw, int depth) {
       ordered_json out = ordered_json::object();
       for (const auto& [key, item] : dict_entries(vm, value, depth)) {
         Value k = vm.resolve(key);
-        std::string name =
-            k.kind == Kind::kStr ? std::string(vm.view(k)) : plain(vm, k, depth + 1).dump();
+        std::string name = k.kind == Kind::kStr
+                               ? std::string(vm.view(k))
+                               : plain(vm, k, depth + 1)
+                                     .dump(-1, ' ', false, ordered_json::error_handler_t::replace);
         out[name] = plain(vm, item, depth + 1);
       }
       return out;

@@ -22,8 +22,8 @@ ordered_json optional_json(const std::optional<double>& value) {
 }  // namespace
 
 std::string render_compare_text(const CompareResult& r, int top) {
-  std::string out = fmt::format("A: {} (device {})\nB: {} (device {})\n", r.file_a, r.device_a,
-                                r.file_b, r.device_b);
+  std::string out = fmt::format("A: {} (device {})\nB: {} (device {})\n", printable(r.file_a),
+                                r.device_a, printable(r.file_b), r.device_b);
   out += "\nAllocator settings\n";
   if (!r.settings_a && !r.settings_b) {
     out += "  (recorded in neither file)\n";
@@ -113,7 +113,7 @@ std::string render_compare_text(const CompareResult& r, int top) {
                      r.drill.only_b.sources, format_bytes(r.drill.only_b.bytes));
   if (!r.findings.empty()) {
     out += "\nObservations\n";
-    for (const Finding& finding : r.findings) out += "  - " + phrase(finding) + "\n";
+    for (const Finding& finding : r.findings) out += "  - " + printable(phrase(finding)) + "\n";
   }
   return out;
 }

@@ -31,7 +31,7 @@ std::string render_events_text(const EventListing& listing, const std::string& f
                    row.action, row.addr ? fmt::format("0x{:x}", *row.addr) : "-",
                    format_bytes(row.size), row.source});
   }
-  return fmt::format("{}: device {}, {} events{}\n", file, listing.device,
+  return fmt::format("{}: device {}, {} events{}\n", printable(file), listing.device,
                      format_count(listing.event_count),
                      listing.stride > 1 ? fmt::format(", every {}th shown", listing.stride) : "") +
          table.render();

@@ -59,6 +59,7 @@ TextTable::TextTable(std::vector<std::string> header, std::vector<bool> right_al
 
 void TextTable::add_row(std::vector<std::string> cells) {
   cells.resize(header_.size());
+  for (std::string& cell : cells) cell = printable(cell);
   rows_.push_back(std::move(cells));
 }
 
@@ -88,6 +89,31 @@ std::string TextTable::render(const std::string& indent) const {
   };
   emit(header_);
   for (const auto& row : rows_) emit(row);
+  return out;
+}
+
+std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else if (c == 0xc2 && i + 1 < text.size() &&
+               static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
+      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));  // C1 (CSI, OSC)
+      ++i;
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
   return out;
 }
 

@@ -13,6 +13,12 @@ std::string format_bytes(uint64_t bytes);
 std::string format_signed_bytes(int64_t bytes);
 std::string format_count(uint64_t count);  // thousands separated: 1,234,567
 std::string format_percent(double fraction);
+// Text for a terminal: control characters (C0, DEL, C1) that a hostile file
+// can put in names (ESC sequences, CR/LF that fake a line) become visible
+// escapes (\x1b, \r, \n, \t, \u009b); everything else, UTF-8 included, stays.
+// Text renderers pass every string from the file through it; JSON stays exact.
+std::string printable(std::string_view text);
+
 // A path as a shell word: as is when it is made of safe characters, else in
 // single quotes, so printed command lines can be pasted.
 std::string shell_quote(const std::string& word);

@@ -47,7 +47,7 @@ std::string compression_note(const ParseResult& r) {
 std::string render_parse_text(const ParseResult& r) {
   std::string out;
   auto line = [&out](const std::string& text) { out += text + "\n"; };
-  line(fmt::format("{}", r.file));
+  line(printable(r.file));
   line(fmt::format("  file size        {}{}, pickle protocol {}", format_bytes(r.file_size_bytes),
                    compression_note(r), r.pickle_protocol));
   std::string devices = r.devices.empty() ? "none" : fmt::format("{}", fmt::join(r.devices, ", "));
@@ -137,7 +137,7 @@ std::string render_parse_text(const ParseResult& r) {
   if (!r.annotation_kinds.empty()) {
     std::vector<std::string> parts;
     for (const auto& [name, count] : r.annotation_kinds)
-      parts.push_back(fmt::format("{} x{}", name, count));
+      parts.push_back(fmt::format("{} x{}", printable(name), count));
     line(fmt::format("  annotations      {}: {}", format_count(r.annotation_count),
                      fmt::join(parts, ", ")));
   }
@@ -214,7 +214,7 @@ std::string render_parse_text(const ParseResult& r) {
   if (!r.warnings.empty()) {
     line("");
     line("Warnings");
-    for (const Finding& warning : r.warnings) line("  ! " + phrase(warning));
+    for (const Finding& warning : r.warnings) line("  ! " + printable(phrase(warning)));
   }
   return out;
 }

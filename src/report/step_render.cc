@@ -13,8 +13,8 @@ namespace memsnap {
 using nlohmann::ordered_json;
 
 std::string render_steps_text(const ReplayStepResult& result) {
-  std::string out = fmt::format("{}: device {}, baseline {}\n", result.file, result.device,
-                                format_signed_bytes(result.baseline));
+  std::string out = fmt::format("{}: device {}, baseline {}\n", printable(result.file),
+                                result.device, format_signed_bytes(result.baseline));
   if (result.steps.size() > 1) {
     out += "\n";
     TextTable table({"step", "ms", "allocs", "frees", "throughput", "peak delta", "absolute peak",
@@ -58,7 +58,7 @@ std::string render_steps_text(const ReplayStepResult& result) {
                                         format_bytes(s.stats.unmatched_free_bytes))});
     std::vector<std::string> marks;
     for (const auto& [name, count] : s.annotations)
-      marks.push_back(fmt::format("{} x{}", name, count));
+      marks.push_back(fmt::format("{} x{}", printable(name), count));
     facts.add_row(
         {"annotations", marks.empty() ? "none" : fmt::format("{}", fmt::join(marks, ", "))});
     std::string rendered = facts.render();

@@ -127,16 +127,17 @@ std::string render_text_chart(const std::vector<RunTimeline>& runs,
                                      : kMarks[r % 6];
     out += fmt::format(
         "  {} {}: absolute peak {}, baseline {}, peak delta {}, {} allocs, {} unmatched frees\n",
-        mark, run.label, format_signed_bytes(run.absolute_peak), format_signed_bytes(run.baseline),
-        format_signed_bytes(run.peak_delta), format_count(run.alloc_count),
-        format_count(run.unmatched_frees));
+        mark, printable(run.label), format_signed_bytes(run.absolute_peak),
+        format_signed_bytes(run.baseline), format_signed_bytes(run.peak_delta),
+        format_count(run.alloc_count), format_count(run.unmatched_frees));
   }
   // Each later run against the first, named, so three or more runs read right.
   for (size_t r = 1; r < runs.size(); ++r) {
-    out += fmt::format("  {}: absolute peak {}, peak delta {}\n",
-                       runs.size() == 2 ? "B - A" : runs[r].label + " - " + runs[0].label,
-                       format_signed_bytes(runs[r].absolute_peak - runs[0].absolute_peak),
-                       format_signed_bytes(runs[r].peak_delta - runs[0].peak_delta));
+    out +=
+        fmt::format("  {}: absolute peak {}, peak delta {}\n",
+                    runs.size() == 2 ? "B - A" : printable(runs[r].label + " - " + runs[0].label),
+                    format_signed_bytes(runs[r].absolute_peak - runs[0].absolute_peak),
+                    format_signed_bytes(runs[r].peak_delta - runs[0].peak_delta));
   }
   return out;
 }

@@ -13,8 +13,8 @@ namespace memsnap {
 using nlohmann::ordered_json;
 
 std::string render_time_text(const TimeSide& s, int top) {
-  std::string out = fmt::format("{}: device {}, at {:.6f} s of {:.6f} s{}\n", s.file, s.device,
-                                s.time_s, s.trace_duration_s,
+  std::string out = fmt::format("{}: device {}, at {:.6f} s of {:.6f} s{}\n", printable(s.file),
+                                s.device, s.time_s, s.trace_duration_s,
                                 s.clamped ? " (clamped: --time is past the end of the trace)" : "");
   TextTable facts({"", ""}, {false, true});
   facts.add_row({"baseline", format_signed_bytes(s.baseline)});
@@ -52,8 +52,8 @@ std::string render_time_pair_text(const TimePair& pair, int top) {
   const TimeSide& a = pair.a;
   const TimeSide& b = pair.b;
   std::string out = fmt::format(
-      "A: {} (device {})\nB: {} (device {})\nat {:.6f} s{}\n\n", a.file, a.device, b.file, b.device,
-      a.time_s == b.time_s ? a.time_s : std::max(a.time_s, b.time_s),
+      "A: {} (device {})\nB: {} (device {})\nat {:.6f} s{}\n\n", printable(a.file), a.device,
+      printable(b.file), b.device, a.time_s == b.time_s ? a.time_s : std::max(a.time_s, b.time_s),
       a.clamped || b.clamped ? " (clamped to the end of the shorter trace where needed)" : "");
   TextTable table({"", "A", "B", "B - A"}, {false, true, true, true});
   table.add_row({"time (s)", fmt::format("{:.6f}", a.time_s), fmt::format("{:.6f}", b.time_s), ""});

@@ -154,6 +154,7 @@ def main():
 
         house_v2_output_and_usage(memsnap, work, plain)
         drop_in_defects(memsnap, work, plain, no_steps, two_devices)
+        hostile_round_two(memsnap, work, plain)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     summary = f"{results['checks']} checks, {len(failures)} failed"
@@ -302,6 +303,79 @@ def drop_in_defects(memsnap, work, plain, no_steps, two_devices):
         f.write(b"\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00\x8c\x08builtins\x94\x8c\x06object\x94\x93\x94.")
     check_error("an object root reads 'an object'", run(memsnap, ["parse", "--allow-objects", obj]),
                 "the pickle holds an object, not a dict")
+
+
+# ---------------------------------------------------------------------------
+# Issue "Hostile and broken input, round two": the items fixed so far, each
+# with the exact message and exit status.
+
+EVIL = "\x1b]0;pwned\x07\x1b[2J\r\n! fake warning: all good\x9b"
+
+
+def control_bytes(data):
+    """Raw terminal controls in text output (LF ends lines; everything else is an attack)."""
+    return [b for b in data if (b < 0x20 and b != 0x0A) or b == 0x7F] + ([0x9B] if b"\xc2\x9b" in data else [])
+
+
+def hostile_round_two(memsnap, work, plain):
+    import pickle
+    # 1. Invalid UTF-8 in allocator_settings: replaced, never an abort.
+    bad_utf8 = os.path.join(work, "bad_utf8.pickle")
+    with open(bad_utf8, "wb") as f:
+        f.write(pickle.dumps({"segments": [], "allocator_settings": {("QQQ",): 1, "lst": ["QQQ"], "s": "QQQ"}})
+                .replace(b"QQQ", b"\xff\xff\xff"))
+    other = os.path.join(work, "other_settings.pickle")
+    with open(other, "wb") as f:
+        pickle.dump({"segments": [], "allocator_settings": {"s": "RRR"}}, f)
+    for args in (["parse", bad_utf8], ["parse", "--json", bad_utf8], ["compare", bad_utf8, other],
+                 ["compare", "--json", bad_utf8, other], ["dump", bad_utf8]):
+        got = run(memsnap, args)
+        check(f"invalid UTF-8 in settings: {args[0]} {' '.join(a for a in args[1:] if a.startswith('-'))} replaces it",
+              got.returncode == 0 and "\ufffd" in got.stdout.decode("utf-8"), got.stderr[-300:])
+
+    # 14. A pickle split across two gzip members reads like gunzip reads it.
+    import gzip
+    entries = [{"action": "alloc", "addr": i, "size": 5, "stream": 0, "time_us": i + 1, "frames": []} for i in range(3)]
+    data = pickle.dumps({"segments": [], "device_traces": [entries]})
+    members = os.path.join(work, "members.pickle.gz")
+    with open(members, "wb") as f:
+        f.write(gzip.compress(data[:len(data) // 2]) + gzip.compress(data[len(data) // 2:]))
+    got = run(memsnap, ["parse", "--json", members])
+    check("two gzip members decode as one stream", got.returncode == 0
+          and json.loads(got.stdout)["device_traces"]["event_count"] == 3, got.stderr)
+
+    # 15. Control characters from the file are escaped in text, exact in JSON.
+    evil = os.path.join(work, "evil.pickle")
+    frames = [{"name": EVIL, "filename": "/home/u/" + EVIL + ".py", "line": 3}]
+    with open(evil, "wb") as f:
+        pickle.dump({"segments": [], "device_traces": [[dict(e, frames=frames) for e in entries]],
+                     "external_annotations": [{"name": EVIL, "stage": "START", "device": 0, "time_us": 1}],
+                     "allocator_settings": {EVIL: EVIL}}, f)
+    for args in (["parse", evil], ["events", evil], ["replay-to-time", evil, "--time", "0"], ["compare", evil, evil],
+                 ["plot", "--text", evil, "--labels", "a" + EVIL]):
+        got = run(memsnap, args)
+        check(f"no raw terminal controls in {args[0]} text", got.returncode == 0 and not control_bytes(got.stdout)
+              and b"\\x1b]0;pwned" in got.stdout, got.stdout[:200])
+    got = run(memsnap, ["parse", "--json", evil])
+    check("JSON keeps the names exact", got.returncode == 0 and EVIL in json.loads(got.stdout)["allocator_settings"])
+
+    # 9. stdin once.
+    with open(plain, "rb") as f:
+        data = f.read()
+    check_error("compare - - is a usage error", run(memsnap, ["compare", "-", "-"], stdin=data),
+                "memsnap: stdin ('-') can be read once; give the other snapshots as files", status=2)
+
+    # 8 (part). The terminal chart's size is bounded.
+    check_error("plot --text --width 30000000 is refused", run(memsnap, ["plot", "--text", "--width", "30000000", plain]),
+                "memsnap: --width must be 20 to 1000 columns and --height 5 to 500 rows", status=2)
+
+    # 16. plot -o never overwrites an input and always names path and reason.
+    check_error("plot -o an input file is refused", run(memsnap, ["plot", plain, "-o", plain]),
+                f"memsnap: -o {plain} is one of the input files; refusing to overwrite a snapshot", status=2)
+    check_error("plot -o '' is refused", run(memsnap, ["plot", plain, "-o", ""]), "memsnap: -o needs a file name", status=2)
+    missing_dir = os.path.join(work, "no", "such", "dir", "t.html")
+    check_error("plot -o into a missing folder names path and reason", run(memsnap, ["plot", plain, "-o", missing_dir]),
+                f"memsnap: cannot write output: {missing_dir}: No such file or directory")
 
 
 if __name__ == "__main__":
