@@ -192,6 +192,8 @@ struct DecodeAnomalies {
   uint64_t malformed_entries = 0;  // trace entries without a usable action/size
   uint64_t malformed_segments = 0;
   uint64_t malformed_annotations = 0;
+  uint64_t malformed_blocks = 0;  // blocks with implausible sizes, left out of their segment
+  uint64_t unusable_times = 0;    // time_us that is no timestamp (float, negative, huge): kept as 0
 };
 
 struct Snapshot {

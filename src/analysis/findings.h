@@ -41,6 +41,16 @@ struct OutOfMemory {
 struct MalformedEntries {
   uint64_t count = 0;
 };
+struct MalformedSegments {  // segments and blocks with implausible sizes or device
+  uint64_t segments = 0;
+  uint64_t blocks = 0;
+};
+struct MalformedAnnotations {
+  uint64_t count = 0;
+};
+struct UnusableTimes {  // time_us that is no timestamp: the entries count as untimed
+  uint64_t count = 0;
+};
 // The file has data on other devices too and none was chosen with --device.
 struct OtherDevices {
   std::optional<Side> side;  // compare: which file; parse: none
@@ -84,8 +94,10 @@ struct NoTrace {
 using Finding =
     std::variant<finding::NoHistory, finding::TruncatedTrace, finding::LargeBaseline,
                  finding::NegativeBaseline, finding::NoTimestamps, finding::OutOfMemory,
-                 finding::MalformedEntries, finding::OtherDevices, finding::CudaGraphsLikely,
-                 finding::TopSourcesShare, finding::SideTruncated, finding::BaselinesDiffer,
-                 finding::DifferentDevices, finding::DifferentRanks, finding::NoTrace>;
+                 finding::MalformedEntries, finding::MalformedSegments,
+                 finding::MalformedAnnotations, finding::UnusableTimes, finding::OtherDevices,
+                 finding::CudaGraphsLikely, finding::TopSourcesShare, finding::SideTruncated,
+                 finding::BaselinesDiffer, finding::DifferentDevices, finding::DifferentRanks,
+                 finding::NoTrace>;
 
 }  // namespace memsnap

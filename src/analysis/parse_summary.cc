@@ -205,8 +205,19 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
     warnings.emplace_back(
         finding::OtherDevices{std::nullopt, result.device, result.devices, oom_devices});
   }
-  if (snapshot.anomalies.malformed_entries != 0) {
-    warnings.emplace_back(finding::MalformedEntries{snapshot.anomalies.malformed_entries});
+  const DecodeAnomalies& anomalies = snapshot.anomalies;
+  if (anomalies.malformed_entries != 0) {
+    warnings.emplace_back(finding::MalformedEntries{anomalies.malformed_entries});
+  }
+  if (anomalies.malformed_segments != 0 || anomalies.malformed_blocks != 0) {
+    warnings.emplace_back(
+        finding::MalformedSegments{anomalies.malformed_segments, anomalies.malformed_blocks});
+  }
+  if (anomalies.malformed_annotations != 0) {
+    warnings.emplace_back(finding::MalformedAnnotations{anomalies.malformed_annotations});
+  }
+  if (anomalies.unusable_times != 0) {
+    warnings.emplace_back(finding::UnusableTimes{anomalies.unusable_times});
   }
   return result;
 }

@@ -56,6 +56,24 @@ std::string say(const finding::OutOfMemory& f) {
 std::string say(const finding::MalformedEntries& f) {
   return fmt::format("{} malformed trace entries were skipped", f.count);
 }
+std::string say(const finding::MalformedSegments& f) {
+  return fmt::format(
+      "{} malformed segments and {} malformed blocks were skipped (a size that is negative or "
+      "beyond 16 TiB, or a device that is no CUDA ordinal): segment totals leave them out",
+      f.segments, f.blocks);
+}
+std::string say(const finding::MalformedAnnotations& f) {
+  return fmt::format(
+      "{} malformed annotations were skipped (no name, a device that is no CUDA ordinal, or a "
+      "time_us that is no timestamp)",
+      f.count);
+}
+std::string say(const finding::UnusableTimes& f) {
+  return fmt::format(
+      "{} trace entries have a time_us that is no timestamp (a float, negative, or beyond 2^53 "
+      "us): they count as entries without time",
+      f.count);
+}
 std::string say(const finding::OtherDevices& f) {
   return fmt::format(
       "{}data on devices {}; this report is device {} (choose one with --device N){}",

@@ -297,7 +297,9 @@ ordered_json render_parse_json(const ParseResult& r) {
   out["interned"] = {{"frames", r.distinct_frames}, {"stacks", r.distinct_stacks}};
   out["anomalies"] = {{"malformed_entries", r.anomalies.malformed_entries},
                       {"malformed_segments", r.anomalies.malformed_segments},
-                      {"malformed_annotations", r.anomalies.malformed_annotations}};
+                      {"malformed_annotations", r.anomalies.malformed_annotations},
+                      {"malformed_blocks", r.anomalies.malformed_blocks},
+                      {"unusable_times", r.anomalies.unusable_times}};
   out["warnings"] = phrase_all(r.warnings);
   if (r.steps.empty()) out["steps_hint"] = kNoStepsHint;
   return out;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <initializer_list>
 #include <numeric>
 
 #include "memsnap/error.h"
@@ -16,9 +17,10 @@ using pickle::Value;
 using pickle::Vm;
 
 // Tags of the values the decoder substitutes for what it consumed.
-constexpr uint8_t kEventTag = 1;  // id: index of a decoded trace entry
-constexpr uint8_t kFrameTag = 2;  // id: an interned frame id
-constexpr uint8_t kStackTag = 3;  // id: an interned stack id
+constexpr uint8_t kEventTag = 1;     // id: index of a decoded trace entry
+constexpr uint8_t kFrameTag = 2;     // id: an interned frame id
+constexpr uint8_t kStackTag = 3;     // id: an interned stack id
+constexpr uint8_t kRejectedTag = 4;  // a trace entry counted as malformed (not counted again)
 
 std::optional<uint64_t> as_u64(const Value& value) {
   switch (value.kind) {
@@ -27,6 +29,26 @@ std::optional<uint64_t> as_u64(const Value& value) {
     case Kind::kBool: return value.payload;
     default: return std::nullopt;
   }
+}
+
+// Byte counts beyond 2^44 (16 TiB) are no memory a GPU has: a hostile or
+// corrupt value (a negative size, 2^64 - 1), which would wrap the sums; a
+// million such parts still sum below 2^64. Such parts are malformed.
+constexpr uint64_t kMaxPlausibleBytes = uint64_t{1} << 44;
+// A time_us beyond 2^53 µs (285 years) is no timestamp; below it every
+// difference of two times fits an int64 and a double.
+constexpr int64_t kMaxTimeUs = int64_t{1} << 53;
+// CUDA device ordinals.
+constexpr int64_t kMaxDevice = 65535;
+
+// A byte count: a non-negative int within kMaxPlausibleBytes.
+std::optional<uint64_t> as_bytes(const Value& value) {
+  if (value.kind != Kind::kInt) return std::nullopt;
+  auto signed_value = static_cast<int64_t>(value.payload);
+  if (signed_value < 0 || static_cast<uint64_t>(signed_value) > kMaxPlausibleBytes) {
+    return std::nullopt;
+  }
+  return static_cast<uint64_t>(signed_value);
 }
 
 std::optional<int64_t> as_i64(const Value& value) {
@@ -85,9 +107,8 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     const auto present = [](const Value& v) { return v.kind != Kind::kUndefined; };
     if (!present(action)) return item;
     if (action.kind != Kind::kStr || (present(addr) && !as_u64(addr)) ||
-        (present(size) && !as_u64(size))) {
-      ++model_.anomalies.malformed_entries;
-      return item;
+        (present(size) && !as_bytes(size))) {
+      return reject(vm, item);
     }
     StackId stack = present(frames) ? stack_of(vm, frames) : StackId{};
     if (vm.resolve(item).kind != Kind::kDict) {  // consumed while interning its frames
@@ -102,16 +123,34 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     if (!parsed) events.other_action.emplace(index, model_.strings.intern(action_text));
     if (!present(addr)) events.without_addr.insert(index);
     events.addr.push_back(present(addr) ? *as_u64(addr) : 0);
-    events.size.push_back(present(size) ? *as_u64(size) : 0);
+    events.size.push_back(present(size) ? *as_bytes(size) : 0);
     events.stream.push_back(present(stream) ? as_u64(stream).value_or(0) : 0);
-    events.time_us.push_back(present(time_us) ? as_i64(time_us).value_or(0) : 0);
+    events.time_us.push_back(present(time_us) ? timestamp(time_us) : 0);
     events.stack.push_back(stack);
     if (present(device_free)) {
-      if (auto free_bytes = as_u64(device_free)) events.device_free.emplace(index, *free_bytes);
+      if (auto free_bytes = as_bytes(device_free)) events.device_free.emplace(index, *free_bytes);
     }
     Value substitute = Value::external(kEventTag, index);
     vm.replace_container(item, substitute, /*reuse_slot=*/true);
     return substitute;
+  }
+
+  // Counts a malformed trace entry once: the list keeps a marker, so the
+  // device list's walk does not count it again.
+  Value reject(Vm& vm, const Value& item) {
+    ++model_.anomalies.malformed_entries;
+    Value marker = Value::external(kRejectedTag, 0);
+    vm.replace_container(item, marker, /*reuse_slot=*/true);
+    return marker;
+  }
+
+  // time_us as the model keeps it: 0 (no time) for values that are no
+  // timestamp (float, negative, beyond kMaxTimeUs), which are counted.
+  int64_t timestamp(const Value& value) {
+    std::optional<int64_t> t = as_i64(value);
+    if (t && *t >= 0 && *t < kMaxTimeUs) return *t;
+    ++model_.anomalies.unusable_times;
+    return 0;
   }
 
   // Values by copy: interning converts containers and frees their items.
@@ -212,6 +251,16 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     return vm.items(value);
   }
 
+  // Every present size field is a plausible byte count.
+  static bool plausible_sizes(const Vm& vm, const Value& dict,
+                              std::initializer_list<std::string_view> keys) {
+    for (std::string_view key : keys) {
+      const Value* value = vm.find(dict, key);
+      if (value != nullptr && value->kind != Kind::kNone && !as_bytes(*value)) return false;
+    }
+    return true;
+  }
+
   static uint64_t u64_field(const Vm& vm, const Value& dict, std::string_view key,
                             uint64_t fallback = 0) {
     const Value* value = vm.find(dict, key);
@@ -226,7 +275,17 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
         continue;
       }
       Segment segment;
-      segment.device = static_cast<int>(as_i64(*or_none(vm.find(dict, "device"))).value_or(0));
+      std::optional<int64_t> device = as_i64(*or_none(vm.find(dict, "device")));
+      if (vm.find(dict, "device") != nullptr && (!device || *device < 0 || *device > kMaxDevice)) {
+        ++model_.anomalies.malformed_segments;
+        continue;
+      }
+      if (!plausible_sizes(vm, dict,
+                           {"total_size", "allocated_size", "active_size", "requested_size"})) {
+        ++model_.anomalies.malformed_segments;
+        continue;
+      }
+      segment.device = static_cast<int>(device.value_or(0));
       segment.address = u64_field(vm, dict, "address");
       segment.total_size = u64_field(vm, dict, "total_size");
       segment.allocated_size = u64_field(vm, dict, "allocated_size");
@@ -250,6 +309,10 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
       for (const Value& raw_block : list_items(vm, *or_none(vm.find(dict, "blocks")))) {
         Value block_dict = vm.resolve(raw_block);
         if (block_dict.kind != Kind::kDict) continue;
+        if (!plausible_sizes(vm, block_dict, {"size", "requested_size"})) {
+          ++model_.anomalies.malformed_blocks;
+          continue;
+        }
         Block block;
         block.size = u64_field(vm, block_dict, "size");
         block.requested_size = u64_field(vm, block_dict, "requested_size");
@@ -293,6 +356,9 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
           device_ranges.emplace_back(entry.payload, entry.payload + entry.size);
         } else if (entry.is_external(kEventTag)) {  // a shared entry, via the memo
           device_ranges.emplace_back(entry.payload, entry.payload + 1);
+        } else if (entry.is_external(kRejectedTag) ||
+                   (entry.kind == Kind::kExternalRange && entry.flags == kRejectedTag)) {
+          // counted when it was rejected
         } else {
           ++model_.anomalies.malformed_entries;
         }
@@ -363,8 +429,15 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
         std::string_view text = vm.view(*stage);
         note.stage = text == "START" ? Stage::kStart : text == "END" ? Stage::kEnd : Stage::kOther;
       }
-      note.device = static_cast<int>(as_i64(*or_none(vm.find(dict, "device"))).value_or(0));
-      note.time_us = as_i64(*or_none(vm.find(dict, "time_us"))).value_or(0);
+      std::optional<int64_t> device = as_i64(*or_none(vm.find(dict, "device")));
+      std::optional<int64_t> time = as_i64(*or_none(vm.find(dict, "time_us")));
+      if ((device && (*device < 0 || *device > kMaxDevice)) ||
+          (time && (*time < 0 || *time >= kMaxTimeUs))) {
+        ++model_.anomalies.malformed_annotations;
+        continue;
+      }
+      note.device = static_cast<int>(device.value_or(0));
+      note.time_us = time.value_or(0);
       model_.annotations.push_back(note);
     }
   }

@@ -359,6 +359,33 @@ def hostile_round_two(memsnap, work, plain):
     got = run(memsnap, ["parse", "--json", evil])
     check("JSON keeps the names exact", got.returncode == 0 and EVIL in json.loads(got.stdout)["allocator_settings"])
 
+    # 2, 12, 13 (part). Sizes that are negative or beyond 16 TiB, devices that are no CUDA
+    # ordinal, and times that are no timestamp are malformed: counted, left out, warned.
+    hostile = os.path.join(work, "hostile_sizes.pickle")
+    e = lambda addr, size, t: {"action": "alloc", "addr": addr, "size": size, "stream": 0, "time_us": t, "frames": []}
+    segment = lambda device, total, blocks=(): {"device": device, "address": 0, "total_size": total,
+                                                "allocated_size": 0, "active_size": 0, "blocks": list(blocks)}
+    with open(hostile, "wb") as f:
+        pickle.dump({"segments": [segment(0, 2**63), segment(0, 2**63), segment(2**40, 4096),
+                                  segment(0, 4096, [{"size": -1, "state": "active_allocated"}])],
+                     "device_traces": [[e(1, 100, 10), e(2, -5, 11), e(3, 2**64 - 1, 12), e(4, 7, 2**63 - 1),
+                                        e(5, 7, -2**63), e(6, 9, 1.5)]],
+                     "external_annotations": [{"name": "x", "stage": "START", "device": 2**40, "time_us": 5}]}, f)
+    got = run(memsnap, ["parse", "--json", hostile])
+    report = json.loads(got.stdout) if got.returncode == 0 else {}
+    check("implausible sizes, devices and times are counted, not summed",
+          report.get("segments", {}).get("total_size") == 4096 and report.get("device_traces", {}).get("event_count") == 4
+          and report.get("replay", {}).get("peak_delta") == 123
+          and report.get("anomalies") == {"malformed_entries": 2, "malformed_segments": 3, "malformed_annotations": 1,
+                                          "malformed_blocks": 1, "unusable_times": 3}, report.get("anomalies"))
+    text = run(memsnap, ["parse", hostile]).stdout.decode()
+    check("and warned", "2 malformed trace entries were skipped" in text
+          and "3 malformed segments and 1 malformed blocks were skipped" in text
+          and "3 trace entries have a time_us that is no timestamp" in text and "EiB" not in text, text[-800:])
+    for args in (["plot", "--text", hostile], ["events", hostile], ["replay-to-time", hostile, "--time", "0"]):
+        got = run(memsnap, args)
+        check(f"{args[0]} on implausible values exits 0", got.returncode == 0, got.stderr[-300:])
+
     # 9. stdin once.
     with open(plain, "rb") as f:
         data = f.read()
