@@ -79,12 +79,11 @@ OnlyOnOneSide only_on_one_side(const std::vector<SourceDiff>& rows, bool side_a)
   return only;
 }
 
-}  // namespace
-
-std::vector<std::vector<SourceUsage>> live_by_source(const Snapshot& snapshot,
-                                                     const DeviceTrace& trace, SourceIndex& sources,
-                                                     std::span<const uint64_t> positions) {
-  Replay replay(snapshot);
+// Runs `replay` from the trace start and takes the per-source table at each
+// position (ascending).
+std::vector<std::vector<SourceUsage>> rows_at(Replay& replay, const DeviceTrace& trace,
+                                              SourceIndex& sources,
+                                              std::span<const uint64_t> positions) {
   LiveBySource live(sources);
   std::vector<std::vector<SourceUsage>> out;
   out.reserve(positions.size());
@@ -98,6 +97,25 @@ std::vector<std::vector<SourceUsage>> live_by_source(const Snapshot& snapshot,
     out.push_back(live.rows());
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<SourceUsage>> live_by_source(const Snapshot& snapshot,
+                                                     const DeviceTrace& trace, SourceIndex& sources,
+                                                     std::span<const uint64_t> positions) {
+  Replay replay(snapshot);
+  return rows_at(replay, trace, sources, positions);
+}
+
+LiveAt live_at(const Snapshot& snapshot, const DeviceTrace& trace, SourceIndex& sources,
+               uint64_t position) {
+  Replay replay(snapshot);
+  std::vector<uint64_t> positions{position};
+  LiveAt at;
+  at.sources = std::move(rows_at(replay, trace, sources, positions)[0]);
+  at.totals = replay.totals();
+  return at;
 }
 
 std::vector<SourceUsage> live_at_dump_by_source(const Snapshot& snapshot, int device,

@@ -11,6 +11,7 @@
 
 #include "analysis/source_key.h"
 #include "memsnap/model.h"
+#include "memsnap/replay.h"
 
 namespace memsnap {
 
@@ -43,6 +44,15 @@ struct SourceUsage {
 std::vector<std::vector<SourceUsage>> live_by_source(const Snapshot& snapshot,
                                                      const DeviceTrace& trace, SourceIndex& sources,
                                                      std::span<const uint64_t> positions);
+
+// live_by_source at one position, with the replay's totals there: what was
+// live at time T, in one pass.
+struct LiveAt {
+  ReplayTotals totals;
+  std::vector<SourceUsage> sources;
+};
+LiveAt live_at(const Snapshot& snapshot, const DeviceTrace& trace, SourceIndex& sources,
+               uint64_t position);
 
 // Live memory at the dump by source, from the segments' blocks of one device
 // (a block's own frames, or the newest entry of a PyTorch 2.0 `history`):

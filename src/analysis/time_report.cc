@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "memsnap/error.h"
-#include "memsnap/replay.h"
 
 namespace memsnap {
 
@@ -27,9 +26,9 @@ TimeSide replay_to_time(const FileAnalysis& file, double seconds, int frame_dept
     side.clamped = true;
   }
   uint64_t position = position_at_time(snapshot, file.trace, side.time_s);
-  Replay replay(snapshot);
-  replay.run(file.trace.begin, file.trace.begin + position);
-  const ReplayTotals t = replay.totals();
+  SourceIndex sources(snapshot, frame_depth);
+  LiveAt at = live_at(snapshot, file.trace, sources, position);
+  const ReplayTotals& t = at.totals;
   side.baseline = file.baseline.baseline_at_start;
   side.delta = t.end_delta;
   side.absolute = add_bytes(side.baseline, static_cast<uint64_t>(side.delta));
@@ -37,9 +36,7 @@ TimeSide replay_to_time(const FileAnalysis& file, double seconds, int frame_dept
   side.free_count = t.free_count;
   side.live_count = t.live_count_at_end;
   side.live_bytes = t.live_bytes_at_end;
-  SourceIndex sources(snapshot, frame_depth);
-  std::vector<uint64_t> positions{position};
-  side.sources = std::move(live_by_source(snapshot, file.trace, sources, positions)[0]);
+  side.sources = std::move(at.sources);
   return side;
 }
 
