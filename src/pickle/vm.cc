@@ -66,6 +66,9 @@ std::string_view trim(std::string_view text) {
 
 Vm::Vm(std::span<const uint8_t> input, VmOptions options)
     : input_(input), options_(std::move(options)) {
+  max_held_bytes_ = options_.max_held_bytes != 0 ? options_.max_held_bytes
+                                                 : max_held_bytes_for(input.size());
+  stack_.on_grow = [this](uint64_t added_bytes) { charge(added_bytes); };
   stack_.reserve(1024);
   // Protocol 4 memoizes every container: about one slot per trace entry.
   memo_.reserve(std::min<size_t>(input.size() / 48 + 1024, size_t{1} << 26));
@@ -81,6 +84,15 @@ void Vm::fail(const std::string& message) const {
 
 void Vm::fail_at(const std::string& message, uint64_t offset) const {
   throw Error(message, offset);
+}
+
+void Vm::fail_memory_bound() const {
+  fail(fmt::format(
+      "this pickle needs more than {} MiB of memory for {:.1f} MiB of input (the limit is {} "
+      "bytes per input byte or {} MiB, whichever is larger): a degenerate pickle, not a memory "
+      "snapshot",
+      max_held_bytes_ >> 20, static_cast<double>(input_.size()) / (1 << 20),
+      kHeldBytesPerInputByte, kMinHeldBytes >> 20));
 }
 
 void Vm::fail_truncated(uint64_t count) const {
@@ -119,6 +131,7 @@ size_t Vm::pop_mark() {
   if (marks_.empty()) fail(fmt::format("no MARK before opcode {}", opcode_name(op_)));
   size_t base = marks_.back();
   marks_.pop_back();
+  give_back(sizeof(size_t));
   return base;
 }
 
@@ -129,6 +142,7 @@ Value Vm::new_container(Kind kind) {
     free_containers_.pop_back();
   } else {
     if (containers_.size() >= std::numeric_limits<uint32_t>::max()) fail("too many containers");
+    charge(sizeof(Container));
     index = containers_.size();
     containers_.emplace_back();
   }
@@ -159,6 +173,7 @@ Value Vm::view_value(Kind kind, uint64_t offset, uint64_t length) {
 Value Vm::owned_value(Kind kind, std::string_view bytes, uint8_t extra_flags) {
   Value value = view_value(kind, owned_.size(), bytes.size());
   value.flags = Value::kOwnedBytes | extra_flags;
+  charge(bytes.size());
   owned_.append(bytes);
   return value;
 }
@@ -188,6 +203,7 @@ void Vm::replace_container(const Value& value, Value substitute, bool reuse_slot
       memo_put(slot.memo_slot, substitute);
     }
   }
+  give_back(slot.items.size() * sizeof(Value));
   if (reuse_slot && slot.memo_refs <= 1) {
     slot.items.clear();
     ++slot.generation;
@@ -215,6 +231,7 @@ void Vm::memo_put_slow(uint64_t index, const Value& value) {
     was_defined = memo_[index].kind != Kind::kUndefined;
     memo_[index] = value;
   } else if (index == memo_.size()) {
+    charge(sizeof(Value));
     auto sparse = sparse_memo_.find(index);
     if (sparse != sparse_memo_.end()) {
       was_defined = true;
@@ -222,6 +239,8 @@ void Vm::memo_put_slow(uint64_t index, const Value& value) {
     }
     memo_.push_back(value);
   } else {
+    // A hash map slot: key, value and control bytes.
+    charge(sizeof(uint64_t) + sizeof(Value) + 8);
     auto [it, inserted] = sparse_memo_.insert_or_assign(index, value);
     was_defined = !inserted;
   }
@@ -245,6 +264,7 @@ void Vm::append_range(Value& list, const Value* first, const Value* last) {
       run_end = last;
     }
     if (run_end != first) {
+      charge(static_cast<uint64_t>(run_end - first) * sizeof(Value));
       std::vector<Value>& items = container(list).items;
       items.insert(items.end(), first, run_end);
       first = run_end;
@@ -273,6 +293,7 @@ void Vm::append_to_list(Value& list, Value item) {
     item.kind = Kind::kExternalRange;
     item.size = 1;
   }
+  charge(sizeof(Value));
   items.push_back(item);
 }
 
@@ -493,7 +514,10 @@ Value Vm::run() {
         if (options_.on_progress) options_.on_progress(pos_);
         return stack_.back();
       }
-      case kMark: marks_.push_back(stack_.size()); break;
+      case kMark:
+        charge(sizeof(size_t));
+        marks_.push_back(stack_.size());
+        break;
       case kPop: pop(); break;
       case kPopMark: stack_.resize(pop_mark()); break;
       case kDup: push(top()); break;
@@ -600,6 +624,7 @@ Value Vm::run() {
         if (kind == Kind::kList) {
           append_range(made, stack_.data() + base, stack_.data() + stack_.size());
         } else {
+          charge((stack_.size() - base) * sizeof(Value));
           container(made).items.assign(stack_.begin() + static_cast<ptrdiff_t>(base), stack_.end());
         }
         stack_.resize(base);
@@ -614,6 +639,7 @@ Value Vm::run() {
           fail(fmt::format("stack underflow: {} needs {} values", opcode_name(op_), count));
         }
         Value made = new_container(Kind::kTuple);
+        charge(count * sizeof(Value));
         container(made).items.assign(stack_.end() - static_cast<ptrdiff_t>(count), stack_.end());
         stack_.resize(stack_.size() - count);
         push(made);
@@ -643,11 +669,13 @@ Value Vm::run() {
           if (target.kind != Kind::kDict)
             fail(fmt::format("SETITEMS on {}", kind_with_article(target.kind)));
           if ((stack_.size() - base) % 2 != 0) fail("SETITEMS with an odd number of items");
+          charge((stack_.size() - base) * sizeof(Value));
           auto& items = container(target).items;
           items.insert(items.end(), stack_.begin() + static_cast<ptrdiff_t>(base), stack_.end());
         } else {
           if (target.kind != Kind::kSet)
             fail(fmt::format("ADDITEMS on {}", kind_with_article(target.kind)));
+          charge((stack_.size() - base) * sizeof(Value));
           auto& items = container(target).items;
           items.insert(items.end(), stack_.begin() + static_cast<ptrdiff_t>(base), stack_.end());
         }
@@ -660,6 +688,7 @@ Value Vm::run() {
         Value& dict = top();
         if (dict.kind != Kind::kDict)
           fail(fmt::format("SETITEM on {}", kind_with_article(dict.kind)));
+        charge(2 * sizeof(Value));
         auto& items = container(dict).items;
         items.push_back(key);
         items.push_back(value);

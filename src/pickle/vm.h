@@ -30,6 +30,9 @@ class Vm;
 // and a push happens for almost every opcode).
 class ValueStack {
  public:
+  // Called before the stack doubles, with the bytes the new capacity adds.
+  std::function<void(uint64_t added_bytes)> on_grow;
+
   [[gnu::always_inline]] void push_back(const Value& value) {
     if (size_ == capacity_) grow();
     data_[size_++] = value;
@@ -51,6 +54,7 @@ class ValueStack {
  private:
   void grow() {
     size_t capacity = capacity_ == 0 ? 256 : capacity_ * 2;
+    if (on_grow) on_grow((capacity - capacity_) * sizeof(Value));
     auto bigger = std::make_unique<Value[]>(capacity);
     std::copy(data_.get(), data_.get() + size_, bigger.get());
     data_ = std::move(bigger);
@@ -76,11 +80,27 @@ struct VmOptions {
   ListItemObserver* observer = nullptr;
   // Called every few MiB with the current offset (progress, page release).
   std::function<void(uint64_t offset)> on_progress;
+  // The most memory the VM's own values may take; 0 means the default,
+  // max_held_bytes_for(input size). A pickle that needs more is refused.
+  uint64_t max_held_bytes = 0;
 };
+
+// The VM's memory bound: kHeldBytesPerInputByte per input byte, and at least
+// kMinHeldBytes. A snapshot's VM values take about 1 byte per input byte (its
+// trace entries are consumed as they arrive); degenerate pickles such as
+// millions of EMPTY_LIST opcodes would take 72, and are refused instead.
+constexpr uint64_t kHeldBytesPerInputByte = 16;
+constexpr uint64_t kMinHeldBytes = uint64_t{256} << 20;
+constexpr uint64_t max_held_bytes_for(uint64_t input_size) {
+  return std::max(kMinHeldBytes, input_size * kHeldBytesPerInputByte);
+}
 
 class Vm {
  public:
   Vm(std::span<const uint8_t> input, VmOptions options);
+  // The stack's growth hook points back at this Vm.
+  Vm(const Vm&) = delete;
+  Vm& operator=(const Vm&) = delete;
 
   // Runs to the first STOP and returns the value it left on the stack.
   Value run();
@@ -147,6 +167,16 @@ class Vm {
   }
 
   [[gnu::always_inline]] void push(Value value) { stack_.push_back(value); }
+  // Memory accounting: every value the VM stores is charged here, and items
+  // of consumed containers are given back, so held_bytes_ tracks what the
+  // VM keeps (within the slack of vector growth).
+  [[gnu::always_inline]] void charge(uint64_t bytes) {
+    held_bytes_ += bytes;
+    if (held_bytes_ > max_held_bytes_) [[unlikely]]
+      fail_memory_bound();
+  }
+  void give_back(uint64_t bytes) { held_bytes_ -= std::min(held_bytes_, bytes); }
+  [[noreturn]] void fail_memory_bound() const;
   static constexpr size_t kRecycledItemsLimit = 64;
   Value pop();
   Value& top();
@@ -170,6 +200,7 @@ class Vm {
   // MEMOIZE and in-order PUTs append; anything else takes the slow path.
   [[gnu::always_inline]] void memo_put(uint64_t index, const Value& value) {
     if (index == memo_.size() && sparse_memo_.empty()) [[likely]] {
+      charge(sizeof(Value));
       memo_.push_back(value);
       ++memo_count_;
       if (value.is_container()) note_memoized(value, index);
@@ -221,6 +252,8 @@ class Vm {
   absl::flat_hash_map<uint64_t, Value> sparse_memo_;
   uint64_t memo_count_ = 0;
   std::string owned_;
+  uint64_t held_bytes_ = 0;
+  uint64_t max_held_bytes_ = 0;
 };
 
 // Renders a kBigInt as decimal text (exact). Throws for absurdly wide ints.

@@ -138,8 +138,9 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
   // Counts a malformed trace entry once: the list keeps a marker, so the
   // device list's walk does not count it again.
   Value reject(Vm& vm, const Value& item) {
-    ++model_.anomalies.malformed_entries;
-    Value marker = Value::external(kRejectedTag, 0);
+    // Consecutive ids, so that a run of rejected entries collapses into one
+    // kExternalRange instead of costing a list item each.
+    Value marker = Value::external(kRejectedTag, model_.anomalies.malformed_entries++);
     vm.replace_container(item, marker, /*reuse_slot=*/true);
     return marker;
   }

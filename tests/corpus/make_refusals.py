@@ -138,6 +138,7 @@ ZIP = ('this is a zip archive (a torch.save zip archive?), not a memory snapshot
        'write snapshots with torch.cuda.memory._dump_snapshot()')
 JSON = ('this looks like JSON, not a pickle; memsnap reads the pickle written by '
         'torch.cuda.memory._dump_snapshot()')
+DEGENERATE = 'a degenerate pickle, not a memory snapshot'
 NESTING = 'nesting deeper than 200 levels (or a reference cycle) in the pickle'
 OUT_OF_BAND = 'NEXT_BUFFER needs an out-of-band buffer, which a snapshot file cannot carry'
 
@@ -336,6 +337,16 @@ def write(outdir):
         OUT_OF_BAND)
     put('nesting-lists-100000.pickle', nested_lists(100000), NESTING, vm=False)
     put('nesting-dicts-100000.pickle', nested_dicts(100000), NESTING, vm=False)
+
+    # degenerate pickles: more VM memory per input byte than a snapshot needs
+    # (EMPTY_LIST is 72 bytes of VM state per input byte, DUP 16, EMPTY_DICT
+    # + MEMOIZE 36); refused at the bound, whichever form they arrive in
+    lists = proto(4) + P.EMPTY_LIST * (5 << 20) + P.STOP
+    put('degenerate-empty-lists.pickle', lists, DEGENERATE)
+    put('degenerate-empty-lists.pickle.gz', gzip.compress(lists, mtime=0), DEGENERATE)
+    put('degenerate-dup.pickle', proto(4) + P.NONE + P.DUP * (18 << 20) + P.STOP, DEGENERATE)
+    put('degenerate-memoized-dicts.pickle',
+        proto(4) + (P.EMPTY_DICT + memoize()) * (5 << 20) + P.STOP, DEGENERATE)
 
     # must parse
     small4 = pickle.dumps(snap, protocol=4)

@@ -164,5 +164,28 @@ TEST(Vm, ErrorsCarryByteOffsets) {
   }
 }
 
+TEST(Vm, MemoryPerInputByteIsBounded) {
+  EXPECT_EQ(max_held_bytes_for(1000), kMinHeldBytes);
+  EXPECT_EQ(max_held_bytes_for(uint64_t{1} << 30), (uint64_t{1} << 30) * kHeldBytesPerInputByte);
+  const auto run_with_bound = [](const std::string& pickle, uint64_t bound) {
+    VmOptions options;
+    options.max_held_bytes = bound;
+    Vm vm(bytes_of(pickle), options);
+    vm.run();
+  };
+  // 200 empty lists, then a list of them: about 200 * 72 bytes of VM state.
+  std::string lists = P("\x80\x04(") + std::string(200, ']') + "l.";
+  EXPECT_NO_THROW(run_with_bound(lists, 64 << 10));
+  try {
+    run_with_bound(lists, 4 << 10);
+    FAIL() << "a pickle beyond the bound was accepted";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("a degenerate pickle, not a memory snapshot"),
+              std::string::npos)
+        << error.what();
+    EXPECT_TRUE(error.byte_offset().has_value());
+  }
+}
+
 }  // namespace
 }  // namespace memsnap::pickle
