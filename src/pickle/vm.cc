@@ -1,6 +1,7 @@
 #include "pickle/vm.h"
 
 #include <fmt/format.h>
+#include <gmp.h>
 #include <algorithm>
 #include <bit>
 #include <charconv>
@@ -18,8 +19,22 @@ namespace {
 // that even a small file is never resident all at once.
 constexpr uint64_t kProgressInterval = uint64_t{2} << 20;
 constexpr uint64_t kMaxViewLength = std::numeric_limits<uint32_t>::max();
-// Decimal rendering of wider ints is quadratic; real snapshots never come near.
-constexpr size_t kMaxBigIntBytes = 4096;
+// Wider ints are refused when printed: 1 MiB of two's complement bytes is 2.5 million
+// decimal digits, far beyond any number a snapshot holds.
+constexpr size_t kMaxBigIntBytes = size_t{1} << 20;
+
+// GMP's integer, cleared on every path out.
+class BigInt {
+ public:
+  BigInt() { mpz_init(value_); }
+  BigInt(const BigInt&) = delete;
+  BigInt& operator=(const BigInt&) = delete;
+  ~BigInt() { mpz_clear(value_); }
+  mpz_ptr get() { return value_; }
+
+ private:
+  mpz_t value_;
+};
 
 bool is_digit(char c) {
   return c >= '0' && c <= '9';
@@ -821,37 +836,21 @@ std::string big_int_decimal(const Vm& vm, const Value& value) {
   if (raw.size() > kMaxBigIntBytes) {
     throw Error(fmt::format("integer of {} bytes is too wide to print", raw.size()));
   }
-  // Little-endian two's complement to magnitude, then repeated division by 10^9.
-  std::vector<uint32_t> limbs((raw.size() + 3) / 4, 0);
-  for (size_t i = 0; i < raw.size(); ++i) {
-    limbs[i / 4] |= uint32_t{static_cast<uint8_t>(raw[i])} << (8 * (i % 4));
+  // Little-endian two's complement: import the bytes as a magnitude, then
+  // subtract 2^(8 * size) when the sign bit is set. GMP converts to decimal
+  // by divide and conquer, so a wide integer costs about linear time rather
+  // than the quadratic time of repeated division.
+  BigInt number;
+  mpz_import(number.get(), raw.size(), /*order=*/-1, /*size=*/1, /*endian=*/0, /*nails=*/0,
+             raw.data());
+  if (!raw.empty() && (static_cast<uint8_t>(raw.back()) & 0x80) != 0) {
+    BigInt modulus;
+    mpz_setbit(modulus.get(), 8 * raw.size());
+    mpz_sub(number.get(), number.get(), modulus.get());
   }
-  bool negative = !raw.empty() && (static_cast<uint8_t>(raw.back()) & 0x80) != 0;
-  if (negative) {
-    size_t top_bits = (raw.size() % 4) * 8;
-    if (top_bits != 0) limbs.back() |= ~uint32_t{0} << top_bits;
-    uint64_t carry = 1;
-    for (uint32_t& limb : limbs) {
-      uint64_t sum = uint64_t{static_cast<uint32_t>(~limb)} + carry;
-      limb = static_cast<uint32_t>(sum);
-      carry = sum >> 32;
-    }
-  }
-  std::string digits;
-  while (!limbs.empty()) {
-    uint64_t remainder = 0;
-    for (size_t i = limbs.size(); i-- > 0;) {
-      uint64_t current = (remainder << 32) | limbs[i];
-      limbs[i] = static_cast<uint32_t>(current / 1000000000u);
-      remainder = current % 1000000000u;
-    }
-    while (!limbs.empty() && limbs.back() == 0) limbs.pop_back();
-    std::string chunk = std::to_string(remainder);
-    if (!limbs.empty()) chunk.insert(0, 9 - chunk.size(), '0');
-    digits.insert(0, chunk);
-  }
-  if (digits.empty()) digits.push_back('0');
-  if (negative) digits.insert(digits.begin(), '-');
+  std::string digits(mpz_sizeinbase(number.get(), 10) + 2, '\0');
+  mpz_get_str(digits.data(), 10, number.get());
+  digits.resize(std::strlen(digits.c_str()));
   return digits;
 }
 

@@ -37,6 +37,11 @@ import pickle
 import random
 import sys
 
+# Wide ints are exact in both directions: lift CPython's str()/int() digit
+# limit (3.11+), which exists to bound the quadratic conversion memsnap avoids.
+if hasattr(sys, 'set_int_max_str_digits'):
+    sys.set_int_max_str_digits(0)
+
 KiB = 1 << 10
 MiB = 1 << 20
 GiB = 1 << 30
@@ -1059,7 +1064,9 @@ def extras(protocol):
     x = {
         'ints': [0, 1, -1, 255, 256, 65535, 65536, 2 ** 31 - 1, 2 ** 31, -2 ** 31,
                  -2 ** 31 - 1, 2 ** 32, 2 ** 63 - 1, 2 ** 63, -2 ** 63, 2 ** 64 - 1,
-                 2 ** 64, -2 ** 63 - 1, 10 ** 30, -10 ** 30, 2 ** 2000],
+                 2 ** 64, -2 ** 63 - 1, 10 ** 30, -10 ** 30, 2 ** 2000,
+                 # wider than CPython's default 4,300-digit str() limit
+                 2 ** 40000 + 12345, -(3 ** 20000), -(2 ** 32767)],
         'floats': [0.0, -0.0, 0.1, 1.5, -2.25, 1e300, 5e-324, 1e16, 123456789.125,
                    float('nan'), float('inf'), float('-inf')],
         'strings': ['', 'plain', 'quote " backslash \\ slash /',

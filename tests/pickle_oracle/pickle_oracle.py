@@ -22,6 +22,11 @@ import math
 import pickle
 import sys
 
+# Wide ints are exact in both directions: lift CPython's str()/int() digit
+# limit (3.11+), which exists to bound the quadratic conversion memsnap avoids.
+if hasattr(sys, 'set_int_max_str_digits'):
+    sys.set_int_max_str_digits(0)
+
 U64 = 1 << 64
 I64_MIN = -(1 << 63)
 
