@@ -13,6 +13,10 @@ struct LoadOptions {
   // Read opcodes that would import or call code as inert placeholders
   // instead of refusing the file. Nothing is ever executed either way.
   bool allow_objects = false;
+  // The most bytes the pickle may take in memory once read from a stream or
+  // decompressed (a plain file is mapped, not held); 0 means the machine's
+  // physical memory, at most 64 GiB. Larger input is refused.
+  uint64_t max_input_bytes = 0;
   // Called now and then with (bytes done, bytes total) while the pickle is read.
   std::function<void(uint64_t done, uint64_t total)> on_progress;
 };

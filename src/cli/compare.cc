@@ -29,7 +29,7 @@ Command compare_command() {
             add_analysis_flags(command, flags->common, 15);
             return [flags] {
               const CommonOptions& common = flags->common;
-              std::vector<Snapshot> snapshots = load_all(flags->files, common.allow_objects);
+              std::vector<Snapshot> snapshots = load_all(flags->files, common);
               FileAnalysis a = analyze_file(flags->files[0], snapshots[0], common.device);
               FileAnalysis b = analyze_file(flags->files[1], snapshots[1], common.device);
               CompareResult result = compare_files(a, b, flags->step, common.frame_depth);

@@ -24,19 +24,25 @@ Command dump_command() {
             auto flags = std::make_shared<Flags>();
             command.add_option("FILE", flags->file, "Pickle file (.gz, .zst, or - for stdin)")
                 ->required();
-            add_allow_objects_flag(command, flags->common);
+            add_input_flags(command, flags->common);
             return [flags] {
               pickle::Value root;
               std::optional<pickle::Vm> vm;
               InputBuffer input;
               try {
-                input = open_input(flags->file);
+                InputLimits limits;
+                limits.max_bytes = flags->common.max_input_bytes;
+                limits.check_start = pickle::check_pickle_start;
+                input = open_input(flags->file, limits);
                 pickle::VmOptions options;
                 options.allow_objects = flags->common.allow_objects;
                 vm.emplace(input.bytes(), options);
                 root = vm->run();
+                input.throw_if_changed();
               } catch (const Error& error) {
-                throw error.in_file(flags->file == "-" ? "<stdin>" : flags->file);
+                std::string name = flags->file == "-" ? "<stdin>" : flags->file;
+                if (input.changed()) throw file_changed_error().in_file(name);
+                throw error.in_file(name);
               }
               pickle::write_tagged_json(*vm, root, stdout);
               check_stdout();

@@ -26,10 +26,10 @@ Command events_command() {
                 ->check(whole_number_at_least(1));
             add_frame_depth_flag(command, flags->common);
             add_json_flag(command, flags->common);
-            add_allow_objects_flag(command, flags->common);
+            add_input_flags(command, flags->common);
             return [flags] {
               const CommonOptions& common = flags->common;
-              Snapshot snapshot = load_with_progress(flags->file, common.allow_objects);
+              Snapshot snapshot = load_with_progress(flags->file, common);
               EventListing listing =
                   list_events(snapshot, common.device, flags->stride, common.frame_depth);
               if (common.json) {

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <future>
+#include <limits>
 
 #include "memsnap/error.h"
 
@@ -19,9 +20,11 @@ namespace {
 
 constexpr uint64_t kProgressThreshold = uint64_t{64} << 20;
 
-LoadOptions load_options(const std::string& path, bool allow_objects, bool show_progress) {
+LoadOptions load_options(const std::string& path, const CommonOptions& common,
+                         bool show_progress) {
   LoadOptions options;
-  options.allow_objects = allow_objects;
+  options.allow_objects = common.allow_objects;
+  options.max_input_bytes = common.max_input_bytes;
   if (show_progress && ::isatty(STDERR_FILENO) != 0) {
     options.on_progress = [path, last_percent = -1](uint64_t done, uint64_t total) mutable {
       if (total < kProgressThreshold) return;
@@ -82,10 +85,18 @@ void add_json_flag(CLI::App& command, CommonOptions& options) {
   command.add_flag("--json", options.json, "Print JSON instead of text (report on stdout only)");
 }
 
-void add_allow_objects_flag(CLI::App& command, CommonOptions& options) {
+void add_input_flags(CLI::App& command, CommonOptions& options) {
   command.add_flag("--allow-objects", options.allow_objects,
                    "Read opcodes that would import or call code as inert placeholders "
                    "instead of refusing the file (nothing is ever executed)");
+  command
+      .add_option("--max-input", options.max_input_bytes,
+                  "Largest pickle to hold in memory after decompression or from a pipe, e.g. "
+                  "48GiB (default: this machine's memory, at most 64 GiB); plain files are "
+                  "mapped and not limited")
+      ->transform(CLI::AsSizeValue(false).description(""))
+      ->check(whole_number_at_least(1).description(""))
+      ->option_text("SIZE");
 }
 
 void add_top_flag(CLI::App& command, CommonOptions& options, const std::string& what,
@@ -109,26 +120,27 @@ void add_analysis_flags(CLI::App& command, CommonOptions& options, int default_t
   add_frame_depth_flag(command, options);
   add_device_flag(command, options);
   add_json_flag(command, options);
-  add_allow_objects_flag(command, options);
+  add_input_flags(command, options);
 }
 
-Snapshot load_with_progress(const std::string& path, bool allow_objects) {
-  return load_snapshot(path, load_options(path, allow_objects, true));
+Snapshot load_with_progress(const std::string& path, const CommonOptions& options) {
+  return load_snapshot(path, load_options(path, options, true));
 }
 
-std::vector<Snapshot> load_all(const std::vector<std::string>& paths, bool allow_objects) {
+std::vector<Snapshot> load_all(const std::vector<std::string>& paths,
+                               const CommonOptions& options) {
   if (std::count(paths.begin(), paths.end(), std::string("-")) > 1) {
     throw Error::usage("stdin ('-') can be read once; give the other snapshots as files");
   }
   std::vector<std::future<Snapshot>> others;
   for (size_t i = 1; i < paths.size(); ++i) {
-    others.push_back(std::async(std::launch::async, [&paths, i, allow_objects]() {
+    others.push_back(std::async(std::launch::async, [&paths, i, &options]() {
       // One progress line at a time: the first file reports.
-      return load_snapshot(paths[i], load_options(paths[i], allow_objects, false));
+      return load_snapshot(paths[i], load_options(paths[i], options, false));
     }));
   }
   std::vector<Snapshot> snapshots;
-  snapshots.push_back(load_with_progress(paths[0], allow_objects));
+  snapshots.push_back(load_with_progress(paths[0], options));
   for (auto& other : others) snapshots.push_back(other.get());
   return snapshots;
 }

@@ -2,6 +2,7 @@
 // default and help read the same everywhere.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@ struct CommonOptions {
   std::optional<int> device;
   bool json = false;
   bool allow_objects = false;
+  uint64_t max_input_bytes = 0;  // 0: LoadOptions' default
   int top = 10;
   int frame_depth = 1;
 };
@@ -32,7 +34,8 @@ CLI::Validator finite_number();
 
 void add_device_flag(CLI::App& command, CommonOptions& options);
 void add_json_flag(CLI::App& command, CommonOptions& options);
-void add_allow_objects_flag(CLI::App& command, CommonOptions& options);
+// --allow-objects and --max-input: how a file is read.
+void add_input_flags(CLI::App& command, CommonOptions& options);
 // Sets options.top to the command's default (the reference scripts': 15 for
 // parse, compare and replay-step, 25 for replay-to-time).
 void add_top_flag(CLI::App& command, CommonOptions& options, const std::string& what,
@@ -43,8 +46,9 @@ void add_analysis_flags(CLI::App& command, CommonOptions& options, int default_t
 
 // Loads one file, with a progress line on stderr for a person watching a
 // large file load.
-Snapshot load_with_progress(const std::string& path, bool allow_objects);
+Snapshot load_with_progress(const std::string& path, const CommonOptions& options);
 // Loads several files at once: each file after the first on its own thread.
-std::vector<Snapshot> load_all(const std::vector<std::string>& paths, bool allow_objects);
+std::vector<Snapshot> load_all(const std::vector<std::string>& paths,
+                               const CommonOptions& options);
 
 }  // namespace memsnap::cli

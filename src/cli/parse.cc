@@ -26,10 +26,10 @@ Command parse_command() {
         add_device_flag(command, flags->common);
         add_top_flag(command, flags->common, "sources", 15);
         add_frame_depth_flag(command, flags->common);
-        add_allow_objects_flag(command, flags->common);
+        add_input_flags(command, flags->common);
         return [flags] {
           const CommonOptions& common = flags->common;
-          Snapshot snapshot = load_with_progress(flags->file, common.allow_objects);
+          Snapshot snapshot = load_with_progress(flags->file, common);
           ParseResult result = summarize(
               snapshot, flags->file, ParseOptions{common.device, common.top, common.frame_depth});
           if (common.json) {

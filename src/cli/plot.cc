@@ -68,7 +68,7 @@ void run_plot(const PlotFlags& flags) {
         "this memsnap was built without the HTML plot (MEMSNAP_HTML_PLOT=OFF); use plot --text");
   }
   const CommonOptions& common = flags.common;
-  std::vector<Snapshot> snapshots = load_all(flags.files, common.allow_objects);
+  std::vector<Snapshot> snapshots = load_all(flags.files, common);
   std::vector<RunTimeline> runs;
   for (size_t i = 0; i < flags.files.size(); ++i) {
     FileAnalysis file = analyze_file(flags.files[i], snapshots[i], common.device);
@@ -119,7 +119,7 @@ Command plot_command() {
         command.add_option("--height", flags->height, "--text: chart rows (default 20)");
         add_frame_depth_flag(command, flags->common);
         add_device_flag(command, flags->common);
-        add_allow_objects_flag(command, flags->common);
+        add_input_flags(command, flags->common);
         return [flags] { run_plot(*flags); };
       }};
 }

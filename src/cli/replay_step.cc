@@ -33,7 +33,7 @@ Command replay_step_command() {
           if (!flags->step && !flags->all_steps)
             throw Error::usage("replay-step needs --step N or --all-steps");
           const CommonOptions& common = flags->common;
-          Snapshot snapshot = load_with_progress(flags->file, common.allow_objects);
+          Snapshot snapshot = load_with_progress(flags->file, common);
           FileAnalysis file = analyze_file(flags->file, snapshot, common.device);
           ReplayStepResult result = replay_steps(
               file, flags->all_steps ? std::nullopt : flags->step, common.top, common.frame_depth);

@@ -39,7 +39,7 @@ Command replay_to_time_command() {
               const CommonOptions& common = flags->common;
               std::vector<std::string> files{flags->file};
               if (!flags->other.empty()) files.push_back(flags->other);
-              std::vector<Snapshot> snapshots = load_all(files, common.allow_objects);
+              std::vector<Snapshot> snapshots = load_all(files, common);
               std::vector<TimeSide> sides;
               for (size_t i = 0; i < files.size(); ++i) {
                 FileAnalysis file = analyze_file(files[i], snapshots[i], common.device);

@@ -1,8 +1,12 @@
 #include "io/input.h"
 
+#include <array>
+#include <atomic>
 #include <memory>
+#include <mutex>
 
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -35,20 +39,45 @@ class FileDescriptor {
   int fd_;
 };
 
-std::vector<uint8_t> read_all(int fd, const std::string& name) {
+std::string format_limit(uint64_t bytes) {
+  if (bytes >= (uint64_t{1} << 30)) {
+    return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / static_cast<double>(1 << 30));
+  }
+  if (bytes >= (uint64_t{1} << 20)) {
+    return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / static_cast<double>(1 << 20));
+  }
+  return fmt::format("{} bytes", bytes);
+}
+
+std::string too_large_message(const char* what, uint64_t max_bytes) {
+  return fmt::format(
+      "{} exceeds the input limit of {}; refusing to read further (the whole pickle is held in "
+      "memory: the limit is this machine's memory unless --max-input sets it)",
+      what, format_limit(max_bytes));
+}
+
+// Reads a pipe, FIFO, character device or stdin to its end, refusing more
+// than max_bytes, and shows the first bytes to check_start as soon as they
+// arrive, so that /dev/zero or an endless stream of garbage stops at once.
+std::vector<uint8_t> read_stream(int fd, const std::string& name, uint64_t max_bytes,
+                                 const StartCheck& check_start) {
   std::vector<uint8_t> out;
+  bool checked = false;
   for (;;) {
     size_t old_size = out.size();
+    if (old_size > max_bytes) throw Error(too_large_message("the input", max_bytes));
     out.resize(old_size + kChunk);
     ssize_t got = ::read(fd, out.data() + old_size, kChunk);
     if (got < 0) {
-      if (errno == EINTR) {
-        out.resize(old_size);
-        continue;
-      }
+      out.resize(old_size);
+      if (errno == EINTR) continue;
       throw Error(fmt::format("{}: read failed: {}", name, std::strerror(errno)));
     }
     out.resize(old_size + static_cast<size_t>(got));
+    if (!checked && (out.size() >= kStartCheckBytes || got == 0)) {
+      checked = true;
+      check_start(out);
+    }
     if (got == 0) break;
   }
   out.shrink_to_fit();
@@ -71,13 +100,137 @@ bool is_zstd(std::span<const uint8_t> bytes) {
   return starts_with(bytes, {0x28, 0xb5, 0x2f, 0xfd});
 }
 
-std::string too_large_message(uint64_t max_output) {
-  return fmt::format("decompressed data exceeds {}; refusing to inflate further",
-                     max_output >= (uint64_t{1} << 30) ? fmt::format("{} GiB", max_output >> 30)
-                                                       : fmt::format("{} bytes", max_output));
+// Runs a start check once the decompressor's output holds enough bytes.
+class StartGate {
+ public:
+  explicit StartGate(const StartCheck& check) : check_(check) {}
+  void see(const std::vector<uint8_t>& out, bool at_end) {
+    if (done_ || !check_ || (out.size() < kStartCheckBytes && !at_end)) return;
+    done_ = true;
+    check_(out);
+  }
+
+ private:
+  const StartCheck& check_;
+  bool done_ = false;
+};
+
+}  // namespace
+
+// A file can shrink while it is mapped (a dump still being written, a file
+// replaced in place), and touching a page past its new end raises SIGBUS. A
+// guard registers its mapping in a fixed table the signal handler can read;
+// the handler maps zero pages over the rest of that mapping, marks it
+// changed and returns, so the read goes on (over zeros) and the reader turns
+// the mark into an error. A SIGBUS outside every mapping gets the previous
+// disposition (by default: the process dies, as it would have).
+namespace {
+
+struct GuardSlot {
+  std::atomic<uintptr_t> begin{0};
+  std::atomic<uintptr_t> end{0};  // page-rounded
+  std::atomic<bool> changed{false};
+};
+constexpr size_t kGuardSlots = 64;  // mappings open at once: one per file loaded in parallel
+std::array<GuardSlot, kGuardSlots> g_guard_slots;
+std::atomic<uintptr_t> g_page_size{4096};
+struct sigaction g_previous_sigbus {};
+std::once_flag g_sigbus_handler_installed;
+
+void on_sigbus(int signal, siginfo_t* info, void* context) {
+  const auto address = reinterpret_cast<uintptr_t>(info->si_addr);
+  const uintptr_t page_size = g_page_size.load(std::memory_order_relaxed);
+  for (GuardSlot& slot : g_guard_slots) {
+    uintptr_t begin = slot.begin.load(std::memory_order_acquire);
+    uintptr_t end = slot.end.load(std::memory_order_acquire);
+    if (begin == 0 || address < begin || address >= end) continue;
+    uintptr_t page = address / page_size * page_size;
+    void* zeros = ::mmap(reinterpret_cast<void*>(page), end - page, PROT_READ,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    if (zeros != MAP_FAILED) {
+      slot.changed.store(true, std::memory_order_release);
+      return;
+    }
+  }
+  // Not one of ours: hand the signal to whoever had it before.
+  if ((g_previous_sigbus.sa_flags & SA_SIGINFO) != 0 && g_previous_sigbus.sa_sigaction != nullptr) {
+    g_previous_sigbus.sa_sigaction(signal, info, context);
+    return;
+  }
+  if (g_previous_sigbus.sa_handler != SIG_DFL && g_previous_sigbus.sa_handler != SIG_IGN &&
+      g_previous_sigbus.sa_handler != nullptr) {
+    g_previous_sigbus.sa_handler(signal);
+    return;
+  }
+  ::signal(SIGBUS, SIG_DFL);  // the fault repeats on return, now fatal
+}
+
+void install_sigbus_handler() {
+  g_page_size.store(static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE)), std::memory_order_relaxed);
+  struct sigaction action {};
+  action.sa_sigaction = on_sigbus;
+  action.sa_flags = SA_SIGINFO | SA_NODEFER;
+  sigemptyset(&action.sa_mask);
+  ::sigaction(SIGBUS, &action, &g_previous_sigbus);
 }
 
 }  // namespace
+
+class MappingGuard {
+ public:
+  MappingGuard(const uint8_t* data, uint64_t size) {
+    std::call_once(g_sigbus_handler_installed, install_sigbus_handler);
+    const uintptr_t page_size = g_page_size.load(std::memory_order_relaxed);
+    const auto begin = reinterpret_cast<uintptr_t>(data);
+    const uintptr_t end = begin + (size + page_size - 1) / page_size * page_size;
+    for (GuardSlot& slot : g_guard_slots) {
+      uintptr_t expected = 0;
+      // Claim the slot by its end first, so the handler never sees a begin
+      // without its end.
+      if (!slot.end.compare_exchange_strong(expected, end, std::memory_order_acq_rel)) continue;
+      slot.changed.store(false, std::memory_order_relaxed);
+      slot.begin.store(begin, std::memory_order_release);
+      slot_ = &slot;
+      return;
+    }
+    // All slots taken (more than 64 files mapped at once): unguarded, as
+    // before; a shrinking file then ends the process.
+  }
+  MappingGuard(const MappingGuard&) = delete;
+  MappingGuard& operator=(const MappingGuard&) = delete;
+  ~MappingGuard() {
+    if (slot_ == nullptr) return;
+    slot_->begin.store(0, std::memory_order_release);
+    slot_->end.store(0, std::memory_order_release);
+  }
+  [[nodiscard]] bool changed() const {
+    return slot_ != nullptr && slot_->changed.load(std::memory_order_acquire);
+  }
+
+ private:
+  GuardSlot* slot_ = nullptr;
+};
+
+bool InputBuffer::changed() const {
+  return guard_ != nullptr && guard_->changed();
+}
+
+Error file_changed_error() {
+  return Error(
+      "file changed while reading: it shrank after it was opened (was it still being "
+      "written?); read it again once it is complete");
+}
+
+void InputBuffer::throw_if_changed() const {
+  if (changed()) throw file_changed_error();
+}
+
+void InputBuffer::unmap() {
+  guard_.reset();  // unregister before the address range can be reused
+  if (mapped_ && data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+InputBuffer::InputBuffer() = default;
 
 InputBuffer::InputBuffer(InputBuffer&& other) noexcept {
   *this = std::move(other);
@@ -85,7 +238,8 @@ InputBuffer::InputBuffer(InputBuffer&& other) noexcept {
 
 InputBuffer& InputBuffer::operator=(InputBuffer&& other) noexcept {
   if (this == &other) return *this;
-  if (mapped_ && data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+  unmap();
+  guard_ = std::move(other.guard_);
   data_ = std::exchange(other.data_, nullptr);
   size_ = std::exchange(other.size_, 0);
   file_size_ = std::exchange(other.file_size_, 0);
@@ -99,7 +253,7 @@ InputBuffer& InputBuffer::operator=(InputBuffer&& other) noexcept {
 }
 
 InputBuffer::~InputBuffer() {
-  if (mapped_ && data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
+  unmap();
 }
 
 void InputBuffer::release_before(uint64_t offset) {
@@ -147,7 +301,9 @@ struct ZstdContextDeleter {
 
 }  // namespace
 
-std::vector<uint8_t> gunzip(std::span<const uint8_t> compressed, uint64_t max_output) {
+std::vector<uint8_t> gunzip(std::span<const uint8_t> compressed, uint64_t max_output,
+                            const StartCheck& check_start) {
+  StartGate gate(check_start);
   InflateStream owner;
   z_stream& stream = owner.get();
   std::vector<uint8_t> out;
@@ -161,15 +317,17 @@ std::vector<uint8_t> gunzip(std::span<const uint8_t> compressed, uint64_t max_ou
       stream.avail_in = static_cast<uInt>(take);
       consumed += take;
     }
-    if (out.size() >= max_output) throw Error(too_large_message(max_output));
+    if (out.size() >= max_output) throw Error(too_large_message("decompressed data", max_output));
     size_t old_size = out.size();
+    // Small steps until the start is checked, so a bomb stops after 1 MiB.
     size_t grow = std::max<size_t>(kChunk, old_size / 2);
     out.resize(old_size + grow);
     stream.next_out = out.data() + old_size;
     stream.avail_out = static_cast<uInt>(grow);
     status = inflate(&stream, Z_NO_FLUSH);
     out.resize(old_size + grow - stream.avail_out);
-    if (out.size() > max_output) throw Error(too_large_message(max_output));
+    if (out.size() > max_output) throw Error(too_large_message("decompressed data", max_output));
+    gate.see(out, status == Z_STREAM_END);
     if (status == Z_STREAM_END) {
       // Concatenated gzip members (as `cat a.gz b.gz` makes, or a writer that
       // flushes members) decompress as one stream, wherever the member ends in
@@ -187,11 +345,14 @@ std::vector<uint8_t> gunzip(std::span<const uint8_t> compressed, uint64_t max_ou
   }
   if (status != Z_STREAM_END)
     throw Error("gzip: truncated compressed stream (the file was cut short)");
+  gate.see(out, true);
   out.shrink_to_fit();
   return out;
 }
 
-std::vector<uint8_t> unzstd(std::span<const uint8_t> compressed, uint64_t max_output) {
+std::vector<uint8_t> unzstd(std::span<const uint8_t> compressed, uint64_t max_output,
+                            const StartCheck& check_start) {
+  StartGate gate(check_start);
   std::unique_ptr<ZSTD_DCtx, ZstdContextDeleter> owner(ZSTD_createDCtx());
   ZSTD_DCtx* context = owner.get();
   if (context == nullptr) throw Error("zstd: cannot create a decompression context");
@@ -199,7 +360,7 @@ std::vector<uint8_t> unzstd(std::span<const uint8_t> compressed, uint64_t max_ou
   ZSTD_inBuffer input{compressed.data(), compressed.size(), 0};
   size_t last = 1;
   while (input.pos < input.size || last != 0) {
-    if (out.size() >= max_output) throw Error(too_large_message(max_output));
+    if (out.size() >= max_output) throw Error(too_large_message("decompressed data", max_output));
     size_t old_size = out.size();
     size_t grow = std::max<size_t>(kChunk, old_size / 2);
     out.resize(old_size + grow);
@@ -207,14 +368,16 @@ std::vector<uint8_t> unzstd(std::span<const uint8_t> compressed, uint64_t max_ou
     size_t before = input.pos;
     last = ZSTD_decompressStream(context, &output, &input);
     out.resize(old_size + output.pos);
-    if (out.size() > max_output) throw Error(too_large_message(max_output));
+    if (out.size() > max_output) throw Error(too_large_message("decompressed data", max_output));
     if (ZSTD_isError(last) != 0u) {
       throw Error(std::string("zstd: ") + ZSTD_getErrorName(last));
     }
+    gate.see(out, last == 0);
     if (input.pos == input.size && output.pos == 0 && before == input.pos && last != 0) {
       throw Error("zstd: truncated compressed stream (the file was cut short)");
     }
   }
+  gate.see(out, true);
   out.shrink_to_fit();
   return out;
 }
@@ -238,11 +401,29 @@ void check_looks_like_pickle(std::span<const uint8_t> bytes) {
   }
 }
 
-InputBuffer open_input(const std::string& path) {
+uint64_t default_max_input_bytes() {
+  long pages = ::sysconf(_SC_PHYS_PAGES);
+  long page_size = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page_size <= 0) return kMaxInputBytes;
+  return std::min(kMaxInputBytes, static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size));
+}
+
+InputBuffer open_input(const std::string& path, const InputLimits& limits) {
+  const uint64_t max_bytes = limits.max_bytes != 0 ? limits.max_bytes : default_max_input_bytes();
+  // The checks every pickle's first bytes get, wherever they come from.
+  const StartCheck check_pickle_start = [&limits](std::span<const uint8_t> first_bytes) {
+    check_looks_like_pickle(first_bytes);
+    if (limits.check_start) limits.check_start(first_bytes);
+  };
+  // Raw bytes: compressed input is checked after inflating, not before.
+  const StartCheck check_raw_start = [&](std::span<const uint8_t> first_bytes) {
+    if (!is_gzip(first_bytes) && !is_zstd(first_bytes)) check_pickle_start(first_bytes);
+  };
+
   InputBuffer buffer;
   buffer.name_ = path;
   if (path == "-") {
-    buffer.owned_ = read_all(STDIN_FILENO, "stdin");
+    buffer.owned_ = read_stream(STDIN_FILENO, "stdin", max_bytes, check_raw_start);
   } else {
     int raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (raw < 0) throw Error(std::strerror(errno));
@@ -260,9 +441,11 @@ InputBuffer open_input(const std::string& path) {
       buffer.data_ = static_cast<const uint8_t*>(map);
       buffer.size_ = static_cast<uint64_t>(info.st_size);
       buffer.mapped_ = true;
+      buffer.guard_ = std::make_unique<MappingGuard>(buffer.data_, buffer.size_);
+      check_raw_start(buffer.bytes().first(std::min<size_t>(buffer.size_, kStartCheckBytes)));
     } else {
-      // Pipes, FIFOs, process substitution and empty files.
-      buffer.owned_ = read_all(fd.get(), path);
+      // Pipes, FIFOs, process substitution, devices and empty files.
+      buffer.owned_ = read_stream(fd.get(), path, max_bytes, check_raw_start);
     }
   }
   if (!buffer.mapped_) {
@@ -274,15 +457,14 @@ InputBuffer open_input(const std::string& path) {
   std::span<const uint8_t> raw_bytes = buffer.bytes();
   if (is_gzip(raw_bytes) || is_zstd(raw_bytes)) {
     bool gzip = is_gzip(raw_bytes);
-    std::vector<uint8_t> inflated;
-    inflated =
-        gzip ? gunzip(raw_bytes, kMaxDecompressedBytes) : unzstd(raw_bytes, kMaxDecompressedBytes);
+    std::vector<uint8_t> inflated = gzip ? gunzip(raw_bytes, max_bytes, check_pickle_start)
+                                         : unzstd(raw_bytes, max_bytes, check_pickle_start);
+    buffer.throw_if_changed();
     uint64_t file_size = buffer.file_size_;
     buffer = InputBuffer::from_memory(std::move(inflated), path);
     buffer.file_size_ = file_size;
     buffer.compression_ = gzip ? Compression::kGzip : Compression::kZstd;
   }
-  check_looks_like_pickle(buffer.bytes());
   return buffer;
 }
 

@@ -4,6 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -13,9 +15,12 @@ namespace memsnap {
 
 enum class Compression { kNone, kGzip, kZstd };
 
+class MappingGuard;
+struct InputLimits;
+
 class InputBuffer {
  public:
-  InputBuffer() = default;
+  InputBuffer();
   InputBuffer(const InputBuffer&) = delete;
   InputBuffer& operator=(const InputBuffer&) = delete;
   InputBuffer(InputBuffer&& other) noexcept;
@@ -35,35 +40,71 @@ class InputBuffer {
   // rather than model plus file. A no-op for memory the buffer owns.
   void release_before(uint64_t offset);
 
+  // A mapped file that shrank while it was read: the pages past its new end
+  // read as zeros (instead of killing the process with SIGBUS) and this turns
+  // true. Whatever was read from the buffer is then not to be trusted.
+  [[nodiscard]] bool changed() const;
+  // Throws "file changed while reading" when changed().
+  void throw_if_changed() const;
+
   static InputBuffer from_memory(std::vector<uint8_t> bytes, std::string name);
 
  private:
-  friend InputBuffer open_input(const std::string& path);
+  friend InputBuffer open_input(const std::string& path, const InputLimits& limits);
+  void unmap();
 
   const uint8_t* data_ = nullptr;
   uint64_t size_ = 0;
   uint64_t file_size_ = 0;
   uint64_t released_ = 0;
   bool mapped_ = false;
+  std::unique_ptr<MappingGuard> guard_;
   std::vector<uint8_t> owned_;
   Compression compression_ = Compression::kNone;
   std::string name_;
 };
 
+class Error;
+// "file changed while reading ...": what InputBuffer::throw_if_changed throws.
+Error file_changed_error();
+
+// Checks the first bytes of the (decompressed) pickle; throws Error to refuse.
+using StartCheck = std::function<void(std::span<const uint8_t> first_bytes)>;
+
+struct InputLimits {
+  // The most bytes the pickle may take once read or decompressed; 0 means
+  // default_max_input_bytes(). Input beyond it is refused, not truncated.
+  uint64_t max_bytes = 0;
+  // Called once, with at least kStartCheckBytes (or all there is), as soon
+  // as they are read or inflated and before anything more is: the layer
+  // that knows the pickle format refuses /dev/zero or a gzip of zeros at
+  // its first byte instead of after reading or inflating all of it.
+  StartCheck check_start;
+};
+
+// Bytes that check_looks_like_pickle and InputLimits::check_start see first.
+constexpr size_t kStartCheckBytes = 64;
+
 // Opens PATH ("-" is stdin), decompresses .gz/.zst by magic bytes, and refuses
-// inputs that are recognisably not a snapshot pickle (empty, zip, JSON).
-InputBuffer open_input(const std::string& path);
+// inputs that are recognisably not a snapshot pickle (empty, zip, JSON, and
+// whatever limits.check_start refuses), or larger than the limit.
+InputBuffer open_input(const std::string& path, const InputLimits& limits = {});
 
 // Checks the first bytes and throws a clear Error for inputs that are not a
 // pickle at all. Exposed for tests.
 void check_looks_like_pickle(std::span<const uint8_t> bytes);
 
 // Decompression with a ceiling on the output, so a small hostile file cannot
-// make memsnap allocate without bound.
-std::vector<uint8_t> gunzip(std::span<const uint8_t> compressed, uint64_t max_output);
-std::vector<uint8_t> unzstd(std::span<const uint8_t> compressed, uint64_t max_output);
+// make memsnap allocate without bound; check_start (may be empty) sees the
+// first inflated bytes before more are inflated.
+std::vector<uint8_t> gunzip(std::span<const uint8_t> compressed, uint64_t max_output,
+                            const StartCheck& check_start = {});
+std::vector<uint8_t> unzstd(std::span<const uint8_t> compressed, uint64_t max_output,
+                            const StartCheck& check_start = {});
 
-// The largest decompressed input memsnap accepts.
-constexpr uint64_t kMaxDecompressedBytes = uint64_t{64} << 30;
+// The default input limit: the machine's physical memory (the whole pickle
+// is held in memory), and never more than kMaxInputBytes.
+uint64_t default_max_input_bytes();
+constexpr uint64_t kMaxInputBytes = uint64_t{64} << 30;
 
 }  // namespace memsnap

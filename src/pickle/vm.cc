@@ -77,7 +77,18 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
+std::string not_a_pickle_message(uint8_t first_byte) {
+  return fmt::format("not a pickle: the first byte is 0x{:02x}, which is not a pickle opcode",
+                     first_byte);
+}
+
 }  // namespace
+
+void check_pickle_start(std::span<const uint8_t> first_bytes) {
+  if (!first_bytes.empty() && opcode_name(first_bytes[0]).empty()) {
+    throw Error(not_a_pickle_message(first_bytes[0]), 0);
+  }
+}
 
 Vm::Vm(std::span<const uint8_t> input, VmOptions options)
     : input_(input), options_(std::move(options)) {
@@ -821,10 +832,7 @@ Value Vm::run() {
         refuse_or_placeholder(op_, "<persistent id>");
         break;
       default:
-        if (op_offset_ == 0) {
-          fail(fmt::format("not a pickle: the first byte is 0x{:02x}, which is not a pickle opcode",
-                           op_));
-        }
+        if (op_offset_ == 0) fail(not_a_pickle_message(op_));
         fail(fmt::format("byte 0x{:02x} is not a pickle opcode (corrupt file?)", op_));
     }
   }

@@ -256,6 +256,11 @@ class Vm {
   uint64_t max_held_bytes_ = 0;
 };
 
+// Refuses input whose first byte is no pickle opcode (an error at byte
+// offset 0, as the VM would give), from the first bytes alone: lets the input
+// layer stop reading /dev/zero or inflating a gzip of zeros at once.
+void check_pickle_start(std::span<const uint8_t> first_bytes);
+
 // Renders a kBigInt as decimal text (exact). Throws for absurdly wide ints.
 std::string big_int_decimal(const Vm& vm, const Value& value);
 

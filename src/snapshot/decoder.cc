@@ -474,15 +474,25 @@ Snapshot decode_snapshot(InputBuffer& input, const LoadOptions& options) {
   // the copy-on-growth peak. Untouched capacity costs no resident memory.
   model.events.reserve(std::min<uint64_t>(input.size() / 24, uint64_t{1} << 28));
   pickle::Vm vm(input.bytes(), vm_options);
-  Value root = vm.run();
-  model.pickle_protocol = vm.protocol();
-  decoder.decode_root(vm, root);
+  try {
+    Value root = vm.run();
+    model.pickle_protocol = vm.protocol();
+    decoder.decode_root(vm, root);
+  } catch (const Error&) {
+    // Zeros where a shrinking file's pages were make any error; say why.
+    input.throw_if_changed();
+    throw;
+  }
+  input.throw_if_changed();
   return model;
 }
 
 Snapshot load_snapshot(const std::string& path, const LoadOptions& options) {
   try {
-    InputBuffer input = open_input(path);
+    InputLimits limits;
+    limits.max_bytes = options.max_input_bytes;
+    limits.check_start = pickle::check_pickle_start;
+    InputBuffer input = open_input(path, limits);
     return decode_snapshot(input, options);
   } catch (const Error& error) {
     throw error.in_file(path == "-" ? "<stdin>" : path);

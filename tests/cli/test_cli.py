@@ -396,6 +396,34 @@ def hostile_round_two(memsnap, work, plain):
     check_error("plot --text --width 30000000 is refused", run(memsnap, ["plot", "--text", "--width", "30000000", plain]),
                 "memsnap: --width must be 20 to 1000 columns and --height 5 to 500 rows", status=2)
 
+    # 6, 8. The first bytes are checked as soon as they are read or inflated: /dev/zero and a
+    # gzip of 512 MiB of zeros stop at byte 0; a stream or a decompressed pickle beyond
+    # --max-input is refused, not truncated.
+    not_a_pickle = "not a pickle: the first byte is 0x00, which is not a pickle opcode (at byte offset 0)"
+    check_error("parse /dev/zero stops at the first byte", run(memsnap, ["parse", "/dev/zero"]),
+                "memsnap: /dev/zero: " + not_a_pickle)
+    zeros_gz = os.path.join(work, "zeros.gz")
+    with open(zeros_gz, "wb") as f:
+        f.write(gzip.compress(bytes(512 << 20), compresslevel=1))
+    check_error("a gzip of zeros stops at the first inflated byte", run(memsnap, ["parse", zeros_gz]),
+                f"memsnap: {zeros_gz}: " + not_a_pickle)
+    check_error("so does stdin", run(memsnap, ["parse", "-"], stdin=bytes(4 << 20)), "memsnap: <stdin>: " + not_a_pickle)
+    big = pickle.dumps({"segments": [], "device_traces": [[dict(e(i, 512, i + 1), frames=[]) for i in range(40000)]]})
+    limit = len(big) // 2
+    big_gz = os.path.join(work, "big.pickle.gz")
+    with open(big_gz, "wb") as f:
+        f.write(gzip.compress(big))
+    too_big = f"exceeds the input limit of {limit} bytes; refusing to read further"
+    check_error("--max-input refuses a larger decompressed pickle",
+                run(memsnap, ["parse", big_gz, "--max-input", str(limit)]), "decompressed data " + too_big)
+    check_error("and a larger stream", run(memsnap, ["parse", "-", "--max-input", str(limit)], stdin=big),
+                "memsnap: <stdin>: the input " + too_big)
+    got = run(memsnap, ["parse", "--json", big_gz, "--max-input", "1GiB"])
+    check("--max-input 1GiB reads it", got.returncode == 0
+          and json.loads(got.stdout)["device_traces"]["event_count"] == 40000, got.stderr[-300:])
+    check_error("--max-input 0 is a usage error", run(memsnap, ["parse", plain, "--max-input", "0"]),
+                "--max-input: expects a whole number >= 1, not '0'", status=2)
+
     # 16. plot -o never overwrites an input and always names path and reason.
     check_error("plot -o an input file is refused", run(memsnap, ["plot", plain, "-o", plain]),
                 f"memsnap: -o {plain} is one of the input files; refusing to overwrite a snapshot", status=2)

@@ -3,9 +3,14 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <thread>
 
 #include "expect_error.h"
 #include "io/input.h"
@@ -76,13 +81,98 @@ TEST(Input, TruncatedGzipIsReported) {
   packed.resize(stream.total_out);
   deflateEnd(&stream);
   std::string cut = packed.substr(0, packed.size() / 2);
-  expect_error_containing<Error>([&] { gunzip(span_of(cut), kMaxDecompressedBytes); },
+  expect_error_containing<Error>([&] { gunzip(span_of(cut), kMaxInputBytes); },
                                  "gzip: truncated compressed stream (the file was cut short)");
-  EXPECT_EQ(gunzip(span_of(packed), kMaxDecompressedBytes).size(), data.size());
+  EXPECT_EQ(gunzip(span_of(packed), kMaxInputBytes).size(), data.size());
   // The output ceiling stops a decompression bomb.
   expect_error_containing<Error>(
       [&] { gunzip(span_of(packed), 1024); },
-      "decompressed data exceeds 1024 bytes; refusing to inflate further");
+      "decompressed data exceeds the input limit of 1024 bytes; refusing to read further");
+}
+
+std::string gzip_of(const std::string& data) {
+  std::string packed(compressBound(data.size()) + 64, '\0');
+  z_stream stream{};
+  deflateInit2(&stream, 9, Z_DEFLATED, 16 + 15, 9, Z_DEFAULT_STRATEGY);
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
+  stream.avail_in = static_cast<uInt>(data.size());
+  stream.next_out = reinterpret_cast<Bytef*>(packed.data());
+  stream.avail_out = static_cast<uInt>(packed.size());
+  deflate(&stream, Z_FINISH);
+  packed.resize(stream.total_out);
+  deflateEnd(&stream);
+  return packed;
+}
+
+TEST(Input, StartIsCheckedBeforeTheRestIsInflated) {
+  // 256 MiB of zeros: the check sees the first inflated chunk, and the
+  // inflater stops there instead of producing the rest.
+  std::string packed = gzip_of(std::string(size_t{256} << 20, '\0'));
+  uint64_t seen = 0;
+  StartCheck refuse = [&seen](std::span<const uint8_t> first_bytes) {
+    seen = first_bytes.size();
+    throw Error("refused at the start");
+  };
+  expect_error_containing<Error>([&] { gunzip(span_of(packed), kMaxInputBytes, refuse); },
+                                 "refused at the start");
+  EXPECT_GE(seen, kStartCheckBytes);
+  EXPECT_LE(seen, uint64_t{2} << 20);
+  // The same through open_input, with the check an InputLimits carries.
+  InputLimits limits;
+  limits.check_start = refuse;
+  expect_error_containing<Error>([&] { open_input(temp_file(packed), limits); },
+                                 "refused at the start");
+  // A check that accepts sees the start exactly once, even for short input.
+  int calls = 0;
+  limits.check_start = [&calls](std::span<const uint8_t>) { ++calls; };
+  std::string short_pickle("\x80\x04N.", 4);
+  EXPECT_EQ(open_input(temp_file(gzip_of(short_pickle)), limits).size(), short_pickle.size());
+  EXPECT_EQ(open_input(temp_file(short_pickle), limits).size(), short_pickle.size());
+  EXPECT_EQ(calls, 2);
+}
+
+TEST(Input, StreamsStopAtTheirFirstBytesAndAtTheLimit) {
+  InputLimits limits;
+  limits.check_start = [](std::span<const uint8_t> first_bytes) {
+    if (first_bytes[0] == 0) throw Error("zero first byte");
+  };
+  // /dev/zero never ends: the start check is what stops it.
+  expect_error_containing<Error>([&] { open_input("/dev/zero", limits); }, "zero first byte");
+  // A stream past the limit is refused, not truncated.
+  limits.check_start = {};
+  limits.max_bytes = 3 << 20;
+  std::string fifo = ::testing::TempDir() + "memsnap_input_fifo";
+  std::remove(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // The reader stops early and closes its end: the writer must not die of it.
+  auto previous_sigpipe = std::signal(SIGPIPE, SIG_IGN);
+  std::thread writer([&fifo] {
+    std::ofstream out(fifo, std::ios::binary);
+    std::string chunk(1 << 20, ']');
+    for (int i = 0; i < 8 && out; ++i) out << chunk;
+  });
+  expect_error_containing<Error>([&] { open_input(fifo, limits); },
+                                 "the input exceeds the input limit of 3.0 MiB");
+  writer.join();
+  std::signal(SIGPIPE, previous_sigpipe);
+  std::remove(fifo.c_str());
+  EXPECT_GE(default_max_input_bytes(), uint64_t{1} << 20);
+  EXPECT_LE(default_max_input_bytes(), kMaxInputBytes);
+}
+
+TEST(Input, AFileThatShrinksWhileMappedIsReportedNotASigbus) {
+  std::string path = temp_file(std::string(size_t{4} << 20, 'N'));
+  InputBuffer input = open_input(path);
+  ASSERT_FALSE(input.changed());
+  ASSERT_EQ(::truncate(path.c_str(), 4096), 0);
+  // Past the new end: without the guard this read is a SIGBUS.
+  uint64_t sum = 0;
+  for (uint64_t i = 0; i < input.size(); i += 4096) sum += input.bytes()[i];
+  EXPECT_EQ(sum, uint64_t{'N'});  // the first page is still the file; the rest reads as zeros
+  EXPECT_TRUE(input.changed());
+  expect_error_containing<Error>([&] { input.throw_if_changed(); },
+                                 "file changed while reading: it shrank after it was opened");
+  std::remove(path.c_str());
 }
 
 TEST(Input, MissingFileAndDirectory) {
