@@ -736,6 +736,78 @@ def plot_rows(results):
     return header, rows, missed
 
 
+def many_steps_snapshot(path, steps, overlapping, seed=3):
+    """`steps` ProfilerStep windows over 2 x `steps` events (allocs, then frees
+    of random live blocks): sequential windows of two events each, or
+    windows of random length up to half the trace that all overlap. Written
+    with the standard library's pickle (protocol 4): nothing else is needed."""
+    import pickle
+    import random
+    rng = random.Random(seed)
+    t0 = 1_700_000_000_000_000
+    events_count = 2 * steps
+    frames = [{'name': 'step', 'filename': '/home/u/train.py', 'line': 7}]
+    events, live = [], []
+    for k in range(events_count):
+        if live and k % 2 == 1:
+            addr, size = live.pop(rng.randrange(len(live)))
+            action = 'free_completed'
+        else:
+            addr, size = 0x7f0000000000 + 0x1000 * k, rng.choice([512, 4096, 1 << 20])
+            live.append((addr, size))
+            action = 'alloc'
+        events.append({'action': action, 'addr': addr, 'size': size, 'stream': 0,
+                       'time_us': t0 + 10 * k, 'frames': frames})
+    annotations = []
+    for n in range(steps):
+        if overlapping:
+            start = rng.randrange(events_count // 2) * 10
+            end = start + rng.randrange(events_count // 2) * 10
+        else:
+            start, end = 20 * n, 20 * n + 15
+        annotations.append({'name': f'ProfilerStep#{n}', 'stage': 'START', 'device': 0,
+                            'time_us': t0 + start})
+        annotations.append({'name': f'ProfilerStep#{n}', 'stage': 'END', 'device': 0,
+                            'time_us': t0 + end})
+    with open(path, 'wb') as f:
+        pickle.dump({'segments': [], 'device_traces': [events],
+                     'external_annotations': annotations}, f, protocol=4)
+
+
+def measure_many_steps(memsnap, runner, work, steps):
+    """replay-step --all-steps, compare and plot on files with `steps` windows:
+    time must stay linear in events + steps however the windows overlap."""
+    rows = []
+    for overlapping in (False, True):
+        kind = 'overlapping' if overlapping else 'sequential'
+        path = os.path.join(work, f'steps-{kind}-{steps}.pickle')
+        if not os.path.exists(path):
+            many_steps_snapshot(path, steps, overlapping)
+        log(f'many steps: {steps:,} {kind} windows over {2 * steps:,} events ({fmt_size(os.path.getsize(path))})')
+        row = {'kind': kind, 'steps': steps, 'events': 2 * steps, 'size': os.path.getsize(path),
+               'path': path}
+        html = os.path.join(work, f'steps-{kind}.html')
+        for key, argv in (('replay', [memsnap, 'replay-step', path, '--all-steps', '--json']),
+                          ('compare', [memsnap, 'compare', path, path, '--json']),
+                          ('plot', [memsnap, 'plot', path, '-o', html])):
+            row[key] = run_timed(runner, argv, f'{kind} {key}')
+        if os.path.exists(html):
+            os.remove(html)
+        rows.append(row)
+    return rows
+
+
+def many_steps_rows(rows):
+    out = []
+    for r in rows:
+        cells = [f'{r["steps"]:,} {r["kind"]}', f'{r["events"]:,}', fmt_size(r['size'])]
+        for key in ('replay', 'compare', 'plot'):
+            m = r[key]
+            cells.append('FAILED' if 'error' in m else f'{m["wall"]:.2f} s')
+        out.append(cells)
+    return out
+
+
 def print_table(header, rows, markdown, n_right):
     """n_right: the first n_right columns are numbers (right-aligned), the rest verdicts."""
     if markdown:
@@ -767,6 +839,9 @@ def main(argv=None):
                          f'over {PY_SECOND_RUN_UNDER_S:g} s)')
     ap.add_argument('--rss', choices=('auto', 'time', 'wait4'), default='auto',
                     help='peak RSS method: GNU /usr/bin/time if present (auto), or os.wait4')
+    ap.add_argument('--many-steps', type=int, default=100_000,
+                    help='ProfilerStep windows in the many-steps case (sequential and '
+                         'overlapping; default 100000; 0 skips it)')
     ap.add_argument('--no-browser', action='store_true',
                     help='skip the time-to-ready of the plot page in headless Chromium')
     args = ap.parse_args(argv)
@@ -843,9 +918,12 @@ def main(argv=None):
         results[i] = measure_more(m, r['pending_b'], memsnap, runner, args.python_runs, work,
                                   browser_skip)
     log()
+    many_steps = measure_many_steps(memsnap, runner, work, args.many_steps) if args.many_steps else []
+    log()
 
     if not args.keep:
         leftovers = [p for path in files for p in (path, path + '.params')]
+        leftovers += [r['path'] for r in many_steps]
         leftovers += [r['html_path'] for r in results if 'html_path' in r]
         for p in leftovers:
             if os.path.exists(p):
@@ -925,6 +1003,15 @@ def main(argv=None):
             print(f'{label}: page in Chromium FAILED: {r["ready"]["error"]}')
     if browser_skip:
         print(f'Chromium ready column not measured: {browser_skip}')
+    if many_steps:
+        print()
+        print('many profiler steps (time linear in events + steps, however the windows overlap):')
+        print_table(['windows', 'events', 'file', 'replay-step --all-steps', 'compare A A', 'plot'],
+                    many_steps_rows(many_steps), args.markdown, 6)
+        for r in many_steps:
+            for key in ('replay', 'compare', 'plot'):
+                if 'error' in r[key]:
+                    print(f'{r["kind"]} {key} FAILED: {r[key]["error"]}')
     if all_missed:
         print('MISSED targets:')
         for m in all_missed:

@@ -9,10 +9,11 @@
 namespace memsnap {
 
 const StepStats* FileAnalysis::step(int64_t number) const {
-  for (const StepStats& s : analysis.steps) {
-    if (s.step.number == number) return &s;
-  }
-  return nullptr;
+  // profiler_steps gives the steps in ascending number, one per number.
+  auto found = std::lower_bound(
+      analysis.steps.begin(), analysis.steps.end(), number,
+      [](const StepStats& stats, int64_t wanted) { return stats.step.number < wanted; });
+  return found != analysis.steps.end() && found->step.number == number ? &*found : nullptr;
 }
 
 int choose_device(const Snapshot& snapshot, std::optional<int> requested) {

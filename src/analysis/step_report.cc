@@ -51,6 +51,8 @@ ReplayStepResult replay_steps(const FileAnalysis& file, std::optional<int64_t> s
   std::vector<std::vector<SourceUsage>> at_peaks =
       live_by_source(*file.snapshot, file.trace, sources, positions);
 
+  const AnnotationCounter annotations(*file.snapshot, file.device);
+  const int64_t trace_end = trace_end_us(*file.snapshot, file.trace);
   ReplayStepResult result;
   result.file = file.path;
   result.device = file.device;
@@ -67,10 +69,8 @@ ReplayStepResult replay_steps(const FileAnalysis& file, std::optional<int64_t> s
     if (top >= 0 && report.top_sources_at_peak.size() > static_cast<size_t>(top)) {
       report.top_sources_at_peak.resize(static_cast<size_t>(top));
     }
-    int64_t end_us = chosen[i]->step.complete ? chosen[i]->step.end_us
-                                              : trace_end_us(*file.snapshot, file.trace);
-    report.annotations =
-        annotations_between(*file.snapshot, file.device, chosen[i]->step.start_us, end_us);
+    int64_t end_us = chosen[i]->step.complete ? chosen[i]->step.end_us : trace_end;
+    report.annotations = annotations.between(chosen[i]->step.start_us, end_us);
   }
   return result;
 }

@@ -4,6 +4,8 @@
 #include <charconv>
 #include <cmath>
 
+#include <absl/container/flat_hash_map.h>
+
 namespace memsnap {
 
 namespace {
@@ -64,41 +66,88 @@ uint64_t position_at_time(const Snapshot& snapshot, const DeviceTrace& trace, do
 
 namespace {
 
-// Updates every open step window with what the replay did at one event.
-struct WindowObserver {
-  std::vector<StepStats>& steps;
-  const std::vector<size_t>& open;
+// Totals over the events applied so far. A window's counts are the totals
+// at its end minus the totals at its start, so no event is visited once per
+// window: time stays linear however many windows overlap.
+struct RunningCounts {
+  uint64_t alloc_count = 0;
+  uint64_t alloc_bytes = 0;
+  uint64_t free_count = 0;
+  uint64_t matched_free_bytes = 0;
+  uint64_t unmatched_free_count = 0;
+  uint64_t unmatched_free_bytes = 0;
+};
+
+// Fenwick tree of (count, bytes) of the frees seen so far, keyed by the rank
+// of the freed block's allocation among the window begins. "Frees inside a
+// window of blocks also allocated inside it" is a suffix sum at the window's
+// close; the pre-existing frees are the window's other frees.
+class FreesByAllocationRank {
+ public:
+  explicit FreesByAllocationRank(size_t ranks) : count_(ranks + 1), bytes_(ranks + 1) {}
+  void add(size_t rank, uint64_t bytes) {
+    ++total_count_;
+    total_bytes_ += bytes;
+    for (size_t i = rank + 1; i < count_.size(); i += i & (~i + 1)) {
+      ++count_[i];
+      bytes_[i] += bytes;
+    }
+  }
+  // (count, bytes) of the frees whose rank is >= rank.
+  [[nodiscard]] std::pair<uint64_t, uint64_t> at_or_above(size_t rank) const {
+    uint64_t count = 0;
+    uint64_t bytes = 0;
+    for (size_t i = rank; i > 0; i -= i & (~i + 1)) {
+      count += count_[i];
+      bytes += bytes_[i];
+    }
+    return {total_count_ - count, total_bytes_ - bytes};
+  }
+
+ private:
+  std::vector<uint64_t> count_;
+  std::vector<uint64_t> bytes_;
+  uint64_t total_count_ = 0;
+  uint64_t total_bytes_ = 0;
+};
+
+struct PeakCandidate {
+  int64_t delta;
+  uint64_t event;
+};
+
+// Feeds the running counts, the peak candidates and the frees tree from the
+// one replay of the trace.
+struct SweepObserver {
   const Replay& replay;
+  const std::vector<uint64_t>& sorted_begins;
+  RunningCounts& counts;
+  // The running delta after each alloc, kept only while no later alloc
+  // reached a strictly higher one: deltas non-increasing, events ascending.
+  // The highest delta at or after event b is then the first candidate whose
+  // event is >= b (and the earliest of equal highs, as a forward scan finds).
+  std::vector<PeakCandidate>& candidates;
+  FreesByAllocationRank& frees;
 
   void on_alloc(uint64_t event, const LiveAllocation& added) {
-    for (size_t k : open) {
-      StepStats& stats = steps[k];
-      ++stats.alloc_count;
-      stats.alloc_bytes += added.size;
-      int64_t window_delta = sub_bytes(replay.delta(), static_cast<uint64_t>(stats.start_delta));
-      if (window_delta > stats.peak_delta) {
-        stats.peak_delta = window_delta;
-        stats.peak_event = event;
-      }
-    }
+    ++counts.alloc_count;
+    counts.alloc_bytes += added.size;
+    const int64_t delta = replay.delta();
+    while (!candidates.empty() && candidates.back().delta < delta) candidates.pop_back();
+    candidates.push_back({delta, event});
   }
   void on_free(uint64_t /*event*/, const LiveAllocation& freed) {
-    for (size_t k : open) {
-      StepStats& stats = steps[k];
-      ++stats.free_count;
-      if (freed.event < stats.begin) {
-        ++stats.pre_existing_free_count;
-        stats.pre_existing_free_bytes += freed.size;
-      }
-    }
+    ++counts.free_count;
+    counts.matched_free_bytes += freed.size;
+    auto rank = static_cast<size_t>(
+        std::upper_bound(sorted_begins.begin(), sorted_begins.end(), freed.event) -
+        sorted_begins.begin());
+    frees.add(rank, freed.size);
   }
   void on_unmatched_free(uint64_t /*event*/, uint64_t size) {
-    for (size_t k : open) {
-      StepStats& stats = steps[k];
-      ++stats.free_count;
-      ++stats.unmatched_free_count;
-      stats.unmatched_free_bytes += size;
-    }
+    ++counts.free_count;
+    ++counts.unmatched_free_count;
+    counts.unmatched_free_bytes += size;
   }
 };
 
@@ -109,14 +158,13 @@ TraceAnalysis analyze_trace(const Snapshot& snapshot, const DeviceTrace& trace,
   const EventColumns& events = snapshot.events;
   TraceAnalysis analysis;
   analysis.steps.resize(steps.size());
+  for (size_t k = 0; k < steps.size(); ++k) analysis.steps[k].step = steps[k];
 
-  // Window bounds: start <= time_us <= end. An incomplete step runs to the
-  // end of the trace. Found by one merge over steps sorted by start.
+  // Window bounds: start <= time_us <= end; an incomplete step runs to the
+  // end of the trace. Each found by one merge over the steps sorted by that
+  // bound (times that go backwards cannot make this scan quadratic).
   std::vector<size_t> by_start(steps.size());
-  for (size_t k = 0; k < steps.size(); ++k) {
-    by_start[k] = k;
-    analysis.steps[k].step = steps[k];
-  }
+  for (size_t k = 0; k < steps.size(); ++k) by_start[k] = k;
   std::sort(by_start.begin(), by_start.end(),
             [&](size_t a, size_t b) { return steps[a].start_us < steps[b].start_us; });
   {
@@ -126,29 +174,44 @@ TraceAnalysis analyze_trace(const Snapshot& snapshot, const DeviceTrace& trace,
       analysis.steps[k].begin = i;
     }
   }
-  // Window ends: the first event after END; windows of a profiler run are
-  // sequential, so this scan is linear in practice.
-  for (StepStats& stats : analysis.steps) {
-    uint64_t j = stats.begin;
-    if (stats.step.complete) {
-      while (j < trace.end && events.time_us[j] <= stats.step.end_us) ++j;
-    } else {
-      j = trace.end;
+  std::vector<size_t> by_end_time(steps.size());
+  for (size_t k = 0; k < steps.size(); ++k) by_end_time[k] = k;
+  std::sort(by_end_time.begin(), by_end_time.end(),
+            [&](size_t a, size_t b) { return steps[a].end_us < steps[b].end_us; });
+  {
+    uint64_t i = trace.begin;
+    for (size_t k : by_end_time) {
+      StepStats& stats = analysis.steps[k];
+      if (!stats.step.complete) {
+        stats.end = trace.end;
+        continue;
+      }
+      while (i < trace.end && events.time_us[i] <= stats.step.end_us) ++i;
+      stats.end = std::max(stats.begin, i);
     }
-    stats.end = j;
   }
 
   // Events at which windows open and close, in event order.
-  std::vector<size_t> opening = by_start;
+  std::vector<size_t> opening(steps.size());
   std::vector<size_t> closing(steps.size());
-  for (size_t k = 0; k < steps.size(); ++k) closing[k] = k;
+  for (size_t k = 0; k < steps.size(); ++k) opening[k] = closing[k] = k;
+  std::sort(opening.begin(), opening.end(),
+            [&](size_t a, size_t b) { return analysis.steps[a].begin < analysis.steps[b].begin; });
   std::sort(closing.begin(), closing.end(),
             [&](size_t a, size_t b) { return analysis.steps[a].end < analysis.steps[b].end; });
-  size_t next_open = 0;
-  size_t next_close = 0;
-  std::vector<size_t> open;
+  std::vector<uint64_t> sorted_begins(steps.size());
+  for (size_t n = 0; n < opening.size(); ++n) sorted_begins[n] = analysis.steps[opening[n]].begin;
 
   Replay replay(snapshot);
+  RunningCounts counts;
+  std::vector<RunningCounts> counts_at_start(steps.size());
+  std::vector<PeakCandidate> candidates;
+  FreesByAllocationRank frees(steps.size());
+  SweepObserver sweep{replay, sorted_begins, counts, candidates, frees};
+  size_t next_open = 0;
+  size_t next_close = 0;
+  size_t open_windows = 0;
+
   // At each event: open the windows that start here (their start delta is
   // the delta before this event), close the windows that ended before it,
   // then apply it. Empty windows open and close at once: end delta 0.
@@ -156,22 +219,49 @@ TraceAnalysis analyze_trace(const Snapshot& snapshot, const DeviceTrace& trace,
     while (next_open < opening.size() && analysis.steps[opening[next_open]].begin <= index) {
       size_t k = opening[next_open++];
       analysis.steps[k].start_delta = replay.delta();
-      open.push_back(k);
+      counts_at_start[k] = counts;
+      ++open_windows;
     }
   };
   auto close_until = [&](uint64_t index) {
     while (next_close < closing.size() && analysis.steps[closing[next_close]].end <= index) {
       size_t k = closing[next_close++];
+      --open_windows;
       StepStats& stats = analysis.steps[k];
+      const RunningCounts& start = counts_at_start[k];
       stats.end_delta = sub_bytes(replay.delta(), static_cast<uint64_t>(stats.start_delta));
-      open.erase(std::remove(open.begin(), open.end(), k), open.end());
+      stats.alloc_count = counts.alloc_count - start.alloc_count;
+      stats.alloc_bytes = counts.alloc_bytes - start.alloc_bytes;
+      stats.free_count = counts.free_count - start.free_count;
+      stats.unmatched_free_count = counts.unmatched_free_count - start.unmatched_free_count;
+      stats.unmatched_free_bytes = counts.unmatched_free_bytes - start.unmatched_free_bytes;
+      // Matched frees in the window, less those of blocks allocated in it.
+      auto first_rank = static_cast<size_t>(
+          std::lower_bound(sorted_begins.begin(), sorted_begins.end(), stats.begin) -
+          sorted_begins.begin());
+      auto [inside_count, inside_bytes] = frees.at_or_above(first_rank + 1);
+      uint64_t matched_frees = stats.free_count - stats.unmatched_free_count;
+      stats.pre_existing_free_count = matched_frees - inside_count;
+      stats.pre_existing_free_bytes =
+          counts.matched_free_bytes - start.matched_free_bytes - inside_bytes;
+      auto highest = std::lower_bound(
+          candidates.begin(), candidates.end(), stats.begin,
+          [](const PeakCandidate& candidate, uint64_t begin) { return candidate.event < begin; });
+      if (highest != candidates.end()) {
+        int64_t window_delta = sub_bytes(highest->delta, static_cast<uint64_t>(stats.start_delta));
+        if (window_delta > 0) {
+          stats.peak_delta = window_delta;
+          stats.peak_event = highest->event;
+        }
+      }
     }
+    // Every window still to open begins at or after this event.
+    if (open_windows == 0) candidates.clear();
   };
-  WindowObserver windows{analysis.steps, open, replay};
   for (uint64_t i = trace.begin; i < trace.end; ++i) {
     open_until(i);
     close_until(i);
-    replay.apply(i, windows);
+    replay.apply(i, sweep);
   }
   // Windows that start after the last event open (and close) at the final delta.
   open_until(UINT64_MAX);
@@ -180,15 +270,50 @@ TraceAnalysis analyze_trace(const Snapshot& snapshot, const DeviceTrace& trace,
   return analysis;
 }
 
-std::map<std::string, uint64_t> annotations_between(const Snapshot& snapshot, int device,
-                                                    int64_t start_us, int64_t end_us) {
-  std::map<std::string, uint64_t> counts;
+AnnotationCounter::AnnotationCounter(const Snapshot& snapshot, int device)
+    : snapshot_(&snapshot) {
   for (const Annotation& note : snapshot.annotations) {
     if (note.device != device || note.stage != Stage::kStart) continue;
-    if (note.time_us < start_us || note.time_us > end_us) continue;
-    std::string_view name = snapshot.strings.get(note.name);
-    if (name.starts_with("ProfilerStep#")) continue;
-    ++counts[std::string(name)];
+    if (snapshot.strings.get(note.name).starts_with(kStepPrefix)) continue;
+    by_time_.emplace_back(note.time_us, note.name);
+  }
+  std::sort(by_time_.begin(), by_time_.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  absl::flat_hash_map<StringId, size_t> slot_of;
+  for (const auto& [time_us, name] : by_time_) {
+    auto [it, inserted] = slot_of.try_emplace(name, names_.size());
+    if (inserted) {
+      names_.push_back(name);
+      times_by_name_.emplace_back();
+    }
+    times_by_name_[it->second].push_back(time_us);
+  }
+}
+
+std::map<std::string, uint64_t> AnnotationCounter::between(int64_t start_us,
+                                                           int64_t end_us) const {
+  std::map<std::string, uint64_t> counts;
+  const auto by_first = [](const std::pair<int64_t, StringId>& mark, int64_t t) {
+    return mark.first < t;
+  };
+  auto first = std::lower_bound(by_time_.begin(), by_time_.end(), start_us, by_first);
+  auto last = std::upper_bound(
+      first, by_time_.end(), end_us,
+      [](int64_t t, const std::pair<int64_t, StringId>& mark) { return t < mark.first; });
+  if (static_cast<size_t>(last - first) <= names_.size()) {
+    // Fewer marks in the range than names: count them one by one.
+    for (auto mark = first; mark != last; ++mark) {
+      ++counts[std::string(snapshot_->strings.get(mark->second))];
+    }
+    return counts;
+  }
+  // Many marks of few names (a mark per layer per step): two binary searches
+  // per name.
+  for (size_t n = 0; n < names_.size(); ++n) {
+    const std::vector<int64_t>& times = times_by_name_[n];
+    auto count = static_cast<uint64_t>(std::upper_bound(times.begin(), times.end(), end_us) -
+                                       std::lower_bound(times.begin(), times.end(), start_us));
+    if (count > 0) counts[std::string(snapshot_->strings.get(names_[n]))] = count;
   }
   return counts;
 }

@@ -16,7 +16,9 @@ check failed.
    ring buffer, late start, two devices, no steps), plus a hand-written
    snapshot (handmade_snapshot(): address reuse without a free, unmatched and
    pre-existing frees inside windows, events on window edges, empty windows,
-   END at time 0, internal-frame fallbacks), and checks, key by key,
+   END at time 0, internal-frame fallbacks) and one with 60 nested and
+   overlapping ProfilerStep windows over random allocs and frees
+   (overlapping_steps_snapshot()), and checks, key by key,
      replay-step FILE --all-steps --json --top 1000000   (every step, every key)
      replay-to-time FILE --time T --json --top 1000000   (5 times, one past the end;
                                                           4 more on the handmade file's edges)
@@ -451,6 +453,50 @@ def handmade_snapshot(extra_active=0):
             'external_annotations': annotations}
 
 
+def overlapping_steps_snapshot(seed=7, events_count=600, steps_count=60):
+    """ProfilerStep windows that nest and overlap (a window inside another,
+    windows sharing a start or an end, empty ones, one without END), over
+    random allocs and frees: frees of blocks allocated before, inside and
+    between windows, unmatched frees and address reuse. Every window's
+    numbers must equal a replay of that window alone."""
+    import random
+    rng = random.Random(seed)
+    events, live = [], []
+    for k in range(events_count):
+        t = T0 + 10 * k
+        roll = rng.random()
+        if live and roll < 0.4:
+            addr, size = live.pop(rng.randrange(len(live)))
+            events.append({'action': 'free_completed', 'addr': addr, 'size': size, 'stream': 0,
+                           'time_us': t, 'frames': USER_FRAMES})
+        elif roll < 0.45:
+            events.append({'action': 'free_completed', 'addr': 0x7e0000000000 + k, 'size': 64,
+                           'stream': 0, 'time_us': t, 'frames': []})
+        else:
+            addr = 0x7f0000000000 + 0x1000 * rng.randrange(events_count // 3)
+            size = rng.choice([512, 4096, 1 << 20, 3 << 20])
+            if all(addr != a for a, _ in live):
+                live.append((addr, size))
+            events.append({'action': 'alloc', 'addr': addr, 'size': size, 'stream': 0,
+                           'time_us': t, 'frames': rng.choice([USER_FRAMES, LAMBDA, HYDRA])})
+    annotations = []
+    span = 10 * events_count
+    for n in range(steps_count):
+        start = rng.randrange(-50, span + 50)
+        end = start + rng.choice([0, 5, 10, rng.randrange(span // 2)])
+        if n % 7 == 3:
+            start = annotations[-2]['time_us'] - T0      # same start as the previous window
+        annotations.append({'name': 'ProfilerStep#%d' % n, 'stage': 'START', 'device': 0,
+                            'time_us': T0 + start})
+        if n != steps_count - 1:
+            annotations.append({'name': 'ProfilerStep#%d' % n, 'stage': 'END', 'device': 0,
+                                'time_us': T0 + end})
+        if n % 5 == 0:
+            annotations.append({'name': 'forward', 'stage': 'START', 'device': 0,
+                                'time_us': T0 + start + 1})
+    return {'segments': [], 'device_traces': [events], 'external_annotations': annotations}
+
+
 def write_handmade(path, extra_active=0):
     with open(path, 'wb') as f:
         pickle.dump(handmade_snapshot(extra_active), f, protocol=4)
@@ -488,6 +534,9 @@ def generate(work):
     for name, extra in (('handmade', 0), ('handmade-shifted', 4096)):
         paths[name] = os.path.join(work, name + '.pickle')
         write_handmade(paths[name], extra)
+    paths['overlapping-steps'] = os.path.join(work, 'overlapping-steps.pickle')
+    with open(paths['overlapping-steps'], 'wb') as f:
+        pickle.dump(overlapping_steps_snapshot(), f, protocol=4)
     return paths
 
 
