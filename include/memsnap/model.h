@@ -188,7 +188,18 @@ struct Annotation {
 };
 
 // Anomalies the decoder counted and skipped rather than failing on.
+// A top-level field of the snapshot dict that has the wrong type and was
+// left out: {"segments", "a str"}.
+struct MalformedField {
+  std::string field;
+  std::string found;  // what the file holds there, with its article
+};
+
 struct DecodeAnomalies {
+  std::vector<MalformedField> malformed_fields;
+  // device_traces held trace entries directly instead of one list per
+  // device: they were read as device 0's trace.
+  bool flat_device_traces = false;
   uint64_t malformed_entries = 0;  // trace entries without a usable action/size
   uint64_t malformed_segments = 0;
   uint64_t malformed_annotations = 0;

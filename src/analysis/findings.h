@@ -51,6 +51,17 @@ struct MalformedAnnotations {
 struct UnusableTimes {  // time_us that is no timestamp: the entries count as untimed
   uint64_t count = 0;
 };
+struct MalformedField {  // a top-level field of the wrong type, left out
+  std::string field;
+  std::string found;
+};
+struct FlatDeviceTraces {};  // entries right in device_traces: read as device 0's
+struct TimesGoBackwards {    // trace entries earlier than the timed entry before them
+  uint64_t count = 0;
+};
+struct StepsEndBeforeStart {  // ProfilerStep windows whose END precedes their START
+  std::vector<int64_t> numbers;
+};
 // The file has data on other devices too and none was chosen with --device.
 struct OtherDevices {
   std::optional<Side> side;  // compare: which file; parse: none
@@ -95,7 +106,9 @@ using Finding =
     std::variant<finding::NoHistory, finding::TruncatedTrace, finding::LargeBaseline,
                  finding::NegativeBaseline, finding::NoTimestamps, finding::OutOfMemory,
                  finding::MalformedEntries, finding::MalformedSegments,
-                 finding::MalformedAnnotations, finding::UnusableTimes, finding::OtherDevices,
+                 finding::MalformedAnnotations, finding::UnusableTimes, finding::MalformedField,
+                 finding::FlatDeviceTraces, finding::TimesGoBackwards,
+                 finding::StepsEndBeforeStart, finding::OtherDevices,
                  finding::CudaGraphsLikely, finding::TopSourcesShare, finding::SideTruncated,
                  finding::BaselinesDiffer, finding::DifferentDevices, finding::DifferentRanks,
                  finding::NoTrace>;

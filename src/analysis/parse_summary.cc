@@ -64,6 +64,8 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
   ThroughputBySource throughput(snapshot, options.frame_depth);
   int64_t first_time = 0;
   int64_t last_time = 0;
+  int64_t earliest_time = 0;
+  int64_t latest_time = 0;
   Replay full_replay(snapshot);
   for (uint64_t i = trace.begin; i < trace.end; ++i) {
     full_replay.apply(i, throughput);
@@ -73,9 +75,12 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
     } else {
       ++action_counts[static_cast<size_t>(action)];
     }
-    if (events.time_us[i] > 0) {
-      if (first_time == 0) first_time = events.time_us[i];
-      last_time = events.time_us[i];
+    if (const int64_t t = events.time_us[i]; t > 0) {
+      if (first_time == 0) first_time = earliest_time = latest_time = t;
+      if (t < last_time) ++result.times_backwards;
+      earliest_time = std::min(earliest_time, t);
+      latest_time = std::max(latest_time, t);
+      last_time = t;
     }
     if (action == Action::kOom) {
       OomReport oom{i, events.size[i], std::nullopt, events.time_us[i]};
@@ -105,7 +110,7 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
     }
   }
   result.has_time = first_time != 0;
-  result.trace_duration_s = static_cast<double>(last_time - first_time) / 1e6;
+  result.trace_duration_s = static_cast<double>(latest_time - earliest_time) / 1e6;
 
   for (uint32_t source = 0; source < by_source.size(); ++source) {
     by_source[source].source = source_ids.name(source);
@@ -121,7 +126,7 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
   }
   result.top_sources = std::move(sources);
 
-  result.steps = profiler_steps(snapshot, result.device);
+  result.steps = profiler_steps(snapshot, result.device, &result.steps_ending_before_start);
   for (const Annotation& note : snapshot.annotations) {
     if (note.device != result.device) continue;
     ++result.annotation_count;
@@ -206,6 +211,16 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
         finding::OtherDevices{std::nullopt, result.device, result.devices, oom_devices});
   }
   const DecodeAnomalies& anomalies = snapshot.anomalies;
+  for (const MalformedField& field : anomalies.malformed_fields) {
+    warnings.emplace_back(finding::MalformedField{field.field, field.found});
+  }
+  if (anomalies.flat_device_traces) warnings.emplace_back(finding::FlatDeviceTraces{});
+  if (result.times_backwards != 0) {
+    warnings.emplace_back(finding::TimesGoBackwards{result.times_backwards});
+  }
+  if (!result.steps_ending_before_start.empty()) {
+    warnings.emplace_back(finding::StepsEndBeforeStart{result.steps_ending_before_start});
+  }
   if (anomalies.malformed_entries != 0) {
     warnings.emplace_back(finding::MalformedEntries{anomalies.malformed_entries});
   }

@@ -12,7 +12,8 @@ namespace {
 constexpr std::string_view kStepPrefix = "ProfilerStep#";
 }  // namespace
 
-std::vector<ProfilerStep> profiler_steps(const Snapshot& snapshot, int device) {
+std::vector<ProfilerStep> profiler_steps(const Snapshot& snapshot, int device,
+                                         std::vector<int64_t>* ending_before_start) {
   std::map<int64_t, ProfilerStep> steps;
   for (const Annotation& note : snapshot.annotations) {
     if (note.device != device) continue;
@@ -31,6 +32,10 @@ std::vector<ProfilerStep> profiler_steps(const Snapshot& snapshot, int device) {
     } else if (note.stage == Stage::kEnd && note.time_us > 0) {
       auto it = steps.find(number);
       if (it != steps.end() && !it->second.complete) {
+        if (note.time_us < it->second.start_us) {
+          if (ending_before_start != nullptr) ending_before_start->push_back(number);
+          continue;
+        }
         it->second.end_us = note.time_us;
         it->second.complete = true;
       }

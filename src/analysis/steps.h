@@ -25,8 +25,11 @@ struct ProfilerStep {
     return complete ? static_cast<double>(end_us - start_us) / 1000.0 : 0.0;
   }
 };
-// ProfilerStep#N START/END annotations of one device, by step number.
-std::vector<ProfilerStep> profiler_steps(const Snapshot& snapshot, int device);
+// ProfilerStep#N START/END annotations of one device, by step number. An END
+// earlier than its START is ignored (the step counts as incomplete) and the
+// step's number goes to *ending_before_start when given.
+std::vector<ProfilerStep> profiler_steps(const Snapshot& snapshot, int device,
+                                         std::vector<int64_t>* ending_before_start = nullptr);
 
 struct StepStats {
   ProfilerStep step;

@@ -28,6 +28,7 @@ const char* kind_name(Kind kind) {
 
 std::string kind_with_article(Kind kind) {
   std::string name = kind_name(kind);
+  if (kind == Kind::kNone) return name;  // "None", as Python says it
   bool vowel = !name.empty() && std::string("aeiou").find(name.front()) != std::string::npos;
   return (vowel ? "an " : "a ") + name;
 }

@@ -68,6 +68,28 @@ std::string say(const finding::MalformedAnnotations& f) {
       "time_us that is no timestamp)",
       f.count);
 }
+std::string say(const finding::MalformedField& f) {
+  return fmt::format("'{}' is {}, not a list: left out", f.field, f.found);
+}
+std::string say(const finding::FlatDeviceTraces& /*unused*/) {
+  return "device_traces holds trace entries directly instead of one list per device: they "
+         "were read as device 0's trace";
+}
+std::string say(const finding::TimesGoBackwards& f) {
+  return fmt::format(
+      "{} trace entries have a time_us earlier than the entry before them: the trace is not in "
+      "time order, so times, durations and --time positions are approximate (the trace span is "
+      "from the earliest to the latest time)",
+      f.count);
+}
+std::string say(const finding::StepsEndBeforeStart& f) {
+  std::vector<std::string> shown;
+  for (size_t i = 0; i < f.numbers.size() && i < 10; ++i) shown.push_back(fmt::format("{}", f.numbers[i]));
+  return fmt::format(
+      "{} ProfilerStep windows end before they start (step {}{}): their END is ignored and "
+      "they count as incomplete",
+      f.numbers.size(), fmt::join(shown, ", "), f.numbers.size() > 10 ? ", ..." : "");
+}
 std::string say(const finding::UnusableTimes& f) {
   return fmt::format(
       "{} trace entries have a time_us that is no timestamp (a float, negative, or beyond 2^53 "

@@ -295,7 +295,15 @@ ordered_json render_parse_json(const ParseResult& r) {
   }
   out["per_device"] = per_device;
   out["interned"] = {{"frames", r.distinct_frames}, {"stacks", r.distinct_stacks}};
-  out["anomalies"] = {{"malformed_entries", r.anomalies.malformed_entries},
+  ordered_json malformed_fields = ordered_json::array();
+  for (const MalformedField& field : r.anomalies.malformed_fields) {
+    malformed_fields.push_back({{"field", field.field}, {"found", field.found}});
+  }
+  out["anomalies"] = {{"malformed_fields", std::move(malformed_fields)},
+                      {"flat_device_traces", r.anomalies.flat_device_traces},
+                      {"times_backwards", r.times_backwards},
+                      {"steps_ending_before_start", r.steps_ending_before_start},
+                      {"malformed_entries", r.anomalies.malformed_entries},
                       {"malformed_segments", r.anomalies.malformed_segments},
                       {"malformed_annotations", r.anomalies.malformed_annotations},
                       {"malformed_blocks", r.anomalies.malformed_blocks},

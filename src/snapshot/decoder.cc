@@ -205,6 +205,18 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
   void decode_root(Vm& vm, const Value& raw_root) {
     Value root = vm.resolve(raw_root);
     if (root.kind == Kind::kList) {
+      // torch.cuda.memory_snapshot(): a list of segment dicts. A list with
+      // items but not one dict among them is some other pickle.
+      std::span<const Value> items = vm.items(root);
+      bool any_dict = std::any_of(items.begin(), items.end(), [&vm](const Value& item) {
+        return vm.resolve(item).kind == Kind::kDict;
+      });
+      if (!items.empty() && !any_dict) {
+        throw Error(fmt::format(
+            "not a memory snapshot: the pickle is a list of {} items and none is a segment dict "
+            "(the first is {})",
+            items.size(), pickle::kind_with_article(vm.resolve(items.front()).kind)));
+      }
       model_.top_level_list = true;
       decode_segments(vm, root);
       return;
@@ -223,10 +235,22 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     }
     std::optional<Value> segments = segments_field ? std::optional(*segments_field) : std::nullopt;
     std::optional<Value> traces = traces_field ? std::optional(*traces_field) : std::nullopt;
-    if (segments) decode_segments(vm, *segments);
-    if (traces) decode_traces(vm, *traces);
+    const bool segments_usable = segments && is_list(vm, *segments, "segments");
+    const bool traces_usable = traces && is_list(vm, *traces, "device_traces");
+    if (!segments_usable && !traces_usable) {
+      const auto describe = [&vm](const std::optional<Value>& field) {
+        return field ? "is " + pickle::kind_with_article(vm.resolve(*field).kind)
+                     : std::string("is absent");
+      };
+      throw Error(fmt::format(
+          "not a memory snapshot: 'segments' {} and 'device_traces' {} (a snapshot has lists "
+          "there)",
+          describe(segments), describe(traces)));
+    }
+    if (segments_usable) decode_segments(vm, *segments);
+    if (traces_usable) decode_traces(vm, *traces);
     if (const Value* notes = vm.find(root, "external_annotations")) {
-      decode_annotations(vm, *notes);
+      if (is_list(vm, *notes, "external_annotations")) decode_annotations(vm, *notes);
     }
     if (const Value* settings = vm.find(root, "allocator_settings")) {
       model_.allocator_settings_json =
@@ -236,6 +260,15 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
   }
 
  private:
+  // A list or tuple; anything else is counted as a malformed field (once,
+  // when `field` names it) and left out.
+  bool is_list(const Vm& vm, const Value& raw, const char* field) {
+    Kind kind = vm.resolve(raw).kind;
+    if (kind == Kind::kList || kind == Kind::kTuple) return true;
+    model_.anomalies.malformed_fields.push_back({field, pickle::kind_with_article(kind)});
+    return false;
+  }
+
   // A copy: decoding an item may convert containers (interned frames) and a
   // hostile file can make the list itself one of them.
   static std::vector<Value> list_items(const Vm& vm, Value raw) {
@@ -348,10 +381,28 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     }
   }
 
+  static bool is_trace_entry(const Value& item) {
+    return item.is_external(kEventTag) || item.is_external(kRejectedTag) ||
+           (item.kind == Kind::kExternalRange &&
+            (item.flags == kEventTag || item.flags == kRejectedTag));
+  }
+
   void decode_traces(Vm& vm, Value raw) {
     std::vector<std::vector<std::pair<uint64_t, uint64_t>>> ranges;
-    for (const Value& device_list : list_view(vm, raw)) {
+    std::span<const Value> device_lists = list_view(vm, raw);
+    // Trace entries right in device_traces (a hand-made or flattened file):
+    // read the whole list as device 0's trace, and say so.
+    const bool flat = std::any_of(device_lists.begin(), device_lists.end(), is_trace_entry);
+    model_.anomalies.flat_device_traces = flat;
+    const Value whole_list = vm.resolve(raw);
+    std::span<const Value> per_device = flat ? std::span<const Value>(&whole_list, 1) : device_lists;
+    for (const Value& device_list : per_device) {
       auto& device_ranges = ranges.emplace_back();
+      if (!flat && vm.resolve(device_list).kind != Kind::kList &&
+          vm.resolve(device_list).kind != Kind::kTuple) {
+        ++model_.anomalies.malformed_entries;  // a device's trace that is no list
+        continue;
+      }
       for (const Value& entry : list_view(vm, device_list)) {
         if (entry.kind == Kind::kExternalRange && entry.flags == kEventTag) {
           device_ranges.emplace_back(entry.payload, entry.payload + entry.size);

@@ -376,7 +376,8 @@ def hostile_round_two(memsnap, work, plain):
     check("implausible sizes, devices and times are counted, not summed",
           report.get("segments", {}).get("total_size") == 4096 and report.get("device_traces", {}).get("event_count") == 4
           and report.get("replay", {}).get("peak_delta") == 123
-          and report.get("anomalies") == {"malformed_entries": 2, "malformed_segments": 3, "malformed_annotations": 1,
+          and report.get("anomalies") == {"malformed_fields": [], "flat_device_traces": False, "times_backwards": 0,
+                                          "steps_ending_before_start": [], "malformed_entries": 2, "malformed_segments": 3, "malformed_annotations": 1,
                                           "malformed_blocks": 1, "unusable_times": 3}, report.get("anomalies"))
     text = run(memsnap, ["parse", hostile]).stdout.decode()
     check("and warned", "2 malformed trace entries were skipped" in text
@@ -385,6 +386,39 @@ def hostile_round_two(memsnap, work, plain):
     for args in (["plot", "--text", hostile], ["events", hostile], ["replay-to-time", hostile, "--time", "0"]):
         got = run(memsnap, args)
         check(f"{args[0]} on implausible values exits 0", got.returncode == 0, got.stderr[-300:])
+
+    # 10, 11, 13. Parts of the wrong shape are left out with a warning that names them; entries
+    # right in device_traces are read as device 0's; times going backwards and steps ending
+    # before they start are warned about and handled (positive span, step incomplete).
+    shapes = os.path.join(work, "shapes.pickle")
+    notes = [{"name": "ProfilerStep#1", "stage": "START", "device": 0, "time_us": 50},
+             {"name": "ProfilerStep#1", "stage": "END", "device": 0, "time_us": 20}]
+    with open(shapes, "wb") as f:
+        pickle.dump({"segments": "not a list", "device_traces": [e(1, 100, 30), e(2, 50, 10), e(3, 10, 40)],
+                     "external_annotations": notes}, f)
+    got = run(memsnap, ["parse", "--json", shapes])
+    report = json.loads(got.stdout) if got.returncode == 0 else {}
+    anomalies = report.get("anomalies", {})
+    check("fields of the wrong shape are named, flat traces read as device 0, backwards times counted",
+          anomalies.get("malformed_fields") == [{"field": "segments", "found": "a str"}]
+          and anomalies.get("flat_device_traces") is True and anomalies.get("times_backwards") == 1
+          and anomalies.get("steps_ending_before_start") == [1]
+          and report.get("device_traces", {}).get("event_count") == 3
+          and abs(report.get("trace_duration_s", 0) - 30e-6) < 1e-12
+          and report.get("profiler_steps", {}).get("1", {}).get("complete") is False,
+          (got.stderr[-300:], anomalies, report.get("profiler_steps")))
+    text = run(memsnap, ["parse", shapes]).stdout.decode()
+    check("and each is warned in words", "'segments' is a str, not a list: left out" in text
+          and "they were read as device 0's trace" in text
+          and "1 trace entries have a time_us earlier than the entry before them" in text
+          and "1 ProfilerStep windows end before they start (step 1)" in text
+          and "over 0.000 s" in text and "-0.0" not in text, text[-1200:])
+    dict_traces = os.path.join(work, "dict_traces.pickle")
+    with open(dict_traces, "wb") as f:
+        pickle.dump({"segments": [segment(0, 4096)], "device_traces": {0: [e(1, 100, 30)]}}, f)
+    text = run(memsnap, ["parse", dict_traces]).stdout.decode()
+    check("device_traces as a dict is named, not advice to record history",
+          "'device_traces' is a dict, not a list: left out" in text, text[-800:])
 
     # 9. stdin once.
     with open(plain, "rb") as f:

@@ -300,6 +300,16 @@ def write(outdir):
         "not a memory snapshot: the pickle is a dict without 'segments' or 'device_traces'",
         vm=False)
 
+    put('list-of-scalars.pickle', pickle.dumps([1, 'a', None, 3.5], protocol=4),
+        'not a memory snapshot: the pickle is a list of 4 items and none is a segment dict '
+        '(the first is an int)', vm=False)
+    put('fields-not-lists.pickle', pickle.dumps({'segments': 'x', 'device_traces': {0: []}},
+                                                protocol=4),
+        "not a memory snapshot: 'segments' is a str and 'device_traces' is a dict (a snapshot "
+        "has lists there)", vm=False)
+    put('segments-none.pickle', pickle.dumps({'segments': None}, protocol=2),
+        "not a memory snapshot: 'segments' is None and 'device_traces' is absent", vm=False)
+
     # malformed streams
     put('underflow-append.pickle', proto(2) + P.APPEND + P.STOP,
         'stack underflow: opcode APPEND needs a value')

@@ -237,7 +237,8 @@ def annotations_of(snap, dev):
 
 def steps(snap, dev):
     """{N: {'start': us, 'end': us or None, 'complete': bool}} in step order.
-    A step exists when it has a START; END counts only with time_us > 0."""
+    A step exists when it has a START; END counts only with time_us > 0 and
+    not before the START (an END before its START leaves the step incomplete)."""
     out = {}
     for a in annotations_of(snap, dev):
         m = _STEP.match(str(a.get('name')))
@@ -247,7 +248,8 @@ def steps(snap, dev):
         t = a.get('time_us')
         if a.get('stage') == 'START' and n not in out:
             out[n] = {'start': t, 'end': None, 'complete': False}
-        elif a.get('stage') == 'END' and n in out and isinstance(t, int) and t > 0:
+        elif (a.get('stage') == 'END' and n in out and not out[n]['complete']
+              and isinstance(t, int) and t > 0 and t >= (out[n]['start'] or 0)):
             out[n]['end'] = t
             out[n]['complete'] = True
     return dict(sorted(out.items()))

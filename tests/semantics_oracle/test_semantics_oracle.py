@@ -455,7 +455,8 @@ def handmade_snapshot(extra_active=0):
 
 def overlapping_steps_snapshot(seed=7, events_count=600, steps_count=60):
     """ProfilerStep windows that nest and overlap (a window inside another,
-    windows sharing a start or an end, empty ones, one without END), over
+    windows sharing a start or an end, empty ones, one without END, a few
+    whose END precedes their START), over
     random allocs and frees: frees of blocks allocated before, inside and
     between windows, unmatched frees and address reuse. Every window's
     numbers must equal a replay of that window alone."""
