@@ -107,10 +107,9 @@ using Finding =
                  finding::NegativeBaseline, finding::NoTimestamps, finding::OutOfMemory,
                  finding::MalformedEntries, finding::MalformedSegments,
                  finding::MalformedAnnotations, finding::UnusableTimes, finding::MalformedField,
-                 finding::FlatDeviceTraces, finding::TimesGoBackwards,
-                 finding::StepsEndBeforeStart, finding::OtherDevices,
-                 finding::CudaGraphsLikely, finding::TopSourcesShare, finding::SideTruncated,
-                 finding::BaselinesDiffer, finding::DifferentDevices, finding::DifferentRanks,
-                 finding::NoTrace>;
+                 finding::FlatDeviceTraces, finding::TimesGoBackwards, finding::StepsEndBeforeStart,
+                 finding::OtherDevices, finding::CudaGraphsLikely, finding::TopSourcesShare,
+                 finding::SideTruncated, finding::BaselinesDiffer, finding::DifferentDevices,
+                 finding::DifferentRanks, finding::NoTrace>;
 
 }  // namespace memsnap

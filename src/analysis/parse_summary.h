@@ -79,7 +79,7 @@ struct ParseResult {
   uint64_t distinct_frames = 0;
   uint64_t distinct_stacks = 0;
   DecodeAnomalies anomalies;
-  uint64_t times_backwards = 0;                  // entries earlier than the timed entry before
+  uint64_t times_backwards = 0;  // entries earlier than the timed entry before
   std::vector<int64_t> steps_ending_before_start;
   std::vector<Finding> warnings;  // what a user needs before trusting the numbers
 };

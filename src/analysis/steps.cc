@@ -63,7 +63,11 @@ int64_t trace_end_us(const Snapshot& snapshot, const DeviceTrace& trace) {
 
 uint64_t position_at_time(const Snapshot& snapshot, const DeviceTrace& trace, double seconds) {
   int64_t origin = trace_start_us(snapshot, trace);
-  auto limit = origin + static_cast<int64_t>(std::llround(seconds * 1e6));
+  // Times are below 2^53 us (the decoder's bound), so a time past 2^53 us
+  // after the origin is past every event; clamping keeps the sum an int64.
+  constexpr double kBeyondEveryTimeUs = 9007199254740992.0;  // 2^53
+  double offset_us = std::clamp(seconds * 1e6, -kBeyondEveryTimeUs, kBeyondEveryTimeUs);
+  auto limit = origin + static_cast<int64_t>(std::llround(offset_us));
   uint64_t i = trace.begin;
   while (i < trace.end && snapshot.events.time_us[i] <= limit) ++i;
   return i - trace.begin;
@@ -275,8 +279,7 @@ TraceAnalysis analyze_trace(const Snapshot& snapshot, const DeviceTrace& trace,
   return analysis;
 }
 
-AnnotationCounter::AnnotationCounter(const Snapshot& snapshot, int device)
-    : snapshot_(&snapshot) {
+AnnotationCounter::AnnotationCounter(const Snapshot& snapshot, int device) : snapshot_(&snapshot) {
   for (const Annotation& note : snapshot.annotations) {
     if (note.device != device || note.stage != Stage::kStart) continue;
     if (snapshot.strings.get(note.name).starts_with(kStepPrefix)) continue;
@@ -295,8 +298,7 @@ AnnotationCounter::AnnotationCounter(const Snapshot& snapshot, int device)
   }
 }
 
-std::map<std::string, uint64_t> AnnotationCounter::between(int64_t start_us,
-                                                           int64_t end_us) const {
+std::map<std::string, uint64_t> AnnotationCounter::between(int64_t start_us, int64_t end_us) const {
   std::map<std::string, uint64_t> counts;
   const auto by_first = [](const std::pair<int64_t, StringId>& mark, int64_t t) {
     return mark.first < t;

@@ -20,8 +20,7 @@ namespace {
 
 constexpr uint64_t kProgressThreshold = uint64_t{64} << 20;
 
-LoadOptions load_options(const std::string& path, const CommonOptions& common,
-                         bool show_progress) {
+LoadOptions load_options(const std::string& path, const CommonOptions& common, bool show_progress) {
   LoadOptions options;
   options.allow_objects = common.allow_objects;
   options.max_input_bytes = common.max_input_bytes;

@@ -48,7 +48,6 @@ void add_analysis_flags(CLI::App& command, CommonOptions& options, int default_t
 // large file load.
 Snapshot load_with_progress(const std::string& path, const CommonOptions& options);
 // Loads several files at once: each file after the first on its own thread.
-std::vector<Snapshot> load_all(const std::vector<std::string>& paths,
-                               const CommonOptions& options);
+std::vector<Snapshot> load_all(const std::vector<std::string>& paths, const CommonOptions& options);
 
 }  // namespace memsnap::cli

@@ -92,8 +92,8 @@ void check_pickle_start(std::span<const uint8_t> first_bytes) {
 
 Vm::Vm(std::span<const uint8_t> input, VmOptions options)
     : input_(input), options_(std::move(options)) {
-  max_held_bytes_ = options_.max_held_bytes != 0 ? options_.max_held_bytes
-                                                 : max_held_bytes_for(input.size());
+  max_held_bytes_ =
+      options_.max_held_bytes != 0 ? options_.max_held_bytes : max_held_bytes_for(input.size());
   stack_.on_grow = [this](uint64_t added_bytes) { charge(added_bytes); };
   stack_.reserve(1024);
   // Protocol 4 memoizes every container: about one slot per trace entry.
@@ -117,8 +117,8 @@ void Vm::fail_memory_bound() const {
       "this pickle needs more than {} MiB of memory for {:.1f} MiB of input (the limit is {} "
       "bytes per input byte or {} MiB, whichever is larger): a degenerate pickle, not a memory "
       "snapshot",
-      max_held_bytes_ >> 20, static_cast<double>(input_.size()) / (1 << 20),
-      kHeldBytesPerInputByte, kMinHeldBytes >> 20));
+      max_held_bytes_ >> 20, static_cast<double>(input_.size()) / (1 << 20), kHeldBytesPerInputByte,
+      kMinHeldBytes >> 20));
 }
 
 void Vm::fail_truncated(uint64_t count) const {

@@ -84,7 +84,8 @@ std::string say(const finding::TimesGoBackwards& f) {
 }
 std::string say(const finding::StepsEndBeforeStart& f) {
   std::vector<std::string> shown;
-  for (size_t i = 0; i < f.numbers.size() && i < 10; ++i) shown.push_back(fmt::format("{}", f.numbers[i]));
+  for (size_t i = 0; i < f.numbers.size() && i < 10; ++i)
+    shown.push_back(fmt::format("{}", f.numbers[i]));
   return fmt::format(
       "{} ProfilerStep windows end before they start (step {}{}): their END is ignored and "
       "they count as incomplete",

@@ -32,9 +32,29 @@ std::optional<uint64_t> as_u64(const Value& value) {
 }
 
 // Byte counts beyond 2^44 (16 TiB) are no memory a GPU has: a hostile or
-// corrupt value (a negative size, 2^64 - 1), which would wrap the sums; a
-// million such parts still sum below 2^64. Such parts are malformed.
+// corrupt value (a negative size, 2^64 - 1), which would wrap the sums. Such
+// parts are malformed.
 constexpr uint64_t kMaxPlausibleBytes = uint64_t{1} << 44;
+// And all the trace entries' sizes together, all the segments' and all the
+// blocks' stay within 2^60 (1 EiB; a trace of a billion 1 GiB allocations):
+// parts past it are malformed too. Every delta, peak, live total and
+// throughput derived from them is then within +-2^60, and sums and
+// differences of a few of them (B - A, baselines) cannot overflow an int64.
+constexpr uint64_t kMaxTotalBytes = uint64_t{1} << 60;
+
+// Running total of one kind of part against kMaxTotalBytes.
+class ByteBudget {
+ public:
+  // False (and nothing taken) when the part would pass the limit.
+  bool take(uint64_t bytes) {
+    if (bytes > kMaxTotalBytes - used_) return false;
+    used_ += bytes;
+    return true;
+  }
+
+ private:
+  uint64_t used_ = 0;
+};
 // A time_us beyond 2^53 µs (285 years) is no timestamp; below it every
 // difference of two times fits an int64 and a double.
 constexpr int64_t kMaxTimeUs = int64_t{1} << 53;
@@ -107,7 +127,7 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     const auto present = [](const Value& v) { return v.kind != Kind::kUndefined; };
     if (!present(action)) return item;
     if (action.kind != Kind::kStr || (present(addr) && !as_u64(addr)) ||
-        (present(size) && !as_bytes(size))) {
+        (present(size) && (!as_bytes(size) || !entry_bytes_.take(*as_bytes(size))))) {
       return reject(vm, item);
     }
     StackId stack = present(frames) ? stack_of(vm, frames) : StackId{};
@@ -325,6 +345,11 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
       segment.allocated_size = u64_field(vm, dict, "allocated_size");
       segment.active_size = u64_field(vm, dict, "active_size", segment.allocated_size);
       segment.requested_size = u64_field(vm, dict, "requested_size");
+      if (!segment_bytes_.take(segment.total_size + segment.allocated_size + segment.active_size +
+                               segment.requested_size)) {
+        ++model_.anomalies.malformed_segments;
+        continue;
+      }
       segment.stream = u64_field(vm, dict, "stream");
       if (const Value* type = vm.find(dict, "segment_type"); type && type->kind == Kind::kStr) {
         segment.segment_type = model_.strings.intern(vm.view(*type));
@@ -350,6 +375,10 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
         Block block;
         block.size = u64_field(vm, block_dict, "size");
         block.requested_size = u64_field(vm, block_dict, "requested_size");
+        if (!block_bytes_.take(block.size + block.requested_size)) {
+          ++model_.anomalies.malformed_blocks;
+          continue;
+        }
         const Value* address = vm.find(block_dict, "address");
         const Value* frames = vm.find(block_dict, "frames");
         if (address == nullptr) {
@@ -395,7 +424,8 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     const bool flat = std::any_of(device_lists.begin(), device_lists.end(), is_trace_entry);
     model_.anomalies.flat_device_traces = flat;
     const Value whole_list = vm.resolve(raw);
-    std::span<const Value> per_device = flat ? std::span<const Value>(&whole_list, 1) : device_lists;
+    std::span<const Value> per_device =
+        flat ? std::span<const Value>(&whole_list, 1) : device_lists;
     for (const Value& device_list : per_device) {
       auto& device_ranges = ranges.emplace_back();
       if (!flat && vm.resolve(device_list).kind != Kind::kList &&
@@ -501,6 +531,9 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
 
   Snapshot& model_;
   std::vector<FrameId> scratch_frames_;
+  ByteBudget entry_bytes_;
+  ByteBudget segment_bytes_;
+  ByteBudget block_bytes_;
 };
 
 }  // namespace

@@ -387,6 +387,31 @@ def hostile_round_two(memsnap, work, plain):
         got = run(memsnap, args)
         check(f"{args[0]} on implausible values exits 0", got.returncode == 0, got.stderr[-300:])
 
+    # 2. Sums of plausible sizes stay within 2^60 (entries, segments and blocks past it are
+    # malformed), so no delta, peak, baseline or B - A difference can overflow; extreme --time
+    # values clamp. Under UBSan (make test-asan) any signed overflow here aborts the run.
+    huge = os.path.join(work, "huge_totals.pickle")
+    count = (1 << 16) + 40
+    with open(huge, "wb") as f:
+        pickle.dump({"segments": [segment(0, 2**44, [{"size": 2**44, "state": "active_allocated", "address": 0}])
+                                  for _ in range(1 << 14 | 8)],
+                     "device_traces": [[e(0x1000 * i, 2**44, 10 + i) for i in range(count)]],
+                     "external_annotations": [{"name": "ProfilerStep#0", "stage": "START", "device": 0, "time_us": 10},
+                                              {"name": "ProfilerStep#0", "stage": "END", "device": 0, "time_us": 2**52}]},
+                    f, protocol=4)
+    got = run(memsnap, ["parse", "--json", huge])
+    report = json.loads(got.stdout) if got.returncode == 0 else {}
+    check("totals past 2^60 make the rest malformed, not wrapped",
+          report.get("anomalies", {}).get("malformed_entries") == count - (1 << 16)
+          and report.get("replay", {}).get("peak_delta") == 2**60, (got.stderr[-300:], report.get("anomalies")))
+    for args in (["compare", huge, plain], ["compare", "--json", plain, huge], ["events", huge, "--stride", "997"],
+                 ["plot", "--text", huge, plain], ["replay-to-time", huge, plain, "--time", "1e300"],
+                 ["replay-to-time", huge, "--time", "1e-300"], ["replay-step", huge, "--all-steps"],
+                 ["plot", huge, plain, "-o", os.path.join(work, "huge.html")]):
+        got = run(memsnap, args)
+        check(f"{args[0]} {' '.join(a for a in args[1:] if not a.startswith('/'))} on 2^60 totals exits 0",
+              got.returncode == 0, got.stderr[-400:])
+
     # 10, 11, 13. Parts of the wrong shape are left out with a warning that names them; entries
     # right in device_traces are read as device 0's; times going backwards and steps ending
     # before they start are warned about and handled (positive span, step incomplete).
