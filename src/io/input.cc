@@ -144,8 +144,9 @@ void on_sigbus(int signal, siginfo_t* info, void* context) {
     uintptr_t begin = slot.begin.load(std::memory_order_acquire);
     uintptr_t end = slot.end.load(std::memory_order_acquire);
     if (begin == 0 || address < begin || address >= end) continue;
-    uintptr_t page = address / page_size * page_size;
-    void* zeros = ::mmap(reinterpret_cast<void*>(page), end - page, PROT_READ,
+    // From the faulting page to the end of the mapping.
+    char* page = static_cast<char*>(info->si_addr) - address % page_size;
+    void* zeros = ::mmap(page, end - (address - address % page_size), PROT_READ,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     if (zeros != MAP_FAILED) {
       slot.changed.store(true, std::memory_order_release);
