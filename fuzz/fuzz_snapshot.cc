@@ -36,24 +36,28 @@ void consume(const Json& json) {
 
 void every_report(const memsnap::Snapshot& snapshot, std::optional<int> device) {
   using namespace memsnap;
-  ParseResult parse = summarize(snapshot, "fuzz", ParseOptions{device, 5, 2});
+  // Both naming rules, at two depths.
+  const SourceKeyOptions user{1, KeyRule::kUserCode, {}, {}};
+  const SourceKeyOptions user_deep{2, KeyRule::kUserCode, {}, {}};
+  const SourceKeyOptions reference{1, KeyRule::kReference, {}, {}};
+  ParseResult parse = summarize(snapshot, "fuzz", ParseOptions{device, 5, user_deep});
   (void)render_parse_text(parse);
   consume(render_parse_json(parse));
 
-  EventListing events = list_events(snapshot, device, 3, 1);
+  EventListing events = list_events(snapshot, device, 3, reference);
   (void)render_events_text(events, "fuzz");
   consume(render_events_json(events));
 
   FileAnalysis file = analyze_file("fuzz", snapshot, device);
   if (!file.steps.empty()) {
-    ReplayStepResult all = replay_steps(file, std::nullopt, 5, 1);
+    ReplayStepResult all = replay_steps(file, std::nullopt, 5, user);
     (void)render_steps_text(all);
     consume(render_steps_json(all));
-    (void)render_steps_text(replay_steps(file, file.steps.front().number, 5, 1));
+    (void)render_steps_text(replay_steps(file, file.steps.front().number, 5, reference));
   }
   for (double seconds : {0.0, 0.001, 1e12}) {
     try {
-      TimeSide side = replay_to_time(file, seconds, 1);
+      TimeSide side = replay_to_time(file, seconds, user);
       (void)render_time_text(side, 5);
       consume(render_time_json(side, 5));
       TimePair pair = compare_at_time(side, side);
@@ -62,11 +66,11 @@ void every_report(const memsnap::Snapshot& snapshot, std::optional<int> device) 
     } catch (const Error&) {  // no time_us: refused with a message
     }
   }
-  CompareResult compare = compare_files(file, file, std::nullopt, 1);
+  CompareResult compare = compare_files(file, file, std::nullopt, user);
   (void)render_compare_text(compare, 5);
   consume(render_compare_json(compare, 5));
 
-  std::vector<RunTimeline> runs{build_timeline(file, "fuzz", 1.0, 1)};
+  std::vector<RunTimeline> runs{build_timeline(file, "fuzz", 1.0, user)};
   (void)render_text_chart(runs, TextChartOptions{});
   if (html_plot_available()) (void)render_plot_html(runs, 1.0);
 }

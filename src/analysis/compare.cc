@@ -63,7 +63,7 @@ std::optional<double> time_of_position(const FileAnalysis& file, uint64_t positi
 }  // namespace
 
 CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
-                            std::optional<int64_t> step, int frame_depth) {
+                            std::optional<int64_t> step, const SourceKeyOptions& key_options) {
   CompareResult r;
   r.file_a = a.path;
   r.file_b = b.path;
@@ -170,8 +170,8 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
   }
   r.drill_peak_time_a = time_of_position(a, position_a);
   r.drill_peak_time_b = time_of_position(b, position_b);
-  SourceIndex sources_a(*a.snapshot, frame_depth);
-  SourceIndex sources_b(*b.snapshot, frame_depth);
+  SourceIndex sources_a(*a.snapshot, key_options);
+  SourceIndex sources_b(*b.snapshot, key_options);
   std::vector<uint64_t> pa{position_a};
   std::vector<uint64_t> pb{position_b};
   // Without a trace on either side the only live sets are the dump's: the

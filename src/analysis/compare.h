@@ -10,6 +10,7 @@
 
 #include "analysis/file_analysis.h"
 #include "analysis/findings.h"
+#include "analysis/source_key.h"
 #include "analysis/sources.h"
 
 namespace memsnap {
@@ -56,6 +57,6 @@ struct CompareResult {
   std::vector<Finding> findings;
 };
 CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
-                            std::optional<int64_t> step, int frame_depth);
+                            std::optional<int64_t> step, const SourceKeyOptions& key_options);
 
 }  // namespace memsnap

@@ -6,7 +6,7 @@
 namespace memsnap {
 
 EventListing list_events(const Snapshot& snapshot, std::optional<int> device, uint64_t stride,
-                         int frame_depth) {
+                         const SourceKeyOptions& key_options) {
   EventListing listing;
   listing.snapshot = &snapshot;
   listing.device = choose_device(snapshot, device);
@@ -21,7 +21,7 @@ EventListing list_events(const Snapshot& snapshot, std::optional<int> device, ui
   const EventColumns& events = snapshot.events;
   int64_t origin = 0;
   for (uint64_t i = trace.begin; i < trace.end && origin == 0; ++i) origin = events.time_us[i];
-  SourceKeys keys(snapshot, frame_depth);
+  SourceKeys source_keys(snapshot, key_options);
   listing.rows.reserve(picked.size());
   for (uint64_t i : picked) {
     uint64_t at = trace.begin + i;
@@ -36,7 +36,7 @@ EventListing list_events(const Snapshot& snapshot, std::optional<int> device, ui
       row.time_s = static_cast<double>(events.time_us[at] - origin) / 1e6;
     }
     row.stack = events.stack[at];
-    row.source = keys.key(row.stack);
+    row.source = source_keys.key(row.stack);
     listing.rows.push_back(std::move(row));
   }
   return listing;

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/source_key.h"
 #include "memsnap/model.h"
 
 namespace memsnap {
@@ -31,6 +32,6 @@ struct EventListing {
 };
 
 EventListing list_events(const Snapshot& snapshot, std::optional<int> device, uint64_t stride,
-                         int frame_depth);
+                         const SourceKeyOptions& key_options);
 
 }  // namespace memsnap

@@ -19,7 +19,8 @@ constexpr uint64_t kBaselineBytesWarning = uint64_t{64} << 20;
 
 // Bytes and counts of allocations by source, as the replay sees them.
 struct ThroughputBySource {
-  ThroughputBySource(const Snapshot& snapshot, int frame_depth) : sources(snapshot, frame_depth) {}
+  ThroughputBySource(const Snapshot& snapshot, const SourceKeyOptions& key_options)
+      : sources(snapshot, key_options) {}
 
   SourceIndex sources;
   std::vector<SourceThroughput> rows;  // indexed by source id
@@ -61,7 +62,7 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
   // One pass: the replay, plus event counts, time span, oom entries and
   // throughput by source.
   std::array<uint64_t, kActionCount> action_counts{};
-  ThroughputBySource throughput(snapshot, options.frame_depth);
+  ThroughputBySource throughput(snapshot, options.keys);
   int64_t first_time = 0;
   int64_t last_time = 0;
   int64_t earliest_time = 0;

@@ -11,6 +11,7 @@
 
 #include "analysis/findings.h"
 #include "analysis/segments.h"
+#include "analysis/source_key.h"
 #include "analysis/sources.h"
 #include "analysis/steps.h"
 #include "memsnap/model.h"
@@ -87,7 +88,7 @@ struct ParseResult {
 struct ParseOptions {
   std::optional<int> device;
   int top = 10;
-  int frame_depth = 1;
+  SourceKeyOptions keys;  // how allocations are named
 };
 
 ParseResult summarize(const Snapshot& snapshot, const std::string& file,

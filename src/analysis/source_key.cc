@@ -9,7 +9,8 @@
 namespace memsnap {
 namespace {
 
-constexpr std::array kInternalPathParts = {
+// The reference rule's internal frames, exactly as its scripts list them.
+constexpr std::array kReferenceInternalPathParts = {
     std::string_view("/torch/"),
     std::string_view("/torch_"),
     std::string_view("torch/nn/modules/module.py"),
@@ -23,12 +24,36 @@ constexpr std::array kInternalPathParts = {
     std::string_view("/importlib/"),
     std::string_view("/runpy.py"),
 };
-
-constexpr std::array kInternalNames = {
+constexpr std::array kReferenceInternalNames = {
     std::string_view("<module>"),   std::string_view("<lambda>"),
     std::string_view("_call_impl"), std::string_view("_wrapped_call_impl"),
     std::string_view("inner"),
 };
+
+// v2's library code, matched in a path whose separators are all '/'.
+// PyTorch (with _dynamo, _inductor, fx), Triton, torch.compile's generated
+// code, the interpreter's frozen modules and the reference's other paths.
+constexpr std::array kLibraryPathParts = {
+    std::string_view("/torch/"),        std::string_view("/triton/"),
+    std::string_view("torchinductor_"),  // the inductor cache: generated kernels and wrappers
+    std::string_view("<eval_with_key"),  // FX GraphModule code
+    std::string_view("<frozen "),       std::string_view("/hydra/"),  std::string_view("/cuda/"),
+    std::string_view("importlib"),      std::string_view("runpy.py"),
+};
+// The standard library: lib/python3.X/ (Lib/ on Windows) outside the
+// site-packages and dist-packages trees, where third-party code lives.
+constexpr std::array kStandardLibraryParts = {
+    std::string_view("/lib/python3"),
+    std::string_view("/Lib/"),
+};
+constexpr std::array kThirdPartyParts = {
+    std::string_view("site-packages/"),
+    std::string_view("dist-packages/"),
+};
+
+bool contains(std::string_view text, std::string_view part) {
+  return text.find(part) != std::string_view::npos;
+}
 
 // C++ frames that only say how the stack was captured or how the allocator
 // works; they never explain who allocated.
@@ -69,29 +94,104 @@ constexpr std::array kMachineryParts = {
     std::string_view("clone"),
 };
 
-// Backward-thread allocations have no Python frame; the autograd node that ran
-// (e.g. MeanBackward0) is the best name for them.
-constexpr std::string_view kAutogradNode = "torch::autograd::generated::";
-
 bool ends_with(std::string_view text, std::string_view suffix) {
   return text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
 }
 
-std::string_view basename(std::string_view path) {
+// The reference's basename (os.path.basename on POSIX: '/' only).
+std::string_view posix_basename(std::string_view path) {
   size_t slash = path.find_last_of('/');
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
+// Either separator, for files recorded on Windows.
+std::string_view any_basename(std::string_view path) {
+  size_t slash = path.find_last_of("/\\");
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+bool is_identifier_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
 }  // namespace
 
-bool is_internal_frame(std::string_view name, std::string_view filename) {
-  for (std::string_view part : kInternalPathParts) {
-    if (filename.find(part) != std::string_view::npos) return true;
+bool is_reference_internal_frame(std::string_view name, std::string_view filename) {
+  for (std::string_view part : kReferenceInternalPathParts) {
+    if (contains(filename, part)) return true;
   }
-  for (std::string_view internal : kInternalNames) {
+  for (std::string_view internal : kReferenceInternalNames) {
     if (name == internal) return true;
   }
   return false;
+}
+
+bool is_library_file(std::string_view filename) {
+  std::string path(filename);
+  std::replace(path.begin(), path.end(), '\\', '/');
+  if (path.starts_with("torch/") || path.starts_with("triton/")) return true;
+  for (std::string_view part : kLibraryPathParts) {
+    if (contains(path, part)) return true;
+  }
+  const bool third_party =
+      std::any_of(kThirdPartyParts.begin(), kThirdPartyParts.end(),
+                  [&path](std::string_view part) { return contains(path, part); });
+  if (third_party) return false;
+  return std::any_of(kStandardLibraryParts.begin(), kStandardLibraryParts.end(),
+                     [&path](std::string_view part) { return contains(path, part); });
+}
+
+std::string_view autograd_node_name(std::string_view frame_name) {
+  if (contains(frame_name, "AccumulateGrad")) return "AccumulateGrad";
+  for (size_t at = frame_name.find("Backward"); at != std::string_view::npos;
+       at = frame_name.find("Backward", at + 1)) {
+    size_t begin = at;
+    while (begin > 0 && is_identifier_char(frame_name[begin - 1]) && frame_name[begin - 1] != '_') {
+      --begin;
+    }
+    size_t end = at + std::string_view("Backward").size();
+    if (end < frame_name.size() && frame_name[end] == 's') ++end;  // CopyBackwards
+    while (end < frame_name.size() && frame_name[end] >= '0' && frame_name[end] <= '9') ++end;
+    const bool ends_identifier =
+        end == frame_name.size() || !is_identifier_char(frame_name[end]) || frame_name[end] == '_';
+    if (begin < at && frame_name[begin] >= 'A' && frame_name[begin] <= 'Z' && ends_identifier) {
+      return frame_name.substr(begin, end - begin);
+    }
+  }
+  return {};
+}
+
+std::string trim_cpp_signature(std::string_view name) {
+  constexpr std::string_view kAnonymous = "(anonymous namespace)";
+  std::string out;
+  int angle = 0;
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    if (c == '(' && name.substr(i).starts_with(kAnonymous)) {
+      if (angle == 0) out += kAnonymous;
+      i += kAnonymous.size() - 1;
+      continue;
+    }
+    if (c == '(' && angle == 0) break;  // the argument list
+    if (c == '<') {
+      ++angle;
+    } else if (c == '>' && angle > 0) {
+      --angle;
+    } else if (angle == 0) {
+      out.push_back(c);
+    }
+  }
+  // The return type is what precedes the last space outside parentheses.
+  int paren = 0;
+  size_t cut = std::string::npos;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == '(') ++paren;
+    if (out[i] == ')') --paren;
+    if (out[i] == ' ' && paren == 0) cut = i;
+  }
+  if (cut != std::string::npos) out.erase(0, cut + 1);
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out.empty() ? std::string(name) : out;
 }
 
 bool is_cpp_frame(std::string_view filename, int64_t line) {
@@ -112,11 +212,27 @@ bool is_capture_machinery(std::string_view name) {
   return false;
 }
 
-SourceKeys::SourceKeys(const Snapshot& snapshot, int depth)
+SourceKeys::SourceKeys(const Snapshot& snapshot, const SourceKeyOptions& options)
     : snapshot_(snapshot),
-      depth_(depth < 1 ? 1 : depth),
+      options_(options),
       cache_(snapshot.stacks.size() + 1),
-      computed_(snapshot.stacks.size() + 1, false) {}
+      computed_(snapshot.stacks.size() + 1, false) {
+  options_.depth = std::max(options_.depth, 1);
+  const auto compile = [](const std::vector<std::string>& patterns, const char* flag) {
+    std::vector<std::regex> compiled;
+    for (const std::string& pattern : patterns) {
+      try {
+        compiled.emplace_back(pattern, std::regex::ECMAScript | std::regex::optimize);
+      } catch (const std::regex_error& error) {
+        throw Error::usage(
+            fmt::format("{} '{}' is no regular expression: {}", flag, pattern, error.what()));
+      }
+    }
+    return compiled;
+  };
+  skip_ = compile(options_.skip, "--skip");
+  keep_ = compile(options_.keep, "--keep");
+}
 
 const std::string& SourceKeys::key(StackId stack) {
   if (stack.value >= snapshot_.stacks.size() + 1)
@@ -126,54 +242,104 @@ const std::string& SourceKeys::key(StackId stack) {
     computed_.resize(stack.value + 1, false);
   }
   if (!computed_[stack.value]) {
-    cache_[stack.value] = compute(stack);
+    cache_[stack.value] =
+        options_.rule == KeyRule::kReference ? compute_reference(stack) : compute(stack);
     computed_[stack.value] = true;
   }
   return cache_[stack.value];
 }
 
-std::string SourceKeys::render(FrameId id) const {
+SourceKeys::FrameClass SourceKeys::classify(FrameId id) {
+  if (id.value >= frame_class_.size()) frame_class_.resize(id.value + 1, kUnknown);
+  FrameClass& known = frame_class_[id.value];
+  if (known != kUnknown) return known;
   const Frame& frame = snapshot_.frames.get(id);
-  return fmt::format("{}@{}:{}", snapshot_.strings.get(frame.name),
-                     basename(snapshot_.strings.get(frame.filename)), frame.line);
+  std::string_view name = snapshot_.strings.get(frame.name);
+  std::string_view filename = snapshot_.strings.get(frame.filename);
+  if (is_cpp_frame(filename, frame.line)) {
+    known = is_capture_machinery(name) ? kMachinery : kCpp;
+    return known;
+  }
+  known = is_library_file(filename) ? kLibrary : kUser;
+  if (!skip_.empty() || !keep_.empty()) {
+    std::string subject = fmt::format("{}@{}:{}", name, filename, frame.line);
+    const auto matches = [&subject](const std::vector<std::regex>& patterns) {
+      return std::any_of(patterns.begin(), patterns.end(), [&subject](const std::regex& pattern) {
+        return std::regex_search(subject, pattern);
+      });
+    };
+    if (matches(keep_)) {
+      known = kUser;
+    } else if (matches(skip_)) {
+      known = kLibrary;
+    }
+  }
+  return known;
 }
 
-// The reference rule (skip internal frames, keep the first `depth`, fall back
-// to the first frames) applied to Python frames only; C++ frames count only on
-// a stack with no Python frame at all, and then not the capture machinery.
-std::string SourceKeys::compute(StackId stack) const {
-  std::span<const FrameId> frames = snapshot_.stacks.get(stack);
-  if (frames.empty()) return std::string(kNoFrames);
-  std::vector<FrameId> python;
-  std::vector<FrameId> user;
-  std::vector<FrameId> cpp_meaningful;
-  for (FrameId id : frames) {
-    const Frame& frame = snapshot_.frames.get(id);
-    std::string_view name = snapshot_.strings.get(frame.name);
-    std::string_view filename = snapshot_.strings.get(frame.filename);
-    if (is_cpp_frame(filename, frame.line)) {
-      if (!is_capture_machinery(name)) cpp_meaningful.push_back(id);
-      continue;
-    }
-    python.push_back(id);
-    if (!is_internal_frame(name, filename)) user.push_back(id);
+std::string SourceKeys::render(FrameId id) const {
+  const Frame& frame = snapshot_.frames.get(id);
+  std::string_view name = snapshot_.strings.get(frame.name);
+  std::string_view filename = snapshot_.strings.get(frame.filename);
+  if (is_cpp_frame(filename, frame.line)) {
+    return fmt::format("{}@{}:{}", trim_cpp_signature(name), any_basename(filename), frame.line);
   }
-  // An autograd node explains a C++-only stack better than the op it called.
-  auto node = std::find_if(cpp_meaningful.begin(), cpp_meaningful.end(), [this](FrameId id) {
-    return snapshot_.strings.get(snapshot_.frames.get(id).name).find(kAutogradNode) !=
-           std::string_view::npos;
-  });
-  if (node != cpp_meaningful.end()) std::rotate(cpp_meaningful.begin(), node, node + 1);
-  const std::vector<FrameId>* chosen = &user;
-  std::vector<FrameId> all(frames.begin(), frames.end());
-  if (chosen->empty()) chosen = &python;
-  if (chosen->empty()) chosen = &cpp_meaningful;
-  if (chosen->empty()) chosen = &all;
+  return fmt::format("{}@{}:{}", name, any_basename(filename), frame.line);
+}
+
+// v2: the user's frames; else the autograd node; else Python library
+// frames; else C++ frames that are no machinery; else nothing usable.
+std::string SourceKeys::compute(StackId stack) {
+  std::span<const FrameId> frames = snapshot_.stacks.get(stack);
+  std::vector<FrameId> user;
+  std::vector<FrameId> library;
+  std::vector<FrameId> cpp;
+  std::string_view node;
+  for (FrameId id : frames) {
+    switch (classify(id)) {
+      case kUser: user.push_back(id); break;
+      case kLibrary: library.push_back(id); break;
+      case kCpp:
+        if (node.empty())
+          node = autograd_node_name(snapshot_.strings.get(snapshot_.frames.get(id).name));
+        cpp.push_back(id);
+        break;
+      default: break;
+    }
+  }
+  if (user.empty() && !node.empty()) return fmt::format("{} (backward)", node);
+  const std::vector<FrameId>& chosen = !user.empty() ? user : !library.empty() ? library : cpp;
+  if (chosen.empty()) return std::string(kNoFrames);
   std::string key;
-  size_t take = std::min<size_t>(chosen->size(), static_cast<size_t>(depth_));
+  size_t take = std::min<size_t>(chosen.size(), static_cast<size_t>(options_.depth));
   for (size_t i = 0; i < take; ++i) {
     if (i != 0) key += " -> ";
-    key += render((*chosen)[i]);
+    key += render(chosen[i]);
+  }
+  return key;
+}
+
+// The reference scripts' rule, exactly: skip internal frames, keep the first
+// `depth` left, else the first `depth` frames; raw names, POSIX basenames.
+std::string SourceKeys::compute_reference(StackId stack) const {
+  std::span<const FrameId> frames = snapshot_.stacks.get(stack);
+  if (frames.empty()) return std::string(kNoFrames);
+  std::vector<FrameId> kept;
+  for (FrameId id : frames) {
+    const Frame& frame = snapshot_.frames.get(id);
+    if (!is_reference_internal_frame(snapshot_.strings.get(frame.name),
+                                     snapshot_.strings.get(frame.filename))) {
+      kept.push_back(id);
+    }
+  }
+  std::span<const FrameId> chosen = kept.empty() ? frames : std::span<const FrameId>(kept);
+  std::string key;
+  size_t take = std::min<size_t>(chosen.size(), static_cast<size_t>(options_.depth));
+  for (size_t i = 0; i < take; ++i) {
+    const Frame& frame = snapshot_.frames.get(chosen[i]);
+    if (i != 0) key += " -> ";
+    key += fmt::format("{}@{}:{}", snapshot_.strings.get(frame.name),
+                       posix_basename(snapshot_.strings.get(frame.filename)), frame.line);
   }
   return key;
 }

@@ -1,8 +1,18 @@
 // Attribution of an allocation to a source line: the "source key" of a stack.
+//
+// Two rules. memsnap's default (v2) names the user's code: the first Python
+// frame outside PyTorch, Triton, the Python runtime and torch.compile's
+// generated code, `<module>` and notebook cells included; with none, the
+// autograd node of a backward-pass allocation, then the first Python library
+// frame, then the first C++ frame that is not capture or allocator
+// machinery. The reference rule (--keys reference) is the reference scripts'
+// own, reproduced exactly for people comparing against their output.
 #pragma once
 
 #include <cstdint>
 #include <deque>
+#include <memory>
+#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -11,26 +21,62 @@
 
 namespace memsnap {
 
+enum class KeyRule : uint8_t {
+  kUserCode,   // v2, the default
+  kReference,  // the reference scripts' rule
+};
+
+struct SourceKeyOptions {
+  int depth = 1;  // frames per key, joined with " -> "
+  KeyRule rule = KeyRule::kUserCode;
+  // ECMAScript regexes searched in "name@path:line" of each Python frame
+  // (path as recorded, any separator). --skip marks matching frames as
+  // library code (the user's own wrappers); --keep marks them as the user's
+  // (a library the user wants to see); keep wins. v2 only.
+  std::vector<std::string> skip;
+  std::vector<std::string> keep;
+};
+
 // Frame classes, by filename and name.
-bool is_internal_frame(std::string_view name, std::string_view filename);
 bool is_cpp_frame(std::string_view filename, int64_t line);
 bool is_capture_machinery(std::string_view name);
+// The reference's internal frames (its path parts and names).
+bool is_reference_internal_frame(std::string_view name, std::string_view filename);
+// v2's library code: PyTorch, Triton, the Python runtime, torch.compile's
+// generated code, and the reference's other internal paths; `/` or `\`.
+bool is_library_file(std::string_view filename);
+// "BmmBackward0" from any spelling of an autograd node's frame
+// ("torch::autograd::generated::BmmBackward0::apply(...)",
+// "BmmBackward0_apply_functional(...)", "torch::autograd::AccumulateGrad::apply");
+// empty when the frame is none.
+std::string_view autograd_node_name(std::string_view frame_name);
+// A C++ name without its argument list, template arguments and return type:
+// "void at::native::gpu_reduce_kernel<float, 4>(at::TensorIterator&)" ->
+// "at::native::gpu_reduce_kernel".
+std::string trim_cpp_signature(std::string_view name);
 
 // Source keys of one snapshot's stacks, computed once per distinct stack.
 class SourceKeys {
  public:
-  SourceKeys(const Snapshot& snapshot, int depth);
+  // Throws Error (usage) for a --skip/--keep pattern that is no regex.
+  SourceKeys(const Snapshot& snapshot, const SourceKeyOptions& options);
   // The reference stays valid as long as this object: the cache is a deque,
   // which never moves its elements as it grows.
   const std::string& key(StackId stack);
 
  private:
-  std::string compute(StackId stack) const;
-  std::string render(FrameId id) const;
+  enum FrameClass : uint8_t { kUnknown, kCpp, kMachinery, kLibrary, kUser };
+  FrameClass classify(FrameId id);
+  std::string compute(StackId stack);
+  std::string compute_reference(StackId stack) const;
+  [[nodiscard]] std::string render(FrameId id) const;
 
   const Snapshot& snapshot_;
-  int depth_;
-  std::deque<std::string> cache_;  // by stack id
+  SourceKeyOptions options_;
+  std::vector<std::regex> skip_;
+  std::vector<std::regex> keep_;
+  std::vector<FrameClass> frame_class_;  // by frame id, computed on first use
+  std::deque<std::string> cache_;        // by stack id
   std::vector<bool> computed_;
 };
 

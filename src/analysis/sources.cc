@@ -7,8 +7,8 @@
 
 namespace memsnap {
 
-SourceIndex::SourceIndex(const Snapshot& snapshot, int frame_depth)
-    : keys_(snapshot, frame_depth), by_stack_(snapshot.stacks.size() + 1, 0) {}
+SourceIndex::SourceIndex(const Snapshot& snapshot, const SourceKeyOptions& key_options)
+    : keys_(snapshot, key_options), by_stack_(snapshot.stacks.size() + 1, 0) {}
 
 uint32_t SourceIndex::of(StackId stack) {
   if (stack.value >= by_stack_.size()) by_stack_.resize(stack.value + 1, 0);  // model grew

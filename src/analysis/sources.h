@@ -19,7 +19,7 @@ namespace memsnap {
 // a flat array. Source ids are per file: diff by name, never by id.
 class SourceIndex {
  public:
-  SourceIndex(const Snapshot& snapshot, int frame_depth);
+  SourceIndex(const Snapshot& snapshot, const SourceKeyOptions& key_options);
   uint32_t of(StackId stack);
   [[nodiscard]] const std::string& name(uint32_t source) const { return names_[source]; }
   [[nodiscard]] size_t size() const { return names_.size(); }

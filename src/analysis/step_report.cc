@@ -8,7 +8,7 @@
 namespace memsnap {
 
 ReplayStepResult replay_steps(const FileAnalysis& file, std::optional<int64_t> step, int top,
-                              int frame_depth) {
+                              const SourceKeyOptions& key_options) {
   if (file.steps.empty()) {
     // Name only what really works on this file.
     bool has_trace = file.trace.count() > 0;
@@ -47,7 +47,7 @@ ReplayStepResult replay_steps(const FileAnalysis& file, std::optional<int64_t> s
   std::vector<uint64_t> positions;
   positions.reserve(order.size());
   for (size_t i : order) positions.push_back(chosen[i]->peak_position(file.trace));
-  SourceIndex sources(*file.snapshot, frame_depth);
+  SourceIndex sources(*file.snapshot, key_options);
   std::vector<std::vector<SourceUsage>> at_peaks =
       live_by_source(*file.snapshot, file.trace, sources, positions);
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analysis/file_analysis.h"
+#include "analysis/source_key.h"
 #include "analysis/sources.h"
 
 namespace memsnap {
@@ -31,6 +32,6 @@ struct ReplayStepResult {
 // Throws Error with the DESIGN.md explanation when there are no steps, and
 // with the list of steps when `step` is unknown. step == nullopt: all steps.
 ReplayStepResult replay_steps(const FileAnalysis& file, std::optional<int64_t> step, int top,
-                              int frame_depth);
+                              const SourceKeyOptions& key_options);
 
 }  // namespace memsnap

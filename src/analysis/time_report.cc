@@ -6,7 +6,8 @@
 
 namespace memsnap {
 
-TimeSide replay_to_time(const FileAnalysis& file, double seconds, int frame_depth) {
+TimeSide replay_to_time(const FileAnalysis& file, double seconds,
+                        const SourceKeyOptions& key_options) {
   const Snapshot& snapshot = *file.snapshot;
   TimeSide side;
   side.file = file.path;
@@ -26,7 +27,7 @@ TimeSide replay_to_time(const FileAnalysis& file, double seconds, int frame_dept
     side.clamped = true;
   }
   uint64_t position = position_at_time(snapshot, file.trace, side.time_s);
-  SourceIndex sources(snapshot, frame_depth);
+  SourceIndex sources(snapshot, key_options);
   LiveAt at = live_at(snapshot, file.trace, sources, position);
   const ReplayTotals& t = at.totals;
   side.baseline = file.baseline.baseline_at_start;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "analysis/file_analysis.h"
+#include "analysis/source_key.h"
 #include "analysis/sources.h"
 
 namespace memsnap {
@@ -27,7 +28,8 @@ struct TimeSide {
   uint64_t live_bytes = 0;
   std::vector<SourceUsage> sources;  // all, largest first
 };
-TimeSide replay_to_time(const FileAnalysis& file, double seconds, int frame_depth);
+TimeSide replay_to_time(const FileAnalysis& file, double seconds,
+                        const SourceKeyOptions& key_options);
 
 struct TimePair {
   TimeSide a, b;

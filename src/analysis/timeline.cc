@@ -50,10 +50,10 @@ double seconds_between(int64_t from_us, int64_t to_us) {
 
 // Lifetimes of allocations and the reserved-memory steps, as the replay runs.
 struct TimelineObserver {
-  TimelineObserver(const Snapshot& snapshot_in, int frame_depth, Lifetimes& life_in,
-                   uint64_t trace_begin_in)
+  TimelineObserver(const Snapshot& snapshot_in, const SourceKeyOptions& key_options,
+                   Lifetimes& life_in, uint64_t trace_begin_in)
       : snapshot(snapshot_in),
-        sources(snapshot_in, frame_depth),
+        sources(snapshot_in, key_options),
         life(life_in),
         trace_begin(trace_begin_in) {}
 
@@ -102,7 +102,7 @@ struct TimelineObserver {
 }  // namespace
 
 RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, double precision_ms,
-                           int frame_depth) {
+                           const SourceKeyOptions& key_options) {
   const Snapshot& snapshot = *file.snapshot;
   const EventColumns& events = snapshot.events;
   const DeviceTrace& trace = file.trace;
@@ -129,7 +129,7 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
   std::vector<double> time_positions;
   std::vector<double> index_positions;
   std::vector<double> values;
-  TimelineObserver observer(snapshot, frame_depth, run.lifetimes, trace.begin);
+  TimelineObserver observer(snapshot, key_options, run.lifetimes, trace.begin);
   Replay replay(snapshot);
   for (uint64_t i = trace.begin; i < trace.end; ++i) {
     int64_t t = events.time_us[i] != 0 ? events.time_us[i] - t0 : 0;

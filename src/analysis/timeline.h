@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/file_analysis.h"
+#include "analysis/source_key.h"
 
 namespace memsnap {
 
@@ -81,6 +82,6 @@ struct RunTimeline {
 };
 
 RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, double precision_ms,
-                           int frame_depth);
+                           const SourceKeyOptions& key_options);
 
 }  // namespace memsnap

@@ -32,7 +32,7 @@ Command compare_command() {
               std::vector<Snapshot> snapshots = load_all(flags->files, common);
               FileAnalysis a = analyze_file(flags->files[0], snapshots[0], common.device);
               FileAnalysis b = analyze_file(flags->files[1], snapshots[1], common.device);
-              CompareResult result = compare_files(a, b, flags->step, common.frame_depth);
+              CompareResult result = compare_files(a, b, flags->step, common.keys);
               if (common.json) {
                 write_json(render_compare_json(result, common.top));
               } else {

@@ -24,14 +24,14 @@ Command events_command() {
                 .add_option("--stride", flags->stride,
                             "Show every Kth entry (the last is always shown)")
                 ->check(whole_number_at_least(1));
-            add_frame_depth_flag(command, flags->common);
+            add_source_key_flags(command, flags->common);
             add_json_flag(command, flags->common);
             add_input_flags(command, flags->common);
             return [flags] {
               const CommonOptions& common = flags->common;
               Snapshot snapshot = load_with_progress(flags->file, common);
               EventListing listing =
-                  list_events(snapshot, common.device, flags->stride, common.frame_depth);
+                  list_events(snapshot, common.device, flags->stride, common.keys);
               if (common.json) {
                 write_json(render_events_json(listing));
               } else {

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <future>
 #include <limits>
+#include <map>
 
 #include "memsnap/error.h"
 
@@ -107,16 +108,37 @@ void add_top_flag(CLI::App& command, CommonOptions& options, const std::string& 
       ->check(whole_number_at_least(0));
 }
 
-void add_frame_depth_flag(CLI::App& command, CommonOptions& options) {
+void add_source_key_flags(CLI::App& command, CommonOptions& options) {
   command
-      .add_option("--frame-depth", options.frame_depth,
+      .add_option("--frame-depth", options.keys.depth,
                   "Frames per source key, joined with ' -> ' (default 1)")
       ->check(whole_number_at_least(1));
+  command
+      .add_option_function<std::string>(
+          "--keys",
+          [&options](const std::string& rule) {
+            options.keys.rule = rule == "reference" ? KeyRule::kReference : KeyRule::kUserCode;
+          },
+          "How allocations are named: user (default: the first frame of your code, outside "
+          "PyTorch, Triton, the Python runtime and torch.compile's generated code) or reference "
+          "(the reference scripts' rule, exactly)")
+      ->check(CLI::IsMember({"user", "reference"}).description(""))
+      ->option_text("user|reference");
+  command
+      .add_option("--skip", options.keys.skip,
+                  "Regex: Python frames whose 'name@path:line' it matches count as library "
+                  "code (your own wrappers); repeatable")
+      ->option_text("REGEX");
+  command
+      .add_option("--keep", options.keys.keep,
+                  "Regex: Python frames it matches count as your code even inside a "
+                  "library (wins over --skip); repeatable")
+      ->option_text("REGEX");
 }
 
 void add_analysis_flags(CLI::App& command, CommonOptions& options, int default_top) {
   add_top_flag(command, options, "source rows", default_top);
-  add_frame_depth_flag(command, options);
+  add_source_key_flags(command, options);
   add_device_flag(command, options);
   add_json_flag(command, options);
   add_input_flags(command, options);

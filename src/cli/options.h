@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/source_key.h"
 #include "memsnap/load.h"
 #include "memsnap/model.h"
 
@@ -23,7 +24,7 @@ struct CommonOptions {
   bool allow_objects = false;
   uint64_t max_input_bytes = 0;  // 0: LoadOptions' default
   int top = 10;
-  int frame_depth = 1;
+  SourceKeyOptions keys;  // --frame-depth, --keys, --skip, --keep
 };
 
 // Checks for whole-number flags whose CLI11 defaults print the largest double
@@ -40,7 +41,8 @@ void add_input_flags(CLI::App& command, CommonOptions& options);
 // parse, compare and replay-step, 25 for replay-to-time).
 void add_top_flag(CLI::App& command, CommonOptions& options, const std::string& what,
                   int default_top);
-void add_frame_depth_flag(CLI::App& command, CommonOptions& options);
+// --frame-depth, --keys, --skip, --keep: how allocations are named.
+void add_source_key_flags(CLI::App& command, CommonOptions& options);
 // --top, --frame-depth, --device, --json, --allow-objects.
 void add_analysis_flags(CLI::App& command, CommonOptions& options, int default_top);
 

@@ -73,7 +73,7 @@ void run_plot(const PlotFlags& flags) {
   for (size_t i = 0; i < flags.files.size(); ++i) {
     FileAnalysis file = analyze_file(flags.files[i], snapshots[i], common.device);
     std::string label = flags.labels.empty() ? basename_of(flags.files[i]) : flags.labels[i];
-    runs.push_back(build_timeline(file, label, flags.precision_ms, common.frame_depth));
+    runs.push_back(build_timeline(file, label, flags.precision_ms, common.keys));
   }
   if (flags.text) {
     TextChartOptions options;
@@ -117,7 +117,7 @@ Command plot_command() {
                          "--text: plot the delta from the trace start, not baseline + delta");
         command.add_option("--width", flags->width, "--text: chart columns (default 100)");
         command.add_option("--height", flags->height, "--text: chart rows (default 20)");
-        add_frame_depth_flag(command, flags->common);
+        add_source_key_flags(command, flags->common);
         add_device_flag(command, flags->common);
         add_input_flags(command, flags->common);
         return [flags] { run_plot(*flags); };

@@ -43,7 +43,7 @@ Command replay_to_time_command() {
               std::vector<TimeSide> sides;
               for (size_t i = 0; i < files.size(); ++i) {
                 FileAnalysis file = analyze_file(files[i], snapshots[i], common.device);
-                sides.push_back(replay_to_time(file, flags->seconds, common.frame_depth));
+                sides.push_back(replay_to_time(file, flags->seconds, common.keys));
               }
               for (const TimeSide& side : sides) {
                 if (side.clamped) {

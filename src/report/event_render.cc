@@ -46,6 +46,7 @@ ordered_json render_events_json(const EventListing& listing) {
                     {"size", row.size},
                     {"stream", row.stream},
                     {"time_us", row.time_us ? ordered_json(*row.time_us) : ordered_json(nullptr)},
+                    {"source", row.source},
                     {"frames", frames_json(*listing.snapshot, row.stack)}});
   }
   return {{"device", listing.device}, {"event_count", listing.event_count}, {"events", list}};

@@ -155,6 +155,7 @@ def main():
         house_v2_output_and_usage(memsnap, work, plain)
         drop_in_defects(memsnap, work, plain, no_steps, two_devices)
         hostile_round_two(memsnap, work, plain)
+        source_keys(memsnap, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     summary = f"{results['checks']} checks, {len(failures)} failed"
@@ -490,6 +491,48 @@ def hostile_round_two(memsnap, work, plain):
     missing_dir = os.path.join(work, "no", "such", "dir", "t.html")
     check_error("plot -o into a missing folder names path and reason", run(memsnap, ["plot", plain, "-o", missing_dir]),
                 f"memsnap: cannot write output: {missing_dir}: No such file or directory")
+
+
+def source_keys(memsnap, work):
+    """Source keys v2 end to end: a script's <module>, the autograd node, --skip, --keep,
+    --keys reference, and the flags' usage errors."""
+    import pickle
+    torch_conv = {"name": "_conv_forward", "filename": "/x/site-packages/torch/nn/modules/conv.py", "line": 549}
+    wrapper = {"name": "checkpoint", "filename": "/home/u/utils/wrap.py", "line": 12}
+    script = {"name": "<module>", "filename": "/home/u/inference2.py", "line": 198}
+    model = {"name": "forward", "filename": "/usr/lib/python3.10/site-packages/transformers/modeling_llama.py",
+             "line": 300}
+    node = {"name": "torch::autograd::generated::BmmBackward0_apply_functional(std::vector<at::Tensor>&&)",
+            "filename": "Functions.cpp", "line": 0}
+    entry = lambda addr, frames: {"action": "alloc", "addr": addr, "size": 4096, "stream": 0, "time_us": addr,
+                                  "frames": frames}
+    path = os.path.join(work, "keys.pickle")
+    with open(path, "wb") as f:
+        pickle.dump({"segments": [], "device_traces": [[entry(1, [torch_conv, wrapper, script]),
+                                                        entry(2, [{"name": "torch::unwind::unwind()", "filename": "??",
+                                                                   "line": 0}, node]),
+                                                        entry(3, [model, wrapper])]]}, f)
+
+    def sources(*flags):
+        got = run(memsnap, ["events", path, "--json"] + list(flags))
+        return [e["source"] for e in json.loads(got.stdout)["events"]] if got.returncode == 0 else got.stderr
+
+    check("v2 names the user's frame and the autograd node",
+          sources() == ["checkpoint@wrap.py:12", "BmmBackward0 (backward)", "forward@modeling_llama.py:300"],
+          sources())
+    check("--skip passes a wrapper to the script's top level",
+          sources("--skip", r"utils/wrap\.py")[:2] == ["<module>@inference2.py:198", "BmmBackward0 (backward)"],
+          sources("--skip", r"utils/wrap\.py"))
+    check("--keep wins over library code", sources("--keep", "nn/modules/conv")[0] == "_conv_forward@conv.py:549",
+          sources("--keep", "nn/modules/conv"))
+    check("--keys reference is the reference rule",
+          sources("--keys", "reference") == ["checkpoint@wrap.py:12", "torch::unwind::unwind()@??:0",
+                                             "checkpoint@wrap.py:12"],
+          sources("--keys", "reference"))
+    check_error("--skip with no regex is a usage error", run(memsnap, ["parse", path, "--skip", "(unclosed"]),
+                "memsnap: --skip '(unclosed' is no regular expression", status=2)
+    check_error("--keys takes user or reference", run(memsnap, ["parse", path, "--keys", "mine"]),
+                "--keys: mine not in {user,reference}", status=2)
 
 
 if __name__ == "__main__":

@@ -81,35 +81,62 @@ def events_of(snap, dev):
 
 
 # ---------------------------------------------------------------------------
-# Source keys (frame depth 1)
+# Source keys (frame depth 1): DESIGN.md's v2 rule, memsnap's default. The
+# first Python frame that is no library frame names the allocation; with none,
+# (no C++ frames in the generated files) the first Python library frame.
 
-INTERNAL_FILE_PARTS = ('/torch/', '/torch_', 'torch/nn/modules/module.py',
-                       'torch/autograd/', 'torch/amp/', 'torch/cuda/',
-                       'torch/distributed/', '/cuda/', '/hydra/', '/python3.',
-                       '/importlib/', '/runpy.py')
-INTERNAL_NAMES = ('<module>', '<lambda>', '_call_impl', '_wrapped_call_impl', 'inner')
+# Library code: PyTorch, Triton, torch.compile's generated code, frozen
+# modules, the reference's other internal paths; the standard library is
+# lib/python3.X/ (Lib/ on Windows) outside site-packages and dist-packages.
+LIBRARY_PARTS = ('/torch/', '/triton/', 'torchinductor_', '<eval_with_key', '<frozen ',
+                 '/hydra/', '/cuda/', 'importlib', 'runpy.py')
+STDLIB_PARTS = ('/lib/python3', '/Lib/')
+THIRD_PARTY_PARTS = ('site-packages/', 'dist-packages/')
+CPP_SUFFIXES = ('.cpp', '.cc', '.cxx', '.c', '.h', '.hpp', '.cu', '.cuh', '.so')
 
 
-def is_internal(frame):
+def is_library_file(filename):
+    path = (filename or '').replace('\\', '/')
+    if path.startswith(('torch/', 'triton/')) or any(p in path for p in LIBRARY_PARTS):
+        return True
+    if any(p in path for p in THIRD_PARTY_PARTS):
+        return False
+    return any(p in path for p in STDLIB_PARTS)
+
+
+def is_python_frame(frame):
     filename = frame.get('filename') or ''
-    name = frame.get('name') or ''
-    return name in INTERNAL_NAMES or any(p in filename for p in INTERNAL_FILE_PARTS)
+    if filename in ('', '??'):
+        return False
+    if filename.endswith('.py') or filename.startswith('<'):
+        return True
+    return not filename.endswith(CPP_SUFFIXES) and frame.get('line') != 0
 
 
 def render_frame(frame):
-    filename = frame.get('filename') or ''
+    filename = (frame.get('filename') or '').replace('\\', '/')
     return '%s@%s:%s' % (frame.get('name') or '', filename.rsplit('/', 1)[-1],
                          frame.get('line'))
+
+
+def user_frame(frames):
+    """The first Python frame that is no library frame, or None."""
+    for frame in frames or []:
+        if isinstance(frame, dict) and is_python_frame(frame) \
+                and not is_library_file(frame.get('filename')):
+            return frame
+    return None
 
 
 def source_key(frames):
     frames = [f for f in (frames or []) if isinstance(f, dict)]
     if not frames:
         return '<no frames>'
-    for frame in frames:
-        if not is_internal(frame):
-            return render_frame(frame)
-    return render_frame(frames[0])
+    user = user_frame(frames)
+    if user is not None:
+        return render_frame(user)
+    python = [f for f in frames if is_python_frame(f)]
+    return render_frame(python[0]) if python else '<no frames>'
 
 
 def group_by_source(live):

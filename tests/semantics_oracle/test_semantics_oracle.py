@@ -570,6 +570,29 @@ def check_generated(memsnap, work, attempt):
                 paths[a], paths[b])
 
 
+def check_user_frames(memsnap, path, device):
+    """Every event whose stack holds a Python frame outside library code is
+    keyed by that frame (`events --json` source, frame depth 1), as the
+    oracle's own reading of DESIGN.md's v2 rule finds it from the pickle."""
+    got = run(memsnap, ['events', path, '--json', '--stride', '1'] + dev_args(device))
+    events = ref.events_of(snapshot(path), _device(path, device))
+    rows = got.get('events') or []
+    if len(rows) != len(events):
+        raise Failure('%d events listed, the pickle has %d' % (len(rows), len(events)))
+    checked, problems = 0, []
+    for row, event in zip(rows, events):
+        user = ref.user_frame(event.get('frames'))
+        if user is None:
+            continue
+        checked += 1
+        if row.get('source') != ref.render_frame(user) and len(problems) < 5:
+            problems.append('event %d: source %r, want %r' % (row.get('index'), row.get('source'),
+                                                              ref.render_frame(user)))
+    if problems:
+        raise Failure('; '.join(problems))
+    return '%d of %d events have a frame of user code, each keyed by it' % (checked, len(rows))
+
+
 def check_fixtures(memsnap, folder, attempt, skip):
     real = Path(folder)
     files = [p for p in sorted(real.rglob('*'))
@@ -590,6 +613,7 @@ def check_fixtures(memsnap, folder, attempt, skip):
         if not parsed.get('device_traces', {}).get('event_count'):
             skip('real', '%s: no trace events' % label)
             continue
+        attempt('user-frames', label, check_user_frames, memsnap, path, device)
         try:
             times = probe_times(path, device)
         except Exception as e:

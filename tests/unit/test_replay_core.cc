@@ -127,7 +127,7 @@ TEST(LiveAtDump, GroupsActiveBlocksBySource) {
   add_segment(0, {Block{0x1000, 200, 200, BlockState::kActiveAllocated, model},
                   Block{0x2000, 7, 7, BlockState::kActivePendingFree, data}});
   add_segment(1, {Block{0x0, 999, 999, BlockState::kActiveAllocated, data}});
-  SourceIndex sources(b.model, 1);
+  SourceIndex sources(b.model, SourceKeyOptions{});
   std::vector<SourceUsage> rows = live_at_dump_by_source(b.model, 0, sources);
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].source, "build@model.py:10");
@@ -142,7 +142,7 @@ TEST(LiveAtDump, GroupsActiveBlocksBySource) {
   segment.block_count = 1;
   bare.model.blocks.push_back(Block{0x0, 10, 10, BlockState::kActiveAllocated, StackId{}});
   bare.model.segments.push_back(segment);
-  SourceIndex bare_sources(bare.model, 1);
+  SourceIndex bare_sources(bare.model, SourceKeyOptions{});
   EXPECT_TRUE(live_at_dump_by_source(bare.model, 0, bare_sources).empty());
 }
 

@@ -1,12 +1,25 @@
-// Source attribution: the reference rule on Python frames, and memsnap's rule
-// that C++ frames never win while a Python frame remains.
+// Source attribution: memsnap's rule (v2, the user's code) and the reference
+// scripts' rule (--keys reference), frame class by frame class.
 #include <gtest/gtest.h>
 
 #include "analysis/source_key.h"
+#include "memsnap/error.h"
 #include "model_builder.h"
 
 namespace memsnap {
 namespace {
+
+SourceKeyOptions depth(int frames) {
+  SourceKeyOptions options;
+  options.depth = frames;
+  return options;
+}
+
+SourceKeyOptions reference(int frames = 1) {
+  SourceKeyOptions options = depth(frames);
+  options.rule = KeyRule::kReference;
+  return options;
+}
 
 TEST(SourceKey, SkipsInternalFramesAndKeepsDepth) {
   testing::ModelBuilder b;
@@ -15,18 +28,81 @@ TEST(SourceKey, SkipsInternalFramesAndKeepsDepth) {
                {"forward", "/home/me/model.py", 42},
                {"train", "/home/me/train.py", 7},
                {"<module>", "/home/me/train.py", 99}});
-  SourceKeys depth1(b.model, 1);
+  SourceKeys depth1(b.model, depth(1));
   EXPECT_EQ(depth1.key(stack), "forward@model.py:42");
-  SourceKeys depth2(b.model, 2);
+  SourceKeys depth2(b.model, depth(2));
   EXPECT_EQ(depth2.key(stack), "forward@model.py:42 -> train@train.py:7");
+  SourceKeys depth3(b.model, depth(3));
+  // <module> is the user's code in v2 (a script's top level), internal in the reference's rule.
+  EXPECT_EQ(depth3.key(stack), "forward@model.py:42 -> train@train.py:7 -> <module>@train.py:99");
+  SourceKeys reference3(b.model, reference(3));
+  EXPECT_EQ(reference3.key(stack), "forward@model.py:42 -> train@train.py:7");
+}
+
+TEST(SourceKey, ScriptsAndNotebooksAreTheUsersCode) {
+  testing::ModelBuilder b;
+  StackId script = b.stack(
+      {{"_conv_forward", "/opt/conda/lib/python3.10/site-packages/torch/nn/modules/conv.py", 549},
+       {"forward", "/opt/conda/lib/python3.10/site-packages/torch/nn/modules/conv.py", 553},
+       {"_call_impl", "/opt/conda/lib/python3.10/site-packages/torch/nn/modules/module.py", 1501},
+       {"<module>", "/home/me/inference2.py", 198}});
+  StackId notebook =
+      b.stack({{"relu", "/usr/lib/python3/dist-packages/torch/nn/functional.py", 1457},
+               {"<module>", "/tmp/ipykernel_4242/1234567.py", 3}});
+  StackId ipython = b.stack({{"interpolate", "torch/nn/functional.py", 4536},
+                             {"<module>", "<ipython-input-7-0a1b2c3d>", 2}});
+  SourceKeys keys(b.model, depth(1));
+  EXPECT_EQ(keys.key(script), "<module>@inference2.py:198");
+  EXPECT_EQ(keys.key(notebook), "<module>@1234567.py:3");
+  EXPECT_EQ(keys.key(ipython), "<module>@<ipython-input-7-0a1b2c3d>:2");
+  SourceKeys reference_keys(b.model, reference());
+  EXPECT_EQ(reference_keys.key(script), "_conv_forward@conv.py:549");
+}
+
+TEST(SourceKey, WindowsPathsAreLibraryCodeToo) {
+  testing::ModelBuilder b;
+  StackId stack = b.stack(
+      {{"_call_impl", "C:\\Python311\\Lib\\site-packages\\torch\\nn\\modules\\module.py", 1501},
+       {"__enter__", "C:\\Python311\\Lib\\contextlib.py", 137},
+       {"forward", "C:\\Users\\me\\project\\model.py", 42}});
+  SourceKeys keys(b.model, depth(1));
+  EXPECT_EQ(keys.key(stack), "forward@model.py:42");
+}
+
+TEST(SourceKey, LibraryFilesByFamily) {
+  EXPECT_TRUE(is_library_file("/x/site-packages/torch/_dynamo/eval_frame.py"));
+  EXPECT_TRUE(is_library_file("/x/site-packages/torch/_inductor/graph.py"));
+  EXPECT_TRUE(is_library_file("/x/site-packages/torch/fx/graph_module.py"));
+  EXPECT_TRUE(is_library_file("/x/site-packages/triton/runtime/jit.py"));
+  EXPECT_TRUE(is_library_file("/tmp/torchinductor_me/cl/ccl4iff3u.py"));
+  EXPECT_TRUE(is_library_file("<eval_with_key>.12"));
+  EXPECT_TRUE(is_library_file("<frozen runpy>"));
+  EXPECT_TRUE(is_library_file("/usr/lib/python3.11/threading.py"));
+  EXPECT_TRUE(is_library_file("/x/hydra/_internal/utils.py"));
+  EXPECT_FALSE(is_library_file("/usr/lib/python3.11/site-packages/transformers/modeling_llama.py"));
+  EXPECT_FALSE(is_library_file("/usr/lib/python3/dist-packages/accelerate/big_modeling.py"));
+  EXPECT_FALSE(is_library_file("/home/me/train.py"));
+  EXPECT_FALSE(is_library_file("<ipython-input-3-abc>"));
+}
+
+TEST(SourceKey, CompiledCodeFallsBackToTheUsersFrameNotTheGeneratedFile) {
+  testing::ModelBuilder b;
+  StackId stack = b.stack({{"call", "/tmp/torchinductor_me/4i/c4iffabc.py", 3929},
+                           {"__call__", "/x/site-packages/torch/_inductor/codecache.py", 1000},
+                           {"_fn", "/x/site-packages/torch/_dynamo/eval_frame.py", 600},
+                           {"train_step", "/home/me/train.py", 88}});
+  SourceKeys keys(b.model, depth(1));
+  EXPECT_EQ(keys.key(stack), "train_step@train.py:88");
 }
 
 TEST(SourceKey, FallsBackToFirstFramesWhenAllAreInternal) {
   testing::ModelBuilder b;
   StackId stack =
       b.stack({{"empty", "/x/torch/functional.py", 10}, {"inner", "/x/torch/amp/a.py", 3}});
-  SourceKeys keys(b.model, 1);
+  SourceKeys keys(b.model, depth(1));
   EXPECT_EQ(keys.key(stack), "empty@functional.py:10");
+  SourceKeys reference_keys(b.model, reference());
+  EXPECT_EQ(reference_keys.key(stack), "empty@functional.py:10");
 }
 
 TEST(SourceKey, CppFramesNeverWinOverPython) {
@@ -38,8 +114,11 @@ TEST(SourceKey, CppFramesNeverWinOverPython) {
                {"at::native::empty_cuda", "/pytorch/aten/src/ATen/native/cuda/EmptyTensor.cpp", 0},
                {"_PyEval_EvalFrameDefault", "??", 0},
                {"forward", "/home/me/model.py", 42}});
-  SourceKeys keys(b.model, 1);
+  SourceKeys keys(b.model, depth(1));
   EXPECT_EQ(keys.key(stack), "forward@model.py:42");
+  // The reference's rule names the unwinder on stacks="all" files.
+  SourceKeys reference_keys(b.model, reference());
+  EXPECT_EQ(reference_keys.key(stack), "torch::unwind::unwind()@??:0");
 }
 
 TEST(SourceKey, CppOnlyStackSkipsCaptureMachinery) {
@@ -48,10 +127,60 @@ TEST(SourceKey, CppOnlyStackSkipsCaptureMachinery) {
                            {"c10::cuda::CUDACachingAllocator::malloc", "??", 0},
                            {"at::native::empty_cuda", "EmptyTensor.cpp", 0},
                            {"at::native::cat_out_cuda", "Shape.cu", 0}});
-  SourceKeys keys(b.model, 1);
+  SourceKeys keys(b.model, depth(1));
   EXPECT_EQ(keys.key(stack), "at::native::cat_out_cuda@Shape.cu:0");
   StackId machinery_only = b.stack({{"torch::unwind::unwind()", "??", 0}});
-  EXPECT_EQ(keys.key(machinery_only), "torch::unwind::unwind()@??:0");
+  EXPECT_EQ(keys.key(machinery_only), "<no frames>");
+  StackId templated =
+      b.stack({{"void at::native::gpu_reduce_kernel<float, float, 4>(at::TensorIterator&, "
+                "at::native::ReduceOp<float> const&)",
+                "Reduce.cuh", 0}});
+  EXPECT_EQ(keys.key(templated), "at::native::gpu_reduce_kernel@Reduce.cuh:0");
+}
+
+TEST(SourceKey, TrimsCppSignatures) {
+  EXPECT_EQ(trim_cpp_signature("at::native::empty_cuda(c10::ArrayRef<long>)"),
+            "at::native::empty_cuda");
+  EXPECT_EQ(trim_cpp_signature("at::(anonymous namespace)::wrapper_CUDA_div_Tensor(at::Tensor "
+                               "const&)"),
+            "at::(anonymous namespace)::wrapper_CUDA_div_Tensor");
+  EXPECT_EQ(trim_cpp_signature("std::vector<at::Tensor> foo::bar<int>(int) const"), "foo::bar");
+  EXPECT_EQ(trim_cpp_signature("plain_function"), "plain_function");
+}
+
+TEST(SourceKey, AutogradNodeNamesAcrossBuilds) {
+  EXPECT_EQ(autograd_node_name("torch::autograd::generated::BmmBackward0::apply(std::vector<at::"
+                               "Tensor>&&)"),
+            "BmmBackward0");
+  EXPECT_EQ(autograd_node_name("torch::autograd::generated::BmmBackward0_apply_functional(std::"
+                               "vector<at::Tensor>&&, std::array<bool, 2ul>)"),
+            "BmmBackward0");
+  EXPECT_EQ(autograd_node_name("torch::autograd::AccumulateGrad::apply(std::vector<at::Tensor>&&)"),
+            "AccumulateGrad");
+  EXPECT_EQ(autograd_node_name("torch::autograd::CopyBackwards::apply(std::vector<at::Tensor>&&)"),
+            "CopyBackwards");
+  EXPECT_EQ(autograd_node_name("torch::autograd::generated::details::div_tensor_other_backward("
+                               "at::Tensor const&)"),
+            "");
+  EXPECT_EQ(autograd_node_name("at::native::cat_out_cuda"), "");
+}
+
+TEST(SourceKey, SkipAndKeepPatterns) {
+  testing::ModelBuilder b;
+  StackId stack = b.stack({{"checkpoint", "/home/me/utils/wrappers.py", 12},
+                           {"forward", "/x/site-packages/torch/nn/modules/linear.py", 116},
+                           {"forward", "/home/me/model.py", 42}});
+  SourceKeyOptions skip = depth(1);
+  skip.skip = {"wrappers\\.py"};
+  SourceKeys skipping(b.model, skip);
+  EXPECT_EQ(skipping.key(stack), "forward@model.py:42");
+  SourceKeyOptions keep = skip;
+  keep.keep = {"torch/nn/modules/linear\\.py"};
+  SourceKeys keeping(b.model, keep);
+  EXPECT_EQ(keeping.key(stack), "forward@linear.py:116");
+  SourceKeyOptions broken = depth(1);
+  broken.skip = {"(unclosed"};
+  EXPECT_THROW(SourceKeys(b.model, broken), Error);
 }
 
 TEST(SourceKey, BackwardThreadStackNamesTheAutogradNode) {
@@ -64,16 +193,13 @@ TEST(SourceKey, BackwardThreadStackNamesTheAutogradNode) {
        {"torch::autograd::generated::MeanBackward0::apply(std::vector<at::Tensor>&&)", "??", 0},
        {"torch::autograd::Engine::thread_main(std::shared_ptr<torch::autograd::GraphTask> const&)",
         "??", 0}});
-  SourceKeys keys(b.model, 2);
-  EXPECT_EQ(
-      keys.key(stack),
-      "torch::autograd::generated::MeanBackward0::apply(std::vector<at::Tensor>&&)@??:0 -> "
-      "at::(anonymous namespace)::wrapper_CUDA_div_Tensor(at::Tensor const&)@RegisterCUDA.cpp:0");
+  SourceKeys keys(b.model, depth(2));
+  EXPECT_EQ(keys.key(stack), "MeanBackward0 (backward)");
 }
 
 TEST(SourceKey, NoFrames) {
   testing::ModelBuilder b;
-  SourceKeys keys(b.model, 1);
+  SourceKeys keys(b.model, depth(1));
   EXPECT_EQ(keys.key(StackId{}), "<no frames>");
 }
 
@@ -85,7 +211,7 @@ TEST(SourceKey, KeysStayValidWhileTheCacheGrows) {
   for (int i = 0; i < 2000; ++i) {
     stacks.push_back(b.stack({{"f" + std::to_string(i), "/home/me/model.py", i + 1}}));
   }
-  SourceKeys keys(b.model, 1);
+  SourceKeys keys(b.model, depth(1));
   std::vector<const std::string*> held;
   for (StackId stack : stacks) held.push_back(&keys.key(stack));
   for (size_t i = 0; i < stacks.size(); ++i) {

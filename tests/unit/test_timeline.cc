@@ -65,10 +65,10 @@ TEST(Timeline, LifetimesReproduceTheReplay) {
     }
   }
   FileAnalysis file = analyze_file("test", b.model, std::nullopt);
-  RunTimeline run = build_timeline(file, "test", 1.0, 1);
+  RunTimeline run = build_timeline(file, "test", 1.0, SourceKeyOptions{});
   const Lifetimes& life = run.lifetimes;
   for (double seconds : {0.0, 0.01, 0.02, 0.05, 1.0}) {
-    TimeSide side = replay_to_time(file, seconds, 1);
+    TimeSide side = replay_to_time(file, seconds, SourceKeyOptions{});
     auto limit = static_cast<uint64_t>(std::llround(side.time_s * 1e6));
     std::map<std::string, std::pair<uint64_t, uint64_t>> from_lifetimes;
     for (size_t i = 0; i < life.start_us.size(); ++i) {

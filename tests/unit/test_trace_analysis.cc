@@ -86,7 +86,7 @@ TEST(TraceAnalysis, LiveBySourceAtPositions) {
   b.alloc(0x100, 10, 1, a);
   b.alloc(0x200, 20, 2, c);
   b.free(0x100, 10, 3);
-  SourceIndex sources(b.model, 1);
+  SourceIndex sources(b.model, SourceKeyOptions{});
   std::vector<uint64_t> positions{0, 2, 4};
   auto rows = live_by_source(b.model, b.model.devices[0], sources, positions);
   ASSERT_EQ(rows.size(), 3u);
