@@ -49,6 +49,10 @@ struct Frame {
   StringId name;
   StringId filename;
   int64_t line = 0;
+  // FX provenance: the frame's `fx_original_trace` (the traceback of the model
+  // line a torch.compile'd node came from), when the snapshot was augmented
+  // with FX traces; the empty string otherwise.
+  StringId fx_original_trace;
 };
 
 class FrameTable {
@@ -62,10 +66,11 @@ class FrameTable {
   struct Key {
     uint32_t name, filename;
     int64_t line;
+    uint32_t fx_original_trace;
     friend bool operator==(const Key&, const Key&) = default;
     template <typename H>
     friend H AbslHashValue(H state, const Key& key) {
-      return H::combine(std::move(state), key.name, key.filename, key.line);
+      return H::combine(std::move(state), key.name, key.filename, key.line, key.fx_original_trace);
     }
   };
   std::vector<Frame> frames_;

@@ -212,6 +212,20 @@ bool is_capture_machinery(std::string_view name) {
   return false;
 }
 
+std::string fx_origin(std::string_view original_trace) {
+  // Python's traceback lines: '  File "/home/u/model.py", line 42, in forward'.
+  static const std::regex kEntry(R"re(File "([^"\n]+)", line (\d+), in ([^\s]+))re");
+  std::string origin;
+  const std::string text(original_trace);
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), kEntry);
+       it != std::sregex_iterator(); ++it) {
+    const std::smatch& entry = *it;
+    if (is_library_file(entry[1].str())) continue;
+    origin = fmt::format("{}@{}:{}", entry[3].str(), any_basename(entry[1].str()), entry[2].str());
+  }
+  return origin;
+}
+
 SourceKeys::SourceKeys(const Snapshot& snapshot, const SourceKeyOptions& options)
     : snapshot_(snapshot),
       options_(options),
@@ -261,6 +275,16 @@ SourceKeys::FrameClass SourceKeys::classify(FrameId id) {
     return known;
   }
   known = is_library_file(filename) ? kLibrary : kUser;
+  if (frame.fx_original_trace.value != 0) {
+    // torch.compile's generated frame, augmented with the model line it came
+    // from: that line is the user's code.
+    std::string origin = fx_origin(snapshot_.strings.get(frame.fx_original_trace));
+    if (!origin.empty()) {
+      fx_origins_.emplace(id.value, std::move(origin));
+      known = kUser;
+      return known;
+    }
+  }
   if (!skip_.empty() || !keep_.empty()) {
     std::string subject = fmt::format("{}@{}:{}", name, filename, frame.line);
     const auto matches = [&subject](const std::vector<std::regex>& patterns) {
@@ -284,6 +308,7 @@ std::string SourceKeys::render(FrameId id) const {
   if (is_cpp_frame(filename, frame.line)) {
     return fmt::format("{}@{}:{}", trim_cpp_signature(name), any_basename(filename), frame.line);
   }
+  if (auto origin = fx_origins_.find(id.value); origin != fx_origins_.end()) return origin->second;
   return fmt::format("{}@{}:{}", name, any_basename(filename), frame.line);
 }
 

@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include <absl/container/flat_hash_map.h>
+
 #include "memsnap/model.h"
 
 namespace memsnap {
@@ -55,6 +57,11 @@ std::string_view autograd_node_name(std::string_view frame_name);
 // "at::native::gpu_reduce_kernel".
 std::string trim_cpp_signature(std::string_view name);
 
+// The model line an FX `fx_original_trace` names: its innermost `File "...",
+// line N, in name` entry outside library code, as "name@basename:line";
+// empty when it names none.
+std::string fx_origin(std::string_view original_trace);
+
 // Source keys of one snapshot's stacks, computed once per distinct stack.
 class SourceKeys {
  public:
@@ -75,8 +82,9 @@ class SourceKeys {
   SourceKeyOptions options_;
   std::vector<std::regex> skip_;
   std::vector<std::regex> keep_;
-  std::vector<FrameClass> frame_class_;  // by frame id, computed on first use
-  std::deque<std::string> cache_;        // by stack id
+  std::vector<FrameClass> frame_class_;                    // by frame id, computed on first use
+  absl::flat_hash_map<uint32_t, std::string> fx_origins_;  // frame id -> the line FX names
+  std::deque<std::string> cache_;                          // by stack id
   std::vector<bool> computed_;
 };
 

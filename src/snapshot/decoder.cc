@@ -217,6 +217,10 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     if (const Value* line = vm.find(value, "line"); line != nullptr) {
       frame.line = as_i64(*line).value_or(0);
     }
+    if (const Value* trace = vm.find(value, "fx_original_trace");
+        trace != nullptr && trace->kind == Kind::kStr) {
+      frame.fx_original_trace = model_.strings.intern(vm.view(*trace));
+    }
     FrameId id = model_.frames.intern(frame);
     vm.replace_container(value, Value::external(kFrameTag, id.value), /*reuse_slot=*/false);
     return id;

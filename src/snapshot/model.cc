@@ -30,7 +30,7 @@ FrameTable::FrameTable() {
 }
 
 FrameId FrameTable::intern(const Frame& frame) {
-  Key key{frame.name.value, frame.filename.value, frame.line};
+  Key key{frame.name.value, frame.filename.value, frame.line, frame.fx_original_trace.value};
   auto [it, inserted] = index_.try_emplace(key, FrameId{static_cast<uint32_t>(frames_.size())});
   if (inserted) {
     if (frames_.size() >= UINT32_MAX) throw Error("too many distinct frames");

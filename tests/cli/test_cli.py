@@ -502,6 +502,9 @@ def source_keys(memsnap, work):
     script = {"name": "<module>", "filename": "/home/u/inference2.py", "line": 198}
     model = {"name": "forward", "filename": "/usr/lib/python3.10/site-packages/transformers/modeling_llama.py",
              "line": 300}
+    compiled = {"name": "call", "filename": "/tmp/torchinductor_u/4i/c4iffabc.py", "line": 3929,
+                "fx_node_name": "addmm", "fx_original_trace":
+                '  File "/home/u/model.py", line 42, in forward\n    h = self.proj(x)\n'}
     node = {"name": "torch::autograd::generated::BmmBackward0_apply_functional(std::vector<at::Tensor>&&)",
             "filename": "Functions.cpp", "line": 0}
     entry = lambda addr, frames: {"action": "alloc", "addr": addr, "size": 4096, "stream": 0, "time_us": addr,
@@ -511,14 +514,16 @@ def source_keys(memsnap, work):
         pickle.dump({"segments": [], "device_traces": [[entry(1, [torch_conv, wrapper, script]),
                                                         entry(2, [{"name": "torch::unwind::unwind()", "filename": "??",
                                                                    "line": 0}, node]),
-                                                        entry(3, [model, wrapper])]]}, f)
+                                                        entry(3, [model, wrapper]),
+                                                        entry(4, [compiled, torch_conv])]]}, f)
 
     def sources(*flags):
         got = run(memsnap, ["events", path, "--json"] + list(flags))
         return [e["source"] for e in json.loads(got.stdout)["events"]] if got.returncode == 0 else got.stderr
 
-    check("v2 names the user's frame and the autograd node",
-          sources() == ["checkpoint@wrap.py:12", "BmmBackward0 (backward)", "forward@modeling_llama.py:300"],
+    check("v2 names the user's frame, the autograd node and the line FX provenance names",
+          sources() == ["checkpoint@wrap.py:12", "BmmBackward0 (backward)", "forward@modeling_llama.py:300",
+                        "forward@model.py:42"],
           sources())
     check("--skip passes a wrapper to the script's top level",
           sources("--skip", r"utils/wrap\.py")[:2] == ["<module>@inference2.py:198", "BmmBackward0 (backward)"],
@@ -527,7 +532,7 @@ def source_keys(memsnap, work):
           sources("--keep", "nn/modules/conv"))
     check("--keys reference is the reference rule",
           sources("--keys", "reference") == ["checkpoint@wrap.py:12", "torch::unwind::unwind()@??:0",
-                                             "checkpoint@wrap.py:12"],
+                                             "checkpoint@wrap.py:12", "call@c4iffabc.py:3929"],
           sources("--keys", "reference"))
     check_error("--skip with no regex is a usage error", run(memsnap, ["parse", path, "--skip", "(unclosed"]),
                 "memsnap: --skip '(unclosed' is no regular expression", status=2)

@@ -165,6 +165,20 @@ TEST(SourceKey, AutogradNodeNamesAcrossBuilds) {
   EXPECT_EQ(autograd_node_name("at::native::cat_out_cuda"), "");
 }
 
+TEST(SourceKey, FxProvenanceNamesTheModelLine) {
+  EXPECT_EQ(
+      fx_origin("  File \"/home/me/train.py\", line 88, in train_step\n"
+                "    loss = model(x)\n"
+                "  File \"/x/site-packages/torch/nn/modules/module.py\", line 1501, in _call_impl\n"
+                "  File \"/home/me/model.py\", line 42, in forward\n"
+                "    h = self.proj(x)\n"),
+      "forward@model.py:42");
+  EXPECT_EQ(fx_origin("  File \"C:\\\\me\\\\model.py\", line 7, in forward\n"),
+            "forward@model.py:7");
+  EXPECT_EQ(fx_origin("  File \"/x/torch/nn/functional.py\", line 1, in relu\n"), "");
+  EXPECT_EQ(fx_origin("not a traceback"), "");
+}
+
 TEST(SourceKey, SkipAndKeepPatterns) {
   testing::ModelBuilder b;
   StackId stack = b.stack({{"checkpoint", "/home/me/utils/wrappers.py", 12},
