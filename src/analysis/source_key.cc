@@ -232,6 +232,9 @@ SourceKeys::SourceKeys(const Snapshot& snapshot, const SourceKeyOptions& options
       cache_(snapshot.stacks.size() + 1),
       computed_(snapshot.stacks.size() + 1, false) {
   options_.depth = std::max(options_.depth, 1);
+  if (options_.rule == KeyRule::kReference && options_.group != GroupBy::kSource) {
+    throw Error::usage("--group-by other than source needs memsnap's keys (--keys user)");
+  }
   const auto compile = [](const std::vector<std::string>& patterns, const char* flag) {
     std::vector<std::regex> compiled;
     for (const std::string& pattern : patterns) {
@@ -335,8 +338,33 @@ std::string SourceKeys::compute(StackId stack) {
   if (user.empty() && !node.empty()) return fmt::format("{} (backward)", node);
   const std::vector<FrameId>& chosen = !user.empty() ? user : !library.empty() ? library : cpp;
   if (chosen.empty()) return std::string(kNoFrames);
+  return group(chosen);
+}
+
+std::string SourceKeys::group(std::span<const FrameId> chosen) const {
+  const Frame& first = snapshot_.frames.get(chosen.front());
+  std::string_view filename = snapshot_.strings.get(first.filename);
+  switch (options_.group) {
+    case GroupBy::kFile: {
+      // The file FX provenance names, for a compiled frame.
+      if (auto origin = fx_origins_.find(chosen.front().value); origin != fx_origins_.end()) {
+        std::string_view line = origin->second;
+        line = line.substr(line.find('@') + 1);
+        return std::string(line.substr(0, line.rfind(':')));
+      }
+      return std::string(any_basename(filename));
+    }
+    case GroupBy::kFunction: {
+      std::string key = render(chosen.front());
+      return key.substr(0, key.rfind(':'));  // name@file, without the line
+    }
+    case GroupBy::kSource:
+    case GroupBy::kStack: break;
+  }
+  size_t take = options_.group == GroupBy::kStack
+                    ? chosen.size()
+                    : std::min<size_t>(chosen.size(), static_cast<size_t>(options_.depth));
   std::string key;
-  size_t take = std::min<size_t>(chosen.size(), static_cast<size_t>(options_.depth));
   for (size_t i = 0; i < take; ++i) {
     if (i != 0) key += " -> ";
     key += render(chosen[i]);

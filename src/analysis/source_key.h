@@ -13,6 +13,7 @@
 #include <deque>
 #include <memory>
 #include <regex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,9 +29,19 @@ enum class KeyRule : uint8_t {
   kReference,  // the reference scripts' rule
 };
 
+// What rows of the source tables stand for. Every group is derived from the
+// frames the rule chose, so the rule (--keys, --skip, --keep) applies to all.
+enum class GroupBy : uint8_t {
+  kSource,    // name@file:line of --frame-depth frames (the default)
+  kFile,      // the file of the chosen frame: model.py
+  kFunction,  // name@file, all lines of a function together
+  kStack,     // every chosen frame, whatever --frame-depth says
+};
+
 struct SourceKeyOptions {
   int depth = 1;  // frames per key, joined with " -> "
   KeyRule rule = KeyRule::kUserCode;
+  GroupBy group = GroupBy::kSource;
   // ECMAScript regexes searched in "name@path:line" of each Python frame
   // (path as recorded, any separator). --skip marks matching frames as
   // library code (the user's own wrappers); --keep marks them as the user's
@@ -77,6 +88,8 @@ class SourceKeys {
   std::string compute(StackId stack);
   std::string compute_reference(StackId stack) const;
   [[nodiscard]] std::string render(FrameId id) const;
+  // The group name of the frames a rule chose (innermost first).
+  [[nodiscard]] std::string group(std::span<const FrameId> chosen) const;
 
   const Snapshot& snapshot_;
   SourceKeyOptions options_;

@@ -125,6 +125,20 @@ void add_source_key_flags(CLI::App& command, CommonOptions& options) {
       ->check(CLI::IsMember({"user", "reference"}).description(""))
       ->option_text("user|reference");
   command
+      .add_option_function<std::string>(
+          "--group-by",
+          [&options](const std::string& group) {
+            options.keys.group = group == "file"       ? GroupBy::kFile
+                                 : group == "function" ? GroupBy::kFunction
+                                 : group == "stack"    ? GroupBy::kStack
+                                                       : GroupBy::kSource;
+          },
+          "What a row of the source tables stands for: source (name@file:line, default), file, "
+          "function (name@file, all its lines) or stack (every frame of your code); JSON keeps "
+          "the key 'source'")
+      ->check(CLI::IsMember({"source", "file", "function", "stack"}).description(""))
+      ->option_text("source|file|function|stack");
+  command
       .add_option("--skip", options.keys.skip,
                   "Regex: Python frames whose 'name@path:line' it matches count as library "
                   "code (your own wrappers); repeatable")

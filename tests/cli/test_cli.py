@@ -534,6 +534,18 @@ def source_keys(memsnap, work):
           sources("--keys", "reference") == ["checkpoint@wrap.py:12", "torch::unwind::unwind()@??:0",
                                              "checkpoint@wrap.py:12", "call@c4iffabc.py:3929"],
           sources("--keys", "reference"))
+    check("--group-by file, function, stack",
+          sources("--group-by", "file") == ["wrap.py", "BmmBackward0 (backward)", "modeling_llama.py", "model.py"]
+          and sources("--group-by", "function")[0] == "checkpoint@wrap.py"
+          and sources("--group-by", "stack")[0] == "checkpoint@wrap.py:12 -> <module>@inference2.py:198",
+          (sources("--group-by", "file"), sources("--group-by", "function"), sources("--group-by", "stack")))
+    got = run(memsnap, ["compare", "--json", path, path, "--group-by", "file"])
+    check("compare groups its drill-down the same way", got.returncode == 0
+          and "wrap.py" in {row["source"] for row in json.loads(got.stdout)["drill_down"]["sources"]},
+          got.stdout[:400])
+    check_error("--group-by with --keys reference is a usage error",
+                run(memsnap, ["parse", path, "--keys", "reference", "--group-by", "file"]),
+                "memsnap: --group-by other than source needs memsnap's keys (--keys user)", status=2)
     check_error("--skip with no regex is a usage error", run(memsnap, ["parse", path, "--skip", "(unclosed"]),
                 "memsnap: --skip '(unclosed' is no regular expression", status=2)
     check_error("--keys takes user or reference", run(memsnap, ["parse", path, "--keys", "mine"]),
