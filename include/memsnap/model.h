@@ -141,6 +141,9 @@ struct EventColumns {
   std::vector<StackId> stack;
   // Sparse extras, keyed by event index.
   absl::flat_hash_map<uint64_t, StringId> other_action;
+  // The entry's own `category` (written by torch.profiler's memory profiler,
+  // e.g. "activation"), for the entries that carry one.
+  absl::flat_hash_map<uint64_t, StringId> category;
   absl::flat_hash_map<uint64_t, uint64_t> device_free;  // oom entries
   absl::flat_hash_set<uint64_t> without_addr;           // entries that had no addr key
 

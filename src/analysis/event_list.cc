@@ -1,5 +1,6 @@
 #include "analysis/event_list.h"
 
+#include "analysis/categories.h"
 #include "analysis/file_analysis.h"
 #include "analysis/source_key.h"
 
@@ -22,6 +23,7 @@ EventListing list_events(const Snapshot& snapshot, std::optional<int> device, ui
   int64_t origin = 0;
   for (uint64_t i = trace.begin; i < trace.end && origin == 0; ++i) origin = events.time_us[i];
   SourceKeys source_keys(snapshot, key_options);
+  Categorizer categories(snapshot);
   listing.rows.reserve(picked.size());
   for (uint64_t i : picked) {
     uint64_t at = trace.begin + i;
@@ -36,7 +38,9 @@ EventListing list_events(const Snapshot& snapshot, std::optional<int> device, ui
       row.time_s = static_cast<double>(events.time_us[at] - origin) / 1e6;
     }
     row.stack = events.stack[at];
-    row.source = source_keys.key(row.stack);
+    row.category = std::string(category_name(categories.of(at, row.stack)));
+    row.source =
+        key_options.group == GroupBy::kCategory ? row.category : source_keys.key(row.stack);
     listing.rows.push_back(std::move(row));
   }
   return listing;

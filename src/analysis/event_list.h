@@ -21,6 +21,7 @@ struct EventRow {
   double time_s = 0;               // from the first timed entry; meaningful with time_us
   StackId stack;
   std::string source;
+  std::string category;  // analysis/categories.h
 };
 
 struct EventListing {

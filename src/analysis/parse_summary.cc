@@ -26,7 +26,7 @@ struct ThroughputBySource {
   std::vector<SourceThroughput> rows;  // indexed by source id
 
   void on_alloc(uint64_t /*event*/, const LiveAllocation& added) {
-    uint32_t source = sources.of(added.stack);
+    uint32_t source = sources.of(added);
     if (source >= rows.size()) rows.resize(source + 1);
     rows[source].throughput_bytes += added.size;
     ++rows[source].alloc_count;

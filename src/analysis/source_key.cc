@@ -359,7 +359,8 @@ std::string SourceKeys::group(std::span<const FrameId> chosen) const {
       return key.substr(0, key.rfind(':'));  // name@file, without the line
     }
     case GroupBy::kSource:
-    case GroupBy::kStack: break;
+    case GroupBy::kStack:
+    case GroupBy::kCategory: break;  // categories are SourceIndex's, by event
   }
   size_t take = options_.group == GroupBy::kStack
                     ? chosen.size()

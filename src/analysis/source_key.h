@@ -36,6 +36,7 @@ enum class GroupBy : uint8_t {
   kFile,      // the file of the chosen frame: model.py
   kFunction,  // name@file, all lines of a function together
   kStack,     // every chosen frame, whatever --frame-depth says
+  kCategory,  // what kind of memory (analysis/categories.h), not a frame at all
 };
 
 struct SourceKeyOptions {

@@ -8,17 +8,28 @@
 namespace memsnap {
 
 SourceIndex::SourceIndex(const Snapshot& snapshot, const SourceKeyOptions& key_options)
-    : keys_(snapshot, key_options), by_stack_(snapshot.stacks.size() + 1, 0) {}
+    : keys_(snapshot, key_options), by_stack_(snapshot.stacks.size() + 1, 0) {
+  if (key_options.group == GroupBy::kCategory) categories_.emplace(snapshot);
+}
+
+uint32_t SourceIndex::id_of(const std::string& name) {
+  auto [it, inserted] = ids_.try_emplace(name, static_cast<uint32_t>(names_.size()));
+  if (inserted) names_.push_back(name);
+  return it->second;
+}
+
+uint32_t SourceIndex::of(const LiveAllocation& allocation) {
+  if (!categories_ || allocation.event == kNoEvent) return of(allocation.stack);
+  // A category can depend on the time (active annotations): one per event,
+  // but only kCategoryCount names, so the table stays tiny.
+  return id_of(std::string(category_name(categories_->of(allocation.event, allocation.stack))));
+}
 
 uint32_t SourceIndex::of(StackId stack) {
+  if (categories_) return id_of(std::string(category_name(categories_->of_stack(stack))));
   if (stack.value >= by_stack_.size()) by_stack_.resize(stack.value + 1, 0);  // model grew
   uint32_t& cached = by_stack_[stack.value];
-  if (cached == 0) {
-    const std::string& key = keys_.key(stack);
-    auto [it, inserted] = ids_.try_emplace(key, static_cast<uint32_t>(names_.size()));
-    if (inserted) names_.push_back(key);
-    cached = it->second + 1;
-  }
+  if (cached == 0) cached = id_of(keys_.key(stack)) + 1;
   return cached - 1;
 }
 
@@ -30,7 +41,7 @@ class LiveBySource {
   explicit LiveBySource(SourceIndex& sources) : sources_(sources) {}
 
   void on_alloc(uint64_t /*event*/, const LiveAllocation& added) {
-    uint32_t source = sources_.of(added.stack);
+    uint32_t source = sources_.of(added);
     if (source >= bytes_.size()) {
       bytes_.resize(source + 1, 0);
       counts_.resize(source + 1, 0);
@@ -55,7 +66,7 @@ class LiveBySource {
 
  private:
   void remove(const LiveAllocation& gone) {
-    uint32_t source = sources_.of(gone.stack);  // cached: it was seen when allocated
+    uint32_t source = sources_.of(gone);  // the same group as when it was allocated
     bytes_[source] -= gone.size;
     --counts_[source];
   }
@@ -127,7 +138,7 @@ std::vector<SourceUsage> live_at_dump_by_source(const Snapshot& snapshot, int de
     for (const Block& block : snapshot.blocks_of(segment)) {
       if (block.state != BlockState::kActiveAllocated) continue;
       any_stack = any_stack || block.stack.valid();
-      live.on_alloc(0, LiveAllocation{block.size, block.stack, 0, 0});
+      live.on_alloc(0, LiveAllocation{block.size, block.stack, kNoEvent, 0});  // no trace entry
     }
   }
   return any_stack ? live.rows() : std::vector<SourceUsage>{};

@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
 
+#include "analysis/categories.h"
 #include "analysis/source_key.h"
 #include "memsnap/model.h"
 #include "memsnap/replay.h"
@@ -20,13 +22,19 @@ namespace memsnap {
 class SourceIndex {
  public:
   SourceIndex(const Snapshot& snapshot, const SourceKeyOptions& key_options);
+  // The group of a traced allocation (its event matters for categories).
+  uint32_t of(const LiveAllocation& allocation);
+  // The group of a stack alone (segment blocks, which have no event).
   uint32_t of(StackId stack);
   [[nodiscard]] const std::string& name(uint32_t source) const { return names_[source]; }
   [[nodiscard]] size_t size() const { return names_.size(); }
 
  private:
+  uint32_t id_of(const std::string& name);
+
   SourceKeys keys_;
-  std::vector<uint32_t> by_stack_;  // stack id value -> source id + 1 (0: not yet computed)
+  std::optional<Categorizer> categories_;  // --group-by category
+  std::vector<uint32_t> by_stack_;         // stack id value -> source id + 1 (0: not yet computed)
   std::vector<std::string> names_;
   absl::flat_hash_map<std::string, uint32_t> ids_;
 };

@@ -72,7 +72,7 @@ struct TimelineObserver {
     life.start_event.push_back(event - trace_begin);
     life.end_event.push_back(Lifetimes::kStillLive);
     life.size.push_back(added.size);
-    life.source.push_back(sources.of(added.stack));
+    life.source.push_back(sources.of(added));
   }
   // Lifetimes are appended in alloc order, so an alloc's ordinal is its index.
   void on_replace(uint64_t event, const LiveAllocation& replaced) { end(event, replaced); }

@@ -131,13 +131,14 @@ void add_source_key_flags(CLI::App& command, CommonOptions& options) {
             options.keys.group = group == "file"       ? GroupBy::kFile
                                  : group == "function" ? GroupBy::kFunction
                                  : group == "stack"    ? GroupBy::kStack
+                                 : group == "category" ? GroupBy::kCategory
                                                        : GroupBy::kSource;
           },
           "What a row of the source tables stands for: source (name@file:line, default), file, "
-          "function (name@file, all its lines) or stack (every frame of your code); JSON keeps "
-          "the key 'source'")
-      ->check(CLI::IsMember({"source", "file", "function", "stack"}).description(""))
-      ->option_text("source|file|function|stack");
+          "function (name@file, all its lines), stack (every frame of your code) or category "
+          "(parameter, optimizer_state, gradient, activation, ...); JSON keeps the key 'source'")
+      ->check(CLI::IsMember({"source", "file", "function", "stack", "category"}).description(""))
+      ->option_text("source|file|function|stack|category");
   command
       .add_option("--skip", options.keys.skip,
                   "Regex: Python frames whose 'name@path:line' it matches count as library "

@@ -47,6 +47,7 @@ ordered_json render_events_json(const EventListing& listing) {
                     {"stream", row.stream},
                     {"time_us", row.time_us ? ordered_json(*row.time_us) : ordered_json(nullptr)},
                     {"source", row.source},
+                    {"category", row.category},
                     {"frames", frames_json(*listing.snapshot, row.stack)}});
   }
   return {{"device", listing.device}, {"event_count", listing.event_count}, {"events", list}};

@@ -96,6 +96,7 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     Value time_us;
     Value frames;
     Value device_free;
+    Value category;
     for (size_t i = 0; i + 1 < items.size(); i += 2) {
       if (items[i].kind != Kind::kStr) continue;
       std::string_view key = vm.view(items[i]);
@@ -117,6 +118,9 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
           break;
         case 7:
           if (key == "time_us") time_us = value;
+          break;
+        case 8:
+          if (key == "category") category = value;
           break;
         case 11:
           if (key == "device_free") device_free = value;
@@ -141,6 +145,9 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     std::optional<Action> parsed = parse_action(action_text);
     events.action.push_back(parsed.value_or(Action::kOther));
     if (!parsed) events.other_action.emplace(index, model_.strings.intern(action_text));
+    if (category.kind == Kind::kStr) {
+      events.category.emplace(index, model_.strings.intern(vm.view(category)));
+    }
     if (!present(addr)) events.without_addr.insert(index);
     events.addr.push_back(present(addr) ? *as_u64(addr) : 0);
     events.size.push_back(present(size) ? *as_bytes(size) : 0);
@@ -492,6 +499,9 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
       fresh.stack.push_back(old.stack[from]);
       if (auto it = old.other_action.find(from); it != old.other_action.end()) {
         fresh.other_action.emplace(i, it->second);
+      }
+      if (auto it = old.category.find(from); it != old.category.end()) {
+        fresh.category.emplace(i, it->second);
       }
       if (auto it = old.device_free.find(from); it != old.device_free.end()) {
         fresh.device_free.emplace(i, it->second);

@@ -543,6 +543,13 @@ def source_keys(memsnap, work):
     check("compare groups its drill-down the same way", got.returncode == 0
           and "wrap.py" in {row["source"] for row in json.loads(got.stdout)["drill_down"]["sources"]},
           got.stdout[:400])
+    got = run(memsnap, ["events", path, "--json", "--group-by", "category"])
+    rows = json.loads(got.stdout)["events"] if got.returncode == 0 else []
+    check("--group-by category names the kind of memory; events carry it either way",
+          [r["source"] for r in rows] == ["unknown", "temporary", "activation", "unknown"]
+          and [r["category"] for r in rows] == [r["source"] for r in rows]
+          and [r["category"] for r in json.loads(run(memsnap, ["events", path, "--json"]).stdout)["events"]]
+          == [r["source"] for r in rows], rows)
     check_error("--group-by with --keys reference is a usage error",
                 run(memsnap, ["parse", path, "--keys", "reference", "--group-by", "file"]),
                 "memsnap: --group-by other than source needs memsnap's keys (--keys user)", status=2)

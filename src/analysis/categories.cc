@@ -1,0 +1,175 @@
+#include "analysis/categories.h"
+
+#include <algorithm>
+#include <string>
+
+#include "analysis/source_key.h"
+
+namespace memsnap {
+namespace {
+
+constexpr std::array<std::string_view, kCategoryCount> kNames = {
+    "parameter", "optimizer_state", "gradient",      "activation", "temporary",
+    "input",     "autograd_detail", "communication", "workspace",  "unknown",
+};
+
+using C = Category;
+// clang-format off
+constexpr std::array kRules = {
+    CategoryRule{C::kOptimizerState, "Optimizer.step", {}, {}, {},
+                 "allocated while an Optimizer.step#... annotation is active (the profiler marks every step)"},
+    CategoryRule{C::kOptimizerState, {}, {}, "torch/optim/", {},
+                 "allocated by torch.optim (state tensors such as exp_avg, exp_avg_sq)"},
+    CategoryRule{C::kGradient, {}, {}, {}, "AccumulateGrad",
+                 "allocated by the AccumulateGrad node, which writes .grad"},
+    CategoryRule{C::kGradient, "Optimizer.zero_grad", {}, {}, {},
+                 "allocated while Optimizer.zero_grad is active (set_to_none=False refills .grad)"},
+    CategoryRule{C::kCommunication, "nccl:", {}, {}, {},
+                 "allocated during a collective (record_function names such as nccl:all_reduce)"},
+    CategoryRule{C::kCommunication, {}, {}, "torch/distributed/", {},
+                 "allocated by torch.distributed (buckets, collectives)"},
+    CategoryRule{C::kCommunication, {}, {}, {}, "c10d::",
+                 "allocated by the c10d process group (NCCL buffers)"},
+    CategoryRule{C::kWorkspace, {}, {}, {}, "cublas",
+                 "allocated for a cuBLAS handle or its workspace"},
+    CategoryRule{C::kWorkspace, {}, {}, {}, "cudnn",
+                 "allocated for cuDNN (workspaces, plans)"},
+    CategoryRule{C::kTemporary, {}, {}, {}, "torch::autograd::generated::",
+                 "allocated by a backward node other than AccumulateGrad: intermediate of the backward pass"},
+    CategoryRule{C::kParameter, {}, "_apply", {}, {},
+                 "allocated by Module._apply (model.to(), .cuda(), .half()): parameters and buffers moving"},
+    CategoryRule{C::kParameter, {}, "load_state_dict", {}, {},
+                 "allocated while loading a state dict into the model"},
+    CategoryRule{C::kParameter, {}, {}, "torch/nn/parameter.py", {},
+                 "allocated by torch.nn.Parameter"},
+    CategoryRule{C::kParameter, {}, {}, "torch/nn/init.py", {},
+                 "allocated by parameter initialisation (torch.nn.init)"},
+    CategoryRule{C::kInput, {}, {}, "torch/utils/data/", {},
+                 "allocated by the data loader (pinned batches, collate)"},
+    CategoryRule{C::kActivation, {}, "forward", {}, {},
+                 "allocated inside a module's forward (outputs kept for backward, or short-lived)"},
+    CategoryRule{C::kActivation, {}, "_call_impl", {}, {},
+                 "allocated inside a module call"},
+};
+// clang-format on
+static_assert(kRules.size() <= 64, "frame rule matches are a 64-bit mask");
+
+bool matches_frame(const CategoryRule& rule, std::string_view name, std::string_view path,
+                   bool cpp) {
+  if (!rule.cpp_part.empty()) return cpp && name.find(rule.cpp_part) != std::string_view::npos;
+  if (cpp) return false;
+  if (!rule.frame_name.empty()) return name == rule.frame_name;
+  if (!rule.path_part.empty()) return path.find(rule.path_part) != std::string_view::npos;
+  return false;
+}
+
+}  // namespace
+
+std::string_view category_name(Category category) {
+  return kNames[static_cast<size_t>(category)];
+}
+
+std::optional<Category> parse_category(std::string_view name) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) {
+    return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  });
+  for (size_t i = 0; i < kNames.size(); ++i) {
+    if (lower == kNames[i]) return static_cast<Category>(i);
+  }
+  return std::nullopt;
+}
+
+std::span<const CategoryRule> category_rules() {
+  return kRules;
+}
+
+Categorizer::Categorizer(const Snapshot& snapshot) : snapshot_(snapshot), by_rule_(kRules.size()) {
+  for (size_t k = 0; k < kRules.size(); ++k) {
+    if (kRules[k].annotation.empty()) continue;
+    for (const Annotation& note : snapshot.annotations) {
+      if (note.time_us <= 0) continue;
+      std::string_view name = snapshot.strings.get(note.name);
+      if (name.find(kRules[k].annotation) == std::string_view::npos) continue;
+      auto found = std::find_if(by_rule_[k].begin(), by_rule_[k].end(),
+                                [&note](const Intervals& i) { return i.device == note.device; });
+      if (found == by_rule_[k].end()) {
+        by_rule_[k].push_back(Intervals{note.device, {}, {}});
+        found = by_rule_[k].end() - 1;
+      }
+      if (note.stage == Stage::kStart) found->starts.push_back(note.time_us);
+      if (note.stage == Stage::kEnd) found->ends.push_back(note.time_us);
+    }
+    for (Intervals& intervals : by_rule_[k]) {
+      std::sort(intervals.starts.begin(), intervals.starts.end());
+      std::sort(intervals.ends.begin(), intervals.ends.end());
+    }
+  }
+}
+
+uint64_t Categorizer::frame_rule_matches(StackId stack) {
+  if (stack.value >= matches_by_stack_.size()) {
+    matches_by_stack_.resize(stack.value + 1, 0);
+    computed_.resize(stack.value + 1, false);
+  }
+  if (computed_[stack.value]) return matches_by_stack_[stack.value];
+  uint64_t mask = 0;
+  for (FrameId id : snapshot_.stacks.get(stack)) {
+    const Frame& frame = snapshot_.frames.get(id);
+    std::string_view name = snapshot_.strings.get(frame.name);
+    std::string path(snapshot_.strings.get(frame.filename));
+    std::replace(path.begin(), path.end(), '\\', '/');
+    const bool cpp = is_cpp_frame(path, frame.line);
+    for (size_t k = 0; k < kRules.size(); ++k) {
+      if (matches_frame(kRules[k], name, path, cpp)) mask |= uint64_t{1} << k;
+    }
+  }
+  matches_by_stack_[stack.value] = mask;
+  computed_[stack.value] = true;
+  return mask;
+}
+
+bool Categorizer::annotation_active(size_t rule, int device, int64_t time_us) const {
+  for (const Intervals& intervals : by_rule_[rule]) {
+    if (intervals.device != device) continue;
+    auto started = std::upper_bound(intervals.starts.begin(), intervals.starts.end(), time_us) -
+                   intervals.starts.begin();
+    auto ended = std::upper_bound(intervals.ends.begin(), intervals.ends.end(), time_us) -
+                 intervals.ends.begin();
+    return started > ended;
+  }
+  return false;
+}
+
+Category Categorizer::of(uint64_t event, StackId stack) {
+  const EventColumns& events = snapshot_.events;
+  if (auto own = events.category.find(event); own != events.category.end()) {
+    if (auto known = parse_category(snapshot_.strings.get(own->second))) return *known;
+  }
+  const int64_t time_us = event < events.count() ? events.time_us[event] : 0;
+  int device = 0;
+  for (const DeviceTrace& trace : snapshot_.devices) {
+    if (event >= trace.begin && event < trace.end) device = trace.device;
+  }
+  const uint64_t frames = frame_rule_matches(stack);
+  for (size_t k = 0; k < kRules.size(); ++k) {
+    if (!kRules[k].annotation.empty()) {
+      if (time_us > 0 && annotation_active(k, device, time_us)) return kRules[k].category;
+    } else if ((frames & (uint64_t{1} << k)) != 0) {
+      return kRules[k].category;
+    }
+  }
+  return Category::kUnknown;
+}
+
+Category Categorizer::of_stack(StackId stack) {
+  const uint64_t frames = frame_rule_matches(stack);
+  for (size_t k = 0; k < kRules.size(); ++k) {
+    if (kRules[k].annotation.empty() && (frames & (uint64_t{1} << k)) != 0) {
+      return kRules[k].category;
+    }
+  }
+  return Category::kUnknown;
+}
+
+}  // namespace memsnap
