@@ -144,6 +144,10 @@ struct EventColumns {
   // The entry's own `category` (written by torch.profiler's memory profiler,
   // e.g. "activation"), for the entries that carry one.
   absl::flat_hash_map<uint64_t, StringId> category;
+  // Recent PyTorch: the string set with torch.cuda.memory._set_memory_metadata
+  // and the torch.compile context active at the allocation, when present.
+  absl::flat_hash_map<uint64_t, StringId> user_metadata;
+  absl::flat_hash_map<uint64_t, StringId> compile_context;
   absl::flat_hash_map<uint64_t, uint64_t> device_free;  // oom entries
   absl::flat_hash_set<uint64_t> without_addr;           // entries that had no addr key
 

@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "analysis/source_key.h"
+#include "memsnap/replay.h"
 
 namespace memsnap {
 namespace {
@@ -84,26 +87,47 @@ std::span<const CategoryRule> category_rules() {
   return kRules;
 }
 
-Categorizer::Categorizer(const Snapshot& snapshot) : snapshot_(snapshot), by_rule_(kRules.size()) {
+template <typename Match>
+std::vector<Categorizer::Intervals> Categorizer::intervals_of(const Snapshot& snapshot,
+                                                              Match matches) {
+  std::vector<Intervals> by_device;
+  for (const Annotation& note : snapshot.annotations) {
+    if (note.time_us <= 0 || !matches(snapshot.strings.get(note.name))) continue;
+    auto found = std::find_if(by_device.begin(), by_device.end(),
+                              [&note](const Intervals& i) { return i.device == note.device; });
+    if (found == by_device.end()) {
+      by_device.push_back(Intervals{note.device, {}, {}});
+      found = by_device.end() - 1;
+    }
+    if (note.stage == Stage::kStart) found->starts.push_back(note.time_us);
+    if (note.stage == Stage::kEnd) found->ends.push_back(note.time_us);
+  }
+  for (Intervals& intervals : by_device) {
+    std::sort(intervals.starts.begin(), intervals.starts.end());
+    std::sort(intervals.ends.begin(), intervals.ends.end());
+  }
+  return by_device;
+}
+
+Categorizer::Categorizer(const Snapshot& snapshot, std::span<const CategoryRuleSpec> user_rules)
+    : snapshot_(snapshot), by_rule_(kRules.size()) {
   for (size_t k = 0; k < kRules.size(); ++k) {
     if (kRules[k].annotation.empty()) continue;
-    for (const Annotation& note : snapshot.annotations) {
-      if (note.time_us <= 0) continue;
-      std::string_view name = snapshot.strings.get(note.name);
-      if (name.find(kRules[k].annotation) == std::string_view::npos) continue;
-      auto found = std::find_if(by_rule_[k].begin(), by_rule_[k].end(),
-                                [&note](const Intervals& i) { return i.device == note.device; });
-      if (found == by_rule_[k].end()) {
-        by_rule_[k].push_back(Intervals{note.device, {}, {}});
-        found = by_rule_[k].end() - 1;
-      }
-      if (note.stage == Stage::kStart) found->starts.push_back(note.time_us);
-      if (note.stage == Stage::kEnd) found->ends.push_back(note.time_us);
+    by_rule_[k] = intervals_of(snapshot, [&k](std::string_view name) {
+      return name.find(kRules[k].annotation) != std::string_view::npos;
+    });
+  }
+  for (const CategoryRuleSpec& spec : user_rules) {
+    UserRule rule{parse_category(spec.category).value_or(Category::kUnknown),
+                  static_cast<uint8_t>(spec.where),
+                  std::regex(spec.pattern, std::regex::ECMAScript | std::regex::optimize),
+                  {}};
+    if (spec.where == CategoryRuleSpec::Where::kAnnotation) {
+      rule.intervals = intervals_of(snapshot, [&rule](std::string_view name) {
+        return std::regex_search(name.begin(), name.end(), rule.pattern);
+      });
     }
-    for (Intervals& intervals : by_rule_[k]) {
-      std::sort(intervals.starts.begin(), intervals.starts.end());
-      std::sort(intervals.ends.begin(), intervals.ends.end());
-    }
+    user_rules_.push_back(std::move(rule));
   }
 }
 
@@ -129,8 +153,8 @@ uint64_t Categorizer::frame_rule_matches(StackId stack) {
   return mask;
 }
 
-bool Categorizer::annotation_active(size_t rule, int device, int64_t time_us) const {
-  for (const Intervals& intervals : by_rule_[rule]) {
+bool Categorizer::active(const std::vector<Intervals>& by_device, int device, int64_t time_us) {
+  for (const Intervals& intervals : by_device) {
     if (intervals.device != device) continue;
     auto started = std::upper_bound(intervals.starts.begin(), intervals.starts.end(), time_us) -
                    intervals.starts.begin();
@@ -151,10 +175,11 @@ Category Categorizer::of(uint64_t event, StackId stack) {
   for (const DeviceTrace& trace : snapshot_.devices) {
     if (event >= trace.begin && event < trace.end) device = trace.device;
   }
+  if (auto chosen = user_category(event, stack, device, time_us)) return *chosen;
   const uint64_t frames = frame_rule_matches(stack);
   for (size_t k = 0; k < kRules.size(); ++k) {
     if (!kRules[k].annotation.empty()) {
-      if (time_us > 0 && annotation_active(k, device, time_us)) return kRules[k].category;
+      if (time_us > 0 && active(by_rule_[k], device, time_us)) return kRules[k].category;
     } else if ((frames & (uint64_t{1} << k)) != 0) {
       return kRules[k].category;
     }
@@ -162,7 +187,62 @@ Category Categorizer::of(uint64_t event, StackId stack) {
   return Category::kUnknown;
 }
 
+uint64_t Categorizer::user_frame_rule_matches(StackId stack) {
+  if (user_rules_.empty()) return 0;
+  if (stack.value >= user_matches_by_stack_.size()) {
+    user_matches_by_stack_.resize(stack.value + 1, 0);
+    user_computed_.resize(stack.value + 1, false);
+  }
+  if (user_computed_[stack.value]) return user_matches_by_stack_[stack.value];
+  uint64_t mask = 0;
+  for (FrameId id : snapshot_.stacks.get(stack)) {
+    const Frame& frame = snapshot_.frames.get(id);
+    std::string_view name = snapshot_.strings.get(frame.name);
+    std::string_view path = snapshot_.strings.get(frame.filename);
+    const bool cpp = is_cpp_frame(path, frame.line);
+    const std::string subject =
+        cpp ? std::string(name) : fmt::format("{}@{}:{}", name, path, frame.line);
+    for (size_t k = 0; k < user_rules_.size(); ++k) {
+      const auto where = static_cast<CategoryRuleSpec::Where>(user_rules_[k].where);
+      const bool applies =
+          cpp ? where == CategoryRuleSpec::Where::kCpp : where == CategoryRuleSpec::Where::kFrame;
+      if (applies && std::regex_search(subject, user_rules_[k].pattern)) mask |= uint64_t{1} << k;
+    }
+  }
+  user_matches_by_stack_[stack.value] = mask;
+  user_computed_[stack.value] = true;
+  return mask;
+}
+
+std::optional<Category> Categorizer::user_category(uint64_t event, StackId stack, int device,
+                                                   int64_t time_us) {
+  if (user_rules_.empty()) return std::nullopt;
+  const uint64_t frames = user_frame_rule_matches(stack);
+  for (size_t k = 0; k < user_rules_.size(); ++k) {
+    const UserRule& rule = user_rules_[k];
+    switch (static_cast<CategoryRuleSpec::Where>(rule.where)) {
+      case CategoryRuleSpec::Where::kFrame:
+      case CategoryRuleSpec::Where::kCpp:
+        if ((frames & (uint64_t{1} << k)) != 0) return rule.category;
+        break;
+      case CategoryRuleSpec::Where::kAnnotation:
+        if (time_us > 0 && active(rule.intervals, device, time_us)) return rule.category;
+        break;
+      case CategoryRuleSpec::Where::kMetadata:
+        if (event == kNoEvent) break;
+        if (auto found = snapshot_.events.user_metadata.find(event);
+            found != snapshot_.events.user_metadata.end()) {
+          std::string_view text = snapshot_.strings.get(found->second);
+          if (std::regex_search(text.begin(), text.end(), rule.pattern)) return rule.category;
+        }
+        break;
+    }
+  }
+  return std::nullopt;
+}
+
 Category Categorizer::of_stack(StackId stack) {
+  if (auto chosen = user_category(kNoEvent, stack, 0, 0)) return *chosen;
   const uint64_t frames = frame_rule_matches(stack);
   for (size_t k = 0; k < kRules.size(); ++k) {
     if (kRules[k].annotation.empty() && (frames & (uint64_t{1} << k)) != 0) {

@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <regex>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -51,9 +52,12 @@ struct CategoryRule {
 // In order: the first match wins.
 std::span<const CategoryRule> category_rules();
 
+struct CategoryRuleSpec;  // analysis/source_key.h: a user's rule
+
 class Categorizer {
  public:
-  explicit Categorizer(const Snapshot& snapshot);
+  // user_rules (--category-rules) come before the built-in table.
+  explicit Categorizer(const Snapshot& snapshot, std::span<const CategoryRuleSpec> user_rules = {});
   // The category of the allocation made by trace entry `event`.
   Category of(uint64_t event, StackId stack);
   // From the frames alone (blocks of the segments, which have no event).
@@ -62,7 +66,12 @@ class Categorizer {
  private:
   // Bit k set: frame rule k matches one of the stack's frames.
   uint64_t frame_rule_matches(StackId stack);
-  [[nodiscard]] bool annotation_active(size_t rule, int device, int64_t time_us) const;
+  uint64_t user_frame_rule_matches(StackId stack);
+  struct Intervals;
+  [[nodiscard]] static bool active(const std::vector<Intervals>& by_device, int device,
+                                   int64_t time_us);
+  [[nodiscard]] std::optional<Category> user_category(uint64_t event, StackId stack, int device,
+                                                      int64_t time_us);
 
   const Snapshot& snapshot_;
   std::vector<uint64_t> matches_by_stack_;
@@ -74,7 +83,20 @@ class Categorizer {
     std::vector<int64_t> starts;
     std::vector<int64_t> ends;
   };
+  // Adds the START/END times of every annotation whose name `matches`.
+  template <typename Match>
+  static std::vector<Intervals> intervals_of(const Snapshot& snapshot, Match matches);
   std::vector<std::vector<Intervals>> by_rule_;
+
+  struct UserRule {
+    Category category;
+    uint8_t where;  // CategoryRuleSpec::Where
+    std::regex pattern;
+    std::vector<Intervals> intervals;  // annotation rules
+  };
+  std::vector<UserRule> user_rules_;
+  std::vector<uint64_t> user_matches_by_stack_;
+  std::vector<bool> user_computed_;
 };
 
 }  // namespace memsnap

@@ -3,6 +3,7 @@
 #include "analysis/categories.h"
 #include "analysis/file_analysis.h"
 #include "analysis/source_key.h"
+#include "analysis/sources.h"
 
 namespace memsnap {
 
@@ -22,8 +23,8 @@ EventListing list_events(const Snapshot& snapshot, std::optional<int> device, ui
   const EventColumns& events = snapshot.events;
   int64_t origin = 0;
   for (uint64_t i = trace.begin; i < trace.end && origin == 0; ++i) origin = events.time_us[i];
-  SourceKeys source_keys(snapshot, key_options);
-  Categorizer categories(snapshot);
+  SourceIndex groups(snapshot, key_options);
+  Categorizer categories(snapshot, key_options.category_rules);
   listing.rows.reserve(picked.size());
   for (uint64_t i : picked) {
     uint64_t at = trace.begin + i;
@@ -39,8 +40,7 @@ EventListing list_events(const Snapshot& snapshot, std::optional<int> device, ui
     }
     row.stack = events.stack[at];
     row.category = std::string(category_name(categories.of(at, row.stack)));
-    row.source =
-        key_options.group == GroupBy::kCategory ? row.category : source_keys.key(row.stack);
+    row.source = groups.name(groups.of(LiveAllocation{row.size, row.stack, at, 0}));
     listing.rows.push_back(std::move(row));
   }
   return listing;

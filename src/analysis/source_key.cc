@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <array>
+#include <sstream>
 
+#include "analysis/categories.h"
 #include "memsnap/error.h"
 
 namespace memsnap {
@@ -212,6 +214,57 @@ bool is_capture_machinery(std::string_view name) {
   return false;
 }
 
+std::vector<CategoryRuleSpec> parse_category_rules(std::string_view text, std::string_view file) {
+  std::vector<CategoryRuleSpec> rules;
+  int number = 0;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    std::string line(text.substr(start, end - start));
+    start = end + 1;
+    ++number;
+    if (size_t hash = line.find('#'); hash != std::string::npos) line.erase(hash);
+    std::istringstream fields(line);
+    CategoryRuleSpec rule;
+    std::string where;
+    if (!(fields >> rule.category)) continue;  // blank or comment
+    std::getline(fields >> where >> std::ws, rule.pattern);
+    while (!rule.pattern.empty() && (rule.pattern.back() == ' ' || rule.pattern.back() == '\r')) {
+      rule.pattern.pop_back();
+    }
+    const auto fail = [&](const std::string& why) {
+      return Error::usage(
+          fmt::format("{}:{}: {} (a rule is: CATEGORY frame|cpp|annotation|metadata REGEX)", file,
+                      number, why));
+    };
+    if (!parse_category(rule.category))
+      throw fail(fmt::format("'{}' is no category", rule.category));
+    rule.category = std::string(category_name(*parse_category(rule.category)));
+    if (where == "frame") {
+      rule.where = CategoryRuleSpec::Where::kFrame;
+    } else if (where == "cpp") {
+      rule.where = CategoryRuleSpec::Where::kCpp;
+    } else if (where == "annotation") {
+      rule.where = CategoryRuleSpec::Where::kAnnotation;
+    } else if (where == "metadata") {
+      rule.where = CategoryRuleSpec::Where::kMetadata;
+    } else {
+      throw fail(fmt::format("'{}' is not frame, cpp, annotation or metadata", where));
+    }
+    if (rule.pattern.empty()) throw fail("no regex");
+    try {
+      std::regex check(rule.pattern, std::regex::ECMAScript);
+    } catch (const std::regex_error& error) {
+      throw fail(fmt::format("'{}' is no regular expression: {}", rule.pattern, error.what()));
+    }
+    rule.line = number;
+    rules.push_back(std::move(rule));
+  }
+  if (rules.size() > 64) throw Error::usage(fmt::format("{}: more than 64 rules", file));
+  return rules;
+}
+
 std::string fx_origin(std::string_view original_trace) {
   // Python's traceback lines: '  File "/home/u/model.py", line 42, in forward'.
   static const std::regex kEntry(R"re(File "([^"\n]+)", line (\d+), in ([^\s]+))re");
@@ -232,7 +285,9 @@ SourceKeys::SourceKeys(const Snapshot& snapshot, const SourceKeyOptions& options
       cache_(snapshot.stacks.size() + 1),
       computed_(snapshot.stacks.size() + 1, false) {
   options_.depth = std::max(options_.depth, 1);
-  if (options_.rule == KeyRule::kReference && options_.group != GroupBy::kSource) {
+  if (options_.rule == KeyRule::kReference && options_.group != GroupBy::kSource &&
+      options_.group != GroupBy::kCategory && options_.group != GroupBy::kUserMetadata &&
+      options_.group != GroupBy::kCompileContext) {
     throw Error::usage("--group-by other than source needs memsnap's keys (--keys user)");
   }
   const auto compile = [](const std::vector<std::string>& patterns, const char* flag) {
@@ -360,7 +415,9 @@ std::string SourceKeys::group(std::span<const FrameId> chosen) const {
     }
     case GroupBy::kSource:
     case GroupBy::kStack:
-    case GroupBy::kCategory: break;  // categories are SourceIndex's, by event
+    case GroupBy::kCategory:
+    case GroupBy::kUserMetadata:
+    case GroupBy::kCompileContext: break;  // SourceIndex's, by event
   }
   size_t take = options_.group == GroupBy::kStack
                     ? chosen.size()

@@ -32,11 +32,22 @@ enum class KeyRule : uint8_t {
 // What rows of the source tables stand for. Every group is derived from the
 // frames the rule chose, so the rule (--keys, --skip, --keep) applies to all.
 enum class GroupBy : uint8_t {
-  kSource,    // name@file:line of --frame-depth frames (the default)
-  kFile,      // the file of the chosen frame: model.py
-  kFunction,  // name@file, all lines of a function together
-  kStack,     // every chosen frame, whatever --frame-depth says
-  kCategory,  // what kind of memory (analysis/categories.h), not a frame at all
+  kSource,          // name@file:line of --frame-depth frames (the default)
+  kFile,            // the file of the chosen frame: model.py
+  kFunction,        // name@file, all lines of a function together
+  kStack,           // every chosen frame, whatever --frame-depth says
+  kCategory,        // what kind of memory (analysis/categories.h), not a frame at all
+  kUserMetadata,    // the entry's user_metadata (torch.cuda.memory._set_memory_metadata)
+  kCompileContext,  // the entry's compile_context (torch.compile)
+};
+
+// A user's category rule (--category-rules FILE), before compiling.
+struct CategoryRuleSpec {
+  enum class Where : uint8_t { kFrame, kCpp, kAnnotation, kMetadata };
+  std::string category;  // one of the category names
+  Where where = Where::kFrame;
+  std::string pattern;  // ECMAScript regex
+  int line = 0;         // in the file, for messages
 };
 
 struct SourceKeyOptions {
@@ -49,7 +60,14 @@ struct SourceKeyOptions {
   // (a library the user wants to see); keep wins. v2 only.
   std::vector<std::string> skip;
   std::vector<std::string> keep;
+  // --category-rules: checked before the built-in table, in file order.
+  std::vector<CategoryRuleSpec> category_rules;
 };
+
+// Reads --category-rules text: one rule per line, `CATEGORY WHERE REGEX`
+// (WHERE: frame, cpp, annotation or metadata; '#' starts a comment). Throws
+// Error (usage) naming the line of a malformed rule.
+std::vector<CategoryRuleSpec> parse_category_rules(std::string_view text, std::string_view file);
 
 // Frame classes, by filename and name.
 bool is_cpp_frame(std::string_view filename, int64_t line);

@@ -8,8 +8,13 @@
 namespace memsnap {
 
 SourceIndex::SourceIndex(const Snapshot& snapshot, const SourceKeyOptions& key_options)
-    : keys_(snapshot, key_options), by_stack_(snapshot.stacks.size() + 1, 0) {
-  if (key_options.group == GroupBy::kCategory) categories_.emplace(snapshot);
+    : snapshot_(snapshot),
+      group_(key_options.group),
+      keys_(snapshot, key_options),
+      by_stack_(snapshot.stacks.size() + 1, 0) {
+  if (key_options.group == GroupBy::kCategory) {
+    categories_.emplace(snapshot, key_options.category_rules);
+  }
 }
 
 uint32_t SourceIndex::id_of(const std::string& name) {
@@ -19,6 +24,17 @@ uint32_t SourceIndex::id_of(const std::string& name) {
 }
 
 uint32_t SourceIndex::of(const LiveAllocation& allocation) {
+  if (group_ == GroupBy::kUserMetadata || group_ == GroupBy::kCompileContext) {
+    const EventColumns& events = snapshot_.events;
+    const auto& strings =
+        group_ == GroupBy::kUserMetadata ? events.user_metadata : events.compile_context;
+    auto found = allocation.event == kNoEvent ? strings.end() : strings.find(allocation.event);
+    if (found == strings.end()) {
+      return id_of(group_ == GroupBy::kUserMetadata ? "<no user_metadata>"
+                                                    : "<no compile_context>");
+    }
+    return id_of(std::string(snapshot_.strings.get(found->second)));
+  }
   if (!categories_ || allocation.event == kNoEvent) return of(allocation.stack);
   // A category can depend on the time (active annotations): one per event,
   // but only kCategoryCount names, so the table stays tiny.

@@ -32,6 +32,8 @@ class SourceIndex {
  private:
   uint32_t id_of(const std::string& name);
 
+  const Snapshot& snapshot_;
+  GroupBy group_;
   SourceKeys keys_;
   std::optional<Categorizer> categories_;  // --group-by category
   std::vector<uint32_t> by_stack_;         // stack id value -> source id + 1 (0: not yet computed)

@@ -2,12 +2,16 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <future>
 #include <limits>
 #include <map>
@@ -20,6 +24,20 @@ namespace memsnap::cli {
 namespace {
 
 constexpr uint64_t kProgressThreshold = uint64_t{64} << 20;
+
+// A small text file named by a flag (--category-rules): at most 1 MiB.
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw Error::usage(fmt::format("--category-rules {}: {}", path, std::strerror(errno)));
+  }
+  std::string text;
+  text.resize(size_t{1} << 20);
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (!in.eof()) throw Error::usage(fmt::format("--category-rules {}: larger than 1 MiB", path));
+  return text;
+}
 
 LoadOptions load_options(const std::string& path, const CommonOptions& common, bool show_progress) {
   LoadOptions options;
@@ -128,17 +146,40 @@ void add_source_key_flags(CLI::App& command, CommonOptions& options) {
       .add_option_function<std::string>(
           "--group-by",
           [&options](const std::string& group) {
-            options.keys.group = group == "file"       ? GroupBy::kFile
-                                 : group == "function" ? GroupBy::kFunction
-                                 : group == "stack"    ? GroupBy::kStack
-                                 : group == "category" ? GroupBy::kCategory
-                                                       : GroupBy::kSource;
+            options.keys.group = group == "file"              ? GroupBy::kFile
+                                 : group == "function"        ? GroupBy::kFunction
+                                 : group == "stack"           ? GroupBy::kStack
+                                 : group == "category"        ? GroupBy::kCategory
+                                 : group == "user_metadata"   ? GroupBy::kUserMetadata
+                                 : group == "compile_context" ? GroupBy::kCompileContext
+                                                              : GroupBy::kSource;
           },
           "What a row of the source tables stands for: source (name@file:line, default), file, "
-          "function (name@file, all its lines), stack (every frame of your code) or category "
-          "(parameter, optimizer_state, gradient, activation, ...); JSON keeps the key 'source'")
-      ->check(CLI::IsMember({"source", "file", "function", "stack", "category"}).description(""))
-      ->option_text("source|file|function|stack|category");
+          "function (name@file, all its lines), stack (every frame of your code), category "
+          "(parameter, optimizer_state, gradient, activation, ...), or the entries' "
+          "user_metadata or compile_context; JSON keeps the key 'source'")
+      ->check(CLI::IsMember({"source", "file", "function", "stack", "category", "user_metadata",
+                             "compile_context"})
+                  .description(""))
+      ->option_text("GROUP");
+  // Read and checked while the command line is parsed (a validator: errors
+  // become CLI11's usage errors, exit 2).
+  command
+      .add_option("--category-rules", options.category_rules_file,
+                  "File of your own category rules, checked before the built-in ones: one per "
+                  "line, CATEGORY frame|cpp|annotation|metadata REGEX (e.g. 'parameter frame "
+                  "lora_init@' or 'communication annotation ^allreduce')")
+      ->check(CLI::Validator(
+          [&options](std::string& path) -> std::string {
+            try {
+              options.keys.category_rules = parse_category_rules(read_text_file(path), path);
+            } catch (const Error& error) {
+              return error.message();
+            }
+            return {};
+          },
+          ""))
+      ->option_text("FILE");
   command
       .add_option("--skip", options.keys.skip,
                   "Regex: Python frames whose 'name@path:line' it matches count as library "

@@ -24,7 +24,8 @@ struct CommonOptions {
   bool allow_objects = false;
   uint64_t max_input_bytes = 0;  // 0: LoadOptions' default
   int top = 10;
-  SourceKeyOptions keys;  // --frame-depth, --keys, --skip, --keep
+  SourceKeyOptions keys;  // --frame-depth, --keys, --skip, --keep, --group-by, --category-rules
+  std::string category_rules_file;
 };
 
 // Checks for whole-number flags whose CLI11 defaults print the largest double

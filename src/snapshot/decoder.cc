@@ -97,6 +97,8 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     Value frames;
     Value device_free;
     Value category;
+    Value user_metadata;
+    Value compile_context;
     for (size_t i = 0; i + 1 < items.size(); i += 2) {
       if (items[i].kind != Kind::kStr) continue;
       std::string_view key = vm.view(items[i]);
@@ -125,6 +127,12 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
         case 11:
           if (key == "device_free") device_free = value;
           break;
+        case 13:
+          if (key == "user_metadata") user_metadata = value;
+          break;
+        case 15:
+          if (key == "compile_context") compile_context = value;
+          break;
         default: break;
       }
     }
@@ -147,6 +155,13 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     if (!parsed) events.other_action.emplace(index, model_.strings.intern(action_text));
     if (category.kind == Kind::kStr) {
       events.category.emplace(index, model_.strings.intern(vm.view(category)));
+    }
+    // Empty strings are what PyTorch writes when nothing was set.
+    if (user_metadata.kind == Kind::kStr && user_metadata.size != 0) {
+      events.user_metadata.emplace(index, model_.strings.intern(vm.view(user_metadata)));
+    }
+    if (compile_context.kind == Kind::kStr && compile_context.size != 0) {
+      events.compile_context.emplace(index, model_.strings.intern(vm.view(compile_context)));
     }
     if (!present(addr)) events.without_addr.insert(index);
     events.addr.push_back(present(addr) ? *as_u64(addr) : 0);
@@ -500,8 +515,10 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
       if (auto it = old.other_action.find(from); it != old.other_action.end()) {
         fresh.other_action.emplace(i, it->second);
       }
-      if (auto it = old.category.find(from); it != old.category.end()) {
-        fresh.category.emplace(i, it->second);
+      for (auto [from_map, to_map] : {std::pair{&old.category, &fresh.category},
+                                      std::pair{&old.user_metadata, &fresh.user_metadata},
+                                      std::pair{&old.compile_context, &fresh.compile_context}}) {
+        if (auto it = from_map->find(from); it != from_map->end()) to_map->emplace(i, it->second);
       }
       if (auto it = old.device_free.find(from); it != old.device_free.end()) {
         fresh.device_free.emplace(i, it->second);

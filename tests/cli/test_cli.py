@@ -550,6 +550,42 @@ def source_keys(memsnap, work):
           and [r["category"] for r in rows] == [r["source"] for r in rows]
           and [r["category"] for r in json.loads(run(memsnap, ["events", path, "--json"]).stdout)["events"]]
           == [r["source"] for r in rows], rows)
+    # User rules and the entries' own metadata.
+    tagged = os.path.join(work, "tagged.pickle")
+    with open(tagged, "wb") as f:
+        pickle.dump({"segments": [], "device_traces": [[
+            dict(entry(1, [wrapper]), user_metadata="bucket 3", compile_context="graph 0"),
+            dict(entry(2, [model]), user_metadata=""),
+            dict(entry(3, [model]), category="PARAMETER")]],
+            "external_annotations": [{"name": "dataload", "stage": "START", "device": 0, "time_us": 2},
+                                     {"name": "dataload", "stage": "END", "device": 0, "time_us": 3}]}, f)
+    rules = os.path.join(work, "rules.txt")
+    with open(rules, "w") as f:
+        f.write("# mine\ncommunication metadata ^bucket   # DDP buckets\n\ninput annotation ^dataload\n")
+
+    def categories(*flags):
+        got = run(memsnap, ["events", tagged, "--json"] + list(flags))
+        return [e["category"] for e in json.loads(got.stdout)["events"]] if got.returncode == 0 else got.stderr
+
+    check("an entry's own category wins; rules files come before the built-in table",
+          categories() == ["unknown", "activation", "parameter"]
+          and categories("--category-rules", rules) == ["communication", "input", "parameter"],
+          (categories(), categories("--category-rules", rules)))
+    got = run(memsnap, ["events", tagged, "--json", "--group-by", "user_metadata"])
+    check("--group-by user_metadata and compile_context",
+          [e["source"] for e in json.loads(got.stdout)["events"]] == ["bucket 3", "<no user_metadata>",
+                                                                       "<no user_metadata>"]
+          and [e["source"] for e in json.loads(run(memsnap, ["events", tagged, "--json", "--group-by",
+                                                             "compile_context"]).stdout)["events"]][0] == "graph 0",
+          got.stdout[:300])
+    with open(rules, "w") as f:
+        f.write("input frame ok\nweights frame x\n")
+    check_error("a rule naming no category is a usage error naming the line",
+                run(memsnap, ["parse", tagged, "--category-rules", rules]),
+                f"{rules}:2: 'weights' is no category", status=2)
+    check_error("an unreadable rules file is a usage error",
+                run(memsnap, ["parse", tagged, "--category-rules", os.path.join(work, "none.txt")]),
+                "No such file or directory", status=2)
     check_error("--group-by with --keys reference is a usage error",
                 run(memsnap, ["parse", path, "--keys", "reference", "--group-by", "file"]),
                 "memsnap: --group-by other than source needs memsnap's keys (--keys user)", status=2)
