@@ -65,6 +65,7 @@ std::optional<double> time_of_position(const FileAnalysis& file, uint64_t positi
 CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
                             std::optional<int64_t> step, const SourceKeyOptions& key_options) {
   CompareResult r;
+  r.group = key_options.group;
   r.file_a = a.path;
   r.file_b = b.path;
   r.device_a = a.device;

@@ -36,6 +36,7 @@ struct SettingDiff {
   nlohmann::ordered_json a, b;  // null when absent
 };
 struct CompareResult {
+  GroupBy group = GroupBy::kSource;  // what the source rows stand for
   std::string file_a, file_b;
   int device_a = 0, device_b = 0;
   bool device_requested = false;  // --device given: printed command lines repeat it

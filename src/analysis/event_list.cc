@@ -10,6 +10,7 @@ namespace memsnap {
 EventListing list_events(const Snapshot& snapshot, std::optional<int> device, uint64_t stride,
                          const SourceKeyOptions& key_options) {
   EventListing listing;
+  listing.group = key_options.group;
   listing.snapshot = &snapshot;
   listing.device = choose_device(snapshot, device);
   listing.stride = stride == 0 ? 1 : stride;

@@ -25,6 +25,7 @@ struct EventRow {
 };
 
 struct EventListing {
+  GroupBy group = GroupBy::kSource;    // what the source rows stand for
   const Snapshot* snapshot = nullptr;  // for the frames of each row's stack
   int device = 0;
   uint64_t event_count = 0;

@@ -38,6 +38,7 @@ struct ThroughputBySource {
 ParseResult summarize(const Snapshot& snapshot, const std::string& file,
                       const ParseOptions& options) {
   ParseResult result;
+  result.group = options.keys.group;
   result.file = file;
   result.file_size_bytes = snapshot.file_size;
   result.pickle_bytes = snapshot.pickle_size;

@@ -46,6 +46,7 @@ struct DeviceOverview {
 // nlohmann::json's invariant assertions.
 // NOLINTNEXTLINE(bugprone-exception-escape)
 struct ParseResult {
+  GroupBy group = GroupBy::kSource;  // what the source rows stand for
   std::string file;
   uint64_t file_size_bytes = 0;
   uint64_t pickle_bytes = 0;

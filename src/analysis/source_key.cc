@@ -214,6 +214,19 @@ bool is_capture_machinery(std::string_view name) {
   return false;
 }
 
+std::string_view group_label(GroupBy group) {
+  switch (group) {
+    case GroupBy::kSource: return "source";
+    case GroupBy::kFile: return "file";
+    case GroupBy::kFunction: return "function";
+    case GroupBy::kStack: return "stack";
+    case GroupBy::kCategory: return "category";
+    case GroupBy::kUserMetadata: return "user_metadata";
+    case GroupBy::kCompileContext: return "compile_context";
+  }
+  return "source";
+}
+
 std::vector<CategoryRuleSpec> parse_category_rules(std::string_view text, std::string_view file) {
   std::vector<CategoryRuleSpec> rules;
   int number = 0;

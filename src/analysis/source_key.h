@@ -41,6 +41,10 @@ enum class GroupBy : uint8_t {
   kCompileContext,  // the entry's compile_context (torch.compile)
 };
 
+// What a row of a source table is called in a header: "source", "file",
+// "category", ...
+std::string_view group_label(GroupBy group);
+
 // A user's category rule (--category-rules FILE), before compiling.
 struct CategoryRuleSpec {
   enum class Where : uint8_t { kFrame, kCpp, kAnnotation, kMetadata };

@@ -54,6 +54,7 @@ ReplayStepResult replay_steps(const FileAnalysis& file, std::optional<int64_t> s
   const AnnotationCounter annotations(*file.snapshot, file.device);
   const int64_t trace_end = trace_end_us(*file.snapshot, file.trace);
   ReplayStepResult result;
+  result.group = key_options.group;
   result.file = file.path;
   result.device = file.device;
   result.baseline = file.baseline.baseline_at_start;

@@ -23,6 +23,7 @@ struct StepReport {
 };
 
 struct ReplayStepResult {
+  GroupBy group = GroupBy::kSource;  // what the source rows stand for
   std::string file;
   int device = 0;
   int64_t baseline = 0;

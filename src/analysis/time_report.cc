@@ -10,6 +10,7 @@ TimeSide replay_to_time(const FileAnalysis& file, double seconds,
                         const SourceKeyOptions& key_options) {
   const Snapshot& snapshot = *file.snapshot;
   TimeSide side;
+  side.group = key_options.group;
   side.file = file.path;
   side.device = file.device;
   int64_t start = trace_start_us(snapshot, file.trace);
@@ -43,6 +44,7 @@ TimeSide replay_to_time(const FileAnalysis& file, double seconds,
 
 TimePair compare_at_time(TimeSide a, TimeSide b) {
   TimePair pair;
+  pair.group = a.group;
   pair.sources = compare_sources(a.sources, b.sources);
   pair.a = std::move(a);
   pair.b = std::move(b);

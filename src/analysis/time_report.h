@@ -13,6 +13,7 @@
 namespace memsnap {
 
 struct TimeSide {
+  GroupBy group = GroupBy::kSource;  // what the source rows stand for
   std::string file;
   int device = 0;
   double requested_s = 0;
@@ -32,6 +33,7 @@ TimeSide replay_to_time(const FileAnalysis& file, double seconds,
                         const SourceKeyOptions& key_options);
 
 struct TimePair {
+  GroupBy group = GroupBy::kSource;  // what the source rows stand for
   TimeSide a, b;
   SourceComparison sources;
 };

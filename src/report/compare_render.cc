@@ -107,7 +107,7 @@ std::string render_compare_text(const CompareResult& r, int top) {
         shell_quote(r.file_b), r.device_requested ? fmt::format(" --device {}", r.device_b) : "",
         *r.drill_peak_time_b);
   }
-  out += diff_table(r.drill.rows, top);
+  out += diff_table(r.drill.rows, top, group_label(r.group));
   out += fmt::format("  only in A (> 1 MiB): {} sources, {}; only in B (> 1 MiB): {} sources, {}\n",
                      r.drill.only_a.sources, format_bytes(r.drill.only_a.bytes),
                      r.drill.only_b.sources, format_bytes(r.drill.only_b.bytes));

@@ -24,8 +24,9 @@ ordered_json frames_json(const Snapshot& snapshot, StackId stack) {
 }  // namespace
 
 std::string render_events_text(const EventListing& listing, const std::string& file) {
-  TextTable table({"index", "time (s)", "action", "addr", "size", "source"},
-                  {true, true, false, true, true, false});
+  TextTable table(
+      {"index", "time (s)", "action", "addr", "size", std::string(group_label(listing.group))},
+      {true, true, false, true, true, false});
   for (const EventRow& row : listing.rows) {
     table.add_row({std::to_string(row.index), row.time_us ? fmt::format("{:.6f}", row.time_s) : "-",
                    row.action, row.addr ? fmt::format("0x{:x}", *row.addr) : "-",

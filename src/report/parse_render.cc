@@ -178,7 +178,8 @@ std::string render_parse_text(const ParseResult& r) {
   if (r.top_sources.empty()) {
     line(r.distinct_sources == 0 ? "  (no allocations in the trace)" : "  (--top 0)");
   } else {
-    TextTable sources({"throughput", "allocs", "source"}, {true, true, false});
+    TextTable sources({"throughput", "allocs", std::string(group_label(r.group))},
+                      {true, true, false});
     for (const auto& row : r.top_sources) {
       sources.add_row(
           {format_bytes(row.throughput_bytes), format_count(row.alloc_count), row.source});
@@ -192,7 +193,7 @@ std::string render_parse_text(const ParseResult& r) {
         "Live at the dump by source, from the segments' blocks ({} distinct; the trace does not "
         "cover them)",
         format_count(r.live_at_dump_sources)));
-    out += usage_table(r.live_at_dump, -1);
+    out += usage_table(r.live_at_dump, -1, group_label(r.group));
   }
 
   if (!r.per_device.empty()) {

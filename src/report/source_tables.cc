@@ -22,16 +22,16 @@ ordered_json usage_json(const std::vector<SourceUsage>& rows, int top) {
   return out;
 }
 
-std::string usage_table(const std::vector<SourceUsage>& rows, int top) {
-  TextTable table({"bytes", "count", "source"}, {true, true, false});
+std::string usage_table(const std::vector<SourceUsage>& rows, int top, std::string_view column) {
+  TextTable table({"bytes", "count", std::string(column)}, {true, true, false});
   for (size_t i = 0; i < limit(top, rows.size()); ++i) {
     table.add_row({format_bytes(rows[i].bytes), format_count(rows[i].count), rows[i].source});
   }
   return table.empty() ? "  (nothing live)\n" : table.render();
 }
 
-std::string diff_table(const std::vector<SourceDiff>& rows, int top) {
-  TextTable table({"A", "B", "B - A", "count A", "count B", "source"},
+std::string diff_table(const std::vector<SourceDiff>& rows, int top, std::string_view column) {
+  TextTable table({"A", "B", "B - A", "count A", "count B", std::string(column)},
                   {true, true, true, true, true, false});
   for (size_t i = 0; i < limit(top, rows.size()); ++i) {
     const SourceDiff& r = rows[i];

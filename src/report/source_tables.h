@@ -18,8 +18,11 @@ namespace memsnap {
 size_t limit(int top, size_t size);
 
 nlohmann::ordered_json usage_json(const std::vector<SourceUsage>& rows, int top);
-std::string usage_table(const std::vector<SourceUsage>& rows, int top);
-std::string diff_table(const std::vector<SourceDiff>& rows, int top);
+// `column`: the rows' header (group_label of the --group-by in force).
+std::string usage_table(const std::vector<SourceUsage>& rows, int top,
+                        std::string_view column = "source");
+std::string diff_table(const std::vector<SourceDiff>& rows, int top,
+                       std::string_view column = "source");
 // counts: the replay-to-time key set (bytes_a, count_a, ...); else compare's
 // (peak_a, peak_b, delta, ...).
 nlohmann::ordered_json diff_json(const std::vector<SourceDiff>& rows, int top, bool counts);

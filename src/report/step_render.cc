@@ -66,7 +66,7 @@ std::string render_steps_text(const ReplayStepResult& result) {
     out += fmt::format(
         "  live at the peak, by source ({} sources, memory carried into the step included):\n",
         format_count(s.sources_at_peak));
-    out += usage_table(s.top_sources_at_peak, -1);
+    out += usage_table(s.top_sources_at_peak, -1, group_label(result.group));
   }
   return out;
 }

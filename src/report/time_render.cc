@@ -27,7 +27,7 @@ std::string render_time_text(const TimeSide& s, int top) {
   out += rendered.substr(rendered.find('\n') + 1);
   out += fmt::format("\nLive allocations by source ({} sources, {} traced)\n",
                      format_count(s.sources.size()), format_bytes(s.live_bytes));
-  out += usage_table(s.sources, top);
+  out += usage_table(s.sources, top, group_label(s.group));
   return out;
 }
 
@@ -67,7 +67,7 @@ std::string render_time_pair_text(const TimePair& pair, int top) {
   add_count_row(table, "frees so far", a.free_count, b.free_count);
   out += table.render();
   out += "\nLive allocations by source, sorted by |B - A|\n";
-  out += diff_table(pair.sources.rows, top);
+  out += diff_table(pair.sources.rows, top, group_label(pair.group));
   const OnlyOnOneSide& oa = pair.sources.only_a;
   const OnlyOnOneSide& ob = pair.sources.only_b;
   out += fmt::format(

@@ -586,6 +586,8 @@ def source_keys(memsnap, work):
     check_error("an unreadable rules file is a usage error",
                 run(memsnap, ["parse", tagged, "--category-rules", os.path.join(work, "none.txt")]),
                 "No such file or directory", status=2)
+    text = run(memsnap, ["compare", tagged, tagged, "--group-by", "category"]).stdout.decode()
+    check("text tables name the group in their header", "count B  category" in text, text[-600:])
     check_error("--group-by with --keys reference is a usage error",
                 run(memsnap, ["parse", path, "--keys", "reference", "--group-by", "file"]),
                 "memsnap: --group-by other than source needs memsnap's keys (--keys user)", status=2)
