@@ -156,11 +156,13 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     if (category.kind == Kind::kStr) {
       events.category.emplace(index, model_.strings.intern(vm.view(category)));
     }
-    // Empty strings are what PyTorch writes when nothing was set.
+    // PyTorch writes these on every entry: "" and "N/A" when nothing was set,
+    // which must cost nothing (the maps hold only entries that say something).
     if (user_metadata.kind == Kind::kStr && user_metadata.size != 0) {
       events.user_metadata.emplace(index, model_.strings.intern(vm.view(user_metadata)));
     }
-    if (compile_context.kind == Kind::kStr && compile_context.size != 0) {
+    if (compile_context.kind == Kind::kStr && compile_context.size != 0 &&
+        vm.view(compile_context) != "N/A") {
       events.compile_context.emplace(index, model_.strings.intern(vm.view(compile_context)));
     }
     if (!present(addr)) events.without_addr.insert(index);
