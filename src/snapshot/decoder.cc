@@ -230,20 +230,33 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     Value value = vm.resolve(raw);
     if (value.is_external(kFrameTag)) return FrameId{static_cast<uint32_t>(value.payload)};
     if (value.kind != Kind::kDict) return FrameId{};
+    // One pass over the frame's items (a frame is decoded per distinct frame
+    // dict, millions of times in a stacks="all" file); the last of repeated
+    // keys wins, as Vm::find would give.
+    Value name;
+    Value file;
+    Value line;
+    Value fx_original_trace;
+    std::span<const Value> items = vm.items(value);
+    for (size_t i = 0; i + 1 < items.size(); i += 2) {
+      if (items[i].kind != Kind::kStr) continue;
+      std::string_view key = vm.view(items[i]);
+      if (key == "name") {
+        name = items[i + 1];
+      } else if (key == "filename") {
+        file = items[i + 1];
+      } else if (key == "line") {
+        line = items[i + 1];
+      } else if (key == "fx_original_trace") {
+        fx_original_trace = items[i + 1];
+      }
+    }
     Frame frame;
-    if (const Value* name = vm.find(value, "name"); name != nullptr && name->kind == Kind::kStr) {
-      frame.name = model_.strings.intern(vm.view(*name));
-    }
-    if (const Value* file = vm.find(value, "filename");
-        file != nullptr && file->kind == Kind::kStr) {
-      frame.filename = model_.strings.intern(vm.view(*file));
-    }
-    if (const Value* line = vm.find(value, "line"); line != nullptr) {
-      frame.line = as_i64(*line).value_or(0);
-    }
-    if (const Value* trace = vm.find(value, "fx_original_trace");
-        trace != nullptr && trace->kind == Kind::kStr) {
-      frame.fx_original_trace = model_.strings.intern(vm.view(*trace));
+    if (name.kind == Kind::kStr) frame.name = model_.strings.intern(vm.view(name));
+    if (file.kind == Kind::kStr) frame.filename = model_.strings.intern(vm.view(file));
+    if (line.kind != Kind::kUndefined) frame.line = as_i64(line).value_or(0);
+    if (fx_original_trace.kind == Kind::kStr) {
+      frame.fx_original_trace = model_.strings.intern(vm.view(fx_original_trace));
     }
     FrameId id = model_.frames.intern(frame);
     vm.replace_container(value, Value::external(kFrameTag, id.value), /*reuse_slot=*/false);
