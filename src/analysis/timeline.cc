@@ -4,10 +4,19 @@
 #include <cmath>
 #include <map>
 
+#include "analysis/categories.h"
 #include "analysis/sources.h"
 #include "memsnap/replay.h"
 
 namespace memsnap {
+
+uint64_t bucket_of(double position, double width, uint64_t count) {
+  // Clamped in floating point first: a position far past the extent (a
+  // hostile trace's out-of-order time) must not overflow the conversion.
+  double slot = std::max(0.0, position / width);
+  const auto last = static_cast<double>(count - 1);
+  return slot >= last ? count - 1 : static_cast<uint64_t>(slot);
+}
 
 Buckets bucketize(const std::vector<double>& positions, const std::vector<double>& values,
                   double extent, double min_width, uint64_t max_buckets) {
@@ -24,8 +33,7 @@ Buckets bucketize(const std::vector<double>& positions, const std::vector<double
   double carry = 0;
   uint64_t filled = 0;  // buckets [0, filled) are final
   for (size_t i = 0; i < positions.size(); ++i) {
-    auto bucket =
-        std::min<uint64_t>(count - 1, static_cast<uint64_t>(std::max(0.0, positions[i] / width)));
+    uint64_t bucket = bucket_of(positions[i], width, count);
     while (filled <= bucket) {
       buckets.min[filled] = carry;
       buckets.max[filled] = carry;
@@ -65,6 +73,10 @@ struct TimelineObserver {
   int64_t t_us = 0;          // the same, signed
   int64_t reserved_change = 0;
   std::vector<std::pair<int64_t, int64_t>> reserved_steps;  // (t offset, running change)
+  // Per source: bytes live now, and the most it ever held (picks the stacked
+  // view's layers).
+  std::vector<int64_t> source_live;
+  std::vector<int64_t> source_most;
 
   void on_alloc(uint64_t event, const LiveAllocation& added) {
     life.start_us.push_back(offset_us);
@@ -72,7 +84,14 @@ struct TimelineObserver {
     life.start_event.push_back(event - trace_begin);
     life.end_event.push_back(Lifetimes::kStillLive);
     life.size.push_back(added.size);
-    life.source.push_back(sources.of(added));
+    uint32_t source = sources.of(added);
+    life.source.push_back(source);
+    if (source >= source_live.size()) {
+      source_live.resize(source + 1, 0);
+      source_most.resize(source + 1, 0);
+    }
+    source_live[source] = add_bytes(source_live[source], added.size);
+    source_most[source] = std::max(source_most[source], source_live[source]);
   }
   // Lifetimes are appended in alloc order, so an alloc's ordinal is its index.
   void on_replace(uint64_t event, const LiveAllocation& replaced) { end(event, replaced); }
@@ -80,6 +99,8 @@ struct TimelineObserver {
   void end(uint64_t event, const LiveAllocation& gone) {
     life.end_us[gone.ordinal] = offset_us;
     life.end_event[gone.ordinal] = event - trace_begin;
+    uint32_t source = life.source[gone.ordinal];
+    source_live[source] = sub_bytes(source_live[source], gone.size);
   }
   void on_other(uint64_t event) {
     const EventColumns& events = snapshot.events;
@@ -98,6 +119,226 @@ struct TimelineObserver {
     }
   }
 };
+
+// Samples the running layer totals at the moment each stack bucket of one
+// view (wall clock or event index) reaches its max. Fed the same positions and
+// deltas as bucketize, and places them with the same bucket_of, so a stack
+// bucket's max is exactly the largest max of the view buckets it spans.
+class LayerSampler {
+ public:
+  LayerSampler(const Buckets& view, size_t layer_count)
+      : width_(view.width), view_count_(view.min.size()), layer_count_(layer_count) {
+    if (view_count_ == 0) return;
+    per_bucket_ = (view_count_ + kMaxStackBuckets - 1) / kMaxStackBuckets;
+    count_ = (view_count_ + per_bucket_ - 1) / per_bucket_;
+    samples_.assign(count_ * layer_count_, 0);
+    max_.assign(count_, 0);
+  }
+
+  // Before an event at `position` changes anything: every bucket up to and
+  // including its own starts from the state carried in.
+  void before(double position, const std::vector<int64_t>& layers, int64_t delta) {
+    if (count_ == 0) return;
+    current_ = bucket_of(position, width_, view_count_) / per_bucket_;
+    while (filled_ <= current_) start_bucket(layers, delta);
+  }
+  void after(const std::vector<int64_t>& layers, int64_t delta) {
+    if (count_ == 0 || delta <= max_[current_]) return;
+    max_[current_] = delta;
+    std::copy(layers.begin(), layers.end(), samples_.begin() + current_ * layer_count_);
+  }
+  // Buckets past the last event hold the final state.
+  void finish(const std::vector<int64_t>& layers, int64_t delta) {
+    while (filled_ < count_) start_bucket(layers, delta);
+  }
+
+  [[nodiscard]] bool layer_used(size_t layer) const {
+    for (uint64_t b = 0; b < count_; ++b) {
+      if (samples_[b * layer_count_ + layer] != 0) return true;
+    }
+    return false;
+  }
+  // The kept layers, in order, as rows of the stacked view.
+  [[nodiscard]] StackedBuckets take(const std::vector<size_t>& kept) const {
+    StackedBuckets out;
+    if (count_ == 0) return out;
+    out.per_bucket = per_bucket_;
+    for (size_t layer : kept) {
+      std::vector<double> row(count_);
+      for (uint64_t b = 0; b < count_; ++b)
+        row[b] = static_cast<double>(samples_[b * layer_count_ + layer]);
+      out.layers.push_back(std::move(row));
+    }
+    return out;
+  }
+
+ private:
+  void start_bucket(const std::vector<int64_t>& layers, int64_t delta) {
+    std::copy(layers.begin(), layers.end(), samples_.begin() + filled_ * layer_count_);
+    max_[filled_] = delta;
+    ++filled_;
+  }
+
+  double width_ = 1;
+  uint64_t view_count_ = 0;
+  size_t layer_count_ = 0;
+  uint64_t per_bucket_ = 1;
+  uint64_t count_ = 0;
+  uint64_t filled_ = 0;           // buckets [0, filled_) have started
+  uint64_t current_ = 0;          // the bucket of the event being applied
+  std::vector<int64_t> samples_;  // [bucket][layer]
+  std::vector<int64_t> max_;      // delta, as bucketize keeps it
+};
+
+// Layer totals, kept up to date by the replay. Layer 0 is memory allocated
+// before the trace (baseline, less each unmatched free); the last layer holds
+// allocations whose address was reused without a free (the replay still counts
+// them); the ones between are the allocations' own layers.
+struct LayerTotals {
+  LayerTotals(size_t own_layers, int64_t baseline) : bytes(own_layers + 2, 0) {
+    bytes[0] = baseline;
+  }
+  std::vector<int64_t> bytes;
+  [[nodiscard]] size_t replaced_layer() const { return bytes.size() - 1; }
+};
+
+// The second replay of build_timeline: layer totals by category and by source.
+struct StackObserver {
+  StackObserver(const Snapshot& snapshot, const SourceKeyOptions& key_options,
+                const std::vector<uint32_t>& source_of_ordinal_in,
+                std::vector<uint32_t> source_layer_in, size_t source_layers, int64_t baseline)
+      : categorizer(snapshot, key_options.category_rules),
+        source_of_ordinal(source_of_ordinal_in),
+        source_layer(std::move(source_layer_in)),
+        by_category(kCategoryCount, baseline),
+        by_source(source_layers, baseline) {}
+
+  Categorizer categorizer;
+  const std::vector<uint32_t>& source_of_ordinal;
+  std::vector<uint32_t> source_layer;   // source id -> layer
+  std::vector<uint8_t> category_layer;  // alloc ordinal -> layer
+  LayerTotals by_category;
+  LayerTotals by_source;
+
+  void on_alloc(uint64_t event, const LiveAllocation& added) {
+    auto layer = static_cast<uint8_t>(1 + static_cast<size_t>(categorizer.of(event, added.stack)));
+    category_layer.push_back(layer);
+    add(by_category, layer, added.size);
+    add(by_source, source_layer[source_of_ordinal[added.ordinal]], added.size);
+  }
+  void on_replace(uint64_t /*event*/, const LiveAllocation& replaced) {
+    move_to_replaced(by_category, category_layer[replaced.ordinal], replaced.size);
+    move_to_replaced(by_source, source_layer[source_of_ordinal[replaced.ordinal]], replaced.size);
+  }
+  void on_free(uint64_t /*event*/, const LiveAllocation& freed) {
+    sub(by_category, category_layer[freed.ordinal], freed.size);
+    sub(by_source, source_layer[source_of_ordinal[freed.ordinal]], freed.size);
+  }
+  void on_unmatched_free(uint64_t /*event*/, uint64_t size) {
+    sub(by_category, 0, size);
+    sub(by_source, 0, size);
+  }
+
+ private:
+  static void add(LayerTotals& totals, size_t layer, uint64_t size) {
+    totals.bytes[layer] = add_bytes(totals.bytes[layer], size);
+  }
+  static void sub(LayerTotals& totals, size_t layer, uint64_t size) {
+    totals.bytes[layer] = sub_bytes(totals.bytes[layer], size);
+  }
+  static void move_to_replaced(LayerTotals& totals, size_t layer, uint64_t size) {
+    sub(totals, layer, size);
+    add(totals, totals.replaced_layer(), size);
+  }
+};
+
+constexpr std::string_view kBeforeTraceLayer = "before the trace";
+constexpr std::string_view kOtherSourcesLayer = "other sources";
+constexpr std::string_view kReplacedLayer = "address reused without a free";
+
+// The layers worth a place in the view: "before the trace" always, the others
+// when some bucket holds bytes in them.
+StackedView finish_view(std::vector<std::string> names, const LayerSampler& time,
+                        const LayerSampler& index) {
+  std::vector<size_t> kept;
+  StackedView view;
+  for (size_t layer = 0; layer < names.size(); ++layer) {
+    if (layer == 0 || time.layer_used(layer) || index.layer_used(layer)) {
+      kept.push_back(layer);
+      view.names.push_back(names[layer]);
+    }
+  }
+  view.time = time.take(kept);
+  view.index = index.take(kept);
+  return view;
+}
+
+// The stacked views of `run`, whose buckets and lifetimes are built: the
+// sources that held the most at any one moment get a layer each, and a second
+// replay samples every layer at each stack bucket's max.
+template <typename OffsetOf>
+void add_stacked_views(RunTimeline& run, const Snapshot& snapshot, const DeviceTrace& trace,
+                       const SourceKeyOptions& key_options, const std::vector<int64_t>& source_most,
+                       OffsetOf offset_of) {
+  const size_t source_count = run.sources.size();
+  auto most = [&](uint32_t s) { return s < source_most.size() ? source_most[s] : 0; };
+  std::vector<uint32_t> order(source_count);
+  for (uint32_t s = 0; s < source_count; ++s) order[s] = s;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    if (most(a) != most(b)) return most(a) > most(b);
+    return run.sources[a] < run.sources[b];
+  });
+  size_t top = 0;
+  while (top < std::min(kStackedTopSources, source_count) && most(order[top]) > 0) ++top;
+  const auto other_layer = static_cast<uint32_t>(1 + top);
+  std::vector<uint32_t> source_layer(source_count, other_layer);
+  std::vector<std::string> source_names{std::string(kBeforeTraceLayer)};
+  for (size_t k = 0; k < top; ++k) {
+    source_layer[order[k]] = static_cast<uint32_t>(1 + k);
+    source_names.push_back(run.sources[order[k]]);
+  }
+  source_names.emplace_back(kOtherSourcesLayer);
+  source_names.emplace_back(kReplacedLayer);
+  std::vector<std::string> category_names{std::string(kBeforeTraceLayer)};
+  for (size_t c = 0; c < kCategoryCount; ++c)
+    category_names.emplace_back(category_name(static_cast<Category>(c)));
+  category_names.emplace_back(kReplacedLayer);
+
+  StackObserver stacks(snapshot, key_options, run.lifetimes.source, std::move(source_layer),
+                       top + 1, run.baseline);
+  LayerSampler category_time(run.time_buckets, category_names.size());
+  LayerSampler category_index(run.index_buckets, category_names.size());
+  LayerSampler source_time(run.time_buckets, source_names.size());
+  LayerSampler source_index(run.index_buckets, source_names.size());
+  const std::vector<int64_t>& by_category = stacks.by_category.bytes;
+  const std::vector<int64_t>& by_source = stacks.by_source.bytes;
+  const EventColumns& events = snapshot.events;
+  Replay replay(snapshot);
+  for (uint64_t i = trace.begin; i < trace.end; ++i) {
+    Action action = events.action[i];
+    if (action != Action::kAlloc && action != Action::kFreeCompleted) {
+      replay.apply(i, stacks);
+      continue;
+    }
+    auto t = static_cast<double>(offset_of(i));
+    auto e = static_cast<double>(i - trace.begin);
+    category_time.before(t, by_category, replay.delta());
+    category_index.before(e, by_category, replay.delta());
+    source_time.before(t, by_source, replay.delta());
+    source_index.before(e, by_source, replay.delta());
+    replay.apply(i, stacks);
+    category_time.after(by_category, replay.delta());
+    category_index.after(by_category, replay.delta());
+    source_time.after(by_source, replay.delta());
+    source_index.after(by_source, replay.delta());
+  }
+  for (LayerSampler* sampler : {&category_time, &category_index})
+    sampler->finish(by_category, replay.delta());
+  for (LayerSampler* sampler : {&source_time, &source_index})
+    sampler->finish(by_source, replay.delta());
+  run.by_category = finish_view(std::move(category_names), category_time, category_index);
+  run.by_source = finish_view(std::move(source_names), source_time, source_index);
+}
 
 }  // namespace
 
@@ -131,8 +372,9 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
   std::vector<double> values;
   TimelineObserver observer(snapshot, key_options, run.lifetimes, trace.begin);
   Replay replay(snapshot);
+  auto offset_of = [&](uint64_t i) { return events.time_us[i] != 0 ? events.time_us[i] - t0 : 0; };
   for (uint64_t i = trace.begin; i < trace.end; ++i) {
-    int64_t t = events.time_us[i] != 0 ? events.time_us[i] - t0 : 0;
+    int64_t t = offset_of(i);
     observer.offset_us = static_cast<uint64_t>(std::max<int64_t>(t, 0));
     observer.t_us = t;
     replay.apply(i, observer);
@@ -158,6 +400,8 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
       1.0, std::ceil(static_cast<double>(trace.count()) / static_cast<double>(kMaxIndexBuckets)));
   run.index_buckets = bucketize(index_positions, values, static_cast<double>(trace.count()),
                                 events_per_bucket, kMaxIndexBuckets);
+
+  add_stacked_views(run, snapshot, trace, key_options, observer.source_most, offset_of);
 
   // Reserved memory: the segments give the end state; the events walk back
   // to the start.

@@ -28,6 +28,10 @@ struct Buckets {
   std::vector<double> max;
 };
 
+// The bucket of `position` among `count` buckets of `width` (what bucketize
+// uses; the stacked view must agree with it to the bucket).
+uint64_t bucket_of(double position, double width, uint64_t count);
+
 // Downsamples a step function given as (position, value-after) pairs.
 Buckets bucketize(const std::vector<double>& positions, const std::vector<double>& values,
                   double extent, double min_width, uint64_t max_buckets);
@@ -44,6 +48,30 @@ struct Lifetimes {
   std::vector<uint64_t> size;
   std::vector<uint32_t> source;
 };
+
+// The stacked view: what filled memory, layer by layer. Each stack bucket
+// spans `per_bucket` of the view's buckets and holds every layer's bytes at
+// the moment that span reached its max (the first such moment; the carried-in
+// state when nothing in it went higher), so a bucket's layers sum exactly to
+// baseline + the largest max of the buckets it spans.
+constexpr uint64_t kMaxStackBuckets = 4096;
+struct StackedBuckets {
+  uint64_t per_bucket = 1;
+  std::vector<std::vector<double>> layers;  // [layer][stack bucket], absolute bytes
+  [[nodiscard]] uint64_t count() const { return layers.empty() ? 0 : layers[0].size(); }
+};
+// Layers bottom to top. The first is always memory allocated before the trace
+// (baseline minus the unmatched frees so far); the last, when any, memory of
+// allocations whose address was reused without a recorded free (the replay
+// keeps counting them). Layers that stay at zero are left out.
+struct StackedView {
+  std::vector<std::string> names;
+  StackedBuckets time;  // empty when the trace has no time_us
+  StackedBuckets index;
+};
+// The sources that held the most at any one moment get a layer each; the rest
+// share "other sources".
+constexpr size_t kStackedTopSources = 8;
 
 struct Marker {
   std::string name;
@@ -79,6 +107,8 @@ struct RunTimeline {
   std::vector<OomMarker> ooms;
   std::vector<std::string> sources;
   Lifetimes lifetimes;
+  StackedView by_category;
+  StackedView by_source;  // by the run's group (source, file, ... per --group-by)
 };
 
 RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, double precision_ms,

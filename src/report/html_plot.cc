@@ -45,6 +45,18 @@ ordered_json buckets_json(const Buckets& buckets, const char* width_key) {
           {"max", base64_of(buckets.max)}};
 }
 
+ordered_json stacked_buckets_json(const StackedBuckets& buckets) {
+  ordered_json layers = ordered_json::array();
+  for (const std::vector<double>& layer : buckets.layers) layers.push_back(base64_of(layer));
+  return {{"per_bucket", buckets.per_bucket}, {"count", buckets.count()}, {"layers", layers}};
+}
+
+ordered_json stacked_json(const StackedView& view) {
+  return {{"layers", view.names},
+          {"time", stacked_buckets_json(view.time)},
+          {"index", stacked_buckets_json(view.index)}};
+}
+
 ordered_json marker_json(const Marker& marker, const char* name_key, bool numeric_name) {
   ordered_json out;
   if (numeric_name) {
@@ -176,27 +188,30 @@ ordered_json plot_data_json(const std::vector<RunTimeline>& runs, double precisi
                       {"device_free",
                        oom.device_free ? ordered_json(*oom.device_free) : ordered_json(nullptr)}});
     }
-    list.push_back({{"label", run.label},
-                    {"file", run.file},
-                    {"device", run.device},
-                    {"stats",
-                     {{"absolute_peak", run.absolute_peak},
-                      {"baseline", run.baseline},
-                      {"peak_delta", run.peak_delta},
-                      {"alloc_count", run.alloc_count},
-                      {"unmatched_frees", run.unmatched_frees},
-                      {"unmatched_free_bytes", run.unmatched_free_bytes},
-                      {"event_count", run.event_count},
-                      {"duration_s", run.duration_s},
-                      {"has_time", run.has_time}}},
-                    {"time_buckets", buckets_json(run.time_buckets, "bucket_us")},
-                    {"index_buckets", buckets_json(run.index_buckets, "bucket_events")},
-                    {"reserved", reserved},
-                    {"steps", steps},
-                    {"annotations", notes},
-                    {"oom", ooms},
-                    {"sources", run.sources},
-                    {"lifetimes", lifetimes_json(run.lifetimes)}});
+    list.push_back(
+        {{"label", run.label},
+         {"file", run.file},
+         {"device", run.device},
+         {"stats",
+          {{"absolute_peak", run.absolute_peak},
+           {"baseline", run.baseline},
+           {"peak_delta", run.peak_delta},
+           {"alloc_count", run.alloc_count},
+           {"unmatched_frees", run.unmatched_frees},
+           {"unmatched_free_bytes", run.unmatched_free_bytes},
+           {"event_count", run.event_count},
+           {"duration_s", run.duration_s},
+           {"has_time", run.has_time}}},
+         {"time_buckets", buckets_json(run.time_buckets, "bucket_us")},
+         {"index_buckets", buckets_json(run.index_buckets, "bucket_events")},
+         {"reserved", reserved},
+         {"steps", steps},
+         {"annotations", notes},
+         {"oom", ooms},
+         {"sources", run.sources},
+         {"lifetimes", lifetimes_json(run.lifetimes)},
+         {"stacks",
+          {{"category", stacked_json(run.by_category)}, {"source", stacked_json(run.by_source)}}}});
   }
   return {{"version", 1},
           {"generated_by", fmt::format("memsnap {}", kVersion)},
