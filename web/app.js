@@ -24,6 +24,16 @@
   } = T;
   const COLORS = ['#2563eb', '#ea580c', '#059669', '#7c3aed', '#db2777', '#0891b2', '#65a30d', '#b45309', '#475569'];
   const OOM_COLOR = '#dc2626';
+  // Stacked view: a category keeps its colour on every page; sources take the
+  // palette in rank order. Memory from before the trace, "other sources" and
+  // reused addresses are greys.
+  const LAYER_GREYS = { 'before the trace': '#cbd5e1', 'other sources': '#94a3b8', 'address reused without a free': '#475569' };
+  const CATEGORY_COLORS = {
+    parameter: '#2563eb', optimizer_state: '#7c3aed', gradient: '#db2777', activation: '#ea580c', temporary: '#ca8a04',
+    input: '#0891b2', autograd_detail: '#65a30d', communication: '#059669', workspace: '#b45309', unknown: '#e2e8f0',
+  };
+  const SOURCE_COLORS = ['#2563eb', '#ea580c', '#059669', '#7c3aed', '#db2777', '#0891b2', '#65a30d', '#ca8a04'];
+  const STACK_NAMES = { category: 'Stacked by category', source: 'Stacked by source' };
   const CLICK_COLOR = '#111827';
 
   const $ = (id) => document.getElementById(id);
@@ -41,6 +51,8 @@
     precisionRequestedMs: 1,
     showAnnotations: false,
     showSteps: true,
+    stack: 'lines', // 'lines' | 'category' | 'source'
+    stackRun: 0, // the run the stacked view shows
     clickedTime: null,
     clickedEvent: null,
   };
@@ -48,6 +60,7 @@
     ready: false, renderMs: 0, decodeMs: 0, drilldownMs: null, markers: { steps: 0, annotations: 0, oom: 0 },
     eventDrill: false, // the data has per-allocation event indices: clicks in the event-index view drill down
     xTicks: [], // the x tick labels of the last draw
+    stack: null, // stacked view: { mode, run, layers: [names bottom to top] } of the last draw
   };
   window.memsnapState = state;
   window.memsnapInfo = info;
@@ -61,7 +74,65 @@
 
   // ---------------------------------------------------------------- chart data
 
+  function layerColor(name, k) {
+    if (LAYER_GREYS[name]) return LAYER_GREYS[name];
+    if (state.stack === 'category') return CATEGORY_COLORS[name] || '#64748b';
+    return SOURCE_COLORS[(k - 1) % SOURCE_COLORS.length];
+  }
+
+  const hasStacks = () => RUNS.some((r) => r.stacks);
+
+  // One run, absolute memory: a band per layer (each layer's bytes where the
+  // bucket peaked, stacked bottom-up) and the run's max line over them. The
+  // grid is built on the stack buckets, so the max line and the layers cover
+  // the same spans and the top of the stack is the max line.
+  function buildStackedView(zoom) {
+    const run = RUNS[state.stackRun] || RUNS[0];
+    const isTime = state.xMode === 'time';
+    const v = { runs: [run], x: [], series: [], note: '', warn: '', G: 0, fineG: 0, window: null, stacked: true, names: [] };
+    const stacks = run.stacks && run.stacks[state.stack];
+    const buckets = isTime ? run.time : run.index;
+    const sv = stacks && (isTime ? stacks.time : stacks.index);
+    if (!buckets || !sv) {
+      v.note = `${STACK_NAMES[state.stack]}: ${run.name} has no stacked data in this view (no trace events${run.stacks ? '' : ', or a page written by an older memsnap'}).`;
+      return v;
+    }
+    const width = buckets.width * sv.per;
+    const span = buckets.count * buckets.width;
+    let edges;
+    if (isTime) {
+      const grid = T.timeGrid(width, span, state.precisionRequestedMs);
+      edges = grid.edges;
+      v.G = grid.G;
+      v.fineG = v.G;
+      v.x = edges.map((e) => e / 1e6);
+      v.warn = grid.warn;
+      state.precisionMs = v.G / 1000;
+    } else {
+      const grid = T.indexGrid(width, span, zoom);
+      edges = grid.edges;
+      v.G = grid.G;
+      v.fineG = grid.fineG;
+      v.window = grid.window;
+      v.x = edges;
+    }
+    const total = T.regroup(buckets, edges, run.baseline);
+    const g = T.regroupStacked(sv, width, edges);
+    T.cumulative(g.layers).forEach((values, k) => {
+      v.series.push({ run, kind: 'layer', layer: k, name: stacks.names[k], values, own: g.layers[k] });
+    });
+    v.names = stacks.names;
+    v.series.push({ run, kind: 'total', values: total.hi });
+    if (isTime && run.reserved) v.series.push({ run, kind: 'reserved', values: T.regroupSteps(run.reserved, edges, total.last) });
+    const per = isTime ? `${formatMs(v.G / 1000)} ms per bucket` : `${formatCount(v.fineG)} event${v.fineG === 1 ? '' : 's'} per bucket`;
+    v.note = `${STACK_NAMES[state.stack]}, ${per}: each bucket shows what was live at its highest point, so the layers add up to the max line. `
+      + 'Absolute memory; the lowest layer is what was allocated before the trace began.';
+    if (!isTime && !hasTime()) v.note += ' No timestamps (time_us), so no wall-clock view.';
+    return v;
+  }
+
   function buildView(zoom) {
+    if (state.stack !== 'lines') return buildStackedView(zoom);
     const runs = RUNS.filter((r) => r.visible && (state.xMode === 'time' ? r.time : r.index));
     const v = { runs, x: [], series: [], note: '', warn: '', G: 0, fineG: 0, window: null };
     if (runs.length === 0) return v;
@@ -167,6 +238,10 @@
     $('view-note').textContent = view.note;
     $('precision-note').textContent = view.warn;
     $('precision').disabled = state.xMode !== 'time';
+    $('y-mode').disabled = !!view.stacked;
+    $('y-mode').title = view.stacked ? 'The stacked view always shows absolute memory' : '';
+    $('stack-run-control').hidden = !view.stacked || RUNS.length < 2;
+    info.stack = view.stacked ? { mode: state.stack, run: view.runs[0].ordinal, layers: view.names.slice() } : null;
     $('show-steps').disabled = state.xMode !== 'time';
     $('show-annotations').disabled = state.xMode !== 'time';
     renderLegend();
@@ -195,7 +270,13 @@
       const idx = i + 1;
       const c = s.run.color;
       const base = { scale: 'y', paths: stepped, points: { show: false }, spanGaps: false };
-      if (s.kind === 'max') series.push({ ...base, label: `${s.run.label} (max)`, stroke: c, width: 1.6 });
+      if (s.kind === 'layer') {
+        // Layer 0 fills down to zero; each later one fills down to the one below.
+        const fill = withAlpha(layerColor(s.name, s.layer), 0.75);
+        series.push({ ...base, label: s.name, stroke: withAlpha(layerColor(s.name, s.layer), 1), width: 0.5, ...(s.layer === 0 ? { fill } : {}) });
+        if (s.layer > 0) bands.push({ series: [idx, idx - 1], fill });
+      } else if (s.kind === 'total') series.push({ ...base, label: `${s.run.label} (max)`, stroke: '#111827', width: 1.5 });
+      else if (s.kind === 'max') series.push({ ...base, label: `${s.run.label} (max)`, stroke: c, width: 1.6 });
       else if (s.kind === 'min') {
         series.push({ ...base, label: `${s.run.label} (min)`, stroke: withAlpha(c, 0.55), width: 1 });
         bands.push({ series: [idx - 1, idx], fill: withAlpha(c, 0.16) });
@@ -399,6 +480,22 @@
 
   function renderLegend() {
     const el = $('legend');
+    if (view && view.stacked) {
+      // Top layer first, as the bands read from the top down.
+      const items = [];
+      for (let k = view.names.length - 1; k >= 0; k--) {
+        const name = view.names[k];
+        items.push(`<span class="legend-item layer" data-layer="${k}" style="--run-color:${layerColor(name, k)}" title="${esc(name)}">`
+          + `<span class="swatch block"></span><span class="legend-label" data-label="${esc(name)}">${esc(name)}</span>`
+          + `<span class="legend-value" id="legend-layer-${k}"></span></span>`);
+      }
+      const run = view.runs[0];
+      items.unshift(`<span class="legend-item layer total" style="--run-color:#111827" title="${esc(fullName(run))}">`
+        + `<span class="swatch"></span><span class="legend-label" data-label="${esc(run.label)}">${esc(run.name)} (max)</span>`
+        + `<span class="legend-value" id="legend-total"></span></span>`);
+      el.innerHTML = items.join('');
+      return;
+    }
     const showReserved = state.xMode === 'time' && state.yMode === 'absolute';
     el.innerHTML = RUNS.map((run) => {
       const reserved = run.reserved && showReserved
@@ -424,10 +521,17 @@
     }
     const xs = u.data[0];
     const x = xs[idx];
+    if (view.stacked) {
+      view.series.forEach((s) => {
+        const el = s.kind === 'layer' ? $(`legend-layer-${s.layer}`) : s.kind === 'total' ? $('legend-total') : null;
+        const value = s.kind === 'layer' ? s.own[idx] : s.values[idx];
+        if (el && value != null) el.textContent = value < 0 ? formatSignedBytes(value) : formatBytes(value);
+      });
+    }
     const parts = new Map();
     view.series.forEach((s, i) => {
       const v = u.data[i + 1][idx];
-      if (v == null) return;
+      if (v == null || view.stacked) return;
       const p = parts.get(s.run) || {};
       p[s.kind] = v;
       parts.set(s.run, p);
@@ -630,6 +734,23 @@
   const pointerDown = { x: 0, y: 0 };
 
   function wireControls() {
+    const viewSel = $('view-mode');
+    const runSel = $('stack-run');
+    viewSel.value = state.stack;
+    if (!hasStacks()) {
+      for (const mode of ['category', 'source']) viewSel.querySelector(`option[value="${mode}"]`).disabled = true;
+      viewSel.title = 'The stacked views need a page written by a newer memsnap';
+    }
+    runSel.innerHTML = RUNS.map((r) => `<option value="${r.ordinal}" title="${esc(fullName(r))}">${esc(r.name)}</option>`).join('');
+    runSel.value = String(state.stackRun);
+    viewSel.addEventListener('change', () => {
+      state.stack = viewSel.value;
+      render();
+    });
+    runSel.addEventListener('change', () => {
+      state.stackRun = Number(runSel.value);
+      render();
+    });
     const xSel = $('x-mode');
     const ySel = $('y-mode');
     const prec = $('precision');

@@ -328,6 +328,33 @@
     };
   }
 
+  // The stacked views (`stacks` in the data; absent from older pages):
+  // { category, source }, each { names, time, index } where a view is null
+  // or { per, count, layers: [Float64Array per layer] } and per is the number
+  // of the run's buckets one stack bucket spans.
+  function decodeStacks(raw, what) {
+    if (!raw || typeof raw !== 'object') return null;
+    const out = {};
+    for (const mode of ['category', 'source']) {
+      const m = raw[mode];
+      if (!m) continue;
+      if (!Array.isArray(m.layers)) throw new Error(`${what}.${mode}.layers must be a list of names`);
+      const names = m.layers.map(String);
+      const view = (v, where) => {
+        const n = count(v);
+        if (n === 0) return null;
+        const per = Number(v.per_bucket);
+        if (!(Number.isInteger(per) && per > 0)) throw new Error(`${where}.per_bucket must be a positive whole number`);
+        if (!Array.isArray(v.layers) || v.layers.length !== names.length) {
+          throw new Error(`${where}: ${Array.isArray(v.layers) ? v.layers.length : 0} layers for ${names.length} names`);
+        }
+        return { per, count: n, layers: v.layers.map((b, k) => column(b, n, 'f64', `${where}.layers[${k}]`)) };
+      };
+      out[mode] = { names, time: view(m.time, `${what}.${mode}.time`), index: view(m.index, `${what}.${mode}.index`) };
+    }
+    return Object.keys(out).length ? out : null;
+  }
+
   function hasEventColumns(raw) {
     return typeof raw.start_event === 'string' && typeof raw.end_event === 'string';
   }
@@ -372,6 +399,7 @@
       oom: Array.isArray(raw.oom) ? raw.oom : [],
       sources: Array.isArray(raw.sources) ? raw.sources.map(String) : [],
       life: decodeLifetimes(raw.lifetimes, `${what}.lifetimes`),
+      stacks: decodeStacks(raw.stacks, `${what}.stacks`),
     };
     run.annotationDepth = annotationDepths(run.annotations);
     run.timeSpanUs = run.time ? run.time.count * run.time.width : 0;
@@ -413,6 +441,49 @@
       hi[last + 1] = hi[last];
     }
     return { lo, hi, last };
+  }
+
+  // The stacked view on display buckets: stack bucket i covers [i*width,
+  // (i+1)*width) and holds each layer's bytes where it peaked. Display bucket
+  // j shows the stack bucket with the largest total among those it overlaps
+  // (the first on ties), so its layers still sum to its max. Edges must be
+  // multiples of `width`. Arrays get one entry per edge, like regroup.
+  function regroupStacked(stack, width, edges) {
+    const n = edges.length - 1;
+    const { layers, count: total } = stack;
+    const K = layers.length;
+    const out = layers.map(() => new Array(n + 1).fill(null));
+    let last = -1;
+    for (let j = 0; j < n; j++) {
+      const i0 = Math.floor(edges[j] / width + EPS);
+      if (i0 >= total) break;
+      let i1 = Math.ceil(edges[j + 1] / width - EPS) - 1;
+      if (i1 >= total) i1 = total - 1;
+      if (i1 < i0) i1 = i0;
+      let best = i0;
+      let bestSum = -Infinity;
+      for (let i = i0; i <= i1; i++) {
+        let sum = 0;
+        for (let k = 0; k < K; k++) sum += layers[k][i];
+        if (sum > bestSum) {
+          bestSum = sum;
+          best = i;
+        }
+      }
+      for (let k = 0; k < K; k++) out[k][j] = layers[k][best];
+      last = j;
+    }
+    if (last >= 0) for (let k = 0; k < K; k++) out[k][last + 1] = out[k][last];
+    return { layers: out, last };
+  }
+
+  // Running sums bottom-up: cumulative[k][j] = layers 0..k at j (null stays null).
+  function cumulative(layers) {
+    const out = [];
+    layers.forEach((row, k) => {
+      out.push(row.map((v, j) => (v == null ? null : (k === 0 ? 0 : out[k - 1][j]) + v)));
+    });
+    return out;
   }
 
   // Reserved bytes: a step series (bytes[k] from t[k] on). Each display bucket
@@ -630,6 +701,9 @@
     prepareRun,
     regroup,
     regroupSteps,
+    decodeStacks,
+    regroupStacked,
+    cumulative,
     uniformEdges,
     zoomedEdges,
     precisionNote,

@@ -132,6 +132,14 @@ std::string_view action_name(Action action);
 std::optional<Action> parse_action(std::string_view name);
 
 // Trace entries of all devices, in file order, one column per field.
+// A memory pool: (0, 0) is the allocator's default pool; others are CUDA
+// graphs' private pools or user MemPools.
+struct PoolId {
+  int64_t first = 0;
+  int64_t second = 0;
+  [[nodiscard]] bool is_default() const { return first == 0 && second == 0; }
+};
+
 struct EventColumns {
   std::vector<Action> action;
   std::vector<uint64_t> addr;  // two's complement bit pattern; 0 when absent
@@ -148,6 +156,10 @@ struct EventColumns {
   // and the torch.compile context active at the allocation, when present.
   absl::flat_hash_map<uint64_t, StringId> user_metadata;
   absl::flat_hash_map<uint64_t, StringId> compile_context;
+  // The entry's `pool_id` (recent PyTorch), kept only where it is not the
+  // default pool (0, 0), so files that write it on every entry pay nothing.
+  absl::flat_hash_map<uint64_t, PoolId> pool_id;
+  bool entries_carry_pool_id = false;                   // some entry had a readable pool_id
   absl::flat_hash_map<uint64_t, uint64_t> device_free;  // oom entries
   absl::flat_hash_set<uint64_t> without_addr;           // entries that had no addr key
 

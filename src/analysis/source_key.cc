@@ -214,6 +214,10 @@ bool is_capture_machinery(std::string_view name) {
   return false;
 }
 
+bool group_picks_frames(GroupBy group) {
+  return group == GroupBy::kFile || group == GroupBy::kFunction || group == GroupBy::kStack;
+}
+
 std::string_view group_label(GroupBy group) {
   switch (group) {
     case GroupBy::kSource: return "source";
@@ -223,6 +227,8 @@ std::string_view group_label(GroupBy group) {
     case GroupBy::kCategory: return "category";
     case GroupBy::kUserMetadata: return "user_metadata";
     case GroupBy::kCompileContext: return "compile_context";
+    case GroupBy::kAnnotation: return "annotation";
+    case GroupBy::kPool: return "pool";
   }
   return "source";
 }
@@ -298,9 +304,7 @@ SourceKeys::SourceKeys(const Snapshot& snapshot, const SourceKeyOptions& options
       cache_(snapshot.stacks.size() + 1),
       computed_(snapshot.stacks.size() + 1, false) {
   options_.depth = std::max(options_.depth, 1);
-  if (options_.rule == KeyRule::kReference && options_.group != GroupBy::kSource &&
-      options_.group != GroupBy::kCategory && options_.group != GroupBy::kUserMetadata &&
-      options_.group != GroupBy::kCompileContext) {
+  if (options_.rule == KeyRule::kReference && group_picks_frames(options_.group)) {
     throw Error::usage("--group-by other than source needs memsnap's keys (--keys user)");
   }
   const auto compile = [](const std::vector<std::string>& patterns, const char* flag) {
@@ -430,7 +434,9 @@ std::string SourceKeys::group(std::span<const FrameId> chosen) const {
     case GroupBy::kStack:
     case GroupBy::kCategory:
     case GroupBy::kUserMetadata:
-    case GroupBy::kCompileContext: break;  // SourceIndex's, by event
+    case GroupBy::kCompileContext:
+    case GroupBy::kAnnotation:
+    case GroupBy::kPool: break;  // SourceIndex's, by event
   }
   size_t take = options_.group == GroupBy::kStack
                     ? chosen.size()

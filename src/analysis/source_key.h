@@ -39,11 +39,17 @@ enum class GroupBy : uint8_t {
   kCategory,        // what kind of memory (analysis/categories.h), not a frame at all
   kUserMetadata,    // the entry's user_metadata (torch.cuda.memory._set_memory_metadata)
   kCompileContext,  // the entry's compile_context (torch.compile)
+  kAnnotation,      // the innermost record_function annotation open at the allocation
+  kPool,            // the memory pool: default, or a CUDA graph's / MemPool's private pool
 };
 
 // What a row of a source table is called in a header: "source", "file",
 // "category", ...
 std::string_view group_label(GroupBy group);
+
+// Groups that are a choice among the key rule's frames (file, function,
+// stack), as opposed to the key itself or a property of the entry.
+bool group_picks_frames(GroupBy group);
 
 // A user's category rule (--category-rules FILE), before compiling.
 struct CategoryRuleSpec {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include <fmt/format.h>
+
 #include "memsnap/replay.h"
 
 namespace memsnap {
@@ -15,6 +17,110 @@ SourceIndex::SourceIndex(const Snapshot& snapshot, const SourceKeyOptions& key_o
   if (key_options.group == GroupBy::kCategory) {
     categories_.emplace(snapshot, key_options.category_rules);
   }
+  if (key_options.group == GroupBy::kPool) {
+    for (const Segment& segment : snapshot.segments) {
+      pool_ranges_.push_back(PoolRange{segment.device, segment.address,
+                                       segment.address + segment.total_size,
+                                       PoolId{segment.pool_id_first, segment.pool_id_second}});
+    }
+    std::sort(pool_ranges_.begin(), pool_ranges_.end(), [](const PoolRange& a, const PoolRange& b) {
+      return a.device != b.device ? a.device < b.device : a.begin < b.begin;
+    });
+  }
+  if (key_options.group == GroupBy::kAnnotation) {
+    // One stack of open annotations per device, walked in time order (ties
+    // in file order); an END closes the latest open START of its name.
+    std::vector<int> devices;
+    for (const Annotation& note : snapshot.annotations) devices.push_back(note.device);
+    std::sort(devices.begin(), devices.end());
+    devices.erase(std::unique(devices.begin(), devices.end()), devices.end());
+    for (int device : devices) {
+      std::vector<const Annotation*> notes;
+      for (const Annotation& note : snapshot.annotations) {
+        if (note.device == device && note.stage != Stage::kOther) notes.push_back(&note);
+      }
+      std::stable_sort(notes.begin(), notes.end(), [](const Annotation* a, const Annotation* b) {
+        return a->time_us < b->time_us;
+      });
+      AnnotationTimeline timeline{device, {}, {}};
+      std::vector<uint32_t> open;
+      for (const Annotation* note : notes) {
+        if (note->stage == Stage::kStart) {
+          open.push_back(note->name.value);
+        } else if (auto it = std::find(open.rbegin(), open.rend(), note->name.value);
+                   it != open.rend()) {
+          open.erase(std::next(it).base());
+        }
+        uint32_t innermost = open.empty() ? 0 : open.back() + 1;
+        if (!timeline.times.empty() && timeline.times.back() == note->time_us) {
+          timeline.innermost.back() = innermost;
+        } else {
+          timeline.times.push_back(note->time_us);
+          timeline.innermost.push_back(innermost);
+        }
+      }
+      annotation_timelines_.push_back(std::move(timeline));
+    }
+  }
+}
+
+int SourceIndex::device_of(uint64_t event) const {
+  for (const DeviceTrace& trace : snapshot_.devices) {
+    if (event >= trace.begin && event < trace.end) return trace.device;
+  }
+  return 0;
+}
+
+uint32_t SourceIndex::pool_name(PoolId pool) {
+  return id_of(pool.is_default() ? std::string("default pool")
+                                 : fmt::format("pool ({}, {})", pool.first, pool.second));
+}
+
+// The entry's own pool_id; else, when the file writes pool_id on entries,
+// the default pool; else the pool of the dump's segment holding the address.
+uint32_t SourceIndex::pool_of(const LiveAllocation& allocation) {
+  if (allocation.event == kNoEvent) return id_of("<pool not recorded>");
+  const EventColumns& events = snapshot_.events;
+  if (auto own = events.pool_id.find(allocation.event); own != events.pool_id.end()) {
+    return pool_name(own->second);
+  }
+  if (events.entries_carry_pool_id) return pool_name(PoolId{});
+  const int device = device_of(allocation.event);
+  const uint64_t addr = events.addr[allocation.event];
+  auto after = std::upper_bound(pool_ranges_.begin(), pool_ranges_.end(), std::pair{device, addr},
+                                [](const std::pair<int, uint64_t>& key, const PoolRange& range) {
+                                  return key.first != range.device ? key.first < range.device
+                                                                   : key.second < range.begin;
+                                });
+  if (after != pool_ranges_.begin()) {
+    const PoolRange& range = *std::prev(after);
+    if (range.device == device && addr < range.end) return pool_name(range.pool);
+  }
+  return id_of("<pool not recorded>");
+}
+
+uint32_t SourceIndex::annotation_of(const LiveAllocation& allocation) {
+  static const std::string kNone = "<no annotation>";
+  if (allocation.event == kNoEvent) return id_of(kNone);
+  const int64_t time_us = snapshot_.events.time_us[allocation.event];
+  if (time_us == 0) return id_of(kNone);
+  const int device = device_of(allocation.event);
+  for (const AnnotationTimeline& timeline : annotation_timelines_) {
+    if (timeline.device != device) continue;
+    auto after = std::upper_bound(timeline.times.begin(), timeline.times.end(), time_us);
+    if (after == timeline.times.begin()) break;
+    uint32_t innermost =
+        timeline.innermost[static_cast<size_t>(std::prev(after) - timeline.times.begin())];
+    if (innermost == 0) break;
+    return id_of(std::string(snapshot_.strings.get(StringId{innermost - 1})));
+  }
+  return id_of(kNone);
+}
+
+uint32_t SourceIndex::of_block(const Segment& segment, const Block& block) {
+  if (group_ == GroupBy::kPool)
+    return pool_name(PoolId{segment.pool_id_first, segment.pool_id_second});
+  return of(LiveAllocation{block.size, block.stack, kNoEvent, 0});
 }
 
 uint32_t SourceIndex::id_of(const std::string& name) {
@@ -24,6 +130,8 @@ uint32_t SourceIndex::id_of(const std::string& name) {
 }
 
 uint32_t SourceIndex::of(const LiveAllocation& allocation) {
+  if (group_ == GroupBy::kPool) return pool_of(allocation);
+  if (group_ == GroupBy::kAnnotation) return annotation_of(allocation);
   if (group_ == GroupBy::kUserMetadata || group_ == GroupBy::kCompileContext) {
     const EventColumns& events = snapshot_.events;
     const auto& strings =
@@ -57,12 +165,14 @@ class LiveBySource {
   explicit LiveBySource(SourceIndex& sources) : sources_(sources) {}
 
   void on_alloc(uint64_t /*event*/, const LiveAllocation& added) {
-    uint32_t source = sources_.of(added);
+    add(sources_.of(added), added.size);
+  }
+  void add(uint32_t source, uint64_t size) {
     if (source >= bytes_.size()) {
       bytes_.resize(source + 1, 0);
       counts_.resize(source + 1, 0);
     }
-    bytes_[source] += added.size;
+    bytes_[source] += size;
     ++counts_[source];
   }
   void on_replace(uint64_t /*event*/, const LiveAllocation& replaced) { remove(replaced); }
@@ -153,8 +263,8 @@ std::vector<SourceUsage> live_at_dump_by_source(const Snapshot& snapshot, int de
     if (segment.device != device) continue;
     for (const Block& block : snapshot.blocks_of(segment)) {
       if (block.state != BlockState::kActiveAllocated) continue;
-      any_stack = any_stack || block.stack.valid();
-      live.on_alloc(0, LiveAllocation{block.size, block.stack, kNoEvent, 0});  // no trace entry
+      any_stack = any_stack || block.stack.valid() || !sources.blocks_need_frames();
+      live.add(sources.of_block(segment, block), block.size);
     }
   }
   return any_stack ? live.rows() : std::vector<SourceUsage>{};

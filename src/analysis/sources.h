@@ -24,13 +24,22 @@ class SourceIndex {
   SourceIndex(const Snapshot& snapshot, const SourceKeyOptions& key_options);
   // The group of a traced allocation (its event matters for categories).
   uint32_t of(const LiveAllocation& allocation);
-  // The group of a stack alone (segment blocks, which have no event).
+  // The group of a stack alone (no event, so no time and no entry's fields).
   uint32_t of(StackId stack);
+  // The group of a block of the segments at the dump.
+  uint32_t of_block(const Segment& segment, const Block& block);
+  // Whether a block's group comes from its frames (every group but pool),
+  // so that blocks without frames say nothing.
+  [[nodiscard]] bool blocks_need_frames() const { return group_ != GroupBy::kPool; }
   [[nodiscard]] const std::string& name(uint32_t source) const { return names_[source]; }
   [[nodiscard]] size_t size() const { return names_.size(); }
 
  private:
   uint32_t id_of(const std::string& name);
+  uint32_t pool_of(const LiveAllocation& allocation);
+  uint32_t annotation_of(const LiveAllocation& allocation);
+  uint32_t pool_name(PoolId pool);
+  [[nodiscard]] int device_of(uint64_t event) const;
 
   const Snapshot& snapshot_;
   GroupBy group_;
@@ -39,6 +48,24 @@ class SourceIndex {
   std::vector<uint32_t> by_stack_;         // stack id value -> source id + 1 (0: not yet computed)
   std::vector<std::string> names_;
   absl::flat_hash_map<std::string, uint32_t> ids_;
+
+  // --group-by pool, for entries without their own pool_id: the segments at
+  // the dump by (device, address).
+  struct PoolRange {
+    int device = 0;
+    uint64_t begin = 0;
+    uint64_t end = 0;
+    PoolId pool;
+  };
+  std::vector<PoolRange> pool_ranges_;
+  // --group-by annotation, per device: after each START/END (in time order),
+  // the innermost annotation still open (StringId value + 1; 0: none).
+  struct AnnotationTimeline {
+    int device = 0;
+    std::vector<int64_t> times;
+    std::vector<uint32_t> innermost;
+  };
+  std::vector<AnnotationTimeline> annotation_timelines_;
 };
 
 struct SourceUsage {

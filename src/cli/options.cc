@@ -152,14 +152,18 @@ void add_source_key_flags(CLI::App& command, CommonOptions& options) {
                                  : group == "category"        ? GroupBy::kCategory
                                  : group == "user_metadata"   ? GroupBy::kUserMetadata
                                  : group == "compile_context" ? GroupBy::kCompileContext
+                                 : group == "annotation"      ? GroupBy::kAnnotation
+                                 : group == "pool"            ? GroupBy::kPool
                                                               : GroupBy::kSource;
           },
           "What a row of the source tables stands for: source (name@file:line, default), file, "
           "function (name@file, all its lines), stack (every frame of your code), category "
-          "(parameter, optimizer_state, gradient, activation, ...), or the entries' "
-          "user_metadata or compile_context; JSON keeps the key 'source'")
-      ->check(CLI::IsMember({"source", "file", "function", "stack", "category", "user_metadata",
-                             "compile_context"})
+          "(parameter, optimizer_state, gradient, activation, ...), annotation (the innermost "
+          "record_function range open at the allocation), pool (default, or a CUDA graph's or "
+          "MemPool's private pool), or the entries' user_metadata or compile_context; JSON keeps "
+          "the key 'source'")
+      ->check(CLI::IsMember({"source", "file", "function", "stack", "category", "annotation",
+                             "pool", "user_metadata", "compile_context"})
                   .description(""))
       ->option_text("GROUP");
   // Read and checked while the command line is parsed (a validator: errors

@@ -99,6 +99,7 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     Value category;
     Value user_metadata;
     Value compile_context;
+    Value pool_id;
     for (size_t i = 0; i + 1 < items.size(); i += 2) {
       if (items[i].kind != Kind::kStr) continue;
       std::string_view key = vm.view(items[i]);
@@ -119,7 +120,10 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
             frames = value;
           break;
         case 7:
-          if (key == "time_us") time_us = value;
+          if (key == "time_us")
+            time_us = value;
+          else if (key == "pool_id")
+            pool_id = value;
           break;
         case 8:
           if (key == "category") category = value;
@@ -164,6 +168,15 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     if (compile_context.kind == Kind::kStr && compile_context.size != 0 &&
         vm.view(compile_context) != "N/A") {
       events.compile_context.emplace(index, model_.strings.intern(vm.view(compile_context)));
+    }
+    if (present(pool_id)) {
+      std::vector<Value> pair = list_items(vm, pool_id);
+      std::optional<int64_t> first = pair.size() == 2 ? as_i64(vm.resolve(pair[0])) : std::nullopt;
+      std::optional<int64_t> second = pair.size() == 2 ? as_i64(vm.resolve(pair[1])) : std::nullopt;
+      if (first && second) {
+        events.entries_carry_pool_id = true;
+        if (*first != 0 || *second != 0) events.pool_id.emplace(index, PoolId{*first, *second});
+      }
     }
     if (!present(addr)) events.without_addr.insert(index);
     events.addr.push_back(present(addr) ? *as_u64(addr) : 0);
@@ -519,6 +532,7 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     EventColumns& old = model_.events;
     EventColumns fresh;
     fresh.reserve(order.size());
+    fresh.entries_carry_pool_id = old.entries_carry_pool_id;
     for (uint64_t i = 0; i < order.size(); ++i) {
       uint64_t from = order[i];
       fresh.action.push_back(old.action[from]);
@@ -537,6 +551,9 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
       }
       if (auto it = old.device_free.find(from); it != old.device_free.end()) {
         fresh.device_free.emplace(i, it->second);
+      }
+      if (auto it = old.pool_id.find(from); it != old.pool_id.end()) {
+        fresh.pool_id.emplace(i, it->second);
       }
       if (old.without_addr.contains(from)) fresh.without_addr.insert(i);
     }

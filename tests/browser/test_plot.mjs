@@ -527,6 +527,76 @@ async function checkPrecisionNote(page, name, askedMs, why) {
 
 // ---------------------------------------------------------------- scenarios
 
+const CATEGORY_LAYERS = new Set(['before the trace', 'parameter', 'optimizer_state', 'gradient', 'activation', 'temporary',
+  'input', 'autograd_detail', 'communication', 'workspace', 'unknown', 'address reused without a free']);
+
+// The stacked views, for every run, both modes and both x axes: the layers
+// stack up to exactly the plotted max line in every bucket (the max line
+// comes from the run's own buckets, the layers from the stack data), that
+// line's top is the run's absolute peak, the legend names the layers top
+// down, the y axis is fixed to absolute; back to lines restores the chart.
+async function checkStacked(page, name, nRuns, xModes) {
+  const h0 = await dataHash(page);
+  const x0 = (await pageState(page)).xMode;
+  let checked = 0;
+  for (const mode of ['category', 'source']) {
+    await selectAndWait(page, 'view-mode', mode, 'stack');
+    for (let r = 0; r < nRuns; r++) {
+      if (nRuns > 1) {
+        await page.selectOption('#stack-run', String(r));
+        await page.waitForFunction((v) => window.memsnapState.stackRun === v, r, { timeout: 5000 }).catch(() => {});
+        await nextFrame(page);
+      }
+      for (const x of xModes) {
+        await selectAndWait(page, 'x-mode', x, 'xMode');
+        const where = `${name} (stacked by ${mode}, run ${r}, ${x})`;
+        const got = await page.evaluate(() => {
+          const u = window.memsnapPlot;
+          const stack = window.memsnapInfo.stack;
+          if (!u || !stack) return null;
+          const K = stack.layers.length;
+          const top = u.data[K];
+          const total = u.data[K + 1];
+          let bad = -1;
+          let max = -Infinity;
+          for (let j = 0; j < total.length; j++) {
+            if (bad < 0 && top[j] !== total[j]) bad = j;
+            if (total[j] != null && total[j] > max) max = total[j];
+          }
+          const data = JSON.parse(document.getElementById('memsnap-data').textContent);
+          return {
+            run: stack.run, layers: stack.layers, labels: u.series.slice(1, K + 2).map((s) => String(s.label)),
+            points: total.length, bad, top: bad >= 0 ? top[bad] : null, total: bad >= 0 ? total[bad] : null, max,
+            stats: data.runs[stack.run].stats,
+            legend: [...document.querySelectorAll('#legend .legend-item.layer:not(.total) .legend-label')].map((e) => e.textContent),
+            runPicker: !document.getElementById('stack-run-control').hidden,
+            yDisabled: document.getElementById('y-mode').disabled,
+          };
+        });
+        if (!check(got, `${where}: no chart or no stacked view drawn`)) continue;
+        checked += 1;
+        check(got.run === r, `${where}: shows run ${got.run}`);
+        check(got.points > 1, `${where}: ${got.points} points`);
+        check(got.bad < 0, `${where}: bucket ${got.bad}: layers stack to ${got.top}, the max line is at ${got.total}`);
+        const peak = Math.max(got.max, Number(got.stats.baseline));
+        check(peak === Number(got.stats.absolute_peak), `${where}: the max line peaks at ${peak}, absolute_peak ${got.stats.absolute_peak}`);
+        check(got.layers[0] === 'before the trace', `${where}: bottom layer ${got.layers[0]}`);
+        check(JSON.stringify(got.labels.slice(0, -1)) === JSON.stringify(got.layers) && got.labels.at(-1).endsWith(' (max)'),
+          `${where}: series ${JSON.stringify(got.labels)} for layers ${JSON.stringify(got.layers)}`);
+        check(JSON.stringify(got.legend) === JSON.stringify([...got.layers].reverse()), `${where}: legend ${JSON.stringify(got.legend)}`);
+        if (mode === 'category') check(got.layers.every((l) => CATEGORY_LAYERS.has(l)), `${where}: layers ${JSON.stringify(got.layers)}`);
+        else check(got.layers.length <= 11, `${where}: ${got.layers.length} layers (top 8 sources, other, before the trace, reused)`);
+        check(got.yDisabled, `${where}: the y axis can be switched to delta`);
+        check(got.runPicker === (nRuns > 1), `${where}: run picker ${got.runPicker ? 'shown' : 'hidden'} for ${nRuns} runs`);
+      }
+    }
+  }
+  await selectAndWait(page, 'view-mode', 'lines', 'stack');
+  await selectAndWait(page, 'x-mode', x0, 'xMode');
+  check((await dataHash(page)) === h0, `${name}: chart data differs after the stacked views and back to lines`);
+  console.log(`  ${name}: stacked views: layers = max line in ${checked} views`);
+}
+
 // The overlay page: toggles, peaks, drill-down. `expected(T)` gives the
 // drill-down the page must show at time T.
 async function testOverlay(browser, file, nRuns, expected, shotName, expectedEvent = null) {
@@ -603,6 +673,8 @@ async function testOverlay(browser, file, nRuns, expected, shotName, expectedEve
     await checkPeaks(page, name, 'index, absolute');
     await selectAndWait(page, 'x-mode', 'time', 'xMode');
     check((await dataHash(page)) === h0, `${name}: chart data differs after x mode back to time`);
+
+    await checkStacked(page, name, nRuns, ['time', 'index']);
 
     // drill-down at three places (the last past the end of the shorter run)
     for (const fraction of [0.3, 0.72, 0.93]) {
@@ -740,6 +812,9 @@ async function testLarge(browser, file, files) {
     if (check(T, `${p.name}: click set no clicked time`)) {
       compareDrilldown(`${p.name} at t=${T}`, await drilldownFromPage(page, files.length), expectedFromMemsnap(files, T));
     }
+    const t0 = Date.now();
+    await checkStacked(page, p.name, files.length, ['time', 'index']);
+    console.log(`  ${p.name}: stacked views checked in ${Date.now() - t0} ms`);
     await selectAndWait(page, 'x-mode', 'index', 'xMode');
     await checkPeaks(page, p.name, 'index, absolute');
     const before = await page.evaluate(() => window.memsnapPlot.data[0].length);
@@ -789,6 +864,7 @@ async function testFixture(browser, fixture, { device, expectOom, expectNoTime, 
       await checkEventDrill(page, p.name, 1, null);
     }
     if (expectOom) check(info.markers.oom > 0, `${p.name}: the OOM entry is not marked on the chart`);
+    if (!expectNoTime) await checkStacked(page, p.name, 1, state.xMode === 'time' ? ['time', 'index'] : ['index']);
     if (drill && state.xMode === 'time') {
       await checkPeaks(page, p.name, 'time, absolute');
       const T = await clickChart(page, 0.5);

@@ -7,12 +7,15 @@ assert the exit status and the phrase the user reads, not only a failure.
 One line per check; the summary counts checks, failures and skips.
 """
 import argparse
+import base64
 import gzip
 import json
 import os
+import pickle
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -32,6 +35,7 @@ def check(name, condition, detail=""):
     print(("ok   " if condition else "FAIL ") + name + ("" if condition else f": {detail}"))
     if not condition:
         failures.append(name)
+    return condition
 
 
 def skip(name, why):
@@ -156,6 +160,8 @@ def main():
         drop_in_defects(memsnap, work, plain, no_steps, two_devices)
         hostile_round_two(memsnap, work, plain)
         source_keys(memsnap, work)
+        stacked_views(memsnap, work)
+        group_by_annotation_and_pool(memsnap, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     summary = f"{results['checks']} checks, {len(failures)} failed"
@@ -595,6 +601,169 @@ def source_keys(memsnap, work):
                 "memsnap: --skip '(unclosed' is no regular expression", status=2)
     check_error("--keys takes user or reference", run(memsnap, ["parse", path, "--keys", "mine"]),
                 "--keys: mine not in {user,reference}", status=2)
+
+
+
+# ---------------------------------------------------------------------------
+# Issue 11, section 4: the plot's stacked views. The page draws what memsnap
+# writes, so the properties are checked on the data: every stack bucket's
+# layers sum to baseline + the largest max of the run buckets it spans, and at
+# the run's peak the layers are what compare's drill-down lists at the peak
+# (live_by_source, another code path than the timeline's replay).
+
+def plot_data(html):
+    page = open(html, encoding="utf-8").read()
+    start = page.index('<script id="memsnap-data" type="application/json">')
+    start = page.index(">", start) + 1
+    return json.loads(page[start:page.index("</script>", start)])
+
+
+def f64_column(text):
+    raw = base64.b64decode(text)
+    return struct.unpack(f"<{len(raw) // 8}d", raw)
+
+
+def stacked_views(memsnap, work):
+    before, other, reused = "before the trace", "other sources", "address reused without a free"
+    cases = {"plain": [], "late-start": ["--late-start"], "ring-buffer": ["--ring-buffer", "700"],
+             "graph-pool": ["--graph-pool"], "no-time": ["--no-time"], "odd-actions": ["--odd-actions"]}
+    for name, extra in cases.items():
+        path = os.path.join(work, f"stacked-{name}.pickle")
+        subprocess.run([sys.executable, GENERATOR, "--out", path, "--events", "3000", "--seed", "13"] + extra, check=True)
+        html = os.path.join(work, f"stacked-{name}.html")
+        got = run(memsnap, ["plot", path, "-o", html])
+        if not check(f"stacked ({name}): plot writes the page", got.returncode == 0, got.stderr):
+            continue
+        data = plot_data(html)["runs"][0]
+        baseline = data["stats"]["baseline"]
+        for mode in ("category", "source"):
+            stack = data["stacks"][mode]
+            names = stack["layers"]
+            check(f"stacked ({name}, {mode}): the bottom layer is memory from before the trace", names[0] == before, names)
+            if mode == "source":
+                check(f"stacked ({name}): at most 8 sources have a layer of their own",
+                      len([n for n in names if n not in (before, other, reused)]) <= 8, names)
+            for view, key in (("time", "time_buckets"), ("index", "index_buckets")):
+                buckets = data[key]
+                if buckets["count"] == 0:
+                    check(f"stacked ({name}, {mode}, {view}): no buckets, no stack", stack[view]["count"] == 0)
+                    continue
+                peak_max = f64_column(buckets["max"])
+                per = stack[view]["per_bucket"]
+                layers = [f64_column(b) for b in stack[view]["layers"]]
+                count = stack[view]["count"]
+                check(f"stacked ({name}, {mode}, {view}): one stack bucket per {per} buckets",
+                      count == -(-buckets["count"] // per) and all(len(layer) == count for layer in layers)
+                      and len(layers) == len(names))
+                bad = [k for k in range(count)
+                       if sum(layer[k] for layer in layers) != baseline + max(peak_max[k * per:(k + 1) * per])]
+                check(f"stacked ({name}, {mode}, {view}): layers sum to baseline + max in every bucket", not bad,
+                      f"{len(bad)} of {count} buckets differ, first {bad[:1]}")
+            # At the peak: the first stack bucket with the largest total holds
+            # the state right after the peak event.
+            layers = [f64_column(b) for b in stack["index"]["layers"]]
+            totals = [sum(layer[k] for layer in layers) for k in range(len(layers[0]))]
+            at_peak = {n: layers[i][totals.index(max(totals))] for i, n in enumerate(names)}
+            report = json.loads(run(memsnap, ["compare", "--json", "--top", "100000", "--group-by", mode, path, path]).stdout)
+            live = {row["source"]: row["peak_a"] for row in report["drill_down"]["sources"] if row["peak_a"]}
+            own = {n: v for n, v in at_peak.items() if n not in (before, other, reused) and v}
+            if mode == "category":
+                check(f"stacked ({name}): categories at the peak = compare --group-by category", own == live,
+                      f"page {own} vs compare {live}")
+            else:
+                rest = sum(v for n, v in live.items() if n not in own)
+                check(f"stacked ({name}): top sources at the peak = compare's rows, the rest = other sources",
+                      all(live.get(n) == v for n, v in own.items()) and at_peak.get(other, 0) == rest,
+                      f"page {own}, other {at_peak.get(other, 0)} vs compare {live}")
+
+
+
+# ---------------------------------------------------------------------------
+# Issue 11, section 3: --group-by annotation and pool, each against an
+# independent computation from the generator's own pickle (trusted: we wrote it).
+
+def group_by_annotation_and_pool(memsnap, work):
+    path = os.path.join(work, "groups.pickle")
+    subprocess.run([sys.executable, GENERATOR, "--out", path, "--events", "3000", "--graph-pool", "--marks",
+                    "--steps", "3", "--seed", "3"], check=True)
+    with open(path, "rb") as f:
+        snapshot = pickle.load(f)
+
+    # annotation: the innermost START still open at the entry's time (an END
+    # closes the latest open START of its name; at equal times, file order).
+    notes = sorted((n for n in snapshot["external_annotations"] if n["device"] == 0), key=lambda n: n["time_us"])
+
+    def innermost(t):
+        open_names = []
+        for note in notes:
+            if note["time_us"] > t:
+                break
+            if note["stage"] == "START":
+                open_names.append(note["name"])
+            elif note["stage"] == "END" and note["name"] in open_names:
+                del open_names[len(open_names) - 1 - open_names[::-1].index(note["name"])]
+        return open_names[-1] if open_names else "<no annotation>"
+
+    listing = json.loads(run(memsnap, ["events", "--json", "--group-by", "annotation", path]).stdout)
+    allocs = [e for e in listing["events"] if e["action"] == "alloc"]
+    wrong = [(e["index"], e["source"], innermost(e["time_us"])) for e in allocs if e["source"] != innermost(e["time_us"])]
+    check("--group-by annotation: every alloc is grouped by the innermost open annotation",
+          allocs and not wrong, f"{len(wrong)} of {len(allocs)} differ, e.g. {wrong[:3]}")
+    named = {e["source"] for e in allocs}
+    check("--group-by annotation: the file's annotations and steps show up as groups",
+          "<no annotation>" in named and any(n.startswith("ProfilerStep#") for n in named) and len(named) >= 4, named)
+
+    # pool: what is live at the end of a complete trace, by pool, is what the
+    # dump's blocks hold in each pool; without the trace, the blocks say it.
+    def pool_name(pool):
+        return "default pool" if tuple(pool) == (0, 0) else f"pool ({pool[0]}, {pool[1]})"
+
+    held = {}
+    for segment in snapshot["segments"]:
+        if segment["device"] != 0:
+            continue
+        for block in segment["blocks"]:
+            if block["state"] != "inactive":
+                name = pool_name(segment["segment_pool_id"])
+                held[name] = held.get(name, 0) + block["size"]
+    report = json.loads(run(memsnap, ["replay-to-time", "--time", "1e9", "--json", "--top", "100000",
+                                      "--group-by", "pool", path]).stdout)
+    got = {row["source"]: row["bytes"] for row in report["sources"]}
+    check("--group-by pool: live at the end of the trace by pool = the dump's blocks by pool",
+          got == held and len(got) >= 2, f"memsnap {got} vs blocks {held}")
+    traceless = os.path.join(work, "groups-no-trace.pickle")
+    with open(traceless, "wb") as f:
+        pickle.dump({**snapshot, "device_traces": [[] for _ in snapshot["device_traces"]]}, f)
+    report = json.loads(run(memsnap, ["parse", "--json", "--group-by", "pool", traceless]).stdout)
+    active = {}
+    for segment in snapshot["segments"]:
+        for block in segment["blocks"]:
+            if segment["device"] == 0 and block["state"] == "active_allocated":
+                name = pool_name(segment["segment_pool_id"])
+                active[name] = active.get(name, 0) + block["size"]
+    got = {row["source"]: row["bytes"] for row in report["live_at_dump"]}
+    check("--group-by pool without a trace: the dump's active blocks by pool", got == active, f"memsnap {got} vs {active}")
+    check_error("--group-by pool is not a frame group: allowed with --keys reference",
+                run(memsnap, ["parse", "--keys", "reference", "--group-by", "file", path]),
+                "memsnap: --group-by other than source needs memsnap's keys (--keys user)", status=2)
+    got = run(memsnap, ["parse", "--keys", "reference", "--group-by", "pool", path])
+    check("--keys reference --group-by pool runs", got.returncode == 0, got.stderr)
+
+    # Entries that carry their own pool_id (recent PyTorch) are grouped by it,
+    # whatever segment the address falls in; (0, 0) is the default pool.
+    tagged = os.path.join(work, "groups-pool-id.pickle")
+    entries = snapshot["device_traces"][0]
+    expected = {}
+    for k, entry in enumerate(entries):
+        pool = (7, k % 3) if k % 2 else (0, 0)
+        entry["pool_id"] = pool
+        if entry["action"] == "alloc":
+            expected[pool_name(pool)] = expected.get(pool_name(pool), 0) + entry["size"]
+    with open(tagged, "wb") as f:
+        pickle.dump(snapshot, f)
+    report = json.loads(run(memsnap, ["parse", "--json", "--top", "100000", "--group-by", "pool", tagged]).stdout)
+    got = {row["source"]: row["throughput_bytes"] for row in report["top_sources"]}
+    check("--group-by pool: an entry's own pool_id wins", got == expected, f"memsnap {got} vs entries {expected}")
 
 
 if __name__ == "__main__":

@@ -516,6 +516,84 @@ test('regroup on zoomed (non-uniform) edges', () => {
   }
 });
 
+// Stack data as memsnap writes it: stack bucket i spans `per` of the run's
+// buckets and its layers (random integers, the first possibly negative: memory
+// from before the trace less unmatched frees) sum to baseline + the largest
+// max of the buckets it spans.
+function stackFor(rand, fine, per, layerCount, baseline) {
+  const count = Math.ceil(fine.count / per);
+  const layers = Array.from({ length: layerCount }, () => new Float64Array(count));
+  for (let i = 0; i < count; i++) {
+    let rest = baseline + arrayMax(fine.max, i * per, Math.min(fine.count, (i + 1) * per));
+    for (let k = layerCount - 1; k > 0; k--) {
+      const part = Math.round(rand() * Math.abs(rest) * 0.5);
+      layers[k][i] = part;
+      rest -= part;
+    }
+    layers[0][i] = rest;
+  }
+  return { per, count, layers };
+}
+
+test('regroupStacked: the layers of every display bucket sum to its max, cumulative tops it', () => {
+  const rand = mulberry32(41);
+  for (let round = 0; round < 60; round++) {
+    const base = round % 3 === 0 ? 15.2587890625 : 1 + randInt(rand, 1000);
+    const fine = fineBuckets(rand, 1 + randInt(rand, 3000), base);
+    const per = 1 + randInt(rand, 8);
+    const baseline = round % 2 ? 3 * 2 ** 30 : 0;
+    const stack = stackFor(rand, fine, per, 1 + randInt(rand, 12), baseline);
+    const width = base * per;
+    const span = fine.count * base;
+    const grids = [
+      T.uniformEdges(width * (1 + randInt(rand, 20)), span),
+      T.indexGrid(width, span, { min: rand() * span * 0.4, max: span * (0.4 + rand() * 0.05) }, 50).edges,
+    ];
+    for (const edges of grids) {
+      const { hi, last } = T.regroup(fine, edges, baseline);
+      const g = T.regroupStacked(stack, width, edges);
+      assert.equal(g.last, last);
+      const top = T.cumulative(g.layers).at(-1);
+      for (let j = 0; j <= last + 1; j++) {
+        let sum = 0;
+        for (const row of g.layers) sum += row[j];
+        assert.equal(sum, hi[j], `round ${round}: bucket ${j}: layers sum to ${sum}, max ${hi[j]}`);
+        assert.equal(top[j], hi[j]);
+      }
+      for (let j = last + 2; j < edges.length; j++) assert.ok(g.layers.every((row) => row[j] === null));
+    }
+  }
+});
+
+test('regroupStacked: a display bucket takes the first stack bucket with the largest total', () => {
+  // Buckets 1 and 3 tie at 6 with different layers: the first one wins.
+  const stack = { per: 1, count: 4, layers: [new Float64Array([1, 5, 2, 4]), new Float64Array([0, 1, 0, 2])] };
+  assert.deepEqual(T.regroupStacked(stack, 10, [0, 40]).layers, [[5, 5], [1, 1]]);
+  assert.deepEqual(T.regroupStacked(stack, 10, [0, 20, 40]).layers, [[5, 4, 4], [1, 2, 2]]);
+  assert.deepEqual(T.cumulative([[1, null], [2, null]]), [[1, null], [3, null]]);
+});
+
+test('decodeStacks: names per layer, one column per layer, refusals', () => {
+  const f64 = (values) => Buffer.from(new Float64Array(values).buffer).toString('base64');
+  const raw = {
+    category: {
+      layers: ['before the trace', 'activation'],
+      time: { per_bucket: 2, count: 2, layers: [f64([1, 2]), f64([3, 4])] },
+      index: { per_bucket: 1, count: 0, layers: [] },
+    },
+  };
+  const s = T.decodeStacks(raw, 'stacks');
+  assert.deepEqual(s.category.names, ['before the trace', 'activation']);
+  assert.equal(s.category.time.per, 2);
+  assert.deepEqual(Array.from(s.category.time.layers[1]), [3, 4]);
+  assert.equal(s.category.index, null);
+  assert.equal(s.source, undefined);
+  assert.equal(T.decodeStacks(undefined, 'stacks'), null);
+  assert.throws(() => T.decodeStacks({ category: { ...raw.category, time: { ...raw.category.time, per_bucket: 0 } } }, 's'), /per_bucket/);
+  assert.throws(() => T.decodeStacks({ category: { ...raw.category, time: { ...raw.category.time, layers: [f64([1, 2])] } } }, 's'), /1 layers for 2 names/);
+  assert.throws(() => T.decodeStacks({ category: { ...raw.category, time: { ...raw.category.time, count: 3 } } }, 's'), /layers\[0\]/);
+});
+
 test('regroupSteps: largest reserved value in effect during each bucket', () => {
   const rand = mulberry32(29);
   for (let round = 0; round < 100; round++) {
