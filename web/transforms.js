@@ -315,7 +315,8 @@
       f64: timeKind === 'f64',
       start: column(raw.start_us, n, timeKind, `${what}.start_us`),
       end: column(raw.end_us, n, timeKind, `${what}.end_us`),
-      size: column(raw.size, n, 'f64', `${what}.size`),
+      // u32 when every size fits (memsnap writes size_type); f64 otherwise and in older pages.
+      size: column(raw.size, n, raw.size_type === 'u32' ? 'u32' : 'f64', `${what}.size`),
       source: column(raw.source, n, 'u32', `${what}.source`),
       // Optional (not in memsnap 0.1.0): event index of each alloc and of the
       // event that ended it, for the event-index drill-down.

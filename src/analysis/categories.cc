@@ -37,8 +37,10 @@ constexpr std::array kRules = {
                  "allocated for a cuBLAS handle or its workspace"},
     CategoryRule{C::kWorkspace, {}, {}, {}, "cudnn",
                  "allocated for cuDNN (workspaces, plans)"},
-    CategoryRule{C::kTemporary, {}, {}, {}, "torch::autograd::generated::",
-                 "allocated by a backward node other than AccumulateGrad: intermediate of the backward pass"},
+    CategoryRule{C::kAutogradDetail, {}, {}, {}, "torch::autograd::generated::",
+                 "allocated by a backward node other than AccumulateGrad: PyTorch's memory profiler "
+                 "calls the outputs of backward functions (gradients of activations) "
+                 "autograd_detail; the node's own temporaries land here too"},
     CategoryRule{C::kParameter, {}, "_apply", {}, {},
                  "allocated by Module._apply (model.to(), .cuda(), .half()): parameters and buffers moving"},
     CategoryRule{C::kParameter, {}, "load_state_dict", {}, {},

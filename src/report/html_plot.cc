@@ -76,7 +76,7 @@ ordered_json lifetimes_json(const Lifetimes& life) {
     if (life.end_us[i] != Lifetimes::kStillLive) latest = std::max(latest, life.end_us[i]);
   }
   ordered_json out{{"count", life.start_us.size()}};
-  std::vector<uint64_t> sizes = life.size;
+  const std::vector<uint64_t>& sizes = life.size;
   if (latest < std::numeric_limits<uint32_t>::max()) {
     std::vector<uint32_t> start(life.start_us.begin(), life.start_us.end());
     std::vector<uint32_t> end(life.end_us.size());
@@ -97,7 +97,16 @@ ordered_json lifetimes_json(const Lifetimes& life) {
     out["start_us"] = base64_of(start);
     out["end_us"] = base64_of(end);
   }
-  out["size"] = base64_of(as_doubles(sizes));
+  // Sizes as u32 when every one fits (they nearly always do: 4 bytes less per
+  // allocation, 1.7 MB less on a page of 330k allocations), else f64.
+  if (std::all_of(sizes.begin(), sizes.end(),
+                  [](uint64_t size) { return size <= std::numeric_limits<uint32_t>::max(); })) {
+    out["size_type"] = "u32";
+    out["size"] = base64_of(std::vector<uint32_t>(sizes.begin(), sizes.end()));
+  } else {
+    out["size_type"] = "f64";
+    out["size"] = base64_of(as_doubles(sizes));
+  }
   out["source"] = base64_of(life.source);
   // Event indices as u32; 0xFFFFFFFF = still live (a trace of 2^32 events
   // would saturate, far beyond what one file holds in practice).

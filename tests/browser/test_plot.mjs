@@ -569,7 +569,7 @@ async function checkStacked(page, name, nRuns, xModes) {
             points: total.length, bad, top: bad >= 0 ? top[bad] : null, total: bad >= 0 ? total[bad] : null, max,
             stats: data.runs[stack.run].stats,
             legend: [...document.querySelectorAll('#legend .legend-item.layer:not(.total) .legend-label')].map((e) => e.textContent),
-            runPicker: !document.getElementById('stack-run-control').hidden,
+            runPicker: getComputedStyle(document.getElementById('stack-run-control')).display !== 'none',
             yDisabled: document.getElementById('y-mode').disabled,
           };
         });

@@ -552,7 +552,7 @@ def source_keys(memsnap, work):
     got = run(memsnap, ["events", path, "--json", "--group-by", "category"])
     rows = json.loads(got.stdout)["events"] if got.returncode == 0 else []
     check("--group-by category names the kind of memory; events carry it either way",
-          [r["source"] for r in rows] == ["unknown", "temporary", "activation", "unknown"]
+          [r["source"] for r in rows] == ["unknown", "autograd_detail", "activation", "unknown"]
           and [r["category"] for r in rows] == [r["source"] for r in rows]
           and [r["category"] for r in json.loads(run(memsnap, ["events", path, "--json"]).stdout)["events"]]
           == [r["source"] for r in rows], rows)

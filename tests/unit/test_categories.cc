@@ -38,7 +38,7 @@ TEST(Categories, RulesByFramesAnnotationsAndTheEntrysOwn) {
   };
   EXPECT_EQ(of(0), "optimizer_state");
   EXPECT_EQ(of(1), "gradient");
-  EXPECT_EQ(of(2), "temporary");
+  EXPECT_EQ(of(2), "autograd_detail");
   EXPECT_EQ(of(3), "parameter");
   EXPECT_EQ(of(4), "activation");
   EXPECT_EQ(of(5), "unknown");

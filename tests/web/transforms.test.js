@@ -374,7 +374,7 @@ test('decodeBuckets: f64 min and max, positive (possibly fractional) width', () 
   assert.throws(() => T.decodeBuckets({ ...raw, count: 4 }, 'bucket_events', 'idx'), /idx\.min: expected 4 f64/);
 });
 
-test('decodeLifetimes: times are u32 or f64 per time_type, size f64, source u32', () => {
+test('decodeLifetimes: times u32 or f64 per time_type, size per size_type, source u32', () => {
   const u32 = {
     count: 2, time_type: 'u32',
     start_us: b64(new Uint32Array([0, 10])), end_us: b64(new Uint32Array([5, 0xffffffff])),
@@ -397,6 +397,10 @@ test('decodeLifetimes: times are u32 or f64 per time_type, size f64, source u32'
   assert.equal(a.startEvent, undefined);
   assert.equal(T.hasEventIndex(a), false);
   assert.equal(T.hasEventIndex(null), true); // no allocations: nothing to index
+  // Sizes: f64 unless size_type says u32.
+  const small = T.decodeLifetimes({ ...u32, size_type: 'u32', size: b64(new Uint32Array([512, 0xffffffff])) }, 'life');
+  assert.deepEqual(Array.from(small.size), [512, 0xffffffff]);
+  assert.throws(() => T.decodeLifetimes({ ...u32, size_type: 'u32' }, 'life'), /life\.size: expected 2 u32 values/);
   // Optional event indices (u32, 0xffffffff: still live).
   const ev = T.decodeLifetimes({ ...u32, start_event: b64(new Uint32Array([3, 7])), end_event: b64(new Uint32Array([9, 0xffffffff])) }, 'life');
   assert.deepEqual(Array.from(ev.startEvent), [3, 7]);
