@@ -3,8 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include <fmt/format.h>
-
+#include "analysis/segment_report.h"
 #include "memsnap/replay.h"
 
 namespace memsnap {
@@ -72,8 +71,7 @@ int SourceIndex::device_of(uint64_t event) const {
 }
 
 uint32_t SourceIndex::pool_name(PoolId pool) {
-  return id_of(pool.is_default() ? std::string("default pool")
-                                 : fmt::format("pool ({}, {})", pool.first, pool.second));
+  return id_of(pool_label(pool));
 }
 
 // The entry's own pool_id; else, when the file writes pool_id on entries,

@@ -766,5 +766,6 @@ def group_by_annotation_and_pool(memsnap, work):
     check("--group-by pool: an entry's own pool_id wins", got == expected, f"memsnap {got} vs entries {expected}")
 
 
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -54,6 +54,7 @@ SCHEMA_FILES = {
     "replay_to_time_pair": "replay_to_time_pair.schema.json",
     "replay_step": "replay_step.schema.json",
     "events": "events.schema.json",
+    "segments": "segments.schema.json",
 }
 
 # Units a number may carry (x-unit), and a word its description must then use.
@@ -116,6 +117,11 @@ RUNS = [
     ("replay-step open step", "replay_step", ["replay-step", "--json", "--all-steps", "open_step.pickle"]),
     ("replay-step C++ frames", "replay_step", ["replay-step", "--json", "--all-steps", "all_stacks.pickle"]),
     ("replay-step example", "replay_step", ["replay-step", "--json", "--all-steps", "@example"]),
+    ("segments", "segments", ["segments", "--json", "steps_a.pickle"]),
+    ("segments expandable", "segments", ["segments", "--json", "--top", "3", "expandable.pickle"]),
+    ("segments device 1", "segments", ["segments", "--json", "--device", "1", "two_devices.pickle"]),
+    ("segments empty", "segments", ["segments", "--json", "empty.pickle"]),
+    ("segments example", "segments", ["segments", "--json", "@example"]),
 ]
 
 # json-keys.json's command variants: (schema, memsnap arguments).
@@ -358,7 +364,7 @@ def golden_schema(name, document):
     if name.startswith("replay_to_time_"):
         return "replay_to_time_pair" if isinstance(document, dict) and "file_a" in document else "replay_to_time"
     for prefix, schema in (("parse_", "parse"), ("compare_", "compare"), ("replay_step_", "replay_step"),
-                           ("events_", "events")):
+                           ("events_", "events"), ("segments_", "segments")):
         if name.startswith(prefix):
             return schema
     return None

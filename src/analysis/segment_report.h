@@ -1,0 +1,63 @@
+// What the allocator held on one device at the dump: segments and their
+// blocks, free space inside them (external fragmentation) and lost to
+// rounding (internal), the largest free block per pool and stream, and a fill
+// map per segment. Plain data; renderers format it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "memsnap/model.h"
+
+namespace memsnap {
+
+// Bytes of one segment, or of a group of them, by block state.
+struct BlockBytes {
+  uint64_t reserved = 0;       // total_size
+  uint64_t allocated = 0;      // active_allocated blocks
+  uint64_t awaiting_free = 0;  // active_pending_free blocks (freed, stream work outstanding)
+  uint64_t free = 0;           // inactive blocks: reserved but free (external fragmentation)
+  uint64_t requested = 0;      // what the allocated blocks' requests asked for
+  uint64_t rounding = 0;       // allocated - requested where known (internal fragmentation)
+  uint64_t largest_free = 0;   // the largest inactive block
+  uint64_t blocks = 0;
+};
+
+struct SegmentRow {
+  uint64_t address = 0;
+  uint64_t stream = 0;
+  PoolId pool;
+  std::string kind;  // segment_type: "large", "small", or "" when the file has none
+  bool expandable = false;
+  BlockBytes bytes;
+  // One character per equal slice of the segment: '#' allocated throughout,
+  // '.' free throughout, '~' mostly awaiting free, '1'-'9' that many tenths
+  // allocated (rounded down, at least 1), ' ' no block covers it.
+  std::string fill;
+};
+
+struct PoolStreamRow {
+  PoolId pool;
+  uint64_t stream = 0;
+  uint64_t segments = 0;
+  BlockBytes bytes;
+};
+
+struct SegmentReport {
+  std::string file;
+  int device = 0;
+  bool blocks_known = true;  // false: some segment lists no blocks (sizes from its own fields)
+  BlockBytes totals;
+  std::vector<PoolStreamRow> groups;  // by pool, then stream
+  std::vector<SegmentRow> segments;   // largest first, then by address
+};
+
+constexpr int kFillWidth = 40;
+
+// "default pool", or "pool (1, 0)" for a CUDA graph's or MemPool's private pool.
+std::string pool_label(PoolId pool);
+
+SegmentReport segments_at_dump(const std::string& file, const Snapshot& snapshot, int device);
+
+}  // namespace memsnap

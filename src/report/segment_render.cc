@@ -1,0 +1,162 @@
+#include "report/segment_render.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+
+#include "report/format.h"
+
+namespace memsnap {
+
+using nlohmann::ordered_json;
+
+namespace {
+
+double share(uint64_t part, uint64_t whole) {
+  return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
+}
+
+// The pool and stream holding the largest free block (the first of equals).
+const PoolStreamRow* largest_free_group(const SegmentReport& report) {
+  const PoolStreamRow* best = nullptr;
+  for (const PoolStreamRow& group : report.groups) {
+    if (group.bytes.largest_free > 0 &&
+        (best == nullptr || group.bytes.largest_free > best->bytes.largest_free)) {
+      best = &group;
+    }
+  }
+  return best;
+}
+
+size_t shown(size_t count, int top) {
+  return top < 0 ? count : std::min(count, static_cast<size_t>(top));
+}
+
+ordered_json bytes_json(const BlockBytes& bytes) {
+  return {{"reserved", bytes.reserved},
+          {"allocated", bytes.allocated},
+          {"awaiting_free", bytes.awaiting_free},
+          {"free", bytes.free},
+          {"requested", bytes.requested},
+          {"rounding", bytes.rounding},
+          {"largest_free_block", bytes.largest_free},
+          {"blocks", bytes.blocks}};
+}
+
+ordered_json pool_json(PoolId pool) {
+  return ordered_json::array({pool.first, pool.second});
+}
+
+}  // namespace
+
+std::string render_segments_text(const SegmentReport& r, int top) {
+  const BlockBytes& t = r.totals;
+  std::string out = fmt::format(
+      "{}: device {}, the allocator at the dump: {} segments, {} blocks\n", printable(r.file),
+      r.device, format_count(r.segments.size()), format_count(t.blocks));
+  if (r.segments.empty()) {
+    out += "  no segments on this device (the snapshot has no allocator state for it)\n";
+    return out;
+  }
+  TextTable facts({"", "", ""}, {false, true, false});
+  facts.add_row({"reserved", format_bytes(t.reserved), ""});
+  facts.add_row({"allocated", format_bytes(t.allocated), ""});
+  facts.add_row({"awaiting free", format_bytes(t.awaiting_free),
+                 "freed by the program, stream work still pending"});
+  facts.add_row({"free (inactive)", format_bytes(t.free),
+                 fmt::format("{} of reserved: external fragmentation",
+                             format_percent(share(t.free, t.reserved)))});
+  facts.add_row({"rounding", format_bytes(t.rounding),
+                 fmt::format("{} of allocated: internal fragmentation",
+                             format_percent(share(t.rounding, t.allocated)))});
+  if (const PoolStreamRow* group = largest_free_group(r)) {
+    facts.add_row({"largest free block", format_bytes(group->bytes.largest_free),
+                   fmt::format("{}, stream {}", pool_label(group->pool), group->stream)});
+  } else if (r.blocks_known) {
+    facts.add_row({"largest free block", "none", "no free block in any segment"});
+  }
+  std::string rendered = facts.render();
+  out += rendered.substr(rendered.find('\n') + 1);
+  if (!r.blocks_known) {
+    out +=
+        "  (some segments list no blocks: their sizes come from the segment's own fields, "
+        "and their free blocks are unknown)\n";
+  }
+
+  out += "\nBy pool and stream\n";
+  TextTable groups({"pool", "stream", "segments", "reserved", "allocated", "awaiting free", "free",
+                    "largest free"},
+                   {false, true, true, true, true, true, true, true});
+  for (const PoolStreamRow& g : r.groups) {
+    groups.add_row({pool_label(g.pool), std::to_string(g.stream), format_count(g.segments),
+                    format_bytes(g.bytes.reserved), format_bytes(g.bytes.allocated),
+                    format_bytes(g.bytes.awaiting_free), format_bytes(g.bytes.free),
+                    format_bytes(g.bytes.largest_free)});
+  }
+  out += groups.render();
+
+  const size_t rows = shown(r.segments.size(), top);
+  out += fmt::format(
+      "\nSegments, largest first ({} of {}); fill: # allocated, . free, ~ awaiting free, "
+      "1-9 tenths allocated\n",
+      format_count(rows), format_count(r.segments.size()));
+  TextTable table({"address", "kind", "pool", "stream", "reserved", "allocated", "free",
+                   "largest free", "fill"},
+                  {false, false, false, true, true, true, true, true, false});
+  for (size_t i = 0; i < rows; ++i) {
+    const SegmentRow& s = r.segments[i];
+    std::string kind = s.kind.empty() ? "-" : printable(s.kind);
+    if (s.expandable) kind += ", expandable";
+    table.add_row({fmt::format("0x{:x}", s.address), kind, pool_label(s.pool),
+                   std::to_string(s.stream), format_bytes(s.bytes.reserved),
+                   format_bytes(s.bytes.allocated), format_bytes(s.bytes.free),
+                   format_bytes(s.bytes.largest_free), "|" + s.fill + "|"});
+  }
+  out += table.render();
+  if (rows < r.segments.size()) {
+    out +=
+        fmt::format("  ... {} more (--top N shows more)\n", format_count(r.segments.size() - rows));
+  }
+  return out;
+}
+
+ordered_json render_segments_json(const SegmentReport& r, int top) {
+  const BlockBytes& t = r.totals;
+  ordered_json largest = nullptr;
+  if (const PoolStreamRow* group = largest_free_group(r)) {
+    largest = {{"bytes", group->bytes.largest_free},
+               {"pool", pool_json(group->pool)},
+               {"stream", group->stream}};
+  }
+  ordered_json groups = ordered_json::array();
+  for (const PoolStreamRow& g : r.groups) {
+    ordered_json row{{"pool", pool_json(g.pool)},
+                     {"pool_label", pool_label(g.pool)},
+                     {"stream", g.stream},
+                     {"segments", g.segments}};
+    row.update(bytes_json(g.bytes));
+    groups.push_back(std::move(row));
+  }
+  ordered_json segments = ordered_json::array();
+  for (size_t i = 0; i < shown(r.segments.size(), top); ++i) {
+    const SegmentRow& s = r.segments[i];
+    ordered_json row{{"address", s.address},      {"kind", s.kind},
+                     {"pool", pool_json(s.pool)}, {"pool_label", pool_label(s.pool)},
+                     {"stream", s.stream},        {"expandable", s.expandable}};
+    row.update(bytes_json(s.bytes));
+    row["fill"] = s.fill;
+    segments.push_back(std::move(row));
+  }
+  return {{"file", r.file},
+          {"device", r.device},
+          {"at", "dump"},
+          {"blocks_known", r.blocks_known},
+          {"segment_count", r.segments.size()},
+          {"totals", bytes_json(t)},
+          {"external_fragmentation", share(t.free, t.reserved)},
+          {"internal_fragmentation", share(t.rounding, t.allocated)},
+          {"largest_free_block", largest},
+          {"pools", groups},
+          {"segments", segments}};
+}
+
+}  // namespace memsnap

@@ -1,0 +1,15 @@
+// Renderers of `memsnap segments`: they only read a finished SegmentReport.
+#pragma once
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/segment_report.h"
+
+namespace memsnap {
+
+std::string render_segments_text(const SegmentReport& report, int top);
+nlohmann::ordered_json render_segments_json(const SegmentReport& report, int top);
+
+}  // namespace memsnap

@@ -1,0 +1,198 @@
+#!/usr/bin/env python3
+"""`memsnap segments` against a reference written here from the file's own
+values (`memsnap dump`, which the differential test holds equal to CPython's
+pickle): totals, every segment, pools and streams, the largest free block and
+the fill map, on generated files of every shape (part `generated`) and on every
+real fixture (part `fixtures`)."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+GENERATOR = os.path.join(REPO, "tests", "gen", "make_snapshot.py")
+sys.path.insert(0, os.path.dirname(HERE))  # tests/
+import testlib  # noqa: E402
+
+results = {"checks": 0}
+failures = []
+
+
+def check(name, condition, detail=""):
+    results["checks"] += 1
+    print(("ok   " if condition else "FAIL ") + name + ("" if condition else f": {detail}"))
+    if not condition:
+        failures.append(name)
+    return condition
+
+
+def run(memsnap, args):
+    return subprocess.run([memsnap] + args, capture_output=True, text=True, timeout=300)
+
+
+FILL_CELLS = 40
+
+
+def reference_fill(segment, blocks):
+    total = float(segment["total_size"])
+    if segment["total_size"] == 0:
+        return ""
+    cell = total / FILL_CELLS
+    allocated = [0.0] * FILL_CELLS
+    pending = [0.0] * FILL_CELLS
+    covered = [0.0] * FILL_CELLS
+    for address, block in blocks:
+        if address < segment["address"]:
+            continue
+        start = float(address - segment["address"])
+        end = min(total, start + float(block["size"]))
+        c = int(start / cell)
+        while c < FILL_CELLS:
+            lo = max(start, c * cell)
+            hi = min(end, (c + 1) * cell)
+            if hi <= lo:
+                break
+            covered[c] += hi - lo
+            if block["state"] == "active_allocated":
+                allocated[c] += hi - lo
+            if block["state"] == "active_pending_free":
+                pending[c] += hi - lo
+            c += 1
+    out = ""
+    for c in range(FILL_CELLS):
+        share = allocated[c] / cell
+        if covered[c] < cell * 1e-9:
+            out += " "
+        elif share >= 1 - 1e-9:
+            out += "#"
+        elif pending[c] >= cell / 2:
+            out += "~"
+        elif allocated[c] <= 0:
+            out += "."
+        else:
+            out += str(min(9, max(1, int(share * 10))))
+    return out
+
+
+def untag(value):
+    return value["__tuple__"] if isinstance(value, dict) and "__tuple__" in value else value
+
+
+def reference_segments(segments, device):
+    keys = ("reserved", "allocated", "awaiting_free", "free", "requested", "rounding", "largest_free_block", "blocks")
+    rows, totals, pools = [], dict.fromkeys(keys, 0), {}
+    for segment in segments:
+        if segment.get("device", 0) != device:
+            continue
+        pool = list(untag(segment.get("segment_pool_id")) or [0, 0])
+        row = dict.fromkeys(keys, 0)
+        row.update(address=segment["address"], pool=pool, stream=segment.get("stream", 0), reserved=segment["total_size"])
+        blocks = segment.get("blocks") or []
+        if not blocks:
+            allocated = segment.get("allocated_size", 0)
+            active = max(segment.get("active_size", allocated), allocated)
+            row.update(allocated=allocated, awaiting_free=active - allocated,
+                       free=max(0, segment["total_size"] - active))
+        placed, at = [], segment["address"]
+        for block in blocks:
+            address = block.get("address", at)  # PyTorch 2.0 blocks: consecutive from the base
+            at = address + block["size"]
+            placed.append((address, block))
+            row["blocks"] += 1
+            if block["state"] == "active_allocated":
+                row["allocated"] += block["size"]
+                if 0 < block.get("requested_size", 0) <= block["size"]:
+                    row["requested"] += block["requested_size"]
+                    row["rounding"] += block["size"] - block["requested_size"]
+            elif block["state"] == "active_pending_free":
+                row["awaiting_free"] += block["size"]
+            elif block["state"] == "inactive":
+                row["free"] += block["size"]
+                row["largest_free_block"] = max(row["largest_free_block"], block["size"])
+        row["fill"] = reference_fill(segment, placed)
+        rows.append(row)
+        group = pools.setdefault((pool[0], pool[1], row["stream"]), dict.fromkeys(keys, 0) | {"segments": 0})
+        group["segments"] += 1
+        for part in (group, totals):
+            for key in keys:
+                part[key] = max(part[key], row[key]) if key == "largest_free_block" else part[key] + row[key]
+    return rows, totals, pools
+
+
+def segments_against_reference(memsnap, work, parts, fixtures):
+    files = []
+    for name, extra in {"plain": [], "expandable": ["--expandable"], "graph-pool": ["--graph-pool"],
+                        "legacy": ["--legacy"], "two-devices": ["--devices", "2", "--oom"],
+                        "late-start": ["--late-start", "--ring-buffer", "500"]}.items():
+        if "generated" not in parts:
+            break
+        path = os.path.join(work, f"segments-{name}.pickle")
+        subprocess.run([sys.executable, GENERATOR, "--out", path, "--events", "1500", "--seed", "17"] + extra, check=True)
+        files.append(path)
+    if "fixtures" in parts:
+        files += sorted(os.path.join(fixtures, f) for f in os.listdir(fixtures) if f.endswith((".pickle", ".pkl")))
+    compared = 0
+    for path in files:
+        dumped = run(memsnap, ["dump", path])
+        if dumped.returncode != 0:
+            continue
+        document = json.loads(dumped.stdout)
+        segments = document if isinstance(document, list) else document.get("segments") or []
+        for device in sorted({s.get("device", 0) for s in segments}):
+            rows, totals, pools = reference_segments(segments, device)
+            got = run(memsnap, ["segments", "--json", "--top", "1000000", "--device", str(device), path])
+            name = f"segments {os.path.basename(path)} device {device}"
+            if not check(f"{name}: exit 0", got.returncode == 0, got.stderr[-300:]):
+                continue
+            report = json.loads(got.stdout)
+            keys = list(totals)
+            problems = []
+            if {k: report["totals"][k] for k in keys} != totals:
+                problems.append(f"totals {report['totals']} vs {totals}")
+            by_address = {row["address"]: row for row in report["segments"]}
+            for row in rows:
+                mine = by_address.get(row["address"])
+                want = {k: row[k] for k in keys + ["pool", "stream", "fill"]}
+                if mine is None or {k: mine[k] for k in want} != want:
+                    problems.append(f"segment {row['address']:#x}: {mine} vs {want}")
+                    break
+            order = [(-r["reserved"], r["address"]) for r in report["segments"]]
+            if order != sorted(order) or len(report["segments"]) != len(rows):
+                problems.append("segments not largest first, then by address, or not all listed")
+            groups = {(g["pool"][0], g["pool"][1], g["stream"]): {k: g[k] for k in keys + ["segments"]} for g in report["pools"]}
+            if groups != pools:
+                problems.append(f"pools {groups} vs {pools}")
+            largest = report["largest_free_block"]
+            if (largest["bytes"] if largest else 0) != totals["largest_free_block"]:
+                problems.append(f"largest free block {largest} vs {totals['largest_free_block']}")
+            check(f"{name}: segments, pools and totals equal the reference", not problems, "; ".join(problems)[:600])
+            compared += 1
+    check("segments compared on every file with segments", compared >= 6, compared)
+
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--memsnap", required=True)
+    parser.add_argument("--work", help="folder for the generated snapshots (default: a temporary one)")
+    testlib.add_part_arguments(parser, ("generated", "fixtures"))
+    args = parser.parse_args()
+    skipped = testlib.fixtures_missing(args)
+    parts = [p for p in args.only if not (p == "fixtures" and skipped)]
+    memsnap, work, scratch = testlib.memsnap_and_workdir(args.memsnap, args.work, "memsnap_segments_")
+    if memsnap is None:
+        return 1
+    try:
+        if parts:
+            segments_against_reference(memsnap, work, parts, args.fixtures)
+    finally:
+        if scratch:
+            scratch.cleanup()
+    print(f"{results['checks']} checks, {len(failures)} failed")
+    return testlib.exit_status(failures, skipped)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
