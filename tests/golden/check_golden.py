@@ -56,6 +56,11 @@ CASES = [
     ("segments_legacy_history", "fixtures", ["segments", "Yiyi-philosophy_LLM-inference__oom_snapshot.pickle"]),
     ("segments_graph_pools", "fixtures", ["segments", "--top", "8", "volcengine_verl__mem.pickle"]),
     ("segments_example", "repo", ["segments", "--top", "5", "examples/training_steps.pickle.gz"]),
+    ("oom_real", "fixtures", ["oom", "Constructor-Sun_code_location__memory_snapshot.pickle"]),
+    ("oom_real.json", "fixtures", ["oom", "--json", "--window", "0.2", "--capacity", "81559MiB",
+                                   "Constructor-Sun_code_location__memory_snapshot.pickle"]),
+    ("oom_none", "repo", ["oom", "examples/training_steps.pickle.gz"]),
+    ("oom_generated", "generated", ["oom", "two_devices_oom.pickle"]),
     ("parse_example", "repo", ["parse", "examples/training_steps.pickle.gz"]),
     ("parse_example.json", "repo", ["parse", "--json", "examples/training_steps.pickle.gz"]),
     ("replay_step_all", "repo", ["replay-step", "--all-steps", "examples/training_steps.pickle.gz"]),
@@ -72,6 +77,7 @@ GENERATED = {
     "small_steps.pickle": ["--events", "3000", "--steps", "6", "--marks", "--seed", "11"],
     "large_steps.pickle": ["--events", "4500", "--steps", "6", "--marks", "--seed", "12"],
     "all_stacks.pickle": ["--events", "2000", "--steps", "4", "--stacks", "all", "--seed", "13"],
+    "two_devices_oom.pickle": ["--events", "2000", "--devices", "2", "--oom", "--seed", "14"],
 }
 
 

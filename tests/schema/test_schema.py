@@ -55,6 +55,7 @@ SCHEMA_FILES = {
     "replay_step": "replay_step.schema.json",
     "events": "events.schema.json",
     "segments": "segments.schema.json",
+    "oom": "oom.schema.json",
 }
 
 # Units a number may carry (x-unit), and a word its description must then use.
@@ -122,6 +123,9 @@ RUNS = [
     ("segments device 1", "segments", ["segments", "--json", "--device", "1", "two_devices.pickle"]),
     ("segments empty", "segments", ["segments", "--json", "empty.pickle"]),
     ("segments example", "segments", ["segments", "--json", "@example"]),
+    ("oom", "oom", ["oom", "--json", "two_devices.pickle"]),
+    ("oom device without one", "oom", ["oom", "--json", "--device", "0", "steps_a.pickle"]),
+    ("oom capacity", "oom", ["oom", "--json", "--capacity", "80GiB", "--top", "2", "two_devices.pickle"]),
 ]
 
 # json-keys.json's command variants: (schema, memsnap arguments).
@@ -364,7 +368,8 @@ def golden_schema(name, document):
     if name.startswith("replay_to_time_"):
         return "replay_to_time_pair" if isinstance(document, dict) and "file_a" in document else "replay_to_time"
     for prefix, schema in (("parse_", "parse"), ("compare_", "compare"), ("replay_step_", "replay_step"),
-                           ("events_", "events"), ("segments_", "segments")):
+                           ("events_", "events"), ("segments_", "segments"),
+                           ("oom_", "oom")):
         if name.startswith(prefix):
             return schema
     return None

@@ -1,0 +1,244 @@
+#include "analysis/oom_report.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "analysis/categories.h"
+#include "analysis/segments.h"
+#include "memsnap/error.h"
+#include "memsnap/replay.h"
+
+namespace memsnap {
+
+std::string_view verdict_name(OomVerdict verdict) {
+  switch (verdict) {
+    case OomVerdict::kCapacity: return "capacity";
+    case OomVerdict::kFragmentation: return "fragmentation";
+    case OomVerdict::kPoolsOrStreams: return "private_pools_or_streams";
+    case OomVerdict::kOutside: return "outside_pytorch";
+    case OomVerdict::kSpike: return "spike";
+    case OomVerdict::kUnexplained: return "unexplained";
+  }
+  return "capacity";
+}
+
+namespace {
+
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+
+bool changes_allocator(Action action) {
+  switch (action) {
+    case Action::kAlloc:
+    case Action::kFreeRequested:
+    case Action::kFreeCompleted:
+    case Action::kSegmentAlloc:
+    case Action::kSegmentFree:
+    case Action::kSegmentMap:
+    case Action::kSegmentUnmap: return true;
+    default: return false;
+  }
+}
+
+// Traced blocks whose free was requested and not completed yet (the
+// allocator holds them until the stream work that used them is done).
+struct AwaitingFree {
+  const Snapshot& snapshot;
+  const LiveSet* live = nullptr;
+  absl::flat_hash_map<uint64_t, uint64_t> pending;  // addr -> size
+  uint64_t bytes = 0;
+
+  void on_other(uint64_t event) {
+    if (snapshot.events.action[event] != Action::kFreeRequested) return;
+    const uint64_t addr = snapshot.events.addr[event];
+    auto found = live->find(addr);
+    if (found == live->end()) return;  // allocated before the trace: unknown size
+    if (pending.try_emplace(addr, found->second.size).second) bytes += found->second.size;
+  }
+  void on_free(uint64_t /*event*/, const LiveAllocation& freed) { settle(freed); }
+  void on_replace(uint64_t /*event*/, const LiveAllocation& replaced) { settle(replaced); }
+  void settle(const LiveAllocation& gone) {
+    const uint64_t addr = snapshot.events.addr[gone.event];
+    if (auto it = pending.find(addr); it != pending.end()) {
+      bytes -= it->second;
+      pending.erase(it);
+    }
+  }
+};
+
+bool expandable_in_settings(const Snapshot& snapshot, int device) {
+  if (!snapshot.allocator_settings_json.empty()) {
+    auto settings = nlohmann::json::parse(snapshot.allocator_settings_json, nullptr, false);
+    if (settings.is_object()) {
+      auto it = settings.find("expandable_segments");
+      if (it != settings.end() && it->is_boolean()) return it->get<bool>();
+    }
+  }
+  return std::any_of(snapshot.segments.begin(), snapshot.segments.end(),
+                     [&](const Segment& s) { return s.device == device && s.is_expandable; });
+}
+
+std::vector<uint64_t> oom_events(const Snapshot& snapshot, const DeviceTrace& trace) {
+  std::vector<uint64_t> out;
+  for (uint64_t i = trace.begin; i < trace.end; ++i) {
+    if (snapshot.events.action[i] == Action::kOom) out.push_back(i);
+  }
+  return out;
+}
+
+}  // namespace
+
+OomReport analyze_oom(const std::string& path, const Snapshot& snapshot,
+                      const OomOptions& options) {
+  OomReport report;
+  report.file = path;
+  report.window_s = options.window_s;
+  if (options.capacity != 0) report.capacity = options.capacity;
+  for (const DeviceTrace& trace : snapshot.devices) {
+    if (!oom_events(snapshot, trace).empty()) report.devices_with_oom.push_back(trace.device);
+  }
+  std::optional<int> device = options.device;
+  if (!device && !report.devices_with_oom.empty()) device = report.devices_with_oom.front();
+  FileAnalysis file = analyze_file(path, snapshot, device);
+  report.device = file.device;
+  report.expandable_segments = expandable_in_settings(snapshot, file.device);
+  const DeviceTrace& trace = file.trace;
+  const EventColumns& events = snapshot.events;
+  std::vector<uint64_t> ooms = oom_events(snapshot, trace);
+  report.oom_count = ooms.size();
+  if (ooms.empty()) return report;
+  if (options.at < 1 || static_cast<uint64_t>(options.at) > ooms.size()) {
+    throw Error::usage(fmt::format("--at {}: device {} has {} oom entr{} (1-{})", options.at,
+                                   file.device, ooms.size(), ooms.size() == 1 ? "y" : "ies",
+                                   ooms.size()));
+  }
+  const uint64_t e = ooms[static_cast<size_t>(options.at - 1)];
+  OomCase c;
+  c.ordinal = static_cast<uint64_t>(options.at);
+  c.event = e - trace.begin;
+  const int64_t t0 = trace_start_us(snapshot, trace);
+  c.has_time = t0 != 0 && events.time_us[e] != 0;
+  c.time_s = c.has_time ? static_cast<double>(events.time_us[e] - t0) / 1e6 : 0;
+  c.request = events.size[e];
+  c.stream = events.stream[e];
+  if (auto it = events.device_free.find(e); it != events.device_free.end()) {
+    c.device_free = it->second;
+  } else if (!events.without_addr.contains(e) && events.addr[e] != 0) {
+    c.device_free = events.addr[e];  // before device_free had a key of its own
+  }
+  const StackId stack = events.stack[e];
+  SourceIndex sources(snapshot, options.keys);
+  c.request_source = sources.name(sources.of(LiveAllocation{c.request, stack, e, 0}));
+  Categorizer categories(snapshot, options.keys.category_rules);
+  c.request_category = std::string(category_name(categories.of(e, stack)));
+
+  // Live memory at the OOM and window_s before it, awaiting free at the OOM.
+  const uint64_t at = e + 1 - trace.begin;
+  const uint64_t before =
+      c.has_time ? std::min(at, position_at_time(snapshot, trace, c.time_s - options.window_s))
+                 : at;
+  Replay replay(snapshot);
+  AwaitingFree awaiting{snapshot, &replay.live(), {}, 0};
+  replay.run(trace.begin, trace.begin + before, awaiting);
+  const int64_t delta_before = replay.delta();
+  // A window that starts at the trace's first event has nothing before it.
+  if (c.has_time && before > 0) {
+    c.prior_peak = file.baseline.baseline_at_start + replay.totals().peak_delta;
+  }
+  replay.run(trace.begin + before, trace.begin + at, awaiting);
+  // Deltas stay within +-2^61 (the decoder's byte budgets), so these sums cannot overflow.
+  c.growth_bytes = replay.delta() - delta_before;
+  auto rows = live_by_source(snapshot, trace, sources, std::vector<uint64_t>{before, at});
+  c.live_by_source = rows[1];
+  SourceComparison grown = compare_sources(rows[0], rows[1]);
+  for (const SourceDiff& row : grown.rows) {
+    if (row.delta() > 0) c.growth.push_back(GrowthRow{row.source, row.delta()});
+  }
+  std::stable_sort(c.growth.begin(), c.growth.end(),
+                   [](const GrowthRow& a, const GrowthRow& b) { return a.bytes > b.bytes; });
+  SourceKeyOptions by_category = options.keys;
+  by_category.group = GroupBy::kCategory;
+  SourceIndex category_index(snapshot, by_category);
+  c.live_by_category = live_at(snapshot, trace, category_index, at).sources;
+
+  // The allocator at the OOM.
+  OomState& state = c.state;
+  int64_t reserved = static_cast<int64_t>(file.segments.total_size);
+  for (uint64_t i = e + 1; i < trace.end; ++i) {
+    const Action action = events.action[i];
+    if (!changes_allocator(action)) continue;
+    ++state.entries_after;
+    if (action == Action::kSegmentAlloc || action == Action::kSegmentMap)
+      reserved = sub_bytes(reserved, events.size[i]);
+    if (action == Action::kSegmentFree || action == Action::kSegmentUnmap)
+      reserved = add_bytes(reserved, events.size[i]);
+  }
+  state.reserved = static_cast<uint64_t>(std::max<int64_t>(reserved, 0));
+  state.live = file.baseline.baseline_at_start + replay.delta();
+  state.awaiting_free = awaiting.bytes;
+  state.free =
+      static_cast<int64_t>(state.reserved) - state.live - static_cast<int64_t>(state.awaiting_free);
+  state.dump_is_oom_state = state.entries_after == 0;
+  const uint64_t free_bytes = static_cast<uint64_t>(std::max<int64_t>(state.free, 0));
+  uint64_t usable = free_bytes;
+  uint64_t elsewhere = state.awaiting_free;
+  if (state.dump_is_oom_state) {
+    SegmentReport dump = segments_at_dump(path, snapshot, file.device);
+    state.groups = dump.groups;
+    for (const PoolStreamRow& group : dump.groups) {
+      if (group.pool.is_default() && group.stream == c.stream) {
+        state.usable_free += group.bytes.free;
+        state.largest_usable = std::max(state.largest_usable, group.bytes.largest_free);
+      } else {
+        state.elsewhere_free += group.bytes.free;
+      }
+      if (!group.pool.is_default()) state.private_pool_reserved += group.bytes.reserved;
+    }
+    usable = state.usable_free;
+    elsewhere = state.elsewhere_free + dump.totals.awaiting_free;
+  }
+
+  // The verdict (README: "Out of memory?" lists these rules).
+  const uint64_t request = c.request;
+  const uint64_t driver_free = c.device_free.value_or(0);
+  c.available = usable + driver_free;
+  c.elsewhere = elsewhere;
+  const bool fits_by_bytes = c.available >= request;
+  const bool fragmentation = fits_by_bytes && driver_free < request &&
+                             (!state.dump_is_oom_state || state.largest_usable < request);
+  const bool pools = !fits_by_bytes && c.available + elsewhere >= request;
+  if (report.capacity) {
+    const int64_t outside = static_cast<int64_t>(*report.capacity) -
+                            static_cast<int64_t>(state.reserved) -
+                            static_cast<int64_t>(driver_free);
+    if (outside > 0) c.outside_bytes = static_cast<uint64_t>(outside);
+  }
+  const bool outside = c.outside_bytes && *c.outside_bytes >= request && *c.outside_bytes >= kGiB;
+  // A spike: the trace before the window is at least as long as the window,
+  // and at the OOM memory stood above anything the run had survived before by
+  // at least the request.
+  const bool spike = c.prior_peak && c.time_s >= 2 * options.window_s &&
+                     c.growth_bytes >= static_cast<int64_t>(request) &&
+                     state.live - *c.prior_peak >= static_cast<int64_t>(request);
+  if (fragmentation) {
+    c.verdicts.push_back(OomVerdict::kFragmentation);
+    c.shortfall = static_cast<int64_t>(request) -
+                  static_cast<int64_t>(std::max(state.largest_usable, driver_free));
+  } else if (pools) {
+    c.verdicts.push_back(OomVerdict::kPoolsOrStreams);
+    c.shortfall = static_cast<int64_t>(request - c.available);
+  } else {
+    c.shortfall = fits_by_bytes ? 0 : static_cast<int64_t>(request - c.available - elsewhere);
+    c.verdicts.push_back(outside         ? OomVerdict::kOutside
+                         : spike         ? OomVerdict::kSpike
+                         : fits_by_bytes ? OomVerdict::kUnexplained
+                                         : OomVerdict::kCapacity);
+  }
+  if (outside && c.verdicts.front() != OomVerdict::kOutside)
+    c.verdicts.push_back(OomVerdict::kOutside);
+  if (spike && c.verdicts.front() != OomVerdict::kSpike) c.verdicts.push_back(OomVerdict::kSpike);
+  report.chosen = std::move(c);
+  return report;
+}
+
+}  // namespace memsnap

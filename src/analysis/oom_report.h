@@ -1,0 +1,103 @@
+// `memsnap oom`: why a request failed. For one `oom` trace entry: the
+// request, the allocator's state at that moment, what was live (by source and
+// by category), what grew just before, and a verdict chosen by documented
+// rules. Plain data; renderers format it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/file_analysis.h"
+#include "analysis/segment_report.h"
+#include "analysis/source_key.h"
+#include "analysis/sources.h"
+
+namespace memsnap {
+
+enum class OomVerdict : uint8_t {
+  kCapacity,        // live tensors + the request exceed what PyTorch held plus what the driver had
+  kFragmentation,   // enough free bytes in this stream's segments, no block large enough
+  kPoolsOrStreams,  // the free bytes that would have sufficed sit in other pools/streams or await
+                    // free
+  kOutside,  // the device's capacity (--capacity) minus reserved minus free covers the request
+  kSpike,    // the last --window seconds added at least the request and a quarter of the live bytes
+  kUnexplained,  // by the file's numbers the request fits: the cause is not in the snapshot
+};
+std::string_view verdict_name(OomVerdict verdict);
+
+struct OomOptions {
+  std::optional<int> device;  // default: the first device with an oom entry
+  int at = 1;                 // which oom entry of the device, from 1
+  double window_s = 1.0;      // "just before the OOM"
+  uint64_t capacity = 0;      // the device's memory, when the user knows it (0: unknown)
+  SourceKeyOptions keys;
+};
+
+// The allocator at the OOM. Totals are exact from the trace: reserved is the
+// dump's walked back through the segment entries after the OOM; live is the
+// replay's absolute memory (baseline + delta) at the OOM; awaiting free counts
+// traced blocks whose free was requested before the OOM and not completed by
+// it. Block-level facts (largest free block, per pool and stream) come from
+// the dump, and hold at the OOM only when no entry after it changed a block
+// or a segment (dump_is_oom_state).
+struct OomState {
+  uint64_t reserved = 0;
+  int64_t live = 0;
+  uint64_t awaiting_free = 0;
+  int64_t free = 0;  // reserved - live - awaiting free (negative: the file's numbers disagree)
+  bool dump_is_oom_state = false;
+  uint64_t entries_after = 0;  // trace entries after the OOM that change blocks or segments
+  // From the dump's segments, when dump_is_oom_state:
+  uint64_t usable_free = 0;  // free blocks in the default pool on the request's stream
+  uint64_t largest_usable = 0;
+  uint64_t elsewhere_free = 0;  // free blocks in private pools or on other streams
+  uint64_t private_pool_reserved = 0;
+  std::vector<PoolStreamRow> groups;
+};
+
+struct GrowthRow {
+  std::string source;
+  int64_t bytes = 0;  // live at the OOM minus live window_s before
+};
+
+struct OomCase {
+  uint64_t ordinal = 1;  // 1-based among the device's oom entries
+  uint64_t event = 0;    // index in the device's trace (as `memsnap events` numbers it)
+  double time_s = 0;     // from the trace start; 0 without timestamps
+  bool has_time = false;
+  uint64_t request = 0;
+  uint64_t stream = 0;
+  std::optional<uint64_t> device_free;
+  std::string request_source;  // the failing allocation's frames, keyed
+  std::string request_category;
+  OomState state;
+  std::vector<SourceUsage> live_by_source;
+  std::vector<SourceUsage> live_by_category;
+  std::vector<GrowthRow> growth;  // largest increases first; only increases
+  int64_t growth_bytes = 0;       // live at the OOM minus live window_s before
+  // The highest absolute memory before the window: what the run had survived.
+  std::optional<int64_t> prior_peak;
+  // Headroom: what the request lacked, and the biggest category's share of it.
+  int64_t shortfall = 0;  // bytes the request lacked under the primary verdict (0: none)
+  std::optional<uint64_t> outside_bytes;  // capacity - reserved - device free, with --capacity
+  uint64_t available = 0;  // usable free bytes + device free: what this request could draw on
+  uint64_t elsewhere = 0;  // free where this stream cannot use it, plus awaiting free
+  std::vector<OomVerdict> verdicts;  // primary first, then the other rules that hold
+};
+
+struct OomReport {
+  std::string file;
+  int device = 0;
+  uint64_t oom_count = 0;  // oom entries on the device
+  double window_s = 1.0;
+  std::optional<uint64_t> capacity;
+  std::vector<int> devices_with_oom;
+  bool expandable_segments = false;  // allocator_settings, or any segment of the file is expandable
+  std::optional<OomCase> chosen;     // none: the file has no oom entry on the device
+};
+
+OomReport analyze_oom(const std::string& path, const Snapshot& snapshot, const OomOptions& options);
+
+}  // namespace memsnap

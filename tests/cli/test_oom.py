@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""`memsnap oom`: one snapshot built here for each verdict (capacity,
+fragmentation, private pools, outside PyTorch, spike, unexplained), with the
+allocator's state at the OOM laid out by hand, so that the verdict and every
+number behind it are known in advance; then the real OOM fixtures (part
+`fixtures`)."""
+import argparse
+import json
+import os
+import pickle
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # tests/
+import testlib  # noqa: E402
+
+MiB = 1 << 20
+GiB = 1 << 30
+T0 = 1_700_000_000_000_000  # µs
+FORWARD = [{"name": "forward", "filename": "/home/me/model.py", "line": 42},
+           {"name": "train", "filename": "/home/me/train.py", "line": 7}]
+
+results = {"checks": 0}
+failures = []
+
+
+def check(name, condition, detail=""):
+    results["checks"] += 1
+    print(("ok   " if condition else "FAIL ") + name + ("" if condition else f": {detail}"))
+    if not condition:
+        failures.append(name)
+    return condition
+
+
+def run(memsnap, args):
+    return subprocess.run([memsnap] + args, capture_output=True, text=True, timeout=300)
+
+
+class Scenario:
+    """Segments laid out block by block; every allocated block gets an alloc
+    entry (at the time given), then the oom entry: the dump is the state at
+    the OOM."""
+
+    def __init__(self):
+        self.segments = []
+        self.entries = []
+        self.next_address = 0x7F0000000000
+
+    def segment(self, blocks, pool=(0, 0), stream=0, times=None):
+        """blocks: [(size, state)], state 'a' allocated, 'f' free, 'p' awaiting free."""
+        base = self.next_address
+        self.next_address += 64 * GiB
+        names = {"a": "active_allocated", "f": "inactive", "p": "active_pending_free"}
+        rows, at, k = [], base, 0
+        for size, state in blocks:
+            rows.append({"address": at, "size": size, "requested_size": size if state != "f" else 0,
+                         "state": names[state], "frames": []})
+            if state in "ap":
+                t = times[k] if times else 0.1 * (len(self.entries) + 1)
+                self.entries.append({"action": "alloc", "addr": at, "size": size, "stream": stream,
+                                     "time_us": T0 + int(t * 1e6), "frames": FORWARD})
+                if state == "p":
+                    self.entries.append({"action": "free_requested", "addr": at, "size": size, "stream": stream,
+                                         "time_us": T0 + int(t * 1e6) + 1, "frames": FORWARD})
+                k += 1
+            at += size
+        total = at - base
+        allocated = sum(s for s, st in blocks if st == "a")
+        active = sum(s for s, st in blocks if st in "ap")
+        self.segments.append({"device": 0, "address": base, "total_size": total, "allocated_size": allocated,
+                              "active_size": active, "requested_size": allocated, "stream": stream,
+                              "segment_type": "large", "segment_pool_id": pool, "is_expandable": False,
+                              "frames": [], "blocks": rows})
+
+    def write(self, path, request, device_free, oom_at_s, legacy_free=False):
+        oom = {"action": "oom", "size": request, "stream": 0, "time_us": T0 + int(oom_at_s * 1e6),
+               "frames": FORWARD}
+        if legacy_free:
+            oom["addr"] = device_free
+        else:
+            oom["addr"] = 0
+            oom["device_free"] = device_free
+        entries = sorted(self.entries, key=lambda e: e["time_us"]) + [oom]
+        with open(path, "wb") as f:
+            pickle.dump({"segments": self.segments, "device_traces": [entries],
+                         "allocator_settings": {"expandable_segments": False}}, f, protocol=4)
+
+
+def verdict_cases(memsnap, work):
+    cases = []
+
+    s = Scenario()  # capacity: 10 GiB allocated, nothing free, 100 MiB on the driver, 2 GiB asked
+    s.segment([(GiB, "a")] * 10, times=[0.5 * i for i in range(10)])
+    cases.append(("capacity", s, 2 * GiB, 100 * MiB, 5.0, [], {
+        "verdict": "capacity", "state.reserved": 10 * GiB, "state.live": 10 * GiB, "state.free": 0,
+        "available": 100 * MiB, "shortfall": 2 * GiB - 100 * MiB, "state.largest_usable_block": 0}))
+
+    s = Scenario()  # fragmentation: 2.5 GiB free in ten 256 MiB holes, 1 GiB asked
+    s.segment([(768 * MiB, "a"), (256 * MiB, "f")] * 10, times=[0.4 * i for i in range(10)])
+    cases.append(("fragmentation", s, GiB, 100 * MiB, 5.0, [], {
+        "verdict": "fragmentation", "state.usable_free": 2560 * MiB, "state.largest_usable_block": 256 * MiB,
+        "available": 2560 * MiB + 100 * MiB, "shortfall": GiB - 256 * MiB}))
+
+    s = Scenario()  # private pool: the default pool is full, a graph pool holds 3 GiB free
+    s.segment([(GiB, "a")] * 8, times=[0.5 * i for i in range(8)])
+    s.segment([(GiB, "a"), (3 * GiB, "f")], pool=(1, 0), times=[4.2])
+    cases.append(("private pool", s, 2 * GiB, 100 * MiB, 5.0, [], {
+        "verdict": "private_pools_or_streams", "available": 100 * MiB, "elsewhere": 3 * GiB,
+        "state.private_pool_reserved": 4 * GiB, "state.elsewhere_free": 3 * GiB}))
+
+    s = Scenario()  # outside PyTorch: 10 GiB reserved, 1 GiB free, on an 80 GiB device
+    s.segment([(GiB, "a")] * 10, times=[0.5 * i for i in range(10)])
+    cases.append(("outside PyTorch", s, 2 * GiB, GiB, 5.0, ["--capacity", "80GiB"], {
+        "verdict": "outside_pytorch", "outside_pytorch": 69 * GiB, "capacity": 80 * GiB}))
+
+    s = Scenario()  # spike: 6 GiB for 4 s, then 6 GiB more in the last half second
+    s.segment([(GiB, "a")] * 12, times=[0.1 * i for i in range(1, 7)] + [4.45 + 0.09 * i for i in range(6)])
+    cases.append(("spike", s, 2 * GiB, 100 * MiB, 5.0, [], {
+        "verdict": "spike", "prior_peak": 6 * GiB, "growth_bytes": 6 * GiB, "state.live": 12 * GiB}))
+
+    s = Scenario()  # unexplained: a 4 GiB free block for a 1 GiB request
+    s.segment([(GiB, "a")] * 6 + [(4 * GiB, "f")], times=[0.5 * i for i in range(6)])
+    cases.append(("unexplained", s, GiB, 0, 5.0, [], {
+        "verdict": "unexplained", "state.largest_usable_block": 4 * GiB, "available": 4 * GiB}))
+
+    s = Scenario()  # awaiting free counts where the request cannot use it; legacy free bytes in addr
+    s.segment([(GiB, "a")] * 6 + [(2 * GiB, "p")], times=[0.5 * i for i in range(7)])
+    cases.append(("awaiting free, legacy addr", s, GiB, 50 * MiB, 5.0, [], {
+        "verdict": "private_pools_or_streams", "state.awaiting_free": 2 * GiB, "device_free": 50 * MiB,
+        "elsewhere": 2 * GiB}, True))
+
+    for case in cases:
+        name, scenario, request, free, at_s, flags, expected = case[:7]
+        legacy = len(case) > 7 and case[7]
+        path = os.path.join(work, f"oom-{name.replace(' ', '-').replace(',', '')}.pickle")
+        scenario.write(path, request, free, at_s, legacy_free=legacy)
+        got = run(memsnap, ["oom", "--json", path] + flags)
+        if not check(f"oom {name}: exit 0", got.returncode == 0, got.stderr):
+            continue
+        report = json.loads(got.stdout)
+        oom = report["oom"]
+        values = {"capacity": report["capacity"]}
+        values.update(oom)
+        for key, value in oom["state"].items():
+            values["state." + key] = value
+        wrong = {k: (values.get(k), v) for k, v in expected.items() if values.get(k) != v}
+        check(f"oom {name}: verdict and numbers", not wrong, wrong)
+        check(f"oom {name}: the request, its source and category", oom["request"] == request
+              and oom["request_source"] == "forward@model.py:42" and oom["request_category"] == "activation", oom)
+        text = run(memsnap, ["oom", path] + flags)
+        first = next((s["sentence"] for s in oom["verdicts"]), "")
+        check(f"oom {name}: the text leads with the verdict sentence",
+              text.returncode == 0 and f"Verdict: {oom['verdict']}\n  {first}\n" in text.stdout, text.stdout[:800])
+    return cases
+
+
+def options_and_refusals(memsnap, work):
+    s = Scenario()
+    s.segment([(GiB, "a")] * 4, times=[0.5 * i for i in range(4)])
+    one = os.path.join(work, "oom-twice.pickle")
+    s.write(one, 2 * GiB, 0, 3.0)
+    with open(one, "rb") as f:
+        snapshot = pickle.load(f)
+    trace = snapshot["device_traces"][0]
+    second = dict(trace[-1], size=3 * GiB, time_us=trace[-1]["time_us"] + 1000)
+    snapshot["device_traces"] = [[], trace + [second]]  # the OOMs are on device 1
+    for segment in snapshot["segments"]:
+        segment["device"] = 1
+    with open(one, "wb") as f:
+        pickle.dump(snapshot, f, protocol=4)
+    report = json.loads(run(memsnap, ["oom", "--json", one]).stdout)
+    check("oom: the default device is the first with an oom entry", report["device"] == 1
+          and report["devices_with_oom"] == [1] and report["oom_count"] == 2 and report["oom"]["ordinal"] == 1, report)
+    report = json.loads(run(memsnap, ["oom", "--json", "--at", "2", one]).stdout)
+    check("oom --at 2 picks the second entry", report["oom"]["request"] == 3 * GiB and report["oom"]["ordinal"] == 2)
+    got = run(memsnap, ["oom", "--at", "3", one])
+    check("oom --at past the last entry is a usage error naming the count",
+          got.returncode == 2 and "memsnap: --at 3: device 1 has 2 oom entries (1-2)" in got.stderr, got.stderr)
+    got = run(memsnap, ["oom", "--device", "0", one])
+    check("oom on a device without one says which devices have one and how to capture one",
+          got.returncode == 0 and "no oom entry on device 0 (devices with one: 1; use --device)" in got.stdout
+          and "_cuda_attach_out_of_memory_observer" in got.stdout, got.stdout + got.stderr)
+    got = run(memsnap, ["oom", "--json", "--device", "0", one])
+    check("oom --json without an oom entry: oom is null", got.returncode == 0 and json.loads(got.stdout)["oom"] is None)
+    for flags, text in ((["--window", "0"], "--window must be > 0"), (["--at", "0"], "--at"),
+                        (["--capacity", "lots"], "--capacity")):
+        got = run(memsnap, ["oom", one] + flags)
+        check(f"oom {' '.join(flags)} is a usage error", got.returncode == 2 and text in got.stderr, got.stderr)
+
+
+def fixtures(memsnap, folder):
+    path = os.path.join(folder, "Constructor-Sun_code_location__memory_snapshot.pickle")
+    report = json.loads(run(memsnap, ["oom", "--json", path]).stdout)
+    oom = report["oom"]
+    check("fixture Constructor-Sun: the oom on device 1, 4.94 GiB asked with 91.25 MiB free",
+          report["device"] == 1 and oom["request"] == 5308694528 and oom["device_free"] == 95682560
+          and oom["request_source"] == "update_nodes@models.py:181", oom)
+    check("fixture Constructor-Sun: 174 frees after the OOM, so the dump is not the OOM's block state",
+          oom["state"]["entries_after"] == 174 and not oom["state"]["dump_is_oom_state"]
+          and oom["state"]["largest_usable_block"] is None, oom["state"])
+    check("fixture Constructor-Sun: capacity; activations would need to shrink",
+          oom["verdict"] == "capacity" and oom["shortfall"] > 0
+          and oom["live_by_category"][0]["source"] == "activation", oom["verdicts"])
+    timed = json.loads(run(memsnap, ["replay-to-time", "--json", "--device", "1", "--time", str(oom["time_s"]), path]).stdout)
+    check("fixture Constructor-Sun: live at the OOM = replay-to-time at its time",
+          oom["state"]["live"] == timed["absolute"], (oom["state"]["live"], timed["absolute"]))
+    legacy = os.path.join(folder, "Yiyi-philosophy_LLM-inference__oom_snapshot.pickle")
+    got = run(memsnap, ["oom", legacy])
+    check("fixture Yiyi (2.0 dump at an OOM, no oom entry): says so and how to capture one",
+          got.returncode == 0 and "no oom entry on device 0" in got.stdout, got.stdout + got.stderr)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--memsnap", required=True)
+    parser.add_argument("--work", help="folder for the generated snapshots (default: a temporary one)")
+    testlib.add_part_arguments(parser, ("generated", "fixtures"))
+    args = parser.parse_args()
+    skipped = testlib.fixtures_missing(args)
+    memsnap, work, scratch = testlib.memsnap_and_workdir(args.memsnap, args.work, "memsnap_oom_")
+    if memsnap is None:
+        return 1
+    try:
+        if "generated" in args.only:
+            verdict_cases(memsnap, work)
+            options_and_refusals(memsnap, work)
+        if "fixtures" in args.only and not skipped:
+            fixtures(memsnap, args.fixtures)
+    finally:
+        if scratch:
+            scratch.cleanup()
+    print(f"{results['checks']} checks, {len(failures)} failed")
+    return testlib.exit_status(failures, skipped)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
