@@ -25,6 +25,8 @@ SCHEMAS = [
     ("replay_to_time_pair.schema.json", "replay-to-time (two files)"),
     ("replay_step.schema.json", "replay-step"),
     ("events.schema.json", "events"),
+    ("oom.schema.json", "oom"),
+    ("segments.schema.json", "segments"),
 ]
 
 TYPE_NAMES = {"integer": "integer", "number": "number", "string": "string", "boolean": "boolean",
