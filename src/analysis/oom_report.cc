@@ -88,9 +88,9 @@ std::vector<uint64_t> oom_events(const Snapshot& snapshot, const DeviceTrace& tr
 
 }  // namespace
 
-OomReport analyze_oom(const std::string& path, const Snapshot& snapshot,
+OomAnalysis analyze_oom(const std::string& path, const Snapshot& snapshot,
                       const OomOptions& options) {
-  OomReport report;
+  OomAnalysis report;
   report.file = path;
   report.window_s = options.window_s;
   if (options.capacity != 0) report.capacity = options.capacity;

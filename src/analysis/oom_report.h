@@ -87,7 +87,9 @@ struct OomCase {
   std::vector<OomVerdict> verdicts;  // primary first, then the other rules that hold
 };
 
-struct OomReport {
+// Everything `memsnap oom` reports about one file (named apart from parse's
+// OomReport, the short list of oom entries).
+struct OomAnalysis {
   std::string file;
   int device = 0;
   uint64_t oom_count = 0;  // oom entries on the device
@@ -98,6 +100,7 @@ struct OomReport {
   std::optional<OomCase> chosen;     // none: the file has no oom entry on the device
 };
 
-OomReport analyze_oom(const std::string& path, const Snapshot& snapshot, const OomOptions& options);
+OomAnalysis analyze_oom(const std::string& path, const Snapshot& snapshot,
+                        const OomOptions& options);
 
 }  // namespace memsnap

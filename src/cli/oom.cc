@@ -54,7 +54,7 @@ Command oom_command() {
             throw Error::usage("--window must be > 0 (seconds before the OOM)");
           const CommonOptions& common = flags->common;
           Snapshot snapshot = load_with_progress(flags->file, common);
-          OomReport report = analyze_oom(
+          OomAnalysis report = analyze_oom(
               flags->file, snapshot,
               OomOptions{common.device, flags->at, flags->window_s, flags->capacity, common.keys});
           if (common.json) {

@@ -43,7 +43,7 @@ std::string top_growth(const OomCase& c, size_t count) {
 }
 
 // One or two plain sentences per verdict, with the numbers behind it.
-std::string verdict_sentence(const OomReport& r, const OomCase& c, OomVerdict verdict) {
+std::string verdict_sentence(const OomAnalysis& r, const OomCase& c, OomVerdict verdict) {
   const OomState& s = c.state;
   const std::string driver =
       c.device_free ? format_bytes(*c.device_free) : std::string("an unrecorded amount");
@@ -125,7 +125,7 @@ std::string verdict_sentence(const OomReport& r, const OomCase& c, OomVerdict ve
   return {};
 }
 
-std::string no_oom_text(const OomReport& r) {
+std::string no_oom_text(const OomAnalysis& r) {
   std::string out = fmt::format("{}: no oom entry on device {}", printable(r.file), r.device);
   if (!r.devices_with_oom.empty()) {
     out +=
@@ -138,7 +138,7 @@ std::string no_oom_text(const OomReport& r) {
 
 }  // namespace
 
-std::string render_oom_text(const OomReport& r, int top) {
+std::string render_oom_text(const OomAnalysis& r, int top) {
   if (!r.chosen) return no_oom_text(r);
   const OomCase& c = *r.chosen;
   const OomState& s = c.state;
@@ -220,7 +220,7 @@ std::string render_oom_text(const OomReport& r, int top) {
   return out;
 }
 
-ordered_json render_oom_json(const OomReport& r, int top) {
+ordered_json render_oom_json(const OomAnalysis& r, int top) {
   ordered_json out{{"file", r.file},
                    {"device", r.device},
                    {"oom_count", r.oom_count},

@@ -1,4 +1,4 @@
-// Renderers of `memsnap oom`: they only read a finished OomReport.
+// Renderers of `memsnap oom`: they only read a finished OomAnalysis.
 #pragma once
 
 #include <string>
@@ -9,7 +9,7 @@
 
 namespace memsnap {
 
-std::string render_oom_text(const OomReport& report, int top);
-nlohmann::ordered_json render_oom_json(const OomReport& report, int top);
+std::string render_oom_text(const OomAnalysis& report, int top);
+nlohmann::ordered_json render_oom_json(const OomAnalysis& report, int top);
 
 }  // namespace memsnap
