@@ -96,6 +96,8 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
   }
 
   r.segments_a = a.segments;
+  r.reserved_a = a.reserved;
+  r.reserved_b = b.reserved;
   r.segments_b = b.segments;
   r.baseline_a = a.baseline;
   r.baseline_b = b.baseline;

@@ -43,6 +43,7 @@ struct CompareResult {
   std::vector<SettingDiff> config_diffs;
   bool settings_a = false, settings_b = false;
   SegmentTotals segments_a, segments_b;
+  ReservedHistory reserved_a, reserved_b;
   Baseline baseline_a, baseline_b;
   std::vector<int64_t> matching_steps;
   std::vector<StepComparison> step_results;

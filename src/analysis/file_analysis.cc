@@ -42,6 +42,7 @@ FileAnalysis analyze_file(const std::string& path, const Snapshot& snapshot,
   file.device_requested = device.has_value();
   file.trace = trace_or_empty(snapshot, file.device);
   file.segments = segment_totals(snapshot, file.device);
+  file.reserved = reserved_history(snapshot, file.trace, file.segments.total_size);
   file.steps = profiler_steps(snapshot, file.device);
   file.analysis = analyze_trace(snapshot, file.trace, file.steps);
   file.baseline = compute_baseline(file.segments, file.analysis.totals);

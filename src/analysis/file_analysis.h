@@ -19,6 +19,7 @@ struct FileAnalysis {
   bool device_requested = false;  // chosen with --device rather than by default
   DeviceTrace trace;
   SegmentTotals segments;
+  ReservedHistory reserved;
   Baseline baseline;
   std::vector<ProfilerStep> steps;
   TraceAnalysis analysis;

@@ -89,7 +89,7 @@ std::vector<uint64_t> oom_events(const Snapshot& snapshot, const DeviceTrace& tr
 }  // namespace
 
 OomAnalysis analyze_oom(const std::string& path, const Snapshot& snapshot,
-                      const OomOptions& options) {
+                        const OomOptions& options) {
   OomAnalysis report;
   report.file = path;
   report.window_s = options.window_s;
@@ -165,13 +165,9 @@ OomAnalysis analyze_oom(const std::string& path, const Snapshot& snapshot,
   OomState& state = c.state;
   int64_t reserved = static_cast<int64_t>(file.segments.total_size);
   for (uint64_t i = e + 1; i < trace.end; ++i) {
-    const Action action = events.action[i];
-    if (!changes_allocator(action)) continue;
+    if (!changes_allocator(events.action[i])) continue;
     ++state.entries_after;
-    if (action == Action::kSegmentAlloc || action == Action::kSegmentMap)
-      reserved = sub_bytes(reserved, events.size[i]);
-    if (action == Action::kSegmentFree || action == Action::kSegmentUnmap)
-      reserved = add_bytes(reserved, events.size[i]);
+    reserved -= reserved_change(events.action[i], events.size[i]);
   }
   state.reserved = static_cast<uint64_t>(std::max<int64_t>(reserved, 0));
   state.live = file.baseline.baseline_at_start + replay.delta();

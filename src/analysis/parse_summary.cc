@@ -59,6 +59,13 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
   const DeviceTrace trace = trace_or_empty(snapshot, result.device);
   const EventColumns& events = snapshot.events;
   result.event_count = trace.count();
+  result.reserved = reserved_history(snapshot, trace, result.segments.total_size);
+  if (const int64_t origin = trace_start_us(snapshot, trace);
+      origin != 0 && result.reserved.peak_event != kNoEvent &&
+      events.time_us[result.reserved.peak_event] != 0) {
+    result.reserved_peak_time_s =
+        static_cast<double>(events.time_us[result.reserved.peak_event] - origin) / 1e6;
+  }
 
   // One pass: the replay, plus event counts, time span, oom entries and
   // throughput by source.

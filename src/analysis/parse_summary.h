@@ -59,6 +59,8 @@ struct ParseResult {
   bool legacy_format = false;
   nlohmann::ordered_json allocator_settings;  // null when the file has none
   SegmentTotals segments;
+  ReservedHistory reserved;
+  std::optional<double> reserved_peak_time_s;  // when the peak came from a timed entry
   Baseline baseline;
   ReplayTotals replay;                // peak_event counts within the device's trace
   std::optional<double> peak_time_s;  // seconds from the trace start, when entries have time_us

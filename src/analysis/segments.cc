@@ -1,5 +1,7 @@
 #include "analysis/segments.h"
 
+#include <algorithm>
+
 namespace memsnap {
 
 SegmentTotals segment_totals(const Snapshot& snapshot, int device) {
@@ -22,6 +24,44 @@ SegmentTotals segment_totals(const Snapshot& snapshot, int device) {
                                                 : static_cast<double>(totals.inactive_size) /
                                                       static_cast<double>(totals.total_size);
   return totals;
+}
+
+int64_t reserved_change(Action action, uint64_t size) {
+  switch (action) {
+    case Action::kSegmentAlloc:
+    case Action::kSegmentMap: return add_bytes(0, size);
+    case Action::kSegmentFree:
+    case Action::kSegmentUnmap: return sub_bytes(0, size);
+    default: return 0;
+  }
+}
+
+ReservedHistory reserved_history(const Snapshot& snapshot, const DeviceTrace& trace,
+                                 uint64_t reserved_at_dump) {
+  ReservedHistory history;
+  history.at_dump = reserved_at_dump;
+  const EventColumns& events = snapshot.events;
+  int64_t change = 0;  // sizes are bounded (2^60 in all), so sums stay in range
+  for (uint64_t i = trace.begin; i < trace.end; ++i) {
+    const int64_t step = reserved_change(events.action[i], events.size[i]);
+    if (step == 0) continue;
+    change += step;
+    ++history.segment_events;
+  }
+  const int64_t start = static_cast<int64_t>(reserved_at_dump) - change;
+  history.at_start = static_cast<uint64_t>(std::max<int64_t>(start, 0));
+  history.peak = history.at_start;
+  int64_t reserved = start;
+  for (uint64_t i = trace.begin; i < trace.end; ++i) {
+    const int64_t step = reserved_change(events.action[i], events.size[i]);
+    if (step == 0) continue;
+    reserved += step;
+    if (reserved > static_cast<int64_t>(history.peak)) {
+      history.peak = static_cast<uint64_t>(reserved);
+      history.peak_event = i;
+    }
+  }
+  return history;
 }
 
 Baseline compute_baseline(const SegmentTotals& segments, const ReplayTotals& replay) {

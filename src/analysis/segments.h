@@ -23,6 +23,21 @@ struct SegmentTotals {
 };
 SegmentTotals segment_totals(const Snapshot& snapshot, int device);
 
+// Reserved bytes over one device's trace: the dump's reserved walked back
+// through the segment entries (segment_alloc and segment_map add,
+// segment_free and segment_unmap remove), then forward to find the peak.
+struct ReservedHistory {
+  uint64_t at_start = 0;
+  uint64_t peak = 0;
+  uint64_t peak_event = kNoEvent;  // model index of the entry that reached it (kNoEvent: at start)
+  uint64_t at_dump = 0;
+  uint64_t segment_events = 0;
+};
+// What one trace entry does to reserved bytes (0 for every other action).
+int64_t reserved_change(Action action, uint64_t size);
+ReservedHistory reserved_history(const Snapshot& snapshot, const DeviceTrace& trace,
+                                 uint64_t reserved_at_dump);
+
 struct Baseline {
   int64_t baseline_at_start = 0;
   uint64_t segments_active = 0;

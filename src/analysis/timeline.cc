@@ -104,19 +104,10 @@ struct TimelineObserver {
   }
   void on_other(uint64_t event) {
     const EventColumns& events = snapshot.events;
-    switch (events.action[event]) {
-      case Action::kSegmentAlloc:
-      case Action::kSegmentMap:
-        reserved_change = add_bytes(reserved_change, events.size[event]);
-        reserved_steps.emplace_back(t_us, reserved_change);
-        break;
-      case Action::kSegmentFree:
-      case Action::kSegmentUnmap:
-        reserved_change = sub_bytes(reserved_change, events.size[event]);
-        reserved_steps.emplace_back(t_us, reserved_change);
-        break;
-      default: break;
-    }
+    const int64_t step = memsnap::reserved_change(events.action[event], events.size[event]);
+    if (step == 0) return;
+    reserved_change += step;
+    reserved_steps.emplace_back(t_us, reserved_change);
   }
 };
 

@@ -44,6 +44,7 @@ std::string render_compare_text(const CompareResult& r, int top) {
   const SegmentTotals& sb = r.segments_b;
   add_count_row(seg, "count", sa.count, sb.count);
   add_bytes_row(seg, "reserved", sa.total_size, sb.total_size);
+  add_bytes_row(seg, "reserved peak", r.reserved_a.peak, r.reserved_b.peak);
   add_bytes_row(seg, "allocated", sa.allocated_size, sb.allocated_size);
   add_bytes_row(seg, "active", sa.active_size, sb.active_size);
   add_bytes_row(seg, "awaiting free", sa.awaiting_free_size, sb.awaiting_free_size);
@@ -178,6 +179,8 @@ ordered_json render_compare_json(const CompareResult& r, int top) {
           {"config_diffs", diffs},
           {"segments_a", compare_segments_json(r.segments_a)},
           {"segments_b", compare_segments_json(r.segments_b)},
+          {"reserved_a", reserved_json(r.reserved_a)},
+          {"reserved_b", reserved_json(r.reserved_b)},
           {"baseline_a", r.baseline_a.baseline_at_start},
           {"baseline_b", r.baseline_b.baseline_at_start},
           {"baseline_detail_a", baseline_json(r.baseline_a)},

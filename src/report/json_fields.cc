@@ -29,6 +29,13 @@ ordered_json compare_segments_json(const SegmentTotals& s) {
   return out;
 }
 
+ordered_json reserved_json(const ReservedHistory& r) {
+  return {{"at_start", r.at_start},
+          {"peak", r.peak},
+          {"at_dump", r.at_dump},
+          {"segment_events", r.segment_events}};
+}
+
 ordered_json baseline_json(const Baseline& b) {
   return {{"baseline_at_start", b.baseline_at_start},
           {"segments_active", b.segments_active},

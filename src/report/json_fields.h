@@ -11,6 +11,9 @@ nlohmann::ordered_json segments_json(const SegmentTotals& segments);
 // compare's segments_a/_b: the reference scripts' keys (count, total,
 // allocated, active, awaiting_free, inactive), then segments_json's.
 nlohmann::ordered_json compare_segments_json(const SegmentTotals& segments);
+// Reserved bytes over the trace: at_start, peak, peak_event (null: at the
+// start), at_dump, segment_events.
+nlohmann::ordered_json reserved_json(const ReservedHistory& reserved);
 nlohmann::ordered_json baseline_json(const Baseline& baseline);
 
 }  // namespace memsnap

@@ -85,7 +85,15 @@ std::string render_parse_text(const ParseResult& r) {
                         ? fmt::format("{} expandable, {} in private pools (CUDA graphs / MemPool)",
                                       s.expandable_count, s.private_pool_count)
                         : ""});
-  segments.add_row({"reserved", format_bytes(s.total_size), ""});
+  segments.add_row({"reserved", format_bytes(s.total_size), "at the dump"});
+  if (r.reserved.segment_events > 0) {
+    segments.add_row(
+        {"reserved peak", format_bytes(r.reserved.peak),
+         fmt::format(
+             "{}from {} at the trace start ({} segment entries)",
+             r.reserved_peak_time_s ? fmt::format("at {:.6f} s, ", *r.reserved_peak_time_s) : "",
+             format_bytes(r.reserved.at_start), format_count(r.reserved.segment_events))});
+  }
   segments.add_row({"allocated", format_bytes(s.allocated_size), ""});
   segments.add_row({"active", format_bytes(s.active_size), ""});
   segments.add_row({"awaiting free", format_bytes(s.awaiting_free_size), "active - allocated"});
@@ -235,6 +243,9 @@ ordered_json render_parse_json(const ParseResult& r) {
   out["allocator_settings"] =
       r.allocator_settings.is_null() ? ordered_json::object() : r.allocator_settings;
   out["segments"] = segments_json(r.segments);
+  out["reserved"] = reserved_json(r.reserved);
+  out["reserved"]["peak_time_s"] =
+      r.reserved_peak_time_s ? ordered_json(*r.reserved_peak_time_s) : ordered_json(nullptr);
   out["baseline"] = baseline_json(r.baseline);
   ordered_json steps = ordered_json::object();
   for (const auto& step : r.steps) {

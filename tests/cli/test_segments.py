@@ -170,6 +170,42 @@ def segments_against_reference(memsnap, work, parts, fixtures):
             check(f"{name}: segments, pools and totals equal the reference", not problems, "; ".join(problems)[:600])
             compared += 1
     check("segments compared on every file with segments", compared >= 6, compared)
+    return files
+
+
+def reserved_against_reference(memsnap, files):
+    """parse's reserved bytes over the trace: the dump's reserved walked back
+    through the device's segment entries, then forward to the peak."""
+    sign = {"segment_alloc": 1, "segment_map": 1, "segment_free": -1, "segment_unmap": -1}
+    compared = 0
+    for path in files:
+        dumped = run(memsnap, ["dump", path])
+        if dumped.returncode != 0:
+            continue
+        document = json.loads(dumped.stdout)
+        if not isinstance(document, dict) or not document.get("device_traces"):
+            continue
+        segments = document.get("segments") or []
+        for device, entries in enumerate(document["device_traces"]):
+            if not isinstance(entries, list) or not entries:
+                continue
+            at_dump = sum(s["total_size"] for s in segments if s.get("device", 0) == device)
+            changes = [sign[e["action"]] * e.get("size", 0) for e in entries
+                       if isinstance(e, dict) and e.get("action") in sign]
+            start = at_dump - sum(changes)
+            peak = level = start
+            for change in changes:
+                level += change
+                peak = max(peak, level)
+            expected = {"at_start": max(start, 0), "peak": max(peak, 0), "at_dump": at_dump, "segment_events": len(changes)}
+            got = run(memsnap, ["parse", "--json", "--device", str(device), path])
+            if got.returncode != 0:
+                continue
+            reserved = json.loads(got.stdout)["reserved"]
+            check(f"reserved over time {os.path.basename(path)} device {device}",
+                  {k: reserved[k] for k in expected} == expected, f"{reserved} vs {expected}")
+            compared += 1
+    check("reserved over time compared on every file with a trace", compared >= 3, compared)
 
 
 
@@ -186,7 +222,8 @@ def main():
         return 1
     try:
         if parts:
-            segments_against_reference(memsnap, work, parts, args.fixtures)
+            files = segments_against_reference(memsnap, work, parts, args.fixtures)
+            reserved_against_reference(memsnap, files)
     finally:
         if scratch:
             scratch.cleanup()
