@@ -231,6 +231,12 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
     found.emplace_back(finding::BaselinesDiffer{base_a, base_b});
   }
   if (a.device != b.device) found.emplace_back(finding::DifferentDevices{a.device, b.device});
+  if ((a.segments.private_pool_count > 0) != (b.segments.private_pool_count > 0)) {
+    const bool in_a = a.segments.private_pool_count > 0;
+    const SegmentTotals& with = in_a ? a.segments : b.segments;
+    found.emplace_back(finding::PrivatePoolsOneSide{
+        in_a ? Side::kA : Side::kB, with.private_pool_count, with.private_pool_size});
+  }
   std::optional<std::string> rank_a = rank_of(a.path);
   std::optional<std::string> rank_b = rank_of(b.path);
   if (rank_a && rank_b && *rank_a != *rank_b) {

@@ -95,6 +95,12 @@ struct DifferentDevices {
 struct DifferentRanks {
   std::string a, b;  // as in the file names
 };
+// Private pools (CUDA graphs, MemPools) hold segments in one file only.
+struct PrivatePoolsOneSide {
+  Side side = Side::kA;  // the side that has them
+  uint64_t segments = 0;
+  uint64_t reserved = 0;
+};
 // One or both files carry no allocation trace: only their segments compare.
 struct NoTrace {
   bool a = false, b = false;  // which side lacks one
@@ -110,6 +116,6 @@ using Finding =
                  finding::FlatDeviceTraces, finding::TimesGoBackwards, finding::StepsEndBeforeStart,
                  finding::OtherDevices, finding::CudaGraphsLikely, finding::TopSourcesShare,
                  finding::SideTruncated, finding::BaselinesDiffer, finding::DifferentDevices,
-                 finding::DifferentRanks, finding::NoTrace>;
+                 finding::DifferentRanks, finding::PrivatePoolsOneSide, finding::NoTrace>;
 
 }  // namespace memsnap

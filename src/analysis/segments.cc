@@ -14,7 +14,10 @@ SegmentTotals segment_totals(const Snapshot& snapshot, int device) {
     totals.active_size += segment.active_size;
     totals.block_count += segment.block_count;
     if (segment.is_expandable) ++totals.expandable_count;
-    if (segment.pool_id_first != 0 || segment.pool_id_second != 0) ++totals.private_pool_count;
+    if (segment.pool_id_first != 0 || segment.pool_id_second != 0) {
+      ++totals.private_pool_count;
+      totals.private_pool_size += segment.total_size;
+    }
   }
   totals.awaiting_free_size =
       totals.active_size > totals.allocated_size ? totals.active_size - totals.allocated_size : 0;

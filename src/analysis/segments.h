@@ -19,6 +19,7 @@ struct SegmentTotals {
   double fragmentation = 0;         // inactive / reserved
   uint64_t expandable_count = 0;
   uint64_t private_pool_count = 0;  // CUDA graph or user MemPool segments
+  uint64_t private_pool_size = 0;   // their total_size
   uint64_t block_count = 0;
 };
 SegmentTotals segment_totals(const Snapshot& snapshot, int device);

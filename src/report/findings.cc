@@ -144,6 +144,12 @@ std::string say(const finding::BaselinesDiffer& f) {
 std::string say(const finding::DifferentDevices& f) {
   return fmt::format("different devices compared: A is device {}, B is device {}", f.a, f.b);
 }
+std::string say(const finding::PrivatePoolsOneSide& f) {
+  return fmt::format(
+      "private pools (CUDA graphs or MemPools) only in {}: {} segments, {} reserved that the "
+      "other run's allocator does not have; `memsnap segments` shows them by pool",
+      side_name(f.side), format_count(f.segments), format_bytes(f.reserved));
+}
 std::string say(const finding::DifferentRanks& f) {
   return fmt::format(
       "the file names suggest different ranks (_{} vs _{}): ranks can "

@@ -749,6 +749,15 @@ def group_by_annotation_and_pool(memsnap, work):
     got = run(memsnap, ["parse", "--keys", "reference", "--group-by", "pool", path])
     check("--keys reference --group-by pool runs", got.returncode == 0, got.stderr)
 
+    # compare says when only one run has private pools.
+    plain = os.path.join(work, "groups-plain.pickle")
+    subprocess.run([sys.executable, GENERATOR, "--out", plain, "--events", "1000", "--seed", "4"], check=True)
+    notes = json.loads(run(memsnap, ["compare", "--json", plain, path]).stdout)["observations"]
+    check("compare notes private pools on one side only",
+          any(n.startswith("private pools (CUDA graphs or MemPools) only in B: ") for n in notes), notes)
+    notes = json.loads(run(memsnap, ["compare", "--json", path, path]).stdout)["observations"]
+    check("compare with pools on both sides says nothing about them", not any("private pools" in n for n in notes), notes)
+
     # Entries that carry their own pool_id (recent PyTorch) are grouped by it,
     # whatever segment the address falls in; (0, 0) is the default pool.
     tagged = os.path.join(work, "groups-pool-id.pickle")
