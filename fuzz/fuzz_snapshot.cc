@@ -18,7 +18,9 @@
 #include "report/compare_render.h"
 #include "report/event_render.h"
 #include "report/html_plot.h"
+#include "report/oom_render.h"
 #include "report/parse_render.h"
+#include "report/segment_render.h"
 #include "report/step_render.h"
 #include "report/text_chart.h"
 #include "report/time_render.h"
@@ -73,6 +75,21 @@ void every_report(const memsnap::Snapshot& snapshot, std::optional<int> device) 
   std::vector<RunTimeline> runs{build_timeline(file, "fuzz", 1.0, user)};
   (void)render_text_chart(runs, TextChartOptions{});
   if (html_plot_available()) (void)render_plot_html(runs, 1.0);
+
+  // Groups that read the entries' times and pools rather than frames.
+  for (GroupBy group : {GroupBy::kAnnotation, GroupBy::kPool}) {
+    SourceKeyOptions grouped = user;
+    grouped.group = group;
+    consume(render_parse_json(summarize(snapshot, "fuzz", ParseOptions{device, 5, grouped})));
+    consume(plot_data_json({build_timeline(file, "fuzz", 1.0, grouped)}, 1.0));
+  }
+  SegmentReport segments = segments_at_dump("fuzz", snapshot, file.device);
+  (void)render_segments_text(segments, 5);
+  consume(render_segments_json(segments, 5));
+  OomAnalysis oom =
+      analyze_oom("fuzz", snapshot, OomOptions{device, 1, 1.0, uint64_t{80} << 30, user});
+  (void)render_oom_text(oom, 5);
+  consume(render_oom_json(oom, 5));
 }
 
 }  // namespace
