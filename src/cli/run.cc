@@ -43,6 +43,8 @@ int run_cli(int argc, char** argv) {
       "  memsnap replay-to-time run.pickle --time 12.5   what was live at 12.5 s\n"
       "  memsnap replay-step run.pickle --all-steps      every profiler step\n"
       "  memsnap plot a.pickle b.pickle -o t.html        both runs on one timeline\n"
+      "  memsnap oom oom_rank3.pickle                    why it ran out of memory\n"
+      "  memsnap segments run.pickle                     the allocator's segments at the dump\n"
       "Reports go to stdout (--json for tools); errors and progress to stderr.\n"
       "Exit status: 0 ok, 1 unreadable or refused input (or output that cannot be written), "
       "2 usage error.");
