@@ -106,6 +106,7 @@ OomAnalysis analyze_oom(const std::string& path, const Snapshot& snapshot,
   const EventColumns& events = snapshot.events;
   std::vector<uint64_t> ooms = oom_events(snapshot, trace);
   report.oom_count = ooms.size();
+  report.event_count = trace.count();
   if (ooms.empty()) return report;
   if (options.at < 1 || static_cast<uint64_t>(options.at) > ooms.size()) {
     throw Error::usage(fmt::format("--at {}: device {} has {} oom entr{} (1-{})", options.at,

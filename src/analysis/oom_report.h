@@ -92,7 +92,8 @@ struct OomCase {
 struct OomAnalysis {
   std::string file;
   int device = 0;
-  uint64_t oom_count = 0;  // oom entries on the device
+  uint64_t oom_count = 0;    // oom entries on the device
+  uint64_t event_count = 0;  // trace entries on the device
   double window_s = 1.0;
   std::optional<uint64_t> capacity;
   std::vector<int> devices_with_oom;

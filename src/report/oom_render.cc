@@ -132,6 +132,11 @@ std::string no_oom_text(const OomAnalysis& r) {
         fmt::format(" (devices with one: {}; use --device)", fmt::join(r.devices_with_oom, ", "));
   }
   out += ".\n";
+  if (r.event_count == 0) {
+    out +=
+        "This file records no allocation history for the device (a segments-only snapshot, "
+        "or recording was off), so it cannot show an OOM.\n";
+  }
   out += std::string(kCaptureHint);
   return out;
 }

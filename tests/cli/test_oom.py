@@ -183,6 +183,12 @@ def options_and_refusals(memsnap, work):
           and "_cuda_attach_out_of_memory_observer" in got.stdout, got.stdout + got.stderr)
     got = run(memsnap, ["oom", "--json", "--device", "0", one])
     check("oom --json without an oom entry: oom is null", got.returncode == 0 and json.loads(got.stdout)["oom"] is None)
+    segments_only = os.path.join(work, "oom-segments-only.pickle")
+    with open(segments_only, "wb") as f:
+        pickle.dump(snapshot["segments"], f, protocol=4)  # torch.cuda.memory_snapshot(): a list
+    got = run(memsnap, ["oom", segments_only])
+    check("oom on a segments-only snapshot says it has no history to show an OOM",
+          got.returncode == 0 and "records no allocation history for the device" in got.stdout, got.stdout + got.stderr)
     for flags, text in ((["--window", "0"], "--window must be > 0"), (["--at", "0"], "--at"),
                         (["--capacity", "lots"], "--capacity")):
         got = run(memsnap, ["oom", one] + flags)
