@@ -61,6 +61,7 @@
     eventDrill: false, // the data has per-allocation event indices: clicks in the event-index view drill down
     xTicks: [], // the x tick labels of the last draw
     stack: null, // stacked view: { mode, run, layers: [names bottom to top] } of the last draw
+    oomPanel: null, // the OOM panel shown: { run, ordinal, verdict }
   };
   window.memsnapState = state;
   window.memsnapInfo = info;
@@ -695,6 +696,62 @@
     table.hidden = false;
   }
 
+  // ---------------------------------------------------------------- OOM panel
+
+  // What `memsnap oom` says about oom entry k (0-based) of a run.
+  function showOom(run, k) {
+    const a = run.oomAnalyses[k];
+    const o = run.oom[k];
+    const panel = $('oom-panel');
+    const body = $('oom-body');
+    panel.hidden = false;
+    const when = o && o.t_s != null ? ` at t = ${formatSeconds(Number(o.t_s))}` : '';
+    $('oom-heading').textContent = `Out of memory: ${run.name}, oom entry ${k + 1} of ${run.oom.length}${when}`;
+    if (!a) {
+      body.innerHTML = `<p class="hint">This page holds the analysis of the first ${run.oomAnalyses.length} oom entries only; run <code>memsnap oom ${esc(run.file)} --at ${k + 1}</code>.</p>`;
+      info.oomPanel = { run: run.ordinal, ordinal: k + 1, verdict: null };
+      return;
+    }
+    const st = a.state || {};
+    const row = (label, value, note = '') => `<tr><th>${esc(label)}</th><td>${value}</td><td class="note">${esc(note)}</td></tr>`;
+    const bytes = (v) => (v == null ? 'unknown' : (v < 0 ? formatSignedBytes(v) : formatBytes(v)));
+    const verdicts = (a.verdicts || []).map((v, i) => `<p class="verdict${i === 0 ? ' primary' : ''}" data-verdict="${esc(v.verdict)}">${i === 0 ? '' : 'Also: '}${esc(v.sentence)}</p>`).join('');
+    const facts = [
+      row('request', bytes(a.request), `stream ${a.stream}`),
+      row('device free', bytes(a.device_free), "the driver's free memory"),
+      row('source', esc(a.request_source), a.request_category),
+      row('reserved', bytes(st.reserved)),
+      row('live', bytes(st.live), 'baseline + delta at the OOM'),
+      row('awaiting free', bytes(st.awaiting_free)),
+      row('free in segments', bytes(st.free)),
+      st.dump_is_oom_state
+        ? row('largest usable block', bytes(st.largest_usable_block), `default pool, stream ${a.stream}`)
+        : row('largest free block', 'unknown', `${formatCount(st.entries_after)} entries after the OOM changed the allocator before the dump`),
+    ].join('');
+    const live = (a.live_by_category || []).map((r) => `<tr><td class="src">${esc(r.source)}</td><td>${formatBytes(r.bytes)}</td><td>${formatCount(r.count)}</td></tr>`).join('');
+    body.innerHTML = `<div class="verdicts">${verdicts}</div>`
+      + `<div class="oom-grid"><table class="facts">${facts}</table>`
+      + `<table class="live"><thead><tr><th class="src">live by category</th><th>bytes</th><th>count</th></tr></thead><tbody>${live}</tbody></table></div>`
+      + `<p class="hint">The same as <code>memsnap oom ${esc(run.file)}${k > 0 ? ` --at ${k + 1}` : ''}</code>, which also lists sources and what grew before.</p>`;
+    info.oomPanel = { run: run.ordinal, ordinal: k + 1, verdict: a.verdict };
+    document.body.dataset.oomVerdict = a.verdict;
+  }
+
+  // The oom marker within a few pixels of a click (wall-clock view), or null.
+  function oomNear(leftPx) {
+    if (state.xMode !== 'time' || !plot || !view) return null;
+    let best = null;
+    for (const run of view.runs) {
+      run.oom.forEach((o, k) => {
+        const t = o.t_s == null ? NaN : Number(o.t_s);
+        if (!Number.isFinite(t)) return;
+        const d = Math.abs(plot.valToPos(t, 'x') - leftPx);
+        if (d <= 6 && (!best || d < best.d)) best = { run, k, d };
+      });
+    }
+    return best;
+  }
+
   // ---------------------------------------------------------------- events
 
   function onChartClick(e) {
@@ -715,6 +772,8 @@
       drill({ event: Math.min(Math.max(Math.floor(x), 0), maxEvents - 1) });
       return;
     }
+    const near = oomNear(left);
+    if (near) showOom(near.run, near.k);
     const maxS = Math.max(...RUNS.map((r) => r.durationS));
     let t = plot.posToVal(left, 'x');
     t = Math.min(Math.max(t, 0), maxS);

@@ -401,6 +401,8 @@
       sources: Array.isArray(raw.sources) ? raw.sources.map(String) : [],
       life: decodeLifetimes(raw.lifetimes, `${what}.lifetimes`),
       stacks: decodeStacks(raw.stacks, `${what}.stacks`),
+      // `memsnap oom --json`'s "oom" for each oom entry (the first 8), for the OOM panel.
+      oomAnalyses: Array.isArray(raw.oom_analyses) ? raw.oom_analyses : [],
     };
     run.annotationDepth = annotationDepths(run.annotations);
     run.timeSpanUs = run.time ? run.time.count * run.time.width : 0;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "analysis/file_analysis.h"
+#include "analysis/oom_report.h"
 #include "analysis/source_key.h"
 
 namespace memsnap {
@@ -109,7 +110,11 @@ struct RunTimeline {
   Lifetimes lifetimes;
   StackedView by_category;
   StackedView by_source;  // by the run's group (source, file, ... per --group-by)
+  // `memsnap oom` for the first kMaxOomPanels oom entries, for the page's OOM
+  // panel (filled by the plot command; empty for --text).
+  std::vector<OomAnalysis> oom_analyses;
 };
+constexpr size_t kMaxOomPanels = 8;
 
 RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, double precision_ms,
                            const SourceKeyOptions& key_options);

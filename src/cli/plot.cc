@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -74,6 +75,13 @@ void run_plot(const PlotFlags& flags) {
     FileAnalysis file = analyze_file(flags.files[i], snapshots[i], common.device);
     std::string label = flags.labels.empty() ? basename_of(flags.files[i]) : flags.labels[i];
     runs.push_back(build_timeline(file, label, flags.precision_ms, common.keys));
+    if (flags.text) continue;
+    RunTimeline& run = runs.back();
+    for (size_t k = 1; k <= std::min(run.ooms.size(), kMaxOomPanels); ++k) {
+      run.oom_analyses.push_back(
+          analyze_oom(flags.files[i], snapshots[i],
+                      OomOptions{file.device, static_cast<int>(k), 1.0, 0, common.keys}));
+    }
   }
   if (flags.text) {
     TextChartOptions options;

@@ -9,6 +9,7 @@
 
 #include "memsnap/error.h"
 #include "memsnap/version.h"
+#include "report/oom_render.h"
 
 namespace memsnap {
 #if MEMSNAP_HTML_PLOT
@@ -55,6 +56,16 @@ ordered_json stacked_json(const StackedView& view) {
   return {{"layers", view.names},
           {"time", stacked_buckets_json(view.time)},
           {"index", stacked_buckets_json(view.index)}};
+}
+
+// What `memsnap oom --json` says about each oom entry, for the OOM panel.
+ordered_json oom_analyses_json(const std::vector<OomAnalysis>& analyses) {
+  ordered_json out = ordered_json::array();
+  for (const OomAnalysis& analysis : analyses) {
+    ordered_json one = render_oom_json(analysis, 5);
+    out.push_back(std::move(one["oom"]));
+  }
+  return out;
 }
 
 ordered_json marker_json(const Marker& marker, const char* name_key, bool numeric_name) {
@@ -219,6 +230,7 @@ ordered_json plot_data_json(const std::vector<RunTimeline>& runs, double precisi
          {"oom", ooms},
          {"sources", run.sources},
          {"lifetimes", lifetimes_json(run.lifetimes)},
+         {"oom_analyses", oom_analyses_json(run.oom_analyses)},
          {"stacks",
           {{"category", stacked_json(run.by_category)}, {"source", stacked_json(run.by_source)}}}});
   }

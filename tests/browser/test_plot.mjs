@@ -605,6 +605,48 @@ async function checkStacked(page, name, nRuns, xModes) {
   console.log(`  ${name}: stacked views: layers = max line in ${checked} views`);
 }
 
+// The OOM panel: a click away from any oom marker leaves it closed; a click on
+// a run's oom marker opens it with what `memsnap oom --json` says (verdict and
+// its sentence, the request).
+async function testOomPanel(browser, file, files) {
+  const p = await openPage(browser, file, `${path.basename(file)} (OOM panel)`);
+  const { page } = p;
+  try {
+    await clickChart(page, 0.3);
+    check(await page.evaluate(() => document.getElementById('oom-panel').hidden), `${p.name}: a click away from the oom markers opened the OOM panel`);
+    const markers = await page.evaluate(() => JSON.parse(document.getElementById('memsnap-data').textContent).runs.map((r) => r.oom.map((o) => o.t_s)));
+    let opened = 0;
+    for (let r = 0; r < markers.length; r++) {
+      if (markers[r].length === 0) continue;
+      const expected = memsnapJson(['oom', files[r]], `oom ${path.basename(files[r])}`).oom;
+      const pos = await page.evaluate(([run, t]) => {
+        const u = window.memsnapPlot;
+        const box = u.over.getBoundingClientRect();
+        return { x: box.left + u.valToPos(t, 'x') - 2, y: box.top + box.height * 0.6 };
+      }, [r, markers[r][0]]);
+      await page.mouse.click(pos.x, pos.y);
+      await nextFrame(page);
+      const got = await page.evaluate(() => ({
+        hidden: document.getElementById('oom-panel').hidden,
+        info: window.memsnapInfo.oomPanel,
+        sentence: (document.querySelector('#oom-body .verdict.primary') || {}).textContent || '',
+        text: document.getElementById('oom-body').textContent,
+      }));
+      const where = `${p.name}: run ${r}'s oom marker`;
+      if (!check(!got.hidden && got.info, `${where}: a click on it opened no OOM panel`)) continue;
+      opened += 1;
+      check(got.info.run === r && got.info.ordinal === 1 && got.info.verdict === expected.verdict,
+        `${where}: panel ${JSON.stringify(got.info)}, memsnap oom says ${expected.verdict}`);
+      check(got.sentence === expected.verdicts[0].sentence, `${where}: "${got.sentence}" vs "${expected.verdicts[0].sentence}"`);
+      check(got.text.includes(MT.formatBytes(expected.request)), `${where}: the panel does not show the request ${MT.formatBytes(expected.request)}`);
+    }
+    check(opened > 0, `${p.name}: no run with an oom marker to click`);
+    console.log(`  ${p.name}: ${opened} OOM panel(s) equal memsnap oom --json`);
+  } finally {
+    await closePage(p);
+  }
+}
+
 // The overlay page: toggles, peaks, drill-down. `expected(T)` gives the
 // drill-down the page must show at time T.
 async function testOverlay(browser, file, nRuns, expected, shotName, expectedEvent = null) {
@@ -991,6 +1033,7 @@ async function generatedScenarios(browser) {
   const nativeEvents = extractPage(fs.readFileSync(overlay, 'utf8')).data.runs.every((r) => typeof r.lifetimes.start_event === 'string');
   const perRun = (E) => ({ perRun: [A, B].map((f, r) => expectedRunAtEvent(f, listings[r], E)) });
   await testOverlay(browser, overlay, 2, (T) => expectedFromMemsnap([A, B], T), 'overlay.png', nativeEvents ? perRun : null);
+  await testOomPanel(browser, overlay, [A, B]);
 
   section('event-index drill-down (event indices rebuilt from memsnap events where the data has none)');
   const withEvents = path.join(opts.outDir, 'overlay-events.html');
