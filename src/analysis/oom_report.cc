@@ -162,6 +162,23 @@ OomAnalysis analyze_oom(const std::string& path, const Snapshot& snapshot,
   SourceIndex category_index(snapshot, by_category);
   c.live_by_category = live_at(snapshot, trace, category_index, at).sources;
 
+  // Steps: the one the OOM fell in, and the highest complete step before it.
+  if (c.has_time) {
+    const int64_t oom_us = events.time_us[e];
+    for (const StepStats& stats : file.analysis.steps) {
+      const ProfilerStep& step = stats.step;
+      if (step.start_us <= oom_us && (!step.complete || oom_us <= step.end_us)) {
+        c.oom_step = step.number;
+      } else if (step.complete && step.end_us < oom_us) {
+        const int64_t peak = file.step_absolute_peak(stats);
+        if (!c.prior_step_peak || peak > *c.prior_step_peak) {
+          c.prior_step_peak = peak;
+          c.prior_step = step.number;
+        }
+      }
+    }
+  }
+
   // The allocator at the OOM.
   OomState& state = c.state;
   int64_t reserved = static_cast<int64_t>(file.segments.total_size);

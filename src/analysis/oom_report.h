@@ -79,6 +79,11 @@ struct OomCase {
   int64_t growth_bytes = 0;       // live at the OOM minus live window_s before
   // The highest absolute memory before the window: what the run had survived.
   std::optional<int64_t> prior_peak;
+  // With profiler steps: the OOM's step, and the highest absolute peak among
+  // the complete steps that ended before the OOM (the headroom per step).
+  std::optional<int64_t> oom_step;
+  std::optional<int64_t> prior_step;
+  std::optional<int64_t> prior_step_peak;
   // Headroom: what the request lacked, and the biggest category's share of it.
   int64_t shortfall = 0;  // bytes the request lacked under the primary verdict (0: none)
   std::optional<uint64_t> outside_bytes;  // capacity - reserved - device free, with --capacity

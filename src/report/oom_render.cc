@@ -195,6 +195,17 @@ std::string render_oom_text(const OomAnalysis& r, int top) {
                                r.window_s, format_bytes(static_cast<uint64_t>(std::abs(margin))),
                                margin >= 0 ? "below" : "above")});
   }
+  if (c.prior_step_peak) {
+    const int64_t gave = static_cast<int64_t>(s.reserved + c.device_free.value_or(0));
+    const int64_t margin = gave - *c.prior_step_peak;
+    facts.add_row(
+        {"peak of step " + std::to_string(*c.prior_step), bytes_signed_ok(*c.prior_step_peak),
+         fmt::format("the highest complete step before the OOM{}; {} {} reserved + "
+                     "device free at the OOM",
+                     c.oom_step ? fmt::format(" (which came in step {})", *c.oom_step) : "",
+                     format_bytes(static_cast<uint64_t>(std::abs(margin))),
+                     margin >= 0 ? "below" : "above")});
+  }
   rendered = facts.render();
   out += rendered.substr(rendered.find('\n') + 1);
   if (s.dump_is_oom_state && s.groups.size() > 1) {
@@ -291,6 +302,10 @@ ordered_json render_oom_json(const OomAnalysis& r, int top) {
       {"live_by_source", usage_json(c.live_by_source, top)},
       {"growth_bytes", c.has_time ? ordered_json(c.growth_bytes) : ordered_json(nullptr)},
       {"prior_peak", c.prior_peak ? ordered_json(*c.prior_peak) : ordered_json(nullptr)},
+      {"oom_step", c.oom_step ? ordered_json(*c.oom_step) : ordered_json(nullptr)},
+      {"prior_step", c.prior_step ? ordered_json(*c.prior_step) : ordered_json(nullptr)},
+      {"prior_step_peak",
+       c.prior_step_peak ? ordered_json(*c.prior_step_peak) : ordered_json(nullptr)},
       {"growth", growth}};
   return out;
 }

@@ -73,7 +73,8 @@ class Scenario:
                               "segment_type": "large", "segment_pool_id": pool, "is_expandable": False,
                               "frames": [], "blocks": rows})
 
-    def write(self, path, request, device_free, oom_at_s, legacy_free=False):
+    def write(self, path, request, device_free, oom_at_s, legacy_free=False, steps=()):
+        """steps: (number, start_s, end_s or None) ProfilerStep windows."""
         oom = {"action": "oom", "size": request, "stream": 0, "time_us": T0 + int(oom_at_s * 1e6),
                "frames": FORWARD}
         if legacy_free:
@@ -82,8 +83,13 @@ class Scenario:
             oom["addr"] = 0
             oom["device_free"] = device_free
         entries = sorted(self.entries, key=lambda e: e["time_us"]) + [oom]
+        marks = []
+        for number, start, end in steps:
+            marks.append({"name": f"ProfilerStep#{number}", "stage": "START", "device": 0, "time_us": T0 + int(start * 1e6)})
+            if end is not None:
+                marks.append({"name": f"ProfilerStep#{number}", "stage": "END", "device": 0, "time_us": T0 + int(end * 1e6)})
         with open(path, "wb") as f:
-            pickle.dump({"segments": self.segments, "device_traces": [entries],
+            pickle.dump({"segments": self.segments, "device_traces": [entries], "external_annotations": marks,
                          "allocator_settings": {"expandable_segments": False}}, f, protocol=4)
 
 
@@ -153,6 +159,22 @@ def verdict_cases(memsnap, work):
         check(f"oom {name}: the text leads with the verdict sentence",
               text.returncode == 0 and f"Verdict: {oom['verdict']}\n  {first}\n" in text.stdout, text.stdout[:800])
     return cases
+
+
+def headroom_by_step(memsnap, work):
+    """With profiler steps: the OOM's step and the highest complete step before it."""
+    s = Scenario()  # 1 GiB at 0.25 + 0.5 k s, never freed; steps of 1 s; the OOM in step 2
+    s.segment([(GiB, "a")] * 5, times=[0.25 + 0.5 * k for k in range(5)])
+    path = os.path.join(work, "oom-steps.pickle")
+    s.write(path, 2 * GiB, 0, 2.5, steps=[(0, 0.0, 1.0), (1, 1.0, 2.0), (2, 2.0, None)])
+    oom = json.loads(run(memsnap, ["oom", "--json", path]).stdout)["oom"]
+    check("oom with steps: the OOM's step and the highest complete step before it (step 1, 4 GiB)",
+          oom["oom_step"] == 2 and oom["prior_step"] == 1 and oom["prior_step_peak"] == 4 * GiB,
+          {k: oom[k] for k in ("oom_step", "prior_step", "prior_step_peak")})
+    text = run(memsnap, ["oom", path]).stdout
+    check("oom with steps: the text gives the step's peak and the margin",
+          "peak of step 1" in text and "the highest complete step before the OOM (which came in step 2); "
+          "1.00 GiB below reserved + device free at the OOM" in text, text)
 
 
 def options_and_refusals(memsnap, work):
@@ -230,6 +252,7 @@ def main():
     try:
         if "generated" in args.only:
             verdict_cases(memsnap, work)
+            headroom_by_step(memsnap, work)
             options_and_refusals(memsnap, work)
         if "fixtures" in args.only and not skipped:
             fixtures(memsnap, args.fixtures)
