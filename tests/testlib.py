@@ -1,5 +1,6 @@
 """Set-up shared by the Python test drivers (standard library only)."""
 import os
+import subprocess
 import tempfile
 
 
@@ -53,3 +54,27 @@ def exit_status(failed, fixtures_skipped):
     if failed:
         return 1
     return SKIPPED if fixtures_skipped else 0
+
+
+class Checks:
+    """One `ok`/`FAIL` line per check; the failures kept for the summary.
+    A call returns the condition, so a check can guard what follows it."""
+
+    def __init__(self):
+        self.count = 0
+        self.failures = []
+
+    def __call__(self, name, condition, detail=''):
+        self.count += 1
+        print(('ok   ' if condition else 'FAIL ') + name + ('' if condition else ': %s' % (detail,)))
+        if not condition:
+            self.failures.append(name)
+        return condition
+
+    def summary(self):
+        return '%d checks, %d failed' % (self.count, len(self.failures))
+
+
+def run_memsnap(memsnap, args, timeout=300):
+    """memsnap with these arguments, output captured as text."""
+    return subprocess.run([memsnap] + args, capture_output=True, text=True, timeout=timeout)

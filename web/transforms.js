@@ -417,6 +417,15 @@
   // every base bucket that overlaps it, so the true peak and trough always
   // survive. Arrays get one entry per edge: the last one closes the last step.
   // null past the run's end.
+  // The buckets of `width` (of `total`) that display bucket j overlaps, as
+  // [i0, i1] inclusive; null when it starts past the last one.
+  function overlapped(edges, j, width, total) {
+    const i0 = Math.floor(edges[j] / width + EPS);
+    if (i0 >= total) return null;
+    const i1 = Math.min(total - 1, Math.ceil(edges[j + 1] / width - EPS) - 1);
+    return [i0, Math.max(i0, i1)];
+  }
+
   function regroup(buckets, edges, offset) {
     const n = edges.length - 1;
     const lo = new Array(n + 1).fill(null);
@@ -424,11 +433,9 @@
     const { width, count: total, min, max } = buckets;
     let last = -1;
     for (let j = 0; j < n; j++) {
-      const i0 = Math.floor(edges[j] / width + EPS);
-      if (i0 >= total) break;
-      let i1 = Math.ceil(edges[j + 1] / width - EPS) - 1;
-      if (i1 >= total) i1 = total - 1;
-      if (i1 < i0) i1 = i0;
+      const range = overlapped(edges, j, width, total);
+      if (!range) break;
+      const [i0, i1] = range;
       let a = Infinity;
       let b = -Infinity;
       for (let i = i0; i <= i1; i++) {
@@ -458,11 +465,9 @@
     const out = layers.map(() => new Array(n + 1).fill(null));
     let last = -1;
     for (let j = 0; j < n; j++) {
-      const i0 = Math.floor(edges[j] / width + EPS);
-      if (i0 >= total) break;
-      let i1 = Math.ceil(edges[j + 1] / width - EPS) - 1;
-      if (i1 >= total) i1 = total - 1;
-      if (i1 < i0) i1 = i0;
+      const range = overlapped(edges, j, width, total);
+      if (!range) break;
+      const [i0, i1] = range;
       let best = i0;
       let bestSum = -Infinity;
       for (let i = i0; i <= i1; i++) {

@@ -88,18 +88,29 @@ std::vector<uint64_t> oom_events(const Snapshot& snapshot, const DeviceTrace& tr
 
 }  // namespace
 
-OomAnalysis analyze_oom(const std::string& path, const Snapshot& snapshot,
-                        const OomOptions& options) {
+std::vector<int> devices_with_oom(const Snapshot& snapshot) {
+  std::vector<int> devices;
+  for (const DeviceTrace& trace : snapshot.devices) {
+    if (!oom_events(snapshot, trace).empty()) devices.push_back(trace.device);
+  }
+  std::sort(devices.begin(), devices.end());
+  return devices;
+}
+
+std::optional<int> oom_device(const Snapshot& snapshot, std::optional<int> requested) {
+  if (requested) return requested;
+  std::vector<int> devices = devices_with_oom(snapshot);
+  return devices.empty() ? std::nullopt : std::optional<int>(devices.front());
+}
+
+OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
+  const std::string& path = file.path;
+  const Snapshot& snapshot = *file.snapshot;
   OomAnalysis report;
   report.file = path;
   report.window_s = options.window_s;
   if (options.capacity != 0) report.capacity = options.capacity;
-  for (const DeviceTrace& trace : snapshot.devices) {
-    if (!oom_events(snapshot, trace).empty()) report.devices_with_oom.push_back(trace.device);
-  }
-  std::optional<int> device = options.device;
-  if (!device && !report.devices_with_oom.empty()) device = report.devices_with_oom.front();
-  FileAnalysis file = analyze_file(path, snapshot, device);
+  report.devices_with_oom = devices_with_oom(snapshot);
   report.device = file.device;
   report.expandable_segments = expandable_in_settings(snapshot, file.device);
   const DeviceTrace& trace = file.trace;

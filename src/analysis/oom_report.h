@@ -28,10 +28,9 @@ enum class OomVerdict : uint8_t {
 std::string_view verdict_name(OomVerdict verdict);
 
 struct OomOptions {
-  std::optional<int> device;  // default: the first device with an oom entry
-  int at = 1;                 // which oom entry of the device, from 1
-  double window_s = 1.0;      // "just before the OOM"
-  uint64_t capacity = 0;      // the device's memory, when the user knows it (0: unknown)
+  int at = 1;             // which oom entry of the device, from 1
+  double window_s = 1.0;  // "just before the OOM"
+  uint64_t capacity = 0;  // the device's memory, when the user knows it (0: unknown)
   SourceKeyOptions keys;
 };
 
@@ -106,7 +105,13 @@ struct OomAnalysis {
   std::optional<OomCase> chosen;     // none: the file has no oom entry on the device
 };
 
-OomAnalysis analyze_oom(const std::string& path, const Snapshot& snapshot,
-                        const OomOptions& options);
+// Devices whose trace has an oom entry, ascending.
+std::vector<int> devices_with_oom(const Snapshot& snapshot);
+// The device `memsnap oom` looks at: the one asked for, else the first with
+// an oom entry, else analyze_file's default (nullopt).
+std::optional<int> oom_device(const Snapshot& snapshot, std::optional<int> requested);
+
+// The file's chosen device, already replayed (plot reuses its FileAnalysis).
+OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options);
 
 }  // namespace memsnap

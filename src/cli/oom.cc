@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 
+#include "analysis/file_analysis.h"
 #include "analysis/oom_report.h"
 #include "cli/command.h"
 #include "cli/options.h"
@@ -12,58 +13,59 @@
 namespace memsnap::cli {
 
 Command oom_command() {
-  return {
-      "oom",
-      "Why did this run go out of memory: the request, the allocator then, what was live, "
-      "a verdict",
-      [](CLI::App& command) -> Runner {
-        struct Flags {
-          std::string file;
-          int at = 1;
-          double window_s = 1.0;
-          uint64_t capacity = 0;
-          CommonOptions common;
-        };
-        auto flags = std::make_shared<Flags>();
-        command
-            .add_option("FILE", flags->file, "Snapshot pickle (.pickle, .gz, .zst, or - for stdin)")
-            ->required();
-        command
-            .add_option("--at", flags->at,
-                        "Which oom entry of the device, counted from 1 (default 1)")
-            ->check(whole_number_at_least(1));
-        command
-            .add_option("--window", flags->window_s,
-                        "Seconds before the OOM whose growth is reported (default 1)")
-            ->check(finite_number());
-        command
-            .add_option("--capacity", flags->capacity,
-                        "The device's memory, e.g. 80GiB or 81559MiB (nvidia-smi's total), "
-                        "to tell memory held outside PyTorch")
-            ->transform(CLI::AsSizeValue(false).description(""))
-            ->check(whole_number_at_least(1).description(""))
-            ->option_text("SIZE");
-        add_json_flag(command, flags->common);
-        command.add_option("--device", flags->common.device,
-                           "CUDA device ordinal (default: the first device with an oom entry)");
-        add_top_flag(command, flags->common, "rows per table", 10);
-        add_source_key_flags(command, flags->common);
-        add_input_flags(command, flags->common);
-        return [flags] {
-          if (!(flags->window_s > 0))
-            throw Error::usage("--window must be > 0 (seconds before the OOM)");
-          const CommonOptions& common = flags->common;
-          Snapshot snapshot = load_with_progress(flags->file, common);
-          OomAnalysis report = analyze_oom(
-              flags->file, snapshot,
-              OomOptions{common.device, flags->at, flags->window_s, flags->capacity, common.keys});
-          if (common.json) {
-            write_json(render_oom_json(report, common.top));
-          } else {
-            write_out(render_oom_text(report, common.top));
-          }
-        };
-      }};
+  return {"oom",
+          "Why did this run go out of memory: the request, the allocator then, what was live, "
+          "a verdict",
+          [](CLI::App& command) -> Runner {
+            struct Flags {
+              std::string file;
+              int at = 1;
+              double window_s = 1.0;
+              uint64_t capacity = 0;
+              CommonOptions common;
+            };
+            auto flags = std::make_shared<Flags>();
+            command
+                .add_option("FILE", flags->file,
+                            "Snapshot pickle (.pickle, .gz, .zst, or - for stdin)")
+                ->required();
+            command
+                .add_option("--at", flags->at,
+                            "Which oom entry of the device, counted from 1 (default 1)")
+                ->check(whole_number_at_least(1));
+            command
+                .add_option("--window", flags->window_s,
+                            "Seconds before the OOM whose growth is reported (default 1)")
+                ->check(finite_number());
+            command
+                .add_option("--capacity", flags->capacity,
+                            "The device's memory, e.g. 80GiB or 81559MiB (nvidia-smi's total), "
+                            "to tell memory held outside PyTorch")
+                ->transform(CLI::AsSizeValue(false).description(""))
+                ->check(whole_number_at_least(1).description(""))
+                ->option_text("SIZE");
+            add_json_flag(command, flags->common);
+            command.add_option("--device", flags->common.device,
+                               "CUDA device ordinal (default: the first device with an oom entry)");
+            add_top_flag(command, flags->common, "rows per table", 10);
+            add_source_key_flags(command, flags->common);
+            add_input_flags(command, flags->common);
+            return [flags] {
+              if (!(flags->window_s > 0))
+                throw Error::usage("--window must be > 0 (seconds before the OOM)");
+              const CommonOptions& common = flags->common;
+              Snapshot snapshot = load_with_progress(flags->file, common);
+              FileAnalysis file =
+                  analyze_file(flags->file, snapshot, oom_device(snapshot, common.device));
+              OomAnalysis report = analyze_oom(
+                  file, OomOptions{flags->at, flags->window_s, flags->capacity, common.keys});
+              if (common.json) {
+                write_json(render_oom_json(report, common.top));
+              } else {
+                write_out(render_oom_text(report, common.top));
+              }
+            };
+          }};
 }
 
 }  // namespace memsnap::cli

@@ -79,8 +79,7 @@ void run_plot(const PlotFlags& flags) {
     RunTimeline& run = runs.back();
     for (size_t k = 1; k <= std::min(run.ooms.size(), kMaxOomPanels); ++k) {
       run.oom_analyses.push_back(
-          analyze_oom(flags.files[i], snapshots[i],
-                      OomOptions{file.device, static_cast<int>(k), 1.0, 0, common.keys}));
+          analyze_oom(file, OomOptions{static_cast<int>(k), 1.0, 0, common.keys}));
     }
   }
   if (flags.text) {

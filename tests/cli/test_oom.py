@@ -8,7 +8,6 @@ import argparse
 import json
 import os
 import pickle
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -21,20 +20,8 @@ T0 = 1_700_000_000_000_000  # µs
 FORWARD = [{"name": "forward", "filename": "/home/me/model.py", "line": 42},
            {"name": "train", "filename": "/home/me/train.py", "line": 7}]
 
-results = {"checks": 0}
-failures = []
-
-
-def check(name, condition, detail=""):
-    results["checks"] += 1
-    print(("ok   " if condition else "FAIL ") + name + ("" if condition else f": {detail}"))
-    if not condition:
-        failures.append(name)
-    return condition
-
-
-def run(memsnap, args):
-    return subprocess.run([memsnap] + args, capture_output=True, text=True, timeout=300)
+check = testlib.Checks()
+run = testlib.run_memsnap
 
 
 class Scenario:
@@ -259,8 +246,8 @@ def main():
     finally:
         if scratch:
             scratch.cleanup()
-    print(f"{results['checks']} checks, {len(failures)} failed")
-    return testlib.exit_status(failures, skipped)
+    print(check.summary())
+    return testlib.exit_status(check.failures, skipped)
 
 
 if __name__ == "__main__":

@@ -16,20 +16,8 @@ GENERATOR = os.path.join(REPO, "tests", "gen", "make_snapshot.py")
 sys.path.insert(0, os.path.dirname(HERE))  # tests/
 import testlib  # noqa: E402
 
-results = {"checks": 0}
-failures = []
-
-
-def check(name, condition, detail=""):
-    results["checks"] += 1
-    print(("ok   " if condition else "FAIL ") + name + ("" if condition else f": {detail}"))
-    if not condition:
-        failures.append(name)
-    return condition
-
-
-def run(memsnap, args):
-    return subprocess.run([memsnap] + args, capture_output=True, text=True, timeout=300)
+check = testlib.Checks()
+run = testlib.run_memsnap
 
 
 FILL_CELLS = 40
@@ -121,92 +109,101 @@ def reference_segments(segments, device):
     return rows, totals, pools
 
 
-def segments_against_reference(memsnap, work, parts, fixtures):
+def input_files(work, parts, fixtures):
     files = []
-    for name, extra in {"plain": [], "expandable": ["--expandable"], "graph-pool": ["--graph-pool"],
-                        "legacy": ["--legacy"], "two-devices": ["--devices", "2", "--oom"],
-                        "late-start": ["--late-start", "--ring-buffer", "500"]}.items():
-        if "generated" not in parts:
-            break
-        path = os.path.join(work, f"segments-{name}.pickle")
-        subprocess.run([sys.executable, GENERATOR, "--out", path, "--events", "1500", "--seed", "17"] + extra, check=True)
-        files.append(path)
+    if "generated" in parts:
+        for name, extra in {"plain": [], "expandable": ["--expandable"], "graph-pool": ["--graph-pool"],
+                            "legacy": ["--legacy"], "two-devices": ["--devices", "2", "--oom"],
+                            "late-start": ["--late-start", "--ring-buffer", "500"]}.items():
+            path = os.path.join(work, f"segments-{name}.pickle")
+            subprocess.run([sys.executable, GENERATOR, "--out", path, "--events", "1500", "--seed", "17"] + extra,
+                           check=True)
+            files.append(path)
     if "fixtures" in parts:
         files += sorted(os.path.join(fixtures, f) for f in os.listdir(fixtures) if f.endswith((".pickle", ".pkl")))
-    compared = 0
-    for path in files:
-        dumped = run(memsnap, ["dump", path])
-        if dumped.returncode != 0:
-            continue
-        document = json.loads(dumped.stdout)
-        segments = document if isinstance(document, list) else document.get("segments") or []
-        for device in sorted({s.get("device", 0) for s in segments}):
-            rows, totals, pools = reference_segments(segments, device)
-            got = run(memsnap, ["segments", "--json", "--top", "1000000", "--device", str(device), path])
-            name = f"segments {os.path.basename(path)} device {device}"
-            if not check(f"{name}: exit 0", got.returncode == 0, got.stderr[-300:]):
-                continue
-            report = json.loads(got.stdout)
-            keys = list(totals)
-            problems = []
-            if {k: report["totals"][k] for k in keys} != totals:
-                problems.append(f"totals {report['totals']} vs {totals}")
-            by_address = {row["address"]: row for row in report["segments"]}
-            for row in rows:
-                mine = by_address.get(row["address"])
-                want = {k: row[k] for k in keys + ["pool", "stream", "fill"]}
-                if mine is None or {k: mine[k] for k in want} != want:
-                    problems.append(f"segment {row['address']:#x}: {mine} vs {want}")
-                    break
-            order = [(-r["reserved"], r["address"]) for r in report["segments"]]
-            if order != sorted(order) or len(report["segments"]) != len(rows):
-                problems.append("segments not largest first, then by address, or not all listed")
-            groups = {(g["pool"][0], g["pool"][1], g["stream"]): {k: g[k] for k in keys + ["segments"]} for g in report["pools"]}
-            if groups != pools:
-                problems.append(f"pools {groups} vs {pools}")
-            largest = report["largest_free_block"]
-            if (largest["bytes"] if largest else 0) != totals["largest_free_block"]:
-                problems.append(f"largest free block {largest} vs {totals['largest_free_block']}")
-            check(f"{name}: segments, pools and totals equal the reference", not problems, "; ".join(problems)[:600])
-            compared += 1
-    check("segments compared on every file with segments", compared >= 6, compared)
     return files
 
 
-def reserved_against_reference(memsnap, files):
-    """parse's reserved bytes over the trace: the dump's reserved walked back
-    through the device's segment entries, then forward to the peak."""
-    sign = {"segment_alloc": 1, "segment_map": 1, "segment_free": -1, "segment_unmap": -1}
+def segments_against_reference(memsnap, path, document):
+    """Devices compared."""
     compared = 0
+    segments = document if isinstance(document, list) else document.get("segments") or []
+    for device in sorted({s.get("device", 0) for s in segments}):
+        rows, totals, pools = reference_segments(segments, device)
+        got = run(memsnap, ["segments", "--json", "--top", "1000000", "--device", str(device), path])
+        name = f"segments {os.path.basename(path)} device {device}"
+        if not check(f"{name}: exit 0", got.returncode == 0, got.stderr[-300:]):
+            continue
+        report = json.loads(got.stdout)
+        keys = list(totals)
+        problems = []
+        if {k: report["totals"][k] for k in keys} != totals:
+            problems.append(f"totals {report['totals']} vs {totals}")
+        by_address = {row["address"]: row for row in report["segments"]}
+        for row in rows:
+            mine = by_address.get(row["address"])
+            want = {k: row[k] for k in keys + ["pool", "stream", "fill"]}
+            if mine is None or {k: mine[k] for k in want} != want:
+                problems.append(f"segment {row['address']:#x}: {mine} vs {want}")
+                break
+        order = [(-r["reserved"], r["address"]) for r in report["segments"]]
+        if order != sorted(order) or len(report["segments"]) != len(rows):
+            problems.append("segments not largest first, then by address, or not all listed")
+        groups = {(g["pool"][0], g["pool"][1], g["stream"]): {k: g[k] for k in keys + ["segments"]} for g in report["pools"]}
+        if groups != pools:
+            problems.append(f"pools {groups} vs {pools}")
+        largest = report["largest_free_block"]
+        if (largest["bytes"] if largest else 0) != totals["largest_free_block"]:
+            problems.append(f"largest free block {largest} vs {totals['largest_free_block']}")
+        check(f"{name}: segments, pools and totals equal the reference", not problems, "; ".join(problems)[:600])
+        compared += 1
+    return compared
+
+
+def reserved_against_reference(memsnap, path, document):
+    """parse's reserved bytes over the trace: the dump's reserved walked back
+    through the device's segment entries, then forward to the peak. Devices
+    compared."""
+    sign = {"segment_alloc": 1, "segment_map": 1, "segment_free": -1, "segment_unmap": -1}
+    if not isinstance(document, dict) or not document.get("device_traces"):
+        return 0
+    compared = 0
+    segments = document.get("segments") or []
+    for device, entries in enumerate(document["device_traces"]):
+        if not isinstance(entries, list) or not entries:
+            continue
+        at_dump = sum(s["total_size"] for s in segments if s.get("device", 0) == device)
+        changes = [sign[e["action"]] * e.get("size", 0) for e in entries
+                   if isinstance(e, dict) and e.get("action") in sign]
+        start = at_dump - sum(changes)
+        peak = level = start
+        for change in changes:
+            level += change
+            peak = max(peak, level)
+        expected = {"at_start": max(start, 0), "peak": max(peak, 0), "at_dump": at_dump, "segment_events": len(changes)}
+        got = run(memsnap, ["parse", "--json", "--device", str(device), path])
+        if got.returncode != 0:
+            continue
+        reserved = json.loads(got.stdout)["reserved"]
+        check(f"reserved over time {os.path.basename(path)} device {device}",
+              {k: reserved[k] for k in expected} == expected, f"{reserved} vs {expected}")
+        compared += 1
+    return compared
+
+
+def against_reference(memsnap, files):
+    """Each file's values read once (`dump` is the slow part under
+    sanitizers) and dropped before the next file."""
+    segment_devices = reserved_devices = 0
     for path in files:
         dumped = run(memsnap, ["dump", path])
         if dumped.returncode != 0:
             continue
         document = json.loads(dumped.stdout)
-        if not isinstance(document, dict) or not document.get("device_traces"):
-            continue
-        segments = document.get("segments") or []
-        for device, entries in enumerate(document["device_traces"]):
-            if not isinstance(entries, list) or not entries:
-                continue
-            at_dump = sum(s["total_size"] for s in segments if s.get("device", 0) == device)
-            changes = [sign[e["action"]] * e.get("size", 0) for e in entries
-                       if isinstance(e, dict) and e.get("action") in sign]
-            start = at_dump - sum(changes)
-            peak = level = start
-            for change in changes:
-                level += change
-                peak = max(peak, level)
-            expected = {"at_start": max(start, 0), "peak": max(peak, 0), "at_dump": at_dump, "segment_events": len(changes)}
-            got = run(memsnap, ["parse", "--json", "--device", str(device), path])
-            if got.returncode != 0:
-                continue
-            reserved = json.loads(got.stdout)["reserved"]
-            check(f"reserved over time {os.path.basename(path)} device {device}",
-                  {k: reserved[k] for k in expected} == expected, f"{reserved} vs {expected}")
-            compared += 1
-    check("reserved over time compared on every file with a trace", compared >= 3, compared)
-
+        segment_devices += segments_against_reference(memsnap, path, document)
+        reserved_devices += reserved_against_reference(memsnap, path, document)
+    check("segments compared on every file with segments", segment_devices >= 6, segment_devices)
+    check("reserved over time compared on every file with a trace", reserved_devices >= 3, reserved_devices)
 
 
 def main():
@@ -222,13 +219,12 @@ def main():
         return 1
     try:
         if parts:
-            files = segments_against_reference(memsnap, work, parts, args.fixtures)
-            reserved_against_reference(memsnap, files)
+            against_reference(memsnap, input_files(work, parts, args.fixtures))
     finally:
         if scratch:
             scratch.cleanup()
-    print(f"{results['checks']} checks, {len(failures)} failed")
-    return testlib.exit_status(failures, skipped)
+    print(check.summary())
+    return testlib.exit_status(check.failures, skipped)
 
 
 if __name__ == "__main__":
