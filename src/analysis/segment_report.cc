@@ -3,7 +3,12 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <map>
+#include <vector>
+
 #include <tuple>
+#include "analysis/file_analysis.h"
+#include "analysis/steps.h"
+#include "memsnap/error.h"
 
 namespace memsnap {
 
@@ -21,17 +26,17 @@ void add(BlockBytes& total, const BlockBytes& part) {
 }
 
 // Per slice of the segment: bytes allocated, awaiting free and free.
-std::string fill_map(const Segment& segment, std::span<const Block> blocks) {
-  if (segment.total_size == 0) return {};
+std::string fill_map(uint64_t address, uint64_t size, std::span<const Block> blocks) {
+  if (size == 0) return {};
   const uint64_t cells = kFillWidth;
   std::vector<double> allocated(cells, 0);
   std::vector<double> pending(cells, 0);
   std::vector<double> covered(cells, 0);
-  const auto total = static_cast<double>(segment.total_size);
+  const auto total = static_cast<double>(size);
   const double cell = total / static_cast<double>(cells);
   for (const Block& block : blocks) {
-    if (block.address < segment.address) continue;
-    double from = static_cast<double>(block.address - segment.address);
+    if (block.address < address) continue;
+    double from = static_cast<double>(block.address - address);
     double to = std::min(total, from + static_cast<double>(block.size));
     for (auto c = static_cast<uint64_t>(from / cell); c < cells; ++c) {
       double lo = std::max(from, static_cast<double>(c) * cell);
@@ -67,11 +72,67 @@ std::string pool_label(PoolId pool) {
                            : fmt::format("pool ({}, {})", pool.first, pool.second);
 }
 
+namespace {
+
+using GroupKey = std::tuple<int64_t, int64_t, uint64_t>;
+
+// One segment's row from its blocks (free ones included); `listed` false:
+// the dump lists no blocks for it, so its own totals stand in.
+void add_segment(SegmentReport& report, std::map<GroupKey, PoolStreamRow>& groups, SegmentRow row,
+                 const Segment* listed_without_blocks, std::span<const Block> blocks) {
+  BlockBytes& bytes = row.bytes;
+  if (listed_without_blocks != nullptr) {
+    const Segment& segment = *listed_without_blocks;
+    report.blocks_known = false;
+    const uint64_t active = std::max(segment.active_size, segment.allocated_size);
+    bytes.allocated = segment.allocated_size;
+    bytes.awaiting_free = active - segment.allocated_size;
+    bytes.free = segment.total_size > active ? segment.total_size - active : 0;
+  }
+  for (const Block& block : blocks) {
+    ++bytes.blocks;
+    switch (block.state) {
+      case BlockState::kActiveAllocated:
+        bytes.allocated += block.size;
+        if (block.requested_size > 0 && block.requested_size <= block.size) {
+          bytes.requested += block.requested_size;
+          bytes.rounding += block.size - block.requested_size;
+        }
+        break;
+      case BlockState::kActivePendingFree: bytes.awaiting_free += block.size; break;
+      case BlockState::kInactive:
+        bytes.free += block.size;
+        bytes.largest_free = std::max(bytes.largest_free, block.size);
+        break;
+      case BlockState::kUnknown: break;
+    }
+  }
+  row.fill = fill_map(row.address, bytes.reserved, blocks);
+  PoolStreamRow& group = groups[{row.pool.first, row.pool.second, row.stream}];
+  group.pool = row.pool;
+  group.stream = row.stream;
+  ++group.segments;
+  add(group.bytes, bytes);
+  add(report.totals, bytes);
+  report.segments.push_back(std::move(row));
+}
+
+void finish(SegmentReport& report, std::map<GroupKey, PoolStreamRow>& groups) {
+  for (auto& [key, group] : groups) report.groups.push_back(group);
+  std::sort(report.segments.begin(), report.segments.end(),
+            [](const SegmentRow& a, const SegmentRow& b) {
+              if (a.bytes.reserved != b.bytes.reserved) return a.bytes.reserved > b.bytes.reserved;
+              return a.address < b.address;
+            });
+}
+
+}  // namespace
+
 SegmentReport segments_at_dump(const std::string& file, const Snapshot& snapshot, int device) {
   SegmentReport report;
   report.file = file;
   report.device = device;
-  std::map<std::tuple<int64_t, int64_t, uint64_t>, PoolStreamRow> groups;
+  std::map<GroupKey, PoolStreamRow> groups;
   for (const Segment& segment : snapshot.segments) {
     if (segment.device != device) continue;
     SegmentRow row;
@@ -80,50 +141,79 @@ SegmentReport segments_at_dump(const std::string& file, const Snapshot& snapshot
     row.pool = PoolId{segment.pool_id_first, segment.pool_id_second};
     row.kind = std::string(snapshot.strings.get(segment.segment_type));
     row.expandable = segment.is_expandable;
-    BlockBytes& bytes = row.bytes;
-    bytes.reserved = segment.total_size;
+    row.bytes.reserved = segment.total_size;
     std::span<const Block> blocks = snapshot.blocks_of(segment);
-    if (blocks.empty()) {
-      // No blocks listed: the segment's own totals, no free-block sizes.
-      report.blocks_known = false;
-      const uint64_t active = std::max(segment.active_size, segment.allocated_size);
-      bytes.allocated = segment.allocated_size;
-      bytes.awaiting_free = active - segment.allocated_size;
-      bytes.free = segment.total_size > active ? segment.total_size - active : 0;
-    }
-    for (const Block& block : blocks) {
-      ++bytes.blocks;
-      switch (block.state) {
-        case BlockState::kActiveAllocated:
-          bytes.allocated += block.size;
-          if (block.requested_size > 0 && block.requested_size <= block.size) {
-            bytes.requested += block.requested_size;
-            bytes.rounding += block.size - block.requested_size;
-          }
-          break;
-        case BlockState::kActivePendingFree: bytes.awaiting_free += block.size; break;
-        case BlockState::kInactive:
-          bytes.free += block.size;
-          bytes.largest_free = std::max(bytes.largest_free, block.size);
-          break;
-        case BlockState::kUnknown: break;
-      }
-    }
-    row.fill = fill_map(segment, blocks);
-    PoolStreamRow& group = groups[{row.pool.first, row.pool.second, row.stream}];
-    group.pool = row.pool;
-    group.stream = row.stream;
-    ++group.segments;
-    add(group.bytes, bytes);
-    add(report.totals, bytes);
-    report.segments.push_back(std::move(row));
+    add_segment(report, groups, std::move(row), blocks.empty() ? &segment : nullptr, blocks);
   }
-  for (auto& [key, group] : groups) report.groups.push_back(group);
-  std::sort(report.segments.begin(), report.segments.end(),
-            [](const SegmentRow& a, const SegmentRow& b) {
-              if (a.bytes.reserved != b.bytes.reserved) return a.bytes.reserved > b.bytes.reserved;
-              return a.address < b.address;
-            });
+  finish(report, groups);
+  return report;
+}
+
+SegmentReport segments_at_state(const std::string& file, const Snapshot& snapshot, int device,
+                                const AllocatorState& state) {
+  SegmentReport report;
+  report.file = file;
+  report.device = device;
+  report.at_dump = false;
+  std::map<GroupKey, PoolStreamRow> groups;
+  std::vector<Block> blocks;
+  for (const auto& [address, range] : state.ranges) {
+    SegmentRow row;
+    row.address = address;
+    row.stream = range.stream;
+    row.pool = range.pool;
+    row.kind = std::string(snapshot.strings.get(range.kind));
+    row.expandable = range.expandable;
+    row.bytes.reserved = range.size;
+    // Held blocks, and the gaps between them as the free blocks they are.
+    blocks.clear();
+    const uint64_t end = address + range.size;
+    uint64_t cursor = address;
+    for (auto it = state.blocks.lower_bound(address); it != state.blocks.end() && it->first < end;
+         ++it) {
+      if (it->first > cursor) {
+        blocks.push_back(Block{cursor, it->first - cursor, 0, BlockState::kInactive, {}});
+      }
+      blocks.push_back(
+          Block{it->first, it->second.size, it->second.requested, it->second.state, {}});
+      cursor = std::max(cursor, it->first + it->second.size);
+    }
+    if (end > cursor) blocks.push_back(Block{cursor, end - cursor, 0, BlockState::kInactive, {}});
+    add_segment(report, groups, std::move(row), nullptr, blocks);
+  }
+  finish(report, groups);
+  return report;
+}
+
+SegmentReport segments_at_time(const std::string& file, const Snapshot& snapshot, int device,
+                               double seconds) {
+  const DeviceTrace trace = trace_or_empty(snapshot, device);
+  const int64_t start = trace_start_us(snapshot, trace);
+  if (trace.count() == 0) {
+    throw Error(
+        fmt::format("{}: device {} has no trace entries, so only the dump's state is "
+                    "known (drop --time)",
+                    file, device));
+  }
+  if (start == 0) {
+    throw Error(
+        fmt::format("{}: trace entries carry no time_us (PyTorch before 2.2), so --time "
+                    "cannot be used; the dump's state is shown without it",
+                    file));
+  }
+  AllocatorHistory history(snapshot, device);
+  if (!history.check().possible) {
+    throw Error(fmt::format("{}: cannot replay the allocator's state: {}", file,
+                            history.check().impossible_reason));
+  }
+  const double duration_s = static_cast<double>(trace_end_us(snapshot, trace) - start) / 1e6;
+  const double clamped_s = std::min(seconds, duration_s);
+  const uint64_t position = position_at_time(snapshot, trace, clamped_s);
+  SegmentReport report = segments_at_state(file, snapshot, device, history.at(position));
+  report.position = position;
+  report.time_s = clamped_s;
+  report.requested_time_s = seconds;
+  report.history = history.check();
   return report;
 }
 

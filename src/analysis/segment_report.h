@@ -5,9 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "analysis/allocator_state.h"
 #include "memsnap/model.h"
 
 namespace memsnap {
@@ -47,6 +49,14 @@ struct PoolStreamRow {
 struct SegmentReport {
   std::string file;
   int device = 0;
+  // The moment: the dump, or the state after `position` entries of the
+  // trace, `time_s` seconds after its first entry (replayed from the dump).
+  bool at_dump = true;
+  uint64_t position = 0;
+  double time_s = 0;
+  double requested_time_s = 0;  // --time as given (time_s is clamped to the trace)
+  // How well the trace explains the dump (set by `segments`; see HistoryCheck).
+  std::optional<HistoryCheck> history;
   bool blocks_known = true;  // false: some segment lists no blocks (sizes from its own fields)
   BlockBytes totals;
   std::vector<PoolStreamRow> groups;  // by pool, then stream
@@ -59,5 +69,13 @@ constexpr int kFillWidth = 40;
 std::string pool_label(PoolId pool);
 
 SegmentReport segments_at_dump(const std::string& file, const Snapshot& snapshot, int device);
+// The allocator `seconds` after the device's first trace entry, replayed from
+// the dump (clamped to the trace's end), with the history check filled in.
+// Throws when the trace carries no times or the dump's blocks are unknown.
+SegmentReport segments_at_time(const std::string& file, const Snapshot& snapshot, int device,
+                               double seconds);
+// The same report for a reconstructed state (free blocks are its gaps).
+SegmentReport segments_at_state(const std::string& file, const Snapshot& snapshot, int device,
+                                const AllocatorState& state);
 
 }  // namespace memsnap

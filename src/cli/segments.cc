@@ -1,22 +1,26 @@
-// memsnap segments FILE: what the allocator held at the dump.
+// memsnap segments FILE [--time T]: what the allocator held at the dump, or at T.
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <optional>
 
 #include "analysis/file_analysis.h"
 #include "analysis/segment_report.h"
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/output.h"
+#include "memsnap/error.h"
 #include "report/segment_render.h"
 
 namespace memsnap::cli {
 
 Command segments_command() {
   return {"segments",
-          "What the allocator held at the dump: segments, blocks, free space, pools, streams",
+          "What the allocator held at the dump (or at --time T): segments, blocks, free space, "
+          "pools, streams",
           [](CLI::App& command) -> Runner {
             struct Flags {
               std::string file;
+              std::optional<double> seconds;
               CommonOptions common;
             };
             auto flags = std::make_shared<Flags>();
@@ -24,6 +28,11 @@ Command segments_command() {
                 .add_option("FILE", flags->file,
                             "Snapshot pickle (.pickle, .gz, .zst, or - for stdin)")
                 ->required();
+            command
+                .add_option("--time", flags->seconds,
+                            "Seconds after the device's first trace entry: the state then, "
+                            "replayed from the dump through the trace (default: at the dump)")
+                ->check(finite_number());
             add_json_flag(command, flags->common);
             add_device_flag(command, flags->common);
             add_top_flag(command, flags->common, "segments", 15);
@@ -31,8 +40,16 @@ Command segments_command() {
             return [flags] {
               const CommonOptions& common = flags->common;
               Snapshot snapshot = load_with_progress(flags->file, common);
-              SegmentReport report =
-                  segments_at_dump(flags->file, snapshot, choose_device(snapshot, common.device));
+              if (flags->seconds && !(*flags->seconds >= 0))
+                throw Error::usage("--time must be >= 0 (seconds from the start of the trace)");
+              const int device = choose_device(snapshot, common.device);
+              SegmentReport report;
+              if (flags->seconds) {
+                report = segments_at_time(flags->file, snapshot, device, *flags->seconds);
+              } else {
+                report = segments_at_dump(flags->file, snapshot, device);
+                report.history = AllocatorHistory(snapshot, device).check();
+              }
               if (common.json) {
                 write_json(render_segments_json(report, common.top));
               } else {

@@ -46,15 +46,76 @@ ordered_json pool_json(PoolId pool) {
   return ordered_json::array({pool.first, pool.second});
 }
 
+std::string moment_text(const SegmentReport& r) {
+  if (r.at_dump) return "at the dump";
+  return fmt::format(
+      "{:.6f} s after the trace's first entry (after {} entries; replayed from the dump)", r.time_s,
+      format_count(r.position));
+}
+
+std::string history_text(const HistoryCheck& h) {
+  if (!h.possible) return fmt::format("  history: cannot be replayed: {}\n", h.impossible_reason);
+  std::string before =
+      h.ranges_at_start == 0
+          ? "the allocator was empty before the first entry"
+          : fmt::format(
+                "{} segments and {} blocks were there before the first entry (recording "
+                "started late or the ring buffer wrapped; {} of those block sizes follow "
+                "the split rule, not the trace)",
+                format_count(h.ranges_at_start), format_count(h.blocks_at_start),
+                format_count(h.inferred_sizes));
+  const std::string rule =
+      h.rounding == RoundingRule::kNpu ? " (with torch_npu's rounding: request + 32 bytes)" : "";
+  if (h.exact && h.misfits_back == 0 && h.misfits_forward == 0) {
+    return fmt::format(
+        "  history: the trace's {} allocator entries replay to the dump block for "
+        "block{}; {}\n",
+        format_count(h.entries), rule, before);
+  }
+  std::string out = fmt::format(
+      "  history: replaying the trace's {} allocator entries does not reproduce the dump "
+      "exactly ({} differences, {} entries that did not fit); states at other times are "
+      "approximate; {}\n",
+      format_count(h.entries), format_count(h.differences),
+      format_count(h.misfits_back + h.misfits_forward), before);
+  if (!h.first_difference.empty())
+    out += fmt::format("    first difference: {}\n", h.first_difference);
+  return out;
+}
+
+ordered_json history_json(const std::optional<HistoryCheck>& history) {
+  if (!history) return nullptr;
+  const HistoryCheck& h = *history;
+  return {{"replayable", h.possible},
+          {"reason", h.possible ? ordered_json(nullptr) : ordered_json(h.impossible_reason)},
+          {"entries", h.entries},
+          {"rounding", rounding_rule_name(h.rounding)},
+          {"misfits_backward", h.misfits_back},
+          {"misfits_forward", h.misfits_forward},
+          {"segments_at_start", h.ranges_at_start},
+          {"blocks_at_start", h.blocks_at_start},
+          {"inferred_block_sizes", h.inferred_sizes},
+          {"exact", h.exact},
+          {"differences", h.differences},
+          {"first_difference",
+           h.first_difference.empty() ? ordered_json(nullptr) : ordered_json(h.first_difference)}};
+}
+
 }  // namespace
 
 std::string render_segments_text(const SegmentReport& r, int top) {
   const BlockBytes& t = r.totals;
-  std::string out = fmt::format(
-      "{}: device {}, the allocator at the dump: {} segments, {} blocks\n", printable(r.file),
-      r.device, format_count(r.segments.size()), format_count(t.blocks));
+  std::string out = fmt::format("{}: device {}, the allocator {}: {} segments, {} blocks\n",
+                                printable(r.file), r.device, moment_text(r),
+                                format_count(r.segments.size()), format_count(t.blocks));
+  if (!r.at_dump && r.requested_time_s > r.time_s) {
+    out += fmt::format("  (--time {} is past the trace's end: shown at its last entry)\n",
+                       r.requested_time_s);
+  }
   if (r.segments.empty()) {
-    out += "  no segments on this device (the snapshot has no allocator state for it)\n";
+    out += r.at_dump ? "  no segments on this device (the snapshot has no allocator state for it)\n"
+                     : "  no segments at that moment\n";
+    if (r.history) out += history_text(*r.history);
     return out;
   }
   TextTable facts({"", "", ""}, {false, true, false});
@@ -76,6 +137,7 @@ std::string render_segments_text(const SegmentReport& r, int top) {
   }
   std::string rendered = facts.render();
   out += rendered.substr(rendered.find('\n') + 1);
+  if (r.history) out += history_text(*r.history);
   if (!r.blocks_known) {
     out +=
         "  (some segments list no blocks: their sizes come from the segment's own fields, "
@@ -146,17 +208,22 @@ ordered_json render_segments_json(const SegmentReport& r, int top) {
     row["fill"] = s.fill;
     segments.push_back(std::move(row));
   }
-  return {{"file", r.file},
-          {"device", r.device},
-          {"at", "dump"},
-          {"blocks_known", r.blocks_known},
-          {"segment_count", r.segments.size()},
-          {"totals", bytes_json(t)},
-          {"external_fragmentation", share(t.free, t.reserved)},
-          {"internal_fragmentation", share(t.rounding, t.allocated)},
-          {"largest_free_block", largest},
-          {"pools", groups},
-          {"segments", segments}};
+  return {
+      {"file", r.file},
+      {"device", r.device},
+      {"at", r.at_dump ? "dump" : "time"},
+      {"time_s", r.at_dump ? ordered_json(nullptr) : ordered_json(r.time_s)},
+      {"requested_time_s", r.at_dump ? ordered_json(nullptr) : ordered_json(r.requested_time_s)},
+      {"position", r.at_dump ? ordered_json(nullptr) : ordered_json(r.position)},
+      {"history", history_json(r.history)},
+      {"blocks_known", r.blocks_known},
+      {"segment_count", r.segments.size()},
+      {"totals", bytes_json(t)},
+      {"external_fragmentation", share(t.free, t.reserved)},
+      {"internal_fragmentation", share(t.rounding, t.allocated)},
+      {"largest_free_block", largest},
+      {"pools", groups},
+      {"segments", segments}};
 }
 
 }  // namespace memsnap

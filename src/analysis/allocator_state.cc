@@ -1,0 +1,438 @@
+#include "analysis/allocator_state.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <iterator>
+
+#include "memsnap/bytes.h"
+
+namespace memsnap {
+
+namespace {
+
+constexpr uint64_t kMinBlockSize = 512;      // every block is a multiple of this
+constexpr uint64_t kSmallSize = 1ULL << 20;  // requests up to this use the small pool
+using RangeMap = std::map<uint64_t, MappedRange>;
+using BlockMap = std::map<uint64_t, HeldBlock>;
+
+uint64_t range_end(RangeMap::const_iterator range) {
+  return range->first + range->second.size;
+}
+
+RangeMap::iterator range_containing(RangeMap& ranges, uint64_t address) {
+  auto it = ranges.upper_bound(address);
+  if (it == ranges.begin()) return ranges.end();
+  --it;
+  return address < it->first + it->second.size ? it : ranges.end();
+}
+
+// Where the free space that starts at `address` ends: the next held block or
+// the end of the range.
+uint64_t free_end(const AllocatorState& state, uint64_t address, uint64_t range_limit) {
+  auto next = state.blocks.upper_bound(address);
+  return next == state.blocks.end() ? range_limit : std::min(range_limit, next->first);
+}
+
+PoolId entry_pool(const Snapshot& snapshot, uint64_t i) {
+  auto it = snapshot.events.pool_id.find(i);
+  return it == snapshot.events.pool_id.end() ? PoolId{} : it->second;
+}
+
+bool same_owner(const MappedRange& a, const MappedRange& b) {
+  return a.expandable && b.expandable && a.stream == b.stream && a.pool.first == b.pool.first &&
+         a.pool.second == b.pool.second;
+}
+
+// Adds [address, address + range.size); an expandable range joins the
+// expandable ranges it touches, as one segment's mapped pages do.
+bool add_range(AllocatorState& state, uint64_t address, MappedRange range) {
+  RangeMap& ranges = state.ranges;
+  auto next = ranges.lower_bound(address);
+  if (next != ranges.end() && next->first < address + range.size) return false;
+  if (next != ranges.begin()) {
+    auto prev = std::prev(next);
+    if (range_end(prev) > address) return false;
+  }
+  state.reserved += range.size;
+  if (next != ranges.end() && next->first == address + range.size &&
+      same_owner(range, next->second)) {
+    if (!range.kind.valid()) range.kind = next->second.kind;
+    range.size += next->second.size;
+    next = ranges.erase(next);
+  }
+  if (next != ranges.begin()) {
+    auto prev = std::prev(next);
+    if (range_end(prev) == address && same_owner(prev->second, range)) {
+      prev->second.size += range.size;
+      return true;
+    }
+  }
+  ranges.emplace(address, range);
+  return true;
+}
+
+// Removes [address, address + size) from the range holding it, splitting it
+// when the part is in the middle (an expandable segment's unmapped pages).
+bool remove_range(AllocatorState& state, uint64_t address, uint64_t size) {
+  auto it = range_containing(state.ranges, address);
+  if (it == state.ranges.end() || address + size > range_end(it)) return false;
+  const uint64_t start = it->first;
+  const uint64_t end = range_end(it);
+  MappedRange rest = it->second;
+  state.ranges.erase(it);
+  if (start < address) {
+    MappedRange head = rest;
+    head.size = address - start;
+    state.ranges.emplace(start, head);
+  }
+  if (address + size < end) {
+    rest.size = end - (address + size);
+    state.ranges.emplace(address + size, rest);
+  }
+  state.reserved -= size;
+  // Blocks inside the removed part would be a misfit; drop them so the state
+  // stays well formed.
+  bool clean = true;
+  for (auto b = state.blocks.lower_bound(address);
+       b != state.blocks.end() && b->first < address + size;) {
+    clean = false;
+    state.held -= b->second.size;
+    b = state.blocks.erase(b);
+  }
+  return clean;
+}
+
+std::string describe_block(uint64_t address, const HeldBlock* block) {
+  if (block == nullptr) return fmt::format("no block at {:#x}", address);
+  return fmt::format("{} block at {:#x} of {} bytes (requested {})",
+                     block->state == BlockState::kActivePendingFree ? "awaiting-free" : "allocated",
+                     address, block->size, block->requested);
+}
+
+}  // namespace
+
+RangeMap::const_iterator AllocatorState::range_at(uint64_t address) const {
+  auto it = ranges.upper_bound(address);
+  if (it == ranges.begin()) return ranges.end();
+  --it;
+  return address < range_end(it) ? it : ranges.end();
+}
+
+uint64_t AllocatorState::largest_free() const {
+  uint64_t largest = 0;
+  auto block = blocks.begin();
+  for (const auto& [address, range] : ranges) {
+    const uint64_t end = address + range.size;
+    uint64_t cursor = address;
+    block = blocks.lower_bound(address);
+    for (; block != blocks.end() && block->first < end; ++block) {
+      if (block->first > cursor) largest = std::max(largest, block->first - cursor);
+      cursor = std::max(cursor, block->first + block->second.size);
+    }
+    if (end > cursor) largest = std::max(largest, end - cursor);
+  }
+  return largest;
+}
+
+std::string_view rounding_rule_name(RoundingRule rule) {
+  return rule == RoundingRule::kNpu ? "npu" : "cuda";
+}
+
+uint64_t carved_block_size(uint64_t requested, uint64_t free_size, bool expandable_mode,
+                           RoundingRule rounding) {
+  constexpr uint64_t kNpuPadding = 32;              // torch_npu's round_size adds this first
+  constexpr uint64_t kLargestRequest = 1ULL << 62;  // keeps the rounding below in range
+  uint64_t size = std::min(requested, kLargestRequest);
+  if (rounding == RoundingRule::kNpu) size += kNpuPadding;
+  const uint64_t rounded = size < kMinBlockSize
+                               ? kMinBlockSize
+                               : (size + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+  if (rounded >= free_size) return rounded;
+  const uint64_t remaining = free_size - rounded;
+  const bool small_pool = rounded <= kSmallSize;
+  const bool split =
+      small_pool || expandable_mode ? remaining >= kMinBlockSize : remaining > kSmallSize;
+  return split ? rounded : free_size;
+}
+
+AllocatorState state_at_dump(const Snapshot& snapshot, int device) {
+  AllocatorState state;
+  for (const Segment& segment : snapshot.segments) {
+    if (segment.device != device) continue;
+    MappedRange range;
+    range.size = segment.total_size;
+    range.stream = segment.stream;
+    range.pool = PoolId{segment.pool_id_first, segment.pool_id_second};
+    range.kind = segment.segment_type;
+    range.expandable = segment.is_expandable;
+    state.ranges.emplace(segment.address, range);
+    state.reserved += segment.total_size;
+    for (const Block& block : snapshot.blocks_of(segment)) {
+      if (block.state != BlockState::kActiveAllocated &&
+          block.state != BlockState::kActivePendingFree) {
+        continue;
+      }
+      state.blocks[block.address] = HeldBlock{block.size, block.requested_size, block.state, false};
+      state.held += block.size;
+    }
+  }
+  return state;
+}
+
+bool AllocatorHistory::Walker::forward(AllocatorState& state, uint64_t i) {
+  const EventColumns& events = snapshot.events;
+  const uint64_t address = events.addr[i];
+  const uint64_t size = events.size[i];
+  switch (events.action[i]) {
+    case Action::kAlloc: {
+      auto range = state.range_at(address);
+      if (range == state.ranges.end()) {
+        ++misfits;
+        return true;
+      }
+      auto next = state.blocks.lower_bound(address);
+      if (next != state.blocks.begin()) {
+        auto prev = std::prev(next);
+        if (prev->first + prev->second.size > address) {
+          // A block allocated before the trace whose size was inferred ends
+          // here: the allocator carved this one where the free space began.
+          if (prev->second.size_inferred && prev->first < address) {
+            state.held -= prev->second.size - (address - prev->first);
+            prev->second.size = address - prev->first;
+          } else {
+            ++misfits;
+            return true;
+          }
+        }
+      }
+      const uint64_t free_size = free_end(state, address, range_end(range)) - address;
+      if (next != state.blocks.end() && next->first == address) {
+        ++misfits;
+        return true;
+      }
+      HeldBlock block{carved_block_size(size, free_size, expandable_mode, rounding), size,
+                      BlockState::kActiveAllocated, false};
+      if (block.size > free_size) ++misfits;
+      state.blocks.emplace(address, block);
+      state.held += block.size;
+      return true;
+    }
+    case Action::kFreeRequested: {
+      auto it = state.blocks.find(address);
+      if (it == state.blocks.end()) {
+        ++misfits;
+      } else {
+        it->second.state = BlockState::kActivePendingFree;
+      }
+      return true;
+    }
+    case Action::kFreeCompleted: {
+      auto it = state.blocks.find(address);
+      if (it == state.blocks.end()) {
+        ++misfits;
+      } else {
+        state.held -= it->second.size;
+        state.blocks.erase(it);
+      }
+      return true;
+    }
+    case Action::kSegmentAlloc:
+    case Action::kSegmentMap: {
+      MappedRange range;
+      range.size = size;
+      range.stream = events.stream[i];
+      range.pool = entry_pool(snapshot, i);
+      range.expandable = events.action[i] == Action::kSegmentMap;
+      if (!add_range(state, address, range)) ++misfits;
+      return true;
+    }
+    case Action::kSegmentFree:
+    case Action::kSegmentUnmap: {
+      auto it = state.ranges.find(address);
+      const bool whole = it != state.ranges.end() && it->second.size == size;
+      if (events.action[i] == Action::kSegmentFree && !whole) ++misfits;
+      if (!remove_range(state, address, size)) ++misfits;
+      return true;
+    }
+    default: return false;
+  }
+}
+
+bool AllocatorHistory::Walker::backward(AllocatorState& state, uint64_t i, uint64_t& inferred) {
+  const EventColumns& events = snapshot.events;
+  const uint64_t address = events.addr[i];
+  const uint64_t size = events.size[i];
+  switch (events.action[i]) {
+    case Action::kAlloc: {
+      auto it = state.blocks.find(address);
+      if (it == state.blocks.end()) {
+        ++misfits;
+      } else {
+        if (it->second.size_inferred) --inferred;
+        state.held -= it->second.size;
+        state.blocks.erase(it);
+      }
+      return true;
+    }
+    case Action::kFreeRequested: {
+      auto it = state.blocks.find(address);
+      if (it == state.blocks.end()) {
+        ++misfits;
+      } else {
+        it->second.state = BlockState::kActiveAllocated;
+      }
+      return true;
+    }
+    case Action::kFreeCompleted: {
+      // The block comes back, awaiting free; its size is the split rule's on
+      // the free space it sat in (its own alloc, when the trace has it,
+      // replaces this on the way forward).
+      auto range = state.range_at(address);
+      auto next = state.blocks.lower_bound(address);
+      bool overlaps = next != state.blocks.end() && next->first == address;
+      if (next != state.blocks.begin()) {
+        auto prev = std::prev(next);
+        overlaps = overlaps || prev->first + prev->second.size > address;
+      }
+      if (range == state.ranges.end() || overlaps) {
+        ++misfits;
+        return true;
+      }
+      const uint64_t free_size = free_end(state, address, range_end(range)) - address;
+      HeldBlock block{
+          std::min(carved_block_size(size, free_size, expandable_mode, rounding), free_size), size,
+          BlockState::kActivePendingFree, true};
+      state.blocks.emplace(address, block);
+      state.held += block.size;
+      ++inferred;
+      return true;
+    }
+    case Action::kSegmentAlloc:
+    case Action::kSegmentMap: {
+      auto it = state.ranges.find(address);
+      const bool whole = it != state.ranges.end() && it->second.size == size;
+      if (events.action[i] == Action::kSegmentAlloc && !whole) ++misfits;
+      if (!remove_range(state, address, size)) ++misfits;
+      return true;
+    }
+    case Action::kSegmentFree:
+    case Action::kSegmentUnmap: {
+      MappedRange range;
+      range.size = size;
+      range.stream = events.stream[i];
+      range.pool = entry_pool(snapshot, i);
+      range.expandable = events.action[i] == Action::kSegmentUnmap;
+      if (!add_range(state, address, range)) ++misfits;
+      return true;
+    }
+    default: return false;
+  }
+}
+
+AllocatorHistory::AllocatorHistory(const Snapshot& snapshot, int device) : snapshot_(&snapshot) {
+  trace_ = DeviceTrace{device, 0, 0};
+  if (const DeviceTrace* trace = snapshot.trace_of(device)) trace_ = *trace;
+  for (const Segment& segment : snapshot.segments) {
+    if (segment.device != device) continue;
+    if (segment.is_expandable) expandable_mode_ = true;
+    if (segment.block_count == 0 && check_.impossible_reason.empty()) {
+      check_.impossible_reason = fmt::format(
+          "segment {:#x} lists no blocks, so the dump's blocks are not known", segment.address);
+    }
+  }
+  for (uint64_t i = trace_.begin; i < trace_.end; ++i) {
+    const Action action = snapshot.events.action[i];
+    if (action == Action::kSegmentMap || action == Action::kSegmentUnmap) expandable_mode_ = true;
+  }
+  if (snapshot.legacy_block_history) {
+    check_.impossible_reason = "the dump's blocks have no addresses (PyTorch 2.0 block history)";
+  }
+  const AllocatorState dump = state_at_dump(snapshot, device);
+  check_.possible = check_.impossible_reason.empty();
+  replay(dump, RoundingRule::kCuda);
+  if (check_.possible && !check_.exact) {
+    // Not CUDA's rounding, perhaps: try torch_npu's and keep the better.
+    HistoryCheck cuda = check_;
+    AllocatorState cuda_start = start_;
+    replay(dump, RoundingRule::kNpu);
+    const auto misses = [](const HistoryCheck& h) {
+      return h.differences + h.misfits_back + h.misfits_forward;
+    };
+    if (misses(check_) >= misses(cuda)) {
+      check_ = std::move(cuda);
+      start_ = std::move(cuda_start);
+    }
+  }
+}
+
+void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding) {
+  const Snapshot& snapshot = *snapshot_;
+  const bool possible = check_.possible;
+  const std::string reason = check_.impossible_reason;
+  check_ = HistoryCheck{};
+  check_.possible = possible;
+  check_.impossible_reason = reason;
+  check_.rounding = rounding;
+  // Back from the dump to the start.
+  start_ = dump;
+  Walker back{snapshot, expandable_mode_, rounding};
+  uint64_t inferred = 0;
+  for (uint64_t i = trace_.end; i > trace_.begin; --i) {
+    if (back.backward(start_, i - 1, inferred)) ++check_.entries;
+  }
+  check_.misfits_back = back.misfits;
+  check_.ranges_at_start = start_.ranges.size();
+  check_.blocks_at_start = start_.blocks.size();
+  check_.inferred_sizes = inferred;
+  // Forward again to the dump, deriving every traced block's size anew.
+  AllocatorState end = start_;
+  Walker forth{snapshot, expandable_mode_, rounding};
+  for (uint64_t i = trace_.begin; i < trace_.end; ++i) forth.forward(end, i);
+  check_.misfits_forward = forth.misfits;
+  // Compare with the dump, ranges then blocks, in address order.
+  auto note = [&](const std::string& what) {
+    if (check_.differences++ == 0) check_.first_difference = what;
+  };
+  for (const auto& [address, range] : dump.ranges) {
+    auto it = end.ranges.find(address);
+    if (it == end.ranges.end()) {
+      note(fmt::format("segment at {:#x} ({} bytes) is in the dump but not replayed", address,
+                       range.size));
+    } else if (it->second.size != range.size) {
+      note(fmt::format("segment at {:#x} is {} bytes replayed, {} in the dump", address,
+                       it->second.size, range.size));
+    }
+  }
+  for (const auto& [address, range] : end.ranges) {
+    if (!dump.ranges.contains(address)) {
+      note(fmt::format("segment at {:#x} ({} bytes) is replayed but not in the dump", address,
+                       range.size));
+    }
+  }
+  for (const auto& [address, block] : dump.blocks) {
+    auto it = end.blocks.find(address);
+    const HeldBlock* replayed = it == end.blocks.end() ? nullptr : &it->second;
+    if (replayed == nullptr || replayed->size != block.size ||
+        replayed->requested != block.requested || replayed->state != block.state) {
+      note(fmt::format("dump: {}; replayed: {}", describe_block(address, &block),
+                       describe_block(address, replayed)));
+    }
+  }
+  for (const auto& [address, block] : end.blocks) {
+    if (!dump.blocks.contains(address)) {
+      note(fmt::format("dump: {}; replayed: {}", describe_block(address, nullptr),
+                       describe_block(address, &block)));
+    }
+  }
+  check_.exact = check_.possible && check_.differences == 0;
+}
+
+AllocatorState AllocatorHistory::at(uint64_t position) const {
+  AllocatorState state = start_;
+  Walker walker{*snapshot_, expandable_mode_, check_.rounding};
+  const uint64_t stop = trace_.begin + std::min(position, trace_.count());
+  for (uint64_t i = trace_.begin; i < stop; ++i) walker.forward(state, i);
+  return state;
+}
+
+}  // namespace memsnap

@@ -1,0 +1,138 @@
+// The allocator's segments and blocks at any moment of one device's trace.
+//
+// The dump gives the state at its end; the trace says what changed. Walking
+// the trace backwards from the dump gives the state before the first entry;
+// walking forwards from there gives the state after any entry. Free blocks are
+// never stored: the caching allocator merges a freed block with free
+// neighbours, so free space is exactly the gaps between the non-free blocks of
+// a mapped range, and the state is the ranges plus the non-free blocks.
+//
+// Trace entries carry the requested size, not the block's: a block's size is
+// the dump's where the block is live at the dump, and otherwise what the
+// allocator's split rule gives (round the request up to 512 bytes; keep the
+// whole free block when the rest is too small to split off). The forward walk
+// re-derives every traced allocation this way, so comparing its end with the
+// dump checks the rule and the trace together (HistoryCheck).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "memsnap/model.h"
+
+namespace memsnap {
+
+// One mapped range: a segment (cudaMalloc'd), or a contiguous mapped part of
+// an expandable segment. The dump lists exactly these.
+struct MappedRange {
+  uint64_t size = 0;
+  uint64_t stream = 0;
+  PoolId pool;
+  StringId kind;  // segment_type from the dump ("large"/"small"); none for ranges it lacks
+  bool expandable = false;
+};
+
+// A block that is not free: allocated, or freed with stream work outstanding.
+struct HeldBlock {
+  uint64_t size = 0;
+  uint64_t requested = 0;
+  BlockState state = BlockState::kActiveAllocated;
+  bool size_inferred = false;  // allocated before the trace and freed in it: size by the split rule
+};
+
+struct AllocatorState {
+  std::map<uint64_t, MappedRange> ranges;  // by address
+  std::map<uint64_t, HeldBlock> blocks;    // by address
+  uint64_t reserved = 0;                   // sum of range sizes
+  uint64_t held = 0;                       // sum of block sizes (active bytes)
+
+  // The range containing address, or ranges.end().
+  [[nodiscard]] std::map<uint64_t, MappedRange>::const_iterator range_at(uint64_t address) const;
+  // The largest gap between held blocks in any range: the largest free block.
+  [[nodiscard]] uint64_t largest_free() const;
+};
+
+// How a request is rounded to a block size: PyTorch's CUDA caching allocator
+// (up to a multiple of 512 bytes), or torch_npu's (32 bytes more, then the
+// same). The history tries CUDA first and keeps whichever replays better.
+enum class RoundingRule : uint8_t { kCuda, kNpu };
+std::string_view rounding_rule_name(RoundingRule rule);
+
+// How well the trace explains the dump (the round trip dump -> back -> forward).
+struct HistoryCheck {
+  bool possible = false;  // the dump lists every range's blocks with their addresses
+  std::string impossible_reason;
+  uint64_t entries = 0;  // allocator entries walked (alloc, free_*, segment_*)
+  // Entries that did not fit the state they were applied to (a free of a
+  // block that is not there, an alloc outside every range, ...): a wrapped
+  // ring buffer or a trace from another allocator. Back and forward walks.
+  uint64_t misfits_back = 0;
+  uint64_t misfits_forward = 0;
+  // Before the first entry: what was already there (recording started after
+  // these were made, or the ring buffer wrapped) and how many of its blocks
+  // have a size from the split rule rather than from the dump or the trace.
+  uint64_t ranges_at_start = 0;
+  uint64_t blocks_at_start = 0;
+  uint64_t inferred_sizes = 0;
+  RoundingRule rounding = RoundingRule::kCuda;
+  // The forward walk's end against the dump, ranges and blocks.
+  bool exact = false;
+  uint64_t differences = 0;
+  std::string first_difference;  // empty when exact
+};
+
+class AllocatorHistory {
+ public:
+  AllocatorHistory(const Snapshot& snapshot, int device);
+
+  [[nodiscard]] const HistoryCheck& check() const { return check_; }
+  // Entries of the device's trace (the unit of `position`).
+  [[nodiscard]] uint64_t trace_entries() const { return trace_.count(); }
+  // The state after the first `position` entries of the device's trace
+  // (0: before the first; trace_entries(): at the dump, as walked forward).
+  [[nodiscard]] AllocatorState at(uint64_t position) const;
+
+  // Walks forward from the start, calling observe(position, state) after each
+  // allocator entry, for series over time in one pass.
+  template <typename Observe>
+  void walk(Observe&& observe) const {
+    AllocatorState state = start_;
+    Walker walker{*snapshot_, expandable_mode_, check_.rounding};
+    for (uint64_t i = trace_.begin; i < trace_.end; ++i) {
+      if (walker.forward(state, i)) observe(i + 1 - trace_.begin, state);
+    }
+  }
+
+ private:
+  struct Walker {
+    const Snapshot& snapshot;
+    bool expandable_mode = false;
+    RoundingRule rounding = RoundingRule::kCuda;
+    uint64_t misfits = 0;
+    // Returns whether entry i is an allocator entry (and was applied).
+    bool forward(AllocatorState& state, uint64_t i);
+    bool backward(AllocatorState& state, uint64_t i, uint64_t& inferred);
+  };
+
+  // Back from the dump, forward again, and the comparison, under one rule.
+  void replay(const AllocatorState& dump, RoundingRule rounding);
+
+  const Snapshot* snapshot_;
+  DeviceTrace trace_;
+  bool expandable_mode_ = false;  // expandable segments on: the split rule is the small pool's
+  AllocatorState start_;
+  HistoryCheck check_;
+};
+
+// The dump's ranges and held blocks of one device.
+AllocatorState state_at_dump(const Snapshot& snapshot, int device);
+
+// The block the allocator carves for a request of `requested` bytes from a
+// free block of `free_size` bytes: the rounded size, or the whole free block
+// when the remainder is too small to split off (PyTorch's should_split).
+uint64_t carved_block_size(uint64_t requested, uint64_t free_size, bool expandable_mode,
+                           RoundingRule rounding);
+
+}  // namespace memsnap
