@@ -38,6 +38,19 @@ PoolId entry_pool(const Snapshot& snapshot, uint64_t i) {
   return it == snapshot.events.pool_id.end() ? PoolId{} : it->second;
 }
 
+// The kind as a static string, so ranges need not point into a snapshot.
+std::string_view kind_name(std::string_view kind) {
+  if (kind == "small") return "small";
+  if (kind == "large") return "large";
+  return {};
+}
+
+// A cudaMalloc'd segment's pool from its size: small-pool segments are
+// kSmallBuffer (2 MiB); large-pool ones are 20 MiB or larger multiples of 2 MiB.
+std::string_view kind_of_segment(uint64_t size) {
+  return size == 2 * kSmallSize ? "small" : "large";
+}
+
 bool same_owner(const MappedRange& a, const MappedRange& b) {
   return a.expandable && b.expandable && a.stream == b.stream && a.pool.first == b.pool.first &&
          a.pool.second == b.pool.second;
@@ -56,7 +69,7 @@ bool add_range(AllocatorState& state, uint64_t address, MappedRange range) {
   state.reserved += range.size;
   if (next != ranges.end() && next->first == address + range.size &&
       same_owner(range, next->second)) {
-    if (!range.kind.valid()) range.kind = next->second.kind;
+    if (range.kind.empty()) range.kind = next->second.kind;
     range.size += next->second.size;
     next = ranges.erase(next);
   }
@@ -163,7 +176,7 @@ AllocatorState state_at_dump(const Snapshot& snapshot, int device) {
     range.size = segment.total_size;
     range.stream = segment.stream;
     range.pool = PoolId{segment.pool_id_first, segment.pool_id_second};
-    range.kind = segment.segment_type;
+    range.kind = kind_name(snapshot.strings.get(segment.segment_type));
     range.expandable = segment.is_expandable;
     state.ranges.emplace(segment.address, range);
     state.reserved += segment.total_size;
@@ -243,6 +256,7 @@ bool AllocatorHistory::Walker::forward(AllocatorState& state, uint64_t i) {
       range.stream = events.stream[i];
       range.pool = entry_pool(snapshot, i);
       range.expandable = events.action[i] == Action::kSegmentMap;
+      if (!range.expandable) range.kind = kind_of_segment(size);
       if (!add_range(state, address, range)) ++misfits;
       return true;
     }
@@ -322,6 +336,7 @@ bool AllocatorHistory::Walker::backward(AllocatorState& state, uint64_t i, uint6
       range.stream = events.stream[i];
       range.pool = entry_pool(snapshot, i);
       range.expandable = events.action[i] == Action::kSegmentUnmap;
+      if (!range.expandable) range.kind = kind_of_segment(size);
       if (!add_range(state, address, range)) ++misfits;
       return true;
     }

@@ -30,7 +30,10 @@ struct MappedRange {
   uint64_t size = 0;
   uint64_t stream = 0;
   PoolId pool;
-  StringId kind;  // segment_type from the dump ("large"/"small"); none for ranges it lacks
+  // "small" or "large": the dump's segment_type, or for a segment the trace
+  // made, the allocator's rule (small-pool segments are 2 MiB, large ones
+  // never are); empty for an expandable range the dump lacks.
+  std::string_view kind;
   bool expandable = false;
 };
 

@@ -149,8 +149,7 @@ SegmentReport segments_at_dump(const std::string& file, const Snapshot& snapshot
   return report;
 }
 
-SegmentReport segments_at_state(const std::string& file, const Snapshot& snapshot, int device,
-                                const AllocatorState& state) {
+SegmentReport segments_at_state(const std::string& file, int device, const AllocatorState& state) {
   SegmentReport report;
   report.file = file;
   report.device = device;
@@ -162,7 +161,7 @@ SegmentReport segments_at_state(const std::string& file, const Snapshot& snapsho
     row.address = address;
     row.stream = range.stream;
     row.pool = range.pool;
-    row.kind = std::string(snapshot.strings.get(range.kind));
+    row.kind = std::string(range.kind);
     row.expandable = range.expandable;
     row.bytes.reserved = range.size;
     // Held blocks, and the gaps between them as the free blocks they are.
@@ -209,7 +208,7 @@ SegmentReport segments_at_time(const std::string& file, const Snapshot& snapshot
   const double duration_s = static_cast<double>(trace_end_us(snapshot, trace) - start) / 1e6;
   const double clamped_s = std::min(seconds, duration_s);
   const uint64_t position = position_at_time(snapshot, trace, clamped_s);
-  SegmentReport report = segments_at_state(file, snapshot, device, history.at(position));
+  SegmentReport report = segments_at_state(file, device, history.at(position));
   report.position = position;
   report.time_s = clamped_s;
   report.requested_time_s = seconds;

@@ -75,7 +75,6 @@ SegmentReport segments_at_dump(const std::string& file, const Snapshot& snapshot
 SegmentReport segments_at_time(const std::string& file, const Snapshot& snapshot, int device,
                                double seconds);
 // The same report for a reconstructed state (free blocks are its gaps).
-SegmentReport segments_at_state(const std::string& file, const Snapshot& snapshot, int device,
-                                const AllocatorState& state);
+SegmentReport segments_at_state(const std::string& file, int device, const AllocatorState& state);
 
 }  // namespace memsnap

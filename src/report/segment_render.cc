@@ -55,15 +55,22 @@ std::string moment_text(const SegmentReport& r) {
 
 std::string history_text(const HistoryCheck& h) {
   if (!h.possible) return fmt::format("  history: cannot be replayed: {}\n", h.impossible_reason);
-  std::string before =
-      h.ranges_at_start == 0
-          ? "the allocator was empty before the first entry"
-          : fmt::format(
-                "{} segments and {} blocks were there before the first entry (recording "
-                "started late or the ring buffer wrapped; {} of those block sizes follow "
-                "the split rule, not the trace)",
-                format_count(h.ranges_at_start), format_count(h.blocks_at_start),
-                format_count(h.inferred_sizes));
+  if (h.entries == 0) {
+    return "  history: the trace has no allocator entries for this device: the dump is the only "
+           "state known\n";
+  }
+  std::string before = "the allocator was empty before the first entry";
+  if (h.ranges_at_start > 0) {
+    before = fmt::format(
+        "{} segments and {} blocks were there before the first entry (recording started late or "
+        "the ring buffer wrapped){}",
+        format_count(h.ranges_at_start), format_count(h.blocks_at_start),
+        h.inferred_sizes == 0
+            ? ""
+            : fmt::format("; {} blocks allocated before it and freed in it have the split rule's "
+                          "size",
+                          format_count(h.inferred_sizes)));
+  }
   const std::string rule =
       h.rounding == RoundingRule::kNpu ? " (with torch_npu's rounding: request + 32 bytes)" : "";
   if (h.exact && h.misfits_back == 0 && h.misfits_forward == 0) {

@@ -123,6 +123,7 @@ RUNS = [
     ("segments device 1", "segments", ["segments", "--json", "--device", "1", "two_devices.pickle"]),
     ("segments empty", "segments", ["segments", "--json", "empty.pickle"]),
     ("segments example", "segments", ["segments", "--json", "@example"]),
+    ("segments at a time", "segments", ["segments", "--json", "--time", "0.001", "steps_a.pickle"]),
     ("oom", "oom", ["oom", "--json", "two_devices.pickle"]),
     ("oom device without one", "oom", ["oom", "--json", "--device", "0", "steps_a.pickle"]),
     ("oom capacity", "oom", ["oom", "--json", "--capacity", "80GiB", "--top", "2", "two_devices.pickle"]),
