@@ -115,6 +115,20 @@ bool remove_range(AllocatorState& state, uint64_t address, uint64_t size) {
   return clean;
 }
 
+uint64_t free_bytes(const AllocatorState& state) {
+  return state.reserved > state.held ? state.reserved - state.held : 0;
+}
+
+// torch_npu rounds request + 32 bytes, so under its rule no block is smaller
+// than that rounded up; one such block in the dump rules it out cheaply.
+bool npu_rounding_possible(const AllocatorState& dump) {
+  return std::all_of(dump.blocks.begin(), dump.blocks.end(), [](const auto& entry) {
+    const HeldBlock& block = entry.second;
+    return block.requested == 0 ||
+           block.size >= carved_block_size(block.requested, 0, false, RoundingRule::kNpu);
+  });
+}
+
 std::string describe_block(uint64_t address, const HeldBlock* block) {
   if (block == nullptr) return fmt::format("no block at {:#x}", address);
   return fmt::format("{} block at {:#x} of {} bytes (requested {})",
@@ -365,10 +379,11 @@ AllocatorHistory::AllocatorHistory(const Snapshot& snapshot, int device) : snaps
   const AllocatorState dump = state_at_dump(snapshot, device);
   check_.possible = check_.impossible_reason.empty();
   replay(dump, RoundingRule::kCuda);
-  if (check_.possible && !check_.exact) {
+  if (check_.possible && !check_.exact && npu_rounding_possible(dump)) {
     // Not CUDA's rounding, perhaps: try torch_npu's and keep the better.
     HistoryCheck cuda = check_;
     AllocatorState cuda_start = start_;
+    PeakFree cuda_peak = peak_free_;
     replay(dump, RoundingRule::kNpu);
     const auto misses = [](const HistoryCheck& h) {
       return h.differences + h.misfits_back + h.misfits_forward;
@@ -376,6 +391,7 @@ AllocatorHistory::AllocatorHistory(const Snapshot& snapshot, int device) : snaps
     if (misses(check_) >= misses(cuda)) {
       check_ = std::move(cuda);
       start_ = std::move(cuda_start);
+      peak_free_ = cuda_peak;
     }
   }
 }
@@ -402,7 +418,12 @@ void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding)
   // Forward again to the dump, deriving every traced block's size anew.
   AllocatorState end = start_;
   Walker forth{snapshot, expandable_mode_, rounding};
-  for (uint64_t i = trace_.begin; i < trace_.end; ++i) forth.forward(end, i);
+  peak_free_ = PeakFree{free_bytes(end), 0, end.reserved};
+  for (uint64_t i = trace_.begin; i < trace_.end; ++i) {
+    if (forth.forward(end, i) && free_bytes(end) > peak_free_.bytes) {
+      peak_free_ = PeakFree{free_bytes(end), i + 1 - trace_.begin, end.reserved};
+    }
+  }
   check_.misfits_forward = forth.misfits;
   // Compare with the dump, ranges then blocks, in address order.
   auto note = [&](const std::string& what) {
@@ -448,6 +469,32 @@ AllocatorState AllocatorHistory::at(uint64_t position) const {
   const uint64_t stop = trace_.begin + std::min(position, trace_.count());
   for (uint64_t i = trace_.begin; i < stop; ++i) walker.forward(state, i);
   return state;
+}
+
+FragmentationHistory fragmentation_history(const AllocatorHistory& history,
+                                           uint64_t reserved_peak_position) {
+  FragmentationHistory out;
+  const HistoryCheck& check = history.check();
+  if (!check.possible || check.entries == 0) return out;
+  out.known = true;
+  out.exact = check.exact;
+  const AllocatorHistory::PeakFree& peak = history.peak_free();
+  out.peak_free = peak.bytes;
+  out.peak_free_position = peak.position;
+  out.reserved_at_peak_free = peak.reserved;
+  // The largest free block is a scan of every block, so only at the two
+  // moments, in one walk that stops at the later.
+  const auto note = [&](uint64_t position, const AllocatorState& state) {
+    if (position == reserved_peak_position) {
+      out.reserved_peak = state.reserved;
+      out.free_at_reserved_peak = free_bytes(state);
+      out.largest_free_at_reserved_peak = state.largest_free();
+    }
+    if (position == peak.position) out.largest_free_at_peak_free = state.largest_free();
+  };
+  note(0, history.start());
+  history.walk(std::max(reserved_peak_position, peak.position), note);
+  return out;
 }
 
 }  // namespace memsnap

@@ -15,6 +15,7 @@
 // dump checks the rule and the trace together (HistoryCheck).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -96,17 +97,27 @@ class AllocatorHistory {
   // The state after the first `position` entries of the device's trace
   // (0: before the first; trace_entries(): at the dump, as walked forward).
   [[nodiscard]] AllocatorState at(uint64_t position) const;
+  [[nodiscard]] const AllocatorState& start() const { return start_; }
 
   // Walks forward from the start, calling observe(position, state) after each
-  // allocator entry, for series over time in one pass.
+  // allocator entry up to `last_position`, for facts over time in one pass.
   template <typename Observe>
-  void walk(Observe&& observe) const {
+  void walk(uint64_t last_position, Observe&& observe) const {
     AllocatorState state = start_;
     Walker walker{*snapshot_, expandable_mode_, check_.rounding};
-    for (uint64_t i = trace_.begin; i < trace_.end; ++i) {
+    const uint64_t stop = trace_.begin + std::min(last_position, trace_.count());
+    for (uint64_t i = trace_.begin; i < stop; ++i) {
       if (walker.forward(state, i)) observe(i + 1 - trace_.begin, state);
     }
   }
+  // The most free (reserved, not held) memory at any moment of the forward
+  // walk that checked the dump: bytes, the position, and reserved then.
+  struct PeakFree {
+    uint64_t bytes = 0;
+    uint64_t position = 0;
+    uint64_t reserved = 0;
+  };
+  [[nodiscard]] const PeakFree& peak_free() const { return peak_free_; }
 
  private:
   struct Walker {
@@ -127,7 +138,26 @@ class AllocatorHistory {
   bool expandable_mode_ = false;  // expandable segments on: the split rule is the small pool's
   AllocatorState start_;
   HistoryCheck check_;
+  PeakFree peak_free_;
 };
+
+// Free (inactive) memory over the trace: reserved bytes no block holds.
+struct FragmentationHistory {
+  bool known = false;  // the state could be replayed (the dump lists blocks, the trace has entries)
+  bool exact = false;  // ... and the replay reproduced the dump block for block
+  // When reserved memory peaked (its first moment at the peak):
+  uint64_t reserved_peak = 0;
+  uint64_t free_at_reserved_peak = 0;
+  uint64_t largest_free_at_reserved_peak = 0;
+  // The most free memory at any moment, and the state then:
+  uint64_t peak_free = 0;
+  uint64_t peak_free_position = 0;  // entries of the device's trace applied (0: before the first)
+  uint64_t reserved_at_peak_free = 0;
+  uint64_t largest_free_at_peak_free = 0;
+};
+// reserved_peak_position: entries applied when reserved memory first peaked.
+FragmentationHistory fragmentation_history(const AllocatorHistory& history,
+                                           uint64_t reserved_peak_position);
 
 // The dump's ranges and held blocks of one device.
 AllocatorState state_at_dump(const Snapshot& snapshot, int device);

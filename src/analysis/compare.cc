@@ -98,6 +98,8 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
   r.segments_a = a.segments;
   r.reserved_a = a.reserved;
   r.reserved_b = b.reserved;
+  r.fragmentation_a = a.fragmentation;
+  r.fragmentation_b = b.fragmentation;
   r.segments_b = b.segments;
   r.baseline_a = a.baseline;
   r.baseline_b = b.baseline;

@@ -44,6 +44,7 @@ struct CompareResult {
   bool settings_a = false, settings_b = false;
   SegmentTotals segments_a, segments_b;
   ReservedHistory reserved_a, reserved_b;
+  FragmentationHistory fragmentation_a, fragmentation_b;
   Baseline baseline_a, baseline_b;
   std::vector<int64_t> matching_steps;
   std::vector<StepComparison> step_results;

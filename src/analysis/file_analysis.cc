@@ -1,5 +1,7 @@
 #include "analysis/file_analysis.h"
 
+#include <future>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <algorithm>
@@ -43,8 +45,15 @@ FileAnalysis analyze_file(const std::string& path, const Snapshot& snapshot,
   file.trace = trace_or_empty(snapshot, file.device);
   file.segments = segment_totals(snapshot, file.device);
   file.reserved = reserved_history(snapshot, file.trace, file.segments.total_size);
+  // The allocator replay only reads the model: it runs beside the trace's
+  // analysis (two cores are the common case).
+  auto fragmentation =
+      std::async(std::launch::async, [&snapshot, trace = file.trace, reserved = file.reserved] {
+        return fragmentation_over_trace(snapshot, trace, reserved);
+      });
   file.steps = profiler_steps(snapshot, file.device);
   file.analysis = analyze_trace(snapshot, file.trace, file.steps);
+  file.fragmentation = fragmentation.get();
   file.baseline = compute_baseline(file.segments, file.analysis.totals);
   return file;
 }

@@ -20,6 +20,7 @@ struct FileAnalysis {
   DeviceTrace trace;
   SegmentTotals segments;
   ReservedHistory reserved;
+  FragmentationHistory fragmentation;
   Baseline baseline;
   std::vector<ProfilerStep> steps;
   TraceAnalysis analysis;

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <algorithm>
 #include <charconv>
+#include <future>
 
 #include "analysis/file_analysis.h"
 #include "analysis/sources.h"
@@ -66,6 +67,12 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
     result.reserved_peak_time_s =
         static_cast<double>(events.time_us[result.reserved.peak_event] - origin) / 1e6;
   }
+  // The allocator replay only reads the model: it runs beside the replay of
+  // allocations below (two cores are the common case), joined at the end.
+  auto fragmentation =
+      std::async(std::launch::async, [&snapshot, trace, reserved = result.reserved] {
+        return fragmentation_over_trace(snapshot, trace, reserved);
+      });
 
   // One pass: the replay, plus event counts, time span, oom entries and
   // throughput by source.
@@ -242,6 +249,15 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
   }
   if (anomalies.unusable_times != 0) {
     warnings.emplace_back(finding::UnusableTimes{anomalies.unusable_times});
+  }
+  result.fragmentation = fragmentation.get();
+  if (const int64_t origin = trace_start_us(snapshot, trace);
+      origin != 0 && result.fragmentation.peak_free_position > 0 &&
+      events.time_us[trace.begin + result.fragmentation.peak_free_position - 1] != 0) {
+    result.peak_free_time_s =
+        static_cast<double>(
+            events.time_us[trace.begin + result.fragmentation.peak_free_position - 1] - origin) /
+        1e6;
   }
   return result;
 }

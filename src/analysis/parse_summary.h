@@ -61,6 +61,8 @@ struct ParseResult {
   SegmentTotals segments;
   ReservedHistory reserved;
   std::optional<double> reserved_peak_time_s;  // when the peak came from a timed entry
+  FragmentationHistory fragmentation;
+  std::optional<double> peak_free_time_s;  // when the most free memory came from a timed entry
   Baseline baseline;
   ReplayTotals replay;                // peak_event counts within the device's trace
   std::optional<double> peak_time_s;  // seconds from the trace start, when entries have time_us

@@ -67,6 +67,14 @@ ReservedHistory reserved_history(const Snapshot& snapshot, const DeviceTrace& tr
   return history;
 }
 
+FragmentationHistory fragmentation_over_trace(const Snapshot& snapshot, const DeviceTrace& trace,
+                                              const ReservedHistory& reserved) {
+  if (trace.count() == 0) return {};
+  const uint64_t peak_position =
+      reserved.peak_event == kNoEvent ? 0 : reserved.peak_event + 1 - trace.begin;
+  return fragmentation_history(AllocatorHistory(snapshot, trace.device), peak_position);
+}
+
 Baseline compute_baseline(const SegmentTotals& segments, const ReplayTotals& replay) {
   Baseline baseline;
   baseline.segments_active = segments.active_size;

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "analysis/allocator_state.h"
 #include "memsnap/model.h"
 #include "memsnap/replay.h"
 
@@ -38,6 +39,11 @@ struct ReservedHistory {
 int64_t reserved_change(Action action, uint64_t size);
 ReservedHistory reserved_history(const Snapshot& snapshot, const DeviceTrace& trace,
                                  uint64_t reserved_at_dump);
+
+// Free memory over the device's trace (see FragmentationHistory), replayed
+// from the dump; the reserved peak's moment comes from `reserved`.
+FragmentationHistory fragmentation_over_trace(const Snapshot& snapshot, const DeviceTrace& trace,
+                                              const ReservedHistory& reserved);
 
 struct Baseline {
   int64_t baseline_at_start = 0;

@@ -45,6 +45,12 @@ std::string render_compare_text(const CompareResult& r, int top) {
   add_count_row(seg, "count", sa.count, sb.count);
   add_bytes_row(seg, "reserved", sa.total_size, sb.total_size);
   add_bytes_row(seg, "reserved peak", r.reserved_a.peak, r.reserved_b.peak);
+  if (r.fragmentation_a.known && r.fragmentation_b.known) {
+    add_bytes_row(seg, "free at reserved peak", r.fragmentation_a.free_at_reserved_peak,
+                  r.fragmentation_b.free_at_reserved_peak);
+    add_bytes_row(seg, "largest free then", r.fragmentation_a.largest_free_at_reserved_peak,
+                  r.fragmentation_b.largest_free_at_reserved_peak);
+  }
   add_bytes_row(seg, "allocated", sa.allocated_size, sb.allocated_size);
   add_bytes_row(seg, "active", sa.active_size, sb.active_size);
   add_bytes_row(seg, "awaiting free", sa.awaiting_free_size, sb.awaiting_free_size);
@@ -181,6 +187,8 @@ ordered_json render_compare_json(const CompareResult& r, int top) {
           {"segments_b", compare_segments_json(r.segments_b)},
           {"reserved_a", reserved_json(r.reserved_a)},
           {"reserved_b", reserved_json(r.reserved_b)},
+          {"fragmentation_a", fragmentation_json(r.fragmentation_a, std::nullopt)},
+          {"fragmentation_b", fragmentation_json(r.fragmentation_b, std::nullopt)},
           {"baseline_a", r.baseline_a.baseline_at_start},
           {"baseline_b", r.baseline_b.baseline_at_start},
           {"baseline_detail_a", baseline_json(r.baseline_a)},

@@ -36,6 +36,19 @@ ordered_json reserved_json(const ReservedHistory& r) {
           {"segment_events", r.segment_events}};
 }
 
+ordered_json fragmentation_json(const FragmentationHistory& f,
+                                std::optional<double> peak_free_time_s) {
+  if (!f.known) return nullptr;
+  return {{"exact", f.exact},
+          {"reserved_peak", f.reserved_peak},
+          {"free_at_reserved_peak", f.free_at_reserved_peak},
+          {"largest_free_block_at_reserved_peak", f.largest_free_at_reserved_peak},
+          {"peak_free", f.peak_free},
+          {"peak_free_time_s", peak_free_time_s ? ordered_json(*peak_free_time_s) : nullptr},
+          {"reserved_at_peak_free", f.reserved_at_peak_free},
+          {"largest_free_block_at_peak_free", f.largest_free_at_peak_free}};
+}
+
 ordered_json baseline_json(const Baseline& b) {
   return {{"baseline_at_start", b.baseline_at_start},
           {"segments_active", b.segments_active},

@@ -1,6 +1,8 @@
 // JSON objects that several reports share, so a key is named in one place.
 #pragma once
 
+#include <optional>
+
 #include <nlohmann/json.hpp>
 
 #include "analysis/segments.h"
@@ -14,6 +16,9 @@ nlohmann::ordered_json compare_segments_json(const SegmentTotals& segments);
 // Reserved bytes over the trace: at_start, peak, peak_event (null: at the
 // start), at_dump, segment_events.
 nlohmann::ordered_json reserved_json(const ReservedHistory& reserved);
+// null when the allocator's state could not be replayed.
+nlohmann::ordered_json fragmentation_json(const FragmentationHistory& fragmentation,
+                                          std::optional<double> peak_free_time_s);
 nlohmann::ordered_json baseline_json(const Baseline& baseline);
 
 }  // namespace memsnap

@@ -99,6 +99,25 @@ std::string render_parse_text(const ParseResult& r) {
   segments.add_row({"awaiting free", format_bytes(s.awaiting_free_size), "active - allocated"});
   segments.add_row({"inactive", format_bytes(s.inactive_size),
                     "fragmentation " + format_percent(s.fragmentation)});
+  if (const FragmentationHistory& f = r.fragmentation; f.known) {
+    const auto share = [](uint64_t part, uint64_t whole) {
+      return whole == 0 ? 0.0 : static_cast<double>(part) / static_cast<double>(whole);
+    };
+    const std::string approximate =
+        f.exact ? "" : " (approximate: the replay differs from the dump)";
+    segments.add_row({"free at reserved peak", format_bytes(f.free_at_reserved_peak),
+                      fmt::format("{} of {}; largest free block {}{}",
+                                  format_percent(share(f.free_at_reserved_peak, f.reserved_peak)),
+                                  format_bytes(f.reserved_peak),
+                                  format_bytes(f.largest_free_at_reserved_peak), approximate)});
+    segments.add_row(
+        {"most free", format_bytes(f.peak_free),
+         fmt::format("{}{} of {} reserved then; largest free block {}{}",
+                     r.peak_free_time_s ? fmt::format("at {:.6f} s, ", *r.peak_free_time_s) : "",
+                     format_percent(share(f.peak_free, f.reserved_at_peak_free)),
+                     format_bytes(f.reserved_at_peak_free),
+                     format_bytes(f.largest_free_at_peak_free), approximate)});
+  }
   out += segments.render();
 
   const Baseline& b = r.baseline;
@@ -246,6 +265,7 @@ ordered_json render_parse_json(const ParseResult& r) {
   out["reserved"] = reserved_json(r.reserved);
   out["reserved"]["peak_time_s"] =
       r.reserved_peak_time_s ? ordered_json(*r.reserved_peak_time_s) : ordered_json(nullptr);
+  out["fragmentation"] = fragmentation_json(r.fragmentation, r.peak_free_time_s);
   out["baseline"] = baseline_json(r.baseline);
   ordered_json steps = ordered_json::object();
   for (const auto& step : r.steps) {
