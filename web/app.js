@@ -62,6 +62,7 @@
     xTicks: [], // the x tick labels of the last draw
     stack: null, // stacked view: { mode, run, layers: [names bottom to top] } of the last draw
     oomPanel: null, // the OOM panel shown: { run, ordinal, verdict }
+    allocPanel: null, // the allocator panel shown: { clickedS, runs: [{ run, t_s, position, reserved, ... }] }
   };
   window.memsnapState = state;
   window.memsnapInfo = info;
@@ -737,6 +738,64 @@
     document.body.dataset.oomVerdict = a.verdict;
   }
 
+  // ---------------------------------------------------------------- allocator panel
+
+  const MAX_ALLOC_RUNS = 4; // runs shown side by side in the allocator panel
+
+  // The allocator's segments and blocks at the page's moment nearest to tS,
+  // for each run (the C++ side replayed them from the dump: memsnap segments
+  // --time gives the same for the time stated).
+  function showAllocator(tS) {
+    const runs = RUNS.slice(0, MAX_ALLOC_RUNS);
+    if (!runs.some((r) => r.allocator || r.allocatorReason)) return;
+    const panel = $('alloc-panel');
+    panel.hidden = false;
+    const shown = [];
+    const html = runs.map((run) => {
+      const title = `<div class="alloc-title" title="${esc(fullName(run))}">${esc(run.name)}</div>`;
+      if (!run.allocator) {
+        return `<div class="alloc-run" data-run="${run.ordinal}">${title}<p class="hint">Not available: ${esc(run.allocatorReason || 'no allocator state in this run')}.</p></div>`;
+      }
+      const moments = run.allocator.moments;
+      const k = T.nearestMoment(moments, tS);
+      const m = moments[k];
+      const t = Number(m.t_s);
+      shown.push({ run: run.ordinal, t_s: t, position: m.position, reserved: m.reserved, allocated: m.allocated,
+        awaiting_free: m.awaiting_free, free: m.free, largest_free_block: m.largest_free_block,
+        segment_count: m.segment_count, bars: m.segments.length });
+      const exact = run.allocator.exact ? '' : ' The replay of this run does not reproduce its dump exactly, so this state is approximate (see memsnap segments).';
+      const totals = `reserved ${formatBytes(m.reserved)} · allocated ${formatBytes(m.allocated)} · awaiting free ${formatBytes(m.awaiting_free)} · free ${formatBytes(m.free)} · largest free block ${formatBytes(m.largest_free_block)} · ${formatCount(m.segment_count)} segments`;
+      const widest = Math.max(1, ...m.segments.map((g) => Number(g.size)));
+      let outlined = false; // one largest free block per moment, the first in bar order
+      const rows = m.segments.map((g) => {
+        const size = Number(g.size);
+        const decoded = T.segmentBlocks(g.blocks, outlined ? 0 : Number(m.largest_free_block));
+        if (decoded.some((b) => b.largest)) outlined = true;
+        const blocks = decoded.map((b) => {
+          const left = (100 * b.offset) / size;
+          const width = Math.max((100 * b.size) / size, 0.15);
+          const what = ['allocated', 'awaiting free', 'free'][b.state] || 'block';
+          return `<span class="blk s${b.state}${b.largest ? ' largest' : ''}" style="left:${left.toFixed(3)}%;width:${width.toFixed(3)}%" title="${what} ${formatBytes(b.size)} at +${formatBytes(b.offset)}"></span>`;
+        }).join('');
+        const label = `${esc(g.address)} ${formatBytes(size)} · ${esc(g.pool)} · stream ${esc(String(g.stream))}${g.expandable ? ' · expandable' : ''}`;
+        const barWidth = Math.max((100 * size) / widest, 2).toFixed(2);
+        return `<div class="alloc-row" data-address="${esc(g.address)}"><span class="seg-label" title="${label}">${label}</span>`
+          + `<span class="seg-bar-wrap"><span class="seg-bar" style="display:block;width:${barWidth}%">${blocks}</span></span></div>`;
+      }).join('');
+      const more = m.segment_count > m.segments.length
+        ? `<p class="hint">… ${formatCount(m.segment_count - m.segments.length)} smaller segments not drawn.</p>` : '';
+      const cmd = `memsnap segments ${run.file}${run.device != null ? ` --device ${run.device}` : ''} --time ${t}`;
+      return `<div class="alloc-run" data-run="${run.ordinal}" data-time="${t}" style="--run-color:${run.color}">${title}`
+        + `<p class="hint">At t = ${formatSeconds(t)}: the nearest of the ${formatCount(moments.length)} moments this page holds for this run (after ${formatCount(Number(m.position))} trace entries; <code>${esc(cmd)}</code> shows the same).${exact}</p>`
+        + `<div class="alloc-totals">${totals}</div>${rows}${more}</div>`;
+    }).join('');
+    const extra = RUNS.length > runs.length ? `<p class="hint">The first ${runs.length} runs are shown.</p>` : '';
+    $('alloc-body').innerHTML = html + extra;
+    $('alloc-heading').textContent = `Allocator state near t = ${formatSeconds(tS)}`;
+    info.allocPanel = { clickedS: tS, runs: shown };
+    document.body.dataset.allocTime = String(tS);
+  }
+
   // The oom marker within a few pixels of a click (wall-clock view), or null.
   function oomNear(leftPx) {
     if (state.xMode !== 'time' || !plot || !view) return null;
@@ -778,6 +837,7 @@
     let t = plot.posToVal(left, 'x');
     t = Math.min(Math.max(t, 0), maxS);
     drill({ timeS: Math.round(t * 1e6) / 1e6 });
+    showAllocator(Math.round(t * 1e6) / 1e6);
   }
 
   // Why a click in the event-index view lists nothing: the data lacks the

@@ -403,6 +403,11 @@
       stacks: decodeStacks(raw.stacks, `${what}.stacks`),
       // `memsnap oom --json`'s "oom" for each oom entry (the first 8), for the OOM panel.
       oomAnalyses: Array.isArray(raw.oom_analyses) ? raw.oom_analyses : [],
+      // The allocator's segments and blocks at chosen moments (allocator panel);
+      // null with allocatorReason when the C++ side could not replay them.
+      allocator: raw.allocator && raw.allocator.available && Array.isArray(raw.allocator.moments) && raw.allocator.moments.length > 0
+        ? raw.allocator : null,
+      allocatorReason: raw.allocator && !raw.allocator.available ? String(raw.allocator.reason || '') : '',
     };
     run.annotationDepth = annotationDepths(run.annotations);
     run.timeSpanUs = run.time ? run.time.count * run.time.width : 0;
@@ -600,6 +605,38 @@
   // start): start <= tUs and (end > tUs or still live), grouped by source
   // name. Two source ids with the same name share a row; an id past
   // `sources` is grouped as UNKNOWN_SOURCE.
+  // The index of the moment nearest to tS (seconds); the earlier of two at
+  // the same distance; -1 when there are none.
+  function nearestMoment(moments, tS) {
+    let best = -1;
+    let bestD = Infinity;
+    (moments || []).forEach((m, i) => {
+      const d = Math.abs(Number(m.t_s) - tS);
+      if (d < bestD) {
+        best = i;
+        bestD = d;
+      }
+    });
+    return best;
+  }
+
+  // A segment's blocks as [{ offset, size, state }] from the page's flat
+  // [offset, size, state, ...] triples (state 0 allocated, 1 awaiting free,
+  // 2 free), and the first free block of `largest` bytes marked.
+  function segmentBlocks(flat, largest) {
+    const out = [];
+    let marked = false;
+    for (let i = 0; i + 2 < (flat || []).length; i += 3) {
+      const b = { offset: Number(flat[i]), size: Number(flat[i + 1]), state: Number(flat[i + 2]), largest: false };
+      if (!marked && b.state === 2 && largest > 0 && b.size === largest) {
+        b.largest = true;
+        marked = true;
+      }
+      out.push(b);
+    }
+    return out;
+  }
+
   function liveAt(life, sources, tUs) {
     if (!life) return scanLive(null, sources, 0);
     return scanLive({ ...life, open: life.f64 ? STILL_LIVE.f64 : STILL_LIVE.u32 }, sources, tUs);
@@ -718,6 +755,8 @@
     timeGrid,
     indexGrid,
     yRange,
+    nearestMoment,
+    segmentBlocks,
     liveAt,
     hasEventIndex,
     liveAtEvent,

@@ -20,6 +20,7 @@
 #include <map>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "memsnap/model.h"
 
@@ -98,6 +99,19 @@ class AllocatorHistory {
   // (0: before the first; trace_entries(): at the dump, as walked forward).
   [[nodiscard]] AllocatorState at(uint64_t position) const;
   [[nodiscard]] const AllocatorState& start() const { return start_; }
+  // One forward walk that calls at(position, state) for each position of the
+  // ascending list, with the state after that many entries.
+  template <typename At>
+  void states_at(const std::vector<uint64_t>& positions, At&& at) const {
+    AllocatorState state = start_;
+    Walker walker{*snapshot_, expandable_mode_, check_.rounding};
+    uint64_t applied = 0;
+    for (uint64_t position : positions) {
+      const uint64_t target = std::min(position, trace_.count());
+      for (; applied < target; ++applied) walker.forward(state, trace_.begin + applied);
+      at(position, state);
+    }
+  }
 
   // Walks forward from the start, calling observe(position, state) after each
   // allocator entry up to `last_position`, for facts over time in one pass.

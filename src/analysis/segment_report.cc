@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <vector>
 
@@ -149,7 +150,8 @@ SegmentReport segments_at_dump(const std::string& file, const Snapshot& snapshot
   return report;
 }
 
-SegmentReport segments_at_state(const std::string& file, int device, const AllocatorState& state) {
+SegmentReport segments_at_state(const std::string& file, int device, const AllocatorState& state,
+                                bool keep_blocks) {
   SegmentReport report;
   report.file = file;
   report.device = device;
@@ -178,6 +180,7 @@ SegmentReport segments_at_state(const std::string& file, int device, const Alloc
       cursor = std::max(cursor, it->first + it->second.size);
     }
     if (end > cursor) blocks.push_back(Block{cursor, end - cursor, 0, BlockState::kInactive, {}});
+    if (keep_blocks) row.blocks = blocks;
     add_segment(report, groups, std::move(row), nullptr, blocks);
   }
   finish(report, groups);
@@ -214,6 +217,65 @@ SegmentReport segments_at_time(const std::string& file, const Snapshot& snapshot
   report.requested_time_s = seconds;
   report.history = history.check();
   return report;
+}
+
+AllocatorMoments allocator_moments(const FileAnalysis& file, const std::vector<double>& times_s) {
+  AllocatorMoments out;
+  const Snapshot& snapshot = *file.snapshot;
+  const DeviceTrace& trace = file.trace;
+  const int64_t start = trace_start_us(snapshot, trace);
+  if (trace.count() == 0 || start == 0) {
+    out.unavailable_reason =
+        trace.count() == 0 ? "the device has no trace entries" : "trace entries carry no time_us";
+    return out;
+  }
+  AllocatorHistory history(snapshot, file.device);
+  out.check = history.check();
+  if (!out.check.possible) {
+    out.unavailable_reason = out.check.impossible_reason;
+    return out;
+  }
+  out.available = true;
+  // As many even moments as the block budget allows, judged by the dump's
+  // size (a state's block count stays near it over a run).
+  uint64_t dump_blocks = 1;
+  for (const Segment& segment : snapshot.segments) {
+    if (segment.device == file.device) dump_blocks += segment.block_count;
+  }
+  const uint64_t even = std::clamp<uint64_t>(kMomentBlocks / dump_blocks, 2, kMaxEvenMoments);
+  const double duration_s = static_cast<double>(trace_end_us(snapshot, trace) - start) / 1e6;
+  std::vector<double> chosen;
+  for (uint64_t k = 0; k < even; ++k) {
+    // Rounded to the microsecond, as the page states times.
+    chosen.push_back(
+        std::round(duration_s * static_cast<double>(k) / static_cast<double>(even - 1) * 1e6) /
+        1e6);
+  }
+  for (double t : times_s) {
+    if (t >= 0 && t <= duration_s) chosen.push_back(std::round(t * 1e6) / 1e6);
+  }
+  std::sort(chosen.begin(), chosen.end());
+  chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
+  std::vector<uint64_t> positions;
+  positions.reserve(chosen.size());
+  for (double t : chosen) positions.push_back(position_at_time(snapshot, trace, t));
+  size_t next = 0;
+  uint64_t blocks_kept = 0;
+  history.states_at(positions, [&](uint64_t position, const AllocatorState& state) {
+    SegmentReport report = segments_at_state(file.path, file.device, state, true);
+    report.position = position;
+    report.time_s = chosen[next++];
+    report.requested_time_s = report.time_s;
+    for (size_t i = 0; i < report.segments.size(); ++i) {
+      if (i >= kMomentSegments || blocks_kept >= kMomentBlocks) {
+        report.segments[i].blocks.clear();
+        report.segments[i].blocks.shrink_to_fit();
+      }
+      blocks_kept += report.segments[i].blocks.size();
+    }
+    out.moments.push_back(std::move(report));
+  });
+  return out;
 }
 
 }  // namespace memsnap

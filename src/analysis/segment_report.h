@@ -37,6 +37,9 @@ struct SegmentRow {
   // '.' free throughout, '~' mostly awaiting free, '1'-'9' that many tenths
   // allocated (rounded down, at least 1), ' ' no block covers it.
   std::string fill;
+  // Every block, free ones included, in address order: kept only for the
+  // plot page's allocator panel (segments_at_state with keep_blocks).
+  std::vector<Block> blocks;
 };
 
 struct PoolStreamRow {
@@ -75,6 +78,24 @@ SegmentReport segments_at_dump(const std::string& file, const Snapshot& snapshot
 SegmentReport segments_at_time(const std::string& file, const Snapshot& snapshot, int device,
                                double seconds);
 // The same report for a reconstructed state (free blocks are its gaps).
-SegmentReport segments_at_state(const std::string& file, int device, const AllocatorState& state);
+SegmentReport segments_at_state(const std::string& file, int device, const AllocatorState& state,
+                                bool keep_blocks = false);
+
+// The allocator at chosen moments of one run, for the plot page's allocator
+// panel: evenly over the trace, plus the given times (the reserved peak, the
+// OOMs). Each moment's report is what `segments --time T` gives for its time;
+// the largest kMomentSegments segments keep their blocks, and the number of
+// even moments shrinks so that all moments keep about kMomentBlocks blocks.
+constexpr size_t kMomentSegments = 48;
+constexpr uint64_t kMomentBlocks = 120000;
+constexpr uint64_t kMaxEvenMoments = 40;
+struct AllocatorMoments {
+  bool available = false;
+  std::string unavailable_reason;  // when not: no trace, no times, or no block addresses
+  HistoryCheck check;
+  std::vector<SegmentReport> moments;  // ascending time; at_dump false, time_s and position set
+};
+struct FileAnalysis;
+AllocatorMoments allocator_moments(const FileAnalysis& file, const std::vector<double>& times_s);
 
 }  // namespace memsnap

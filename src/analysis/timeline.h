@@ -10,6 +10,7 @@
 
 #include "analysis/file_analysis.h"
 #include "analysis/oom_report.h"
+#include "analysis/segment_report.h"
 #include "analysis/source_key.h"
 
 namespace memsnap {
@@ -113,6 +114,9 @@ struct RunTimeline {
   // `memsnap oom` for the first kMaxOomPanels oom entries, for the page's OOM
   // panel (filled by the plot command; empty for --text).
   std::vector<OomAnalysis> oom_analyses;
+  // The allocator's segments and blocks at chosen moments, for the page's
+  // allocator panel (filled by the plot command; empty for --text).
+  AllocatorMoments allocator;
 };
 constexpr size_t kMaxOomPanels = 8;
 

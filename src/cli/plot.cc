@@ -81,6 +81,16 @@ void run_plot(const PlotFlags& flags) {
       run.oom_analyses.push_back(
           analyze_oom(file, OomOptions{static_cast<int>(k), 1.0, 0, common.keys}));
     }
+    // The allocator panel's moments: even ones, the reserved peak, the OOMs.
+    std::vector<double> moments;
+    const int64_t origin = trace_start_us(snapshots[i], file.trace);
+    if (file.reserved.peak_event != kNoEvent && origin != 0) {
+      moments.push_back(
+          static_cast<double>(snapshots[i].events.time_us[file.reserved.peak_event] - origin) /
+          1e6);
+    }
+    for (const OomMarker& oom : run.ooms) moments.push_back(oom.t_s);
+    run.allocator = allocator_moments(file, moments);
   }
   if (flags.text) {
     TextChartOptions options;

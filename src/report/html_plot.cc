@@ -68,6 +68,54 @@ ordered_json oom_analyses_json(const std::vector<OomAnalysis>& analyses) {
   return out;
 }
 
+// The allocator panel's moments: totals as `segments --time --json` gives
+// them, and per segment its blocks as flat [offset, size, state] triples
+// (state 0 allocated, 1 awaiting free, 2 free), addresses in hex (they can
+// exceed a double's exact range).
+ordered_json allocator_json(const AllocatorMoments& moments) {
+  if (!moments.available) return {{"available", false}, {"reason", moments.unavailable_reason}};
+  ordered_json list = ordered_json::array();
+  for (const SegmentReport& m : moments.moments) {
+    ordered_json segments = ordered_json::array();
+    for (const SegmentRow& row : m.segments) {
+      if (segments.size() >= kMomentSegments) break;
+      ordered_json blocks = ordered_json::array();
+      for (const Block& block : row.blocks) {
+        const int state = block.state == BlockState::kActiveAllocated     ? 0
+                          : block.state == BlockState::kActivePendingFree ? 1
+                                                                          : 2;
+        blocks.push_back(block.address - row.address);
+        blocks.push_back(block.size);
+        blocks.push_back(state);
+      }
+      segments.push_back({{"address", fmt::format("0x{:x}", row.address)},
+                          {"size", row.bytes.reserved},
+                          {"pool", pool_label(row.pool)},
+                          {"stream", row.stream},
+                          {"kind", row.kind},
+                          {"expandable", row.expandable},
+                          {"allocated", row.bytes.allocated},
+                          {"free", row.bytes.free},
+                          {"largest_free_block", row.bytes.largest_free},
+                          {"blocks", blocks}});
+    }
+    const BlockBytes& t = m.totals;
+    list.push_back({{"t_s", m.time_s},
+                    {"position", m.position},
+                    {"reserved", t.reserved},
+                    {"allocated", t.allocated},
+                    {"awaiting_free", t.awaiting_free},
+                    {"free", t.free},
+                    {"largest_free_block", t.largest_free},
+                    {"segment_count", m.segments.size()},
+                    {"segments", segments}});
+  }
+  return {{"available", true},
+          {"exact", moments.check.exact},
+          {"rounding", rounding_rule_name(moments.check.rounding)},
+          {"moments", list}};
+}
+
 ordered_json marker_json(const Marker& marker, const char* name_key, bool numeric_name) {
   ordered_json out;
   if (numeric_name) {
@@ -231,6 +279,7 @@ ordered_json plot_data_json(const std::vector<RunTimeline>& runs, double precisi
          {"sources", run.sources},
          {"lifetimes", lifetimes_json(run.lifetimes)},
          {"oom_analyses", oom_analyses_json(run.oom_analyses)},
+         {"allocator", allocator_json(run.allocator)},
          {"stacks",
           {{"category", stacked_json(run.by_category)}, {"source", stacked_json(run.by_source)}}}});
   }

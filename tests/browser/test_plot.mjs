@@ -647,6 +647,54 @@ async function testOomPanel(browser, file, files) {
   }
 }
 
+// The allocator panel: a click in the wall-clock view shows, per run, the
+// allocator at the page's nearest moment; its numbers equal what
+// `memsnap segments --time T --json` gives for the time the panel states, and
+// it draws one bar per segment it holds, the largest free block outlined.
+async function testAllocatorPanel(browser, file, files) {
+  const p = await openPage(browser, file, `${path.basename(file)} (allocator panel)`);
+  const { page } = p;
+  try {
+    let compared = 0;
+    for (const fraction of [0.25, 0.7]) {
+      await clickChart(page, fraction);
+      await page.waitForFunction(() => window.memsnapInfo.allocPanel, null, { timeout: 5000 }).catch(() => {});
+      const got = await page.evaluate(() => ({
+        hidden: document.getElementById('alloc-panel').hidden,
+        info: window.memsnapInfo.allocPanel,
+        rows: [...document.querySelectorAll('#alloc-body .alloc-run')].map((el) => ({
+          run: Number(el.dataset.run),
+          bars: el.querySelectorAll('.alloc-row').length,
+          largest: el.querySelectorAll('.blk.largest').length,
+          text: el.textContent,
+        })),
+      }));
+      const where = `${p.name}: click at ${fraction}`;
+      if (!check(!got.hidden && got.info && got.info.runs.length === files.length, `${where}: no allocator panel for every run (${JSON.stringify(got.info)})`)) continue;
+      for (const shown of got.info.runs) {
+        const file = files[shown.run];
+        const expected = memsnapJson(['segments', '--time', String(shown.t_s), '--top', '100000', file], `segments --time ${shown.t_s}`);
+        const t = expected.totals;
+        check(expected.position === shown.position, `${where}: run ${shown.run} at entry ${shown.position}, memsnap segments --time ${shown.t_s} at ${expected.position}`);
+        check(t.reserved === shown.reserved && t.allocated === shown.allocated && t.awaiting_free === shown.awaiting_free
+          && t.free === shown.free && t.largest_free_block === shown.largest_free_block && expected.segment_count === shown.segment_count,
+        `${where}: run ${shown.run} panel ${JSON.stringify(shown)} vs memsnap segments ${JSON.stringify({ ...t, segment_count: expected.segment_count })}`);
+        const row = got.rows.find((r) => r.run === shown.run);
+        check(row && row.bars === shown.bars && row.bars === Math.min(expected.segment_count, 48), `${where}: run ${shown.run} draws ${row && row.bars} bars for ${shown.bars} segments held`);
+        const drawnHasLargest = t.largest_free_block > 0 && expected.segments.slice(0, 48).some((g) => g.largest_free_block === t.largest_free_block);
+        check(row && row.largest === (drawnHasLargest ? 1 : 0), `${where}: run ${shown.run} outlines ${row && row.largest} largest free blocks, expected ${drawnHasLargest ? 1 : 0}`);
+        check(row && row.text.includes(MT.formatBytes(t.reserved)), `${where}: run ${shown.run}'s panel does not show reserved ${MT.formatBytes(t.reserved)}`);
+        compared += 1;
+      }
+    }
+    check(compared >= 2, `${p.name}: allocator panels compared: ${compared}`);
+    console.log(`  ${p.name}: ${compared} allocator panel(s) equal memsnap segments --time --json`);
+    await page.screenshot({ path: path.join(opts.outDir, 'allocator-panel.png'), fullPage: true });
+  } finally {
+    await closePage(p);
+  }
+}
+
 // The overlay page: toggles, peaks, drill-down. `expected(T)` gives the
 // drill-down the page must show at time T.
 async function testOverlay(browser, file, nRuns, expected, shotName, expectedEvent = null) {
@@ -1034,6 +1082,7 @@ async function generatedScenarios(browser) {
   const perRun = (E) => ({ perRun: [A, B].map((f, r) => expectedRunAtEvent(f, listings[r], E)) });
   await testOverlay(browser, overlay, 2, (T) => expectedFromMemsnap([A, B], T), 'overlay.png', nativeEvents ? perRun : null);
   await testOomPanel(browser, overlay, [A, B]);
+  await testAllocatorPanel(browser, overlay, [A, B]);
 
   section('event-index drill-down (event indices rebuilt from memsnap events where the data has none)');
   const withEvents = path.join(opts.outDir, 'overlay-events.html');

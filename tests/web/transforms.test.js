@@ -947,6 +947,26 @@ test('liveRows: the order of replay-to-time --json "sources"', () => {
   }
 });
 
+test('nearestMoment picks the closest moment, the earlier of two equally close, -1 for none', () => {
+  const moments = [{ t_s: 0 }, { t_s: 1 }, { t_s: 2.5 }];
+  assert.equal(T.nearestMoment(moments, -3), 0);
+  assert.equal(T.nearestMoment(moments, 0.4), 0);
+  assert.equal(T.nearestMoment(moments, 0.5), 0);
+  assert.equal(T.nearestMoment(moments, 0.6), 1);
+  assert.equal(T.nearestMoment(moments, 1.75), 1);
+  assert.equal(T.nearestMoment(moments, 99), 2);
+  assert.equal(T.nearestMoment([], 1), -1);
+  assert.equal(T.nearestMoment(undefined, 1), -1);
+});
+
+test('segmentBlocks decodes triples and marks the first free block of the largest size only', () => {
+  const blocks = T.segmentBlocks([0, 512, 0, 512, 1024, 2, 1536, 512, 1, 2048, 1024, 2], 1024);
+  assert.deepEqual(blocks.map((b) => [b.offset, b.size, b.state, b.largest]),
+    [[0, 512, 0, false], [512, 1024, 2, true], [1536, 512, 1, false], [2048, 1024, 2, false]]);
+  assert.equal(T.segmentBlocks([0, 1024, 0], 1024)[0].largest, false, 'an allocated block is never the largest free one');
+  assert.deepEqual(T.segmentBlocks([0, 1, 2, 3], 0).length, 1, 'a trailing partial triple is ignored');
+});
+
 test('the module is self-contained: one frozen object, defines no page global under node', () => {
   assert.ok(Object.isFrozen(T));
   assert.equal(globalThis.MemsnapTransforms, undefined);
