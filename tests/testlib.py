@@ -78,3 +78,29 @@ class Checks:
 def run_memsnap(memsnap, args, timeout=300):
     """memsnap with these arguments, output captured as text."""
     return subprocess.run([memsnap] + args, capture_output=True, text=True, timeout=timeout)
+
+
+def run_parts(description, prefix, check, generated, fixtures):
+    """The main() of a driver with parts `generated` and `fixtures`:
+    generated(memsnap, work) and fixtures(memsnap, folder) run as selected;
+    returns the exit status (see exit_status)."""
+    import argparse
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument('--memsnap', required=True)
+    parser.add_argument('--work', help='folder for the generated snapshots (default: a temporary one)')
+    add_part_arguments(parser, ('generated', 'fixtures'))
+    args = parser.parse_args()
+    skipped = fixtures_missing(args)
+    memsnap, work, scratch = memsnap_and_workdir(args.memsnap, args.work, prefix)
+    if memsnap is None:
+        return 1
+    try:
+        if 'generated' in args.only:
+            generated(memsnap, work)
+        if 'fixtures' in args.only and not skipped:
+            fixtures(memsnap, args.fixtures)
+    finally:
+        if scratch:
+            scratch.cleanup()
+    print(check.summary())
+    return exit_status(check.failures, skipped)

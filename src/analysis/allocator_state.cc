@@ -147,16 +147,10 @@ RangeMap::const_iterator AllocatorState::range_at(uint64_t address) const {
 
 uint64_t AllocatorState::largest_free() const {
   uint64_t largest = 0;
-  auto block = blocks.begin();
   for (const auto& [address, range] : ranges) {
-    const uint64_t end = address + range.size;
-    uint64_t cursor = address;
-    block = blocks.lower_bound(address);
-    for (; block != blocks.end() && block->first < end; ++block) {
-      if (block->first > cursor) largest = std::max(largest, block->first - cursor);
-      cursor = std::max(cursor, block->first + block->second.size);
-    }
-    if (end > cursor) largest = std::max(largest, end - cursor);
+    for_each_block(address, range, [&](uint64_t, uint64_t size, const HeldBlock* block) {
+      if (block == nullptr) largest = std::max(largest, size);
+    });
   }
   return largest;
 }
@@ -206,6 +200,51 @@ AllocatorState state_at_dump(const Snapshot& snapshot, int device) {
   return state;
 }
 
+void AllocatorHistory::Walker::set_block_state(AllocatorState& state, uint64_t address,
+                                               BlockState to) {
+  auto it = state.blocks.find(address);
+  if (it == state.blocks.end()) {
+    ++misfits;
+  } else {
+    it->second.state = to;
+  }
+}
+
+bool AllocatorHistory::Walker::erase_block(AllocatorState& state, uint64_t address,
+                                           bool& was_inferred) {
+  auto it = state.blocks.find(address);
+  if (it == state.blocks.end()) {
+    ++misfits;
+    return false;
+  }
+  was_inferred = it->second.size_inferred;
+  state.held -= it->second.size;
+  state.blocks.erase(it);
+  return true;
+}
+
+void AllocatorHistory::Walker::add_entry_range(AllocatorState& state, uint64_t i, bool expandable) {
+  const EventColumns& events = snapshot.events;
+  MappedRange range;
+  range.size = events.size[i];
+  range.stream = events.stream[i];
+  range.pool = entry_pool(snapshot, i);
+  range.expandable = expandable;
+  if (!expandable) range.kind = kind_of_segment(range.size);
+  if (!add_range(state, events.addr[i], range)) ++misfits;
+}
+
+void AllocatorHistory::Walker::remove_entry_range(AllocatorState& state, uint64_t i,
+                                                  bool whole_segment) {
+  const EventColumns& events = snapshot.events;
+  const uint64_t address = events.addr[i];
+  const uint64_t size = events.size[i];
+  auto it = state.ranges.find(address);
+  const bool whole = it != state.ranges.end() && it->second.size == size;
+  if (whole_segment && !whole) ++misfits;
+  if (!remove_range(state, address, size)) ++misfits;
+}
+
 bool AllocatorHistory::Walker::forward(AllocatorState& state, uint64_t i) {
   const EventColumns& events = snapshot.events;
   const uint64_t address = events.addr[i];
@@ -244,44 +283,22 @@ bool AllocatorHistory::Walker::forward(AllocatorState& state, uint64_t i) {
       state.held += block.size;
       return true;
     }
-    case Action::kFreeRequested: {
-      auto it = state.blocks.find(address);
-      if (it == state.blocks.end()) {
-        ++misfits;
-      } else {
-        it->second.state = BlockState::kActivePendingFree;
-      }
+    case Action::kFreeRequested:
+      set_block_state(state, address, BlockState::kActivePendingFree);
       return true;
-    }
     case Action::kFreeCompleted: {
-      auto it = state.blocks.find(address);
-      if (it == state.blocks.end()) {
-        ++misfits;
-      } else {
-        state.held -= it->second.size;
-        state.blocks.erase(it);
-      }
+      bool inferred = false;
+      erase_block(state, address, inferred);
       return true;
     }
     case Action::kSegmentAlloc:
-    case Action::kSegmentMap: {
-      MappedRange range;
-      range.size = size;
-      range.stream = events.stream[i];
-      range.pool = entry_pool(snapshot, i);
-      range.expandable = events.action[i] == Action::kSegmentMap;
-      if (!range.expandable) range.kind = kind_of_segment(size);
-      if (!add_range(state, address, range)) ++misfits;
+    case Action::kSegmentMap:
+      add_entry_range(state, i, events.action[i] == Action::kSegmentMap);
       return true;
-    }
     case Action::kSegmentFree:
-    case Action::kSegmentUnmap: {
-      auto it = state.ranges.find(address);
-      const bool whole = it != state.ranges.end() && it->second.size == size;
-      if (events.action[i] == Action::kSegmentFree && !whole) ++misfits;
-      if (!remove_range(state, address, size)) ++misfits;
+    case Action::kSegmentUnmap:
+      remove_entry_range(state, i, events.action[i] == Action::kSegmentFree);
       return true;
-    }
     default: return false;
   }
 }
@@ -292,25 +309,13 @@ bool AllocatorHistory::Walker::backward(AllocatorState& state, uint64_t i, uint6
   const uint64_t size = events.size[i];
   switch (events.action[i]) {
     case Action::kAlloc: {
-      auto it = state.blocks.find(address);
-      if (it == state.blocks.end()) {
-        ++misfits;
-      } else {
-        if (it->second.size_inferred) --inferred;
-        state.held -= it->second.size;
-        state.blocks.erase(it);
-      }
+      bool was_inferred = false;
+      if (erase_block(state, address, was_inferred) && was_inferred) --inferred;
       return true;
     }
-    case Action::kFreeRequested: {
-      auto it = state.blocks.find(address);
-      if (it == state.blocks.end()) {
-        ++misfits;
-      } else {
-        it->second.state = BlockState::kActiveAllocated;
-      }
+    case Action::kFreeRequested:
+      set_block_state(state, address, BlockState::kActiveAllocated);
       return true;
-    }
     case Action::kFreeCompleted: {
       // The block comes back, awaiting free; its size is the split rule's on
       // the free space it sat in (its own alloc, when the trace has it,
@@ -336,24 +341,13 @@ bool AllocatorHistory::Walker::backward(AllocatorState& state, uint64_t i, uint6
       return true;
     }
     case Action::kSegmentAlloc:
-    case Action::kSegmentMap: {
-      auto it = state.ranges.find(address);
-      const bool whole = it != state.ranges.end() && it->second.size == size;
-      if (events.action[i] == Action::kSegmentAlloc && !whole) ++misfits;
-      if (!remove_range(state, address, size)) ++misfits;
+    case Action::kSegmentMap:
+      remove_entry_range(state, i, events.action[i] == Action::kSegmentAlloc);
       return true;
-    }
     case Action::kSegmentFree:
-    case Action::kSegmentUnmap: {
-      MappedRange range;
-      range.size = size;
-      range.stream = events.stream[i];
-      range.pool = entry_pool(snapshot, i);
-      range.expandable = events.action[i] == Action::kSegmentUnmap;
-      if (!range.expandable) range.kind = kind_of_segment(size);
-      if (!add_range(state, address, range)) ++misfits;
+    case Action::kSegmentUnmap:
+      add_entry_range(state, i, events.action[i] == Action::kSegmentUnmap);
       return true;
-    }
     default: return false;
   }
 }

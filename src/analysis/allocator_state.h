@@ -57,6 +57,20 @@ struct AllocatorState {
   [[nodiscard]] std::map<uint64_t, MappedRange>::const_iterator range_at(uint64_t address) const;
   // The largest gap between held blocks in any range: the largest free block.
   [[nodiscard]] uint64_t largest_free() const;
+  // Every block of the range at `address`, in address order, the gaps
+  // between held blocks included as the free blocks they are:
+  // visit(block_address, size, held) with held null for a free block.
+  template <typename Visit>
+  void for_each_block(uint64_t address, const MappedRange& range, Visit&& visit) const {
+    const uint64_t end = address + range.size;
+    uint64_t cursor = address;
+    for (auto it = blocks.lower_bound(address); it != blocks.end() && it->first < end; ++it) {
+      if (it->first > cursor) visit(cursor, it->first - cursor, nullptr);
+      visit(it->first, it->second.size, &it->second);
+      cursor = std::max(cursor, it->first + it->second.size);
+    }
+    if (end > cursor) visit(cursor, end - cursor, nullptr);
+  }
 };
 
 // How a request is rounded to a block size: PyTorch's CUDA caching allocator
@@ -142,6 +156,15 @@ class AllocatorHistory {
     // Returns whether entry i is an allocator entry (and was applied).
     bool forward(AllocatorState& state, uint64_t i);
     bool backward(AllocatorState& state, uint64_t i, uint64_t& inferred);
+
+   private:
+    // Each entry that does not fit the state counts as a misfit and is skipped.
+    void set_block_state(AllocatorState& state, uint64_t address, BlockState to);
+    // Removes the held block at address; returns whether it was there.
+    bool erase_block(AllocatorState& state, uint64_t address, bool& was_inferred);
+    // The segment or mapped range a segment entry adds, or removes.
+    void add_entry_range(AllocatorState& state, uint64_t i, bool expandable);
+    void remove_entry_range(AllocatorState& state, uint64_t i, bool whole_segment);
   };
 
   // Back from the dump, forward again, and the comparison, under one rule.

@@ -166,20 +166,13 @@ SegmentReport segments_at_state(const std::string& file, int device, const Alloc
     row.kind = std::string(range.kind);
     row.expandable = range.expandable;
     row.bytes.reserved = range.size;
-    // Held blocks, and the gaps between them as the free blocks they are.
     blocks.clear();
-    const uint64_t end = address + range.size;
-    uint64_t cursor = address;
-    for (auto it = state.blocks.lower_bound(address); it != state.blocks.end() && it->first < end;
-         ++it) {
-      if (it->first > cursor) {
-        blocks.push_back(Block{cursor, it->first - cursor, 0, BlockState::kInactive, {}});
-      }
-      blocks.push_back(
-          Block{it->first, it->second.size, it->second.requested, it->second.state, {}});
-      cursor = std::max(cursor, it->first + it->second.size);
-    }
-    if (end > cursor) blocks.push_back(Block{cursor, end - cursor, 0, BlockState::kInactive, {}});
+    state.for_each_block(
+        address, range, [&](uint64_t block_address, uint64_t size, const HeldBlock* held) {
+          blocks.push_back(held == nullptr
+                               ? Block{block_address, size, 0, BlockState::kInactive, {}}
+                               : Block{block_address, size, held->requested, held->state, {}});
+        });
     if (keep_blocks) row.blocks = blocks;
     add_segment(report, groups, std::move(row), nullptr, blocks);
   }

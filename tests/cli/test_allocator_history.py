@@ -14,7 +14,6 @@ already there), a dump that disagrees with its trace, no times, bad --time.
 
 Part `fixtures`: on every real fixture and device whose dump lists block
 addresses, the trace replays to the dump block for block."""
-import argparse
 import json
 import os
 import pickle
@@ -384,27 +383,5 @@ def fixtures(memsnap, folder):
     check("the replay was checked on every fixture with block addresses", replayed >= 40, replayed)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--memsnap", required=True)
-    parser.add_argument("--work", help="folder for the generated snapshots (default: a temporary one)")
-    testlib.add_part_arguments(parser, ("generated", "fixtures"))
-    args = parser.parse_args()
-    skipped = testlib.fixtures_missing(args)
-    memsnap, work, scratch = testlib.memsnap_and_workdir(args.memsnap, args.work, "memsnap_history_")
-    if memsnap is None:
-        return 1
-    try:
-        if "generated" in args.only:
-            generated(memsnap, work)
-        if "fixtures" in args.only and not skipped:
-            fixtures(memsnap, args.fixtures)
-    finally:
-        if scratch:
-            scratch.cleanup()
-    print(check.summary())
-    return testlib.exit_status(check.failures, skipped)
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(testlib.run_parts(__doc__, "memsnap_history_", check, generated, fixtures))

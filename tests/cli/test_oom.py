@@ -4,7 +4,6 @@ fragmentation, private pools, outside PyTorch, spike, unexplained), with the
 allocator's state at the OOM laid out by hand, so that the verdict and every
 number behind it are known in advance; then the real OOM fixtures (part
 `fixtures`)."""
-import argparse
 import json
 import os
 import pickle
@@ -226,29 +225,11 @@ def fixtures(memsnap, folder):
           got.returncode == 0 and "no oom entry on device 0" in got.stdout, got.stdout + got.stderr)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--memsnap", required=True)
-    parser.add_argument("--work", help="folder for the generated snapshots (default: a temporary one)")
-    testlib.add_part_arguments(parser, ("generated", "fixtures"))
-    args = parser.parse_args()
-    skipped = testlib.fixtures_missing(args)
-    memsnap, work, scratch = testlib.memsnap_and_workdir(args.memsnap, args.work, "memsnap_oom_")
-    if memsnap is None:
-        return 1
-    try:
-        if "generated" in args.only:
-            verdict_cases(memsnap, work)
-            headroom_by_step(memsnap, work)
-            options_and_refusals(memsnap, work)
-        if "fixtures" in args.only and not skipped:
-            fixtures(memsnap, args.fixtures)
-    finally:
-        if scratch:
-            scratch.cleanup()
-    print(check.summary())
-    return testlib.exit_status(check.failures, skipped)
+def generated(memsnap, work):
+    verdict_cases(memsnap, work)
+    headroom_by_step(memsnap, work)
+    options_and_refusals(memsnap, work)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(testlib.run_parts(__doc__, "memsnap_oom_", check, generated, fixtures))
