@@ -699,6 +699,13 @@
 
   // ---------------------------------------------------------------- OOM panel
 
+  // Where `memsnap oom` took the block-level facts from (state.block_facts).
+  const BLOCK_FACTS = {
+    dump: 'from the dump',
+    replayed: 'replayed to the OOM from the dump',
+    approximate: 'approximate: replayed, but the trace does not reproduce the dump exactly',
+  };
+
   // What `memsnap oom` says about oom entry k (0-based) of a run.
   function showOom(run, k) {
     const a = run.oomAnalyses[k];
@@ -725,9 +732,9 @@
       row('live', bytes(st.live), 'baseline + delta at the OOM'),
       row('awaiting free', bytes(st.awaiting_free)),
       row('free in segments', bytes(st.free)),
-      st.dump_is_oom_state
-        ? row('largest usable block', bytes(st.largest_usable_block), `default pool, stream ${a.stream}`)
-        : row('largest free block', 'unknown', `${formatCount(st.entries_after)} entries after the OOM changed the allocator before the dump`),
+      st.block_facts !== 'unknown'
+        ? row('largest usable block', bytes(st.largest_usable_block), `default pool, stream ${a.stream}; ${BLOCK_FACTS[st.block_facts] || ''}`)
+        : row('largest free block', 'unknown', `${formatCount(st.entries_after)} entries after the OOM changed the allocator before the dump, and ${st.block_facts_unknown}`),
     ].join('');
     const live = (a.live_by_category || []).map((r) => `<tr><td class="src">${esc(r.source)}</td><td>${formatBytes(r.bytes)}</td><td>${formatCount(r.count)}</td></tr>`).join('');
     body.innerHTML = `<div class="verdicts">${verdicts}</div>`

@@ -103,12 +103,113 @@ std::optional<int> oom_device(const Snapshot& snapshot, std::optional<int> reque
   return devices.empty() ? std::nullopt : std::optional<int>(devices.front());
 }
 
+std::string_view block_facts_name(BlockFacts facts) {
+  switch (facts) {
+    case BlockFacts::kUnknown: return "unknown";
+    case BlockFacts::kDump: return "dump";
+    case BlockFacts::kReplayed: return "replayed";
+    case BlockFacts::kApproximate: return "approximate";
+  }
+  return "unknown";
+}
+
+namespace {
+
+// Largest free block, free bytes by pool and stream: from the dump when it is
+// the moment's state, else from the state replayed to `position`.
+void fill_block_facts(const FileAnalysis& file, uint64_t position, uint64_t stream,
+                      OomState& state) {
+  const Snapshot& snapshot = *file.snapshot;
+  SegmentReport blocks;
+  if (state.entries_after == 0) {
+    blocks = segments_at_dump(file.path, snapshot, file.device);
+    state.block_facts = BlockFacts::kDump;
+  } else {
+    AllocatorHistory history(snapshot, file.device);
+    const HistoryCheck& check = history.check();
+    if (!check.possible) {
+      state.block_facts_unknown = check.impossible_reason;
+      return;
+    }
+    blocks = segments_at_state(file.path, file.device, history.at(position));
+    state.block_facts = check.exact ? BlockFacts::kReplayed : BlockFacts::kApproximate;
+  }
+  state.groups = blocks.groups;
+  for (const PoolStreamRow& group : blocks.groups) {
+    if (group.pool.is_default() && group.stream == stream) {
+      state.usable_free += group.bytes.free;
+      state.largest_usable = std::max(state.largest_usable, group.bytes.largest_free);
+    } else {
+      state.elsewhere_free += group.bytes.free;
+    }
+    if (!group.pool.is_default()) state.private_pool_reserved += group.bytes.reserved;
+  }
+  state.block_awaiting_free = blocks.totals.awaiting_free;
+}
+
+uint64_t total_bytes(const std::vector<SourceUsage>& rows) {
+  uint64_t total = 0;
+  for (const SourceUsage& row : rows) total += row.bytes;
+  return total;
+}
+
+// The verdict (README: "Out of memory?" lists these rules).
+void judge(const OomAnalysis& report, const OomOptions& options, OomCase& c) {
+  const OomState& state = c.state;
+  const uint64_t free_bytes = static_cast<uint64_t>(std::max<int64_t>(state.free, 0));
+  const uint64_t usable = state.blocks_known() ? state.usable_free : free_bytes;
+  const uint64_t elsewhere =
+      state.blocks_known() ? state.elsewhere_free + state.block_awaiting_free : state.awaiting_free;
+  const uint64_t request = c.request;
+  const uint64_t driver_free = c.device_free.value_or(0);
+  c.available = usable + driver_free;
+  c.elsewhere = elsewhere;
+  if (report.capacity) {
+    const int64_t outside = static_cast<int64_t>(*report.capacity) -
+                            static_cast<int64_t>(state.reserved) -
+                            static_cast<int64_t>(driver_free);
+    if (outside > 0) c.outside_bytes = static_cast<uint64_t>(outside);
+  }
+  if (report.at_peak) return;  // no request failed: the report gives the headroom instead
+  const bool fits_by_bytes = c.available >= request;
+  const bool fragmentation = fits_by_bytes && driver_free < request &&
+                             (!state.blocks_known() || state.largest_usable < request);
+  const bool pools = !fits_by_bytes && c.available + elsewhere >= request;
+  const bool outside = c.outside_bytes && *c.outside_bytes >= request && *c.outside_bytes >= kGiB;
+  // A spike: the trace before the window is at least as long as the window,
+  // and at the OOM memory stood above anything the run had survived before by
+  // at least the request.
+  const bool spike = c.prior_peak && c.time_s >= 2 * options.window_s &&
+                     c.growth_bytes >= static_cast<int64_t>(request) &&
+                     state.live - *c.prior_peak >= static_cast<int64_t>(request);
+  if (fragmentation) {
+    c.verdicts.push_back(OomVerdict::kFragmentation);
+    c.shortfall = static_cast<int64_t>(request) -
+                  static_cast<int64_t>(std::max(state.largest_usable, driver_free));
+  } else if (pools) {
+    c.verdicts.push_back(OomVerdict::kPoolsOrStreams);
+    c.shortfall = static_cast<int64_t>(request - c.available);
+  } else {
+    c.shortfall = fits_by_bytes ? 0 : static_cast<int64_t>(request - c.available - elsewhere);
+    c.verdicts.push_back(outside         ? OomVerdict::kOutside
+                         : spike         ? OomVerdict::kSpike
+                         : fits_by_bytes ? OomVerdict::kUnexplained
+                                         : OomVerdict::kCapacity);
+  }
+  if (outside && c.verdicts.front() != OomVerdict::kOutside)
+    c.verdicts.push_back(OomVerdict::kOutside);
+  if (spike && c.verdicts.front() != OomVerdict::kSpike) c.verdicts.push_back(OomVerdict::kSpike);
+}
+
+}  // namespace
+
 OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
   const std::string& path = file.path;
   const Snapshot& snapshot = *file.snapshot;
   OomAnalysis report;
   report.file = path;
   report.window_s = options.window_s;
+  report.at_peak = options.at_peak;
   if (options.capacity != 0) report.capacity = options.capacity;
   report.devices_with_oom = devices_with_oom(snapshot);
   report.device = file.device;
@@ -118,34 +219,49 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
   std::vector<uint64_t> ooms = oom_events(snapshot, trace);
   report.oom_count = ooms.size();
   report.event_count = trace.count();
-  if (ooms.empty()) return report;
-  if (options.at < 1 || static_cast<uint64_t>(options.at) > ooms.size()) {
-    throw Error::usage(fmt::format("--at {}: device {} has {} oom entr{} (1-{})", options.at,
-                                   file.device, ooms.size(), ooms.size() == 1 ? "y" : "ies",
-                                   ooms.size()));
-  }
-  const uint64_t e = ooms[static_cast<size_t>(options.at - 1)];
   OomCase c;
-  c.ordinal = static_cast<uint64_t>(options.at);
-  c.event = e - trace.begin;
   const int64_t t0 = trace_start_us(snapshot, trace);
-  c.has_time = t0 != 0 && events.time_us[e] != 0;
-  c.time_s = c.has_time ? static_cast<double>(events.time_us[e] - t0) / 1e6 : 0;
-  c.request = events.size[e];
-  c.stream = events.stream[e];
-  if (auto it = events.device_free.find(e); it != events.device_free.end()) {
-    c.device_free = it->second;
-  } else if (!events.without_addr.contains(e) && events.addr[e] != 0) {
-    c.device_free = events.addr[e];  // before device_free had a key of its own
+  // The moment: after `at` entries of the trace; `e` the entry there (an oom
+  // entry, or the allocation that reached the peak), kNoEvent at the start.
+  uint64_t e = kNoEvent;
+  uint64_t at = 0;
+  if (options.at_peak) {
+    c.ordinal = 0;
+    at = file.full_peak_position();
+    c.at_trace_start = at == 0;
+    if (at > 0) e = trace.begin + at - 1;
+    c.has_time = t0 != 0;
+  } else {
+    if (ooms.empty()) return report;
+    if (options.at < 1 || static_cast<uint64_t>(options.at) > ooms.size()) {
+      throw Error::usage(fmt::format("--at {}: device {} has {} oom entr{} (1-{})", options.at,
+                                     file.device, ooms.size(), ooms.size() == 1 ? "y" : "ies",
+                                     ooms.size()));
+    }
+    e = ooms[static_cast<size_t>(options.at - 1)];
+    at = e + 1 - trace.begin;
+    c.ordinal = static_cast<uint64_t>(options.at);
+    c.has_time = t0 != 0 && events.time_us[e] != 0;
   }
-  const StackId stack = events.stack[e];
   SourceIndex sources(snapshot, options.keys);
-  c.request_source = sources.name(sources.of(LiveAllocation{c.request, stack, e, 0}));
   Categorizer categories(snapshot, options.keys.category_rules);
-  c.request_category = std::string(category_name(categories.of(e, stack)));
+  if (e != kNoEvent) {
+    c.event = e - trace.begin;
+    c.time_s = c.has_time ? static_cast<double>(events.time_us[e] - t0) / 1e6 : 0;
+    c.request = events.size[e];
+    c.stream = events.stream[e];
+    if (auto it = events.device_free.find(e); it != events.device_free.end()) {
+      c.device_free = it->second;
+    } else if (events.action[e] == Action::kOom && !events.without_addr.contains(e) &&
+               events.addr[e] != 0) {
+      c.device_free = events.addr[e];  // before device_free had a key of its own
+    }
+    const StackId stack = events.stack[e];
+    c.request_source = sources.name(sources.of(LiveAllocation{c.request, stack, e, 0}));
+    c.request_category = std::string(category_name(categories.of(e, stack)));
+  }
 
-  // Live memory at the OOM and window_s before it, awaiting free at the OOM.
-  const uint64_t at = e + 1 - trace.begin;
+  // Live memory at the moment and window_s before it, awaiting free then.
   const uint64_t before =
       c.has_time ? std::min(at, position_at_time(snapshot, trace, c.time_s - options.window_s))
                  : at;
@@ -173,14 +289,14 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
   SourceIndex category_index(snapshot, by_category);
   c.live_by_category = live_at(snapshot, trace, category_index, at).sources;
 
-  // Steps: the one the OOM fell in, and the highest complete step before it.
-  if (c.has_time) {
-    const int64_t oom_us = events.time_us[e];
+  // Steps: the one the moment fell in, and the highest complete step before it.
+  if (c.has_time && e != kNoEvent) {
+    const int64_t moment_us = events.time_us[e];
     for (const StepStats& stats : file.analysis.steps) {
       const ProfilerStep& step = stats.step;
-      if (step.start_us <= oom_us && (!step.complete || oom_us <= step.end_us)) {
+      if (step.start_us <= moment_us && (!step.complete || moment_us <= step.end_us)) {
         c.oom_step = step.number;
-      } else if (step.complete && step.end_us < oom_us) {
+      } else if (step.complete && step.end_us < moment_us) {
         const int64_t peak = file.step_absolute_peak(stats);
         if (!c.prior_step_peak || peak > *c.prior_step_peak) {
           c.prior_step_peak = peak;
@@ -190,10 +306,10 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
     }
   }
 
-  // The allocator at the OOM.
+  // The allocator at the moment.
   OomState& state = c.state;
   int64_t reserved = static_cast<int64_t>(file.segments.total_size);
-  for (uint64_t i = e + 1; i < trace.end; ++i) {
+  for (uint64_t i = trace.begin + at; i < trace.end; ++i) {
     if (!changes_allocator(events.action[i])) continue;
     ++state.entries_after;
     reserved -= reserved_change(events.action[i], events.size[i]);
@@ -204,64 +320,21 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
   state.free =
       static_cast<int64_t>(state.reserved) - state.live - static_cast<int64_t>(state.awaiting_free);
   state.dump_is_oom_state = state.entries_after == 0;
-  const uint64_t free_bytes = static_cast<uint64_t>(std::max<int64_t>(state.free, 0));
-  uint64_t usable = free_bytes;
-  uint64_t elsewhere = state.awaiting_free;
-  if (state.dump_is_oom_state) {
-    SegmentReport dump = segments_at_dump(path, snapshot, file.device);
-    state.groups = dump.groups;
-    for (const PoolStreamRow& group : dump.groups) {
-      if (group.pool.is_default() && group.stream == c.stream) {
-        state.usable_free += group.bytes.free;
-        state.largest_usable = std::max(state.largest_usable, group.bytes.largest_free);
-      } else {
-        state.elsewhere_free += group.bytes.free;
-      }
-      if (!group.pool.is_default()) state.private_pool_reserved += group.bytes.reserved;
-    }
-    usable = state.usable_free;
-    elsewhere = state.elsewhere_free + dump.totals.awaiting_free;
-  }
+  fill_block_facts(file, at, c.stream, state);
 
-  // The verdict (README: "Out of memory?" lists these rules).
-  const uint64_t request = c.request;
-  const uint64_t driver_free = c.device_free.value_or(0);
-  c.available = usable + driver_free;
-  c.elsewhere = elsewhere;
-  const bool fits_by_bytes = c.available >= request;
-  const bool fragmentation = fits_by_bytes && driver_free < request &&
-                             (!state.dump_is_oom_state || state.largest_usable < request);
-  const bool pools = !fits_by_bytes && c.available + elsewhere >= request;
-  if (report.capacity) {
-    const int64_t outside = static_cast<int64_t>(*report.capacity) -
-                            static_cast<int64_t>(state.reserved) -
-                            static_cast<int64_t>(driver_free);
-    if (outside > 0) c.outside_bytes = static_cast<uint64_t>(outside);
+  // When the moment is the dump's state and the trace names less than half of
+  // what was live (recording started late, or there is no trace), the dump's
+  // blocks name it instead.
+  if (state.dump_is_oom_state && state.live > 0 &&
+      2 * total_bytes(c.live_by_source) < static_cast<uint64_t>(state.live)) {
+    std::vector<SourceUsage> by_source = live_at_dump_by_source(snapshot, file.device, sources);
+    if (!by_source.empty()) {
+      c.live_by_source = std::move(by_source);
+      c.live_by_category = live_at_dump_by_source(snapshot, file.device, category_index);
+      c.live_from_blocks = true;
+    }
   }
-  const bool outside = c.outside_bytes && *c.outside_bytes >= request && *c.outside_bytes >= kGiB;
-  // A spike: the trace before the window is at least as long as the window,
-  // and at the OOM memory stood above anything the run had survived before by
-  // at least the request.
-  const bool spike = c.prior_peak && c.time_s >= 2 * options.window_s &&
-                     c.growth_bytes >= static_cast<int64_t>(request) &&
-                     state.live - *c.prior_peak >= static_cast<int64_t>(request);
-  if (fragmentation) {
-    c.verdicts.push_back(OomVerdict::kFragmentation);
-    c.shortfall = static_cast<int64_t>(request) -
-                  static_cast<int64_t>(std::max(state.largest_usable, driver_free));
-  } else if (pools) {
-    c.verdicts.push_back(OomVerdict::kPoolsOrStreams);
-    c.shortfall = static_cast<int64_t>(request - c.available);
-  } else {
-    c.shortfall = fits_by_bytes ? 0 : static_cast<int64_t>(request - c.available - elsewhere);
-    c.verdicts.push_back(outside         ? OomVerdict::kOutside
-                         : spike         ? OomVerdict::kSpike
-                         : fits_by_bytes ? OomVerdict::kUnexplained
-                                         : OomVerdict::kCapacity);
-  }
-  if (outside && c.verdicts.front() != OomVerdict::kOutside)
-    c.verdicts.push_back(OomVerdict::kOutside);
-  if (spike && c.verdicts.front() != OomVerdict::kSpike) c.verdicts.push_back(OomVerdict::kSpike);
+  judge(report, options, c);
   report.chosen = std::move(c);
   return report;
 }

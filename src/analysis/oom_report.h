@@ -32,15 +32,26 @@ struct OomOptions {
   double window_s = 1.0;  // "just before the OOM"
   uint64_t capacity = 0;  // the device's memory, when the user knows it (0: unknown)
   SourceKeyOptions keys;
+  bool at_peak = false;  // instead of an oom entry: the same analysis at the absolute peak
 };
+
+// Where the block-level facts of an OomState come from.
+enum class BlockFacts : uint8_t {
+  kUnknown,      // the dump is not the moment's state and the trace cannot replay it
+  kDump,         // no entry after the moment changed a block or a segment: the dump is the state
+  kReplayed,     // replayed from the dump through the trace, which reproduces the dump exactly
+  kApproximate,  // replayed, but the trace does not reproduce the dump block for block
+};
+std::string_view block_facts_name(BlockFacts facts);
 
 // The allocator at the OOM. Totals are exact from the trace: reserved is the
 // dump's walked back through the segment entries after the OOM; live is the
 // replay's absolute memory (baseline + delta) at the OOM; awaiting free counts
 // traced blocks whose free was requested before the OOM and not completed by
 // it. Block-level facts (largest free block, per pool and stream) come from
-// the dump, and hold at the OOM only when no entry after it changed a block
-// or a segment (dump_is_oom_state).
+// the dump when no entry after the OOM changed a block or a segment
+// (dump_is_oom_state), else from the allocator's state replayed to the OOM
+// (AllocatorHistory), else they are unknown and left out.
 struct OomState {
   uint64_t reserved = 0;
   int64_t live = 0;
@@ -48,11 +59,15 @@ struct OomState {
   int64_t free = 0;  // reserved - live - awaiting free (negative: the file's numbers disagree)
   bool dump_is_oom_state = false;
   uint64_t entries_after = 0;  // trace entries after the OOM that change blocks or segments
-  // From the dump's segments, when dump_is_oom_state:
+  BlockFacts block_facts = BlockFacts::kUnknown;
+  std::string block_facts_unknown;  // why, when kUnknown
+  [[nodiscard]] bool blocks_known() const { return block_facts != BlockFacts::kUnknown; }
+  // From the dump's segments or the replayed state, when blocks_known():
   uint64_t usable_free = 0;  // free blocks in the default pool on the request's stream
   uint64_t largest_usable = 0;
   uint64_t elsewhere_free = 0;  // free blocks in private pools or on other streams
   uint64_t private_pool_reserved = 0;
+  uint64_t block_awaiting_free = 0;  // blocks awaiting free, traced or not
   std::vector<PoolStreamRow> groups;
 };
 
@@ -61,10 +76,13 @@ struct GrowthRow {
   int64_t bytes = 0;  // live at the OOM minus live window_s before
 };
 
+// One moment of a run: an oom entry, or (--at peak) the trace's absolute
+// peak, where the "request" is the allocation that reached it.
 struct OomCase {
-  uint64_t ordinal = 1;  // 1-based among the device's oom entries
-  uint64_t event = 0;    // index in the device's trace (as `memsnap events` numbers it)
-  double time_s = 0;     // from the trace start; 0 without timestamps
+  uint64_t ordinal = 1;         // 1-based among the device's oom entries (0 at the peak)
+  uint64_t event = 0;           // index in the device's trace (as `memsnap events` numbers it)
+  bool at_trace_start = false;  // --at peak when nothing in the trace rose above its start
+  double time_s = 0;            // from the trace start; 0 without timestamps
   bool has_time = false;
   uint64_t request = 0;
   uint64_t stream = 0;
@@ -88,7 +106,10 @@ struct OomCase {
   std::optional<uint64_t> outside_bytes;  // capacity - reserved - device free, with --capacity
   uint64_t available = 0;  // usable free bytes + device free: what this request could draw on
   uint64_t elsewhere = 0;  // free where this stream cannot use it, plus awaiting free
-  std::vector<OomVerdict> verdicts;  // primary first, then the other rules that hold
+  std::vector<OomVerdict> verdicts;  // primary first, then the other rules that hold; none at peak
+  // The live tables come from the dump's blocks (their own frames) because
+  // the moment is the dump's state and the trace names too little of it.
+  bool live_from_blocks = false;
 };
 
 // Everything `memsnap oom` reports about one file (named apart from parse's
@@ -102,7 +123,8 @@ struct OomAnalysis {
   std::optional<uint64_t> capacity;
   std::vector<int> devices_with_oom;
   bool expandable_segments = false;  // allocator_settings, or any segment of the file is expandable
-  std::optional<OomCase> chosen;     // none: the file has no oom entry on the device
+  bool at_peak = false;           // the moment is the absolute peak (--at peak), not an oom entry
+  std::optional<OomCase> chosen;  // none: the file has no oom entry on the device
 };
 
 // Devices whose trace has an oom entry, ascending.

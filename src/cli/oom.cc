@@ -1,5 +1,8 @@
 // memsnap oom FILE: why a request failed.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <charconv>
+#include <climits>
 #include <memory>
 
 #include "analysis/file_analysis.h"
@@ -19,7 +22,7 @@ Command oom_command() {
           [](CLI::App& command) -> Runner {
             struct Flags {
               std::string file;
-              int at = 1;
+              std::string at = "1";
               double window_s = 1.0;
               uint64_t capacity = 0;
               CommonOptions common;
@@ -31,8 +34,11 @@ Command oom_command() {
                 ->required();
             command
                 .add_option("--at", flags->at,
-                            "Which oom entry of the device, counted from 1 (default 1)")
-                ->check(whole_number_at_least(1));
+                            "Which oom entry of the device, counted from 1 (default 1), or "
+                            "'peak': the same analysis at the run's absolute peak (a file "
+                            "without an oom entry, or to see how close a run came)")
+                ->check(whole_number_or_word(1, "peak"))
+                ->option_text("N|peak");
             command
                 .add_option("--window", flags->window_s,
                             "Seconds before the OOM whose growth is reported (default 1)")
@@ -57,8 +63,17 @@ Command oom_command() {
               Snapshot snapshot = load_with_progress(flags->file, common);
               FileAnalysis file =
                   analyze_file(flags->file, snapshot, oom_device(snapshot, common.device));
-              OomAnalysis report = analyze_oom(
-                  file, OomOptions{flags->at, flags->window_s, flags->capacity, common.keys});
+              OomOptions options;
+              options.at_peak = flags->at == "peak";
+              if (!options.at_peak) {
+                long long entry = 0;  // checked above: a whole number >= 1
+                std::from_chars(flags->at.data(), flags->at.data() + flags->at.size(), entry);
+                options.at = static_cast<int>(std::min<long long>(entry, INT_MAX));
+              }
+              options.window_s = flags->window_s;
+              options.capacity = flags->capacity;
+              options.keys = common.keys;
+              OomAnalysis report = analyze_oom(file, options);
               if (common.json) {
                 write_json(render_oom_json(report, common.top));
               } else {

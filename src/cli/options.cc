@@ -67,17 +67,22 @@ std::string shown(const std::string& input) {
 }  // namespace
 
 CLI::Validator whole_number_at_least(long long minimum) {
+  return whole_number_or_word(minimum, "");
+}
+
+CLI::Validator whole_number_or_word(long long minimum, const std::string& word) {
   return CLI::Validator(
-      [minimum](std::string& input) -> std::string {
+      [minimum, word](std::string& input) -> std::string {
+        if (!word.empty() && input == word) return {};
         long long value = 0;
         auto [end, error] = std::from_chars(input.data(), input.data() + input.size(), value);
         if (error != std::errc() || end != input.data() + input.size() || value < minimum) {
-          return "expects a whole number >= " + std::to_string(minimum) + ", not '" + shown(input) +
-                 "'";
+          return "expects a whole number >= " + std::to_string(minimum) +
+                 (word.empty() ? "" : " or '" + word + "'") + ", not '" + shown(input) + "'";
         }
         return {};
       },
-      "INT>=" + std::to_string(minimum));
+      word.empty() ? "INT>=" + std::to_string(minimum) : "");
 }
 
 CLI::Validator finite_number() {

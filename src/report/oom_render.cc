@@ -73,16 +73,17 @@ std::string verdict_sentence(const OomAnalysis& r, const OomCase& c, OomVerdict 
       std::string out = fmt::format(
           "Fragmentation: {} were free in this stream's segments ({} with the driver's {}), "
           "enough for the request ({}), but ",
-          format_bytes(s.dump_is_oom_state ? s.usable_free
-                                           : static_cast<uint64_t>(std::max<int64_t>(s.free, 0))),
+          format_bytes(s.blocks_known() ? s.usable_free
+                                        : static_cast<uint64_t>(std::max<int64_t>(s.free, 0))),
           format_bytes(c.available), driver, format_bytes(c.request));
-      out += s.dump_is_oom_state
-                 ? fmt::format("the largest free block was {}: the free memory is in pieces.",
-                               format_bytes(s.largest_usable))
+      out += s.blocks_known()
+                 ? fmt::format("the largest free block was {}{}: the free memory is in pieces.",
+                               format_bytes(s.largest_usable),
+                               s.block_facts == BlockFacts::kApproximate ? " (approximately)" : "")
                  : fmt::format(
-                       "the largest free block at the OOM is not in this file ({} "
-                       "entries after the OOM changed the allocator before the dump).",
-                       format_count(s.entries_after));
+                       "the largest free block at the OOM is not known ({} "
+                       "entries after the OOM changed the allocator before the dump, and {}).",
+                       format_count(s.entries_after), s.block_facts_unknown);
       out += r.expandable_segments
                  ? " expandable_segments is already on; max_split_size_mb keeps large blocks "
                    "from being split for small requests."
@@ -137,8 +138,79 @@ std::string no_oom_text(const OomAnalysis& r) {
         "This file records no allocation history for the device (a segments-only snapshot, "
         "or recording was off), so it cannot show an OOM.\n";
   }
+  out +=
+      "`memsnap oom --at peak` gives the same analysis at the run's peak (for a dump written "
+      "at an OOM without an oom entry, e.g. by PyTorch 2.0, that is the state it shows).\n";
   out += std::string(kCaptureHint);
   return out;
+}
+
+// What the allocator held at the moment's state, by where the blocks are known from.
+std::string block_facts_note(const OomState& s, std::string_view moment) {
+  switch (s.block_facts) {
+    case BlockFacts::kDump: return "the dump";
+    case BlockFacts::kReplayed:
+      return fmt::format(
+          "replayed to {} from the dump ({} entries after it; the replay "
+          "reproduces the dump exactly)",
+          moment, format_count(s.entries_after));
+    case BlockFacts::kApproximate:
+      return fmt::format(
+          "approximate: replayed to {}, but the trace does not reproduce the "
+          "dump block for block (memsnap segments --time shows why)",
+          moment);
+    case BlockFacts::kUnknown: break;
+  }
+  return {};
+}
+
+// At the peak no request failed: how close the run came instead.
+std::string headroom_sentence(const OomAnalysis& r, const OomCase& c) {
+  const OomState& s = c.state;
+  std::string out =
+      fmt::format("At the peak {} were live in {} reserved, {} free in segments",
+                  bytes_signed_ok(s.live), format_bytes(s.reserved), bytes_signed_ok(s.free));
+  if (s.blocks_known()) {
+    out += fmt::format(
+        "; the largest free block on stream {} of the default pool was {}: a larger request "
+        "needed a new segment",
+        c.stream, format_bytes(s.largest_usable));
+  }
+  out += ".";
+  if (r.capacity) {
+    const int64_t room = static_cast<int64_t>(*r.capacity) - static_cast<int64_t>(s.reserved);
+    out += fmt::format(
+        " The device has {} (--capacity): {} {} what PyTorch reserved, the most new segments "
+        "could have taken (less the CUDA context and other processes).",
+        format_bytes(*r.capacity), format_bytes(static_cast<uint64_t>(std::abs(room))),
+        room >= 0 ? "beyond" : "short of");
+  }
+  if (!c.live_by_category.empty()) {
+    const SourceUsage& biggest = c.live_by_category.front();
+    out += fmt::format(" The largest category: {} ({}, {} of the live bytes).", biggest.source,
+                       format_bytes(biggest.bytes),
+                       format_percent(share(static_cast<double>(biggest.bytes),
+                                            static_cast<double>(std::max<int64_t>(s.live, 0)))));
+  }
+  return out;
+}
+
+std::string moment_heading(const OomAnalysis& r, const OomCase& c) {
+  const std::string when = c.has_time ? fmt::format(" at {:.6f} s", c.time_s) : "";
+  if (!r.at_peak) {
+    return fmt::format("{}: device {}, out of memory (oom entry {} of {}, event {}{})\n",
+                       printable(r.file), r.device, c.ordinal, r.oom_count, format_count(c.event),
+                       when);
+  }
+  if (c.at_trace_start) {
+    return fmt::format(
+        "{}: device {}, at the peak, which is the trace's start (no traced "
+        "allocation rose above it{})\n",
+        printable(r.file), r.device,
+        c.state.dump_is_oom_state ? "; the dump holds the same state" : "");
+  }
+  return fmt::format("{}: device {}, at the peak (event {}{})\n", printable(r.file), r.device,
+                     format_count(c.event), when);
 }
 
 }  // namespace
@@ -147,68 +219,78 @@ std::string render_oom_text(const OomAnalysis& r, int top) {
   if (!r.chosen) return no_oom_text(r);
   const OomCase& c = *r.chosen;
   const OomState& s = c.state;
-  std::string out =
-      fmt::format("{}: device {}, out of memory (oom entry {} of {}, event {}{})\n",
-                  printable(r.file), r.device, c.ordinal, r.oom_count, format_count(c.event),
-                  c.has_time ? fmt::format(" at {:.6f} s", c.time_s) : "");
-  out += "\nThe request\n";
-  TextTable request({"", "", ""}, {false, true, false});
-  request.add_row({"size", format_bytes(c.request), fmt::format("on stream {}", c.stream)});
-  request.add_row({"device free", c.device_free ? format_bytes(*c.device_free) : "not recorded",
-                   "the driver's free memory at the OOM"});
-  request.add_row({"source", printable(c.request_source), c.request_category});
-  std::string rendered = request.render();
-  out += rendered.substr(rendered.find('\n') + 1);
-
-  out += fmt::format("\nVerdict: {}\n", verdict_name(c.verdicts.front()));
-  for (size_t i = 0; i < c.verdicts.size(); ++i) {
-    out += fmt::format("  {}{}\n", i == 0 ? "" : "Also: ", verdict_sentence(r, c, c.verdicts[i]));
+  const std::string_view moment = r.at_peak ? "the peak" : "the OOM";
+  std::string out = moment_heading(r, c);
+  if (!r.at_peak) {
+    out += "\nThe request\n";
+    TextTable request({"", "", ""}, {false, true, false});
+    request.add_row({"size", format_bytes(c.request), fmt::format("on stream {}", c.stream)});
+    request.add_row({"device free", c.device_free ? format_bytes(*c.device_free) : "not recorded",
+                     "the driver's free memory at the OOM"});
+    request.add_row({"source", printable(c.request_source), c.request_category});
+    std::string rendered = request.render();
+    out += rendered.substr(rendered.find('\n') + 1);
+    out += fmt::format("\nVerdict: {}\n", verdict_name(c.verdicts.front()));
+    for (size_t i = 0; i < c.verdicts.size(); ++i) {
+      out += fmt::format("  {}{}\n", i == 0 ? "" : "Also: ", verdict_sentence(r, c, c.verdicts[i]));
+    }
+  } else {
+    if (!c.at_trace_start) {
+      out += "\nThe allocation that reached the peak\n";
+      TextTable request({"", "", ""}, {false, true, false});
+      request.add_row({"size", format_bytes(c.request), fmt::format("on stream {}", c.stream)});
+      request.add_row({"source", printable(c.request_source), c.request_category});
+      std::string rendered = request.render();
+      out += rendered.substr(rendered.find('\n') + 1);
+    }
+    out += "\nHeadroom\n  " + headroom_sentence(r, c) + "\n";
   }
 
-  out += "\nThe allocator at the OOM\n";
+  out += fmt::format("\nThe allocator at {}\n", moment);
   TextTable facts({"", "", ""}, {false, true, false});
   facts.add_row({"reserved", format_bytes(s.reserved), ""});
-  facts.add_row({"live (allocated)", bytes_signed_ok(s.live), "baseline + delta at the OOM"});
+  facts.add_row(
+      {"live (allocated)", bytes_signed_ok(s.live), fmt::format("baseline + delta at {}", moment)});
   facts.add_row(
       {"awaiting free", format_bytes(s.awaiting_free), "traced blocks freed, stream work pending"});
   facts.add_row({"free in segments", bytes_signed_ok(s.free), "reserved - live - awaiting free"});
-  if (s.dump_is_oom_state) {
+  if (s.blocks_known()) {
     facts.add_row({"largest usable block", format_bytes(s.largest_usable),
                    fmt::format("default pool, stream {}", c.stream)});
     facts.add_row(
         {"free elsewhere", format_bytes(s.elsewhere_free), "private pools and other streams"});
+    facts.add_row({"blocks from", "", block_facts_note(s, moment)});
   } else {
     facts.add_row({"largest free block", "unknown",
-                   fmt::format("{} entries after the OOM changed the allocator before the dump",
-                               format_count(s.entries_after))});
+                   fmt::format("{} entries after {} changed the allocator before the dump, and {}",
+                               format_count(s.entries_after), moment, s.block_facts_unknown)});
   }
-  if (c.outside_bytes) {
+  if (c.outside_bytes && !r.at_peak) {
     facts.add_row(
         {"outside PyTorch", format_bytes(*c.outside_bytes), "--capacity - reserved - device free"});
   }
+  const int64_t gave = static_cast<int64_t>(s.reserved + c.device_free.value_or(0));
+  const std::string gave_label =
+      r.at_peak ? "reserved at the peak" : "reserved + device free at the OOM";
   if (c.prior_peak) {
-    const int64_t gave = static_cast<int64_t>(s.reserved + c.device_free.value_or(0));
     const int64_t margin = gave - *c.prior_peak;
     facts.add_row({"peak before", bytes_signed_ok(*c.prior_peak),
-                   fmt::format("highest before the last {:g} s; {} {} reserved + device free at "
-                               "the OOM",
-                               r.window_s, format_bytes(static_cast<uint64_t>(std::abs(margin))),
-                               margin >= 0 ? "below" : "above")});
+                   fmt::format("highest before the last {:g} s; {} {} {}", r.window_s,
+                               format_bytes(static_cast<uint64_t>(std::abs(margin))),
+                               margin >= 0 ? "below" : "above", gave_label)});
   }
   if (c.prior_step_peak) {
-    const int64_t gave = static_cast<int64_t>(s.reserved + c.device_free.value_or(0));
     const int64_t margin = gave - *c.prior_step_peak;
     facts.add_row(
         {"peak of step " + std::to_string(*c.prior_step), bytes_signed_ok(*c.prior_step_peak),
-         fmt::format("the highest complete step before the OOM{}; {} {} reserved + "
-                     "device free at the OOM",
+         fmt::format("the highest complete step before {}{}; {} {} {}", moment,
                      c.oom_step ? fmt::format(" (which came in step {})", *c.oom_step) : "",
                      format_bytes(static_cast<uint64_t>(std::abs(margin))),
-                     margin >= 0 ? "below" : "above")});
+                     margin >= 0 ? "below" : "above", gave_label)});
   }
-  rendered = facts.render();
+  std::string rendered = facts.render();
   out += rendered.substr(rendered.find('\n') + 1);
-  if (s.dump_is_oom_state && s.groups.size() > 1) {
+  if (s.blocks_known() && s.groups.size() > 1) {
     out += "\nBy pool and stream\n";
     TextTable groups({"pool", "stream", "reserved", "allocated", "free", "largest free"},
                      {false, true, true, true, true, true});
@@ -220,12 +302,14 @@ std::string render_oom_text(const OomAnalysis& r, int top) {
     out += groups.render();
   }
 
-  out += "\nLive at the OOM by category\n";
+  const std::string from_blocks =
+      c.live_from_blocks ? " (from the dump's blocks: the trace does not cover them)" : "";
+  out += fmt::format("\nLive at {} by category{}\n", moment, from_blocks);
   out += usage_table(c.live_by_category, top, "category");
-  out += fmt::format("\nLive at the OOM by {}\n", group_label(GroupBy::kSource));
+  out += fmt::format("\nLive at {} by {}{}\n", moment, group_label(GroupBy::kSource), from_blocks);
   out += usage_table(c.live_by_source, top, "source");
-  if (c.has_time) {
-    out += fmt::format("\nGrew in the {:g} s before the OOM ({} in all)\n", r.window_s,
+  if (c.has_time && !c.at_trace_start) {
+    out += fmt::format("\nGrew in the {:g} s before {} ({} in all)\n", r.window_s, moment,
                        format_signed_bytes(c.growth_bytes));
     TextTable growth({"bytes", "source"}, {true, false});
     for (size_t i = 0; i < std::min(c.growth.size(), static_cast<size_t>(std::max(top, 0))); ++i) {
@@ -243,7 +327,8 @@ ordered_json render_oom_json(const OomAnalysis& r, int top) {
                    {"devices_with_oom", r.devices_with_oom},
                    {"window_s", r.window_s},
                    {"capacity", r.capacity ? ordered_json(*r.capacity) : ordered_json(nullptr)},
-                   {"expandable_segments", r.expandable_segments}};
+                   {"expandable_segments", r.expandable_segments},
+                   {"moment", r.at_peak ? "peak" : "oom"}};
   if (!r.chosen) {
     out["oom"] = nullptr;
     return out;
@@ -269,7 +354,8 @@ ordered_json render_oom_json(const OomAnalysis& r, int top) {
   for (size_t i = 0; i < std::min(c.growth.size(), static_cast<size_t>(std::max(top, 0))); ++i) {
     growth.push_back({{"source", c.growth[i].source}, {"bytes", c.growth[i].bytes}});
   }
-  out["oom"] = {
+  const bool known = s.blocks_known();
+  ordered_json moment = {
       {"ordinal", c.ordinal},
       {"event", c.event},
       {"time_s", c.has_time ? ordered_json(c.time_s) : ordered_json(nullptr)},
@@ -278,8 +364,10 @@ ordered_json render_oom_json(const OomAnalysis& r, int top) {
       {"device_free", c.device_free ? ordered_json(*c.device_free) : ordered_json(nullptr)},
       {"request_source", c.request_source},
       {"request_category", c.request_category},
-      {"verdict", verdict_name(c.verdicts.front())},
+      {"verdict",
+       c.verdicts.empty() ? ordered_json(nullptr) : ordered_json(verdict_name(c.verdicts.front()))},
       {"verdicts", verdicts},
+      {"headroom", r.at_peak ? ordered_json(headroom_sentence(r, c)) : ordered_json(nullptr)},
       {"shortfall", c.shortfall},
       {"available", c.available},
       {"elsewhere", c.elsewhere},
@@ -291,13 +379,15 @@ ordered_json render_oom_json(const OomAnalysis& r, int top) {
         {"free", s.free},
         {"dump_is_oom_state", s.dump_is_oom_state},
         {"entries_after", s.entries_after},
-        {"usable_free", s.dump_is_oom_state ? ordered_json(s.usable_free) : ordered_json(nullptr)},
-        {"largest_usable_block",
-         s.dump_is_oom_state ? ordered_json(s.largest_usable) : ordered_json(nullptr)},
-        {"elsewhere_free",
-         s.dump_is_oom_state ? ordered_json(s.elsewhere_free) : ordered_json(nullptr)},
+        {"block_facts", block_facts_name(s.block_facts)},
+        {"block_facts_unknown",
+         known ? ordered_json(nullptr) : ordered_json(s.block_facts_unknown)},
+        {"usable_free", known ? ordered_json(s.usable_free) : ordered_json(nullptr)},
+        {"largest_usable_block", known ? ordered_json(s.largest_usable) : ordered_json(nullptr)},
+        {"elsewhere_free", known ? ordered_json(s.elsewhere_free) : ordered_json(nullptr)},
         {"private_pool_reserved", s.private_pool_reserved},
         {"pools", groups}}},
+      {"live_from_blocks", c.live_from_blocks},
       {"live_by_category", usage_json(c.live_by_category, top)},
       {"live_by_source", usage_json(c.live_by_source, top)},
       {"growth_bytes", c.has_time ? ordered_json(c.growth_bytes) : ordered_json(nullptr)},
@@ -307,6 +397,17 @@ ordered_json render_oom_json(const OomAnalysis& r, int top) {
       {"prior_step_peak",
        c.prior_step_peak ? ordered_json(*c.prior_step_peak) : ordered_json(nullptr)},
       {"growth", growth}};
+  if (r.at_peak) {
+    moment["at_trace_start"] = c.at_trace_start;
+    if (c.at_trace_start) {  // no entry made the peak: nothing to name
+      for (const char* key : {"event", "request", "request_source", "request_category"})
+        moment[key] = nullptr;
+    }
+    out["oom"] = nullptr;
+    out["peak"] = std::move(moment);
+  } else {
+    out["oom"] = std::move(moment);
+  }
   return out;
 }
 

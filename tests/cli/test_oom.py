@@ -203,6 +203,146 @@ def options_and_refusals(memsnap, work):
         check(f"oom {' '.join(flags)} is a usage error", got.returncode == 2 and text in got.stderr, got.stderr)
 
 
+def entry(action, addr, size, t_s, stream=0):
+    return {"action": action, "addr": addr, "size": size, "stream": stream, "time_us": T0 + int(t_s * 1e6),
+            "frames": FORWARD}
+
+
+def block(address, size, state):
+    return {"address": address, "size": size, "requested_size": size if state != "inactive" else 0,
+            "state": state, "frames": []}
+
+
+def segment_dict(base, blocks):
+    allocated = sum(b["size"] for b in blocks if b["state"] == "active_allocated")
+    active = sum(b["size"] for b in blocks if b["state"] != "inactive")
+    return {"device": 0, "address": base, "total_size": sum(b["size"] for b in blocks),
+            "allocated_size": allocated, "active_size": active, "requested_size": allocated, "stream": 0,
+            "segment_type": "large", "segment_pool_id": (0, 0), "is_expandable": False, "frames": [],
+            "blocks": blocks}
+
+
+def fragmented_then_released(path):
+    """A caching allocator's own sequence: segment A (10 GiB) filled with
+    alternating 768 MiB and 256 MiB tensors, the 256 MiB ones freed (ten
+    holes); segment B (4 GiB) filled with four 1 GiB tensors; a 1 GiB request
+    fails; then the exception frees B's tensors and empty_cache releases B.
+    The dump shows A only, so the state at the OOM exists only as a replay:
+    fragmentation, with the largest usable block 256 MiB."""
+    a, b = 0x7F0000000000, 0x7F1000000000
+    trace, t = [entry("segment_alloc", a, 10 * GiB, 0.01)], 0.02
+    for k in range(10):
+        base = a + k * GiB
+        trace += [entry("alloc", base, 768 * MiB, t), entry("alloc", base + 768 * MiB, 256 * MiB, t + 0.01)]
+        t += 0.1
+    for k in range(10):
+        hole = a + k * GiB + 768 * MiB
+        trace += [entry("free_requested", hole, 256 * MiB, t), entry("free_completed", hole, 256 * MiB, t + 0.001)]
+        t += 0.01
+    trace.append(entry("segment_alloc", b, 4 * GiB, t))
+    for k in range(4):
+        trace.append(entry("alloc", b + k * GiB, GiB, t + 0.1 * (k + 1)))
+    t += 1.0
+    oom = entry("oom", 0, GiB, t)
+    oom["device_free"] = 100 * MiB
+    trace.append(oom)
+    for k in range(4):
+        trace += [entry("free_requested", b + k * GiB, GiB, t + 0.01), entry("free_completed", b + k * GiB, GiB, t + 0.02)]
+    trace.append(entry("segment_free", b, 4 * GiB, t + 0.1))
+    blocks = []
+    for k in range(10):
+        blocks += [block(a + k * GiB, 768 * MiB, "active_allocated"), block(a + k * GiB + 768 * MiB, 256 * MiB, "inactive")]
+    with open(path, "wb") as f:
+        pickle.dump({"segments": [segment_dict(a, blocks)], "device_traces": [trace],
+                     "allocator_settings": {"expandable_segments": False}}, f, protocol=4)
+
+
+def replayed_block_facts(memsnap, work):
+    """Entries after the OOM changed the allocator: the block-level facts come
+    from the state replayed to the OOM, and the verdict uses them."""
+    path = os.path.join(work, "oom-released-after.pickle")
+    fragmented_then_released(path)
+    got = run(memsnap, ["oom", "--json", path])
+    if not check("oom with entries after it: exit 0", got.returncode == 0, got.stderr):
+        return
+    oom = json.loads(got.stdout)["oom"]
+    state = oom["state"]
+    check("oom with entries after it: the block facts are replayed (9 entries after the OOM)",
+          state["block_facts"] == "replayed" and state["entries_after"] == 9 and not state["dump_is_oom_state"],
+          state)
+    check("oom with entries after it: reserved 14 GiB and live 11.5 GiB at the OOM (B still there)",
+          state["reserved"] == 14 * GiB and state["live"] == 7680 * MiB + 4 * GiB, state)
+    check("oom with entries after it: fragmentation from the replayed blocks (2.5 GiB free, largest 256 MiB)",
+          oom["verdict"] == "fragmentation" and state["usable_free"] == 2560 * MiB
+          and state["largest_usable_block"] == 256 * MiB and oom["shortfall"] == GiB - 256 * MiB,
+          (oom["verdict"], state))
+    segments = json.loads(run(memsnap, ["segments", "--json", "--time", str(oom["time_s"]), path]).stdout)
+    check("oom with entries after it: the same largest free block as segments --time at the OOM",
+          segments["largest_free_block"]["bytes"] == state["largest_usable_block"]
+          and segments["totals"]["reserved"] == state["reserved"], segments["largest_free_block"])
+    text = run(memsnap, ["oom", path]).stdout
+    check("oom with entries after it: the text says where the blocks come from",
+          "replayed to the OOM from the dump (9 entries after it; the replay reproduces the dump exactly)" in text
+          and "the largest free block was 256.00 MiB: the free memory is in pieces." in text, text)
+    # Without block addresses the replay is impossible: the facts are unknown, and the report says why.
+    with open(path, "rb") as f:
+        snapshot = pickle.load(f)
+    for segment in snapshot["segments"]:
+        segment["blocks"] = []
+    bare = os.path.join(work, "oom-released-after-no-blocks.pickle")
+    with open(bare, "wb") as f:
+        pickle.dump(snapshot, f, protocol=4)
+    state = json.loads(run(memsnap, ["oom", "--json", bare]).stdout)["oom"]["state"]
+    check("oom without the dump's blocks: block facts unknown, with the reason",
+          state["block_facts"] == "unknown" and state["largest_usable_block"] is None
+          and state["block_facts_unknown"], state)
+
+
+def at_peak(memsnap, work):
+    """--at peak: the same analysis at the absolute peak of a file without an oom entry."""
+    a = 0x7F0000000000
+    trace = [entry("segment_alloc", a, 8 * GiB, 0.0)]
+    for k in range(6):
+        trace.append(entry("alloc", a + k * GiB, GiB, 0.2 * (k + 1)))  # peak 6 GiB at 1.2 s
+    for k in range(3, 6):
+        trace += [entry("free_requested", a + k * GiB, GiB, 2.0 + k * 0.1),
+                  entry("free_completed", a + k * GiB, GiB, 2.0 + k * 0.1 + 0.01)]
+    blocks = [block(a + k * GiB, GiB, "active_allocated") for k in range(3)] + [block(a + 3 * GiB, 5 * GiB, "inactive")]
+    path = os.path.join(work, "peak-no-oom.pickle")
+    with open(path, "wb") as f:
+        pickle.dump({"segments": [segment_dict(a, blocks)], "device_traces": [trace]}, f, protocol=4)
+    got = run(memsnap, ["oom", "--json", "--at", "peak", "--capacity", "10GiB", path])
+    if not check("oom --at peak: exit 0", got.returncode == 0, got.stderr):
+        return
+    report = json.loads(got.stdout)
+    peak = report["peak"]
+    parse = json.loads(run(memsnap, ["parse", "--json", path]).stdout)
+    check("oom --at peak: the moment is the peak, no verdict",
+          report["moment"] == "peak" and report["oom"] is None and peak["verdict"] is None
+          and peak["verdicts"] == [] and peak["event"] == 6 and abs(peak["time_s"] - 1.2) < 1e-6, peak)
+    check("oom --at peak: live = parse's absolute peak; the replayed state then (2 GiB free in one block)",
+          peak["state"]["live"] == parse["replay"]["absolute_peak"] == 6 * GiB and peak["state"]["reserved"] == 8 * GiB
+          and peak["state"]["block_facts"] == "replayed" and peak["state"]["largest_usable_block"] == 2 * GiB,
+          (peak["state"], parse["replay"]["absolute_peak"]))
+    check("oom --at peak: the allocation that reached it", peak["request"] == GiB
+          and peak["request_source"] == "forward@model.py:42", peak)
+    check("oom --at peak: the headroom sentence has the numbers",
+          "At the peak 6.00 GiB were live in 8.00 GiB reserved, 2.00 GiB free in segments; the largest free "
+          "block on stream 0 of the default pool was 2.00 GiB" in peak["headroom"]
+          and "2.00 GiB beyond what PyTorch reserved" in peak["headroom"], peak["headroom"])
+    text = run(memsnap, ["oom", "--at", "peak", path]).stdout
+    check("oom --at peak: the text", "device 0, at the peak (event 6 at 1.200000 s)" in text
+          and "The allocation that reached the peak" in text and "\nHeadroom\n" in text
+          and "Verdict" not in text and "Live at the peak by source" in text, text)
+    got = run(memsnap, ["oom", path])
+    check("oom without an oom entry points to --at peak", got.returncode == 0
+          and "memsnap oom --at peak" in got.stdout, got.stdout)
+    for bad in ("top", "-1", "1.5"):
+        got = run(memsnap, ["oom", "--at", bad, path])
+        check(f"oom --at {bad} is a usage error naming both forms", got.returncode == 2
+              and "expects a whole number >= 1 or 'peak'" in got.stderr, got.stderr)
+
+
 def fixtures(memsnap, folder):
     path = os.path.join(folder, "Constructor-Sun_code_location__memory_snapshot.pickle")
     report = json.loads(run(memsnap, ["oom", "--json", path]).stdout)
@@ -210,9 +350,14 @@ def fixtures(memsnap, folder):
     check("fixture Constructor-Sun: the oom on device 1, 4.94 GiB asked with 91.25 MiB free",
           report["device"] == 1 and oom["request"] == 5308694528 and oom["device_free"] == 95682560
           and oom["request_source"] == "update_nodes@models.py:181", oom)
-    check("fixture Constructor-Sun: 174 frees after the OOM, so the dump is not the OOM's block state",
+    check("fixture Constructor-Sun: 174 frees after the OOM; the block state at it is replayed (exact)",
           oom["state"]["entries_after"] == 174 and not oom["state"]["dump_is_oom_state"]
-          and oom["state"]["largest_usable_block"] is None, oom["state"])
+          and oom["state"]["block_facts"] == "replayed" and oom["state"]["largest_usable_block"] is not None,
+          oom["state"])
+    segments = json.loads(run(memsnap, ["segments", "--json", "--device", "1", "--time", str(oom["time_s"]), path]).stdout)
+    check("fixture Constructor-Sun: the largest usable block is segments --time's at the OOM",
+          segments["largest_free_block"]["bytes"] == oom["state"]["largest_usable_block"]
+          and segments["totals"]["reserved"] == oom["state"]["reserved"], segments["largest_free_block"])
     check("fixture Constructor-Sun: capacity; activations would need to shrink",
           oom["verdict"] == "capacity" and oom["shortfall"] > 0
           and oom["live_by_category"][0]["source"] == "activation", oom["verdicts"])
@@ -223,12 +368,19 @@ def fixtures(memsnap, folder):
     got = run(memsnap, ["oom", legacy])
     check("fixture Yiyi (2.0 dump at an OOM, no oom entry): says so and how to capture one",
           got.returncode == 0 and "no oom entry on device 0" in got.stdout, got.stdout + got.stderr)
+    peak = json.loads(run(memsnap, ["oom", "--json", "--at", "peak", legacy]).stdout)["peak"]
+    check("fixture Yiyi --at peak: the dump's state, named from its blocks' history (11.03 GiB, 460 blocks)",
+          peak["at_trace_start"] and peak["state"]["block_facts"] == "dump" and peak["live_from_blocks"]
+          and peak["live_by_source"][0]["source"] == "allocate@pytorch_backend.py:190"
+          and peak["live_by_source"][0]["count"] == 460 and peak["state"]["live"] == 11840159744 and peak["event"] is None, peak)
 
 
 def generated(memsnap, work):
     verdict_cases(memsnap, work)
     headroom_by_step(memsnap, work)
     options_and_refusals(memsnap, work)
+    replayed_block_facts(memsnap, work)
+    at_peak(memsnap, work)
 
 
 if __name__ == "__main__":
