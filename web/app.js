@@ -126,6 +126,7 @@
     v.names = stacks.names;
     v.series.push({ run, kind: 'total', values: total.hi });
     if (isTime && run.reserved) v.series.push({ run, kind: 'reserved', values: T.regroupSteps(run.reserved, edges, total.last) });
+    if (isTime && run.free) v.series.push({ run, kind: 'free', values: T.regroupSteps(run.free, edges, total.last) });
     const per = isTime ? `${formatMs(v.G / 1000)} ms per bucket` : `${formatCount(v.fineG)} event${v.fineG === 1 ? '' : 's'} per bucket`;
     v.note = `${STACK_NAMES[state.stack]}, ${per}: each bucket shows what was live at its highest point, so the layers add up to the max line. `
       + 'Absolute memory; the lowest layer is what was allocated before the trace began.';
@@ -156,6 +157,7 @@
         v.series.push({ run, kind: 'max', values: g.hi });
         v.series.push({ run, kind: 'min', values: g.lo });
         if (absolute && run.reserved) v.series.push({ run, kind: 'reserved', values: T.regroupSteps(run.reserved, edges, g.last) });
+        if (absolute && run.free) v.series.push({ run, kind: 'free', values: T.regroupSteps(run.free, edges, g.last) });
       }
     } else {
       const base = Math.max(...runs.map((r) => r.index.width));
@@ -282,7 +284,8 @@
       else if (s.kind === 'min') {
         series.push({ ...base, label: `${s.run.label} (min)`, stroke: withAlpha(c, 0.55), width: 1 });
         bands.push({ series: [idx - 1, idx], fill: withAlpha(c, 0.16) });
-      } else series.push({ ...base, label: `${s.run.label} (reserved)`, stroke: c, width: 1.25, dash: [6, 4] });
+      } else if (s.kind === 'free') series.push({ ...base, label: `${s.run.label} (free in segments)`, stroke: withAlpha(c, 0.8), width: 1, dash: [2, 3] });
+      else series.push({ ...base, label: `${s.run.label} (reserved)`, stroke: c, width: 1.25, dash: [6, 4] });
       data.push(s.values);
     });
 
@@ -502,9 +505,11 @@
     el.innerHTML = RUNS.map((run) => {
       const reserved = run.reserved && showReserved
         ? `<span class="swatch dashed"></span><span class="legend-sub">reserved</span><span class="legend-value" id="legend-reserved-${run.ordinal}"></span>` : '';
+      const free = run.free && showReserved
+        ? `<span class="swatch dotted"></span><span class="legend-sub" title="reserved memory no block holds (the bucket's highest), and the largest free block at the nearest earlier sample">free in segments</span><span class="legend-value" id="legend-free-${run.ordinal}"></span>` : '';
       return `<span class="legend-item${run.visible ? '' : ' off'}" data-run="${run.ordinal}" style="--run-color:${run.color}" title="${esc(fullName(run))}\n(click to hide or show)">`
         + `<span class="swatch"></span><span class="legend-label" data-label="${esc(run.label)}">${esc(run.name)}</span>`
-        + `<span class="legend-value" id="legend-value-${run.ordinal}"></span>${reserved}</span>`;
+        + `<span class="legend-value" id="legend-value-${run.ordinal}"></span>${reserved}${free}</span>`;
     }).join('');
   }
 
@@ -512,7 +517,7 @@
     const out = $('cursor-readout');
     const idx = u.cursor.idx;
     for (const run of RUNS) {
-      for (const id of [`legend-value-${run.ordinal}`, `legend-reserved-${run.ordinal}`]) {
+      for (const id of [`legend-value-${run.ordinal}`, `legend-reserved-${run.ordinal}`, `legend-free-${run.ordinal}`]) {
         const el = $(id);
         if (el) el.textContent = '';
       }
@@ -546,6 +551,11 @@
       }
       const er = $(`legend-reserved-${run.ordinal}`);
       if (er && p.reserved != null) er.textContent = formatBytes(p.reserved);
+      const ef = $(`legend-free-${run.ordinal}`);
+      if (ef && p.free != null) {
+        const largest = T.stepValueAt(run.largestFree, x * 1e6);
+        ef.textContent = formatBytes(p.free) + (largest != null ? ` (largest block ${formatBytes(largest)})` : '');
+      }
     }
     let text = state.xMode === 'time'
       ? `t = ${x.toFixed(decimalsFor(view.G / 1e6))} s`

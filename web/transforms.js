@@ -374,11 +374,31 @@
     return depth;
   }
 
+  // A step function {count, t_us, bytes} (reserved memory, free memory, the
+  // largest free block over time), decoded; null when absent or empty.
+  function stepSeries(raw, what) {
+    const n = count(raw);
+    if (n === 0) return null;
+    return { count: n, t: column(raw.t_us, n, 'f64', `${what}.t_us`), bytes: column(raw.bytes, n, 'f64', `${what}.bytes`) };
+  }
+
+  // The value of a step function at x: its last point at or before x (null before the first).
+  function stepValueAt(series, x) {
+    if (!series) return null;
+    let lo = 0;
+    let hi = series.count;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (series.t[mid] <= x) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo === 0 ? null : series.bytes[lo - 1];
+  }
+
   // One entry of the data's `runs`, decoded. Throws on a malformed column.
   function prepareRun(raw, ordinal) {
     const what = `runs[${ordinal}]`;
     const stats = raw.stats || {};
-    const reservedCount = count(raw.reserved);
     const run = {
       ordinal,
       label: raw.label != null && raw.label !== '' ? String(raw.label) : `run ${ordinal + 1}`,
@@ -388,13 +408,9 @@
       baseline: Number(stats.baseline) || 0,
       time: decodeBuckets(raw.time_buckets, 'bucket_us', `${what}.time_buckets`),
       index: decodeBuckets(raw.index_buckets, 'bucket_events', `${what}.index_buckets`),
-      reserved: reservedCount > 0
-        ? {
-          count: reservedCount,
-          t: column(raw.reserved.t_us, reservedCount, 'f64', `${what}.reserved.t_us`),
-          bytes: column(raw.reserved.bytes, reservedCount, 'f64', `${what}.reserved.bytes`),
-        }
-        : null,
+      reserved: stepSeries(raw.reserved, `${what}.reserved`),
+      free: stepSeries(raw.free, `${what}.free`),
+      largestFree: stepSeries(raw.largest_free, `${what}.largest_free`),
       steps: Array.isArray(raw.steps) ? raw.steps : [],
       annotations: Array.isArray(raw.annotations) ? raw.annotations : [],
       oom: Array.isArray(raw.oom) ? raw.oom : [],
@@ -746,6 +762,7 @@
     prepareRun,
     regroup,
     regroupSteps,
+    stepValueAt,
     decodeStacks,
     regroupStacked,
     cumulative,

@@ -9,6 +9,7 @@
 #include <tuple>
 #include "analysis/file_analysis.h"
 #include "analysis/steps.h"
+#include "analysis/timeline.h"
 #include "memsnap/error.h"
 
 namespace memsnap {
@@ -212,6 +213,66 @@ SegmentReport segments_at_time(const std::string& file, const Snapshot& snapshot
   return report;
 }
 
+namespace {
+
+// Free memory after every allocator entry, kept per bucket as (first moment
+// of the bucket's max, max) and (last moment, last value); the largest free
+// block at evenly spaced moments. One forward walk.
+void free_over_time(const Snapshot& snapshot, const DeviceTrace& trace,
+                    const AllocatorHistory& history, AllocatorMoments& out) {
+  const int64_t start = trace_start_us(snapshot, trace);
+  const double duration_us = static_cast<double>(trace_end_us(snapshot, trace) - start);
+  const double width = std::max(duration_us / static_cast<double>(kFreeSeriesBuckets), 1.0);
+  const double sample_every = std::max(duration_us / static_cast<double>(kLargestFreeSamples), 1.0);
+  int64_t latest_t = 0;  // times that go backwards hold the latest one seen
+  uint64_t bucket = 0;
+  int64_t max_t = 0, last_t = 0;
+  uint64_t max_bytes = 0, last_bytes = 0;
+  bool open = false;
+  double next_sample = 0;
+  auto flush = [&] {
+    if (!open) return;
+    out.free.t_us.push_back(max_t);
+    out.free.bytes.push_back(max_bytes);
+    if (last_t != max_t || last_bytes != max_bytes) {
+      out.free.t_us.push_back(last_t);
+      out.free.bytes.push_back(last_bytes);
+    }
+    open = false;
+  };
+  auto observe = [&](int64_t t, const AllocatorState& state) {
+    const uint64_t free = state.reserved > state.held ? state.reserved - state.held : 0;
+    const uint64_t b = bucket_of(static_cast<double>(t), width, kFreeSeriesBuckets);
+    if (open && b != bucket) flush();
+    if (!open) {
+      open = true;
+      bucket = b;
+      max_t = t;
+      max_bytes = free;
+    } else if (free > max_bytes) {
+      max_t = t;
+      max_bytes = free;
+    }
+    last_t = t;
+    last_bytes = free;
+    if (static_cast<double>(t) >= next_sample) {
+      out.largest_free.t_us.push_back(t);
+      out.largest_free.bytes.push_back(state.largest_free());
+      next_sample = (std::floor(static_cast<double>(t) / sample_every) + 1) * sample_every;
+    }
+  };
+  observe(0, history.start());
+  const EventColumns& events = snapshot.events;
+  history.walk(trace.count(), [&](uint64_t position, const AllocatorState& state) {
+    const int64_t time = events.time_us[trace.begin + position - 1];
+    if (time != 0) latest_t = std::max(latest_t, time - start);
+    observe(latest_t, state);
+  });
+  flush();
+}
+
+}  // namespace
+
 AllocatorMoments allocator_moments(const FileAnalysis& file, const std::vector<double>& times_s) {
   AllocatorMoments out;
   const Snapshot& snapshot = *file.snapshot;
@@ -268,6 +329,7 @@ AllocatorMoments allocator_moments(const FileAnalysis& file, const std::vector<d
     }
     out.moments.push_back(std::move(report));
   });
+  free_over_time(snapshot, trace, history, out);
   return out;
 }
 

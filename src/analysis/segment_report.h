@@ -89,11 +89,26 @@ SegmentReport segments_at_state(const std::string& file, int device, const Alloc
 constexpr size_t kMomentSegments = 48;
 constexpr uint64_t kMomentBlocks = 120000;
 constexpr uint64_t kMaxEvenMoments = 40;
+// A step function over the trace's time: bytes[k] holds from t_us[k] (µs
+// after the first entry) until the next point.
+struct StepSeries {
+  std::vector<int64_t> t_us;
+  std::vector<uint64_t> bytes;
+};
+// Free memory over time keeps at most this many buckets: per bucket the
+// point where it was highest and the value it ended with, so a chart's
+// per-bucket max is exact at this resolution or coarser.
+constexpr uint64_t kFreeSeriesBuckets = 8192;
+// The largest free block is a walk over every block: taken at this many
+// evenly spaced moments.
+constexpr uint64_t kLargestFreeSamples = 512;
 struct AllocatorMoments {
   bool available = false;
   std::string unavailable_reason;  // when not: no trace, no times, or no block addresses
   HistoryCheck check;
   std::vector<SegmentReport> moments;  // ascending time; at_dump false, time_s and position set
+  StepSeries free;                     // reserved bytes no block holds (inactive), over the trace
+  StepSeries largest_free;             // the largest free block, at kLargestFreeSamples moments
 };
 struct FileAnalysis;
 AllocatorMoments allocator_moments(const FileAnalysis& file, const std::vector<double>& times_s);

@@ -235,16 +235,19 @@ std::string fill_template(
 
 }  // namespace
 
+// A step function as the page reads it: {count, t_us, bytes} (base64 f64
+// columns), null when it has no point.
+ordered_json step_series_json(const std::vector<int64_t>& t_us,
+                              const std::vector<uint64_t>& bytes) {
+  if (t_us.empty()) return nullptr;
+  std::vector<double> t(t_us.begin(), t_us.end());
+  return {{"count", t.size()}, {"t_us", base64_of(t)}, {"bytes", base64_of(as_doubles(bytes))}};
+}
+
 ordered_json plot_data_json(const std::vector<RunTimeline>& runs, double precision_ms) {
   ordered_json list = ordered_json::array();
   for (const RunTimeline& run : runs) {
-    ordered_json reserved = nullptr;
-    if (!run.reserved_t_us.empty()) {
-      std::vector<double> t(run.reserved_t_us.begin(), run.reserved_t_us.end());
-      reserved = {{"count", t.size()},
-                  {"t_us", base64_of(t)},
-                  {"bytes", base64_of(as_doubles(run.reserved_bytes))}};
-    }
+    ordered_json reserved = step_series_json(run.reserved_t_us, run.reserved_bytes);
     ordered_json steps = ordered_json::array();
     for (const Marker& m : run.steps) steps.push_back(marker_json(m, "step", true));
     ordered_json notes = ordered_json::array();
@@ -280,6 +283,9 @@ ordered_json plot_data_json(const std::vector<RunTimeline>& runs, double precisi
          {"lifetimes", lifetimes_json(run.lifetimes)},
          {"oom_analyses", oom_analyses_json(run.oom_analyses)},
          {"allocator", allocator_json(run.allocator)},
+         {"free", step_series_json(run.allocator.free.t_us, run.allocator.free.bytes)},
+         {"largest_free",
+          step_series_json(run.allocator.largest_free.t_us, run.allocator.largest_free.bytes)},
          {"stacks",
           {{"category", stacked_json(run.by_category)}, {"source", stacked_json(run.by_source)}}}});
   }

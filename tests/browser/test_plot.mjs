@@ -655,6 +655,35 @@ async function testAllocatorPanel(browser, file, files) {
   const p = await openPage(browser, file, `${path.basename(file)} (allocator panel)`);
   const { page } = p;
   try {
+    // Free memory over time: each run's plotted "free in segments" line
+    // peaks where `parse --json` says free memory peaked (its buckets keep
+    // the max), and hovering names it with the largest free block.
+    const freePeaks = await page.evaluate(() => {
+      const u = window.memsnapPlot;
+      const out = {};
+      u.series.forEach((s, i) => {
+        const label = String(s.label);
+        if (i === 0 || !label.endsWith(' (free in segments)')) return;
+        let max = -Infinity;
+        for (const v of u.data[i]) if (v != null && v > max) max = v;
+        out[label.slice(0, -' (free in segments)'.length)] = max;
+      });
+      return out;
+    });
+    const labels = await page.evaluate(() => JSON.parse(document.getElementById('memsnap-data').textContent).runs.map((r) => r.label));
+    labels.forEach((label, r) => {
+      const expected = memsnapJson(['parse', files[r]], `parse ${path.basename(files[r])}`).fragmentation;
+      check(expected && freePeaks[label] === expected.peak_free,
+        `${p.name}: run ${label}'s free-in-segments line peaks at ${freePeaks[label]}, parse says ${expected && expected.peak_free}`);
+    });
+    const box = await page.evaluate(() => {
+      const rect = window.memsnapPlot.over.getBoundingClientRect();
+      return { x: rect.left, y: rect.top, w: rect.width, h: rect.height };
+    });
+    await page.mouse.move(box.x + box.w * 0.5, box.y + box.h * 0.5);
+    await nextFrame(page);
+    const hovered = await page.evaluate(() => (document.getElementById('legend-free-0') || {}).textContent || '');
+    check(/^[\d.]+ [KMG]?i?B \(largest block [\d.]+ [KMG]?i?B\)$/.test(hovered), `${p.name}: hovering shows free in segments as "${hovered}"`);
     let compared = 0;
     for (const fraction of [0.25, 0.7]) {
       await clickChart(page, fraction);

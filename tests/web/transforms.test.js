@@ -624,6 +624,27 @@ test('regroupSteps: largest reserved value in effect during each bucket', () => 
   }
 });
 
+test('stepValueAt: the last point at or before x, null before the first', () => {
+  const series = { t: Float64Array.from([0, 10, 10, 25]), bytes: Float64Array.from([5, 7, 8, 3]), count: 4 };
+  assert.equal(T.stepValueAt(series, -1), null);
+  assert.equal(T.stepValueAt(series, 0), 5);
+  assert.equal(T.stepValueAt(series, 9.9), 5);
+  assert.equal(T.stepValueAt(series, 10), 8, 'of two points at one time, the later holds');
+  assert.equal(T.stepValueAt(series, 24), 8);
+  assert.equal(T.stepValueAt(series, 1e9), 3);
+  assert.equal(T.stepValueAt(null, 3), null);
+  const rand = mulberry32(31);
+  for (let round = 0; round < 50; round++) {
+    const n = 1 + randInt(rand, 30);
+    const t = Float64Array.from(Array.from({ length: n }, () => randInt(rand, 100)).sort((a, b) => a - b));
+    const bytes = Float64Array.from(t, () => randInt(rand, 1000));
+    const x = randInt(rand, 110) - 5;
+    let want = null;
+    for (let q = 0; q < n; q++) if (t[q] <= x) want = bytes[q];
+    assert.equal(T.stepValueAt({ t, bytes, count: n }, x), want);
+  }
+});
+
 test('uniformEdges: from 0 in steps of G, the fewest that cover the span', () => {
   assert.deepEqual(T.uniformEdges(2, 10), [0, 2, 4, 6, 8, 10]);
   assert.deepEqual(T.uniformEdges(3, 10), [0, 3, 6, 9, 12]);
