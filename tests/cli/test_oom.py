@@ -373,6 +373,32 @@ def fixtures(memsnap, folder):
           peak["at_trace_start"] and peak["state"]["block_facts"] == "dump" and peak["live_from_blocks"]
           and peak["live_by_source"][0]["source"] == "allocate@pytorch_backend.py:190"
           and peak["live_by_source"][0]["count"] == 460 and peak["state"]["live"] == 11840159744 and peak["event"] is None, peak)
+    every_fixture_at_peak(memsnap, folder)
+
+
+def every_fixture_at_peak(memsnap, folder):
+    """On every real snapshot: --at peak reads it, live at the peak is parse's
+    absolute peak on the same device, and the block facts are known (from the
+    dump or an exact replay) wherever the dump lists block addresses."""
+    names = sorted(n for n in os.listdir(folder) if n.endswith((".pickle", ".pkl")))
+    unknown, wrong = [], []
+    for name in names:
+        path = os.path.join(folder, name)
+        parse = json.loads(run(memsnap, ["parse", "--json", path]).stdout)
+        device = str(parse["device"])
+        got = run(memsnap, ["oom", "--json", "--at", "peak", "--device", device, path])
+        if got.returncode != 0:
+            wrong.append((name, got.stderr.strip()))
+            continue
+        peak = json.loads(got.stdout)["peak"]
+        if peak["state"]["live"] != parse["replay"]["absolute_peak"]:
+            wrong.append((name, peak["state"]["live"], parse["replay"]["absolute_peak"]))
+        if peak["state"]["block_facts"] not in ("dump", "replayed"):
+            unknown.append((name, peak["state"]["block_facts"], peak["state"]["block_facts_unknown"]))
+    check(f"fixtures: oom --at peak on all {len(names)} files: live at the peak = parse's absolute peak",
+          names and not wrong, wrong)
+    check("fixtures: oom --at peak knows the blocks at the peak on every file (dump or exact replay)",
+          not unknown, unknown)
 
 
 def generated(memsnap, work):
