@@ -2,7 +2,10 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <bit>
+#include <charconv>
 #include <iterator>
+#include <nlohmann/json.hpp>
 
 #include "memsnap/bytes.h"
 
@@ -125,7 +128,7 @@ bool npu_rounding_possible(const AllocatorState& dump) {
   return std::all_of(dump.blocks.begin(), dump.blocks.end(), [](const auto& entry) {
     const HeldBlock& block = entry.second;
     return block.requested == 0 ||
-           block.size >= carved_block_size(block.requested, 0, false, RoundingRule::kNpu);
+           block.size >= carved_block_size(block.requested, 0, SplitRule{RoundingRule::kNpu});
   });
 }
 
@@ -159,21 +162,77 @@ std::string_view rounding_rule_name(RoundingRule rule) {
   return rule == RoundingRule::kNpu ? "npu" : "cuda";
 }
 
-uint64_t carved_block_size(uint64_t requested, uint64_t free_size, bool expandable_mode,
-                           RoundingRule rounding) {
+namespace {
+
+// PyTorch's roundup_power2_next_division: the next of `divisions` equal steps
+// between the powers of two around size (divisions counted down to a power of two).
+uint64_t next_power2_division(uint64_t size, uint64_t divisions) {
+  if (std::has_single_bit(size)) return size;
+  const uint64_t floor = std::bit_floor(size);
+  const uint64_t step = floor >> (std::bit_width(divisions) - 1);
+  if (step == 0) return floor << 1;
+  const uint64_t rounded_down = size & ~(step - 1);
+  return rounded_down == size ? size : rounded_down + step;
+}
+
+// PyTorch's round_size.
+uint64_t rounded_request(uint64_t size, const SplitRule& rule) {
+  if (size < kMinBlockSize) return kMinBlockSize;
+  constexpr unsigned kFirstInterval = 20;  // log2(1 MiB)
+  const auto log_size = static_cast<unsigned>(std::bit_width(size) - 1);
+  const size_t interval = std::min<size_t>(
+      log_size > kFirstInterval ? log_size - kFirstInterval : 0, kPower2Intervals - 1);
+  const uint64_t divisions = rule.power2_divisions[interval];
+  if (divisions > 1 && size > kMinBlockSize * divisions) {
+    return next_power2_division(size, divisions);
+  }
+  return (size + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+}
+
+}  // namespace
+
+uint64_t carved_block_size(uint64_t requested, uint64_t free_size, const SplitRule& rule) {
   constexpr uint64_t kNpuPadding = 32;              // torch_npu's round_size adds this first
   constexpr uint64_t kLargestRequest = 1ULL << 62;  // keeps the rounding below in range
   uint64_t size = std::min(requested, kLargestRequest);
-  if (rounding == RoundingRule::kNpu) size += kNpuPadding;
-  const uint64_t rounded = size < kMinBlockSize
-                               ? kMinBlockSize
-                               : (size + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+  if (rule.rounding == RoundingRule::kNpu) size += kNpuPadding;
+  const uint64_t rounded = rounded_request(size, rule);
   if (rounded >= free_size) return rounded;
   const uint64_t remaining = free_size - rounded;
   const bool small_pool = rounded <= kSmallSize;
-  const bool split =
-      small_pool || expandable_mode ? remaining >= kMinBlockSize : remaining > kSmallSize;
+  const bool split = small_pool || rule.expandable
+                         ? remaining >= kMinBlockSize
+                         : rounded < rule.max_split_size && remaining > kSmallSize;
   return split ? rounded : free_size;
+}
+
+SplitRule split_rule_from_settings(std::string_view allocator_settings_json) {
+  SplitRule rule;
+  if (allocator_settings_json.empty()) return rule;
+  const auto settings = nlohmann::json::parse(allocator_settings_json, nullptr, false);
+  if (!settings.is_object()) return rule;
+  if (auto it = settings.find("max_split_size"); it != settings.end() && it->is_number_integer()) {
+    // -1 (SIZE_MAX as int64) is unlimited; so is anything not positive.
+    if (it->is_number_unsigned() || it->get<int64_t>() > 0)
+      rule.max_split_size = it->get<uint64_t>();
+  }
+  auto divisions = settings.find("roundup_power2_divisions");
+  if (divisions == settings.end()) return rule;
+  if (divisions->is_number_unsigned()) {
+    rule.power2_divisions.fill(divisions->get<uint64_t>());  // one value for every size
+  } else if (divisions->is_object()) {
+    for (const auto& [key, value] : divisions->items()) {
+      uint64_t mib = 0;
+      auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), mib);
+      if (error != std::errc() || end != key.data() + key.size() || !std::has_single_bit(mib) ||
+          !value.is_number_unsigned()) {
+        continue;
+      }
+      const auto interval = static_cast<size_t>(std::bit_width(mib) - 1);
+      if (interval < kPower2Intervals) rule.power2_divisions[interval] = value.get<uint64_t>();
+    }
+  }
+  return rule;
 }
 
 AllocatorState state_at_dump(const Snapshot& snapshot, int device) {
@@ -276,8 +335,8 @@ bool AllocatorHistory::Walker::forward(AllocatorState& state, uint64_t i) {
         ++misfits;
         return true;
       }
-      HeldBlock block{carved_block_size(size, free_size, expandable_mode, rounding), size,
-                      BlockState::kActiveAllocated, false};
+      HeldBlock block{carved_block_size(size, free_size, rule), size, BlockState::kActiveAllocated,
+                      false};
       if (block.size > free_size) ++misfits;
       state.blocks.emplace(address, block);
       state.held += block.size;
@@ -332,9 +391,8 @@ bool AllocatorHistory::Walker::backward(AllocatorState& state, uint64_t i, uint6
         return true;
       }
       const uint64_t free_size = free_end(state, address, range_end(range)) - address;
-      HeldBlock block{
-          std::min(carved_block_size(size, free_size, expandable_mode, rounding), free_size), size,
-          BlockState::kActivePendingFree, true};
+      HeldBlock block{std::min(carved_block_size(size, free_size, rule), free_size), size,
+                      BlockState::kActivePendingFree, true};
       state.blocks.emplace(address, block);
       state.held += block.size;
       ++inferred;
@@ -352,12 +410,13 @@ bool AllocatorHistory::Walker::backward(AllocatorState& state, uint64_t i, uint6
   }
 }
 
-AllocatorHistory::AllocatorHistory(const Snapshot& snapshot, int device) : snapshot_(&snapshot) {
+AllocatorHistory::AllocatorHistory(const Snapshot& snapshot, int device)
+    : snapshot_(&snapshot), rule_(split_rule_from_settings(snapshot.allocator_settings_json)) {
   trace_ = DeviceTrace{device, 0, 0};
   if (const DeviceTrace* trace = snapshot.trace_of(device)) trace_ = *trace;
   for (const Segment& segment : snapshot.segments) {
     if (segment.device != device) continue;
-    if (segment.is_expandable) expandable_mode_ = true;
+    if (segment.is_expandable) rule_.expandable = true;
     if (segment.block_count == 0 && check_.impossible_reason.empty()) {
       check_.impossible_reason = fmt::format(
           "segment {:#x} lists no blocks, so the dump's blocks are not known", segment.address);
@@ -365,7 +424,7 @@ AllocatorHistory::AllocatorHistory(const Snapshot& snapshot, int device) : snaps
   }
   for (uint64_t i = trace_.begin; i < trace_.end; ++i) {
     const Action action = snapshot.events.action[i];
-    if (action == Action::kSegmentMap || action == Action::kSegmentUnmap) expandable_mode_ = true;
+    if (action == Action::kSegmentMap || action == Action::kSegmentUnmap) rule_.expandable = true;
   }
   if (snapshot.legacy_block_history) {
     check_.impossible_reason = "the dump's blocks have no addresses (PyTorch 2.0 block history)";
@@ -388,6 +447,7 @@ AllocatorHistory::AllocatorHistory(const Snapshot& snapshot, int device) : snaps
       peak_free_ = cuda_peak;
     }
   }
+  rule_.rounding = check_.rounding;  // the walks after this one use the rule that won
 }
 
 void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding) {
@@ -398,9 +458,10 @@ void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding)
   check_.possible = possible;
   check_.impossible_reason = reason;
   check_.rounding = rounding;
+  rule_.rounding = rounding;
   // Back from the dump to the start.
   start_ = dump;
-  Walker back{snapshot, expandable_mode_, rounding};
+  Walker back{snapshot, rule_};
   uint64_t inferred = 0;
   for (uint64_t i = trace_.end; i > trace_.begin; --i) {
     if (back.backward(start_, i - 1, inferred)) ++check_.entries;
@@ -411,7 +472,7 @@ void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding)
   check_.inferred_sizes = inferred;
   // Forward again to the dump, deriving every traced block's size anew.
   AllocatorState end = start_;
-  Walker forth{snapshot, expandable_mode_, rounding};
+  Walker forth{snapshot, rule_};
   peak_free_ = PeakFree{free_bytes(end), 0, end.reserved};
   for (uint64_t i = trace_.begin; i < trace_.end; ++i) {
     if (forth.forward(end, i) && free_bytes(end) > peak_free_.bytes) {
@@ -459,7 +520,7 @@ void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding)
 
 AllocatorState AllocatorHistory::at(uint64_t position) const {
   AllocatorState state = start_;
-  Walker walker{*snapshot_, expandable_mode_, check_.rounding};
+  Walker walker{*snapshot_, rule_};
   const uint64_t stop = trace_.begin + std::min(position, trace_.count());
   for (uint64_t i = trace_.begin; i < stop; ++i) walker.forward(state, i);
   return state;

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <map>
 #include <string>
@@ -79,6 +80,26 @@ struct AllocatorState {
 enum class RoundingRule : uint8_t { kCuda, kNpu };
 std::string_view rounding_rule_name(RoundingRule rule);
 
+// How the allocator turns a request into a block: the rounding, and whether
+// the rest of a free block is split off. PyTorch's rules, with the settings
+// the snapshot's allocator_settings records.
+constexpr size_t kPower2Intervals =
+    16;  // roundup_power2_divisions: 1 MiB, 2 MiB, ... 32 GiB and up
+struct SplitRule {
+  RoundingRule rounding = RoundingRule::kCuda;
+  bool expandable = false;  // expandable segments: every pool splits like the small one
+  // max_split_size: blocks for requests of at least this are never split
+  // (-1 in the file, i.e. unlimited, is UINT64_MAX here).
+  uint64_t max_split_size = UINT64_MAX;
+  // roundup_power2_divisions per power-of-two interval from 1 MiB: a request
+  // rounds up to the next of that many equal divisions (0 or 1: to 512 bytes).
+  std::array<uint64_t, kPower2Intervals> power2_divisions{};
+};
+// max_split_size and roundup_power2_divisions from allocator_settings (the
+// dict of PyTorch 2.1+, keyed by each interval's start in MiB, or one number
+// for every interval); other fields and unreadable values keep the defaults.
+SplitRule split_rule_from_settings(std::string_view allocator_settings_json);
+
 // How well the trace explains the dump (the round trip dump -> back -> forward).
 struct HistoryCheck {
   bool possible = false;  // the dump lists every range's blocks with their addresses
@@ -118,7 +139,7 @@ class AllocatorHistory {
   template <typename At>
   void states_at(const std::vector<uint64_t>& positions, At&& at) const {
     AllocatorState state = start_;
-    Walker walker{*snapshot_, expandable_mode_, check_.rounding};
+    Walker walker{*snapshot_, rule_};
     uint64_t applied = 0;
     for (uint64_t position : positions) {
       const uint64_t target = std::min(position, trace_.count());
@@ -132,7 +153,7 @@ class AllocatorHistory {
   template <typename Observe>
   void walk(uint64_t last_position, Observe&& observe) const {
     AllocatorState state = start_;
-    Walker walker{*snapshot_, expandable_mode_, check_.rounding};
+    Walker walker{*snapshot_, rule_};
     const uint64_t stop = trace_.begin + std::min(last_position, trace_.count());
     for (uint64_t i = trace_.begin; i < stop; ++i) {
       if (walker.forward(state, i)) observe(i + 1 - trace_.begin, state);
@@ -150,8 +171,7 @@ class AllocatorHistory {
  private:
   struct Walker {
     const Snapshot& snapshot;
-    bool expandable_mode = false;
-    RoundingRule rounding = RoundingRule::kCuda;
+    SplitRule rule;
     uint64_t misfits = 0;
     // Returns whether entry i is an allocator entry (and was applied).
     bool forward(AllocatorState& state, uint64_t i);
@@ -172,7 +192,7 @@ class AllocatorHistory {
 
   const Snapshot* snapshot_;
   DeviceTrace trace_;
-  bool expandable_mode_ = false;  // expandable segments on: the split rule is the small pool's
+  SplitRule rule_;  // the file's settings; rounding as the history found it (check_.rounding)
   AllocatorState start_;
   HistoryCheck check_;
   PeakFree peak_free_;
@@ -202,7 +222,6 @@ AllocatorState state_at_dump(const Snapshot& snapshot, int device);
 // The block the allocator carves for a request of `requested` bytes from a
 // free block of `free_size` bytes: the rounded size, or the whole free block
 // when the remainder is too small to split off (PyTorch's should_split).
-uint64_t carved_block_size(uint64_t requested, uint64_t free_size, bool expandable_mode,
-                           RoundingRule rounding);
+uint64_t carved_block_size(uint64_t requested, uint64_t free_size, const SplitRule& rule);
 
 }  // namespace memsnap

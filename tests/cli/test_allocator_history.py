@@ -33,8 +33,27 @@ MIN_BLOCK = 512
 BASE_ADDRESS = 0x7F0000000000
 
 
-def rounded(request):
-    return MIN_BLOCK if request < MIN_BLOCK else -(-request // MIN_BLOCK) * MIN_BLOCK
+def next_power2_division(size, divisions):
+    """PyTorch's roundup_power2_next_division."""
+    if size & (size - 1) == 0:
+        return size
+    floor = 1 << (size.bit_length() - 1)
+    step = floor >> (divisions.bit_length() - 1)
+    if step == 0:
+        return floor << 1
+    down = size & ~(step - 1)
+    return size if down == size else down + step
+
+
+def rounded(request, divisions=None):
+    """PyTorch's round_size; divisions: roundup_power2_divisions per interval from 1 MiB."""
+    if request < MIN_BLOCK:
+        return MIN_BLOCK
+    if divisions:
+        k = min(max(request.bit_length() - 1 - 20, 0), 15)
+        if divisions[k] > 1 and request > MIN_BLOCK * divisions[k]:
+            return next_power2_division(request, divisions[k])
+    return -(-request // MIN_BLOCK) * MIN_BLOCK
 
 
 def segment_size_for(size):
@@ -49,8 +68,12 @@ class Allocator:
     """Segments hold explicit block lists [address, size, requested, state]
     (state: free, allocated, pending); a free merges with free neighbours."""
 
-    def __init__(self, rng):
+    def __init__(self, rng, max_split_size=None, divisions=None):
         self.rng = rng
+        self.max_split_size = max_split_size  # None: unlimited
+        self.divisions = divisions  # roundup_power2_divisions, 16 intervals from 1 MiB; None: off
+        self.unsplit = 0  # blocks left whole because of max_split_size
+        self.power2_rounded = 0  # requests rounded past 512 bytes by the divisions
         self.segments = {}  # address -> dict(size, stream, pool, small, blocks)
         self.next_address = BASE_ADDRESS
         self.trace = []
@@ -66,15 +89,24 @@ class Allocator:
                 entry["pool_id"] = pool
             self.trace.append(entry)
 
+    def usable(self, block_size, size):
+        """max_split_size: small requests never take an oversize block; large
+        ones only one within 20 MiB of their size (max_non_split_rounding)."""
+        if self.max_split_size is None or block_size < self.max_split_size:
+            return True
+        return size >= self.max_split_size and block_size < size + 20 * MiB
+
     def malloc(self, request, stream, pool=(0, 0)):
-        size = rounded(request)
+        size = rounded(request, self.divisions)
+        if size != rounded(request):
+            self.power2_rounded += 1
         small = size <= SMALL_SIZE
         best = None
         for address, seg in self.segments.items():
             if seg["stream"] != stream or seg["pool"] != pool or seg["small"] != small:
                 continue
             for block in seg["blocks"]:
-                if block[3] == "free" and block[1] >= size:
+                if block[3] == "free" and block[1] >= size and (small or self.usable(block[1], size)):
                     if best is None or (block[1], block[0]) < (best[1][1], best[1][0]):
                         best = (seg, block)
         if best is None:
@@ -89,6 +121,9 @@ class Allocator:
         seg, block = best
         remaining = block[1] - size
         split = remaining >= MIN_BLOCK if small else remaining > SMALL_SIZE
+        if split and not small and self.max_split_size is not None and size >= self.max_split_size:
+            split = False
+            self.unsplit += 1
         if split:
             rest = [block[0] + size, remaining, 0, "free"]
             block[1] = size
@@ -169,14 +204,21 @@ class Allocator:
                              "stream": seg["stream"], "segment_type": "small" if seg["small"] else "large",
                              "segment_pool_id": seg["pool"], "is_expandable": False,
                              "frames": [], "blocks": blocks})
-        return {"segments": segments, "device_traces": [self.trace]}
+        document = {"segments": segments, "device_traces": [self.trace]}
+        if self.max_split_size is not None or self.divisions is not None:
+            # As _dump_snapshot writes them (PyTorch 2.1+).
+            document["allocator_settings"] = {
+                "max_split_size": self.max_split_size if self.max_split_size is not None else -1,
+                "expandable_segments": False,
+                "roundup_power2_divisions": {str(1 << k): d for k, d in enumerate(self.divisions or [0] * 16)}}
+        return document
 
 
-def workload(seed, operations, warmup=0):
+def workload(seed, operations, warmup=0, **settings):
     """Returns the allocator after `operations` random steps, and the
     simulator's state after chosen numbers of trace entries."""
     rng = random.Random(seed)
-    sim = Allocator(rng)
+    sim = Allocator(rng, **settings)
     live, pending = [], []
     checkpoints = {}
     sim.recording = warmup == 0
@@ -240,9 +282,18 @@ def compare_state(name, report, expected):
     return check(name, not problems, "; ".join(problems)[:700])
 
 
+# Seed 4 runs under PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:24,roundup_power2_divisions:[...]:
+# blocks for requests of 24 MiB or more are never split, and requests round to 4, 8 or 2
+# divisions of their power-of-two interval.
+SETTINGS = {4: dict(max_split_size=24 * MiB, divisions=[4, 8, 8, 2] + [4] * 12)}
+
+
 def generated(memsnap, work):
-    for seed in (1, 2, 3):
-        sim, checkpoints = workload(seed, 2500)
+    for seed in (1, 2, 3, 4):
+        sim, checkpoints = workload(seed, 2500, **SETTINGS.get(seed, {}))
+        if seed in SETTINGS:
+            check("seed %d: the settings were exercised (%d blocks left whole, %d power-2 roundings)"
+                  % (seed, sim.unsplit, sim.power2_rounded), sim.unsplit > 0 and sim.power2_rounded > 0)
         path = write(work, "history-%d.pickle" % seed, sim.dump())
         report, error = segments_json(memsnap, path)
         if not check("seed %d: segments --json runs" % seed, report is not None, error):

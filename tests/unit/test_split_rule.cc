@@ -1,0 +1,64 @@
+// The allocator's rounding and split rules, as the replay applies them to
+// blocks the dump does not show: PyTorch's round_size and should_split, with
+// the settings allocator_settings records.
+#include <gtest/gtest.h>
+
+#include "analysis/allocator_state.h"
+
+namespace memsnap {
+namespace {
+
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+TEST(SplitRule, DefaultRoundsTo512BytesAndSplitsByPool) {
+  const SplitRule rule;
+  EXPECT_EQ(carved_block_size(1, 0, rule), 512u);
+  EXPECT_EQ(carved_block_size(513, 0, rule), 1024u);
+  // Small pool: the rest is split off when at least 512 bytes remain.
+  EXPECT_EQ(carved_block_size(1000, 2 * kMiB, rule), 1024u);
+  EXPECT_EQ(carved_block_size(1000, 1024 + 511, rule), 1024u + 511);
+  // Large pool: only when more than 1 MiB remains.
+  EXPECT_EQ(carved_block_size(4 * kMiB, 5 * kMiB, rule), 5 * kMiB);
+  EXPECT_EQ(carved_block_size(4 * kMiB, 5 * kMiB + 512, rule), 4 * kMiB);
+}
+
+TEST(SplitRule, MaxSplitSizeKeepsLargeBlocksWhole) {
+  const SplitRule rule = split_rule_from_settings(R"({"max_split_size": 33554432})");
+  EXPECT_EQ(rule.max_split_size, 32 * kMiB);
+  EXPECT_EQ(carved_block_size(40 * kMiB, 200 * kMiB, rule), 200 * kMiB);  // >= 32 MiB: whole
+  EXPECT_EQ(carved_block_size(20 * kMiB, 200 * kMiB, rule), 20 * kMiB);   // below it: split
+  EXPECT_EQ(split_rule_from_settings(R"({"max_split_size": -1})").max_split_size, UINT64_MAX);
+  // Expandable segments split like the small pool whatever max_split_size says.
+  SplitRule expandable = rule;
+  expandable.expandable = true;
+  EXPECT_EQ(carved_block_size(40 * kMiB, 200 * kMiB, expandable), 40 * kMiB);
+}
+
+TEST(SplitRule, PowerOfTwoDivisions) {
+  // PyTorch's documentation: with 4 divisions a 1200 MiB request rounds to 1280 MiB.
+  const SplitRule four = split_rule_from_settings(R"({"roundup_power2_divisions": 4})");
+  EXPECT_EQ(carved_block_size(1200 * kMiB, 0, four), 1280 * kMiB);
+  EXPECT_EQ(carved_block_size(1024 * kMiB, 0, four), 1024 * kMiB);  // a power of two stays
+  EXPECT_EQ(carved_block_size(1000, 0, four), 1024u);  // not above 4 x 512 bytes: 512-byte rule
+  // The dict of PyTorch 2.1+, keyed by each interval's start in MiB.
+  const SplitRule per_interval = split_rule_from_settings(
+      R"({"roundup_power2_divisions": {"1": 0, "2": 8, "1024": 2, "bad": 4, "3": 4}})");
+  EXPECT_EQ(per_interval.power2_divisions[0], 0u);
+  EXPECT_EQ(per_interval.power2_divisions[1], 8u);
+  EXPECT_EQ(per_interval.power2_divisions[10], 2u);
+  EXPECT_EQ(carved_block_size(3 * kMiB - 5, 0, per_interval), 3 * kMiB);    // 2-4 MiB in 8ths
+  EXPECT_EQ(carved_block_size(1500 * kMiB, 0, per_interval), 1536 * kMiB);  // 1-2 GiB in halves
+  EXPECT_EQ(carved_block_size(kMiB + 1, 0, per_interval), kMiB + 512);      // interval "1": off
+}
+
+TEST(SplitRule, UnreadableSettingsKeepTheDefaults) {
+  for (const char* settings : {"", "[1, 2]", "not json", R"({"max_split_size": "big"})",
+                               R"({"roundup_power2_divisions": -3})"}) {
+    const SplitRule rule = split_rule_from_settings(settings);
+    EXPECT_EQ(rule.max_split_size, UINT64_MAX) << settings;
+    for (uint64_t d : rule.power2_divisions) EXPECT_EQ(d, 0u) << settings;
+  }
+}
+
+}  // namespace
+}  // namespace memsnap
