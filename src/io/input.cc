@@ -1,5 +1,7 @@
 #include "io/input.h"
 
+#include <xxhash.h>
+
 #include <array>
 #include <atomic>
 #include <memory>
@@ -467,6 +469,25 @@ InputBuffer open_input(const std::string& path, const InputLimits& limits) {
     buffer.compression_ = gzip ? Compression::kGzip : Compression::kZstd;
   }
   return buffer;
+}
+
+std::vector<uint8_t> read_file_head(const std::string& path, uint64_t bytes) {
+  std::FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) {
+    throw Error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  }
+  std::vector<uint8_t> head(static_cast<size_t>(bytes));
+  const size_t got = std::fread(head.data(), 1, head.size(), file);
+  const bool failed = std::ferror(file) != 0;
+  std::fclose(file);
+  if (failed) throw Error(fmt::format("{}: read error", path));
+  head.resize(got);
+  return head;
+}
+
+std::string head_hash(std::span<const uint8_t> head) {
+  const XXH128_hash_t hash = XXH3_128bits(head.data(), head.size());
+  return fmt::format("{:016x}{:016x}", hash.high64, hash.low64);
 }
 
 }  // namespace memsnap

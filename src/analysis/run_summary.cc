@@ -1,0 +1,131 @@
+#include "analysis/run_summary.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <regex>
+
+#include "analysis/file_analysis.h"
+#include "analysis/parse_summary.h"
+#include "analysis/steps.h"
+#include "memsnap/error.h"
+
+namespace memsnap {
+
+namespace {
+
+// Keeps the first kSummarySources rows; returns the sums over all of them.
+void keep_top(std::vector<SourceUsage>& rows, uint64_t& distinct, uint64_t& bytes) {
+  distinct = rows.size();
+  bytes = 0;
+  for (const SourceUsage& row : rows) bytes += row.bytes;
+  if (rows.size() > kSummarySources) rows.resize(kSummarySources);
+}
+
+}  // namespace
+
+RunSummary summarize_run(const Snapshot& snapshot, const std::string& path,
+                         const SummaryOptions& options) {
+  ParseResult parsed =
+      summarize(snapshot, path,
+                ParseOptions{options.device, static_cast<int>(kSummarySources), options.keys});
+  RunSummary out;
+  out.path = path;
+  out.size_bytes = parsed.file_size_bytes;
+  out.compression = parsed.compression;
+  out.rank = options.rank;
+  out.device = parsed.device;
+  out.devices = parsed.devices;
+  out.group = parsed.group;
+  out.allocator_settings = parsed.allocator_settings;
+  out.segments = parsed.segments;
+  out.reserved_peak = parsed.reserved.peak;
+  out.reserved_peak_time_s = parsed.reserved_peak_time_s;
+  out.baseline = parsed.baseline.baseline_at_start;
+  out.peak_delta = parsed.replay.peak_delta;
+  out.absolute_peak =
+      add_bytes(parsed.baseline.baseline_at_start, static_cast<uint64_t>(parsed.replay.peak_delta));
+  out.peak_time_s = parsed.peak_time_s;
+  if (parsed.replay.peak_event != kNoEvent) out.peak_event = parsed.replay.peak_event;
+  out.event_count = parsed.event_count;
+  out.alloc_count = parsed.replay.alloc_count;
+  out.unmatched_free_count = parsed.replay.unmatched_free_count;
+  out.unmatched_free_bytes = parsed.replay.unmatched_free_bytes;
+  out.has_time = parsed.has_time;
+  out.trace_duration_s = parsed.trace_duration_s;
+  out.throughput_sources = parsed.distinct_sources;
+  for (const SourceThroughput& row : parsed.top_sources) {
+    out.throughput.push_back({row.source, row.throughput_bytes, row.alloc_count});
+  }
+  const DeviceTrace trace = trace_or_empty(snapshot, out.device);
+  const int64_t t0 = trace_start_us(snapshot, trace);
+  for (const OomReport& oom : parsed.ooms) {
+    SummaryOom row{oom.event - trace.begin, oom.requested, oom.device_free, std::nullopt};
+    if (t0 != 0 && oom.time_us != 0) row.time_s = static_cast<double>(oom.time_us - t0) / 1e6;
+    out.ooms.push_back(row);
+  }
+
+  // Per step: the absolute peak (one pass over the trace for every window).
+  const TraceAnalysis analysis = analyze_trace(snapshot, trace, parsed.steps);
+  for (const StepStats& stats : analysis.steps) {
+    const ProfilerStep& step = stats.step;
+    out.steps.push_back(
+        SummaryStep{step.number, step.complete,
+                    step.complete ? static_cast<double>(step.end_us - step.start_us) / 1e3 : 0.0,
+                    add_bytes(add_bytes(out.baseline, static_cast<uint64_t>(stats.start_delta)),
+                              static_cast<uint64_t>(stats.peak_delta)),
+                    stats.peak_delta});
+  }
+  out.step_count = out.steps.size();
+  if (out.steps.size() > kSummarySteps) {
+    std::stable_sort(out.steps.begin(), out.steps.end(),
+                     [](const SummaryStep& a, const SummaryStep& b) {
+                       return a.absolute_peak > b.absolute_peak;
+                     });
+    out.steps.resize(kSummarySteps);
+    std::sort(out.steps.begin(), out.steps.end(),
+              [](const SummaryStep& a, const SummaryStep& b) { return a.number < b.number; });
+  }
+
+  // What was live at the peak, by source and by category. A file without a
+  // trace peaks at its dump: its blocks name what was live.
+  const uint64_t position = out.peak_event ? *out.peak_event + 1 : 0;
+  SourceIndex sources(snapshot, options.keys);
+  SourceKeyOptions by_category = options.keys;
+  by_category.group = GroupBy::kCategory;
+  SourceIndex categories(snapshot, by_category);
+  if (trace.count() == 0) {
+    out.live_at_peak = live_at_dump_by_source(snapshot, out.device, sources);
+    out.live_at_peak_by_category = live_at_dump_by_source(snapshot, out.device, categories);
+  } else {
+    out.live_at_peak = live_at(snapshot, trace, sources, position).sources;
+    out.live_at_peak_by_category = live_at(snapshot, trace, categories, position).sources;
+  }
+  keep_top(out.live_at_peak, out.live_at_peak_sources, out.live_at_peak_bytes);
+  return out;
+}
+
+std::optional<int64_t> rank_from_name(const std::string& path, const std::string& pattern) {
+  std::regex regex;
+  try {
+    regex = std::regex(pattern, std::regex::ECMAScript);
+  } catch (const std::regex_error& error) {
+    throw Error::usage(
+        fmt::format("--rank-from '{}' is not a valid regex: {}", pattern, error.what()));
+  }
+  if (regex.mark_count() < 1) {
+    throw Error::usage(fmt::format(
+        "--rank-from '{}' has no capture group: put the rank's digits in ( )", pattern));
+  }
+  const size_t slash = path.find_last_of("/\\");
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  std::smatch match;
+  if (!std::regex_search(name, match, regex) || !match[1].matched) return std::nullopt;
+  const std::string digits = match[1].str();
+  if (digits.empty() || digits.size() > 18 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  return std::stoll(digits);
+}
+
+}  // namespace memsnap

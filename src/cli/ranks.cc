@@ -1,0 +1,62 @@
+// memsnap ranks (FILE|DIR|SUMMARY.json)...: which rank peaks highest, and why.
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+#include <memory>
+
+#include "analysis/ranks.h"
+#include "cli/command.h"
+#include "cli/options.h"
+#include "cli/output.h"
+#include "cli/summaries.h"
+#include "memsnap/error.h"
+#include "report/ranks_render.h"
+
+namespace memsnap::cli {
+
+Command ranks_command() {
+  return {"ranks",
+          "Many ranks of one run: the highest peak, the spread, outliers, groups of alike "
+          "ranks, and what the highest holds that the median does not",
+          [](CLI::App& command) -> Runner {
+            struct Flags {
+              std::vector<std::string> inputs;
+              SummaryInputs summary;
+            };
+            auto flags = std::make_shared<Flags>();
+            command
+                .add_option("INPUT", flags->inputs,
+                            "Snapshots, summaries (memsnap summarize), or folders of either")
+                ->required();
+            add_json_flag(command, flags->summary.common);
+            add_device_flag(command, flags->summary.common);
+            add_top_flag(command, flags->summary.common, "rows per table", 20);
+            add_source_key_flags(command, flags->summary.common);
+            add_input_flags(command, flags->summary.common);
+            add_summary_input_flags(command, flags->summary);
+            return [flags] {
+              const std::vector<std::string> paths = expand_inputs(flags->inputs);
+              std::vector<SummaryOutcome> outcomes = summarize_all(paths, flags->summary);
+              std::vector<RunSummary> summaries;
+              std::vector<UnreadableFile> unread;
+              for (SummaryOutcome& outcome : outcomes) {
+                if (outcome.summary) {
+                  summaries.push_back(std::move(*outcome.summary));
+                } else {
+                  unread.push_back({outcome.path, outcome.error});
+                }
+              }
+              const RanksReport report = analyze_ranks(summaries);
+              if (flags->summary.common.json) {
+                write_json(render_ranks_json(report, unread));
+              } else {
+                write_out(render_ranks_text(report, unread, flags->summary.common.top));
+              }
+              if (!unread.empty()) {
+                throw Error(fmt::format("{} of {} files could not be read (listed in the report)",
+                                        unread.size(), paths.size()));
+              }
+            };
+          }};
+}
+
+}  // namespace memsnap::cli

@@ -1,0 +1,110 @@
+// memsnap summarize FILE...: the compact per-file summary that `ranks` and
+// `check --baseline` read (the map step over many ranks).
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <map>
+#include <memory>
+
+#include "cli/command.h"
+#include "cli/options.h"
+#include "cli/output.h"
+#include "cli/summaries.h"
+#include "memsnap/error.h"
+#include "report/summary_json.h"
+
+namespace memsnap::cli {
+
+namespace {
+
+// DIR/<file name less its extensions>.summary.json
+std::string summary_path(const std::string& folder, const std::string& input) {
+  std::string name = std::filesystem::path(input).filename().string();
+  for (const char* suffix : {".gz", ".zst", ".pickle", ".pkl", ".pt", ".json"}) {
+    const std::string_view ext(suffix);
+    if (name.size() > ext.size() && name.ends_with(ext)) name.resize(name.size() - ext.size());
+  }
+  if (name.empty() || name == "-") name = "stdin";
+  return (std::filesystem::path(folder) / (name + ".summary.json")).string();
+}
+
+}  // namespace
+
+Command summarize_command() {
+  return {"summarize",
+          "A compact summary per file (JSON, a few KB): the map step for many ranks, and a "
+          "baseline for CI",
+          [](CLI::App& command) -> Runner {
+            struct Flags {
+              std::vector<std::string> files;
+              std::string output;
+              SummaryInputs inputs;
+            };
+            auto flags = std::make_shared<Flags>();
+            command
+                .add_option("FILE", flags->files,
+                            "Snapshots (.pickle, .gz, .zst, - for stdin) or folders of them")
+                ->required();
+            command
+                .add_option("-o,--output", flags->output,
+                            "Folder to write one FILE.summary.json per input to (created if "
+                            "missing); without it the summaries go to stdout")
+                ->option_text("DIR");
+            add_json_flag(command, flags->inputs.common);
+            add_device_flag(command, flags->inputs.common);
+            add_source_key_flags(command, flags->inputs.common);
+            add_input_flags(command, flags->inputs.common);
+            add_summary_input_flags(command, flags->inputs);
+            return [flags] {
+              const std::vector<std::string> paths = expand_inputs(flags->files);
+              std::vector<std::string> outputs(paths.size());
+              if (!flags->output.empty()) {
+                std::map<std::string, std::string> taken;
+                for (size_t i = 0; i < paths.size(); ++i) {
+                  outputs[i] = summary_path(flags->output, paths[i]);
+                  auto [it, fresh] = taken.emplace(outputs[i], paths[i]);
+                  if (!fresh) {
+                    throw Error::usage(fmt::format(
+                        "{} and {} would both be summarised to {}: rename one, or summarise "
+                        "them to different folders",
+                        it->second, paths[i], outputs[i]));
+                  }
+                }
+                std::error_code error;
+                std::filesystem::create_directories(flags->output, error);
+                if (error) {
+                  throw Error::output(
+                      fmt::format("cannot create {}: {}", flags->output, error.message()));
+                }
+              }
+              std::vector<SummaryOutcome> outcomes = summarize_all(paths, flags->inputs);
+              std::vector<RunSummary> done;
+              std::vector<std::string> written;
+              nlohmann::ordered_json documents = nlohmann::ordered_json::array();
+              size_t failed = 0;
+              for (size_t i = 0; i < outcomes.size(); ++i) {
+                if (!outcomes[i].summary) {
+                  std::fprintf(stderr, "memsnap: %s\n", outcomes[i].error.c_str());
+                  ++failed;
+                  continue;
+                }
+                nlohmann::ordered_json document = render_summary_json(*outcomes[i].summary);
+                if (!outputs[i].empty()) write_file(outputs[i], document.dump() + "\n");
+                documents.push_back(std::move(document));
+                done.push_back(std::move(*outcomes[i].summary));
+                written.push_back(outputs[i]);
+              }
+              if (flags->inputs.common.json && flags->output.empty()) {
+                write_json(paths.size() == 1 && !documents.empty() ? documents[0] : documents);
+              } else if (!done.empty()) {
+                write_out(render_summaries_text(done, written));
+              }
+              if (failed > 0) {
+                throw Error(fmt::format("{} of {} files could not be summarised (above)", failed,
+                                        paths.size()));
+              }
+            };
+          }};
+}
+
+}  // namespace memsnap::cli

@@ -1,0 +1,224 @@
+#include "report/ranks_render.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <algorithm>
+
+#include "report/format.h"
+#include "report/source_tables.h"
+
+namespace memsnap {
+
+using nlohmann::ordered_json;
+
+namespace {
+
+std::string rank_name(const RankRow& row) {
+  return row.rank ? std::to_string(*row.rank) : printable(row.path);
+}
+
+std::string peak_text(int64_t bytes) {
+  return bytes < 0 ? format_signed_bytes(bytes) : format_bytes(static_cast<uint64_t>(bytes));
+}
+
+ordered_json rank_json(const RankRow& row) {
+  return row.rank ? ordered_json(*row.rank) : ordered_json(nullptr);
+}
+
+}  // namespace
+
+std::string rank_list(const RanksReport& report, const std::vector<size_t>& rows) {
+  std::vector<int64_t> numbers;
+  std::vector<std::string> names;
+  for (size_t r : rows) {
+    if (report.rows[r].rank) {
+      numbers.push_back(*report.rows[r].rank);
+    } else {
+      names.push_back(printable(report.rows[r].path));
+    }
+  }
+  std::sort(numbers.begin(), numbers.end());
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < numbers.size();) {
+    size_t j = i;
+    while (j + 1 < numbers.size() && numbers[j + 1] == numbers[j] + 1) ++j;
+    parts.push_back(j == i ? std::to_string(numbers[i])
+                           : fmt::format("{}-{}", numbers[i], numbers[j]));
+    i = j + 1;
+  }
+  if (names.size() > 3) {
+    parts.push_back(fmt::format("{} files without a rank", names.size()));
+  } else {
+    parts.insert(parts.end(), names.begin(), names.end());
+  }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::string render_ranks_text(const RanksReport& r, const std::vector<UnreadableFile>& unread,
+                              int top) {
+  std::string out =
+      fmt::format("ranks: {} file{} read", r.rows.size(), r.rows.size() == 1 ? "" : "s");
+  if (!unread.empty()) out += fmt::format(", {} could not be read (below)", unread.size());
+  out += "\n";
+  std::string unread_text;
+  if (!unread.empty()) {
+    unread_text = "\nCould not be read\n";
+    for (const UnreadableFile& file : unread) unread_text += "  " + printable(file.error) + "\n";
+  }
+  if (r.rows.empty()) return out + unread_text;
+  const RankRow& highest = r.rows.front();
+  const RankRow& lowest = r.rows.back();
+  out += "\nAbsolute peak across ranks\n";
+  TextTable spread({"", "", ""}, {false, true, false});
+  spread.add_row({"max", peak_text(r.peak_max), "rank " + rank_name(highest)});
+  if (r.median_row) {
+    spread.add_row(
+        {"median", peak_text(r.peak_median), "rank " + rank_name(r.rows[*r.median_row])});
+  }
+  spread.add_row({"min", peak_text(r.peak_min), "rank " + rank_name(lowest)});
+  if (r.max_over_median > 0) {
+    spread.add_row({"max / median", fmt::format("{:.3f}", r.max_over_median), ""});
+  }
+  spread.add_row({"MAD", format_bytes(static_cast<uint64_t>(r.mad)),
+                  "median absolute deviation from the median"});
+  std::string rendered = spread.render();
+  out += rendered.substr(rendered.find('\n') + 1);
+
+  std::vector<size_t> outliers;
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    if (r.rows[i].outlier) outliers.push_back(i);
+  }
+  if (outliers.empty()) {
+    out += "  outliers: none (no rank's peak is more than 3.5 robust z from the median)\n";
+  } else {
+    out += fmt::format("  outliers: {} (|0.6745 (peak - median) / MAD| > 3.5)\n",
+                       rank_list(r, outliers));
+    for (size_t i : outliers) {
+      const RankRow& row = r.rows[i];
+      out += fmt::format("    rank {}: {}, {} the median{}\n", rank_name(row),
+                         peak_text(row.absolute_peak),
+                         format_signed_bytes(row.absolute_peak - r.peak_median),
+                         r.mad > 0 ? fmt::format(", z = {:.1f}", row.robust_z) : "");
+    }
+  }
+
+  out += fmt::format(
+      "\nGroups: ranks that peak within {:g}% of each other with the same {} largest sources\n",
+      kGroupTolerance * 100, kGroupSignature);
+  TextTable groups({"ranks", "count", "peak", "largest sources at the peak"},
+                   {false, true, true, false});
+  for (size_t g = 0; g < limit(top, r.groups.size()); ++g) {
+    const RankGroup& group = r.groups[g];
+    std::vector<std::string> names;
+    for (const std::string& name : group.signature) names.push_back(printable(name));
+    groups.add_row(
+        {rank_list(r, group.rows), std::to_string(group.rows.size()),
+         group.peak_min == group.peak_max
+             ? peak_text(group.peak_max)
+             : fmt::format("{} - {}", peak_text(group.peak_min), peak_text(group.peak_max)),
+         names.empty() ? "-" : fmt::format("{}", fmt::join(names, ", "))});
+  }
+  out += groups.render();
+  if (limit(top, r.groups.size()) < r.groups.size()) {
+    out += fmt::format("  ... {} more groups (--top)\n",
+                       r.groups.size() - limit(top, r.groups.size()));
+  }
+
+  out += "\nPer rank, highest peak first\n";
+  TextTable rows({"rank", "absolute peak", "at (s)", "reserved peak", "baseline", "frag",
+                  "largest at the peak", "oom"},
+                 {true, true, true, true, true, true, false, true});
+  for (size_t i = 0; i < limit(top, r.rows.size()); ++i) {
+    const RankRow& row = r.rows[i];
+    rows.add_row({rank_name(row) + (row.outlier ? " !" : ""), peak_text(row.absolute_peak),
+                  row.peak_time_s ? fmt::format("{:.3f}", *row.peak_time_s) : "-",
+                  format_bytes(row.reserved_peak), peak_text(row.baseline),
+                  format_percent(row.fragmentation),
+                  row.top_source.empty() ? "-"
+                                         : fmt::format("{} ({})", printable(row.top_source),
+                                                       format_bytes(row.top_source_bytes)),
+                  row.oom_count > 0 ? std::to_string(row.oom_count) : ""});
+  }
+  out += rows.render();
+  if (limit(top, r.rows.size()) < r.rows.size()) {
+    out += fmt::format("  ... {} more ranks (--top 0 for all of them, or --json)\n",
+                       r.rows.size() - limit(top, r.rows.size()));
+  }
+
+  if (r.highest_row && r.median_row && *r.median_row != *r.highest_row) {
+    out += fmt::format(
+        "\nRank {} (highest) against rank {} (median): live at each one's peak, by source "
+        "(B - A = highest - median)\n",
+        rank_name(r.rows[*r.highest_row]), rank_name(r.rows[*r.median_row]));
+    out += diff_table(r.highest_vs_median.rows, top);
+  }
+  if (!r.duplicate_ranks.empty()) {
+    out += fmt::format("\n! rank numbers claimed by more than one file: {} (--rank-from)\n",
+                       short_list(r.duplicate_ranks));
+  }
+  return out + unread_text;
+}
+
+ordered_json render_ranks_json(const RanksReport& r, const std::vector<UnreadableFile>& unread) {
+  ordered_json rows = ordered_json::array();
+  for (const RankRow& row : r.rows) {
+    rows.push_back(
+        {{"rank", rank_json(row)},
+         {"file", row.path},
+         {"device", row.device},
+         {"absolute_peak", row.absolute_peak},
+         {"peak_time_s", row.peak_time_s ? ordered_json(*row.peak_time_s) : ordered_json(nullptr)},
+         {"reserved_peak", row.reserved_peak},
+         {"baseline", row.baseline},
+         {"fragmentation", row.fragmentation},
+         {"top_source",
+          row.top_source.empty() ? ordered_json(nullptr) : ordered_json(row.top_source)},
+         {"top_source_bytes", row.top_source_bytes},
+         {"oom_count", row.oom_count},
+         {"robust_z", row.robust_z},
+         {"outlier", row.outlier}});
+  }
+  ordered_json groups = ordered_json::array();
+  for (const RankGroup& group : r.groups) {
+    ordered_json members = ordered_json::array();
+    for (size_t i : group.rows) members.push_back(rank_json(r.rows[i]));
+    ordered_json files = ordered_json::array();
+    for (size_t i : group.rows) files.push_back(r.rows[i].path);
+    groups.push_back({{"ranks", members},
+                      {"files", files},
+                      {"peak_min", group.peak_min},
+                      {"peak_max", group.peak_max},
+                      {"signature", group.signature}});
+  }
+  ordered_json outliers = ordered_json::array();
+  for (const RankRow& row : r.rows) {
+    if (row.outlier) outliers.push_back({{"rank", rank_json(row)}, {"file", row.path}});
+  }
+  ordered_json unreadable = ordered_json::array();
+  for (const UnreadableFile& file : unread) {
+    unreadable.push_back({{"file", file.path}, {"error", file.error}});
+  }
+  ordered_json drill = nullptr;
+  if (r.highest_row && r.median_row) {
+    drill = {{"highest", rank_json(r.rows[*r.highest_row])},
+             {"highest_file", r.rows[*r.highest_row].path},
+             {"median", rank_json(r.rows[*r.median_row])},
+             {"median_file", r.rows[*r.median_row].path},
+             {"sources", diff_json(r.highest_vs_median.rows, -1, false)}};
+  }
+  return {{"files_read", r.rows.size()},
+          {"unreadable", unreadable},
+          {"spread",
+           {{"min", r.peak_min},
+            {"median", r.peak_median},
+            {"max", r.peak_max},
+            {"max_over_median", r.max_over_median},
+            {"mad", r.mad}}},
+          {"outliers", outliers},
+          {"groups", groups},
+          {"ranks", rows},
+          {"highest_vs_median", drill},
+          {"duplicate_ranks", r.duplicate_ranks}};
+}
+
+}  // namespace memsnap

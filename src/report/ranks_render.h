@@ -1,0 +1,28 @@
+// `memsnap ranks`: text and JSON of a RanksReport.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/ranks.h"
+
+namespace memsnap {
+
+// A file that could not be read: its path and why (the report still covers the rest).
+struct UnreadableFile {
+  std::string path;
+  std::string error;
+};
+
+// top: rows per table (negative: all).
+std::string render_ranks_text(const RanksReport& report, const std::vector<UnreadableFile>& unread,
+                              int top);
+nlohmann::ordered_json render_ranks_json(const RanksReport& report,
+                                         const std::vector<UnreadableFile>& unread);
+
+// "0-7, 9, 12-14 (13 ranks)", or the files' names where ranks are unknown.
+std::string rank_list(const RanksReport& report, const std::vector<size_t>& rows);
+
+}  // namespace memsnap

@@ -1,0 +1,334 @@
+#include "report/summary_json.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include "memsnap/error.h"
+#include "memsnap/version.h"
+#include "report/format.h"
+#include "report/json_fields.h"
+
+namespace memsnap {
+
+using nlohmann::ordered_json;
+
+namespace {
+
+ordered_json optional_number(std::optional<double> value) {
+  return value ? ordered_json(*value) : ordered_json(nullptr);
+}
+
+ordered_json usage_rows(const std::vector<SourceUsage>& rows) {
+  ordered_json out = ordered_json::array();
+  for (const SourceUsage& row : rows) {
+    out.push_back({{"source", row.source}, {"bytes", row.bytes}, {"count", row.count}});
+  }
+  return out;
+}
+
+// Typed access to a summary document: each accessor names the key's path in
+// its error, so a hand-edited or foreign file says exactly what is wrong.
+class Reader {
+ public:
+  explicit Reader(const std::string& where) : where_(where) {}
+
+  [[noreturn]] void fail(const std::string& key, std::string_view what) const {
+    throw Error(fmt::format("{}: not a memsnap summary: {} {}", where_, key, what));
+  }
+  const ordered_json& field(const ordered_json& object, const std::string& key,
+                            const std::string& path) const {
+    auto it = object.find(key);
+    if (it == object.end()) fail(path + key, "is missing");
+    return *it;
+  }
+  const ordered_json& object(const ordered_json& parent, const std::string& key,
+                             const std::string& path) const {
+    const ordered_json& value = field(parent, key, path);
+    if (!value.is_object()) fail(path + key, "is not an object");
+    return value;
+  }
+  const ordered_json& array(const ordered_json& parent, const std::string& key,
+                            const std::string& path) const {
+    const ordered_json& value = field(parent, key, path);
+    if (!value.is_array()) fail(path + key, "is not a list");
+    return value;
+  }
+  int64_t integer(const ordered_json& parent, const std::string& key,
+                  const std::string& path) const {
+    const ordered_json& value = field(parent, key, path);
+    // Every count and byte total of a real run fits in 2^62; beyond it the
+    // arithmetic of the reports could overflow.
+    constexpr int64_t kLimit = int64_t{1} << 62;
+    if (value.is_number_unsigned()) {
+      if (value.get<uint64_t>() > static_cast<uint64_t>(kLimit))
+        fail(path + key, "is out of range");
+      return static_cast<int64_t>(value.get<uint64_t>());
+    }
+    if (!value.is_number_integer()) fail(path + key, "is not a whole number");
+    if (value.get<int64_t>() < -kLimit) fail(path + key, "is out of range");
+    return value.get<int64_t>();
+  }
+  uint64_t count(const ordered_json& parent, const std::string& key,
+                 const std::string& path) const {
+    const int64_t value = integer(parent, key, path);
+    if (value < 0) fail(path + key, "is negative");
+    return static_cast<uint64_t>(value);
+  }
+  std::optional<int64_t> optional_integer(const ordered_json& parent, const std::string& key,
+                                          const std::string& path) const {
+    if (field(parent, key, path).is_null()) return std::nullopt;
+    return integer(parent, key, path);
+  }
+  double number(const ordered_json& parent, const std::string& key, const std::string& path) const {
+    const ordered_json& value = field(parent, key, path);
+    if (!value.is_number() || !std::isfinite(value.get<double>()))
+      fail(path + key, "is not a finite number");
+    return value.get<double>();
+  }
+  std::optional<double> optional_number(const ordered_json& parent, const std::string& key,
+                                        const std::string& path) const {
+    if (field(parent, key, path).is_null()) return std::nullopt;
+    return number(parent, key, path);
+  }
+  bool boolean(const ordered_json& parent, const std::string& key, const std::string& path) const {
+    const ordered_json& value = field(parent, key, path);
+    if (!value.is_boolean()) fail(path + key, "is not true or false");
+    return value.get<bool>();
+  }
+  std::string string(const ordered_json& parent, const std::string& key,
+                     const std::string& path) const {
+    const ordered_json& value = field(parent, key, path);
+    if (!value.is_string()) fail(path + key, "is not a string");
+    return value.get<std::string>();
+  }
+  std::vector<SourceUsage> usage(const ordered_json& parent, const std::string& key,
+                                 const std::string& path) const {
+    std::vector<SourceUsage> rows;
+    const ordered_json& list = array(parent, key, path);
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string at = fmt::format("{}{}[{}].", path, key, i);
+      if (!list[i].is_object()) fail(at, "is not an object");
+      rows.push_back({string(list[i], "source", at), count(list[i], "bytes", at),
+                      count(list[i], "count", at)});
+    }
+    return rows;
+  }
+
+ private:
+  const std::string& where_;
+};
+
+GroupBy group_named(const Reader& reader, const std::string& name) {
+  constexpr std::array kGroups = {
+      GroupBy::kSource,         GroupBy::kFile,       GroupBy::kFunction,
+      GroupBy::kStack,          GroupBy::kCategory,   GroupBy::kUserMetadata,
+      GroupBy::kCompileContext, GroupBy::kAnnotation, GroupBy::kPool};
+  for (GroupBy group : kGroups) {
+    if (group_label(group) == name) return group;
+  }
+  reader.fail("group", fmt::format("names no grouping ('{}')", name));
+}
+
+}  // namespace
+
+bool looks_like_json(std::string_view head) {
+  const size_t first = head.find_first_not_of(" \t\r\n");
+  return first != std::string_view::npos && head[first] == '{';
+}
+
+ordered_json render_summary_json(const RunSummary& s) {
+  ordered_json steps = ordered_json::array();
+  for (const SummaryStep& step : s.steps) {
+    steps.push_back({{"step", step.number},
+                     {"complete", step.complete},
+                     {"duration_ms", step.duration_ms},
+                     {"absolute_peak", step.absolute_peak},
+                     {"peak_delta", step.peak_delta}});
+  }
+  ordered_json ooms = ordered_json::array();
+  for (const SummaryOom& oom : s.ooms) {
+    ooms.push_back(
+        {{"event", oom.event},
+         {"requested", oom.requested},
+         {"device_free", oom.device_free ? ordered_json(*oom.device_free) : ordered_json(nullptr)},
+         {"time_s", optional_number(oom.time_s)}});
+  }
+  ordered_json throughput = ordered_json::array();
+  for (const SummaryThroughput& row : s.throughput) {
+    throughput.push_back(
+        {{"source", row.source}, {"throughput_bytes", row.bytes}, {"alloc_count", row.count}});
+  }
+  return ordered_json{
+      {"kind", kSummaryKind},
+      {"version", kSummaryVersion},
+      {"generated_by", fmt::format("memsnap {}", kVersion)},
+      {"file",
+       {{"path", s.path},
+        {"size_bytes", s.size_bytes},
+        {"head_xxh3_128", s.head_hash},
+        {"compression", s.compression}}},
+      {"rank", s.rank ? ordered_json(*s.rank) : ordered_json(nullptr)},
+      {"device", s.device},
+      {"devices", s.devices},
+      {"group", group_label(s.group)},
+      {"allocator_settings", s.allocator_settings},
+      {"segments", segments_json(s.segments)},
+      {"reserved_peak", s.reserved_peak},
+      {"reserved_peak_time_s", optional_number(s.reserved_peak_time_s)},
+      {"baseline", s.baseline},
+      {"peak_delta", s.peak_delta},
+      {"absolute_peak", s.absolute_peak},
+      {"peak_time_s", optional_number(s.peak_time_s)},
+      {"peak_event", s.peak_event ? ordered_json(*s.peak_event) : ordered_json(nullptr)},
+      {"event_count", s.event_count},
+      {"alloc_count", s.alloc_count},
+      {"unmatched_frees", {{"count", s.unmatched_free_count}, {"bytes", s.unmatched_free_bytes}}},
+      {"has_time", s.has_time},
+      {"trace_duration_s", s.trace_duration_s},
+      {"step_count", s.step_count},
+      {"steps", steps},
+      {"live_at_peak",
+       {{"sources", s.live_at_peak_sources},
+        {"bytes", s.live_at_peak_bytes},
+        {"by_source", usage_rows(s.live_at_peak)},
+        {"by_category", usage_rows(s.live_at_peak_by_category)}}},
+      {"throughput", {{"sources", s.throughput_sources}, {"by_source", throughput}}},
+      {"ooms", ooms}};
+}
+
+std::string render_summaries_text(const std::vector<RunSummary>& summaries,
+                                  const std::vector<std::string>& outputs) {
+  const bool written = std::any_of(outputs.begin(), outputs.end(),
+                                   [](const std::string& path) { return !path.empty(); });
+  std::vector<std::string> header{"rank", "file", "absolute peak", "reserved peak",
+                                  "largest at the peak"};
+  if (written) header.emplace_back("summary");
+  TextTable table(header, {true, false, true, true, false, false});
+  for (size_t i = 0; i < summaries.size(); ++i) {
+    const RunSummary& s = summaries[i];
+    std::string largest = "-";
+    if (!s.live_at_peak.empty()) {
+      largest = fmt::format("{} ({})", printable(s.live_at_peak.front().source),
+                            format_bytes(s.live_at_peak.front().bytes));
+    }
+    std::vector<std::string> row{s.rank ? std::to_string(*s.rank) : "-", printable(s.path),
+                                 s.absolute_peak < 0
+                                     ? format_signed_bytes(s.absolute_peak)
+                                     : format_bytes(static_cast<uint64_t>(s.absolute_peak)),
+                                 format_bytes(s.reserved_peak), largest};
+    if (written) row.push_back(i < outputs.size() ? printable(outputs[i]) : "");
+    table.add_row(std::move(row));
+  }
+  return table.render();
+}
+
+RunSummary read_summary_json(std::string_view text, const std::string& where) {
+  if (text.size() > kMaxSummaryBytes) {
+    throw Error(fmt::format("{}: {} bytes is too large for a memsnap summary (at most {} MiB)",
+                            where, text.size(), kMaxSummaryBytes >> 20));
+  }
+  ordered_json doc = ordered_json::parse(text, nullptr, false);
+  if (doc.is_discarded()) throw Error(fmt::format("{}: not valid JSON", where));
+  const Reader r(where);
+  if (!doc.is_object()) r.fail("the document", "is not an object");
+  if (!doc.contains("kind") || doc["kind"] != kSummaryKind) {
+    r.fail("kind", fmt::format("is not \"{}\" (write one with memsnap summarize)", kSummaryKind));
+  }
+  if (r.integer(doc, "version", "") != kSummaryVersion) {
+    r.fail("version", fmt::format("is not {} (this memsnap reads version {})", kSummaryVersion,
+                                  kSummaryVersion));
+  }
+  RunSummary s;
+  const ordered_json& file = r.object(doc, "file", "");
+  s.path = r.string(file, "path", "file.");
+  s.size_bytes = r.count(file, "size_bytes", "file.");
+  s.head_hash = r.string(file, "head_xxh3_128", "file.");
+  s.compression = r.string(file, "compression", "file.");
+  s.rank = r.optional_integer(doc, "rank", "");
+  const int64_t device = r.integer(doc, "device", "");
+  if (device < 0 || device > std::numeric_limits<int>::max()) r.fail("device", "is out of range");
+  s.device = static_cast<int>(device);
+  const ordered_json& devices = r.array(doc, "devices", "");
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (!devices[i].is_number_integer() || devices[i].get<int64_t>() < 0 ||
+        devices[i].get<int64_t>() > std::numeric_limits<int>::max()) {
+      r.fail(fmt::format("devices[{}]", i), "is not a device ordinal");
+    }
+    s.devices.push_back(devices[i].get<int>());
+  }
+  s.group = group_named(r, r.string(doc, "group", ""));
+  s.allocator_settings = r.field(doc, "allocator_settings", "");
+  const ordered_json& seg = r.object(doc, "segments", "");
+  s.segments.count = r.count(seg, "count", "segments.");
+  s.segments.total_size = r.count(seg, "total_size", "segments.");
+  s.segments.allocated_size = r.count(seg, "allocated_size", "segments.");
+  s.segments.active_size = r.count(seg, "active_size", "segments.");
+  s.segments.awaiting_free_size = r.count(seg, "awaiting_free_size", "segments.");
+  s.segments.inactive_size = r.count(seg, "inactive_size", "segments.");
+  s.segments.fragmentation = r.number(seg, "fragmentation", "segments.");
+  s.segments.expandable_count = r.count(seg, "expandable_count", "segments.");
+  s.segments.private_pool_count = r.count(seg, "private_pool_count", "segments.");
+  s.segments.block_count = r.count(seg, "block_count", "segments.");
+  s.reserved_peak = r.count(doc, "reserved_peak", "");
+  s.reserved_peak_time_s = r.optional_number(doc, "reserved_peak_time_s", "");
+  s.baseline = r.integer(doc, "baseline", "");
+  s.peak_delta = r.integer(doc, "peak_delta", "");
+  s.absolute_peak = r.integer(doc, "absolute_peak", "");
+  s.peak_time_s = r.optional_number(doc, "peak_time_s", "");
+  if (auto event = r.optional_integer(doc, "peak_event", "")) {
+    if (*event < 0) r.fail("peak_event", "is negative");
+    s.peak_event = static_cast<uint64_t>(*event);
+  }
+  s.event_count = r.count(doc, "event_count", "");
+  s.alloc_count = r.count(doc, "alloc_count", "");
+  const ordered_json& unmatched = r.object(doc, "unmatched_frees", "");
+  s.unmatched_free_count = r.count(unmatched, "count", "unmatched_frees.");
+  s.unmatched_free_bytes = r.count(unmatched, "bytes", "unmatched_frees.");
+  s.has_time = r.boolean(doc, "has_time", "");
+  s.trace_duration_s = r.number(doc, "trace_duration_s", "");
+  s.step_count = r.count(doc, "step_count", "");
+  const ordered_json& steps = r.array(doc, "steps", "");
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const std::string at = fmt::format("steps[{}].", i);
+    if (!steps[i].is_object()) r.fail(at, "is not an object");
+    s.steps.push_back({r.integer(steps[i], "step", at), r.boolean(steps[i], "complete", at),
+                       r.number(steps[i], "duration_ms", at),
+                       r.integer(steps[i], "absolute_peak", at),
+                       r.integer(steps[i], "peak_delta", at)});
+  }
+  const ordered_json& live = r.object(doc, "live_at_peak", "");
+  s.live_at_peak_sources = r.count(live, "sources", "live_at_peak.");
+  s.live_at_peak_bytes = r.count(live, "bytes", "live_at_peak.");
+  s.live_at_peak = r.usage(live, "by_source", "live_at_peak.");
+  s.live_at_peak_by_category = r.usage(live, "by_category", "live_at_peak.");
+  const ordered_json& throughput = r.object(doc, "throughput", "");
+  s.throughput_sources = r.count(throughput, "sources", "throughput.");
+  const ordered_json& rows = r.array(throughput, "by_source", "throughput.");
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::string at = fmt::format("throughput.by_source[{}].", i);
+    if (!rows[i].is_object()) r.fail(at, "is not an object");
+    s.throughput.push_back({r.string(rows[i], "source", at),
+                            r.count(rows[i], "throughput_bytes", at),
+                            r.count(rows[i], "alloc_count", at)});
+  }
+  const ordered_json& ooms = r.array(doc, "ooms", "");
+  for (size_t i = 0; i < ooms.size(); ++i) {
+    const std::string at = fmt::format("ooms[{}].", i);
+    if (!ooms[i].is_object()) r.fail(at, "is not an object");
+    SummaryOom oom;
+    oom.event = r.count(ooms[i], "event", at);
+    oom.requested = r.count(ooms[i], "requested", at);
+    if (auto free = r.optional_integer(ooms[i], "device_free", at)) {
+      if (*free < 0) r.fail(at + "device_free", "is negative");
+      oom.device_free = static_cast<uint64_t>(*free);
+    }
+    oom.time_s = r.optional_number(ooms[i], "time_s", at);
+    s.ooms.push_back(oom);
+  }
+  return s;
+}
+
+}  // namespace memsnap

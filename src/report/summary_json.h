@@ -1,0 +1,39 @@
+// The summary file of `memsnap summarize` (one JSON document per run file)
+// and its reader for `memsnap ranks`. The reader treats the file as hostile:
+// every key is checked for its type and range, and a file that is not a
+// memsnap summary is refused with one clear message naming the key.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/run_summary.h"
+
+namespace memsnap {
+
+// "memsnap-summary": the value of the document's `kind`; `version` is 1.
+inline constexpr std::string_view kSummaryKind = "memsnap-summary";
+inline constexpr int kSummaryVersion = 1;
+// Summaries are a few KB to a few hundred KB; a larger file is not one.
+inline constexpr uint64_t kMaxSummaryBytes = uint64_t{64} << 20;
+
+nlohmann::ordered_json render_summary_json(const RunSummary& summary);
+
+// `memsnap summarize` in a terminal: one row per file (rank, absolute peak,
+// reserved peak, what was largest at the peak), and where each summary went
+// (`outputs[i]`, empty when none was written).
+std::string render_summaries_text(const std::vector<RunSummary>& summaries,
+                                  const std::vector<std::string>& outputs);
+
+// Parses a summary document; `where` names it in errors (its path).
+// Throws memsnap::Error on anything that is not a version-1 summary.
+RunSummary read_summary_json(std::string_view text, const std::string& where);
+
+// Whether `text` starts like a JSON document (after whitespace, a '{'):
+// a summary rather than a pickle.
+bool looks_like_json(std::string_view head);
+
+}  // namespace memsnap

@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""`memsnap summarize` and `memsnap ranks`: 64 generated rank files of a
+4-stage pipeline with one outlier rank (tests/gen/make_ranks.py knows every
+peak in advance): the outlier is found, the groups are the stages, per-rank
+numbers equal `parse` of each file, ranks over summaries equals ranks over the
+pickles, memory stays bounded with -j 2; summary files are checked as hostile
+input; then every real fixture (part `fixtures`)."""
+import json
+import os
+import pickle
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # tests/
+import testlib  # noqa: E402
+
+GEN = os.path.join(os.path.dirname(HERE), "gen", "make_ranks.py")
+MiB = 1 << 20
+
+check = testlib.Checks()
+run = testlib.run_memsnap
+
+
+def make_ranks(folder, *args):
+    manifest = os.path.join(folder, "manifest.json")
+    subprocess.run([sys.executable, GEN, "--out", folder, "--manifest", manifest, *args], check=True)
+    with open(manifest) as f:
+        expected = {int(k): v for k, v in json.load(f).items()}
+    os.remove(manifest)
+    return expected
+
+
+def peak_rss_kib(memsnap, args):
+    """Peak resident memory of one memsnap run (KiB), from the kernel's rusage."""
+    with open(os.devnull, "wb") as sink:
+        child = subprocess.Popen([memsnap] + args, stdout=sink, stderr=sink)
+        _, status, usage = os.wait4(child.pid, 0)
+    return usage.ru_maxrss, os.waitstatus_to_exitcode(status)
+
+
+def json_of(memsnap, args):
+    got = run(memsnap, args)
+    if got.returncode != 0:
+        return None, got.stderr
+    return json.loads(got.stdout), got.stderr
+
+
+def sixty_four_ranks(memsnap, work):
+    folder = os.path.join(work, "run")
+    expected = make_ranks(folder, "--ranks", "64", "--stages", "4", "--outlier", "37", "--events", "16000")
+    report, err = json_of(memsnap, ["ranks", "--json", "-j", "2", folder])
+    if not check("ranks over 64 pickles: exit 0", report is not None, err):
+        return
+    rows = {row["rank"]: row for row in report["ranks"]}
+    check("ranks: every rank read, its number from the file name", sorted(rows) == list(range(64))
+          and report["files_read"] == 64 and report["unreadable"] == [], sorted(rows))
+    wrong = {r: (rows[r]["absolute_peak"], e["peak"]) for r, e in expected.items()
+             if rows.get(r, {}).get("absolute_peak") != e["peak"]}
+    check("ranks: each rank's absolute peak is the one the generator built", not wrong, wrong)
+    check("ranks: highest first, and the highest is the outlier rank 37",
+          report["ranks"][0]["rank"] == 37
+          and all(a["absolute_peak"] >= b["absolute_peak"] for a, b in zip(report["ranks"], report["ranks"][1:])),
+          report["ranks"][:3])
+    check("ranks: the one outlier is rank 37", [o["rank"] for o in report["outliers"]] == [37], report["outliers"])
+    stages = {}
+    for r, e in expected.items():
+        if not e["outlier"]:
+            stages.setdefault(e["stage"], []).append(r)
+    want = sorted([[37]] + [sorted(v) for v in stages.values()])
+    got_groups = sorted(sorted(g["ranks"]) for g in report["groups"])
+    check("ranks: the groups are the four stages, less the outlier, and the outlier alone", got_groups == want,
+          got_groups)
+    spread = report["spread"]
+    peaks = sorted(e["peak"] for e in expected.values())
+    check("ranks: the spread (min, lower median, max, max/median)",
+          spread["min"] == peaks[0] and spread["max"] == peaks[-1] and spread["median"] == peaks[31]
+          and abs(spread["max_over_median"] - peaks[-1] / peaks[31]) < 1e-9, spread)
+    drill = report["highest_vs_median"]
+    check("ranks: against the median rank, the outlier's own line leads (+900 MiB at stage2.py:99)",
+          drill["highest"] == 37 and drill["sources"][0]["source"] == "stage2_forward@stage2.py:99"
+          and drill["sources"][0]["delta"] == 900 * MiB, drill["sources"][:2])
+    # Per rank: the same numbers as parse of each file.
+    mismatched = []
+    for r in (0, 15, 16, 37, 63):
+        parse, _ = json_of(memsnap, ["parse", "--json", expected[r]["file"]])
+        row = rows[r]
+        if (row["absolute_peak"], row["reserved_peak"], row["baseline"]) != (
+                parse["replay"]["absolute_peak"], parse["reserved"]["peak"], parse["baseline"]["baseline_at_start"]):
+            mismatched.append(r)
+    check("ranks: per-rank peak, reserved peak and baseline equal parse of the file", not mismatched, mismatched)
+    text = run(memsnap, ["ranks", folder])
+    check("ranks text: the outlier, the groups and the drill-down", text.returncode == 0
+          and "outliers: 37 (" in text.stdout and "  0-15  " in text.stdout
+          and "32-36, 38-47" in text.stdout and "Rank 37 (highest) against rank" in text.stdout, text.stdout[:1500])
+
+    # The map step: summaries, then the reduce over them alone.
+    summaries = os.path.join(work, "summaries")
+    got = run(memsnap, ["summarize", "-o", summaries, "-j", "2", folder])
+    check("summarize -o: exit 0, one summary per file", got.returncode == 0
+          and len(os.listdir(summaries)) == 64, got.stderr)
+    sizes = [os.path.getsize(os.path.join(summaries, n)) for n in os.listdir(summaries)]
+    check("summarize: each summary is a few KB to a few hundred (%d-%d bytes for %d steps)" % (min(sizes), max(sizes), 16000 // 20), max(sizes) < 256 * 1024)
+    reduced, err = json_of(memsnap, ["ranks", "--json", summaries])
+    check("ranks over the summaries equals ranks over the pickles", reduced == report,
+          err or [k for k in report if reduced.get(k) != report[k]])
+    mixed, err = json_of(memsnap, ["ranks", "--json"] + [os.path.join(summaries, "snapshot_%d.summary.json" % r)
+                                                        for r in range(32)]
+                         + [expected[r]["file"] for r in range(32, 64)])
+    check("ranks over summaries and pickles mixed equals either", mixed == report, err)
+    one = json.loads(run(memsnap, ["summarize", "--json", expected[5]["file"]]).stdout)
+    with open(os.path.join(summaries, "snapshot_5.summary.json")) as f:
+        written = json.load(f)
+    check("summarize --json of one file is the document -o writes", one == written)
+    check("summarize: file identity (size, head hash) and rank 5", one["file"]["size_bytes"] ==
+          os.path.getsize(expected[5]["file"]) and len(one["file"]["head_xxh3_128"]) == 32 and one["rank"] == 5,
+          one["file"])
+    check("summarize: per-step peaks and live at the peak by category",
+          len(one["steps"]) > 0 and all(s["absolute_peak"] <= one["absolute_peak"] for s in one["steps"])
+          and max(s["absolute_peak"] for s in one["steps"]) == one["absolute_peak"]
+          and one["live_at_peak"]["bytes"] == one["absolute_peak"], one["steps"][:2])
+
+    # Memory: -j 2 holds about two snapshots, not 64.
+    largest = max((e["file"] for e in expected.values()), key=os.path.getsize)
+    parse_rss, _ = peak_rss_kib(memsnap, ["parse", largest])
+    ranks_rss, status = peak_rss_kib(memsnap, ["ranks", "-j", "2", folder])
+    check("ranks -j 2 over 64 files: peak RSS %d KiB, under 3x one parse of the largest file (%d KiB)"
+          % (ranks_rss, parse_rss), status == 0 and ranks_rss < 3 * parse_rss)
+    return folder, summaries
+
+
+def hostile_summaries(memsnap, work, summaries):
+    with open(os.path.join(summaries, "snapshot_3.summary.json")) as f:
+        good = json.load(f)
+    cases = [
+        ("wrong kind", dict(good, kind="something-else"), "kind is not \"memsnap-summary\""),
+        ("newer version", dict(good, version=2), "version is not 1"),
+        ("a missing key", {k: v for k, v in good.items() if k != "absolute_peak"}, "absolute_peak is missing"),
+        ("a string for a number", dict(good, reserved_peak="lots"), "reserved_peak is not a whole number"),
+        ("a huge number", dict(good, absolute_peak=2 ** 63 - 1), "absolute_peak is out of range"),
+        ("a negative count", dict(good, event_count=-4), "event_count is negative"),
+        ("a bad source row", dict(good, live_at_peak=dict(good["live_at_peak"], by_source=[{"source": 3}])),
+         "live_at_peak.by_source[0].source is not a string"),
+        ("an unknown group", dict(good, group="planet"), "group names no grouping"),
+    ]
+    for name, document, message in cases:
+        path = os.path.join(work, "bad.summary.json")
+        with open(path, "w") as f:
+            json.dump(document, f)
+        got = run(memsnap, ["ranks", path])
+        check("ranks refuses a summary with %s" % name, got.returncode == 1 and message in got.stderr + got.stdout,
+              got.stderr + got.stdout[:300])
+    path = os.path.join(work, "broken.json")
+    with open(path, "w") as f:
+        f.write("{\"kind\": \"memsnap-summary\", ")
+    got = run(memsnap, ["ranks", path])
+    check("ranks refuses a truncated JSON file", got.returncode == 1 and "not valid JSON" in got.stdout + got.stderr)
+
+
+def options_and_refusals(memsnap, work, folder):
+    # One unreadable file among good ones: the rest are reported, the bad one listed, exit 1.
+    mixed = os.path.join(work, "mixed")
+    os.makedirs(mixed)
+    for r in range(3):
+        os.link(os.path.join(folder, "snapshot_%d.pickle" % r), os.path.join(mixed, "snapshot_%d.pickle" % r))
+    with open(os.path.join(mixed, "snapshot_3.pickle"), "wb") as f:
+        f.write(b"\x80\x04\x95")  # a pickle cut short
+    got = run(memsnap, ["ranks", "--json", mixed])
+    report = json.loads(got.stdout) if got.stdout else {}
+    check("ranks with one unreadable file: the others reported, it is listed, exit 1",
+          got.returncode == 1 and report.get("files_read") == 3 and len(report.get("unreadable", [])) == 1
+          and "snapshot_3.pickle" in report["unreadable"][0]["file"] and "could not be read" in got.stderr,
+          (got.returncode, got.stderr))
+    # --rank-from: a pattern of one's own; one without a group is a usage error.
+    named = os.path.join(work, "named")
+    os.makedirs(named)
+    for r in (4, 11):
+        os.link(os.path.join(folder, "snapshot_%d.pickle" % r), os.path.join(named, "job-r%d-final.pickle" % r))
+    report, err = json_of(memsnap, ["ranks", "--json", "--rank-from", r"-r(\d+)-", named])
+    check("ranks --rank-from REGEX takes the rank from its group", report is not None
+          and sorted(row["rank"] for row in report["ranks"]) == [4, 11], err)
+    report, err = json_of(memsnap, ["ranks", "--json", named])
+    check("ranks: files whose names end in no number have no rank (null), and still count",
+          report is not None and [row["rank"] for row in report["ranks"]] == [None, None], err)
+    for pattern, message in ((r"-r\d+-", "has no capture group"), ("(", "is not a valid regex")):
+        got = run(memsnap, ["ranks", "--rank-from", pattern, named])
+        check("ranks --rank-from %r is a usage error" % pattern, got.returncode == 2 and message in got.stderr,
+              got.stderr)
+    # Two files claiming one rank are flagged.
+    twice = os.path.join(work, "twice")
+    os.makedirs(os.path.join(twice, "a"))
+    os.makedirs(os.path.join(twice, "b"))
+    for side in "ab":
+        os.link(os.path.join(folder, "snapshot_2.pickle"), os.path.join(twice, side, "snapshot_2.pickle"))
+    got = run(memsnap, ["ranks", os.path.join(twice, "a"), os.path.join(twice, "b")])
+    check("ranks: a rank claimed by two files is flagged", got.returncode == 0
+          and "rank numbers claimed by more than one file: 2" in got.stdout, got.stdout[-400:])
+    got = run(memsnap, ["summarize", "-o", os.path.join(work, "clash"), os.path.join(twice, "a"),
+                        os.path.join(twice, "b")])
+    check("summarize -o: two inputs that would share a summary name are a usage error",
+          got.returncode == 2 and "would both be summarised to" in got.stderr, got.stderr)
+    empty = os.path.join(work, "empty")
+    os.makedirs(empty)
+    got = run(memsnap, ["ranks", empty])
+    check("ranks on a folder without snapshots is a usage error", got.returncode == 2
+          and "no snapshot or summary in this folder" in got.stderr, got.stderr)
+    got = run(memsnap, ["ranks", "-j", "0", folder])
+    check("ranks -j 0 is a usage error", got.returncode == 2 and "-j" in got.stderr, got.stderr)
+    got = run(memsnap, ["summarize", os.path.join(folder, "snapshot_1.pickle")])
+    check("summarize text: a row with the rank and the largest source at the peak",
+          got.returncode == 0 and "largest at the peak" in got.stdout and "stage0_forward@stage0.py:" in got.stdout,
+          got.stdout)
+
+
+def generated(memsnap, work):
+    result = sixty_four_ranks(memsnap, work)
+    if result:
+        folder, summaries = result
+        hostile_summaries(memsnap, work, summaries)
+        options_and_refusals(memsnap, work, folder)
+
+
+def fixtures(memsnap, folder):
+    """Every real file: summarize reads it, and ranks over all of them gives
+    each file's parse numbers."""
+    names = sorted(n for n in os.listdir(folder) if n.endswith((".pickle", ".pkl")))
+    paths = [os.path.join(folder, n) for n in names]
+    report, err = json_of(memsnap, ["ranks", "--json", "-j", "2"] + paths)
+    if not check("fixtures: ranks over all %d real files" % len(paths), report is not None
+                 and report["files_read"] == len(paths), err):
+        return
+    by_file = {row["file"]: row for row in report["ranks"]}
+    wrong = []
+    for path in paths:
+        parse, _ = json_of(memsnap, ["parse", "--json", path])
+        row = by_file[path]
+        if (row["absolute_peak"], row["reserved_peak"], row["device"]) != (
+                parse["replay"]["absolute_peak"], parse["reserved"]["peak"], parse["device"]):
+            wrong.append(os.path.basename(path))
+    check("fixtures: each file's row equals its parse (absolute peak, reserved peak, device)", not wrong, wrong)
+
+
+if __name__ == "__main__":
+    sys.exit(testlib.run_parts(__doc__, "memsnap_ranks_", check, generated, fixtures))
