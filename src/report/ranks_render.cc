@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <algorithm>
 
+#include "memsnap/bytes.h"
 #include "report/format.h"
 #include "report/source_tables.h"
 
@@ -95,9 +96,10 @@ std::string render_ranks_text(const RanksReport& r, const std::vector<Unreadable
                        rank_list(r, outliers));
     for (size_t i : outliers) {
       const RankRow& row = r.rows[i];
-      out += fmt::format("    rank {}: {}, {} the median{}\n", rank_name(row),
-                         peak_text(row.absolute_peak),
-                         format_signed_bytes(row.absolute_peak - r.peak_median),
+      const int64_t distance = row.absolute_peak - r.peak_median;
+      out += fmt::format("    rank {}: {}, {} {} the median{}\n", rank_name(row),
+                         peak_text(row.absolute_peak), format_bytes(magnitude(distance)),
+                         distance >= 0 ? "above" : "below",
                          r.mad > 0 ? fmt::format(", z = {:.1f}", row.robust_z) : "");
     }
   }
@@ -125,7 +127,7 @@ std::string render_ranks_text(const RanksReport& r, const std::vector<Unreadable
   }
 
   out += "\nPer rank, highest peak first\n";
-  TextTable rows({"rank", "absolute peak", "at (s)", "reserved peak", "baseline", "frag",
+  TextTable rows({"rank", "absolute peak", "at (s)", "reserved peak", "baseline", "frag (dump)",
                   "largest at the peak", "oom"},
                  {true, true, true, true, true, true, false, true});
   for (size_t i = 0; i < limit(top, r.rows.size()); ++i) {
@@ -141,7 +143,7 @@ std::string render_ranks_text(const RanksReport& r, const std::vector<Unreadable
   }
   out += rows.render();
   if (limit(top, r.rows.size()) < r.rows.size()) {
-    out += fmt::format("  ... {} more ranks (--top 0 for all of them, or --json)\n",
+    out += fmt::format("  ... {} more ranks (--top N for more, --json for all)\n",
                        r.rows.size() - limit(top, r.rows.size()));
   }
 

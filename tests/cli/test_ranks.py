@@ -212,7 +212,49 @@ def options_and_refusals(memsnap, work, folder):
           got.stdout)
 
 
+def run_folders(memsnap, work):
+    """compare RUN_A_DIR RUN_B_DIR: rank N with rank N, where rank 5 grows by
+    1 GiB; rank 2 only in A, rank 8 only in B."""
+    a = os.path.join(work, "compare", "A")
+    b = os.path.join(work, "compare", "B")
+    make_ranks(a, "--ranks", "8", "--stages", "2", "--events", "800")
+    make_ranks(b, "--ranks", "8", "--stages", "2", "--events", "800", "--grow-rank", "5", "--extra-mib", "1024")
+    os.rename(os.path.join(b, "snapshot_2.pickle"), os.path.join(b, "snapshot_8.pickle"))
+    report, err = json_of(memsnap, ["compare", "--json", a, b])
+    if not check("compare of two run folders: exit 0", report is not None, err):
+        return
+    deltas = {row["rank"]: row["absolute_peak_diff"] for row in report["ranks"]}
+    check("compare folders: 7 ranks matched, rank 5 grew by 1 GiB and no other changed",
+          report["matched"] == 7 and deltas == {r: (1 << 30 if r == 5 else 0) for r in (0, 1, 3, 4, 5, 6, 7)}
+          and report["ranks"][0]["rank"] == 5, deltas)
+    check("compare folders: the unmatched ranks listed (2 only in A, 8 only in B)",
+          [x["rank"] for x in report["only_a"]] == [2] and [x["rank"] for x in report["only_b"]] == [8],
+          (report["only_a"], report["only_b"]))
+    grew = report["grew_most"]
+    check("compare folders: the drill-down is the full compare of rank 5, its grown line first",
+          grew["rank"] == 5 and grew["compare"] is not None
+          and grew["compare"]["drill_down"]["sources"][0]["source"] == "stage1_forward@stage1.py:99"
+          and grew["compare"]["drill_down"]["sources"][0]["delta"] == 1 << 30, grew["sources"][:1])
+    text = run(memsnap, ["compare", a, b])
+    check("compare folders text: the per-rank table, the unmatched, the command to drill in",
+          text.returncode == 0 and "7 ranks matched, rank N with rank N" in text.stdout
+          and "Only in A (no rank to match in B)\n    rank 2 (" in text.stdout
+          and "Rank 5 grew most (+1.00 GiB): memsnap compare " in text.stdout, text.stdout[:1200])
+    sa, sb = os.path.join(work, "compare", "sA"), os.path.join(work, "compare", "sB")
+    for src, dst in ((a, sa), (b, sb)):
+        run(memsnap, ["summarize", "-o", dst, src])
+    summarized, err = json_of(memsnap, ["compare", "--json", sa, sb])
+    check("compare of summary folders: the same ranks, the drill-down from the summaries",
+          summarized is not None and summarized["ranks"] == report["ranks"]
+          and summarized["grew_most"]["compare"] is None
+          and summarized["grew_most"]["sources"] == grew["sources"], err)
+    got = run(memsnap, ["compare", a, os.path.join(b, "snapshot_1.pickle")])
+    check("compare of a folder with a file is a usage error", got.returncode == 2
+          and "is a folder and" in got.stderr, got.stderr)
+
+
 def generated(memsnap, work):
+    run_folders(memsnap, work)
     result = sixty_four_ranks(memsnap, work)
     if result:
         folder, summaries = result
