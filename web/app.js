@@ -63,7 +63,12 @@
     stack: null, // stacked view: { mode, run, layers: [names bottom to top] } of the last draw
     oomPanel: null, // the OOM panel shown: { run, ordinal, verdict }
     allocPanel: null, // the allocator panel shown: { clickedS, runs: [{ run, t_s, position, reserved, ... }] }
+    groups: [], // with many runs: the legend's groups of runs that peak alike [{ members, peakMin, peakMax }]
+    highlighted: null, // the run whose lines the legend's hover brings forward (others dimmed)
   };
+  // Past this many runs the page trades the stat cards for one table and the
+  // legend gains groups of runs that peak alike (64 ranks read as a few groups).
+  const MANY_RUNS = 8;
   window.memsnapState = state;
   window.memsnapInfo = info;
 
@@ -140,6 +145,7 @@
     const v = { runs, x: [], series: [], note: '', warn: '', G: 0, fineG: 0, window: null };
     if (runs.length === 0) return v;
     const absolute = state.yMode === 'absolute';
+    const few = runs.length <= MANY_RUNS; // reserved and free lines, legend values per run
 
     if (state.xMode === 'time') {
       const base = Math.max(...runs.map((r) => r.time.width));
@@ -151,13 +157,14 @@
       v.x = edges.map((e) => e / 1e6);
       state.precisionMs = v.G / 1000;
       v.note = `Wall clock, ${formatMs(v.G / 1000)} ms per bucket (min and max of each).`;
+      if (!few && RUNS.some((r) => r.reserved || r.free)) v.note += ` Reserved and free memory are drawn for up to ${MANY_RUNS} runs at a time: hide runs (legend) to see them.`;
       v.warn = grid.warn;
       for (const run of runs) {
         const g = T.regroup(run.time, edges, absolute ? run.baseline : 0);
         v.series.push({ run, kind: 'max', values: g.hi });
         v.series.push({ run, kind: 'min', values: g.lo });
-        if (absolute && run.reserved) v.series.push({ run, kind: 'reserved', values: T.regroupSteps(run.reserved, edges, g.last) });
-        if (absolute && run.free) v.series.push({ run, kind: 'free', values: T.regroupSteps(run.free, edges, g.last) });
+        if (absolute && run.reserved && few) v.series.push({ run, kind: 'reserved', values: T.regroupSteps(run.reserved, edges, g.last) });
+        if (absolute && run.free && few) v.series.push({ run, kind: 'free', values: T.regroupSteps(run.free, edges, g.last) });
       }
     } else {
       const base = Math.max(...runs.map((r) => r.index.width));
@@ -359,7 +366,11 @@
     const xMin = u.scales.x.min;
     const xMax = u.scales.x.max;
     const px = (v) => u.valToPos(v, 'x', true);
-    const runs = view.runs;
+    // With many runs, one run's step ruler and annotation lanes (the
+    // highlighted one, else the first); OOM lines stay for every run.
+    const runs = view.runs.length > MANY_RUNS
+      ? view.runs.filter((r) => r.ordinal === (info.highlighted ?? view.runs[0].ordinal)).slice(0, 1)
+      : view.runs;
     ctx.save();
     ctx.beginPath();
     ctx.rect(left, top, width, height);
@@ -437,7 +448,7 @@
 
     // Out-of-memory: always drawn.
     ctx.font = `600 ${11 * dpr}px system-ui, -apple-system, "Segoe UI", Roboto, Arial, sans-serif`;
-    runs.forEach((run, k) => {
+    view.runs.forEach((run, k) => {
       run.oom.forEach((o) => {
         const t = o.t_s == null ? NaN : Number(o.t_s);
         if (!Number.isFinite(t) || t < xMin || t > xMax) return;
@@ -449,9 +460,9 @@
         ctx.moveTo(p, top);
         ctx.lineTo(p, top + height);
         ctx.stroke();
-        const label = `OOM ${runs.length > 1 ? `(${run.name}) ` : ''}requested ${formatBytes(Number(o.requested))}`;
+        const label = `OOM ${view.runs.length > 1 ? `(${run.name}) ` : ''}requested ${formatBytes(Number(o.requested))}`;
         const tw = ctx.measureText(label).width;
-        const y = top + (state.showSteps ? runs.length * rulerH : 0) + (4 + 16 * k) * dpr;
+        const y = top + (state.showSteps ? runs.length * rulerH : 0) + (4 + 16 * (k % 8)) * dpr;
         const x = p + 4 * dpr + tw > left + width ? p - 4 * dpr - tw : p + 4 * dpr;
         ctx.fillStyle = 'rgba(255, 255, 255, 0.85)';
         ctx.fillRect(x - 2 * dpr, y - dpr, tw + 4 * dpr, 14 * dpr);
@@ -502,10 +513,22 @@
       return;
     }
     const showReserved = state.xMode === 'time' && state.yMode === 'absolute';
-    el.innerHTML = RUNS.map((run) => {
-      const reserved = run.reserved && showReserved
+    let groups = '';
+    if (RUNS.length > MANY_RUNS) {
+      groups = '<div class="legend-groups" title="runs whose absolute peaks lie within 1% of each other; click to hide or show a group">'
+        + info.groups.map((g, k) => {
+          const shown = g.members.some((o) => RUNS[o].visible);
+          const peak = g.peakMin === g.peakMax ? formatBytes(g.peakMax) : `${formatBytes(g.peakMin)}–${formatBytes(g.peakMax)}`;
+          return `<span class="legend-group${shown ? '' : ' off'}" data-group="${k}">${esc(peak)} × ${g.members.length}</span>`;
+        }).join('')
+        + '<span class="legend-group all" data-group="all">all</span></div>';
+    }
+    const few = RUNS.filter((r) => r.visible).length <= MANY_RUNS;
+    el.classList.toggle('many', !few);
+    el.innerHTML = groups + RUNS.map((run) => {
+      const reserved = run.reserved && showReserved && few
         ? `<span class="swatch dashed"></span><span class="legend-sub">reserved</span><span class="legend-value" id="legend-reserved-${run.ordinal}"></span>` : '';
-      const free = run.free && showReserved
+      const free = run.free && showReserved && few
         ? `<span class="swatch dotted"></span><span class="legend-sub" title="reserved memory no block holds (the bucket's highest), and the largest free block at the nearest earlier sample">free in segments</span><span class="legend-value" id="legend-free-${run.ordinal}"></span>` : '';
       return `<span class="legend-item${run.visible ? '' : ' off'}" data-run="${run.ordinal}" style="--run-color:${run.color}" title="${esc(fullName(run))}\n(click to hide or show)">`
         + `<span class="swatch"></span><span class="legend-label" data-label="${esc(run.label)}">${esc(run.name)}</span>`
@@ -626,10 +649,40 @@
     </div>`;
   }
 
+  // Many runs: one table, highest absolute peak first, instead of a card each.
+  function runTable() {
+    const rows = RUNS.slice().sort((a, b) => Number(b.stats.absolute_peak) - Number(a.stats.absolute_peak) || a.ordinal - b.ordinal);
+    const peaks = rows.map((r) => Number(r.stats.absolute_peak));
+    const median = peaks[Math.floor(peaks.length / 2)];
+    const body = rows.map((run) => {
+      const s = run.stats;
+      return `<tr data-run="${run.ordinal}" style="--run-color:${run.color}"><td class="src"><span class="swatch"></span> <span title="${esc(fullName(run))}">${esc(run.name)}</span></td>`
+        + `<td data-stat="absolute_peak">${formatBytes(Number(s.absolute_peak))}</td><td>${formatBytes(Number(s.baseline))}</td>`
+        + `<td>${formatSignedBytes(Number(s.peak_delta))}</td><td>${formatCount(Number(s.alloc_count))}</td><td>${run.oom.length || ''}</td></tr>`;
+    }).join('');
+    return `<details class="panel run-table"><summary>${RUNS.length} runs: highest absolute peak ${formatBytes(peaks[0])} (${esc(rows[0].name)}), median ${formatBytes(median)}, lowest ${formatBytes(peaks[peaks.length - 1])} (${esc(rows[rows.length - 1].name)}); the table</summary>`
+      + `<div class="table-scroll"><table><thead><tr><th class="src">run</th><th>absolute peak</th><th>baseline</th><th>peak delta</th><th>allocations</th><th>oom</th></tr></thead><tbody>${body}</tbody></table></div></details>`;
+  }
+
   function renderCards() {
+    if (RUNS.length > MANY_RUNS) {
+      $('cards').innerHTML = runTable();
+      $('cards').classList.add('many');
+      return;
+    }
     let html = RUNS.map(card).join('');
     if (RUNS.length === 2) html += diffCard(RUNS[0], RUNS[1]);
     $('cards').innerHTML = html;
+  }
+
+  // Brings one run's lines forward and dims the others (null: all as drawn).
+  function highlightRun(ordinal) {
+    if (info.highlighted === ordinal || !plot || !view || view.stacked) return;
+    info.highlighted = ordinal;
+    view.series.forEach((s, i) => {
+      plot.series[i + 1].alpha = ordinal == null || s.run.ordinal === ordinal ? 1 : 0.12;
+    });
+    plot.redraw(false, false);
   }
 
   // ---------------------------------------------------------------- drill-down
@@ -943,6 +996,21 @@
       if (plot) plot.redraw(false, false);
     });
     $('legend').addEventListener('click', (e) => {
+      const chip = e.target.closest('.legend-group');
+      if (chip) {
+        if (chip.dataset.group === 'all') {
+          for (const r of RUNS) r.visible = true;
+          render();
+          return;
+        }
+        const members = info.groups[Number(chip.dataset.group)].members;
+        const anyShown = members.some((o) => RUNS[o].visible);
+        const others = RUNS.filter((r) => r.visible && !members.includes(r.ordinal)).length;
+        if (anyShown && others === 0) return; // keep one run on the chart
+        for (const o of members) RUNS[o].visible = !anyShown;
+        render();
+        return;
+      }
       const item = e.target.closest('.legend-item');
       if (!item) return;
       const run = RUNS[Number(item.dataset.run)];
@@ -951,6 +1019,11 @@
       run.visible = !run.visible;
       render();
     });
+    $('legend').addEventListener('mouseover', (e) => {
+      const item = e.target.closest('.legend-item[data-run]');
+      highlightRun(item ? Number(item.dataset.run) : null);
+    });
+    $('legend').addEventListener('mouseleave', () => highlightRun(null));
     const chartEl = $('chart');
     chartEl.addEventListener('mousedown', (e) => {
       pointerDown.x = e.clientX;
@@ -983,6 +1056,7 @@
     if (!DATA || !Array.isArray(DATA.runs)) throw new Error('embedded data has no "runs" list');
     if (DATA.version !== 1) console.warn(`memsnap data version ${DATA.version}; this page reads version 1`);
     RUNS = DATA.runs.map((raw, i) => Object.assign(T.prepareRun(raw, i), { color: COLORS[i % COLORS.length], visible: true }));
+    info.groups = RUNS.length > MANY_RUNS ? T.groupRunsByPeak(RUNS) : [];
     const names = T.distinguishingNames(RUNS.map((r) => r.label));
     RUNS.forEach((r, i) => { r.name = names[i]; });
     info.eventDrill = hasEventIndex();

@@ -395,6 +395,27 @@
     return lo === 0 ? null : series.bytes[lo - 1];
   }
 
+  // Runs that peak alike: sorted by absolute peak, a group holds the runs
+  // within `tolerance` of its lowest peak (as `memsnap ranks` groups ranks,
+  // without its top-sources test, which the page's data cannot make).
+  // Highest group first: [{ members: [ordinal, ...], peakMin, peakMax }].
+  function groupRunsByPeak(runs, tolerance = 0.01) {
+    const sorted = runs.map((r) => ({ ordinal: r.ordinal, peak: Number(r.stats.absolute_peak) || 0 }))
+      .sort((a, b) => a.peak - b.peak || a.ordinal - b.ordinal);
+    const groups = [];
+    let group = null;
+    for (const r of sorted) {
+      if (!group || r.peak > group.peakMin + tolerance * Math.abs(group.peakMin)) {
+        group = { members: [], peakMin: r.peak, peakMax: r.peak };
+        groups.push(group);
+      }
+      group.members.push(r.ordinal);
+      group.peakMax = r.peak;
+    }
+    for (const g of groups) g.members.sort((a, b) => a - b);
+    return groups.reverse();
+  }
+
   // One entry of the data's `runs`, decoded. Throws on a malformed column.
   function prepareRun(raw, ordinal) {
     const what = `runs[${ordinal}]`;
@@ -763,6 +784,7 @@
     regroup,
     regroupSteps,
     stepValueAt,
+    groupRunsByPeak,
     decodeStacks,
     regroupStacked,
     cumulative,

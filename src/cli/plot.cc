@@ -13,6 +13,7 @@
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/output.h"
+#include "cli/summaries.h"
 #include "memsnap/error.h"
 #include "report/format.h"
 #include "report/html_plot.h"
@@ -53,9 +54,11 @@ struct PlotFlags {
 };
 
 void run_plot(const PlotFlags& flags) {
-  if (!flags.labels.empty() && flags.labels.size() != flags.files.size()) {
+  // Folders stand for their snapshot files (one line each, in natural name order).
+  const std::vector<std::string> files = expand_inputs(flags.files);
+  if (!flags.labels.empty() && flags.labels.size() != files.size()) {
     throw Error::usage(fmt::format("--labels has {} labels for {} files; give one label per file",
-                                   flags.labels.size(), flags.files.size()));
+                                   flags.labels.size(), files.size()));
   }
   if (!(flags.precision_ms > 0))
     throw Error::usage("--precision must be a positive number of milliseconds");
@@ -63,17 +66,17 @@ void run_plot(const PlotFlags& flags) {
       (flags.width < 20 || flags.width > 1000 || flags.height < 5 || flags.height > 500)) {
     throw Error::usage("--width must be 20 to 1000 columns and --height 5 to 500 rows");
   }
-  if (!flags.text) check_output_path(flags.output, flags.files);
+  if (!flags.text) check_output_path(flags.output, files);
   if (!flags.text && !html_plot_available()) {
     throw Error::usage(
         "this memsnap was built without the HTML plot (MEMSNAP_HTML_PLOT=OFF); use plot --text");
   }
   const CommonOptions& common = flags.common;
-  std::vector<Snapshot> snapshots = load_all(flags.files, common);
+  std::vector<Snapshot> snapshots = load_all(files, common);
   std::vector<RunTimeline> runs;
-  for (size_t i = 0; i < flags.files.size(); ++i) {
-    FileAnalysis file = analyze_file(flags.files[i], snapshots[i], common.device);
-    std::string label = flags.labels.empty() ? basename_of(flags.files[i]) : flags.labels[i];
+  for (size_t i = 0; i < files.size(); ++i) {
+    FileAnalysis file = analyze_file(files[i], snapshots[i], common.device);
+    std::string label = flags.labels.empty() ? basename_of(files[i]) : flags.labels[i];
     runs.push_back(build_timeline(file, label, flags.precision_ms, common.keys));
     if (flags.text) continue;
     RunTimeline& run = runs.back();
@@ -116,7 +119,7 @@ Command plot_command() {
         auto flags = std::make_shared<PlotFlags>();
         command
             .add_option("FILE", flags->files,
-                        "Snapshot files; each becomes one line on the same axis")
+                        "Snapshot files or folders of them; each file becomes one line on the same axis")
             ->required()
             ->expected(1, -1);
         command.add_option("--labels", flags->labels, "One label per file (default: file names)")

@@ -35,6 +35,37 @@ bool summarisable_name(const std::string& name) {
          stem.ends_with(".json");
 }
 
+// Names in the order a person reads them: runs of digits compare as numbers,
+// so snapshot_2 comes before snapshot_10.
+bool natural_less(const std::string& a, const std::string& b) {
+  size_t i = 0;
+  size_t j = 0;
+  while (i < a.size() && j < b.size()) {
+    const bool digit_a = a[i] >= '0' && a[i] <= '9';
+    const bool digit_b = b[j] >= '0' && b[j] <= '9';
+    if (digit_a && digit_b) {
+      size_t end_a = i;
+      size_t end_b = j;
+      while (end_a < a.size() && a[end_a] >= '0' && a[end_a] <= '9') ++end_a;
+      while (end_b < b.size() && b[end_b] >= '0' && b[end_b] <= '9') ++end_b;
+      std::string_view run_a(a.data() + i, end_a - i);
+      std::string_view run_b(b.data() + j, end_b - j);
+      while (run_a.size() > 1 && run_a.front() == '0') run_a.remove_prefix(1);
+      while (run_b.size() > 1 && run_b.front() == '0') run_b.remove_prefix(1);
+      if (run_a.size() != run_b.size()) return run_a.size() < run_b.size();
+      if (run_a != run_b) return run_a < run_b;
+      i = end_a;
+      j = end_b;
+      continue;
+    }
+    if (a[i] != b[j]) return a[i] < b[j];
+    ++i;
+    ++j;
+  }
+  if (a.size() - i != b.size() - j) return a.size() - i < b.size() - j;
+  return a < b;  // equal as numbers (leading zeros): still a strict order
+}
+
 }  // namespace
 
 void add_summary_input_flags(CLI::App& command, SummaryInputs& inputs) {
@@ -75,7 +106,7 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& arguments
           "optionally .gz or .zst)",
           argument));
     }
-    std::sort(found.begin(), found.end());
+    std::sort(found.begin(), found.end(), natural_less);
     paths.insert(paths.end(), found.begin(), found.end());
   }
   return paths;

@@ -724,6 +724,60 @@ async function testAllocatorPanel(browser, file, files) {
   }
 }
 
+// 64 runs: one table instead of 64 cards, the legend in bounded height with
+// groups of runs that peak alike (the four stages and the outlier), a group
+// chip that hides and shows its runs, and hovering a run that dims the rest.
+async function testManyRuns(browser, file) {
+  const p = await openPage(browser, file, `${path.basename(file)} (64 runs)`);
+  const { page } = p;
+  try {
+    const layout = await page.evaluate(() => ({
+      cards: document.querySelectorAll('#cards .card').length,
+      tableRows: [...document.querySelectorAll('#cards .run-table tbody tr')].map((tr) => Number(tr.querySelector('[data-stat="absolute_peak"]') ? tr.dataset.run : -1)),
+      legendHeight: document.getElementById('legend').getBoundingClientRect().height,
+      groups: window.memsnapInfo.groups.map((g) => g.members.length),
+      chips: document.querySelectorAll('#legend .legend-group[data-group]:not([data-group="all"])').length,
+      names: window.memsnapPlot ? window.memsnapPlot.series.slice(1).map((s) => s.label) : [],
+    }));
+    check(layout.cards === 0 && layout.tableRows.length === 64, `${p.name}: ${layout.cards} cards and ${layout.tableRows.length} table rows (expected 0 and 64)`);
+    const peaks = await page.evaluate(() => [...document.querySelectorAll('#cards .run-table tbody tr')].map((tr) => {
+      const data = JSON.parse(document.getElementById('memsnap-data').textContent);
+      return Number(data.runs[Number(tr.dataset.run)].stats.absolute_peak);
+    }));
+    check(peaks.every((v, i) => i === 0 || peaks[i - 1] >= v), `${p.name}: the run table is not sorted by absolute peak`);
+    check(layout.legendHeight <= 200, `${p.name}: the legend is ${layout.legendHeight}px tall`);
+    check(JSON.stringify(layout.groups) === JSON.stringify([1, 16, 15, 16, 16]) && layout.chips === 5,
+      `${p.name}: legend groups ${JSON.stringify(layout.groups)} (${layout.chips} chips), expected the outlier then four stages [1,16,15,16,16]`);
+    check(!layout.names.some((n) => /reserved|free in segments/.test(n)), `${p.name}: reserved/free lines drawn for 64 runs`);
+    const maxSeries = async () => page.evaluate(() => window.memsnapPlot.series.filter((s) => / \(max\)$/.test(String(s.label))).length);
+    check(await maxSeries() === 64, `${p.name}: ${await maxSeries()} runs plotted, expected 64`);
+    await page.click('#legend .legend-group[data-group="1"]');
+    await nextFrame(page);
+    check(await maxSeries() === 48, `${p.name}: after hiding the 16-run group ${await maxSeries()} runs plotted, expected 48`);
+    await page.click('#legend .legend-group[data-group="1"]');
+    await nextFrame(page);
+    check(await maxSeries() === 64, `${p.name}: after showing the group again ${await maxSeries()} runs plotted`);
+    const item = await page.$('#legend .legend-item[data-run="37"]');
+    await item.hover();
+    await nextFrame(page);
+    const focused = await page.evaluate(() => {
+      const u = window.memsnapPlot;
+      const alphas = u.series.slice(1).map((s) => ({ label: String(s.label), alpha: s.alpha }));
+      return { highlighted: window.memsnapInfo.highlighted, own: alphas.filter((a) => a.label.startsWith('snapshot_37.pickle ')).map((a) => a.alpha), dim: alphas.filter((a) => !a.label.startsWith('snapshot_37.pickle ')).every((a) => a.alpha < 0.5) };
+    });
+    check(focused.highlighted === 37 && focused.own.length > 0 && focused.own.every((a) => a === 1) && focused.dim,
+      `${p.name}: hovering rank 37 in the legend: ${JSON.stringify(focused)}`);
+    await page.mouse.move(5, 5);
+    await nextFrame(page);
+    check(await page.evaluate(() => window.memsnapInfo.highlighted === null && window.memsnapPlot.series.slice(1).every((s) => s.alpha === 1)),
+      `${p.name}: leaving the legend did not restore every run`);
+    await page.screenshot({ path: path.join(opts.outDir, 'many-runs.png') });
+    console.log(`  ${p.name}: 64 runs as a table, 5 legend groups, group toggle and hover highlight work`);
+  } finally {
+    await closePage(p);
+  }
+}
+
 // The overlay page: toggles, peaks, drill-down. `expected(T)` gives the
 // drill-down the page must show at time T.
 async function testOverlay(browser, file, nRuns, expected, shotName, expectedEvent = null) {
@@ -1112,6 +1166,14 @@ async function generatedScenarios(browser) {
   await testOverlay(browser, overlay, 2, (T) => expectedFromMemsnap([A, B], T), 'overlay.png', nativeEvents ? perRun : null);
   await testOomPanel(browser, overlay, [A, B]);
   await testAllocatorPanel(browser, overlay, [A, B]);
+
+  section('many runs (64 ranks of a 4-stage pipeline, one outlier)');
+  const ranksDir = path.join(opts.outDir, 'ranks');
+  run(opts.python, [path.join(ROOT, 'tests', 'gen', 'make_ranks.py'), '--out', ranksDir, '--ranks', '64', '--stages', '4',
+    '--outlier', '37', '--events', '400'], 'generate 64 ranks');
+  const many = path.join(opts.outDir, 'many-runs.html');
+  memsnap(['plot', ranksDir, '-o', many], 'plot a folder of 64 ranks');
+  await testManyRuns(browser, many);
 
   section('event-index drill-down (event indices rebuilt from memsnap events where the data has none)');
   const withEvents = path.join(opts.outDir, 'overlay-events.html');

@@ -624,6 +624,30 @@ test('regroupSteps: largest reserved value in effect during each bucket', () => 
   }
 });
 
+test('groupRunsByPeak: runs within 1% of their group\'s lowest peak, highest group first', () => {
+  const run = (ordinal, peak) => ({ ordinal, stats: { absolute_peak: peak } });
+  const runs = [run(0, 1000), run(1, 1009), run(2, 1011), run(3, 5000), run(4, 1005), run(5, 1010)];
+  assert.deepEqual(T.groupRunsByPeak(runs), [
+    { members: [3], peakMin: 5000, peakMax: 5000 },
+    { members: [2], peakMin: 1011, peakMax: 1011 },
+    { members: [0, 1, 4, 5], peakMin: 1000, peakMax: 1010 },
+  ]);
+  assert.deepEqual(T.groupRunsByPeak([]), []);
+  const rand = mulberry32(37);
+  for (let round = 0; round < 50; round++) {
+    const list = Array.from({ length: 1 + randInt(rand, 40) }, (_, i) => run(i, randInt(rand, 5) * 1000 + randInt(rand, 20)));
+    const groups = T.groupRunsByPeak(list);
+    assert.equal(groups.reduce((n, g) => n + g.members.length, 0), list.length, 'every run in one group');
+    for (const g of groups) {
+      for (const o of g.members) {
+        const peak = list[o].stats.absolute_peak;
+        assert.ok(peak >= g.peakMin && peak <= g.peakMax && peak <= g.peakMin * 1.01);
+      }
+    }
+    for (let k = 1; k < groups.length; k++) assert.ok(groups[k - 1].peakMin > groups[k].peakMax);
+  }
+});
+
 test('stepValueAt: the last point at or before x, null before the first', () => {
   const series = { t: Float64Array.from([0, 10, 10, 25]), bytes: Float64Array.from([5, 7, 8, 3]), count: 4 };
   assert.equal(T.stepValueAt(series, -1), null);
