@@ -24,15 +24,18 @@ namespace {
 
 constexpr uint64_t kHeadBytes = uint64_t{1} << 20;  // what a file's identity hashes
 
+// In a folder: snapshots (.pickle, .pkl, .pt, each optionally .gz or .zst)
+// and summaries as `summarize -o` names them (.summary.json), so other JSON
+// beside them (a reduce's ranks.json) is left alone.
 bool summarisable_name(const std::string& name) {
+  if (name.ends_with(".summary.json")) return true;
   std::string stem = name;
   for (const char* compressed : {".gz", ".zst"}) {
     if (stem.size() > std::string_view(compressed).size() && stem.ends_with(compressed)) {
       stem.resize(stem.size() - std::string_view(compressed).size());
     }
   }
-  return stem.ends_with(".pickle") || stem.ends_with(".pkl") || stem.ends_with(".pt") ||
-         stem.ends_with(".json");
+  return stem.ends_with(".pickle") || stem.ends_with(".pkl") || stem.ends_with(".pt");
 }
 
 // Names in the order a person reads them: runs of digits compare as numbers,
@@ -102,8 +105,8 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& arguments
       throw Error(fmt::format("{}: cannot list the folder: {}", argument, error.message()));
     if (found.empty()) {
       throw Error::usage(fmt::format(
-          "{}: no snapshot or summary in this folder (.pickle, .pkl, .pt or .json, each "
-          "optionally .gz or .zst)",
+          "{}: no snapshot or summary in this folder (.pickle, .pkl or .pt, each optionally "
+          ".gz or .zst, or .summary.json)",
           argument));
     }
     std::sort(found.begin(), found.end(), natural_less);

@@ -31,9 +31,9 @@ struct SummaryOutcome {
 void add_summary_input_flags(CLI::App& command, SummaryInputs& inputs);
 
 // Files and folders as given: a folder stands for its files that look like
-// snapshots or summaries (.pickle, .pkl, .pt, .json, each optionally .gz or
-// .zst), in natural name order (snapshot_2 before snapshot_10); a folder
-// with none is a usage error.
+// snapshots or summaries (.pickle, .pkl, .pt, each optionally .gz or .zst,
+// and .summary.json), in natural name order (snapshot_2 before
+// snapshot_10); a folder with none is a usage error.
 std::vector<std::string> expand_inputs(const std::vector<std::string>& arguments);
 
 // Summarises every path on `jobs` threads, in the order given. A file that
