@@ -808,6 +808,63 @@ def many_steps_rows(rows):
     return out
 
 
+def measure_ranks(memsnap, runner, work, ranks, events):
+    """`memsnap ranks` over `ranks` generated rank files of about `events`
+    entries each (tests/gen/make_ranks.py): -j 1 and -j 2 over the pickles,
+    then the map step (summarize -o) and the reduce over the summaries alone."""
+    folder = os.path.join(work, f'ranks-{ranks}x{size_label(events)}')
+    summaries = folder + '-summaries'
+    t0 = time.perf_counter()
+    if not os.path.isdir(folder) or len(os.listdir(folder)) != ranks:
+        shutil.rmtree(folder, ignore_errors=True)
+        subprocess.run([sys.executable, os.path.join(ROOT, 'tests', 'gen', 'make_ranks.py'), '--out', folder,
+                        '--ranks', str(ranks), '--stages', '4', '--outlier', str(ranks // 2 + 5),
+                        '--events', str(events)], check=True)
+        log(f'ranks: generated {ranks} files of ~{size_label(events)} entries in {time.perf_counter() - t0:.1f} s')
+    files = sorted(os.path.join(folder, n) for n in os.listdir(folder))
+    total = sum(os.path.getsize(f) for f in files)
+    largest = max(files, key=os.path.getsize)
+    out = {'ranks': ranks, 'events': events, 'bytes': total, 'largest': os.path.getsize(largest), 'path': folder}
+    code, wall, rss, _, err = runner.run([memsnap, 'parse', largest])
+    out['parse_rss'] = rss
+    for jobs in (1, 2):
+        runs = []
+        for _ in range(3):
+            code, wall, rss, _, err = runner.run([memsnap, 'ranks', '-j', str(jobs), folder])
+            if code != 0:
+                out[f'j{jobs}'] = {'error': err.strip()[:200]}
+                break
+            runs.append((wall, rss))
+        else:
+            out[f'j{jobs}'] = {'wall': statistics.median(w for w, _ in runs), 'rss': max(r for _, r in runs)}
+    shutil.rmtree(summaries, ignore_errors=True)
+    code, wall, rss, _, err = runner.run([memsnap, 'summarize', '-j', '2', '-o', summaries, folder])
+    out['summarize'] = {'wall': wall, 'rss': rss} if code == 0 else {'error': err.strip()[:200]}
+    if code == 0:
+        sizes = [os.path.getsize(os.path.join(summaries, n)) for n in os.listdir(summaries)]
+        out['summary_bytes'] = (min(sizes), max(sizes), sum(sizes))
+        walls = [runner.run([memsnap, 'ranks', summaries])[1] for _ in range(3)]
+        out['reduce_wall'] = statistics.median(walls)
+    shutil.rmtree(summaries, ignore_errors=True)
+    log(f'ranks: measured {ranks} files ({fmt_size(total)})')
+    return out
+
+
+def ranks_rows(r):
+    def cell(key):
+        m = r.get(key, {})
+        if 'error' in m:
+            return 'FAILED'
+        return f'{m["wall"]:.2f} s, {fmt_size(m["rss"] * 1024)}'
+    rows = [[f'{r["ranks"]} x {size_label(r["events"])}', fmt_size(r['bytes']),
+             f'{fmt_size(r["parse_rss"] * 1024)}', cell('j1'), cell('j2'),
+             f'{r["j2"]["rss"] / r["parse_rss"]:.2f}x' if 'rss' in r.get('j2', {}) else '-',
+             cell('summarize'),
+             f'{fmt_size(r["summary_bytes"][0])}-{fmt_size(r["summary_bytes"][1])}' if 'summary_bytes' in r else '-',
+             f'{r["reduce_wall"]:.2f} s' if 'reduce_wall' in r else '-']]
+    return rows
+
+
 def print_table(header, rows, markdown, n_right):
     """n_right: the first n_right columns are numbers (right-aligned), the rest verdicts."""
     if markdown:
@@ -842,6 +899,10 @@ def main(argv=None):
     ap.add_argument('--many-steps', type=int, default=100_000,
                     help='ProfilerStep windows in the many-steps case (sequential and '
                          'overlapping; default 100000; 0 skips it)')
+    ap.add_argument('--ranks', type=int, default=64,
+                    help='rank files for the ranks case (default 64; 0 skips it)')
+    ap.add_argument('--rank-events', type=parse_size, default=100_000,
+                    help='trace entries per rank file (default 100k)')
     ap.add_argument('--no-browser', action='store_true',
                     help='skip the time-to-ready of the plot page in headless Chromium')
     args = ap.parse_args(argv)
@@ -920,11 +981,15 @@ def main(argv=None):
     log()
     many_steps = measure_many_steps(memsnap, runner, work, args.many_steps) if args.many_steps else []
     log()
+    ranks = measure_ranks(memsnap, runner, work, args.ranks, args.rank_events) if args.ranks else None
+    log()
 
     if not args.keep:
         leftovers = [p for path in files for p in (path, path + '.params')]
         leftovers += [r['path'] for r in many_steps]
         leftovers += [r['html_path'] for r in results if 'html_path' in r]
+        if ranks:
+            shutil.rmtree(ranks['path'], ignore_errors=True)
         for p in leftovers:
             if os.path.exists(p):
                 os.remove(p)
@@ -1012,6 +1077,13 @@ def main(argv=None):
             for key in ('replay', 'compare', 'plot'):
                 if 'error' in r[key]:
                     print(f'{r["kind"]} {key} FAILED: {r[key]["error"]}')
+    if ranks:
+        print()
+        print('many ranks: `memsnap ranks -j N DIR` over generated rank files (make_ranks.py, 4 stages, one '
+              'outlier); wall = median of 3, RSS = peak; map = `summarize -j 2 -o`, reduce = `ranks` over '
+              'the summaries alone')
+        print_table(['files', 'on disk', 'parse RSS (largest)', 'ranks -j 1', 'ranks -j 2', '-j 2 RSS / parse',
+                     'map (summarize)', 'summary size', 'reduce'], ranks_rows(ranks), args.markdown, 9)
     if all_missed:
         print('MISSED targets:')
         for m in all_missed:
