@@ -27,6 +27,9 @@ SCHEMAS = [
     ("events.schema.json", "events"),
     ("oom.schema.json", "oom"),
     ("segments.schema.json", "segments"),
+    ("summary.schema.json", "summarize"),
+    ("ranks.schema.json", "ranks"),
+    ("compare_runs.schema.json", "compare (two run folders)"),
 ]
 
 TYPE_NAMES = {"integer": "integer", "number": "number", "string": "string", "boolean": "boolean",

@@ -56,6 +56,9 @@ SCHEMA_FILES = {
     "events": "events.schema.json",
     "segments": "segments.schema.json",
     "oom": "oom.schema.json",
+    "summary": "summary.schema.json",
+    "ranks": "ranks.schema.json",
+    "compare_runs": "compare_runs.schema.json",
 }
 
 # Units a number may carry (x-unit), and a word its description must then use.
@@ -81,6 +84,10 @@ GENERATED = {
     "open_step.pickle": ["--events", "1200", "--steps", "4", "--marks", "--open-last-step", "--seed", "28"],
     "expandable.pickle": ["--events", "1000", "--steps", "3", "--expandable", "--seed", "29"],
     "empty.pickle": ["--empty", "--seed", "30"],
+    "runA/rank_0.pickle": ["--events", "1500", "--steps", "5", "--marks", "--seed", "31"],
+    "runA/rank_1.pickle": ["--events", "1500", "--steps", "5", "--oom", "--seed", "32"],
+    "runB/rank_0.pickle": ["--events", "2000", "--steps", "5", "--marks", "--seed", "33"],
+    "runB/rank_2.pickle": ["--events", "1500", "--seed", "34"],
 }
 
 # (case name, schema, memsnap arguments); file names are relative to the
@@ -127,6 +134,15 @@ RUNS = [
     ("oom", "oom", ["oom", "--json", "two_devices.pickle"]),
     ("oom device without one", "oom", ["oom", "--json", "--device", "0", "steps_a.pickle"]),
     ("oom capacity", "oom", ["oom", "--json", "--capacity", "80GiB", "--top", "2", "two_devices.pickle"]),
+    ("oom at peak", "oom", ["oom", "--json", "--at", "peak", "steps_a.pickle"]),
+    ("oom at peak, empty", "oom", ["oom", "--json", "--at", "peak", "empty.pickle"]),
+    ("summarize", "summary", ["summarize", "--json", "steps_a.pickle"]),
+    ("summarize two devices", "summary", ["summarize", "--json", "two_devices.pickle"]),
+    ("summarize empty", "summary", ["summarize", "--json", "empty.pickle"]),
+    ("summarize no time", "summary", ["summarize", "--json", "no_time.pickle"]),
+    ("ranks", "ranks", ["ranks", "--json", "runA", "runB"]),
+    ("ranks one file", "ranks", ["ranks", "--json", "plain_a.pickle"]),
+    ("compare run folders", "compare_runs", ["compare", "--json", "runA", "runB"]),
 ]
 
 # json-keys.json's command variants: (schema, memsnap arguments).
@@ -344,6 +360,7 @@ def shared_definitions(schemas):
 
 def generate(work):
     for name, arguments in GENERATED.items():
+        os.makedirs(os.path.dirname(os.path.join(work, name)), exist_ok=True)
         subprocess.run([sys.executable, GENERATOR, "--out", os.path.join(work, name)] + arguments,
                        check=True, stdout=subprocess.DEVNULL)
 
