@@ -12,15 +12,17 @@ namespace memsnap {
 class Error : public std::exception {
  public:
   // What went wrong decides the exit status at the edge: bad input 1, a usage
-  // error 2, output that could not be written 1; a reader that went away
+  // error 2, output that could not be written 1, a limit of `memsnap check`
+  // violated 3 (its report is already written); a reader that went away
   // (broken pipe) ends quietly.
-  enum class Kind : uint8_t { kInput, kUsage, kOutput, kBrokenPipe };
+  enum class Kind : uint8_t { kInput, kUsage, kOutput, kBrokenPipe, kLimit };
 
   explicit Error(std::string message, Kind kind = Kind::kInput);
   Error(std::string message, uint64_t byte_offset);
 
   static Error usage(std::string message) { return Error(std::move(message), Kind::kUsage); }
   static Error output(std::string message) { return Error(std::move(message), Kind::kOutput); }
+  static Error limit(std::string message) { return Error(std::move(message), Kind::kLimit); }
 
   // The same error, said of one input: "<name>: <message>".
   [[nodiscard]] Error in_file(const std::string& name) const;

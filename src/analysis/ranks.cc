@@ -55,6 +55,7 @@ RanksReport analyze_ranks(const std::vector<RunSummary>& summaries) {
   });
 
   std::vector<int64_t> peaks;
+  peaks.reserve(report.rows.size());
   for (const RankRow& row : report.rows) peaks.push_back(row.absolute_peak);
   std::sort(peaks.begin(), peaks.end());
   report.peak_min = peaks.front();
@@ -64,6 +65,7 @@ RanksReport analyze_ranks(const std::vector<RunSummary>& summaries) {
                                                         static_cast<double>(report.peak_median)
                                                   : 0.0;
   std::vector<int64_t> deviations;
+  deviations.reserve(peaks.size());
   for (int64_t peak : peaks) {
     deviations.push_back(static_cast<int64_t>(
         magnitude(sub_bytes(peak, static_cast<uint64_t>(report.peak_median)))));

@@ -15,6 +15,7 @@ namespace {
 
 constexpr int kExitInput = 1;
 constexpr int kExitUsage = 2;
+constexpr int kExitLimit = 3;  // memsnap check: a limit is violated
 // A reader that went away (`| head`): what a shell reports for SIGPIPE.
 constexpr int kExitBrokenPipe = 141;
 
@@ -22,6 +23,7 @@ int exit_status(const Error& error) {
   switch (error.kind()) {
     case Error::Kind::kUsage: return kExitUsage;
     case Error::Kind::kBrokenPipe: return kExitBrokenPipe;
+    case Error::Kind::kLimit: return kExitLimit;
     case Error::Kind::kInput:
     case Error::Kind::kOutput: break;
   }

@@ -18,6 +18,7 @@ std::string peak_text(int64_t bytes) {
 
 std::string file_list(const std::vector<RunSummary>& run, const std::vector<size_t>& files) {
   std::vector<std::string> names;
+  names.reserve(files.size());
   for (size_t i : files) {
     names.push_back(run[i].rank ? fmt::format("rank {} ({})", *run[i].rank, printable(run[i].path))
                                 : fmt::format("{} (no rank in its name)", printable(run[i].path)));

@@ -1,0 +1,231 @@
+#include "analysis/check.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "memsnap/error.h"
+
+namespace memsnap {
+
+namespace {
+
+constexpr double kMiB = 1024.0 * 1024.0;
+
+const SourceUsage* find_row(const std::vector<SourceUsage>& rows, std::string_view name) {
+  for (const SourceUsage& row : rows) {
+    if (row.source == name) return &row;
+  }
+  return nullptr;
+}
+
+double round_up_mib(double bytes) {
+  return std::ceil(bytes / kMiB) * kMiB;
+}
+
+}  // namespace
+
+const std::vector<LimitInfo>& all_limit_infos() {
+  static const std::vector<LimitInfo> infos = {
+      {LimitKind::kMaxPeak, "max_peak", "absolute peak", false, false},
+      {LimitKind::kMaxPeakDelta, "max_peak_delta", "peak delta", false, false},
+      {LimitKind::kMaxReserved, "max_reserved", "reserved peak", false, false},
+      {LimitKind::kMaxFragmentation, "max_fragmentation", "fragmentation at the dump", true, false},
+      {LimitKind::kMaxGrowth, "max_growth", "growth of the absolute peak", true, true},
+      {LimitKind::kMaxSourceGrowth, "max_source_growth", "growth of one source at the peak", true,
+       true},
+      {LimitKind::kMaxUnmatchedFrees, "max_unmatched_frees", "unmatched frees", false, false},
+      {LimitKind::kNoOom, "no_oom", "oom entries", false, false},
+      {LimitKind::kStepMaxPeak, "step_max_peak", "highest step's absolute peak", false, false},
+      {LimitKind::kCategory, "category", "live at the peak", false, false},
+  };
+  return infos;
+}
+
+const LimitInfo& limit_info(LimitKind kind) {
+  return all_limit_infos()[static_cast<size_t>(kind)];
+}
+
+std::string Limit::name() const {
+  if (kind == LimitKind::kCategory) return "category." + category;
+  return std::string(limit_info(kind).name);
+}
+
+Amount parse_amount(std::string_view text, std::string_view what, bool percent_allowed) {
+  auto bad = [&](std::string_view why) {
+    return Error::usage(fmt::format("{}: '{}' {} (sizes like 12GiB, 512MiB, 1.5GB, 1000{})", what,
+                                    text.substr(0, 40), why, percent_allowed ? ", or 5%" : ""));
+  };
+  std::string_view rest = text;
+  while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
+  while (!rest.empty() && rest.back() == ' ') rest.remove_suffix(1);
+  double value = 0;
+  auto [end, error] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
+  if (error != std::errc() || !std::isfinite(value) || value < 0) {
+    throw bad("is not a non-negative number with a unit");
+  }
+  std::string unit(end, rest.data() + rest.size());
+  while (!unit.empty() && unit.front() == ' ') unit.erase(0, 1);
+  std::transform(unit.begin(), unit.end(), unit.begin(), [](char c) {
+    return static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  });
+  if (unit == "%") {
+    if (!percent_allowed) throw bad("is a percent, and this limit takes a size");
+    return Amount{value, true};
+  }
+  struct Scale {
+    const char* suffix;
+    double factor;
+  };
+  static constexpr Scale kScales[] = {
+      {"", 1},
+      {"b", 1},
+      {"k", 1024.0},
+      {"kb", 1024.0},
+      {"kib", 1024.0},
+      {"m", kMiB},
+      {"mb", kMiB},
+      {"mib", kMiB},
+      {"g", kMiB * 1024},
+      {"gb", kMiB * 1024},
+      {"gib", kMiB * 1024},
+      {"t", kMiB * kMiB},
+      {"tb", kMiB * kMiB},
+      {"tib", kMiB * kMiB},
+  };
+  for (const Scale& scale : kScales) {
+    if (unit == scale.suffix) {
+      const double bytes = value * scale.factor;
+      if (bytes > 0x1p62) throw bad("is larger than any device");
+      return Amount{bytes, false};
+    }
+  }
+  throw bad("has an unknown unit");
+}
+
+CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
+                      bool baseline_is_summary, const std::vector<Limit>& limits) {
+  CheckReport report;
+  report.current_file = current.path;
+  report.rank = current.rank;
+  report.peak = current.absolute_peak;
+  if (baseline != nullptr) {
+    report.baseline_file = baseline->path;
+    report.baseline_is_summary = baseline_is_summary;
+    report.baseline_peak = baseline->absolute_peak;
+    report.sources = compare_sources(baseline->live_at_peak, current.live_at_peak);
+    report.categories =
+        compare_sources(baseline->live_at_peak_by_category, current.live_at_peak_by_category);
+  }
+  for (const Limit& limit : limits) {
+    const LimitInfo& info = limit_info(limit.kind);
+    if (info.needs_baseline && baseline == nullptr) {
+      throw Error::usage(fmt::format("--{}: needs a baseline to grow from (--baseline FILE)",
+                                     std::string(info.name)));
+    }
+    LimitResult r;
+    r.limit = limit;
+    r.allowed = limit.amount.value;
+    switch (limit.kind) {
+      case LimitKind::kMaxPeak: r.measured = static_cast<double>(current.absolute_peak); break;
+      case LimitKind::kMaxPeakDelta: r.measured = static_cast<double>(current.peak_delta); break;
+      case LimitKind::kMaxReserved: r.measured = static_cast<double>(current.reserved_peak); break;
+      case LimitKind::kMaxFragmentation:
+        r.measured = current.segments.fragmentation;
+        r.allowed = limit.amount.percent ? limit.amount.value / 100 : limit.amount.value;
+        break;
+      case LimitKind::kMaxGrowth:
+        r.measured = static_cast<double>(current.absolute_peak - baseline->absolute_peak);
+        if (limit.amount.percent) {
+          r.allowed = limit.amount.value / 100 * static_cast<double>(baseline->absolute_peak);
+        }
+        break;
+      case LimitKind::kMaxSourceGrowth: {
+        if (limit.amount.percent) {
+          r.allowed = limit.amount.value / 100 * static_cast<double>(baseline->absolute_peak);
+        }
+        // The source that grew most (rows are by |B - A|: the first that grew).
+        for (const SourceDiff& row : report.sources.rows) {
+          if (row.delta() > 0 && static_cast<double>(row.delta()) > r.measured) {
+            r.measured = static_cast<double>(row.delta());
+            r.subject = row.source;
+          }
+        }
+        break;
+      }
+      case LimitKind::kMaxUnmatchedFrees:
+        r.measured = static_cast<double>(current.unmatched_free_count);
+        break;
+      case LimitKind::kNoOom:
+        r.measured = static_cast<double>(current.ooms.size());
+        r.allowed = 0;
+        break;
+      case LimitKind::kStepMaxPeak:
+        if (current.steps.empty()) {
+          r.status = LimitStatus::kNotApplicable;
+          r.note = "the run has no profiler steps";
+          break;
+        }
+        for (const SummaryStep& step : current.steps) {
+          if (r.subject.empty() || static_cast<double>(step.absolute_peak) > r.measured) {
+            r.measured = static_cast<double>(step.absolute_peak);
+            r.subject = fmt::format("step {}", step.number);
+          }
+        }
+        break;
+      case LimitKind::kCategory: {
+        if (current.live_at_peak_by_category.empty()) {
+          r.status = LimitStatus::kNotApplicable;
+          r.note = "the run has nothing live at its peak to categorise";
+          break;
+        }
+        const SourceUsage* row = find_row(current.live_at_peak_by_category, limit.category);
+        r.measured = row != nullptr ? static_cast<double>(row->bytes) : 0.0;
+        r.subject = limit.category;
+        break;
+      }
+    }
+    if (r.status != LimitStatus::kNotApplicable) {
+      r.status = r.measured <= r.allowed ? LimitStatus::kPass : LimitStatus::kFail;
+    }
+    if (r.status == LimitStatus::kFail) ++report.failed;
+    report.results.push_back(std::move(r));
+  }
+  return report;
+}
+
+std::vector<Limit> budget_from_run(const RunSummary& run, double headroom) {
+  const double scale = 1 + headroom;
+  auto size = [&](LimitKind kind, double bytes) {
+    return Limit{kind, Amount{round_up_mib(std::max(bytes, 0.0) * scale), false}, {}};
+  };
+  std::vector<Limit> limits;
+  limits.push_back(size(LimitKind::kMaxPeak, static_cast<double>(run.absolute_peak)));
+  limits.push_back(size(LimitKind::kMaxPeakDelta, static_cast<double>(run.peak_delta)));
+  limits.push_back(size(LimitKind::kMaxReserved, static_cast<double>(run.reserved_peak)));
+  limits.push_back(
+      Limit{LimitKind::kMaxFragmentation,
+            Amount{std::min(1.0, std::ceil(run.segments.fragmentation * scale * 100) / 100), false},
+            {}});
+  limits.push_back(Limit{LimitKind::kMaxGrowth, Amount{headroom * 100, true}, {}});
+  limits.push_back(
+      Limit{LimitKind::kMaxUnmatchedFrees,
+            Amount{std::ceil(static_cast<double>(run.unmatched_free_count) * scale), false},
+            {}});
+  if (run.ooms.empty()) limits.push_back(Limit{LimitKind::kNoOom, Amount{0, false}, {}});
+  if (!run.steps.empty()) {
+    int64_t highest = run.steps.front().absolute_peak;
+    for (const SummaryStep& step : run.steps) highest = std::max(highest, step.absolute_peak);
+    limits.push_back(size(LimitKind::kStepMaxPeak, static_cast<double>(highest)));
+  }
+  for (const SourceUsage& row : run.live_at_peak_by_category) {
+    if (row.bytes < (uint64_t{1} << 20)) continue;  // a budget for what matters
+    Limit limit = size(LimitKind::kCategory, static_cast<double>(row.bytes));
+    limit.category = row.source;
+    limits.push_back(limit);
+  }
+  return limits;
+}
+
+}  // namespace memsnap

@@ -1,0 +1,392 @@
+#include "report/check_render.h"
+
+#include <fmt/format.h>
+#include <cmath>
+#include <sstream>
+
+#include <pugixml.hpp>
+
+#include "report/format.h"
+#include "report/source_tables.h"
+
+namespace memsnap {
+
+using nlohmann::ordered_json;
+
+namespace {
+
+enum class Unit : uint8_t { kBytes, kCount, kFraction };
+
+Unit unit_of(LimitKind kind) {
+  switch (kind) {
+    case LimitKind::kMaxFragmentation: return Unit::kFraction;
+    case LimitKind::kMaxUnmatchedFrees:
+    case LimitKind::kNoOom: return Unit::kCount;
+    default: return Unit::kBytes;
+  }
+}
+
+std::string_view unit_name(Unit unit) {
+  switch (unit) {
+    case Unit::kBytes: return "bytes";
+    case Unit::kCount: return "count";
+    case Unit::kFraction: return "fraction";
+  }
+  return "bytes";
+}
+
+std::string value_text(double value, Unit unit) {
+  switch (unit) {
+    case Unit::kBytes:
+      return value < 0 ? format_signed_bytes(static_cast<int64_t>(value))
+                       : format_bytes(static_cast<uint64_t>(value));
+    case Unit::kCount: return format_count(static_cast<uint64_t>(std::max(value, 0.0)));
+    case Unit::kFraction: return format_percent(value);
+  }
+  return {};
+}
+
+std::string_view status_name(LimitStatus status) {
+  switch (status) {
+    case LimitStatus::kPass: return "pass";
+    case LimitStatus::kFail: return "fail";
+    case LimitStatus::kNotApplicable: return "not_applicable";
+  }
+  return "pass";
+}
+
+std::string threshold_text(const LimitResult& r) {
+  const Unit unit = unit_of(r.limit.kind);
+  std::string text = value_text(r.allowed, unit);
+  if (r.limit.amount.percent && r.limit.kind != LimitKind::kMaxFragmentation) {
+    text += fmt::format(" ({:g}% of the baseline's peak)", r.limit.amount.value);
+  }
+  return text;
+}
+
+// What grew, for a failure's explanation: the largest increases first.
+std::vector<const SourceDiff*> grown(const SourceComparison& comparison, int top) {
+  std::vector<const SourceDiff*> rows;
+  for (const SourceDiff& row : comparison.rows) {
+    if (row.delta() > 0) rows.push_back(&row);
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const SourceDiff* a, const SourceDiff* b) {
+    return a->delta() > b->delta();
+  });
+  if (top >= 0 && rows.size() > static_cast<size_t>(top)) rows.resize(static_cast<size_t>(top));
+  return rows;
+}
+
+std::string grown_list(const SourceComparison& comparison, int count) {
+  std::string out;
+  for (const SourceDiff* row : grown(comparison, count)) {
+    out += fmt::format("{}{} (+{})", out.empty() ? "" : ", ", printable(row->source),
+                       format_bytes(static_cast<uint64_t>(row->delta())));
+  }
+  return out;
+}
+
+std::string peak_text(int64_t bytes) {
+  return bytes < 0 ? format_signed_bytes(bytes) : format_bytes(static_cast<uint64_t>(bytes));
+}
+
+std::string headline(const CheckReport& r) {
+  const size_t checked = r.results.size();
+  if (r.failed == 0) {
+    return fmt::format("memsnap check: PASS, {} limit{} hold for {}", checked,
+                       checked == 1 ? "" : "s", printable(r.current_file));
+  }
+  return fmt::format("memsnap check: FAIL, {} of {} limits violated by {}", r.failed, checked,
+                     printable(r.current_file));
+}
+
+// GitHub's workflow commands: data escapes %, CR, LF; properties also : and ,.
+std::string github_data(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '%')
+      out += "%25";
+    else if (c == '\r')
+      out += "%0D";
+    else if (c == '\n')
+      out += "%0A";
+    else
+      out += c;
+  }
+  return out;
+}
+std::string github_property(std::string_view text) {
+  std::string out;
+  for (char c : github_data(text)) {
+    if (c == ':')
+      out += "%3A";
+    else if (c == ',')
+      out += "%2C";
+    else
+      out += c;
+  }
+  return out;
+}
+
+// Markdown table cells: a | would end the cell, a newline the row.
+std::string md_cell(std::string_view text) {
+  std::string out;
+  for (char c : printable(text)) {
+    if (c == '|')
+      out += "\\|";
+    else if (c == '\n')
+      out += ' ';
+    else
+      out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string limit_sentence(const LimitResult& r) {
+  const Unit unit = unit_of(r.limit.kind);
+  const LimitInfo& info = limit_info(r.limit.kind);
+  std::string what = r.limit.kind == LimitKind::kCategory
+                         ? fmt::format("{} live at the peak", r.limit.category)
+                         : std::string(info.what);
+  if (r.status == LimitStatus::kNotApplicable) {
+    return fmt::format("{}: not checked, {}", r.limit.name(), r.note);
+  }
+  std::string subject;
+  if (!r.subject.empty() && r.limit.kind != LimitKind::kCategory) {
+    subject = fmt::format(" ({})", printable(r.subject));
+  }
+  if (r.limit.kind == LimitKind::kNoOom) {
+    return r.status == LimitStatus::kPass
+               ? "no_oom: no oom entry"
+               : fmt::format("no_oom: {} oom entr{} in the run", value_text(r.measured, unit),
+                             r.measured == 1 ? "y" : "ies");
+  }
+  const double margin = r.allowed - r.measured;
+  return fmt::format("{}: {}{} {} {} {} ({} {})", r.limit.name(), what, subject,
+                     value_text(r.measured, unit), r.status == LimitStatus::kPass ? "<=" : ">",
+                     threshold_text(r), r.status == LimitStatus::kPass ? "margin" : "over by",
+                     value_text(std::abs(margin), unit));
+}
+
+std::vector<std::string> investigate_commands(const CheckReport& r) {
+  std::vector<std::string> commands;
+  const std::string current = shell_quote(r.current_file);
+  if (!r.baseline_file.empty()) {
+    const std::string baseline = shell_quote(r.baseline_file);
+    if (r.baseline_is_summary) {
+      commands.push_back(fmt::format(
+          "memsnap compare BASELINE_SNAPSHOT {}  # the baseline is a summary ({}): compare "
+          "needs its snapshot",
+          current, baseline));
+    } else {
+      commands.push_back(fmt::format("memsnap compare {} {}", baseline, current));
+      commands.push_back(fmt::format("memsnap plot {} {} --labels baseline current -o check.html",
+                                     baseline, current));
+    }
+  }
+  commands.push_back(fmt::format("memsnap parse {}", current));
+  commands.push_back(fmt::format("memsnap oom --at peak {}", current));
+  return commands;
+}
+
+std::string render_check_text(const CheckReport& r, int top) {
+  std::string out = headline(r) + "\n";
+  if (!r.baseline_file.empty()) {
+    out +=
+        fmt::format("  baseline {}: absolute peak {}; current {} ({})\n",
+                    printable(r.baseline_file), peak_text(r.baseline_peak.value_or(0)),
+                    peak_text(r.peak), format_signed_bytes(r.peak - r.baseline_peak.value_or(0)));
+  }
+  out += "\n";
+  for (const LimitResult& result : r.results) {
+    const char* mark = result.status == LimitStatus::kFail            ? "FAIL"
+                       : result.status == LimitStatus::kNotApplicable ? "skip"
+                                                                      : "ok  ";
+    out += fmt::format("  {}  {}\n", mark, limit_sentence(result));
+  }
+  if (r.failed > 0 && !r.baseline_file.empty()) {
+    out += "\nWhat grew, at each run's peak (B - A = current - baseline)\n";
+    out += diff_table(r.sources.rows, top);
+    out += "\nBy category\n";
+    out += diff_table(r.categories.rows, top, "category");
+  } else if (r.failed > 0) {
+    out += "\n(no --baseline: pass one, a snapshot or a summary, to see what grew)\n";
+  }
+  if (r.failed > 0) {
+    out += "\nTo look closer:\n";
+    for (const std::string& command : investigate_commands(r)) out += "  " + command + "\n";
+  }
+  return out;
+}
+
+ordered_json render_check_json(const CheckReport& r, int top) {
+  ordered_json limits = ordered_json::array();
+  for (const LimitResult& result : r.results) {
+    const Unit unit = unit_of(result.limit.kind);
+    limits.push_back(
+        {{"name", result.limit.name()},
+         {"status", status_name(result.status)},
+         {"measured", result.status == LimitStatus::kNotApplicable ? ordered_json(nullptr)
+                                                                   : ordered_json(result.measured)},
+         {"allowed", result.allowed},
+         {"margin", result.status == LimitStatus::kNotApplicable
+                        ? ordered_json(nullptr)
+                        : ordered_json(result.allowed - result.measured)},
+         {"unit", unit_name(unit)},
+         {"given", result.limit.amount.percent
+                       ? ordered_json(fmt::format("{:g}%", result.limit.amount.value))
+                       : ordered_json(result.limit.amount.value)},
+         {"subject", result.subject.empty() ? ordered_json(nullptr) : ordered_json(result.subject)},
+         {"note", result.note.empty() ? ordered_json(nullptr) : ordered_json(result.note)},
+         {"sentence", limit_sentence(result)}});
+  }
+  ordered_json out{
+      {"passed", r.failed == 0},
+      {"exit_status", r.failed == 0 ? 0 : 3},
+      {"failed", r.failed},
+      {"checked", r.results.size()},
+      {"current",
+       {{"file", r.current_file},
+        {"rank", r.rank ? ordered_json(*r.rank) : ordered_json(nullptr)},
+        {"absolute_peak", r.peak}}},
+      {"baseline", r.baseline_file.empty()
+                       ? ordered_json(nullptr)
+                       : ordered_json{{"file", r.baseline_file},
+                                      {"is_summary", r.baseline_is_summary},
+                                      {"absolute_peak", r.baseline_peak.value_or(0)}}},
+      {"limits", limits},
+      {"sources",
+       r.baseline_file.empty() ? ordered_json(nullptr) : diff_json(r.sources.rows, top, false)},
+      {"categories",
+       r.baseline_file.empty() ? ordered_json(nullptr) : diff_json(r.categories.rows, top, false)},
+      {"commands", investigate_commands(r)}};
+  return out;
+}
+
+std::string render_check_junit(const CheckReport& r, int top) {
+  pugi::xml_document doc;
+  auto declaration = doc.append_child(pugi::node_declaration);
+  declaration.append_attribute("version") = "1.0";
+  declaration.append_attribute("encoding") = "UTF-8";
+  size_t skipped = 0;
+  for (const LimitResult& result : r.results) {
+    if (result.status == LimitStatus::kNotApplicable) ++skipped;
+  }
+  const std::string suite_name = "memsnap check " + r.current_file;
+  auto suites = doc.append_child("testsuites");
+  suites.append_attribute("name") = "memsnap check";
+  suites.append_attribute("tests") = static_cast<unsigned long long>(r.results.size());
+  suites.append_attribute("failures") = static_cast<unsigned long long>(r.failed);
+  suites.append_attribute("errors") = 0;
+  suites.append_attribute("skipped") = static_cast<unsigned long long>(skipped);
+  suites.append_attribute("time") = "0";
+  auto suite = suites.append_child("testsuite");
+  suite.append_attribute("name") = suite_name.c_str();
+  suite.append_attribute("tests") = static_cast<unsigned long long>(r.results.size());
+  suite.append_attribute("failures") = static_cast<unsigned long long>(r.failed);
+  suite.append_attribute("errors") = 0;
+  suite.append_attribute("skipped") = static_cast<unsigned long long>(skipped);
+  suite.append_attribute("time") = "0";
+  std::string explanation;
+  if (!r.baseline_file.empty()) {
+    explanation = "\nWhat grew at the peak (current - baseline): " + grown_list(r.sources, top) +
+                  "\nBy category: " + grown_list(r.categories, top);
+  }
+  explanation += "\nTo look closer:";
+  for (const std::string& command : investigate_commands(r)) explanation += "\n  " + command;
+  for (const LimitResult& result : r.results) {
+    auto test = suite.append_child("testcase");
+    test.append_attribute("classname") = "memsnap.check";
+    test.append_attribute("name") = result.limit.name().c_str();
+    test.append_attribute("time") = "0";
+    const std::string sentence = limit_sentence(result);
+    if (result.status == LimitStatus::kFail) {
+      auto failure = test.append_child("failure");
+      failure.append_attribute("message") = sentence.c_str();
+      failure.append_attribute("type") = "memsnap.limit";
+      failure.append_child(pugi::node_pcdata).set_value((sentence + explanation).c_str());
+    } else if (result.status == LimitStatus::kNotApplicable) {
+      test.append_child("skipped").append_attribute("message") = sentence.c_str();
+    } else {
+      test.append_child("system-out").append_child(pugi::node_pcdata).set_value(sentence.c_str());
+    }
+  }
+  std::ostringstream out;
+  doc.save(out, "  ", pugi::format_default, pugi::encoding_utf8);
+  return out.str();
+}
+
+std::string render_check_github(const CheckReport& r, int top) {
+  std::string out;
+  const std::string what_grew =
+      r.baseline_file.empty() ? "" : " What grew at the peak: " + grown_list(r.sources, 3) + ".";
+  for (const LimitResult& result : r.results) {
+    if (result.status != LimitStatus::kFail) continue;
+    out += fmt::format("::error title={}::{}{}\n",
+                       github_property("memsnap check: " + result.limit.name()),
+                       github_data(limit_sentence(result)), github_data(what_grew));
+  }
+  for (const LimitResult& result : r.results) {
+    if (result.status == LimitStatus::kNotApplicable) {
+      out += fmt::format("::warning title={}::{}\n",
+                         github_property("memsnap check: " + result.limit.name()),
+                         github_data(limit_sentence(result)));
+    }
+  }
+  out += fmt::format("::notice title={}::{}\n", github_property("memsnap check"),
+                     github_data(headline(r)));
+  (void)top;
+  return out;
+}
+
+std::string render_check_markdown(const CheckReport& r, int top) {
+  std::string out = fmt::format("### {}\n\n", md_cell(headline(r)));
+  if (!r.baseline_file.empty()) {
+    out +=
+        fmt::format("Baseline `{}`: absolute peak {}; current {} ({}).\n\n",
+                    md_cell(r.baseline_file), peak_text(r.baseline_peak.value_or(0)),
+                    peak_text(r.peak), format_signed_bytes(r.peak - r.baseline_peak.value_or(0)));
+  }
+  out += "| | limit | measured | allowed |\n|---|---|---:|---:|\n";
+  for (const LimitResult& result : r.results) {
+    const Unit unit = unit_of(result.limit.kind);
+    const char* mark = result.status == LimitStatus::kFail            ? ":x:"
+                       : result.status == LimitStatus::kNotApplicable ? ":heavy_minus_sign:"
+                                                                      : ":white_check_mark:";
+    out += fmt::format(
+        "| {} | `{}` | {} | {} |\n", mark, md_cell(result.limit.name()),
+        result.status == LimitStatus::kNotApplicable
+            ? md_cell(result.note)
+            : md_cell(value_text(result.measured, unit) +
+                      (result.subject.empty() || result.limit.kind == LimitKind::kCategory
+                           ? ""
+                           : " (" + result.subject + ")")),
+        md_cell(threshold_text(result)));
+  }
+  if (r.failed > 0 && !r.baseline_file.empty()) {
+    out +=
+        "\n**What grew** at each run's peak (current - baseline):\n\n| source | baseline | current "
+        "| B - A |\n|---|---:|---:|---:|\n";
+    for (const SourceDiff* row : grown(r.sources, top)) {
+      out +=
+          fmt::format("| `{}` | {} | {} | {} |\n", md_cell(row->source), format_bytes(row->bytes_a),
+                      format_bytes(row->bytes_b), format_signed_bytes(row->delta()));
+    }
+    out += "\n| category | baseline | current | B - A |\n|---|---:|---:|---:|\n";
+    for (const SourceDiff* row : grown(r.categories, top)) {
+      out +=
+          fmt::format("| `{}` | {} | {} | {} |\n", md_cell(row->source), format_bytes(row->bytes_a),
+                      format_bytes(row->bytes_b), format_signed_bytes(row->delta()));
+    }
+  }
+  if (r.failed > 0) {
+    out += "\nTo look closer:\n\n```sh\n";
+    for (const std::string& command : investigate_commands(r)) out += command + "\n";
+    out += "```\n";
+  }
+  return out;
+}
+
+}  // namespace memsnap
