@@ -120,13 +120,21 @@ CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
   }
   for (const Limit& limit : limits) {
     const LimitInfo& info = limit_info(limit.kind);
-    if (info.needs_baseline && baseline == nullptr) {
-      throw Error::usage(fmt::format("--{}: needs a baseline to grow from (--baseline FILE)",
-                                     std::string(info.name)));
-    }
     LimitResult r;
     r.limit = limit;
     r.allowed = limit.amount.value;
+    if (info.needs_baseline && baseline == nullptr) {
+      if (!limit.from_budget) {
+        std::string flag = std::string(info.name);
+        std::replace(flag.begin(), flag.end(), '_', '-');
+        throw Error::usage(
+            fmt::format("--{}: needs a baseline to grow from (--baseline FILE)", flag));
+      }
+      r.status = LimitStatus::kNotApplicable;
+      r.note = "it needs --baseline";
+      report.results.push_back(std::move(r));
+      continue;
+    }
     switch (limit.kind) {
       case LimitKind::kMaxPeak: r.measured = static_cast<double>(current.absolute_peak); break;
       case LimitKind::kMaxPeakDelta: r.measured = static_cast<double>(current.peak_delta); break;

@@ -48,7 +48,8 @@ struct Amount {
 struct Limit {
   LimitKind kind = LimitKind::kMaxPeak;
   Amount amount;
-  std::string category;                    // kCategory only
+  std::string category;      // kCategory only
+  bool from_budget = false;  // read from a budget file (a flag is a usage error without a baseline)
   [[nodiscard]] std::string name() const;  // max_peak, ..., category.activation
 };
 
@@ -82,7 +83,8 @@ struct CheckReport {
   SourceComparison categories;
 };
 
-// Throws a usage Error when a limit needs a baseline and none is given.
+// Throws a usage Error when a flag's limit needs a baseline and none is
+// given; a budget file's such limit is reported as not checked instead.
 CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
                       bool baseline_is_summary, const std::vector<Limit>& limits);
 

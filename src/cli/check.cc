@@ -68,7 +68,7 @@ std::vector<Limit> limits_of(const CheckFlags& flags) {
     const LimitInfo& info = limit_info(kind);
     std::string flag = "--" + std::string(info.name);
     std::replace(flag.begin(), flag.end(), '_', '-');
-    Limit limit{kind, parse_amount(text, flag, info.takes_percent), {}};
+    Limit limit{kind, parse_amount(text, flag, info.takes_percent), {}, false};
     if (kind == LimitKind::kMaxFragmentation && !limit.amount.percent && limit.amount.value > 1) {
       throw Error::usage(
           fmt::format("{}: '{}' is more than 1: give a fraction (0.3) or a percent "
@@ -85,10 +85,10 @@ std::vector<Limit> limits_of(const CheckFlags& flags) {
     }
     Limit limit{LimitKind::kCategory,
                 parse_amount(spec.substr(eq + 1), "--max-category " + spec.substr(0, eq), false),
-                spec.substr(0, eq)};
+                spec.substr(0, eq), false};
     put(limit);
   }
-  if (flags.no_oom) put(Limit{LimitKind::kNoOom, {}, {}});
+  if (flags.no_oom) put(Limit{LimitKind::kNoOom, {}, {}, false});
   // In the order of the limit table, categories last by name.
   std::vector<Limit> limits;
   for (const LimitInfo& info : all_limit_infos()) {

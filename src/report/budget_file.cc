@@ -37,7 +37,7 @@ struct Value {
 Limit limit_of(LimitKind kind, const std::string& category, const Value& value,
                const std::string& where) {
   const LimitInfo& info = limit_info(kind);
-  Limit limit{kind, {}, category};
+  Limit limit{kind, {}, category, true};
   if (kind == LimitKind::kNoOom) {
     if (!value.flag) throw Error::usage(fmt::format("{}: no_oom must be true or false", where));
     return limit;
@@ -145,7 +145,9 @@ std::vector<Limit> read_budget(std::string_view text, const std::string& path) {
 std::string amount_text(const Limit& limit) {
   if (limit.kind == LimitKind::kNoOom) return "true";
   if (limit.amount.percent) return fmt::format("{:g}%", limit.amount.value);
-  if (limit.kind == LimitKind::kMaxFragmentation) return fmt::format("{:g}", limit.amount.value);
+  if (limit.kind == LimitKind::kMaxFragmentation) {
+    return fmt::format("{:g}%", std::round(limit.amount.value * 1000) / 10);
+  }
   if (is_count(limit.kind)) return fmt::format("{:.0f}", limit.amount.value);
   const double mib = limit.amount.value / kMiB;
   if (mib == std::floor(mib)) return fmt::format("{:.0f}MiB", mib);
@@ -161,8 +163,6 @@ std::string write_budget_toml(const std::vector<Limit>& limits, const std::strin
       categories.insert_or_assign(limit.category, text);
     } else if (limit.kind == LimitKind::kNoOom) {
       root.insert_or_assign(limit.name(), true);
-    } else if (limit.kind == LimitKind::kMaxFragmentation) {
-      root.insert_or_assign(limit.name(), limit.amount.value);
     } else if (is_count(limit.kind)) {
       root.insert_or_assign(limit.name(), static_cast<int64_t>(limit.amount.value));
     } else {

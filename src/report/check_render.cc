@@ -91,13 +91,18 @@ std::string peak_text(int64_t bytes) {
 }
 
 std::string headline(const CheckReport& r) {
-  const size_t checked = r.results.size();
-  if (r.failed == 0) {
-    return fmt::format("memsnap check: PASS, {} limit{} hold for {}", checked,
-                       checked == 1 ? "" : "s", printable(r.current_file));
+  size_t skipped = 0;
+  for (const LimitResult& result : r.results) {
+    if (result.status == LimitStatus::kNotApplicable) ++skipped;
   }
-  return fmt::format("memsnap check: FAIL, {} of {} limits violated by {}", r.failed, checked,
-                     printable(r.current_file));
+  const size_t checked = r.results.size() - skipped;
+  const std::string not_checked = skipped == 0 ? "" : fmt::format(" ({} not checked)", skipped);
+  if (r.failed == 0) {
+    return fmt::format("memsnap check: PASS, {} limit{} hold{} for {}", checked,
+                       checked == 1 ? "" : "s", not_checked, printable(r.current_file));
+  }
+  return fmt::format("memsnap check: FAIL, {} of {} limits violated{} by {}", r.failed, checked,
+                     not_checked, printable(r.current_file));
 }
 
 // GitHub's workflow commands: data escapes %, CR, LF; properties also : and ,.
@@ -242,11 +247,16 @@ ordered_json render_check_json(const CheckReport& r, int top) {
          {"note", result.note.empty() ? ordered_json(nullptr) : ordered_json(result.note)},
          {"sentence", limit_sentence(result)}});
   }
+  size_t skipped = 0;
+  for (const LimitResult& result : r.results) {
+    if (result.status == LimitStatus::kNotApplicable) ++skipped;
+  }
   ordered_json out{
       {"passed", r.failed == 0},
       {"exit_status", r.failed == 0 ? 0 : 3},
       {"failed", r.failed},
-      {"checked", r.results.size()},
+      {"checked", r.results.size() - skipped},
+      {"not_checked", skipped},
       {"current",
        {{"file", r.current_file},
         {"rank", r.rank ? ordered_json(*r.rank) : ordered_json(nullptr)},

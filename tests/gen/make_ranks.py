@@ -20,8 +20,11 @@ MiB = 1 << 20
 T0 = 1_700_000_000_000_000
 
 
+FUNCTION = "stage{stage}_forward"  # --function: the model's function name (`forward` makes them activations)
+
+
 def frames(stage, line):
-    return [{"name": f"stage{stage}_forward", "filename": f"/work/model/stage{stage}.py", "line": line},
+    return [{"name": FUNCTION.format(stage=stage), "filename": f"/work/model/stage{stage}.py", "line": line},
             {"name": "train_step", "filename": "/work/train.py", "line": 88}]
 
 
@@ -82,6 +85,7 @@ def rank_snapshot(rank, stage, steps, per_step, outlier, extra_bytes):
 
 
 def main():
+    global FUNCTION
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", required=True)
     parser.add_argument("--ranks", type=int, default=64)
@@ -94,7 +98,11 @@ def main():
                         help="ranks whose outlier extra is added (same as --outlier)")
     parser.add_argument("--prefix", default="snapshot_")
     parser.add_argument("--manifest")
+    parser.add_argument("--function", default=FUNCTION,
+                        help="the model function's name, {stage} for the stage (default %(default)s); "
+                             "`forward` makes memsnap categorise the allocations as activations")
     args = parser.parse_args()
+    FUNCTION = args.function
     os.makedirs(args.out, exist_ok=True)
     per_step = 6
     steps = max(1, args.events // (2 + 3 * per_step))

@@ -30,6 +30,7 @@ SCHEMAS = [
     ("summary.schema.json", "summarize"),
     ("ranks.schema.json", "ranks"),
     ("compare_runs.schema.json", "compare (two run folders)"),
+    ("check.schema.json", "check"),
 ]
 
 TYPE_NAMES = {"integer": "integer", "number": "number", "string": "string", "boolean": "boolean",

@@ -1,0 +1,256 @@
+#!/usr/bin/env python3
+"""`memsnap check`: a generated baseline and a current run that grows one
+source (stage0.py:99) by 1 GiB at the peak (tests/gen/make_ranks.py). Every
+limit passes and fails where it should, with exit 0 / 3; the failure names the
+grown source first; a summary baseline gives what the snapshot gives; the
+budget file round trip (--write-budget, then check); JUnit XML read back with
+an XML parser against the structure CI systems expect; the GitHub format line
+by line; usage errors exit 2, unreadable input 1."""
+import json
+import os
+import re
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # tests/
+import testlib  # noqa: E402
+
+GEN = os.path.join(os.path.dirname(HERE), "gen", "make_ranks.py")
+MiB, GiB = 1 << 20, 1 << 30
+GROWN = "forward@stage0.py:99"
+check = testlib.Checks()
+run = testlib.run_memsnap
+
+
+def make(folder, *extra):
+    subprocess.run([sys.executable, GEN, "--out", folder, "--ranks", "1", "--stages", "1", "--events", "600",
+                    "--prefix", "run_", "--function", "forward", *extra], check=True)
+    return os.path.join(folder, "run_0.pickle")
+
+
+def check_json(memsnap, args):
+    got = run(memsnap, ["check", "--format", "json"] + args)
+    try:
+        return got.returncode, json.loads(got.stdout), got.stderr
+    except ValueError:
+        return got.returncode, None, got.stderr
+
+
+def limits(memsnap, base, cur, base_json):
+    parse = lambda path: json.loads(run(memsnap, ["summarize", "--json", path]).stdout)  # noqa: E731
+    b, c = parse(base), parse(cur)
+    check("the generated pair: the current run peaks 1 GiB above the baseline",
+          c["absolute_peak"] - b["absolute_peak"] == GiB, (b["absolute_peak"], c["absolute_peak"]))
+    peak, reserved, delta = c["absolute_peak"], c["reserved_peak"], c["peak_delta"]
+    step_peak = max(s["absolute_peak"] for s in c["steps"])
+    act = next(r["bytes"] for r in c["live_at_peak"]["by_category"] if r["source"] == "activation")
+    frag = c["segments"]["fragmentation"]
+    # (name, passing flags, failing flags)
+    cases = [
+        ("max_peak", ["--max-peak", str(peak)], ["--max-peak", str(peak - 1)]),
+        ("max_peak_delta", ["--max-peak-delta", "%dMiB" % (delta // MiB + 1)], ["--max-peak-delta", "%dMiB" % (delta // MiB - 1)]),
+        ("max_reserved", ["--max-reserved", "%.3fGiB" % (reserved / GiB + 0.01)], ["--max-reserved", "1MiB"]),
+        ("max_fragmentation", ["--max-fragmentation", "%.4f" % min(1, frag + 0.01)], ["--max-fragmentation", "%g%%" % max(0, frag * 100 - 1)]),
+        ("max_growth", ["--max-growth", "1025MiB", "--baseline", base], ["--max-growth", "1%"]),
+        ("max_source_growth", ["--max-source-growth", "1GiB", "--baseline", base], ["--max-source-growth", "1023MiB"]),
+        ("step_max_peak", ["--step-max-peak", str(step_peak)], ["--step-max-peak", str(step_peak - MiB)]),
+        ("category.activation", ["--max-category", "activation=%d" % act], ["--max-category", "activation=%d" % (act - 1)]),
+    ]
+    for name, good, bad in cases:
+        code, report, err = check_json(memsnap, [cur] + good)
+        check("%s: holds, exit 0" % name, code == 0 and report and report["passed"]
+              and [l["status"] for l in report["limits"]] == ["pass"] and report["limits"][0]["name"] == name,
+              (code, err, report and report["limits"]))
+        code, report, err = check_json(memsnap, [cur, "--baseline", base] + bad)
+        failed = report and [l for l in report["limits"] if l["status"] == "fail"]
+        check("%s: violated, exit 3, the grown source first" % name, code == 3 and report and not report["passed"]
+              and [l["name"] for l in failed] == [name] and report["exit_status"] == 3
+              and report["sources"][0]["source"] == GROWN and report["sources"][0]["delta"] == GiB
+              and "1 of 1 limits violated" in err, (code, err, failed))
+    code, report, _ = check_json(memsnap, [cur, "--baseline", base, "--max-source-growth", "1MiB"])
+    check("max_source_growth names the grown source as its subject",
+          report and report["limits"][0]["subject"] == GROWN and report["limits"][0]["measured"] == GiB,
+          report and report["limits"])
+    code, report, _ = check_json(memsnap, [cur, "--max-unmatched-frees", "0", "--no-oom"])
+    check("max_unmatched_frees and no_oom hold on a run without either", code == 0 and report["passed"], report)
+    oom = os.path.join(os.path.dirname(cur), "oom.pickle")
+    subprocess.run([sys.executable, os.path.join(os.path.dirname(HERE), "gen", "make_snapshot.py"), "--out", oom,
+                    "--events", "1500", "--oom", "--ring-buffer", "600", "--seed", "5"], check=True,
+                   stdout=subprocess.DEVNULL)
+    code, report, _ = check_json(memsnap, [oom, "--no-oom", "--max-unmatched-frees", "0"])
+    check("no_oom and max_unmatched_frees fail on a truncated run with an oom entry", code == 3
+          and [l["status"] for l in report["limits"]] == ["fail", "fail"], report and report["limits"])
+    nosteps = os.path.join(os.path.dirname(cur), "nosteps.pickle")
+    subprocess.run([sys.executable, os.path.join(os.path.dirname(HERE), "gen", "make_snapshot.py"), "--out", nosteps,
+                    "--events", "800", "--seed", "6"], check=True, stdout=subprocess.DEVNULL)
+    code, report, _ = check_json(memsnap, [nosteps, "--step-max-peak", "1MiB"])
+    check("step_max_peak on a run without steps: not checked, not failed", code == 0
+          and report["limits"][0]["status"] == "not_applicable" and "no profiler steps" in report["limits"][0]["note"],
+          report and report["limits"])
+    # A summary baseline gives the same verdicts (CI stores a few KB, not the pickle).
+    flags = ["--max-growth", "1%", "--max-source-growth", "100MiB", "--max-peak", str(peak)]
+    _, with_pickle, _ = check_json(memsnap, [cur, "--baseline", base] + flags)
+    _, with_summary, _ = check_json(memsnap, [cur, "--baseline", base_json] + flags)
+    check("a summary baseline gives the limits a snapshot baseline gives",
+          with_summary and with_pickle["limits"] == with_summary["limits"]
+          and with_summary["sources"] == with_pickle["sources"] and with_summary["baseline"]["is_summary"]
+          and "BASELINE_SNAPSHOT" in with_summary["commands"][0], with_summary and with_summary["commands"])
+    text = run(memsnap, ["check", cur, "--baseline", base, "--max-growth", "5%"])
+    check("text: FAIL headline, the limit, what grew with the grown source first, the commands to run",
+          text.returncode == 3 and "memsnap check: FAIL, 1 of 1 limits violated" in text.stdout
+          and "FAIL  max_growth: growth of the absolute peak 1.00 GiB >" in text.stdout
+          and re.search(r"\n\s+0 B\s+1\.00 GiB\s+\+1\.00 GiB\s+0\s+1\s+" + re.escape(GROWN), text.stdout)
+          and "memsnap compare %s %s" % (base, cur) in text.stdout, text.stdout)
+    return peak
+
+
+def formats(memsnap, base, cur):
+    flags = [cur, "--baseline", base, "--max-growth", "5%", "--max-peak", "100GiB", "--step-max-peak", "1MiB",
+             "--max-category", "activation=100GiB"]
+    got = run(memsnap, ["check", "--format", "junit"] + flags)
+    check("junit: exit 3", got.returncode == 3, got.stderr)
+    try:
+        root = ET.fromstring(got.stdout)
+    except ET.ParseError as e:
+        check("junit: well-formed XML", False, e)
+        return
+    suites = [root] if root.tag == "testsuites" else []
+    suite = root.find("testsuite")
+    cases = suite.findall("testcase") if suite is not None else []
+    failures = [c for c in cases if c.find("failure") is not None]
+    check("junit: <testsuites><testsuite> with one <testcase> per limit, counts that add up",
+          suites and suite is not None and len(cases) == 4 and int(root.get("tests")) == 4
+          and int(suite.get("tests")) == 4 and int(suite.get("failures")) == len(failures) == 2
+          and int(suite.get("errors")) == 0 and int(suite.get("skipped")) == 0
+          and all(c.get("classname") == "memsnap.check" and c.get("name") for c in cases),
+          got.stdout[:600])
+    failure = failures[0].find("failure") if failures else None
+    check("junit: a failure's message is the limit's sentence, its text says what grew and how to look",
+          failure is not None and failure.get("message").startswith("max_growth: ") and failure.get("type")
+          and GROWN in failure.text and "memsnap compare" in failure.text, failure is not None and failure.text)
+    # Every element and attribute a JUnit reader takes (the common Jenkins/Surefire schema).
+    allowed = {"testsuites": {"name", "tests", "failures", "errors", "skipped", "time"},
+               "testsuite": {"name", "tests", "failures", "errors", "skipped", "time"},
+               "testcase": {"classname", "name", "time"}, "failure": {"message", "type"},
+               "skipped": {"message"}, "system-out": set()}
+    strange = [(e.tag, sorted(set(e.attrib) - allowed.get(e.tag, set()))) for e in root.iter()
+               if e.tag not in allowed or set(e.attrib) - allowed[e.tag]]
+    check("junit: only the elements and attributes of the JUnit schema", not strange, strange)
+
+    got = run(memsnap, ["check", "--format", "github"] + flags)
+    lines = got.stdout.splitlines()
+    pattern = re.compile(r"^::(error|warning|notice) title=[^:,\r\n]*::[^\r\n]*$")
+    check("github: every line a workflow command (::error title=...::message), nothing else",
+          got.returncode == 3 and lines and all(pattern.match(l) for l in lines), lines)
+    errors = [l for l in lines if l.startswith("::error")]
+    check("github: one ::error per violated limit, naming it and what grew",
+          len(errors) == 2 and errors[0].startswith("::error title=memsnap check%3A max_growth::max_growth")
+          and GROWN in errors[0] and lines[-1].startswith("::notice title=memsnap check::memsnap check%3A FAIL")
+          is False and lines[-1].startswith("::notice title=memsnap check::memsnap check: FAIL"), lines)
+    got = run(memsnap, ["check", "--format", "markdown"] + flags)
+    check("markdown: a headline, a table of limits, what grew, the commands", got.returncode == 3
+          and got.stdout.startswith("### memsnap check: FAIL") and "| :x: | `max_growth` |" in got.stdout
+          and "| `%s` |" % GROWN in got.stdout and "```sh\nmemsnap compare" in got.stdout, got.stdout)
+    out = os.path.join(os.path.dirname(cur), "report.json")
+    got = run(memsnap, ["check", "--format", "json", "-o", out] + flags)
+    with open(out) as f:
+        written = json.load(f)
+    check("-o writes the report to the file, not stdout; exit 3 all the same",
+          got.returncode == 3 and got.stdout == "" and written["failed"] == 2, got.stdout)
+
+
+def budgets(memsnap, base, cur):
+    folder = os.path.dirname(cur)
+    budget = os.path.join(folder, "budget.toml")
+    got = run(memsnap, ["check", "--write-budget", base, "-o", budget, "--headroom", "5%"])
+    with open(budget) as f:
+        text = f.read()
+    check("--write-budget: exit 0, a TOML file with its origin in a comment and the measures",
+          got.returncode == 0 and text.startswith("# memsnap budget") and "max_peak = " in text
+          and "max_growth = '5%'" in text.replace('"', "'") and "[category]" in text, text)
+    code, report, err = check_json(memsnap, [base, "--budget", budget, "--baseline", base])
+    check("budget round trip: the run it was written from passes", code == 0 and report["passed"]
+          and len(report["limits"]) >= 7, (err, report and [l["sentence"] for l in report["limits"]]))
+    code, report, err = check_json(memsnap, [cur, "--budget", budget, "--baseline", base])
+    failed = report and sorted(l["name"] for l in report["limits"] if l["status"] == "fail")
+    check("budget round trip: the grown run fails (peak, growth, reserved, activation), the grown source first",
+          code == 3 and {"max_peak", "max_growth", "category.activation"} <= set(failed)
+          and report["sources"][0]["source"] == GROWN, failed)
+    code, report, _ = check_json(memsnap, [cur, "--budget", budget, "--baseline", base, "--max-peak", "100GiB"])
+    check("a flag wins over the budget's key", report and next(l for l in report["limits"] if l["name"] == "max_peak")
+          ["status"] == "pass", report and report["limits"])
+    as_json = os.path.join(folder, "budget.json")
+    with open(as_json, "w") as f:
+        json.dump({"max_peak": "100GiB", "no_oom": True, "max_fragmentation": "99.9%", "category": {"activation": 1}}, f)
+    code, report, _ = check_json(memsnap, [cur, "--budget", as_json])
+    check("a JSON budget: its keys, in the table's order", report and [(l["name"], l["status"]) for l in report["limits"]]
+          == [("max_peak", "pass"), ("max_fragmentation", "pass"), ("no_oom", "pass"), ("category.activation", "fail")],
+          report and report["limits"])
+    bad_budgets = [("unknown key", "max_peek = '1GiB'\n", "unknown key 'max_peek'"),
+                   ("a bad size", "max_peak = '12 parsecs'\n", "has an unknown unit"),
+                   ("a percent for a size", "max_peak = '5%'\n", "is a percent, and this limit takes a size"),
+                   ("not TOML", "max_peak = = 3\n", "not valid TOML or JSON"),
+                   ("no_oom not a boolean", "no_oom = 3\n", "no_oom must be true or false")]
+    for name, content, message in bad_budgets:
+        path = os.path.join(folder, "bad.toml")
+        with open(path, "w") as f:
+            f.write(content)
+        got = run(memsnap, ["check", cur, "--budget", path])
+        check("a budget with %s is a usage error naming it" % name, got.returncode == 2 and message in got.stderr,
+              got.stderr)
+
+
+def refusals(memsnap, base, cur):
+    for flags, message in ((["--max-growth", "5%"], "needs a baseline"),
+                           ([], "no limit to check"),
+                           (["--max-peak", "lots"], "--max-peak: 'lots' is not a non-negative number"),
+                           (["--max-peak", "5%"], "is a percent, and this limit takes a size"),
+                           (["--max-fragmentation", "3"], "is more than 1"),
+                           (["--max-category", "activation"], "is not CATEGORY=SIZE"),
+                           (["--max-peak", "1GiB", "--format", "yaml"], "--format")):
+        got = run(memsnap, ["check", cur] + flags)
+        check("usage error, exit 2: %s" % message, got.returncode == 2 and message in got.stderr, got.stderr)
+    truncated = os.path.join(os.path.dirname(cur), "truncated.pickle")
+    with open(cur, "rb") as f, open(truncated, "wb") as g:
+        g.write(f.read()[:1000])
+    got = run(memsnap, ["check", truncated, "--max-peak", "1GiB"])
+    check("an unreadable run exits 1", got.returncode == 1, got.stderr)
+    got = run(memsnap, ["check", cur, "--max-peak", "1GiB", "--baseline", truncated])
+    check("an unreadable baseline exits 1", got.returncode == 1, got.stderr)
+
+
+def generated(memsnap, work):
+    base = make(os.path.join(work, "base"))
+    cur = make(os.path.join(work, "cur"), "--outlier", "0", "--extra-mib", "1024")
+    base_json = os.path.join(work, "base.summary.json")
+    with open(base_json, "w") as f:
+        f.write(run(memsnap, ["summarize", "--json", base]).stdout)
+    limits(memsnap, base, cur, base_json)
+    formats(memsnap, base, cur)
+    budgets(memsnap, base, cur)
+    refusals(memsnap, base, cur)
+
+
+def fixtures(memsnap, folder):
+    """Every real file checks against itself under its own budget."""
+    names = sorted(n for n in os.listdir(folder) if n.endswith((".pickle", ".pkl")))
+    wrong = []
+    for name in names:
+        path = os.path.join(folder, name)
+        budget = run(memsnap, ["check", "--write-budget", path])
+        if budget.returncode != 0:
+            wrong.append((name, budget.stderr.strip()))
+            continue
+        budget_path = os.path.join(os.environ.get("TMPDIR", "/tmp"), "memsnap_check_budget.toml")
+        with open(budget_path, "w") as f:
+            f.write(budget.stdout)
+        got = run(memsnap, ["check", path, "--budget", budget_path, "--baseline", path])
+        if got.returncode != 0:
+            wrong.append((name, got.stdout[-300:]))
+    check("fixtures: each of %d real files passes the budget written from it" % len(names), not wrong, wrong)
+
+
+if __name__ == "__main__":
+    sys.exit(testlib.run_parts(__doc__, "memsnap_check_", check, generated, fixtures))
