@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "analysis/run_compare.h"
 #include "memsnap/error.h"
 
 namespace memsnap {
@@ -201,6 +202,32 @@ CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
     report.results.push_back(std::move(r));
   }
   return report;
+}
+
+RankedCheck check_ranked(const std::vector<RunSummary>& current,
+                         const std::vector<RunSummary>* baseline, bool baseline_is_summary,
+                         const std::vector<Limit>& limits) {
+  RankedCheck out;
+  if (baseline == nullptr) {
+    for (const RunSummary& run : current) {
+      out.ranks.push_back(run_check(run, nullptr, false, limits));
+    }
+  } else {
+    const RunComparison matched = compare_runs(*baseline, current);
+    std::vector<RankPair> pairs = matched.pairs;
+    std::sort(pairs.begin(), pairs.end(),
+              [](const RankPair& a, const RankPair& b) { return a.rank < b.rank; });
+    for (const RankPair& pair : pairs) {
+      out.ranks.push_back(
+          run_check(current[pair.b], &(*baseline)[pair.a], baseline_is_summary, limits));
+    }
+    for (size_t i : matched.only_b) out.only_current.push_back(current[i].path);
+    for (size_t i : matched.only_a) out.only_baseline.push_back((*baseline)[i].path);
+  }
+  for (const CheckReport& report : out.ranks) {
+    if (report.failed > 0) ++out.failed_ranks;
+  }
+  return out;
 }
 
 std::vector<Limit> budget_from_run(const RunSummary& run, double headroom) {

@@ -88,6 +88,18 @@ struct CheckReport {
 CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
                       bool baseline_is_summary, const std::vector<Limit>& limits);
 
+// Many ranks: each rank of the current run checked against the same rank of
+// the baseline run (or alone without one), by rank number.
+struct RankedCheck {
+  std::vector<CheckReport> ranks;          // by rank
+  std::vector<std::string> only_current;   // files of the current run with no baseline rank
+  std::vector<std::string> only_baseline;  // baseline files with no current rank
+  size_t failed_ranks = 0;
+};
+RankedCheck check_ranked(const std::vector<RunSummary>& current,
+                         const std::vector<RunSummary>* baseline, bool baseline_is_summary,
+                         const std::vector<Limit>& limits);
+
 // A starting budget from a good run: each of its measures plus `headroom`
 // (a fraction), sizes rounded up to the MiB; max_growth = headroom as a percent.
 std::vector<Limit> budget_from_run(const RunSummary& run, double headroom);

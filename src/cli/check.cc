@@ -108,13 +108,73 @@ void write_report(const CheckFlags& flags, const std::string& text) {
   }
 }
 
+// Every file's summary, or an error naming the files that could not be read
+// (a gate must not pass over a rank it could not read).
+std::vector<RunSummary> summaries_of_folder(const std::string& folder, const SummaryInputs& inputs,
+                                            bool& any_summary) {
+  std::vector<SummaryOutcome> outcomes = summarize_all(expand_inputs({folder}), inputs);
+  std::vector<RunSummary> summaries;
+  std::string unread;
+  for (SummaryOutcome& outcome : outcomes) {
+    if (!outcome.summary) {
+      unread += "\n  " + outcome.error;
+      continue;
+    }
+    any_summary = any_summary || outcome.from_summary_file;
+    summaries.push_back(std::move(*outcome.summary));
+  }
+  if (!unread.empty())
+    throw Error(fmt::format("{}: files that could not be read:{}", folder, unread));
+  return summaries;
+}
+
+// CURRENT_DIR [--baseline BASELINE_DIR]: rank N against rank N.
+void check_folders(const CheckFlags& flags) {
+  std::error_code error;
+  if (flags.write_budget) {
+    throw Error::usage("--write-budget takes one good run's file, not a folder");
+  }
+  if (!flags.baseline.empty() && !std::filesystem::is_directory(flags.baseline, error)) {
+    throw Error::usage(fmt::format(
+        "{} is a folder and --baseline {} is not: give the baseline run's folder, rank by rank",
+        flags.current, flags.baseline));
+  }
+  bool ignored = false;
+  const std::vector<RunSummary> current = summaries_of_folder(flags.current, flags.inputs, ignored);
+  std::vector<RunSummary> baseline;
+  bool baseline_is_summary = false;
+  if (!flags.baseline.empty()) {
+    baseline = summaries_of_folder(flags.baseline, flags.inputs, baseline_is_summary);
+  }
+  const std::vector<Limit> limits = limits_of(flags);
+  if (limits.empty()) {
+    throw Error::usage("no limit to check: give --budget FILE or limits such as --max-peak 12GiB");
+  }
+  const RankedCheck report = check_ranked(current, flags.baseline.empty() ? nullptr : &baseline,
+                                          baseline_is_summary, limits);
+  const int top = flags.inputs.common.top;
+  if (flags.format == "json") {
+    write_report(flags, render_ranked_check_json(report, top).dump(2) + "\n");
+  } else if (flags.format == "junit") {
+    write_report(flags, render_ranked_check_junit(report, top));
+  } else if (flags.format == "github") {
+    write_report(flags, render_ranked_check_github(report, top));
+  } else if (flags.format == "markdown") {
+    write_report(flags, render_ranked_check_markdown(report, top));
+  } else {
+    write_report(flags, render_ranked_check_text(report, top));
+  }
+  if (report.failed_ranks > 0) {
+    throw Error::limit(
+        fmt::format("{} of {} ranks violate a limit", report.failed_ranks, report.ranks.size()));
+  }
+}
+
 void run_check_command(const CheckFlags& flags) {
   std::error_code error;
   if (std::filesystem::is_directory(flags.current, error)) {
-    throw Error::usage(fmt::format(
-        "{} is a folder: check takes one run's file (for many ranks, check each rank's file, or "
-        "`memsnap compare RUN_A_DIR RUN_B_DIR`)",
-        flags.current));
+    check_folders(flags);
+    return;
   }
   bool current_is_summary = false;
   const RunSummary current = summary_of(flags.current, flags.inputs, current_is_summary);

@@ -275,29 +275,29 @@ ordered_json render_check_json(const CheckReport& r, int top) {
   return out;
 }
 
-std::string render_check_junit(const CheckReport& r, int top) {
-  pugi::xml_document doc;
-  auto declaration = doc.append_child(pugi::node_declaration);
-  declaration.append_attribute("version") = "1.0";
-  declaration.append_attribute("encoding") = "UTF-8";
+namespace {
+
+size_t skipped_count(const CheckReport& r) {
   size_t skipped = 0;
   for (const LimitResult& result : r.results) {
     if (result.status == LimitStatus::kNotApplicable) ++skipped;
   }
+  return skipped;
+}
+
+std::string rank_label(const CheckReport& r) {
+  return r.rank ? fmt::format("rank {}", *r.rank) : printable(r.current_file);
+}
+
+// One <testsuite> per checked file, its <testcase> per limit.
+void append_junit_suite(pugi::xml_node suites, const CheckReport& r, int top) {
   const std::string suite_name = "memsnap check " + r.current_file;
-  auto suites = doc.append_child("testsuites");
-  suites.append_attribute("name") = "memsnap check";
-  suites.append_attribute("tests") = static_cast<unsigned long long>(r.results.size());
-  suites.append_attribute("failures") = static_cast<unsigned long long>(r.failed);
-  suites.append_attribute("errors") = 0;
-  suites.append_attribute("skipped") = static_cast<unsigned long long>(skipped);
-  suites.append_attribute("time") = "0";
   auto suite = suites.append_child("testsuite");
   suite.append_attribute("name") = suite_name.c_str();
   suite.append_attribute("tests") = static_cast<unsigned long long>(r.results.size());
   suite.append_attribute("failures") = static_cast<unsigned long long>(r.failed);
   suite.append_attribute("errors") = 0;
-  suite.append_attribute("skipped") = static_cast<unsigned long long>(skipped);
+  suite.append_attribute("skipped") = static_cast<unsigned long long>(skipped_count(r));
   suite.append_attribute("time") = "0";
   std::string explanation;
   if (!r.baseline_file.empty()) {
@@ -309,7 +309,9 @@ std::string render_check_junit(const CheckReport& r, int top) {
   for (const LimitResult& result : r.results) {
     auto test = suite.append_child("testcase");
     test.append_attribute("classname") = "memsnap.check";
-    test.append_attribute("name") = result.limit.name().c_str();
+    const std::string name =
+        r.rank ? fmt::format("rank {}: {}", *r.rank, result.limit.name()) : result.limit.name();
+    test.append_attribute("name") = name.c_str();
     test.append_attribute("time") = "0";
     const std::string sentence = limit_sentence(result);
     if (result.status == LimitStatus::kFail) {
@@ -323,31 +325,174 @@ std::string render_check_junit(const CheckReport& r, int top) {
       test.append_child("system-out").append_child(pugi::node_pcdata).set_value(sentence.c_str());
     }
   }
+}
+
+std::string junit_of(const std::vector<const CheckReport*>& reports, int top) {
+  pugi::xml_document doc;
+  auto declaration = doc.append_child(pugi::node_declaration);
+  declaration.append_attribute("version") = "1.0";
+  declaration.append_attribute("encoding") = "UTF-8";
+  size_t tests = 0, failures = 0, skipped = 0;
+  for (const CheckReport* r : reports) {
+    tests += r->results.size();
+    failures += r->failed;
+    skipped += skipped_count(*r);
+  }
+  auto suites = doc.append_child("testsuites");
+  suites.append_attribute("name") = "memsnap check";
+  suites.append_attribute("tests") = static_cast<unsigned long long>(tests);
+  suites.append_attribute("failures") = static_cast<unsigned long long>(failures);
+  suites.append_attribute("errors") = 0;
+  suites.append_attribute("skipped") = static_cast<unsigned long long>(skipped);
+  suites.append_attribute("time") = "0";
+  for (const CheckReport* r : reports) append_junit_suite(suites, *r, top);
   std::ostringstream out;
   doc.save(out, "  ", pugi::format_default, pugi::encoding_utf8);
   return out.str();
 }
 
-std::string render_check_github(const CheckReport& r, int top) {
+// ::error per violated limit, ::warning per limit not checked.
+std::string github_lines(const CheckReport& r, const std::string& prefix) {
   std::string out;
   const std::string what_grew =
       r.baseline_file.empty() ? "" : " What grew at the peak: " + grown_list(r.sources, 3) + ".";
   for (const LimitResult& result : r.results) {
     if (result.status != LimitStatus::kFail) continue;
-    out += fmt::format("::error title={}::{}{}\n",
-                       github_property("memsnap check: " + result.limit.name()),
-                       github_data(limit_sentence(result)), github_data(what_grew));
+    out += fmt::format("::error title={}::{}{}{}\n",
+                       github_property("memsnap check: " + prefix + result.limit.name()),
+                       github_data(prefix), github_data(limit_sentence(result)),
+                       github_data(what_grew));
   }
   for (const LimitResult& result : r.results) {
     if (result.status == LimitStatus::kNotApplicable) {
-      out += fmt::format("::warning title={}::{}\n",
-                         github_property("memsnap check: " + result.limit.name()),
-                         github_data(limit_sentence(result)));
+      out += fmt::format("::warning title={}::{}{}\n",
+                         github_property("memsnap check: " + prefix + result.limit.name()),
+                         github_data(prefix), github_data(limit_sentence(result)));
     }
   }
-  out += fmt::format("::notice title={}::{}\n", github_property("memsnap check"),
-                     github_data(headline(r)));
-  (void)top;
+  return out;
+}
+
+std::string ranked_headline(const RankedCheck& r) {
+  size_t limits_failed = 0;
+  std::vector<std::string> failing;
+  for (const CheckReport& report : r.ranks) {
+    limits_failed += report.failed;
+    if (report.failed > 0) failing.push_back(rank_label(report));
+  }
+  if (r.failed_ranks == 0) {
+    return fmt::format("memsnap check: PASS, every limit holds on all {} ranks", r.ranks.size());
+  }
+  std::string names;
+  for (size_t i = 0; i < failing.size() && i < 8; ++i) names += (i ? ", " : "") + failing[i];
+  if (failing.size() > 8) names += fmt::format(", ... ({} in all)", failing.size());
+  return fmt::format("memsnap check: FAIL, {} of {} ranks violate {} limit{}: {}", r.failed_ranks,
+                     r.ranks.size(), limits_failed, limits_failed == 1 ? "" : "s", names);
+}
+
+}  // namespace
+
+std::string render_check_junit(const CheckReport& r, int top) {
+  return junit_of({&r}, top);
+}
+
+std::string render_check_github(const CheckReport& r, int /*top*/) {
+  return github_lines(r, "") + fmt::format("::notice title={}::{}\n",
+                                           github_property("memsnap check"),
+                                           github_data(headline(r)));
+}
+
+std::string render_ranked_check_text(const RankedCheck& r, int top) {
+  std::string out = ranked_headline(r) + "\n";
+  for (const CheckReport& report : r.ranks) {
+    if (report.failed == 0) continue;
+    // Appended piece by piece: GCC 12 warns (falsely, -Wrestrict) on "literal" + string.
+    out += '\n';
+    out += rank_label(report);
+    out += ": ";
+    out += render_check_text(report, top);
+  }
+  out += "\nPer rank\n";
+  TextTable table({"rank", "absolute peak", "baseline's", "limits", "violated"},
+                  {true, true, true, true, false});
+  for (const CheckReport& report : r.ranks) {
+    std::string violated;
+    for (const LimitResult& result : report.results) {
+      if (result.status == LimitStatus::kFail) {
+        violated += (violated.empty() ? "" : ", ") + result.limit.name();
+      }
+    }
+    table.add_row({report.rank ? std::to_string(*report.rank) : printable(report.current_file),
+                   peak_text(report.peak),
+                   report.baseline_peak ? peak_text(*report.baseline_peak) : "-",
+                   std::to_string(report.results.size() - skipped_count(report)),
+                   violated.empty() ? "-" : violated});
+  }
+  out += table.render();
+  if (!r.only_current.empty()) {
+    out += "\nNot checked against a baseline (no rank to match in the baseline run)\n";
+    for (const std::string& path : r.only_current) out += "  " + printable(path) + "\n";
+  }
+  if (!r.only_baseline.empty()) {
+    out += "\nIn the baseline run only (no rank to match in the current run)\n";
+    for (const std::string& path : r.only_baseline) out += "  " + printable(path) + "\n";
+  }
+  return out;
+}
+
+ordered_json render_ranked_check_json(const RankedCheck& r, int top) {
+  ordered_json ranks = ordered_json::array();
+  ordered_json failing = ordered_json::array();
+  for (const CheckReport& report : r.ranks) {
+    ranks.push_back(render_check_json(report, top));
+    if (report.failed > 0) {
+      failing.push_back(report.rank ? ordered_json(*report.rank) : ordered_json(nullptr));
+    }
+  }
+  return {{"passed", r.failed_ranks == 0},   {"exit_status", r.failed_ranks == 0 ? 0 : 3},
+          {"ranks_checked", r.ranks.size()}, {"ranks_failed", r.failed_ranks},
+          {"failed_ranks", failing},         {"ranks", ranks},
+          {"only_current", r.only_current},  {"only_baseline", r.only_baseline}};
+}
+
+std::string render_ranked_check_junit(const RankedCheck& r, int top) {
+  std::vector<const CheckReport*> reports;
+  reports.reserve(r.ranks.size());
+  for (const CheckReport& report : r.ranks) reports.push_back(&report);
+  return junit_of(reports, top);
+}
+
+std::string render_ranked_check_github(const RankedCheck& r, int /*top*/) {
+  std::string out;
+  for (const CheckReport& report : r.ranks) out += github_lines(report, rank_label(report) + ": ");
+  return out + fmt::format("::notice title={}::{}\n", github_property("memsnap check"),
+                           github_data(ranked_headline(r)));
+}
+
+std::string render_ranked_check_markdown(const RankedCheck& r, int top) {
+  std::string out = fmt::format(
+      "### {}\n\n| rank | absolute peak | baseline's | violated |\n|---:|---:|---:|---|\n",
+      md_cell(ranked_headline(r)));
+  for (const CheckReport& report : r.ranks) {
+    std::string violated;
+    for (const LimitResult& result : report.results) {
+      if (result.status == LimitStatus::kFail) {
+        violated += violated.empty() ? "`" : ", `";
+        violated += result.limit.name();
+        violated += '`';
+      }
+    }
+    out +=
+        fmt::format("| {} | {} | {} | {} |\n", md_cell(rank_label(report)), peak_text(report.peak),
+                    report.baseline_peak ? peak_text(*report.baseline_peak) : "-",
+                    violated.empty() ? ":white_check_mark:" : ":x: " + violated);
+  }
+  for (const CheckReport& report : r.ranks) {
+    if (report.failed == 0) continue;
+    out += "\n#### " + md_cell(rank_label(report)) + "\n\n";
+    const std::string single = render_check_markdown(report, top);
+    out += single.substr(single.find('\n') + 1);  // its own headline is the rank's title
+  }
   return out;
 }
 

@@ -221,6 +221,44 @@ def refusals(memsnap, base, cur):
     check("an unreadable baseline exits 1", got.returncode == 1, got.stderr)
 
 
+def folders(memsnap, work):
+    """Rank-matched: CURRENT_DIR --baseline BASELINE_DIR checks rank N against rank N."""
+    a, b = os.path.join(work, "runA"), os.path.join(work, "runB")
+    for folder, extra in ((a, []), (b, ["--outlier", "2", "--extra-mib", "1024"])):
+        subprocess.run([sys.executable, GEN, "--out", folder, "--ranks", "4", "--stages", "2", "--events", "400",
+                        "--function", "forward", *extra], check=True)
+    os.rename(os.path.join(b, "snapshot_3.pickle"), os.path.join(b, "snapshot_7.pickle"))
+    code, report, err = check_json(memsnap, [b, "--baseline", a, "--max-growth", "5%"])
+    check("folders: exit 3, rank 2 the one that fails, ranks 0-2 checked against their baselines",
+          code == 3 and report and report["failed_ranks"] == [2] and report["ranks_checked"] == 3
+          and [r["current"]["rank"] for r in report["ranks"]] == [0, 1, 2]
+          and report["ranks"][2]["sources"][0]["source"] == "forward@stage1.py:99", (code, err, report and report["failed_ranks"]))
+    check("folders: the ranks without a match are listed on both sides",
+          report and [os.path.basename(p) for p in report["only_current"]] == ["snapshot_7.pickle"]
+          and [os.path.basename(p) for p in report["only_baseline"]] == ["snapshot_3.pickle"], report and report["only_current"])
+    got = run(memsnap, ["check", "--format", "junit", b, "--baseline", a, "--max-growth", "5%"])
+    root = ET.fromstring(got.stdout)
+    suites = root.findall("testsuite")
+    check("folders junit: one <testsuite> per rank, the failure in rank 2's",
+          len(suites) == 3 and int(root.get("failures")) == 1
+          and [int(x.get("failures")) for x in suites] == [0, 0, 1], got.stdout[:400])
+    got = run(memsnap, ["check", "--format", "github", b, "--baseline", a, "--max-growth", "5%"])
+    errors = [l for l in got.stdout.splitlines() if l.startswith("::error")]
+    check("folders github: the error names the rank", len(errors) == 1
+          and errors[0].startswith("::error title=memsnap check%3A rank 2%3A max_growth::rank 2: max_growth"), errors)
+    code, report, err = check_json(memsnap, [a, "--max-peak", "1GiB"])
+    check("a folder without a baseline: every rank against the limits alone", code == 0 and report["ranks_checked"] == 4
+          and report["passed"], err)
+    got = run(memsnap, ["check", b, "--baseline", os.path.join(a, "snapshot_0.pickle"), "--max-growth", "5%"])
+    check("a folder against a file is a usage error", got.returncode == 2 and "is a folder and --baseline" in got.stderr,
+          got.stderr)
+    with open(os.path.join(b, "snapshot_9.pickle"), "wb") as f:
+        f.write(b"\x80\x04")
+    got = run(memsnap, ["check", b, "--baseline", a, "--max-growth", "5%"])
+    check("a folder with an unreadable rank file exits 1, naming it", got.returncode == 1
+          and "snapshot_9.pickle" in got.stderr, got.stderr)
+
+
 def generated(memsnap, work):
     base = make(os.path.join(work, "base"))
     cur = make(os.path.join(work, "cur"), "--outlier", "0", "--extra-mib", "1024")
@@ -231,6 +269,7 @@ def generated(memsnap, work):
     formats(memsnap, base, cur)
     budgets(memsnap, base, cur)
     refusals(memsnap, base, cur)
+    folders(memsnap, work)
 
 
 def fixtures(memsnap, folder):

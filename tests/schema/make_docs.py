@@ -31,6 +31,7 @@ SCHEMAS = [
     ("ranks.schema.json", "ranks"),
     ("compare_runs.schema.json", "compare (two run folders)"),
     ("check.schema.json", "check"),
+    ("check_ranks.schema.json", "check (a run folder, rank by rank)"),
 ]
 
 TYPE_NAMES = {"integer": "integer", "number": "number", "string": "string", "boolean": "boolean",

@@ -60,6 +60,7 @@ SCHEMA_FILES = {
     "ranks": "ranks.schema.json",
     "compare_runs": "compare_runs.schema.json",
     "check": "check.schema.json",
+    "check_ranks": "check_ranks.schema.json",
 }
 
 # Units a number may carry (x-unit), and a word its description must then use.
@@ -149,6 +150,8 @@ RUNS = [
                                              "--max-growth", "0", "--max-source-growth", "0%", "--max-fragmentation", "0",
                                              "--step-max-peak", "1", "--max-category", "activation=0", "steps_b.pickle"]),
     ("check not applicable", "check", ["check", "--format", "json", "--step-max-peak", "1GiB", "plain_a.pickle"]),
+    ("check run folders", "check_ranks", ["check", "--format", "json", "runB", "--baseline", "runA", "--max-growth", "0"]),
+    ("check a run folder alone", "check_ranks", ["check", "--format", "json", "runA", "--max-peak", "100GiB"]),
 ]
 
 # json-keys.json's command variants: (schema, memsnap arguments).
