@@ -6,22 +6,29 @@
 #include <optional>
 #include <vector>
 
+#include "analysis/check.h"
 #include "analysis/compare.h"
 #include "analysis/event_list.h"
 #include "analysis/file_analysis.h"
 #include "analysis/parse_summary.h"
+#include "analysis/ranks.h"
+#include "analysis/run_summary.h"
 #include "analysis/step_report.h"
 #include "analysis/time_report.h"
 #include "analysis/timeline.h"
 #include "io/input.h"
 #include "memsnap/error.h"
+#include "report/budget_file.h"
+#include "report/check_render.h"
 #include "report/compare_render.h"
 #include "report/event_render.h"
 #include "report/html_plot.h"
 #include "report/oom_render.h"
 #include "report/parse_render.h"
+#include "report/ranks_render.h"
 #include "report/segment_render.h"
 #include "report/step_render.h"
+#include "report/summary_json.h"
 #include "report/text_chart.h"
 #include "report/time_render.h"
 #include "snapshot/decoder.h"
@@ -90,6 +97,27 @@ void every_report(const memsnap::Snapshot& snapshot, std::optional<int> device) 
                                 OomOptions{1, 1.0, uint64_t{80} << 30, user});
   (void)render_oom_text(oom, 5);
   consume(render_oom_json(oom, 5));
+  OomOptions at_peak{1, 1.0, 0, user};
+  at_peak.at_peak = true;
+  consume(render_oom_json(analyze_oom(file, at_peak), 5));
+
+  // The many-rank path: a summary, its JSON read back, ranks and check over it.
+  RunSummary summary = summarize_run(snapshot, "fuzz_7.pickle", SummaryOptions{device, user, 7});
+  const std::string summary_text = render_summary_json(summary).dump();
+  RunSummary again = read_summary_json(summary_text, "fuzz.summary.json");
+  std::vector<RunSummary> ranks{summary, again};
+  RanksReport ranked = analyze_ranks(ranks);
+  (void)render_ranks_text(ranked, {}, 5);
+  consume(render_ranks_json(ranked, {}));
+  std::vector<Limit> limits = budget_from_run(summary, 0.05);
+  limits.push_back(Limit{LimitKind::kMaxSourceGrowth, Amount{1, true}, {}, false});
+  CheckReport checked = run_check(again, &summary, true, limits);
+  (void)render_check_text(checked, 5);
+  consume(render_check_json(checked, 5));
+  (void)render_check_junit(checked, 5);
+  (void)render_check_github(checked, 5);
+  (void)render_check_markdown(checked, 5);
+  (void)read_budget(write_budget_toml(limits, "fuzz"), "fuzz.toml");
 }
 
 }  // namespace
