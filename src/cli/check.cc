@@ -108,6 +108,23 @@ void write_report(const CheckFlags& flags, const std::string& text) {
   }
 }
 
+// The report of one file (CheckReport) or of a folder (RankedCheck) in --format.
+template <typename Report>
+void write_in_format(const CheckFlags& flags, const Report& report) {
+  const int top = flags.inputs.common.top;
+  if (flags.format == "json") {
+    write_report(flags, render_check_json(report, top).dump(2) + "\n");
+  } else if (flags.format == "junit") {
+    write_report(flags, render_check_junit(report, top));
+  } else if (flags.format == "github") {
+    write_report(flags, render_check_github(report, top));
+  } else if (flags.format == "markdown") {
+    write_report(flags, render_check_markdown(report, top));
+  } else {
+    write_report(flags, render_check_text(report, top));
+  }
+}
+
 // Every file's summary, or an error naming the files that could not be read
 // (a gate must not pass over a rank it could not read).
 std::vector<RunSummary> summaries_of_folder(const std::string& folder, const SummaryInputs& inputs,
@@ -152,18 +169,7 @@ void check_folders(const CheckFlags& flags) {
   }
   const RankedCheck report = check_ranked(current, flags.baseline.empty() ? nullptr : &baseline,
                                           baseline_is_summary, limits);
-  const int top = flags.inputs.common.top;
-  if (flags.format == "json") {
-    write_report(flags, render_ranked_check_json(report, top).dump(2) + "\n");
-  } else if (flags.format == "junit") {
-    write_report(flags, render_ranked_check_junit(report, top));
-  } else if (flags.format == "github") {
-    write_report(flags, render_ranked_check_github(report, top));
-  } else if (flags.format == "markdown") {
-    write_report(flags, render_ranked_check_markdown(report, top));
-  } else {
-    write_report(flags, render_ranked_check_text(report, top));
-  }
+  write_in_format(flags, report);
   if (report.failed_ranks > 0) {
     throw Error::limit(
         fmt::format("{} of {} ranks violate a limit", report.failed_ranks, report.ranks.size()));
@@ -212,18 +218,7 @@ void run_check_command(const CheckFlags& flags) {
   }
   const CheckReport report =
       run_check(current, baseline ? &*baseline : nullptr, baseline_is_summary, limits);
-  const int top = flags.inputs.common.top;
-  if (flags.format == "json") {
-    write_report(flags, render_check_json(report, top).dump(2) + "\n");
-  } else if (flags.format == "junit") {
-    write_report(flags, render_check_junit(report, top));
-  } else if (flags.format == "github") {
-    write_report(flags, render_check_github(report, top));
-  } else if (flags.format == "markdown") {
-    write_report(flags, render_check_markdown(report, top));
-  } else {
-    write_report(flags, render_check_text(report, top));
-  }
+  write_in_format(flags, report);
   if (report.failed > 0) {
     throw Error::limit(
         fmt::format("{} of {} limits violated", report.failed, report.results.size()));

@@ -402,7 +402,7 @@ std::string render_check_github(const CheckReport& r, int /*top*/) {
                                            github_data(headline(r)));
 }
 
-std::string render_ranked_check_text(const RankedCheck& r, int top) {
+std::string render_check_text(const RankedCheck& r, int top) {
   std::string out = ranked_headline(r) + "\n";
   for (const CheckReport& report : r.ranks) {
     if (report.failed == 0) continue;
@@ -440,7 +440,7 @@ std::string render_ranked_check_text(const RankedCheck& r, int top) {
   return out;
 }
 
-ordered_json render_ranked_check_json(const RankedCheck& r, int top) {
+ordered_json render_check_json(const RankedCheck& r, int top) {
   ordered_json ranks = ordered_json::array();
   ordered_json failing = ordered_json::array();
   for (const CheckReport& report : r.ranks) {
@@ -455,21 +455,21 @@ ordered_json render_ranked_check_json(const RankedCheck& r, int top) {
           {"only_current", r.only_current},  {"only_baseline", r.only_baseline}};
 }
 
-std::string render_ranked_check_junit(const RankedCheck& r, int top) {
+std::string render_check_junit(const RankedCheck& r, int top) {
   std::vector<const CheckReport*> reports;
   reports.reserve(r.ranks.size());
   for (const CheckReport& report : r.ranks) reports.push_back(&report);
   return junit_of(reports, top);
 }
 
-std::string render_ranked_check_github(const RankedCheck& r, int /*top*/) {
+std::string render_check_github(const RankedCheck& r, int /*top*/) {
   std::string out;
   for (const CheckReport& report : r.ranks) out += github_lines(report, rank_label(report) + ": ");
   return out + fmt::format("::notice title={}::{}\n", github_property("memsnap check"),
                            github_data(ranked_headline(r)));
 }
 
-std::string render_ranked_check_markdown(const RankedCheck& r, int top) {
+std::string render_check_markdown(const RankedCheck& r, int top) {
   std::string out = fmt::format(
       "### {}\n\n| rank | absolute peak | baseline's | violated |\n|---:|---:|---:|---|\n",
       md_cell(ranked_headline(r)));

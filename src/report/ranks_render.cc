@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 #include <algorithm>
 
+#include "analysis/file_analysis.h"
 #include "memsnap/bytes.h"
 #include "report/format.h"
 #include "report/source_tables.h"
@@ -40,13 +41,7 @@ std::string rank_list(const RanksReport& report, const std::vector<size_t>& rows
   }
   std::sort(numbers.begin(), numbers.end());
   std::vector<std::string> parts;
-  for (size_t i = 0; i < numbers.size();) {
-    size_t j = i;
-    while (j + 1 < numbers.size() && numbers[j + 1] == numbers[j] + 1) ++j;
-    parts.push_back(j == i ? std::to_string(numbers[i])
-                           : fmt::format("{}-{}", numbers[i], numbers[j]));
-    i = j + 1;
-  }
+  if (!numbers.empty()) parts.push_back(step_ranges(numbers));  // "0-7, 9, 12-14"
   if (names.size() > 3) {
     parts.push_back(fmt::format("{} files without a rank", names.size()));
   } else {
