@@ -46,12 +46,16 @@ Limit limit_of(LimitKind kind, const std::string& category, const Value& value,
     throw Error::usage(fmt::format("{}: {} takes a number, not a boolean", where, limit.name()));
   if (value.text) {
     limit.amount = parse_amount(*value.text, where + ": " + limit.name(), info.takes_percent);
-    return limit;
-  }
-  if (!value.number || !std::isfinite(*value.number) || *value.number < 0) {
+  } else if (!value.number || !std::isfinite(*value.number) || *value.number < 0) {
     throw Error::usage(fmt::format("{}: {} must be a non-negative number", where, limit.name()));
+  } else {
+    limit.amount = Amount{*value.number, false};
   }
-  limit.amount = Amount{*value.number, false};
+  if (kind == LimitKind::kMaxFragmentation && !limit.amount.percent && limit.amount.value > 1) {
+    throw Error::usage(fmt::format("{}: max_fragmentation is more than 1: give a fraction (0.3) "
+                                   "or a percent ('30%')",
+                                   where));
+  }
   return limit;
 }
 

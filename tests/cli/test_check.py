@@ -192,7 +192,8 @@ def budgets(memsnap, base, cur):
                    ("a bad size", "max_peak = '12 parsecs'\n", "has an unknown unit"),
                    ("a percent for a size", "max_peak = '5%'\n", "is a percent, and this limit takes a size"),
                    ("not TOML", "max_peak = = 3\n", "not valid TOML or JSON"),
-                   ("no_oom not a boolean", "no_oom = 3\n", "no_oom must be true or false")]
+                   ("no_oom not a boolean", "no_oom = 3\n", "no_oom must be true or false"),
+                   ("a fragmentation above 1", "max_fragmentation = 30\n", "max_fragmentation is more than 1")]
     for name, content, message in bad_budgets:
         path = os.path.join(folder, "bad.toml")
         with open(path, "w") as f:
