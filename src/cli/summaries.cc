@@ -3,9 +3,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -17,6 +14,21 @@
 #include "memsnap/error.h"
 #include "memsnap/load.h"
 #include "report/summary_json.h"
+
+// glibc's own malloc is in use, not a sanitizer's (which replaces it and
+// leaves glibc's arenas unset: malloc_trim would crash there).
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
+#define MEMSNAP_SANITIZED_MALLOC 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define MEMSNAP_SANITIZED_MALLOC 1
+#endif
+#if defined(__GLIBC__) && !defined(MEMSNAP_SANITIZED_MALLOC)
+#define MEMSNAP_GLIBC_MALLOC 1
+#include <malloc.h>
+#endif
 
 namespace memsnap::cli {
 
@@ -137,7 +149,7 @@ RunSummary summary_of(const std::string& path, const SummaryInputs& inputs, bool
                             SummaryOptions{inputs.common.device, inputs.common.keys,
                                            rank_from_name(path, inputs.rank_pattern)});
   }  // the snapshot is gone before the next file loads
-#if defined(__GLIBC__)
+#if defined(MEMSNAP_GLIBC_MALLOC)
   // glibc keeps freed memory in the thread's arena; give it back so that
   // memory holds about `jobs` snapshots however many files are read.
   malloc_trim(0);
@@ -152,7 +164,7 @@ std::vector<SummaryOutcome> summarize_all(const std::vector<std::string>& paths,
     throw Error::usage("stdin ('-') can be read once; give the other snapshots as files");
   }
   rank_from_name("", inputs.rank_pattern);  // a bad --rank-from fails before any work
-#if defined(__GLIBC__)
+#if defined(MEMSNAP_GLIBC_MALLOC)
   // glibc raises its mmap threshold after each large free, so the next file's
   // columns come from the heap, which then keeps both files' worth of pages;
   // a fixed threshold keeps large buffers in mmap, returned as they are freed
