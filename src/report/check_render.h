@@ -25,10 +25,10 @@ std::string render_check_github(const CheckReport& report, int top);
 std::string render_check_markdown(const CheckReport& report, int top);
 
 // The same for a run folder checked rank by rank (check_ranked).
-std::string render_check_text(const RankedCheck& check, int top);
-nlohmann::ordered_json render_check_json(const RankedCheck& check, int top);
-std::string render_check_junit(const RankedCheck& check, int top);
-std::string render_check_github(const RankedCheck& check, int top);
-std::string render_check_markdown(const RankedCheck& check, int top);
+std::string render_check_text(const RankedCheck& r, int top);
+nlohmann::ordered_json render_check_json(const RankedCheck& r, int top);
+std::string render_check_junit(const RankedCheck& r, int top);
+std::string render_check_github(const RankedCheck& r, int top);
+std::string render_check_markdown(const RankedCheck& r, int top);
 
 }  // namespace memsnap
