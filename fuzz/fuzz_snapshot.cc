@@ -103,7 +103,8 @@ void every_report(const memsnap::Snapshot& snapshot, std::optional<int> device) 
 
   // The many-rank path: a summary, its JSON read back, ranks and check over it.
   RunSummary summary = summarize_run(snapshot, "fuzz_7.pickle", SummaryOptions{device, user, 7});
-  const std::string summary_text = render_summary_json(summary).dump();
+  const std::string summary_text = render_summary_json(summary).dump(
+      -1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   RunSummary again = read_summary_json(summary_text, "fuzz.summary.json");
   std::vector<RunSummary> ranks{summary, again};
   RanksReport ranked = analyze_ranks(ranks);

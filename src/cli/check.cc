@@ -113,7 +113,7 @@ template <typename Report>
 void write_in_format(const CheckFlags& flags, const Report& report) {
   const int top = flags.inputs.common.top;
   if (flags.format == "json") {
-    write_report(flags, render_check_json(report, top).dump(2) + "\n");
+    write_report(flags, json_text(render_check_json(report, top), 2) + "\n");
   } else if (flags.format == "junit") {
     write_report(flags, render_check_junit(report, top));
   } else if (flags.format == "github") {

@@ -23,8 +23,12 @@ void write_out(std::string_view text) {
   if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size()) fail_output(errno);
 }
 
+std::string json_text(const nlohmann::ordered_json& value, int indent) {
+  return value.dump(indent, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
 void write_json(const nlohmann::ordered_json& value) {
-  write_out(value.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace));
+  write_out(json_text(value, 2));
   write_out("\n");
 }
 

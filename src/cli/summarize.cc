@@ -89,7 +89,7 @@ Command summarize_command() {
                   continue;
                 }
                 nlohmann::ordered_json document = render_summary_json(*outcomes[i].summary);
-                if (!outputs[i].empty()) write_file(outputs[i], document.dump() + "\n");
+                if (!outputs[i].empty()) write_file(outputs[i], json_text(document, -1) + "\n");
                 documents.push_back(std::move(document));
                 done.push_back(std::move(*outcomes[i].summary));
                 written.push_back(outputs[i]);

@@ -98,8 +98,9 @@ std::string headline(const CheckReport& r) {
   const size_t checked = r.results.size() - skipped;
   const std::string not_checked = skipped == 0 ? "" : fmt::format(" ({} not checked)", skipped);
   if (r.failed == 0) {
-    return fmt::format("memsnap check: PASS, {} limit{} hold{} for {}", checked,
-                       checked == 1 ? "" : "s", not_checked, printable(r.current_file));
+    return fmt::format("memsnap check: PASS, {} {}{} for {}", checked,
+                       checked == 1 ? "limit holds" : "limits hold", not_checked,
+                       printable(r.current_file));
   }
   return fmt::format("memsnap check: FAIL, {} of {} limits violated{} by {}", r.failed, checked,
                      not_checked, printable(r.current_file));
