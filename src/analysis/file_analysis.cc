@@ -1,6 +1,8 @@
 #include "analysis/file_analysis.h"
 
 #include <future>
+#include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -47,13 +49,17 @@ FileAnalysis analyze_file(const std::string& path, const Snapshot& snapshot,
   file.reserved = reserved_history(snapshot, file.trace, file.segments.total_size);
   // The allocator replay only reads the model: it runs beside the trace's
   // analysis (two cores are the common case).
-  auto fragmentation =
+  auto replayed =
       std::async(std::launch::async, [&snapshot, trace = file.trace, reserved = file.reserved] {
-        return fragmentation_over_trace(snapshot, trace, reserved);
+        std::pair<std::shared_ptr<const AllocatorHistory>, FragmentationHistory> out;
+        if (trace.count() == 0) return out;
+        out.first = std::make_shared<const AllocatorHistory>(snapshot, trace.device);
+        out.second = fragmentation_history(*out.first, reserved_peak_position(reserved, trace));
+        return out;
       });
   file.steps = profiler_steps(snapshot, file.device);
   file.analysis = analyze_trace(snapshot, file.trace, file.steps);
-  file.fragmentation = fragmentation.get();
+  std::tie(file.history, file.fragmentation) = replayed.get();
   file.baseline = compute_baseline(file.segments, file.analysis.totals);
   return file;
 }

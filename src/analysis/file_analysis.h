@@ -2,10 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "analysis/allocator_state.h"
 #include "analysis/segments.h"
 #include "analysis/steps.h"
 #include "memsnap/model.h"
@@ -21,6 +23,9 @@ struct FileAnalysis {
   SegmentTotals segments;
   ReservedHistory reserved;
   FragmentationHistory fragmentation;
+  // The allocator's state over the trace, replayed once (fragmentation above,
+  // then oom's block facts and plot's allocator panel); null without entries.
+  std::shared_ptr<const AllocatorHistory> history;
   Baseline baseline;
   std::vector<ProfilerStep> steps;
   TraceAnalysis analysis;

@@ -125,7 +125,8 @@ void fill_block_facts(const FileAnalysis& file, uint64_t position, uint64_t stre
     blocks = segments_at_dump(file.path, snapshot, file.device);
     state.block_facts = BlockFacts::kDump;
   } else {
-    AllocatorHistory history(snapshot, file.device);
+    // Entries after the moment: the trace is not empty, so analyze_file replayed it.
+    const AllocatorHistory& history = *file.history;
     const HistoryCheck& check = history.check();
     if (!check.possible) {
       state.block_facts_unknown = check.impossible_reason;

@@ -283,7 +283,7 @@ AllocatorMoments allocator_moments(const FileAnalysis& file, const std::vector<d
         trace.count() == 0 ? "the device has no trace entries" : "trace entries carry no time_us";
     return out;
   }
-  AllocatorHistory history(snapshot, file.device);
+  const AllocatorHistory& history = *file.history;  // a trace with entries: replayed once
   out.check = history.check();
   if (!out.check.possible) {
     out.unavailable_reason = out.check.impossible_reason;

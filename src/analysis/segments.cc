@@ -70,9 +70,12 @@ ReservedHistory reserved_history(const Snapshot& snapshot, const DeviceTrace& tr
 FragmentationHistory fragmentation_over_trace(const Snapshot& snapshot, const DeviceTrace& trace,
                                               const ReservedHistory& reserved) {
   if (trace.count() == 0) return {};
-  const uint64_t peak_position =
-      reserved.peak_event == kNoEvent ? 0 : reserved.peak_event + 1 - trace.begin;
-  return fragmentation_history(AllocatorHistory(snapshot, trace.device), peak_position);
+  return fragmentation_history(AllocatorHistory(snapshot, trace.device),
+                               reserved_peak_position(reserved, trace));
+}
+
+uint64_t reserved_peak_position(const ReservedHistory& reserved, const DeviceTrace& trace) {
+  return reserved.peak_event == kNoEvent ? 0 : reserved.peak_event + 1 - trace.begin;
 }
 
 Baseline compute_baseline(const SegmentTotals& segments, const ReplayTotals& replay) {

@@ -130,19 +130,16 @@ void write_in_format(const CheckFlags& flags, const Report& report) {
 std::vector<RunSummary> summaries_of_folder(const std::string& folder, const SummaryInputs& inputs,
                                             bool& any_summary) {
   std::vector<SummaryOutcome> outcomes = summarize_all(expand_inputs({folder}), inputs);
-  std::vector<RunSummary> summaries;
-  std::string unread;
-  for (SummaryOutcome& outcome : outcomes) {
-    if (!outcome.summary) {
-      unread += "\n  " + outcome.error;
-      continue;
-    }
-    any_summary = any_summary || outcome.from_summary_file;
-    summaries.push_back(std::move(*outcome.summary));
-  }
-  if (!unread.empty())
+  SummarySet read = split_outcomes(outcomes, 0, outcomes.size());
+  if (!read.unread.empty()) {
+    std::string unread;
+    for (const UnreadableFile& file : read.unread) unread += "\n  " + file.error;
     throw Error(fmt::format("{}: files that could not be read:{}", folder, unread));
-  return summaries;
+  }
+  any_summary = any_summary ||
+                std::find(read.from_summary_file.begin(), read.from_summary_file.end(), true) !=
+                    read.from_summary_file.end();
+  return std::move(read.summaries);
 }
 
 // CURRENT_DIR [--baseline BASELINE_DIR]: rank N against rank N.

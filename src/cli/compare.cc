@@ -28,21 +28,17 @@ void compare_run_folders(const std::string& dir_a, const std::string& dir_b,
   const std::vector<std::string> paths_b = expand_inputs({dir_b});
   paths.insert(paths.end(), paths_b.begin(), paths_b.end());
   std::vector<SummaryOutcome> outcomes = summarize_all(paths, inputs);
-  std::vector<RunSummary> a;
-  std::vector<RunSummary> b;
+  SummarySet run_a = split_outcomes(outcomes, 0, count_a);
+  SummarySet run_b = split_outcomes(outcomes, count_a, outcomes.size());
+  const std::vector<RunSummary>& a = run_a.summaries;
+  const std::vector<RunSummary>& b = run_b.summaries;
+  const std::vector<bool>& from_summary_a = run_a.from_summary_file;
+  const std::vector<bool>& from_summary_b = run_b.from_summary_file;
   RunCompareView view;
   view.dir_a = dir_a;
   view.dir_b = dir_b;
-  std::vector<bool> from_summary_a, from_summary_b;
-  for (size_t i = 0; i < outcomes.size(); ++i) {
-    SummaryOutcome& outcome = outcomes[i];
-    if (!outcome.summary) {
-      view.unread.push_back({outcome.path, outcome.error});
-      continue;
-    }
-    (i < count_a ? from_summary_a : from_summary_b).push_back(outcome.from_summary_file);
-    (i < count_a ? a : b).push_back(std::move(*outcome.summary));
-  }
+  view.unread = std::move(run_a.unread);
+  view.unread.insert(view.unread.end(), run_b.unread.begin(), run_b.unread.end());
   const RunComparison comparison = compare_runs(a, b);
   view.a = &a;
   view.b = &b;

@@ -118,8 +118,9 @@ Command plot_command() {
       [](CLI::App& command) -> Runner {
         auto flags = std::make_shared<PlotFlags>();
         command
-            .add_option("FILE", flags->files,
-                        "Snapshot files or folders of them; each file becomes one line on the same axis")
+            .add_option(
+                "FILE", flags->files,
+                "Snapshot files or folders of them; each file becomes one line on the same axis")
             ->required()
             ->expected(1, -1);
         command.add_option("--labels", flags->labels, "One label per file (default: file names)")

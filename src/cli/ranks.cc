@@ -36,16 +36,9 @@ Command ranks_command() {
             return [flags] {
               const std::vector<std::string> paths = expand_inputs(flags->inputs);
               std::vector<SummaryOutcome> outcomes = summarize_all(paths, flags->summary);
-              std::vector<RunSummary> summaries;
-              std::vector<UnreadableFile> unread;
-              for (SummaryOutcome& outcome : outcomes) {
-                if (outcome.summary) {
-                  summaries.push_back(std::move(*outcome.summary));
-                } else {
-                  unread.push_back({outcome.path, outcome.error});
-                }
-              }
-              const RanksReport report = analyze_ranks(summaries);
+              const SummarySet read = split_outcomes(outcomes, 0, outcomes.size());
+              const std::vector<UnreadableFile>& unread = read.unread;
+              const RanksReport report = analyze_ranks(read.summaries);
               if (flags->summary.common.json) {
                 write_json(render_ranks_json(report, unread));
               } else {

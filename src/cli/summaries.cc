@@ -206,4 +206,18 @@ std::vector<SummaryOutcome> summarize_all(const std::vector<std::string>& paths,
   return outcomes;
 }
 
+SummarySet split_outcomes(std::vector<SummaryOutcome>& outcomes, size_t begin, size_t end) {
+  SummarySet set;
+  for (size_t i = begin; i < end; ++i) {
+    SummaryOutcome& outcome = outcomes[i];
+    if (!outcome.summary) {
+      set.unread.push_back({outcome.path, outcome.error});
+      continue;
+    }
+    set.from_summary_file.push_back(outcome.from_summary_file);
+    set.summaries.push_back(std::move(*outcome.summary));
+  }
+  return set;
+}
+
 }  // namespace memsnap::cli

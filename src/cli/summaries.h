@@ -10,6 +10,7 @@
 
 #include "analysis/run_summary.h"
 #include "cli/options.h"
+#include "report/ranks_render.h"
 
 namespace memsnap::cli {
 
@@ -41,6 +42,15 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& arguments
 // goes to stderr when it is a terminal.
 std::vector<SummaryOutcome> summarize_all(const std::vector<std::string>& paths,
                                           const SummaryInputs& inputs);
+
+// Outcomes [begin, end) sorted into the summaries read (with whether each
+// came from a summary file) and the files that could not be read.
+struct SummarySet {
+  std::vector<RunSummary> summaries;
+  std::vector<bool> from_summary_file;
+  std::vector<UnreadableFile> unread;
+};
+SummarySet split_outcomes(std::vector<SummaryOutcome>& outcomes, size_t begin, size_t end);
 
 // The summary of one file: a summary document read back, or a snapshot
 // loaded, summarised and dropped.

@@ -52,9 +52,10 @@ Limit limit_of(LimitKind kind, const std::string& category, const Value& value,
     limit.amount = Amount{*value.number, false};
   }
   if (kind == LimitKind::kMaxFragmentation && !limit.amount.percent && limit.amount.value > 1) {
-    throw Error::usage(fmt::format("{}: max_fragmentation is more than 1: give a fraction (0.3) "
-                                   "or a percent ('30%')",
-                                   where));
+    throw Error::usage(
+        fmt::format("{}: max_fragmentation is more than 1: give a fraction (0.3) "
+                    "or a percent ('30%')",
+                    where));
   }
   return limit;
 }

@@ -37,9 +37,7 @@ std::string_view unit_name(Unit unit) {
 
 std::string value_text(double value, Unit unit) {
   switch (unit) {
-    case Unit::kBytes:
-      return value < 0 ? format_signed_bytes(static_cast<int64_t>(value))
-                       : format_bytes(static_cast<uint64_t>(value));
+    case Unit::kBytes: return format_level_bytes(static_cast<int64_t>(value));
     case Unit::kCount: return format_count(static_cast<uint64_t>(std::max(value, 0.0)));
     case Unit::kFraction: return format_percent(value);
   }
@@ -84,10 +82,6 @@ std::string grown_list(const SourceComparison& comparison, int count) {
                        format_bytes(static_cast<uint64_t>(row->delta())));
   }
   return out;
-}
-
-std::string peak_text(int64_t bytes) {
-  return bytes < 0 ? format_signed_bytes(bytes) : format_bytes(static_cast<uint64_t>(bytes));
 }
 
 std::string headline(const CheckReport& r) {
@@ -200,10 +194,10 @@ std::vector<std::string> investigate_commands(const CheckReport& r) {
 std::string render_check_text(const CheckReport& r, int top) {
   std::string out = headline(r) + "\n";
   if (!r.baseline_file.empty()) {
-    out +=
-        fmt::format("  baseline {}: absolute peak {}; current {} ({})\n",
-                    printable(r.baseline_file), peak_text(r.baseline_peak.value_or(0)),
-                    peak_text(r.peak), format_signed_bytes(r.peak - r.baseline_peak.value_or(0)));
+    out += fmt::format("  baseline {}: absolute peak {}; current {} ({})\n",
+                       printable(r.baseline_file), format_level_bytes(r.baseline_peak.value_or(0)),
+                       format_level_bytes(r.peak),
+                       format_signed_bytes(r.peak - r.baseline_peak.value_or(0)));
   }
   out += "\n";
   for (const LimitResult& result : r.results) {
@@ -424,8 +418,8 @@ std::string render_check_text(const RankedCheck& r, int top) {
       }
     }
     table.add_row({report.rank ? std::to_string(*report.rank) : printable(report.current_file),
-                   peak_text(report.peak),
-                   report.baseline_peak ? peak_text(*report.baseline_peak) : "-",
+                   format_level_bytes(report.peak),
+                   report.baseline_peak ? format_level_bytes(*report.baseline_peak) : "-",
                    std::to_string(report.results.size() - skipped_count(report)),
                    violated.empty() ? "-" : violated});
   }
@@ -483,10 +477,10 @@ std::string render_check_markdown(const RankedCheck& r, int top) {
         violated += '`';
       }
     }
-    out +=
-        fmt::format("| {} | {} | {} | {} |\n", md_cell(rank_label(report)), peak_text(report.peak),
-                    report.baseline_peak ? peak_text(*report.baseline_peak) : "-",
-                    violated.empty() ? ":white_check_mark:" : ":x: " + violated);
+    out += fmt::format("| {} | {} | {} | {} |\n", md_cell(rank_label(report)),
+                       format_level_bytes(report.peak),
+                       report.baseline_peak ? format_level_bytes(*report.baseline_peak) : "-",
+                       violated.empty() ? ":white_check_mark:" : ":x: " + violated);
   }
   for (const CheckReport& report : r.ranks) {
     if (report.failed == 0) continue;
@@ -500,10 +494,10 @@ std::string render_check_markdown(const RankedCheck& r, int top) {
 std::string render_check_markdown(const CheckReport& r, int top) {
   std::string out = fmt::format("### {}\n\n", md_cell(headline(r)));
   if (!r.baseline_file.empty()) {
-    out +=
-        fmt::format("Baseline `{}`: absolute peak {}; current {} ({}).\n\n",
-                    md_cell(r.baseline_file), peak_text(r.baseline_peak.value_or(0)),
-                    peak_text(r.peak), format_signed_bytes(r.peak - r.baseline_peak.value_or(0)));
+    out += fmt::format("Baseline `{}`: absolute peak {}; current {} ({}).\n\n",
+                       md_cell(r.baseline_file), format_level_bytes(r.baseline_peak.value_or(0)),
+                       format_level_bytes(r.peak),
+                       format_signed_bytes(r.peak - r.baseline_peak.value_or(0)));
   }
   out += "| | limit | measured | allowed |\n|---|---|---:|---:|\n";
   for (const LimitResult& result : r.results) {

@@ -31,6 +31,10 @@ std::string format_bytes(uint64_t bytes) {
   return fmt::format("{:.2f} {}", value, kUnits[unit]);
 }
 
+std::string format_level_bytes(int64_t bytes) {
+  return bytes < 0 ? format_signed_bytes(bytes) : format_bytes(static_cast<uint64_t>(bytes));
+}
+
 std::string format_signed_bytes(int64_t bytes) {
   if (bytes == 0) return "0 B";
   uint64_t magnitude =

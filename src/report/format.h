@@ -11,6 +11,9 @@ namespace memsnap {
 std::string format_bytes(uint64_t bytes);
 // With an explicit sign: "+1.50 MiB", "-512 B", "0 B".
 std::string format_signed_bytes(int64_t bytes);
+// A level rather than a difference (an absolute peak, live bytes): no sign
+// unless it is negative, which only a file's inconsistent numbers make it.
+std::string format_level_bytes(int64_t bytes);
 std::string format_count(uint64_t count);  // thousands separated: 1,234,567
 std::string format_percent(double fraction);
 // Text for a terminal: control characters (C0, DEL, C1) that a hostile file

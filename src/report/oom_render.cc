@@ -28,10 +28,6 @@ double share(double part, double whole) {
   return whole <= 0 ? 0.0 : part / whole;
 }
 
-std::string bytes_signed_ok(int64_t bytes) {
-  return bytes < 0 ? format_signed_bytes(bytes) : format_bytes(static_cast<uint64_t>(bytes));
-}
-
 std::string top_growth(const OomCase& c, size_t count) {
   std::vector<std::string> names;
   for (size_t i = 0; i < std::min(count, c.growth.size()); ++i) {
@@ -52,7 +48,7 @@ std::string verdict_sentence(const OomAnalysis& r, const OomCase& c, OomVerdict 
       std::string out = fmt::format(
           "Capacity: live tensors ({}) plus the request ({}) exceed what PyTorch held ({} "
           "reserved) plus what the driver had free ({}); the request lacked {}.",
-          bytes_signed_ok(s.live), format_bytes(c.request), format_bytes(s.reserved), driver,
+          format_level_bytes(s.live), format_bytes(c.request), format_bytes(s.reserved), driver,
           format_bytes(static_cast<uint64_t>(std::max<int64_t>(c.shortfall, 0))));
       if (!c.live_by_category.empty() && c.shortfall > 0) {
         const SourceUsage& biggest = c.live_by_category.front();
@@ -111,9 +107,9 @@ std::string verdict_sentence(const OomAnalysis& r, const OomCase& c, OomVerdict 
           "Spike: in the {:g} s before the OOM live memory rose by {} to {}, {} above the highest "
           "the run had survived before ({}), mostly from {}.",
           r.window_s, format_bytes(static_cast<uint64_t>(c.growth_bytes)),
-          bytes_signed_ok(c.state.live),
+          format_level_bytes(c.state.live),
           format_bytes(static_cast<uint64_t>(c.state.live - c.prior_peak.value_or(0))),
-          bytes_signed_ok(c.prior_peak.value_or(0)), top_growth(c, 3));
+          format_level_bytes(c.prior_peak.value_or(0)), top_growth(c, 3));
     case OomVerdict::kUnexplained:
       return fmt::format(
           "Unexplained by this file: {} were available to the request ({} free in its segments, "
@@ -169,7 +165,7 @@ std::string headroom_sentence(const OomAnalysis& r, const OomCase& c) {
   const OomState& s = c.state;
   std::string out =
       fmt::format("At the peak {} were live in {} reserved, {} free in segments",
-                  bytes_signed_ok(s.live), format_bytes(s.reserved), bytes_signed_ok(s.free));
+                  format_level_bytes(s.live), format_bytes(s.reserved), format_level_bytes(s.free));
   if (s.blocks_known()) {
     out += fmt::format(
         "; the largest free block on stream {} of the default pool was {}: a larger request "
@@ -249,11 +245,12 @@ std::string render_oom_text(const OomAnalysis& r, int top) {
   out += fmt::format("\nThe allocator at {}\n", moment);
   TextTable facts({"", "", ""}, {false, true, false});
   facts.add_row({"reserved", format_bytes(s.reserved), ""});
-  facts.add_row(
-      {"live (allocated)", bytes_signed_ok(s.live), fmt::format("baseline + delta at {}", moment)});
+  facts.add_row({"live (allocated)", format_level_bytes(s.live),
+                 fmt::format("baseline + delta at {}", moment)});
   facts.add_row(
       {"awaiting free", format_bytes(s.awaiting_free), "traced blocks freed, stream work pending"});
-  facts.add_row({"free in segments", bytes_signed_ok(s.free), "reserved - live - awaiting free"});
+  facts.add_row(
+      {"free in segments", format_level_bytes(s.free), "reserved - live - awaiting free"});
   if (s.blocks_known()) {
     facts.add_row({"largest usable block", format_bytes(s.largest_usable),
                    fmt::format("default pool, stream {}", c.stream)});
@@ -274,7 +271,7 @@ std::string render_oom_text(const OomAnalysis& r, int top) {
       r.at_peak ? "reserved at the peak" : "reserved + device free at the OOM";
   if (c.prior_peak) {
     const int64_t margin = gave - *c.prior_peak;
-    facts.add_row({"peak before", bytes_signed_ok(*c.prior_peak),
+    facts.add_row({"peak before", format_level_bytes(*c.prior_peak),
                    fmt::format("highest before the last {:g} s; {} {} {}", r.window_s,
                                format_bytes(static_cast<uint64_t>(std::abs(margin))),
                                margin >= 0 ? "below" : "above", gave_label)});
@@ -282,7 +279,7 @@ std::string render_oom_text(const OomAnalysis& r, int top) {
   if (c.prior_step_peak) {
     const int64_t margin = gave - *c.prior_step_peak;
     facts.add_row(
-        {"peak of step " + std::to_string(*c.prior_step), bytes_signed_ok(*c.prior_step_peak),
+        {"peak of step " + std::to_string(*c.prior_step), format_level_bytes(*c.prior_step_peak),
          fmt::format("the highest complete step before {}{}; {} {} {}", moment,
                      c.oom_step ? fmt::format(" (which came in step {})", *c.oom_step) : "",
                      format_bytes(static_cast<uint64_t>(std::abs(margin))),

@@ -19,15 +19,26 @@ std::string rank_name(const RankRow& row) {
   return row.rank ? std::to_string(*row.rank) : printable(row.path);
 }
 
-std::string peak_text(int64_t bytes) {
-  return bytes < 0 ? format_signed_bytes(bytes) : format_bytes(static_cast<uint64_t>(bytes));
-}
-
 ordered_json rank_json(const RankRow& row) {
   return row.rank ? ordered_json(*row.rank) : ordered_json(nullptr);
 }
 
 }  // namespace
+
+std::string unreadable_text(const std::vector<UnreadableFile>& unread) {
+  if (unread.empty()) return {};
+  std::string out = "\nCould not be read\n";
+  for (const UnreadableFile& file : unread) out += "  " + printable(file.error) + "\n";
+  return out;
+}
+
+ordered_json unreadable_json(const std::vector<UnreadableFile>& unread) {
+  ordered_json out = ordered_json::array();
+  for (const UnreadableFile& file : unread) {
+    out.push_back({{"file", file.path}, {"error", file.error}});
+  }
+  return out;
+}
 
 std::string rank_list(const RanksReport& report, const std::vector<size_t>& rows) {
   std::vector<int64_t> numbers;
@@ -56,22 +67,18 @@ std::string render_ranks_text(const RanksReport& r, const std::vector<Unreadable
       fmt::format("ranks: {} file{} read", r.rows.size(), r.rows.size() == 1 ? "" : "s");
   if (!unread.empty()) out += fmt::format(", {} could not be read (below)", unread.size());
   out += "\n";
-  std::string unread_text;
-  if (!unread.empty()) {
-    unread_text = "\nCould not be read\n";
-    for (const UnreadableFile& file : unread) unread_text += "  " + printable(file.error) + "\n";
-  }
+  const std::string unread_text = unreadable_text(unread);
   if (r.rows.empty()) return out + unread_text;
   const RankRow& highest = r.rows.front();
   const RankRow& lowest = r.rows.back();
   out += "\nAbsolute peak across ranks\n";
   TextTable spread({"", "", ""}, {false, true, false});
-  spread.add_row({"max", peak_text(r.peak_max), "rank " + rank_name(highest)});
+  spread.add_row({"max", format_level_bytes(r.peak_max), "rank " + rank_name(highest)});
   if (r.median_row) {
     spread.add_row(
-        {"median", peak_text(r.peak_median), "rank " + rank_name(r.rows[*r.median_row])});
+        {"median", format_level_bytes(r.peak_median), "rank " + rank_name(r.rows[*r.median_row])});
   }
-  spread.add_row({"min", peak_text(r.peak_min), "rank " + rank_name(lowest)});
+  spread.add_row({"min", format_level_bytes(r.peak_min), "rank " + rank_name(lowest)});
   if (r.max_over_median > 0) {
     spread.add_row({"max / median", fmt::format("{:.3f}", r.max_over_median), ""});
   }
@@ -93,7 +100,7 @@ std::string render_ranks_text(const RanksReport& r, const std::vector<Unreadable
       const RankRow& row = r.rows[i];
       const int64_t distance = row.absolute_peak - r.peak_median;
       out += fmt::format("    rank {}: {}, {} {} the median{}\n", rank_name(row),
-                         peak_text(row.absolute_peak), format_bytes(magnitude(distance)),
+                         format_level_bytes(row.absolute_peak), format_bytes(magnitude(distance)),
                          distance >= 0 ? "above" : "below",
                          r.mad > 0 ? fmt::format(", z = {:.1f}", row.robust_z) : "");
     }
@@ -108,12 +115,12 @@ std::string render_ranks_text(const RanksReport& r, const std::vector<Unreadable
     const RankGroup& group = r.groups[g];
     std::vector<std::string> names;
     for (const std::string& name : group.signature) names.push_back(printable(name));
-    groups.add_row(
-        {rank_list(r, group.rows), std::to_string(group.rows.size()),
-         group.peak_min == group.peak_max
-             ? peak_text(group.peak_max)
-             : fmt::format("{} - {}", peak_text(group.peak_min), peak_text(group.peak_max)),
-         names.empty() ? "-" : fmt::format("{}", fmt::join(names, ", "))});
+    groups.add_row({rank_list(r, group.rows), std::to_string(group.rows.size()),
+                    group.peak_min == group.peak_max
+                        ? format_level_bytes(group.peak_max)
+                        : fmt::format("{} - {}", format_level_bytes(group.peak_min),
+                                      format_level_bytes(group.peak_max)),
+                    names.empty() ? "-" : fmt::format("{}", fmt::join(names, ", "))});
   }
   out += groups.render();
   if (limit(top, r.groups.size()) < r.groups.size()) {
@@ -127,9 +134,9 @@ std::string render_ranks_text(const RanksReport& r, const std::vector<Unreadable
                  {true, true, true, true, true, true, false, true});
   for (size_t i = 0; i < limit(top, r.rows.size()); ++i) {
     const RankRow& row = r.rows[i];
-    rows.add_row({rank_name(row) + (row.outlier ? " !" : ""), peak_text(row.absolute_peak),
+    rows.add_row({rank_name(row) + (row.outlier ? " !" : ""), format_level_bytes(row.absolute_peak),
                   row.peak_time_s ? fmt::format("{:.3f}", *row.peak_time_s) : "-",
-                  format_bytes(row.reserved_peak), peak_text(row.baseline),
+                  format_bytes(row.reserved_peak), format_level_bytes(row.baseline),
                   format_percent(row.fragmentation),
                   row.top_source.empty() ? "-"
                                          : fmt::format("{} ({})", printable(row.top_source),
@@ -191,10 +198,6 @@ ordered_json render_ranks_json(const RanksReport& r, const std::vector<Unreadabl
   for (const RankRow& row : r.rows) {
     if (row.outlier) outliers.push_back({{"rank", rank_json(row)}, {"file", row.path}});
   }
-  ordered_json unreadable = ordered_json::array();
-  for (const UnreadableFile& file : unread) {
-    unreadable.push_back({{"file", file.path}, {"error", file.error}});
-  }
   ordered_json drill = nullptr;
   if (r.highest_row && r.median_row) {
     drill = {{"highest", rank_json(r.rows[*r.highest_row])},
@@ -204,7 +207,7 @@ ordered_json render_ranks_json(const RanksReport& r, const std::vector<Unreadabl
              {"sources", diff_json(r.highest_vs_median.rows, -1, false)}};
   }
   return {{"files_read", r.rows.size()},
-          {"unreadable", unreadable},
+          {"unreadable", unreadable_json(unread)},
           {"spread",
            {{"min", r.peak_min},
             {"median", r.peak_median},

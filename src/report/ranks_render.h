@@ -16,6 +16,10 @@ struct UnreadableFile {
   std::string error;
 };
 
+// "Could not be read" and one line per file, or nothing; and the JSON list.
+std::string unreadable_text(const std::vector<UnreadableFile>& unread);
+nlohmann::ordered_json unreadable_json(const std::vector<UnreadableFile>& unread);
+
 // top: rows per table (negative: all).
 std::string render_ranks_text(const RanksReport& report, const std::vector<UnreadableFile>& unread,
                               int top);

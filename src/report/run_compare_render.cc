@@ -12,10 +12,6 @@ using nlohmann::ordered_json;
 
 namespace {
 
-std::string peak_text(int64_t bytes) {
-  return bytes < 0 ? format_signed_bytes(bytes) : format_bytes(static_cast<uint64_t>(bytes));
-}
-
 std::string file_list(const std::vector<RunSummary>& run, const std::vector<size_t>& files) {
   std::vector<std::string> names;
   names.reserve(files.size());
@@ -52,16 +48,16 @@ std::string render_run_compare_text(const RunCompareView& v, int top) {
         "--rank-from REGEX\n";
   } else {
     out += fmt::format("  highest peak of the matched ranks: A {}, B {} ({})\n",
-                       peak_text(c.max_peak_a), peak_text(c.max_peak_b),
+                       format_level_bytes(c.max_peak_a), format_level_bytes(c.max_peak_b),
                        format_signed_bytes(c.max_peak_b - c.max_peak_a));
     out += "\nPer rank, largest growth first\n";
     TextTable table({"rank", "A peak", "B peak", "B - A", "A reserved", "B reserved"},
                     {true, true, true, true, true, true});
     for (size_t i = 0; i < limit(top, c.pairs.size()); ++i) {
       const RankPair& p = c.pairs[i];
-      table.add_row({std::to_string(p.rank), peak_text(p.peak_a), peak_text(p.peak_b),
-                     format_signed_bytes(p.delta()), format_bytes(p.reserved_a),
-                     format_bytes(p.reserved_b)});
+      table.add_row({std::to_string(p.rank), format_level_bytes(p.peak_a),
+                     format_level_bytes(p.peak_b), format_signed_bytes(p.delta()),
+                     format_bytes(p.reserved_a), format_bytes(p.reserved_b)});
     }
     out += table.render();
     if (limit(top, c.pairs.size()) < c.pairs.size()) {
@@ -92,10 +88,7 @@ std::string render_run_compare_text(const RunCompareView& v, int top) {
       out += diff_table(c.grew_most_sources.rows, top);
     }
   }
-  if (!v.unread.empty()) {
-    out += "\nCould not be read\n";
-    for (const UnreadableFile& file : v.unread) out += "  " + printable(file.error) + "\n";
-  }
+  out += unreadable_text(v.unread);
   return out;
 }
 
@@ -123,10 +116,6 @@ ordered_json render_run_compare_json(const RunCompareView& v, int top) {
               v.drill != nullptr ? render_compare_json(*v.drill, top) : ordered_json(nullptr)},
              {"sources", diff_json(c.grew_most_sources.rows, top, false)}};
   }
-  ordered_json unreadable = ordered_json::array();
-  for (const UnreadableFile& file : v.unread) {
-    unreadable.push_back({{"file", file.path}, {"error", file.error}});
-  }
   return {{"run_a", v.dir_a},
           {"run_b", v.dir_b},
           {"files_a", v.a->size()},
@@ -138,7 +127,7 @@ ordered_json render_run_compare_json(const RunCompareView& v, int top) {
           {"only_a", files_json(*v.a, c.only_a)},
           {"only_b", files_json(*v.b, c.only_b)},
           {"grew_most", drill},
-          {"unreadable", unreadable}};
+          {"unreadable", unreadable_json(v.unread)}};
 }
 
 }  // namespace memsnap

@@ -215,10 +215,8 @@ std::string render_summaries_text(const std::vector<RunSummary>& summaries,
                             format_bytes(s.live_at_peak.front().bytes));
     }
     std::vector<std::string> row{s.rank ? std::to_string(*s.rank) : "-", printable(s.path),
-                                 s.absolute_peak < 0
-                                     ? format_signed_bytes(s.absolute_peak)
-                                     : format_bytes(static_cast<uint64_t>(s.absolute_peak)),
-                                 format_bytes(s.reserved_peak), largest};
+                                 format_level_bytes(s.absolute_peak), format_bytes(s.reserved_peak),
+                                 largest};
     if (written) row.push_back(i < outputs.size() ? printable(outputs[i]) : "");
     table.add_row(std::move(row));
   }
