@@ -14,6 +14,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
     return 2;
   }
+  if (!std::filesystem::is_directory(argv[1])) {
+    std::printf("skipped: %s is not a directory\n", argv[1]);
+    return 77;  // CTest's SKIP_RETURN_CODE
+  }
   size_t count = 0;
   for (const auto& entry : std::filesystem::recursive_directory_iterator(argv[1])) {
     if (!entry.is_regular_file()) continue;

@@ -1,12 +1,17 @@
 // libFuzzer target: the pickle VM plus the snapshot decoder on arbitrary bytes.
 // Any input must end in a result or a memsnap::Error, never a crash, a hang or
-// an unbounded allocation.
+// an unbounded allocation; and the same with and without the decoder's
+// fast path for trace entries.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "io/input.h"
 #include "memsnap/error.h"
+#include "model_digest.h"
 #include "pickle/json.h"
 #include "pickle/vm.h"
 #include "snapshot/decoder.h"
@@ -20,14 +25,28 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)memsnap::pickle::to_plain_json(vm, root);
   } catch (const memsnap::Error&) {
   }
+  // Every input decodes the same with the flat fast path for trace entries
+  // as with the generic VM only: the same model, or the same error.
   for (bool allow_objects : {false, true}) {
-    try {
-      memsnap::InputBuffer input =
-          memsnap::InputBuffer::from_memory(std::vector<uint8_t>(data, data + size), "fuzz");
-      memsnap::LoadOptions options;
-      options.allow_objects = allow_objects;
-      (void)memsnap::decode_snapshot(input, options);
-    } catch (const memsnap::Error&) {
+    std::string results[2];
+    for (int generic = 0; generic < 2; ++generic) {
+      try {
+        memsnap::InputBuffer input =
+            memsnap::InputBuffer::from_memory(std::vector<uint8_t>(data, data + size), "fuzz");
+        memsnap::LoadOptions options;
+        options.allow_objects = allow_objects;
+        const memsnap::Snapshot snapshot = memsnap::decode_snapshot(
+            input, options,
+            generic != 0 ? memsnap::EntryReading::kGenericOnly : memsnap::EntryReading::kFlat);
+        results[generic] = memsnap::testing::model_digest(snapshot);
+      } catch (const memsnap::Error& error) {
+        results[generic] = std::string("error: ") + error.what();
+      }
+    }
+    if (results[0] != results[1]) {
+      std::fprintf(stderr, "flat and generic decoding differ:\n--- flat\n%s\n--- generic\n%s\n",
+                   results[0].substr(0, 4000).c_str(), results[1].substr(0, 4000).c_str());
+      std::abort();
     }
   }
   return 0;

@@ -15,8 +15,6 @@ namespace {
 
 constexpr uint64_t kMinBlockSize = 512;      // every block is a multiple of this
 constexpr uint64_t kSmallSize = 1ULL << 20;  // requests up to this use the small pool
-using RangeMap = std::map<uint64_t, MappedRange>;
-using BlockMap = std::map<uint64_t, HeldBlock>;
 
 uint64_t range_end(RangeMap::const_iterator range) {
   return range->first + range->second.size;

@@ -18,10 +18,11 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <absl/container/btree_map.h>
 
 #include "memsnap/model.h"
 
@@ -48,14 +49,22 @@ struct HeldBlock {
   bool size_inferred = false;  // allocated before the trace and freed in it: size by the split rule
 };
 
+// B-trees rather than std::map: the replay walks millions of entries, each a
+// lookup and often an insert or erase, and a node per element made it the
+// largest part of parse (std::map's node allocations and pointer chasing).
+// No code holds an iterator across an insert or erase (B-tree iterators do
+// not survive them).
+using RangeMap = absl::btree_map<uint64_t, MappedRange>;
+using BlockMap = absl::btree_map<uint64_t, HeldBlock>;
+
 struct AllocatorState {
-  std::map<uint64_t, MappedRange> ranges;  // by address
-  std::map<uint64_t, HeldBlock> blocks;    // by address
-  uint64_t reserved = 0;                   // sum of range sizes
-  uint64_t held = 0;                       // sum of block sizes (active bytes)
+  RangeMap ranges;        // by address
+  BlockMap blocks;        // by address
+  uint64_t reserved = 0;  // sum of range sizes
+  uint64_t held = 0;      // sum of block sizes (active bytes)
 
   // The range containing address, or ranges.end().
-  [[nodiscard]] std::map<uint64_t, MappedRange>::const_iterator range_at(uint64_t address) const;
+  [[nodiscard]] RangeMap::const_iterator range_at(uint64_t address) const;
   // The largest gap between held blocks in any range: the largest free block.
   [[nodiscard]] uint64_t largest_free() const;
   // Every block of the range at `address`, in address order, the gaps

@@ -95,6 +95,7 @@ Vm::Vm(std::span<const uint8_t> input, VmOptions options)
   max_held_bytes_ =
       options_.max_held_bytes != 0 ? options_.max_held_bytes : max_held_bytes_for(input.size());
   stack_.on_grow = [this](uint64_t added_bytes) { charge(added_bytes); };
+  flat_dicts_ = options_.observer != nullptr && options_.observer->reads_flat_dicts();
   stack_.reserve(1024);
   // Protocol 4 memoizes every container: about one slot per trace entry.
   memo_.reserve(std::min<size_t>(input.size() / 48 + 1024, size_t{1} << 26));
@@ -180,6 +181,7 @@ Value Vm::new_container(Kind kind) {
   }
   slot.memo_refs = 0;
   slot.converted = false;
+  slot.list_item = false;
   Value value;
   value.kind = kind;
   value.size = slot.generation;
@@ -281,11 +283,237 @@ Value Vm::memo_get_slow(uint64_t index) const {
               op_offset_);
 }
 
+bool Vm::adds_to_list() const {
+  // Inside a MARK whose target below is a list (APPENDS), or right above a
+  // list (APPEND).
+  if (!marks_.empty()) {
+    const size_t base = marks_.back();
+    if (base > 0 && base <= stack_.size() && stack_[base - 1].kind == Kind::kList) return true;
+  }
+  return stack_.size() > mark_base() && stack_.back().kind == Kind::kList;
+}
+
+bool Vm::try_flat_dict() {
+  // Memo indices are resolved here ahead of the puts, which is simple only
+  // while the memo is dense (every real pickle's is).
+  if (!sparse_memo_.empty() || memo_count_ != memo_.size()) return false;
+  const uint8_t* const begin = input_.data();
+  const uint8_t* const end = begin + input_.size();
+  const uint8_t* p = begin + pos_;
+  FlatDict& dict = flat_;
+  dict.items.clear();
+  dict.list_value = FlatDict::kNoList;
+  dict.list_items.clear();
+  dict.list_substitute.reset();
+  pending_puts_.clear();
+  uint64_t memo_end = memo_.size();  // the memo's size once the pending puts are made
+  using Target = PendingPut::Target;
+
+  const auto left = [&]() { return static_cast<uint64_t>(end - p); };
+  // The next opcode, FRAME opcodes skipped as the generic loop does; -1 at
+  // the end or at a FRAME longer than the rest.
+  const auto next_op = [&]() __attribute__((always_inline))->int {
+    while (p != end && *p == kFrame) {
+      if (left() < 9) return -1;
+      uint64_t length = 0;
+      std::memcpy(&length, p + 1, 8);
+      p += 9;
+      if (length > left()) return -1;
+    }
+    return p == end ? -1 : *p++;
+  };
+  // Pending puts only ever append to the memo, so an index below its size
+  // is the memo's own.
+  const auto lookup = [&](uint64_t index, Value & out) __attribute__((always_inline)) {
+    if (index < memo_.size()) [[likely]] {
+      out = memo_[index];
+      return true;
+    }
+    for (const PendingPut& put : pending_puts_) {
+      if (put.index != index) continue;
+      if (put.target != Target::kItem) return false;  // the dict or list being read
+      out = dict.items[put.item];
+      return true;
+    }
+    return false;
+  };
+  // MEMOIZE / BINPUT / LONG_BINPUT after a value, as many as there are.
+  const auto read_puts = [&](Target target, size_t item) __attribute__((always_inline)) {
+    for (;;) {
+      const uint8_t* before = p;
+      const int op = next_op();
+      uint64_t index = 0;
+      if (op == kMemoize) {
+        index = memo_end;
+      } else if (op == kBinPut && left() >= 1) {
+        index = *p++;
+      } else if (op == kLongBinPut && left() >= 4) {
+        uint32_t wide = 0;
+        std::memcpy(&wide, p, 4);
+        p += 4;
+        index = wide;
+      } else {
+        p = before;
+        return true;
+      }
+      // Anything but an append to the memo (a sparse memo, a slot written
+      // twice): the generic path.
+      if (index != memo_end) return false;
+      ++memo_end;
+      pending_puts_.push_back(PendingPut{index, target, item});
+    }
+  };
+  // One value: p is past its opcode.
+  const auto read_value = [&](int op, Value& out) __attribute__((always_inline)) {
+    switch (op) {
+      case kBinInt:
+        if (left() < 4) return false;
+        {
+          int32_t value = 0;
+          std::memcpy(&value, p, 4);
+          out = Value{Kind::kInt, 0, 0, static_cast<uint64_t>(int64_t{value})};
+        }
+        p += 4;
+        return true;
+      case kBinInt1:
+        if (left() < 1) return false;
+        out = Value{Kind::kInt, 0, 0, *p++};
+        return true;
+      case kBinInt2:
+        if (left() < 2) return false;
+        out = Value{Kind::kInt, 0, 0, uint64_t{p[0]} | (uint64_t{p[1]} << 8)};
+        p += 2;
+        return true;
+      case kLong1: {
+        if (left() < 1 || left() - 1 < *p) return false;
+        const uint64_t length = *p++;
+        out = parse_long_bytes(static_cast<uint64_t>(p - begin), length);
+        p += length;
+        return true;
+      }
+      case kNone: out = Value{Kind::kNone, 0, 0, 0}; return true;
+      case kNewTrue: out = Value{Kind::kBool, 0, 0, 1}; return true;
+      case kNewFalse: out = Value{Kind::kBool, 0, 0, 0}; return true;
+      case kBinFloat: {
+        if (left() < 8) return false;
+        uint64_t bits = 0;
+        for (int i = 0; i < 8; ++i) bits = (bits << 8) | p[i];
+        p += 8;
+        out = Value{Kind::kFloat, 0, 0, bits};
+        return true;
+      }
+      case kShortBinUnicode:
+      case kBinUnicode: {
+        uint64_t length = 0;
+        if (op == kShortBinUnicode) {
+          if (left() < 1) return false;
+          length = *p++;
+        } else {
+          if (left() < 4) return false;
+          uint32_t wide = 0;
+          std::memcpy(&wide, p, 4);
+          p += 4;
+          length = wide;
+        }
+        if (length > left()) return false;
+        out = Value{Kind::kStr, 0, static_cast<uint32_t>(length), static_cast<uint64_t>(p - begin)};
+        p += length;
+        return true;
+      }
+      case kBinGet:
+        if (left() < 1) return false;
+        return lookup(*p++, out);
+      case kLongBinGet: {
+        if (left() < 4) return false;
+        uint32_t index = 0;
+        std::memcpy(&index, p, 4);
+        p += 4;
+        return lookup(index, out);
+      }
+      default: return false;
+    }
+  };
+  // A memo reference as a list item: BINGET or LONG_BINGET.
+  const auto read_reference = [&](int op) __attribute__((always_inline)) {
+    uint64_t index = 0;
+    if (op == kBinGet && left() >= 1) {
+      index = *p++;
+    } else if (op == kLongBinGet && left() >= 4) {
+      uint32_t wide = 0;
+      std::memcpy(&wide, p, 4);
+      p += 4;
+      index = wide;
+    } else {
+      return false;
+    }
+    Value& item = dict.list_items.emplace_back();
+    return lookup(index, item);
+  };
+  // The list's items after EMPTY_LIST and its puts: MARK refs... APPENDS
+  // batches and single ref APPEND pairs, up to the next key.
+  const auto read_list = [&]() {
+    for (;;) {
+      const uint8_t* before = p;
+      const int op = next_op();
+      if (op == kMark) {
+        for (int item = next_op(); item != kAppends; item = next_op()) {
+          if (!read_reference(item)) return false;
+        }
+        continue;
+      }
+      if (op == kBinGet || op == kLongBinGet) {
+        const size_t count = dict.list_items.size();
+        if (read_reference(op) && next_op() == kAppend) continue;
+        dict.list_items.resize(count);  // a key, not an item: the list has ended
+      }
+      p = before;
+      return true;
+    }
+  };
+
+  if (!read_puts(Target::kDict, 0) || next_op() != kMark) return false;
+  for (int op = next_op(); op != kSetItems; op = next_op()) {
+    // A dict of 1000 pairs may go on in another SETITEMS: the generic path.
+    constexpr size_t kMaxFlatItems = 2 * 999;
+    Value key;
+    if (dict.items.size() >= kMaxFlatItems || !read_value(op, key)) return false;
+    dict.items.push_back(key);
+    if (!read_puts(Target::kItem, dict.items.size() - 1)) return false;
+    op = next_op();
+    if (op == kEmptyList) {
+      if (dict.list_value != FlatDict::kNoList) return false;
+      dict.list_value = dict.items.size();
+      dict.items.push_back(Value{});
+      if (!read_puts(Target::kList, 0) || !read_list()) return false;
+      continue;
+    }
+    Value value;
+    if (!read_value(op, value)) return false;
+    dict.items.push_back(value);
+    if (!read_puts(Target::kItem, dict.items.size() - 1)) return false;
+  }
+
+  std::optional<Value> substitute = options_.observer->on_flat_dict(*this, dict);
+  if (!substitute || (dict.list_value != FlatDict::kNoList && !dict.list_substitute)) return false;
+  for (const PendingPut& put : pending_puts_) {
+    memo_put(put.index, put.target == Target::kDict   ? *substitute
+                        : put.target == Target::kList ? *dict.list_substitute
+                                                      : dict.items[put.item]);
+  }
+  pos_ = static_cast<uint64_t>(p - begin);
+  push(*substitute);
+  return true;
+}
+
 void Vm::append_range(Value& list, const Value* first, const Value* last) {
   while (first != last) {
     const Value* run_end = first;
     if (options_.observer != nullptr) {
-      while (run_end != last && run_end->kind != Kind::kDict) ++run_end;
+      // Dicts go to the observer; its substitutes (from the flat path)
+      // collapse into ranges.
+      while (run_end != last && run_end->kind != Kind::kDict && run_end->kind != Kind::kExternal) {
+        ++run_end;
+      }
     } else {
       run_end = last;
     }
@@ -631,7 +859,14 @@ Value Vm::run() {
         fail("NEXT_BUFFER needs an out-of-band buffer, which a snapshot file cannot carry");
       case kReadOnlyBuffer: top(); break;
       case kEmptyList: push(new_container(Kind::kList)); break;
-      case kEmptyDict: push(new_container(Kind::kDict)); break;
+      case kEmptyDict: {
+        const bool list_item = options_.observer != nullptr && adds_to_list();
+        if (list_item && flat_dicts_ && try_flat_dict()) break;
+        Value dict = new_container(Kind::kDict);
+        container(dict).list_item = list_item;
+        push(dict);
+        break;
+      }
       case kEmptyTuple: push(new_container(Kind::kTuple)); break;
       case kEmptySet: push(new_container(Kind::kSet)); break;
       case kList:
@@ -696,8 +931,20 @@ Value Vm::run() {
             fail(fmt::format("SETITEMS on {}", kind_with_article(target.kind)));
           if ((stack_.size() - base) % 2 != 0) fail("SETITEMS with an odd number of items");
           charge((stack_.size() - base) * sizeof(Value));
-          auto& items = container(target).items;
-          items.insert(items.end(), stack_.begin() + static_cast<ptrdiff_t>(base), stack_.end());
+          Container& dict = container(target);
+          dict.items.insert(dict.items.end(), stack_.begin() + static_cast<ptrdiff_t>(base),
+                            stack_.end());
+          if (dict.list_item) {
+            // A dict on its way into a list goes to the observer now, at the
+            // end of its items, as a flat one does (not at the APPENDS after
+            // up to 1,000 of them): entries keep the order of the file
+            // whichever path read them, and both paths see the memo as it is
+            // at the same point of the stream.
+            dict.list_item = false;
+            stack_.resize(base);
+            stack_.back() = options_.observer->on_list_item(*this, target);
+            break;
+          }
         } else {
           if (target.kind != Kind::kSet)
             fail(fmt::format("ADDITEMS on {}", kind_with_article(target.kind)));

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -43,6 +44,7 @@ class ValueStack {
   Value& back() { return data_[size_ - 1]; }
   const Value& back() const { return data_[size_ - 1]; }
   Value& operator[](size_t i) { return data_[i]; }
+  const Value& operator[](size_t i) const { return data_[i]; }
   Value* data() { return data_.get(); }
   Value* begin() { return data_.get(); }
   Value* end() { return data_.get() + size_; }
@@ -65,6 +67,20 @@ class ValueStack {
   size_t capacity_ = 0;
 };
 
+// A dict read straight from the bytes, without the value stack or a
+// container: the shape of every trace entry (str keys; ints, strs, None,
+// bools, floats and memo references as values; at most one value a list of
+// memo references, the entry's frames). See Vm::try_flat_dict.
+struct FlatDict {
+  static constexpr size_t kNoList = SIZE_MAX;
+  std::vector<Value> items;       // key, value, key, value, ...
+  size_t list_value = kNoList;    // index in items of the value that is the list
+  std::vector<Value> list_items;  // that list's items
+  // Set by the observer when it takes the dict: what the memo holds for the
+  // list from now on (its own substitute).
+  std::optional<Value> list_substitute;
+};
+
 // Lets a decoder consume list items as they are appended (trace entries), so
 // that millions of small dicts never exist as generic values at the same time.
 class ListItemObserver {
@@ -73,6 +89,12 @@ class ListItemObserver {
   // Called for each dict appended to a list (other items go in untouched).
   // Returns the value to store in the list: the item itself or a substitute.
   virtual Value on_list_item(Vm& vm, Value item) = 0;
+  // Called for a dict read flat as it is being added to a list. Returns the
+  // substitute to store, or nothing to decline: the VM then reads the same
+  // bytes again the generic way and on_list_item sees the dict. An observer
+  // that takes a dict with a list must set list_substitute.
+  virtual std::optional<Value> on_flat_dict(Vm& /*vm*/, FlatDict& /*dict*/) { return std::nullopt; }
+  [[nodiscard]] virtual bool reads_flat_dicts() const { return false; }
 };
 
 struct VmOptions {
@@ -139,6 +161,7 @@ class Vm {
     uint32_t generation = 0;
     uint8_t memo_refs = 0;  // saturates at 2: shared between memo slots
     bool converted = false;
+    bool list_item = false;  // a dict made where it is about to be added to a list
   };
 
   [[noreturn]] void fail(const std::string& message) const;
@@ -221,6 +244,24 @@ class Vm {
     return memo_get_slow(index);
   }
   Value memo_get_slow(uint64_t index) const;
+
+  // The fast path for trace entries: at EMPTY_DICT (pos_ just past it) with
+  // a list below, reads the whole dict as a FlatDict, hands it to the
+  // observer and pushes its substitute. Nothing changes (no memo slot, no
+  // container, pos_ as it was) until the observer takes it; on any opcode
+  // outside the flat shape, or when the observer declines, returns false and
+  // the dict is read the generic way. The memo effects are then the same as
+  // the generic path's, in the same order.
+  bool try_flat_dict();
+  [[nodiscard]] bool adds_to_list() const;
+  struct PendingPut {
+    uint64_t index = 0;
+    enum class Target : uint8_t { kDict, kList, kItem } target = Target::kItem;
+    size_t item = 0;  // index in flat_.items for kItem
+  };
+  bool flat_dicts_ = false;  // the observer reads flat dicts
+  FlatDict flat_;
+  std::vector<PendingPut> pending_puts_;
 
   void append_to_list(Value& list, Value item);
   // APPENDS: items the observer does not want (anything but a dict) are

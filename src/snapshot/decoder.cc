@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <array>
 #include <initializer_list>
 #include <numeric>
 
@@ -80,97 +81,167 @@ std::optional<int64_t> as_i64(const Value& value) {
 
 class SnapshotDecoder final : public pickle::ListItemObserver {
  public:
-  explicit SnapshotDecoder(Snapshot& model) : model_(model) {}
+  SnapshotDecoder(Snapshot& model, bool flat) : flat_(flat), model_(model) {}
 
   // Trace entries are the only dicts with an "action" key; each becomes a row
   // of the event columns and its dict storage is recycled at once.
   Value on_list_item(Vm& vm, Value item) override {
     if (item.kind != Kind::kDict) return item;
-    std::span<const Value> items = vm.items(item);
     // Copies, not pointers: interning the frames below may convert other
     // containers (a hostile file can make the entry its own frame).
+    EntryFields fields = scan_entry(vm, vm.items(item));
+    if (!present(fields.action)) return item;
+    if (!usable(fields)) return reject(vm, item);
+    StackId stack = present(fields.frames) ? stack_of(vm, fields.frames) : StackId{};
+    if (vm.resolve(item).kind != Kind::kDict) {  // consumed while interning its frames
+      ++model_.anomalies.malformed_entries;
+      return item;
+    }
+    Value substitute = add_row(vm, fields, stack);
+    vm.replace_container(item, substitute, /*reuse_slot=*/true);
+    return substitute;
+  }
+
+  // The same for an entry the VM read flat (nearly all of them): its frames
+  // list, when it has its own, arrives as the list's items. Anything unusual
+  // (a malformed entry, a list under another key) is declined before any
+  // side effect and takes the generic path above.
+  bool reads_flat_dicts() const override { return flat_; }
+  std::optional<Value> on_flat_dict(Vm& vm, pickle::FlatDict& dict) override {
+    EntryFields fields = scan_entry(vm, dict.items);
+    if (!present(fields.action)) return std::nullopt;
+    const bool own_frames = dict.list_value != pickle::FlatDict::kNoList;
+    if (own_frames && dict.list_value != fields.frames_index) return std::nullopt;
+    if (!usable(fields)) return std::nullopt;
+    StackId stack;
+    if (own_frames) {
+      stack = intern_stack(vm, dict.list_items);
+      dict.list_substitute = Value::external(kStackTag, stack.value);
+    } else if (present(fields.frames)) {
+      stack = stack_of(vm, fields.frames);
+    }
+    return add_row(vm, fields, stack);
+  }
+
+  static bool present(const Value& value) { return value.kind != Kind::kUndefined; }
+
+ private:
+  enum class EntryKey : uint8_t {
+    kOther,
+    kAction,
+    kAddr,
+    kSize,
+    kStream,
+    kTimeUs,
+    kFrames,
+    kDeviceFree,
+    kCategory,
+    kUserMetadata,
+    kCompileContext,
+    kPoolId,
+  };
+  struct EntryFields {
     Value action;
     Value addr;
     Value size;
     Value stream;
     Value time_us;
     Value frames;
+    size_t frames_index = pickle::FlatDict::kNoList;  // index of the frames value in the items
     Value device_free;
     Value category;
     Value user_metadata;
     Value compile_context;
     Value pool_id;
+  };
+
+  static EntryKey entry_key(std::string_view key) {
+    static constexpr std::pair<std::string_view, EntryKey> kKeys[] = {
+        {"action", EntryKey::kAction},
+        {"addr", EntryKey::kAddr},
+        {"size", EntryKey::kSize},
+        {"stream", EntryKey::kStream},
+        {"time_us", EntryKey::kTimeUs},
+        {"frames", EntryKey::kFrames},
+        {"device_free", EntryKey::kDeviceFree},
+        {"category", EntryKey::kCategory},
+        {"user_metadata", EntryKey::kUserMetadata},
+        {"compile_context", EntryKey::kCompileContext},
+        {"pool_id", EntryKey::kPoolId},
+    };
+    for (const auto& [name, id] : kKeys) {
+      if (key == name) return id;
+    }
+    return EntryKey::kOther;
+  }
+
+  // The fields of one entry, the last of repeated keys winning. Keys are
+  // memo references to one string each in every real file, so the k-th key
+  // of an entry is nearly always the k-th key of the one before: the same
+  // value (offset and length), known without comparing its bytes.
+  EntryFields scan_entry(const Vm& vm, std::span<const Value> items) {
+    EntryFields fields;
     for (size_t i = 0; i + 1 < items.size(); i += 2) {
-      if (items[i].kind != Kind::kStr) continue;
-      std::string_view key = vm.view(items[i]);
+      const Value& key = items[i];
+      if (key.kind != Kind::kStr) continue;
+      KeySlot& slot = key_slots_[(i / 2) % key_slots_.size()];
+      if (slot.key.kind != Kind::kStr || slot.key.payload != key.payload ||
+          slot.key.size != key.size || slot.key.flags != key.flags) {
+        slot = KeySlot{key, entry_key(vm.view(key))};
+      }
       const Value& value = items[i + 1];
-      switch (key.size()) {
-        case 4:
-          if (key == "addr")
-            addr = value;
-          else if (key == "size")
-            size = value;
+      switch (slot.id) {
+        case EntryKey::kAction: fields.action = value; break;
+        case EntryKey::kAddr: fields.addr = value; break;
+        case EntryKey::kSize: fields.size = value; break;
+        case EntryKey::kStream: fields.stream = value; break;
+        case EntryKey::kTimeUs: fields.time_us = value; break;
+        case EntryKey::kFrames:
+          fields.frames = value;
+          fields.frames_index = i + 1;
           break;
-        case 6:
-          if (key == "action")
-            action = value;
-          else if (key == "stream")
-            stream = value;
-          else if (key == "frames")
-            frames = value;
-          break;
-        case 7:
-          if (key == "time_us")
-            time_us = value;
-          else if (key == "pool_id")
-            pool_id = value;
-          break;
-        case 8:
-          if (key == "category") category = value;
-          break;
-        case 11:
-          if (key == "device_free") device_free = value;
-          break;
-        case 13:
-          if (key == "user_metadata") user_metadata = value;
-          break;
-        case 15:
-          if (key == "compile_context") compile_context = value;
-          break;
-        default: break;
+        case EntryKey::kDeviceFree: fields.device_free = value; break;
+        case EntryKey::kCategory: fields.category = value; break;
+        case EntryKey::kUserMetadata: fields.user_metadata = value; break;
+        case EntryKey::kCompileContext: fields.compile_context = value; break;
+        case EntryKey::kPoolId: fields.pool_id = value; break;
+        case EntryKey::kOther: break;
       }
     }
-    const auto present = [](const Value& v) { return v.kind != Kind::kUndefined; };
-    if (!present(action)) return item;
-    if (action.kind != Kind::kStr || (present(addr) && !as_u64(addr)) ||
-        (present(size) && (!as_bytes(size) || !entry_bytes_.take(*as_bytes(size))))) {
-      return reject(vm, item);
-    }
-    StackId stack = present(frames) ? stack_of(vm, frames) : StackId{};
-    if (vm.resolve(item).kind != Kind::kDict) {  // consumed while interning its frames
-      ++model_.anomalies.malformed_entries;
-      return item;
-    }
+    return fields;
+  }
+
+  // An entry with an action whose address and size are usable; takes the
+  // size from the entries' byte budget.
+  bool usable(const EntryFields& f) {
+    if (f.action.kind != Kind::kStr || (present(f.addr) && !as_u64(f.addr))) return false;
+    if (!present(f.size)) return true;
+    std::optional<uint64_t> bytes = as_bytes(f.size);
+    return bytes && entry_bytes_.take(*bytes);
+  }
+
+  // Appends the entry's row to the event columns; returns its substitute.
+  Value add_row(Vm& vm, const EntryFields& f, StackId stack) {
     EventColumns& events = model_.events;
     uint64_t index = events.count();
-    std::string_view action_text = vm.view(action);
+    std::string_view action_text = vm.view(f.action);
     std::optional<Action> parsed = parse_action(action_text);
     events.action.push_back(parsed.value_or(Action::kOther));
     if (!parsed) events.other_action.emplace(index, model_.strings.intern(action_text));
-    if (category.kind == Kind::kStr) {
-      events.category.emplace(index, model_.strings.intern(vm.view(category)));
+    if (f.category.kind == Kind::kStr) {
+      events.category.emplace(index, model_.strings.intern(vm.view(f.category)));
     }
     // PyTorch writes these on every entry: "" and "N/A" when nothing was set,
     // which must cost nothing (the maps hold only entries that say something).
-    if (user_metadata.kind == Kind::kStr && user_metadata.size != 0) {
-      events.user_metadata.emplace(index, model_.strings.intern(vm.view(user_metadata)));
+    if (f.user_metadata.kind == Kind::kStr && f.user_metadata.size != 0) {
+      events.user_metadata.emplace(index, model_.strings.intern(vm.view(f.user_metadata)));
     }
-    if (compile_context.kind == Kind::kStr && compile_context.size != 0 &&
-        vm.view(compile_context) != "N/A") {
-      events.compile_context.emplace(index, model_.strings.intern(vm.view(compile_context)));
+    if (f.compile_context.kind == Kind::kStr && f.compile_context.size != 0 &&
+        vm.view(f.compile_context) != "N/A") {
+      events.compile_context.emplace(index, model_.strings.intern(vm.view(f.compile_context)));
     }
-    if (present(pool_id)) {
-      std::vector<Value> pair = list_items(vm, pool_id);
+    if (present(f.pool_id)) {
+      std::vector<Value> pair = list_items(vm, f.pool_id);
       std::optional<int64_t> first = pair.size() == 2 ? as_i64(vm.resolve(pair[0])) : std::nullopt;
       std::optional<int64_t> second = pair.size() == 2 ? as_i64(vm.resolve(pair[1])) : std::nullopt;
       if (first && second) {
@@ -178,20 +249,19 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
         if (*first != 0 || *second != 0) events.pool_id.emplace(index, PoolId{*first, *second});
       }
     }
-    if (!present(addr)) events.without_addr.insert(index);
-    events.addr.push_back(present(addr) ? *as_u64(addr) : 0);
-    events.size.push_back(present(size) ? *as_bytes(size) : 0);
-    events.stream.push_back(present(stream) ? as_u64(stream).value_or(0) : 0);
-    events.time_us.push_back(present(time_us) ? timestamp(time_us) : 0);
+    if (!present(f.addr)) events.without_addr.insert(index);
+    events.addr.push_back(present(f.addr) ? *as_u64(f.addr) : 0);
+    events.size.push_back(present(f.size) ? *as_bytes(f.size) : 0);
+    events.stream.push_back(present(f.stream) ? as_u64(f.stream).value_or(0) : 0);
+    events.time_us.push_back(present(f.time_us) ? timestamp(f.time_us) : 0);
     events.stack.push_back(stack);
-    if (present(device_free)) {
-      if (auto free_bytes = as_bytes(device_free)) events.device_free.emplace(index, *free_bytes);
+    if (present(f.device_free)) {
+      if (auto free_bytes = as_bytes(f.device_free)) events.device_free.emplace(index, *free_bytes);
     }
-    Value substitute = Value::external(kEventTag, index);
-    vm.replace_container(item, substitute, /*reuse_slot=*/true);
-    return substitute;
+    return Value::external(kEventTag, index);
   }
 
+ public:
   // Counts a malformed trace entry once: the list keeps a marker, so the
   // device list's walk does not count it again.
   Value reject(Vm& vm, const Value& item) {
@@ -216,10 +286,16 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     Value value = vm.resolve(raw);
     if (value.is_external(kStackTag)) return StackId{static_cast<uint32_t>(value.payload)};
     if (value.kind != Kind::kList && value.kind != Kind::kTuple) return StackId{};
-    scratch_frames_.clear();
     // frame_of converts frame dicts only, never this list, and converting
     // allocates no container, so the span stays valid through the loop.
-    std::span<const Value> items = vm.items(value);
+    StackId id = intern_stack(vm, vm.items(value));
+    vm.replace_container(value, Value::external(kStackTag, id.value), /*reuse_slot=*/false);
+    return id;
+  }
+
+  // The stack of a frames list's items.
+  StackId intern_stack(Vm& vm, std::span<const Value> items) {
+    scratch_frames_.clear();
     scratch_frames_.reserve(items.size());
     for (const Value& item : items) {
       if (item.is_external(kFrameTag)) {  // the memo already holds the interned frame
@@ -234,9 +310,7 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
       FrameId id = frame_of(vm, item);
       if (id.valid()) scratch_frames_.push_back(id);
     }
-    StackId id = model_.stacks.intern(scratch_frames_);
-    vm.replace_container(value, Value::external(kStackTag, id.value), /*reuse_slot=*/false);
-    return id;
+    return model_.stacks.intern(scratch_frames_);
   }
 
   FrameId frame_of(Vm& vm, Value raw) {
@@ -592,7 +666,13 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     return value != nullptr ? value : &kNoneValue;
   }
 
+  struct KeySlot {
+    Value key;
+    EntryKey id = EntryKey::kOther;
+  };
+  bool flat_;
   Snapshot& model_;
+  std::array<KeySlot, 16> key_slots_{};
   std::vector<FrameId> scratch_frames_;
   ByteBudget entry_bytes_;
   ByteBudget segment_bytes_;
@@ -601,14 +681,14 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
 
 }  // namespace
 
-Snapshot decode_snapshot(InputBuffer& input, const LoadOptions& options) {
+Snapshot decode_snapshot(InputBuffer& input, const LoadOptions& options, EntryReading reading) {
   Snapshot model;
   model.file_size = input.file_size();
   model.pickle_size = input.size();
   model.compression = input.compression() == Compression::kGzip   ? "gzip"
                       : input.compression() == Compression::kZstd ? "zstd"
                                                                   : "none";
-  SnapshotDecoder decoder(model);
+  SnapshotDecoder decoder(model, reading == EntryReading::kFlat);
   pickle::VmOptions vm_options;
   vm_options.allow_objects = options.allow_objects;
   vm_options.observer = &decoder;

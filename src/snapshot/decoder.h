@@ -9,6 +9,12 @@
 
 namespace memsnap {
 
-Snapshot decode_snapshot(InputBuffer& input, const LoadOptions& options);
+// How trace entries are read: flat (the fast path, Vm::try_flat_dict) or
+// only the generic way. Both give the same model; the generic-only mode is
+// there so that tests and the fuzzer can check that they do.
+enum class EntryReading { kFlat, kGenericOnly };
+
+Snapshot decode_snapshot(InputBuffer& input, const LoadOptions& options,
+                         EntryReading reading = EntryReading::kFlat);
 
 }  // namespace memsnap
