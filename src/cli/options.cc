@@ -44,7 +44,16 @@ LoadOptions load_options(const std::string& path, const CommonOptions& common, b
   options.allow_objects = common.allow_objects;
   options.max_input_bytes = common.max_input_bytes;
   if (show_progress && ::isatty(STDERR_FILENO) != 0) {
-    options.on_progress = [path, last_percent = -1](uint64_t done, uint64_t total) mutable {
+    options.on_progress = [path, last_percent = -1, last_mib = uint64_t{0}](
+                              uint64_t done, uint64_t total) mutable {
+      if (total == 0) {  // still inflating: the size is not known yet
+        if (done < kProgressThreshold || done >> 24 == last_mib) return;  // every 16 MiB
+        last_mib = done >> 24;
+        std::fprintf(stderr, "\rmemsnap: reading %s (%s, inflating)", path.c_str(),
+                     format_bytes(done).c_str());
+        std::fflush(stderr);
+        return;
+      }
       if (total < kProgressThreshold) return;
       int percent =
           static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total));

@@ -4,8 +4,11 @@
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
+#include <exception>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include <fcntl.h>
 #include <signal.h>
@@ -101,21 +104,6 @@ bool is_gzip(std::span<const uint8_t> bytes) {
 bool is_zstd(std::span<const uint8_t> bytes) {
   return starts_with(bytes, {0x28, 0xb5, 0x2f, 0xfd});
 }
-
-// Runs a start check once the decompressor's output holds enough bytes.
-class StartGate {
- public:
-  explicit StartGate(const StartCheck& check) : check_(check) {}
-  void see(const std::vector<uint8_t>& out, bool at_end) {
-    if (done_ || !check_ || (out.size() < kStartCheckBytes && !at_end)) return;
-    done_ = true;
-    check_(out);
-  }
-
- private:
-  const StartCheck& check_;
-  bool done_ = false;
-};
 
 }  // namespace
 
@@ -249,9 +237,10 @@ InputBuffer& InputBuffer::operator=(InputBuffer&& other) noexcept {
   released_ = std::exchange(other.released_, 0);
   mapped_ = std::exchange(other.mapped_, false);
   owned_ = std::move(other.owned_);
+  stream_ = std::move(other.stream_);
   compression_ = other.compression_;
   name_ = std::move(other.name_);
-  if (!mapped_) data_ = owned_.data();
+  if (!mapped_) data_ = stream_ ? data_ : owned_.data();
   return *this;
 }
 
@@ -304,15 +293,75 @@ struct ZstdContextDeleter {
 
 }  // namespace
 
-std::vector<uint8_t> gunzip(std::span<const uint8_t> compressed, uint64_t max_output,
-                            const StartCheck& check_start) {
+namespace {
+
+// Where a decompressor writes: room() is the free space after what was
+// produced (growing it when it can), produced(n) takes n bytes of it.
+class OutputSink {
+ public:
+  virtual ~OutputSink() = default;
+  virtual std::span<uint8_t> room(uint64_t at_least) = 0;
+  virtual void produced(uint64_t bytes) = 0;
+  [[nodiscard]] virtual uint64_t size() const = 0;
+  [[nodiscard]] virtual std::span<const uint8_t> written() const = 0;
+  // Checked between steps: true when the reader has gone (stop early).
+  [[nodiscard]] virtual bool cancelled() const { return false; }
+};
+
+// Runs a start check once the sink holds enough bytes.
+class StartGate {
+ public:
+  explicit StartGate(const StartCheck& check) : check_(check) {}
+  void see(const OutputSink& out, bool at_end) {
+    if (done_ || !check_ || (out.size() < kStartCheckBytes && !at_end)) return;
+    done_ = true;
+    check_(out.written());
+  }
+
+ private:
+  const StartCheck& check_;
+  bool done_ = false;
+};
+
+// A vector that grows by half its size (1 MiB steps until the start check).
+class VectorSink final : public OutputSink {
+ public:
+  std::span<uint8_t> room(uint64_t at_least) override {
+    const size_t old_size = out_.size();
+    out_.resize(old_size + std::max<uint64_t>({kChunk, old_size / 2, at_least}));
+    size_ = old_size;
+    return {out_.data() + old_size, out_.size() - old_size};
+  }
+  void produced(uint64_t bytes) override {
+    size_ += bytes;
+    out_.resize(size_);
+  }
+  [[nodiscard]] uint64_t size() const override { return size_; }
+  [[nodiscard]] std::span<const uint8_t> written() const override { return {out_.data(), size_}; }
+  std::vector<uint8_t> take() {
+    out_.resize(size_);
+    out_.shrink_to_fit();
+    return std::move(out_);
+  }
+
+ private:
+  std::vector<uint8_t> out_;
+  uint64_t size_ = 0;
+};
+
+void check_output_limit(const OutputSink& out, uint64_t max_output) {
+  if (out.size() > max_output) throw Error(too_large_message("decompressed data", max_output));
+}
+
+void gunzip_into(std::span<const uint8_t> compressed, uint64_t max_output,
+                 const StartCheck& check_start, OutputSink& out) {
   StartGate gate(check_start);
   InflateStream owner;
   z_stream& stream = owner.get();
-  std::vector<uint8_t> out;
   size_t consumed = 0;
   int status = Z_OK;
   while (status != Z_STREAM_END) {
+    if (out.cancelled()) return;
     if (stream.avail_in == 0) {
       if (consumed == compressed.size()) break;
       size_t take = std::min<size_t>(compressed.size() - consumed, 1u << 30);
@@ -321,15 +370,14 @@ std::vector<uint8_t> gunzip(std::span<const uint8_t> compressed, uint64_t max_ou
       consumed += take;
     }
     if (out.size() >= max_output) throw Error(too_large_message("decompressed data", max_output));
-    size_t old_size = out.size();
     // Small steps until the start is checked, so a bomb stops after 1 MiB.
-    size_t grow = std::max<size_t>(kChunk, old_size / 2);
-    out.resize(old_size + grow);
-    stream.next_out = out.data() + old_size;
-    stream.avail_out = static_cast<uInt>(grow);
+    std::span<uint8_t> room = out.room(kChunk);
+    const auto grow = static_cast<uInt>(std::min<uint64_t>(room.size(), 1u << 30));
+    stream.next_out = room.data();
+    stream.avail_out = grow;
     status = inflate(&stream, Z_NO_FLUSH);
-    out.resize(old_size + grow - stream.avail_out);
-    if (out.size() > max_output) throw Error(too_large_message("decompressed data", max_output));
+    out.produced(grow - stream.avail_out);
+    check_output_limit(out, max_output);
     gate.see(out, status == Z_STREAM_END);
     if (status == Z_STREAM_END) {
       // Concatenated gzip members (as `cat a.gz b.gz` makes, or a writer that
@@ -349,29 +397,25 @@ std::vector<uint8_t> gunzip(std::span<const uint8_t> compressed, uint64_t max_ou
   if (status != Z_STREAM_END)
     throw Error("gzip: truncated compressed stream (the file was cut short)");
   gate.see(out, true);
-  out.shrink_to_fit();
-  return out;
 }
 
-std::vector<uint8_t> unzstd(std::span<const uint8_t> compressed, uint64_t max_output,
-                            const StartCheck& check_start) {
+void unzstd_into(std::span<const uint8_t> compressed, uint64_t max_output,
+                 const StartCheck& check_start, OutputSink& out) {
   StartGate gate(check_start);
   std::unique_ptr<ZSTD_DCtx, ZstdContextDeleter> owner(ZSTD_createDCtx());
   ZSTD_DCtx* context = owner.get();
   if (context == nullptr) throw Error("zstd: cannot create a decompression context");
-  std::vector<uint8_t> out;
   ZSTD_inBuffer input{compressed.data(), compressed.size(), 0};
   size_t last = 1;
   while (input.pos < input.size || last != 0) {
+    if (out.cancelled()) return;
     if (out.size() >= max_output) throw Error(too_large_message("decompressed data", max_output));
-    size_t old_size = out.size();
-    size_t grow = std::max<size_t>(kChunk, old_size / 2);
-    out.resize(old_size + grow);
-    ZSTD_outBuffer output{out.data() + old_size, grow, 0};
+    std::span<uint8_t> room = out.room(kChunk);
+    ZSTD_outBuffer output{room.data(), room.size(), 0};
     size_t before = input.pos;
     last = ZSTD_decompressStream(context, &output, &input);
-    out.resize(old_size + output.pos);
-    if (out.size() > max_output) throw Error(too_large_message("decompressed data", max_output));
+    out.produced(output.pos);
+    check_output_limit(out, max_output);
     if (ZSTD_isError(last) != 0u) {
       throw Error(std::string("zstd: ") + ZSTD_getErrorName(last));
     }
@@ -381,8 +425,153 @@ std::vector<uint8_t> unzstd(std::span<const uint8_t> compressed, uint64_t max_ou
     }
   }
   gate.see(out, true);
-  out.shrink_to_fit();
-  return out;
+}
+
+}  // namespace
+
+std::vector<uint8_t> gunzip(std::span<const uint8_t> compressed, uint64_t max_output,
+                            const StartCheck& check_start) {
+  VectorSink out;
+  gunzip_into(compressed, max_output, check_start, out);
+  return out.take();
+}
+
+std::vector<uint8_t> unzstd(std::span<const uint8_t> compressed, uint64_t max_output,
+                            const StartCheck& check_start) {
+  VectorSink out;
+  unzstd_into(compressed, max_output, check_start, out);
+  return out.take();
+}
+
+// Inflates a .gz or .zst file on a thread of its own into one reserved
+// mapping, which grows (in resident memory) as it is written and never
+// moves: the VM reads the first megabytes while the rest inflates, so a
+// compressed file takes about max(inflate, VM), not their sum, and there is
+// no copy of a growing vector (which peaked at 1.5x the pickle).
+class InflatingStream final : public OutputSink {
+ public:
+  InflatingStream(InputBuffer compressed, bool gzip, uint64_t max_bytes, StartCheck check_start)
+      : compressed_(std::move(compressed)) {
+    reserve_region(max_bytes);
+    // Nothing is published before the start check has passed, so that a
+    // reader (open_input) sees the refusal of a file that is no pickle
+    // rather than its first bytes.
+    thread_ = std::thread([this, gzip, start = std::move(check_start)] {
+      const StartCheck check = [this, &start](std::span<const uint8_t> first_bytes) {
+        if (start) start(first_bytes);
+        checked_ = true;
+      };
+      try {
+        if (gzip) {
+          gunzip_into(compressed_.bytes(), capacity_, check, *this);
+        } else {
+          unzstd_into(compressed_.bytes(), capacity_, check, *this);
+        }
+        compressed_.throw_if_changed();
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (checked_) available_.store(produced_, std::memory_order_release);
+      done_ = true;
+      changed_.notify_all();
+    });
+  }
+  InflatingStream(const InflatingStream&) = delete;
+  InflatingStream& operator=(const InflatingStream&) = delete;
+  ~InflatingStream() override {
+    stop_.store(true, std::memory_order_relaxed);
+    if (thread_.joinable()) thread_.join();
+    if (region_ != nullptr) ::munmap(region_, capacity_);
+  }
+
+  [[nodiscard]] const uint8_t* data() const { return region_; }
+
+  // Waits until `end` bytes are there or the stream has ended; returns how
+  // many there are. Rethrows the decompressor's error once everything before
+  // it has been read.
+  uint64_t wait_for(uint64_t end) {
+    uint64_t have = available_.load(std::memory_order_acquire);
+    if (have >= end) return have;
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return done_ || available_.load(std::memory_order_acquire) >= end; });
+    have = available_.load(std::memory_order_acquire);
+    if (have < end && error_) std::rethrow_exception(error_);
+    return have;
+  }
+  uint64_t finish() { return wait_for(UINT64_MAX); }
+  [[nodiscard]] bool done() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return done_;
+  }
+
+  // OutputSink, on the inflating thread.
+  std::span<uint8_t> room(uint64_t at_least) override {
+    const uint64_t size = produced_;
+    const uint64_t step = std::max<uint64_t>(at_least, kChunk);
+    if (size >= capacity_) throw Error(too_large_message("decompressed data", capacity_));
+    return {region_ + size, static_cast<size_t>(std::min(step, capacity_ - size))};
+  }
+  void produced(uint64_t bytes) override {
+    produced_ += bytes;
+    if (!checked_) return;
+    available_.store(produced_, std::memory_order_release);
+    // Wake a reader that waits; a lock per MiB is nothing beside inflating it.
+    std::lock_guard<std::mutex> lock(mutex_);
+    changed_.notify_all();
+  }
+  [[nodiscard]] uint64_t size() const override { return produced_; }
+  [[nodiscard]] std::span<const uint8_t> written() const override {
+    return {region_, static_cast<size_t>(produced_)};
+  }
+  [[nodiscard]] bool cancelled() const override { return stop_.load(std::memory_order_relaxed); }
+
+ private:
+  // Address space for the largest pickle allowed; pages cost memory only
+  // once written. Where the system will not map that much (strict
+  // overcommit), the limit shrinks until it will.
+  void reserve_region(uint64_t max_bytes) {
+    const uint64_t smallest = std::clamp<uint64_t>(max_bytes, 1, uint64_t{64} << 20);
+    for (uint64_t size = std::max<uint64_t>(max_bytes, 1);; size = std::max(smallest, size / 2)) {
+      void* map = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (map != MAP_FAILED) {
+        region_ = static_cast<uint8_t*>(map);
+        capacity_ = size;
+        return;
+      }
+      if (size == smallest) break;
+    }
+    throw Error(
+        fmt::format("cannot reserve address space to decompress into: {}", std::strerror(errno)));
+  }
+
+  InputBuffer compressed_;
+  uint8_t* region_ = nullptr;
+  uint64_t capacity_ = 0;
+  uint64_t produced_ = 0;               // on the inflating thread
+  bool checked_ = false;                // on the inflating thread: the start check has passed
+  std::atomic<uint64_t> available_{0};  // published to readers
+  std::atomic<bool> stop_{false};
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool done_ = false;  // under mutex_
+  std::exception_ptr error_;
+  std::thread thread_;
+};
+
+std::span<const uint8_t> InputBuffer::wait_for(uint64_t end) {
+  if (stream_) size_ = stream_->wait_for(end);
+  return available();
+}
+
+std::span<const uint8_t> InputBuffer::bytes() const {
+  if (stream_) size_ = stream_->finish();
+  return available();
+}
+
+bool InputBuffer::streaming() const {
+  return stream_ && !stream_->done();
 }
 
 void check_looks_like_pickle(std::span<const uint8_t> bytes) {
@@ -414,10 +603,12 @@ uint64_t default_max_input_bytes() {
 InputBuffer open_input(const std::string& path, const InputLimits& limits) {
   const uint64_t max_bytes = limits.max_bytes != 0 ? limits.max_bytes : default_max_input_bytes();
   // The checks every pickle's first bytes get, wherever they come from.
-  const StartCheck check_pickle_start = [&limits](std::span<const uint8_t> first_bytes) {
-    check_looks_like_pickle(first_bytes);
-    if (limits.check_start) limits.check_start(first_bytes);
-  };
+  // (By value: a compressed file's check runs on the inflating thread.)
+  const StartCheck check_pickle_start =
+      [check = limits.check_start](std::span<const uint8_t> first_bytes) {
+        check_looks_like_pickle(first_bytes);
+        if (check) check(first_bytes);
+      };
   // Raw bytes: compressed input is checked after inflating, not before.
   const StartCheck check_raw_start = [&](std::span<const uint8_t> first_bytes) {
     if (!is_gzip(first_bytes) && !is_zstd(first_bytes)) check_pickle_start(first_bytes);
@@ -457,16 +648,21 @@ InputBuffer open_input(const std::string& path, const InputLimits& limits) {
   }
   buffer.file_size_ = buffer.size_;
 
-  std::span<const uint8_t> raw_bytes = buffer.bytes();
+  std::span<const uint8_t> raw_bytes = buffer.available();
   if (is_gzip(raw_bytes) || is_zstd(raw_bytes)) {
-    bool gzip = is_gzip(raw_bytes);
-    std::vector<uint8_t> inflated = gzip ? gunzip(raw_bytes, max_bytes, check_pickle_start)
-                                         : unzstd(raw_bytes, max_bytes, check_pickle_start);
-    buffer.throw_if_changed();
-    uint64_t file_size = buffer.file_size_;
-    buffer = InputBuffer::from_memory(std::move(inflated), path);
-    buffer.file_size_ = file_size;
-    buffer.compression_ = gzip ? Compression::kGzip : Compression::kZstd;
+    const bool gzip = is_gzip(raw_bytes);
+    const uint64_t file_size = buffer.file_size_;
+    InputBuffer inflated;
+    inflated.stream_ =
+        std::make_shared<InflatingStream>(std::move(buffer), gzip, max_bytes, check_pickle_start);
+    inflated.data_ = inflated.stream_->data();
+    inflated.name_ = path;
+    inflated.file_size_ = file_size;
+    inflated.compression_ = gzip ? Compression::kGzip : Compression::kZstd;
+    // The first bytes' verdict (not a pickle, a bomb of zeros) before
+    // anything reads on.
+    inflated.wait_for(kStartCheckBytes);
+    return inflated;
   }
   return buffer;
 }

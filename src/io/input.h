@@ -16,6 +16,7 @@ namespace memsnap {
 enum class Compression { kNone, kGzip, kZstd };
 
 class MappingGuard;
+class InflatingStream;
 struct InputLimits;
 
 class InputBuffer {
@@ -27,8 +28,20 @@ class InputBuffer {
   InputBuffer& operator=(InputBuffer&& other) noexcept;
   ~InputBuffer();
 
-  [[nodiscard]] std::span<const uint8_t> bytes() const { return {data_, size_}; }
-  [[nodiscard]] uint64_t size() const { return size_; }
+  // All the bytes: for a compressed file still inflating, after waiting
+  // for the rest.
+  [[nodiscard]] std::span<const uint8_t> bytes() const;
+  [[nodiscard]] uint64_t size() const { return bytes().size(); }
+  // A compressed file inflates on a thread of its own while it is read:
+  // available() is what is there now (never less than before, at the same
+  // address), wait_for(end) blocks until `end` bytes are there or the file
+  // has ended and returns available(). It rethrows the decompressor's error
+  // (corrupt or truncated data, over the limit) when the bytes asked for lie
+  // past it. For other input both return everything at once.
+  [[nodiscard]] std::span<const uint8_t> available() const { return {data_, size_}; }
+  std::span<const uint8_t> wait_for(uint64_t end);
+  // Whether the bytes are still arriving (a compressed file being inflated).
+  [[nodiscard]] bool streaming() const;
   // Size on disk (before decompression); equals size() for plain files.
   [[nodiscard]] uint64_t file_size() const { return file_size_; }
   [[nodiscard]] Compression compression() const { return compression_; }
@@ -54,12 +67,13 @@ class InputBuffer {
   void unmap();
 
   const uint8_t* data_ = nullptr;
-  uint64_t size_ = 0;
+  mutable uint64_t size_ = 0;  // grows while a stream inflates
   uint64_t file_size_ = 0;
   uint64_t released_ = 0;
   bool mapped_ = false;
   std::unique_ptr<MappingGuard> guard_;
   std::vector<uint8_t> owned_;
+  std::shared_ptr<InflatingStream> stream_;
   Compression compression_ = Compression::kNone;
   std::string name_;
 };

@@ -94,15 +94,28 @@ Vm::Vm(std::span<const uint8_t> input, VmOptions options)
     : input_(input), options_(std::move(options)) {
   max_held_bytes_ =
       options_.max_held_bytes != 0 ? options_.max_held_bytes : max_held_bytes_for(input.size());
+  const uint64_t expected = std::max<uint64_t>(input.size(), options_.expected_input_bytes);
   stack_.on_grow = [this](uint64_t added_bytes) { charge(added_bytes); };
   flat_dicts_ = options_.observer != nullptr && options_.observer->reads_flat_dicts();
   stack_.reserve(1024);
   // Protocol 4 memoizes every container: about one slot per trace entry.
-  memo_.reserve(std::min<size_t>(input.size() / 48 + 1024, size_t{1} << 26));
+  memo_.reserve(std::min<size_t>(expected / 48 + 1024, size_t{1} << 26));
   // Frame lists converted in place keep their slot: up to one per entry.
   // Reserving address space avoids copying the table as it grows.
-  containers_.reserve(std::min<size_t>(input.size() / 128 + 64, size_t{1} << 24));
+  containers_.reserve(std::min<size_t>(expected / 128 + 64, size_t{1} << 24));
   marks_.reserve(64);
+}
+
+bool Vm::grow_input(uint64_t end) {
+  if (!options_.more_input) return false;
+  std::span<const uint8_t> more = options_.more_input(end);
+  if (more.size() <= input_.size()) return false;
+  input_ = more;
+  // The memory bound follows the input read so far.
+  if (options_.max_held_bytes == 0) {
+    max_held_bytes_ = std::max(max_held_bytes_, max_held_bytes_for(input_.size()));
+  }
+  return input_.size() >= end;
 }
 
 void Vm::fail(const std::string& message) const {
@@ -131,8 +144,14 @@ std::string_view Vm::read_line() {
   const auto* begin = input_.data() + pos_;
   const auto* end = input_.data() + input_.size();
   const auto* newline = std::find(begin, end, static_cast<uint8_t>('\n'));
-  if (newline == end) {
-    fail(fmt::format("truncated: opcode {} has no end of line", opcode_name(op_)));
+  while (newline == end) {
+    const uint64_t searched = input_.size();
+    if (!grow_input(searched + 1)) {
+      fail(fmt::format("truncated: opcode {} has no end of line", opcode_name(op_)));
+    }
+    begin = input_.data() + pos_;
+    end = input_.data() + input_.size();
+    newline = std::find(input_.data() + searched, end, static_cast<uint8_t>('\n'));
   }
   pos_ += static_cast<uint64_t>(newline - begin) + 1;
   return {reinterpret_cast<const char*>(begin), static_cast<size_t>(newline - begin)};
@@ -737,7 +756,7 @@ Value Vm::run() {
       if (options_.on_progress) options_.on_progress(pos_);
     }
     op_offset_ = pos_;
-    if (pos_ >= input_.size()) {
+    if (pos_ >= input_.size() && !grow_input(pos_ + 1)) {
       fail_at(pos_ == 0 ? std::string("empty file: the dump was probably interrupted")
                         : std::string("truncated: the file ends before the pickle's STOP opcode "
                                       "(an interrupted dump?)"),
@@ -753,7 +772,8 @@ Value Vm::run() {
       }
       case kFrame: {
         uint64_t length = read_le<8>();
-        if (length > input_.size() - pos_) {
+        if (length > input_.size() - pos_ &&
+            !grow_input(length > UINT64_MAX - pos_ ? UINT64_MAX : pos_ + length)) {
           fail(fmt::format("truncated: FRAME declares {} bytes, only {} left in the file", length,
                            input_.size() - pos_));
         }

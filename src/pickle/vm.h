@@ -105,6 +105,14 @@ struct VmOptions {
   // The most memory the VM's own values may take; 0 means the default,
   // max_held_bytes_for(input size). A pickle that needs more is refused.
   uint64_t max_held_bytes = 0;
+  // For input that arrives while it is read (a compressed file inflating on
+  // another thread): called when the VM needs bytes up to `end` beyond what
+  // it has; returns the input so far (same start, at least `end` bytes unless
+  // the input has ended). Without it the input is complete.
+  std::function<std::span<const uint8_t>(uint64_t end)> more_input;
+  // The input's expected size when it is still arriving (for reservations);
+  // 0: its size now.
+  uint64_t expected_input_bytes = 0;
 };
 
 // The VM's memory bound: kHeldBytesPerInputByte per input byte, and at least
@@ -167,9 +175,15 @@ class Vm {
   [[noreturn]] void fail(const std::string& message) const;
   [[noreturn]] void fail_at(const std::string& message, uint64_t offset) const;
   [[noreturn]] void fail_truncated(uint64_t count) const;
+  // Grows the input to at least `end` bytes when more is arriving; false
+  // when it has ended short of that.
+  bool grow_input(uint64_t end);
   [[gnu::always_inline]] const uint8_t* take(uint64_t count) {
-    if (count > input_.size() - pos_) [[unlikely]]
-      fail_truncated(count);
+    if (count > input_.size() - pos_) [[unlikely]] {
+      if (!grow_input(count > UINT64_MAX - pos_ ? UINT64_MAX : pos_ + count)) {
+        fail_truncated(count);
+      }
+    }
     const uint8_t* start = input_.data() + pos_;
     pos_ += count;
     return start;

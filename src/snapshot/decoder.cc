@@ -684,7 +684,6 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
 Snapshot decode_snapshot(InputBuffer& input, const LoadOptions& options, EntryReading reading) {
   Snapshot model;
   model.file_size = input.file_size();
-  model.pickle_size = input.size();
   model.compression = input.compression() == Compression::kGzip   ? "gzip"
                       : input.compression() == Compression::kZstd ? "zstd"
                                                                   : "none";
@@ -692,17 +691,29 @@ Snapshot decode_snapshot(InputBuffer& input, const LoadOptions& options, EntryRe
   pickle::VmOptions vm_options;
   vm_options.allow_objects = options.allow_objects;
   vm_options.observer = &decoder;
-  uint64_t total = input.size();
-  vm_options.on_progress = [&input, &options, total](uint64_t offset) {
+  // A compressed file is read as it inflates: the total is known once it
+  // has (0 until then: progress without a percentage).
+  vm_options.on_progress = [&input, &options](uint64_t offset) {
     input.release_before(offset);
-    if (options.on_progress) options.on_progress(offset, total);
+    if (options.on_progress) options.on_progress(offset, input.streaming() ? 0 : input.size());
   };
+  // (Only slow paths call it: for a plain file, it returns what is there.)
+  vm_options.more_input = [&input](uint64_t end) { return input.wait_for(end); };
+  uint64_t expected = input.available().size();
+  if (input.streaming()) {
+    // Snapshot pickles deflate about 8-15x; reservations are address space only.
+    constexpr uint64_t kExpectedRatio = 16;
+    expected = std::max(expected, input.file_size() * kExpectedRatio);
+    vm_options.expected_input_bytes = expected;
+  }
   // Columns grow to the entry count; reserving address space up front avoids
   // the copy-on-growth peak. Untouched capacity costs no resident memory.
-  model.events.reserve(std::min<uint64_t>(input.size() / 24, uint64_t{1} << 28));
-  pickle::Vm vm(input.bytes(), vm_options);
+  model.events.reserve(std::min<uint64_t>(expected / 24, uint64_t{1} << 28));
+  pickle::Vm vm(input.available(), vm_options);
   try {
     Value root = vm.run();
+    model.pickle_size = input.size();  // all of it inflated (an error after STOP shows here)
+    if (options.on_progress) options.on_progress(model.pickle_size, model.pickle_size);
     model.pickle_protocol = vm.protocol();
     decoder.decode_root(vm, root);
   } catch (const Error&) {

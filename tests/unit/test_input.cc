@@ -8,6 +8,7 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <thread>
@@ -119,6 +120,36 @@ TEST(Input, StartIsCheckedBeforeTheRestIsInflated) {
   EXPECT_EQ(open_input(temp_file(gzip_of(short_pickle)), limits).size(), short_pickle.size());
   EXPECT_EQ(open_input(temp_file(short_pickle), limits).size(), short_pickle.size());
   EXPECT_EQ(calls, 2);
+}
+
+// A compressed file inflates on its own thread while it is read: what is
+// there grows in place, the whole is the original, and an error in the data
+// shows when the reader reaches it (not before: the bytes before it are good).
+TEST(Input, CompressedInputArrivesInPlaceWhileItInflates) {
+  std::string data;
+  for (int i = 0; data.size() < (size_t{24} << 20); ++i) data += "entry " + std::to_string(i) + ";";
+  data.insert(0, "\x80\x04");
+  const std::string gz = temp_file(gzip_of(data));
+  InputBuffer input = open_input(gz);
+  const uint8_t* start = input.available().data();
+  EXPECT_GE(input.available().size(), kStartCheckBytes);
+  std::span<const uint8_t> part = input.wait_for(5 << 20);
+  EXPECT_GE(part.size(), size_t{5} << 20);
+  EXPECT_EQ(part.data(), start);
+  EXPECT_EQ(std::memcmp(part.data(), data.data(), part.size()), 0);
+  EXPECT_EQ(input.size(), data.size());  // waits for the rest
+  EXPECT_FALSE(input.streaming());
+  EXPECT_EQ(input.available().data(), start);
+  EXPECT_EQ(std::memcmp(input.bytes().data(), data.data(), data.size()), 0);
+
+  // Cut short: the first part reads, the error comes at its end.
+  std::string packed = gzip_of(data);
+  InputBuffer cut = open_input(temp_file(packed.substr(0, packed.size() / 2)));
+  EXPECT_GT(cut.wait_for(1 << 20).size(), size_t{1} << 20);
+  expect_error_containing<Error>([&] { cut.wait_for(data.size()); }, "truncated");
+
+  // Dropped while it inflates: the thread stops, nothing hangs or leaks.
+  for (int i = 0; i < 4; ++i) (void)open_input(gz);
 }
 
 TEST(Input, StreamsStopAtTheirFirstBytesAndAtTheLimit) {
