@@ -74,7 +74,8 @@
 
   const hasTime = () => RUNS.length > 0 && RUNS.every((r) => r.time);
   // Every run's lifetimes carry start_event/end_event (see web/README.md).
-  const hasEventIndex = () => RUNS.length > 0 && RUNS.some((r) => r.life) && RUNS.every((r) => T.hasEventIndex(r.life));
+  // Runs that embed moments instead of lifetimes drill down by time only.
+  const hasEventIndex = () => RUNS.length > 0 && RUNS.some((r) => r.life) && RUNS.every((r) => !r.moments && T.hasEventIndex(r.life));
   // Cards, legend and table show run.name (distinguishingNames: the part of
   // the label that tells the runs apart); their title has this, label and file.
   const fullName = (run) => (run.file && run.file !== run.label ? `${run.label}\n${run.file}` : run.label);
@@ -694,9 +695,16 @@
     const t0 = performance.now();
     const byEvent = at.event != null;
     const runs = RUNS;
+    // A run with moments snaps to its nearest one; with one run the click's
+    // time becomes that moment's, so the heading and replay-to-time agree.
     const live = byEvent
       ? runs.map((r) => T.liveAtEvent(r.life, r.sources, at.event))
-      : runs.map((r) => T.liveAt(r.life, r.sources, Math.round(at.timeS * 1e6)));
+      : runs.map((r) => (r.moments
+        ? T.liveAtMoment(r.moments, r.sources, Math.round(at.timeS * 1e6))
+        : T.liveAt(r.life, r.sources, Math.round(at.timeS * 1e6))));
+    if (!byEvent && live.length > 0 && live.every((l) => l.momentUs != null && l.momentUs === live[0].momentUs)) {
+      at = { timeS: live[0].momentUs / 1e6, snapped: true };
+    }
     const rows = T.liveRows(live);
     renderDrill(at, live, rows);
     state.clickedTime = byEvent ? null : at.timeS;
@@ -720,9 +728,14 @@
     $('drill-heading').textContent = byEvent
       ? `Live allocations by source after event ${formatCount(at.event)}`
       : `Live allocations by source at t = ${formatSeconds(at.timeS)}`;
-    $('drill-hint').textContent = two
+    const momentRuns = runs.filter((r) => r.moments);
+    const snapNote = momentRuns.length === 0 || byEvent ? ''
+      : at.snapped
+        ? ` The click snapped to t = ${formatSeconds(at.timeS)}, the nearest of ${formatCount(momentRuns[0].moments.count)} moments this page keeps (the run has more allocations than plot --max-lifetimes embeds one by one); memsnap replay-to-time --time ${at.timeS} gives the same.`
+        : ` Runs with many allocations snap to their nearest kept moment: ${momentRuns.map((r) => `${r.name} at t = ${formatSeconds(live[runs.indexOf(r)].momentUs / 1e6)}`).join(', ')}.`;
+    $('drill-hint').textContent = (two
       ? `Sorted by |B − A|. Each run is replayed to the same ${byEvent ? 'event index in' : 'number of seconds after the start of'} its own trace.`
-      : 'Sorted by bytes. Click elsewhere on the chart to move.';
+      : 'Sorted by bytes. Click elsewhere on the chart to move.') + snapNote;
     $('drill-summary').innerHTML = runs.map((run, r) => {
       const l = live[r];
       const events = Number(run.stats.event_count) || 0;

@@ -329,6 +329,58 @@
     };
   }
 
+  // Live memory by source at moments (`moments` in the data, for runs with
+  // more allocations than plot's --max-lifetimes): { count, timeUs, rowBegin,
+  // source, bytes, allocCount }, moment k's rows [rowBegin[k], rowBegin[k+1]).
+  function decodeMoments(raw, what) {
+    const n = count(raw);
+    if (n === 0) return null;
+    const rows = Number(raw.rows) || 0;
+    const m = {
+      count: n,
+      timeUs: column(raw.time_us, n, 'f64', `${what}.time_us`),
+      rowBegin: column(raw.row_begin, n + 1, 'u32', `${what}.row_begin`),
+      source: column(raw.source, rows, 'u32', `${what}.source`),
+      bytes: column(raw.bytes, rows, 'f64', `${what}.bytes`),
+      allocCount: column(raw.alloc_count, rows, 'u32', `${what}.alloc_count`),
+    };
+    if (m.rowBegin[n] !== rows) throw new Error(`${what}: row_begin does not end at rows`);
+    return m;
+  }
+
+  // The live moment nearest to tUs (the earlier one on a tie).
+  function nearestLiveMoment(m, tUs) {
+    let lo = 0;
+    let hi = m.count - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (m.timeUs[mid] < tUs) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo > 0 && tUs - m.timeUs[lo - 1] <= m.timeUs[lo] - tUs) lo -= 1;
+    return lo;
+  }
+
+  // What liveAt gives, at the moment nearest to tUs, plus that moment's time.
+  function liveAtMoment(m, sources, tUs) {
+    const result = { bySource: new Map(), liveCount: 0, liveBytes: 0, momentUs: null };
+    if (!m) return result;
+    const k = nearestLiveMoment(m, tUs);
+    result.momentUs = m.timeUs[k];
+    for (let row = m.rowBegin[k]; row < m.rowBegin[k + 1]; row++) {
+      const s = m.source[row];
+      const name = s < sources.length ? sources[s] : UNKNOWN_SOURCE;
+      const have = result.bySource.get(name);
+      if (have) {
+        have.bytes += m.bytes[row];
+        have.count += m.allocCount[row];
+      } else result.bySource.set(name, { bytes: m.bytes[row], count: m.allocCount[row] });
+      result.liveCount += m.allocCount[row];
+      result.liveBytes += m.bytes[row];
+    }
+    return result;
+  }
+
   // The stacked views (`stacks` in the data; absent from older pages):
   // { category, source }, each { names, time, index } where a view is null
   // or { per, count, layers: [Float64Array per layer] } and per is the number
@@ -437,6 +489,7 @@
       oom: Array.isArray(raw.oom) ? raw.oom : [],
       sources: Array.isArray(raw.sources) ? raw.sources.map(String) : [],
       life: decodeLifetimes(raw.lifetimes, `${what}.lifetimes`),
+      moments: decodeMoments(raw.moments, `${what}.moments`),
       stacks: decodeStacks(raw.stacks, `${what}.stacks`),
       // `memsnap oom --json`'s "oom" for each oom entry (the first 8), for the OOM panel.
       oomAnalyses: Array.isArray(raw.oom_analyses) ? raw.oom_analyses : [],
@@ -797,6 +850,8 @@
     nearestMoment,
     segmentBlocks,
     liveAt,
+    liveAtMoment,
+    nearestLiveMoment,
     hasEventIndex,
     liveAtEvent,
     liveRows,

@@ -333,8 +333,67 @@ void add_stacked_views(RunTimeline& run, const Snapshot& snapshot, const DeviceT
 
 }  // namespace
 
+LiveMoments live_moments(const Lifetimes& life, size_t source_count, uint64_t duration_us) {
+  // Live at t: start <= t < end (what the page's scan and replay-to-time
+  // count). One sweep: allocations in start order come in, in end order go
+  // out; one that ends no later than it starts is never live.
+  std::vector<uint32_t> by_start;
+  std::vector<uint32_t> by_end;
+  for (uint32_t i = 0; i < life.start_us.size(); ++i) {
+    if (life.end_us[i] <= life.start_us[i]) continue;
+    by_start.push_back(i);
+    if (life.end_us[i] != Lifetimes::kStillLive) by_end.push_back(i);
+  }
+  const auto start_before = [&life](uint32_t a, uint32_t b) {
+    return life.start_us[a] < life.start_us[b];
+  };
+  if (!std::is_sorted(by_start.begin(), by_start.end(), start_before)) {
+    std::stable_sort(by_start.begin(), by_start.end(), start_before);
+  }
+  std::sort(by_end.begin(), by_end.end(),
+            [&life](uint32_t a, uint32_t b) { return life.end_us[a] < life.end_us[b]; });
+  for (uint64_t moments = kMaxLiveMoments;; moments /= 2) {
+    LiveMoments out;
+    std::vector<uint64_t> bytes(source_count + 1);
+    std::vector<uint64_t> count(source_count + 1);
+    size_t in = 0;
+    size_t gone = 0;
+    bool over_budget = false;
+    const uint64_t steps = std::max<uint64_t>(moments - 1, 1);
+    for (uint64_t k = 0; k <= steps && !over_budget; ++k) {
+      const uint64_t t = static_cast<uint64_t>(std::llround(
+          static_cast<double>(duration_us) * static_cast<double>(k) / static_cast<double>(steps)));
+      if (!out.time_us.empty() && t == out.time_us.back()) continue;
+      for (; in < by_start.size() && life.start_us[by_start[in]] <= t; ++in) {
+        const uint32_t i = by_start[in];
+        const size_t s = std::min<size_t>(life.source[i], source_count);
+        bytes[s] += life.size[i];
+        ++count[s];
+      }
+      for (; gone < by_end.size() && life.end_us[by_end[gone]] <= t; ++gone) {
+        const uint32_t i = by_end[gone];
+        const size_t s = std::min<size_t>(life.source[i], source_count);
+        bytes[s] -= life.size[i];
+        --count[s];
+      }
+      out.time_us.push_back(t);
+      out.row_begin.push_back(out.source.size());
+      for (size_t s = 0; s <= source_count; ++s) {
+        if (count[s] == 0) continue;
+        out.source.push_back(static_cast<uint32_t>(s));
+        out.bytes.push_back(bytes[s]);
+        out.count.push_back(count[s]);
+      }
+      over_budget = out.source.size() > kMaxLiveMomentRows;
+    }
+    if (over_budget && moments > 2) continue;
+    out.row_begin.push_back(out.source.size());
+    return out;
+  }
+}
+
 RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, double precision_ms,
-                           const SourceKeyOptions& key_options) {
+                           const SourceKeyOptions& key_options, uint64_t max_lifetimes) {
   const Snapshot& snapshot = *file.snapshot;
   const EventColumns& events = snapshot.events;
   const DeviceTrace& trace = file.trace;
@@ -393,6 +452,12 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
                                 events_per_bucket, kMaxIndexBuckets);
 
   add_stacked_views(run, snapshot, trace, key_options, observer.source_most, offset_of);
+  if (run.has_time && run.lifetimes.start_us.size() > max_lifetimes) {
+    run.moments = live_moments(run.lifetimes, run.sources.size(),
+                               static_cast<uint64_t>(std::llround(run.duration_s * 1e6)));
+    run.moments->allocations = run.lifetimes.start_us.size();
+    run.lifetimes = Lifetimes{};  // the page does not get them: their memory goes now
+  }
 
   // Reserved memory: the segments give the end state; the events walk back
   // to the start.

@@ -51,6 +51,28 @@ struct Lifetimes {
   std::vector<uint32_t> source;
 };
 
+// Live memory by source at evenly spaced moments of the trace: what the page
+// embeds instead of every allocation's lifetime when a run has more than
+// max_lifetimes allocations (their size grows with the trace; this does
+// not). A click then snaps to the nearest moment, and the page says which;
+// each moment's rows are exactly what `replay-to-time --time` gives there.
+struct LiveMoments {
+  uint64_t allocations = 0;       // the lifetimes they stand for
+  std::vector<uint64_t> time_us;  // ascending, offsets from the trace start
+  // Moment k's rows are [row_begin[k], row_begin[k + 1]) of the columns.
+  std::vector<uint64_t> row_begin;
+  std::vector<uint32_t> source;  // index into RunTimeline::sources
+  std::vector<uint64_t> bytes;
+  std::vector<uint64_t> count;
+};
+// At most this many moments, fewer when their rows would pass the row budget.
+constexpr uint64_t kMaxLiveMoments = 2048;
+constexpr uint64_t kMaxLiveMomentRows = uint64_t{1} << 19;
+// Runs with more allocations than this embed moments (the default of plot's
+// --max-lifetimes: ~16 MiB of lifetimes in the page).
+constexpr uint64_t kDefaultMaxLifetimes = 500'000;
+LiveMoments live_moments(const Lifetimes& lifetimes, size_t source_count, uint64_t duration_us);
+
 // The stacked view: what filled memory, layer by layer. Each stack bucket
 // spans `per_bucket` of the view's buckets and holds every layer's bytes at
 // the moment that span reached its max (the first such moment; the carried-in
@@ -109,6 +131,9 @@ struct RunTimeline {
   std::vector<OomMarker> ooms;
   std::vector<std::string> sources;
   Lifetimes lifetimes;
+  // Set (and the page gets these instead of the lifetimes) when the run has
+  // more allocations than max_lifetimes and timestamps.
+  std::optional<LiveMoments> moments;
   StackedView by_category;
   StackedView by_source;  // by the run's group (source, file, ... per --group-by)
   // `memsnap oom` for the first kMaxOomPanels oom entries, for the page's OOM
@@ -121,6 +146,7 @@ struct RunTimeline {
 constexpr size_t kMaxOomPanels = 8;
 
 RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, double precision_ms,
-                           const SourceKeyOptions& key_options);
+                           const SourceKeyOptions& key_options,
+                           uint64_t max_lifetimes = kDefaultMaxLifetimes);
 
 }  // namespace memsnap

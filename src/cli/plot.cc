@@ -46,6 +46,7 @@ struct PlotFlags {
   std::vector<std::string> labels;
   std::string output = "memsnap_timeline.html";
   double precision_ms = 1.0;
+  uint64_t max_lifetimes = kDefaultMaxLifetimes;
   bool text = false;
   bool delta = false;
   int width = 100;
@@ -77,7 +78,8 @@ void run_plot(const PlotFlags& flags) {
   for (size_t i = 0; i < files.size(); ++i) {
     FileAnalysis file = analyze_file(files[i], snapshots[i], common.device);
     std::string label = flags.labels.empty() ? basename_of(files[i]) : flags.labels[i];
-    runs.push_back(build_timeline(file, label, flags.precision_ms, common.keys));
+    runs.push_back(
+        build_timeline(file, label, flags.precision_ms, common.keys, flags.max_lifetimes));
     if (flags.text) continue;
     RunTimeline& run = runs.back();
     for (size_t k = 1; k <= std::min(run.ooms.size(), kMaxOomPanels); ++k) {
@@ -132,6 +134,12 @@ Command plot_command() {
                         "Finest time bucket of the wall-clock view, in ms (default 1.0); "
                         "the page can coarsen it")
             ->check(finite_number());
+        command.add_option(
+            "--max-lifetimes", flags->max_lifetimes,
+            "Allocations a run may embed one by one, for clicks at any time (default 500000, "
+            "~16 MiB of page); a run with more embeds what was live by source at up to 2,048 "
+            "evenly spaced moments instead, and a click snaps to the nearest one (the page "
+            "says which). Keeps the page's size bounded whatever the length of the trace");
         command.add_flag("--text", flags->text,
                          "Draw the overlay in the terminal instead of writing HTML");
         command.add_flag("--delta", flags->delta,

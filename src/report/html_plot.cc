@@ -128,6 +128,20 @@ ordered_json marker_json(const Marker& marker, const char* name_key, bool numeri
   return out;
 }
 
+ordered_json moments_json(const LiveMoments& moments) {
+  std::vector<uint32_t> counts(moments.count.size());
+  for (size_t i = 0; i < counts.size(); ++i) {
+    counts[i] = static_cast<uint32_t>(
+        std::min<uint64_t>(moments.count[i], std::numeric_limits<uint32_t>::max()));
+  }
+  std::vector<uint32_t> row_begin(moments.row_begin.begin(), moments.row_begin.end());
+  return {
+      {"count", moments.time_us.size()},     {"time_us", base64_of(as_doubles(moments.time_us))},
+      {"row_begin", base64_of(row_begin)},   {"rows", moments.source.size()},
+      {"source", base64_of(moments.source)}, {"bytes", base64_of(as_doubles(moments.bytes))},
+      {"alloc_count", base64_of(counts)}};
+}
+
 ordered_json lifetimes_json(const Lifetimes& life) {
   uint64_t latest = 0;
   for (size_t i = 0; i < life.start_us.size(); ++i) {
@@ -280,7 +294,11 @@ ordered_json plot_data_json(const std::vector<RunTimeline>& runs, double precisi
          {"annotations", notes},
          {"oom", ooms},
          {"sources", run.sources},
-         {"lifetimes", lifetimes_json(run.lifetimes)},
+         // One or the other: every allocation, or live by source at moments.
+         {"lifetimes", run.moments ? ordered_json{{"count", 0},
+                                                  {"replaced_by_moments", run.moments->allocations}}
+                                   : lifetimes_json(run.lifetimes)},
+         {"moments", run.moments ? moments_json(*run.moments) : ordered_json(nullptr)},
          {"oom_analyses", oom_analyses_json(run.oom_analyses)},
          {"allocator", allocator_json(run.allocator)},
          {"free", step_series_json(run.allocator.free.t_us, run.allocator.free.bytes)},
