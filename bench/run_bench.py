@@ -396,6 +396,81 @@ def measure(path, events, memsnap, runner, py_runs_max):
     return r
 
 
+def compress_copies(path):
+    """A.gz (gzip -6, as the gzip CLI and Python's gzip module write) and
+    A.zst (zstd -3, the CLI's default) beside A; a missing tool is a skip."""
+    out = {}
+    for ext, argv in (('gz', ['gzip', '-6', '-c']), ('zst', ['zstd', '-3', '-q', '-c'])):
+        target = f'{path}.{ext}'
+        if shutil.which(argv[0]) is None:
+            out[ext] = {'skip': f'no {argv[0]} on PATH'}
+            continue
+        if not os.path.exists(target) or os.path.getmtime(target) < os.path.getmtime(path):
+            with open(path, 'rb') as src, open(target + '.tmp', 'wb') as dst:
+                subprocess.run(argv, stdin=src, stdout=dst, check=True)
+            os.replace(target + '.tmp', target)
+        out[ext] = {'path': target}
+    return out
+
+
+def measure_compressed(path, memsnap, runner, py_runs_max):
+    """memsnap parse of A.gz and A.zst beside Python's gzip + pickle load of A.gz
+    (Python's standard library has no zstd reader: the .gz load is its baseline)."""
+    out = compress_copies(path)
+    for ext, c in out.items():
+        if 'path' not in c:
+            log(f'  .{ext}: {c["skip"]}')
+            continue
+        c['size'] = os.path.getsize(c['path'])
+        got = run_timed(runner, [memsnap, 'parse', c['path'], '--json'], f'memsnap parse .{ext}')
+        if 'error' in got:
+            c['error'] = got['error']
+        else:
+            c.update(wall=got['wall'], rss=got['rss'], rss_floor=got['rss_floor'])
+    gz = out.get('gz', {})
+    if 'path' in gz:
+        code = "import gzip,pickle,sys; pickle.load(gzip.open(sys.argv[1]))"
+        walls = []
+        for i in range(py_runs_max):
+            rc, wall, rss, _, err = runner.run([sys.executable, '-c', code, gz['path']])
+            if rc != 0:
+                gz['py_error'] = f'exit {rc}: {err.strip()[-400:]}'
+                break
+            walls.append(wall)
+            gz['py_rss'] = rss
+            log(f'  python gzip load run {i + 1}: {wall:.2f} s, {rss / 1024:.1f} MiB')
+            if wall > PY_SECOND_RUN_UNDER_S:
+                break
+        if walls:
+            gz['py_wall'] = min(walls)
+    return out
+
+
+def compressed_rows(results):
+    header = ['events', 'input', 'on disk', 'memsnap wall (s)', 'memsnap peak RSS',
+              'python gzip load (s)', 'speedup', 'plain parse (s)']
+    rows = []
+    for r in results:
+        comp = r.get('compressed')
+        if not comp:
+            continue
+        for ext in ('gz', 'zst'):
+            c = comp.get(ext, {})
+            label = size_label(r['events'])
+            if 'path' not in c:
+                rows.append([label, f'.{ext}', '-', c.get('skip', 'skipped'), '-', '-', '-', '-'])
+                continue
+            wall = c.get('wall')
+            py = comp.get('gz', {}).get('py_wall')
+            rows.append([label, f'.{ext}', fmt_size(c['size']),
+                         f'{wall:.3f}' if wall else 'FAILED',
+                         fmt_rss(c) if wall else '-',
+                         f'{py:.2f}' if py else '-',
+                         f'{py / wall:.1f}x' if py and wall else '-',
+                         f'{r["memsnap_wall"]:.3f}' if 'memsnap_wall' in r else '-'])
+    return header, rows
+
+
 def check_json(kind, argv, events):
     """One untimed run of compare / replay-step whose JSON a child reads back."""
     code = r'''
@@ -883,7 +958,7 @@ def print_table(header, rows, markdown, n_right):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--memsnap', required=True, help='path to the memsnap binary')
-    ap.add_argument('--sizes', default='100k,1m,5m',
+    ap.add_argument('--sizes', default='100k,1m,10m',
                     help='comma-separated event counts (default 100k,1m,5m)')
     ap.add_argument('--work', default=os.path.join(ROOT, 'build', 'bench'),
                     help='where snapshots are generated and cached (default build/bench)')
@@ -903,6 +978,8 @@ def main(argv=None):
                     help='rank files for the ranks case (default 64; 0 skips it)')
     ap.add_argument('--rank-events', type=parse_size, default=100_000,
                     help='trace entries per rank file (default 100k)')
+    ap.add_argument('--no-compressed', action='store_true',
+                    help='leave out the .gz / .zst parse of each size')
     ap.add_argument('--no-browser', action='store_true',
                     help='skip the time-to-ready of the plot page in headless Chromium')
     args = ap.parse_args(argv)
@@ -974,6 +1051,9 @@ def main(argv=None):
             continue
         log(f'measuring {size_label(r["events"])} ({fmt_size(os.path.getsize(r["pending"]))})')
         m = measure(r['pending'], r['events'], memsnap, runner, args.python_runs)
+        if not args.no_compressed:
+            m['compressed'] = measure_compressed(r['pending'], memsnap, runner, args.python_runs)
+            files += [c['path'] for c in m['compressed'].values() if 'path' in c]
         if 'b_skip' in r:
             m['b_skip'] = r['b_skip']
         results[i] = measure_more(m, r['pending_b'], memsnap, runner, args.python_runs, work,
@@ -1021,6 +1101,14 @@ def main(argv=None):
     print()
     print_table(header, rows, args.markdown, 7)
     print()
+    header, rows = compressed_rows(results)
+    if rows:
+        print('compressed input: `memsnap parse A.gz --json` and `A.zst` (inflated on a second '
+              'thread while the VM reads) vs `pickle.load(gzip.open(A.gz))`; plain parse = the '
+              'parse table\'s memsnap wall for A')
+        print()
+        print_table(header, rows, args.markdown, len(header) - 2)
+        print()
     header, rows, missed = compare_rows(results)
     all_missed += missed
     print('compare / replay-step: `memsnap compare A B --json`, '
