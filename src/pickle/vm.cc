@@ -465,8 +465,10 @@ bool Vm::try_flat_dict() {
     } else {
       return false;
     }
-    Value& item = dict.list_items.emplace_back();
-    return lookup(index, item);
+    Value item;
+    if (!lookup(index, item)) return false;
+    dict.list_items.push_back(item);
+    return true;
   };
   // The list's items after EMPTY_LIST and its puts: MARK refs... APPENDS
   // batches and single ref APPEND pairs, up to the next key.
@@ -483,7 +485,7 @@ bool Vm::try_flat_dict() {
       if (op == kBinGet || op == kLongBinGet) {
         const size_t count = dict.list_items.size();
         if (read_reference(op) && next_op() == kAppend) continue;
-        dict.list_items.resize(count);  // a key, not an item: the list has ended
+        dict.list_items.shrink_to(count);  // a key, not an item: the list has ended
       }
       p = before;
       return true;

@@ -67,15 +67,40 @@ class ValueStack {
   size_t capacity_ = 0;
 };
 
+// A vector that keeps its storage between uses and appends inline (the
+// flat reader appends a few dozen values per trace entry; vector::push_back
+// is not inlined into a function that large).
+template <typename T>
+class Scratch {
+ public:
+  [[gnu::always_inline]] void push_back(const T& value) {
+    if (size_ == data_.size()) [[unlikely]]
+      data_.resize(std::max<size_t>(64, 2 * data_.size()));
+    data_[size_++] = value;
+  }
+  void clear() { size_ = 0; }
+  void shrink_to(size_t size) { size_ = std::min(size_, size); }
+  [[nodiscard]] size_t size() const { return size_; }
+  T& operator[](size_t i) { return data_[i]; }
+  const T& operator[](size_t i) const { return data_[i]; }
+  [[nodiscard]] std::span<const T> span() const { return {data_.data(), size_}; }
+  const T* begin() const { return data_.data(); }
+  const T* end() const { return data_.data() + size_; }
+
+ private:
+  std::vector<T> data_;
+  size_t size_ = 0;
+};
+
 // A dict read straight from the bytes, without the value stack or a
 // container: the shape of every trace entry (str keys; ints, strs, None,
 // bools, floats and memo references as values; at most one value a list of
 // memo references, the entry's frames). See Vm::try_flat_dict.
 struct FlatDict {
   static constexpr size_t kNoList = SIZE_MAX;
-  std::vector<Value> items;       // key, value, key, value, ...
-  size_t list_value = kNoList;    // index in items of the value that is the list
-  std::vector<Value> list_items;  // that list's items
+  Scratch<Value> items;        // key, value, key, value, ...
+  size_t list_value = kNoList;  // index in items of the value that is the list
+  Scratch<Value> list_items;   // that list's items
   // Set by the observer when it takes the dict: what the memo holds for the
   // list from now on (its own substitute).
   std::optional<Value> list_substitute;
@@ -275,7 +300,7 @@ class Vm {
   };
   bool flat_dicts_ = false;  // the observer reads flat dicts
   FlatDict flat_;
-  std::vector<PendingPut> pending_puts_;
+  Scratch<PendingPut> pending_puts_;
 
   void append_to_list(Value& list, Value item);
   // APPENDS: items the observer does not want (anything but a dict) are

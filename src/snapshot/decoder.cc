@@ -108,14 +108,14 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
   // side effect and takes the generic path above.
   bool reads_flat_dicts() const override { return flat_; }
   std::optional<Value> on_flat_dict(Vm& vm, pickle::FlatDict& dict) override {
-    EntryFields fields = scan_entry(vm, dict.items);
+    EntryFields fields = scan_entry(vm, dict.items.span());
     if (!present(fields.action)) return std::nullopt;
     const bool own_frames = dict.list_value != pickle::FlatDict::kNoList;
     if (own_frames && dict.list_value != fields.frames_index) return std::nullopt;
     if (!usable(fields)) return std::nullopt;
     StackId stack;
     if (own_frames) {
-      stack = intern_stack(vm, dict.list_items);
+      stack = intern_stack(vm, dict.list_items.span());
       dict.list_substitute = Value::external(kStackTag, stack.value);
     } else if (present(fields.frames)) {
       stack = stack_of(vm, fields.frames);

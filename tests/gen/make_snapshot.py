@@ -345,6 +345,19 @@ class Program:
         py += leaf_py
         return self._stack(py, CPP_MALLOC + CPP_OPS[op])
 
+    def layer_site(self, k):
+        """Forward call site k of a model with many modules (--sites): the
+        module file and the layer line vary, so N sites make N distinct
+        stacks from a few hundred distinct frames."""
+        py = self.train_line('fwd') + [('train_step', TRAIN, 97)] + WRAP
+        py += [('forward', MODEL_FILES['transformer'], 212)] + WRAP
+        py += [('run_layer', MODEL_FILES['transformer'], 100 + (k // 200) % 30)] + WRAP
+        py += [('forward', USER + '/model/blocks/block_%03d.py' % (k % 200), 40 + k % 7)]
+        leaf = ('linear', 'norm', 'softmax', 'gelu', 'add', 'matmul')[k % 6]
+        leaf_py, op = LEAVES[leaf]
+        py += leaf_py
+        return self._stack(py, CPP_MALLOC + CPP_OPS[op])
+
     def loss_site(self):
         py = self.train_line('fwd') + [('train_step', TRAIN, 98),
                                        ('cross_entropy', FUNCTIONAL, 3494)]
@@ -800,6 +813,12 @@ class Workload:
                 ('mlp', [23, 24, 25], ['linear', 'gelu']),
                 ('rotary', [17, 19], ['matmul', 'add']),
                 ('block', [48, 50], ['norm', 'add'])]
+        if getattr(o, 'sites', 0):
+            subs = []
+            for k in range(o.sites):
+                self.fwd_sites.append((p.layer_site(k),
+                                       batch_scaled(act_size(rng), getattr(o, "batch_scale", 1.0)),
+                                       rng.random() < 0.55, (0, 0)))
         for sub, lines, leaves in subs:
             for line in lines:
                 for leaf in leaves:
@@ -860,7 +879,9 @@ class Workload:
         # forward
         per_item = 3.2
         m = max(2, int(target_events * 0.8 / (per_item * 2)))
-        weights = [1.0 / (1 + i) ** 0.7 for i in range(len(self.fwd_sites))]
+        # --sites: every module about as often (a real model runs them all)
+        weights = [1.0 if getattr(o, 'sites', 0) else 1.0 / (1 + i) ** 0.7
+                   for i in range(len(self.fwd_sites))]
         picks = rng.choices(range(len(self.fwd_sites)), weights=weights, k=m)
         acts = []
         temps = []
@@ -994,11 +1015,18 @@ def simulate_device(dev, opts, budget, vbase, t0):
     _, n_regular = w.build_template(target, first=False, seed=1)
     ops, _ = w.build_template(max(8, int(target * target * 0.97) // max(1, n_regular)),
                               first=False, seed=1)
+    # --sites: iterations cycle through 16 templates (other inputs take other
+    # paths through the model), so the run reaches thousands of stacks.
+    cycle = [ops]
+    if getattr(opts, 'sites', 0):
+        cycle += [w.build_template(max(8, int(target * target * 0.97) // max(1, n_regular)),
+                                   first=False, seed=2 + j)[0] for j in range(15)]
     it = 0
     while not d.full():
         step = it if it < steps else None
         if step is not None:
             d.annotate('ProfilerStep#%d' % step, 'START')
+        ops = cycle[it % len(cycle)]
         done = w.run_iteration(first_ops if it == 0 else ops)
         # the last step takes whatever budget is left (more micro-batches),
         # so that all events after the first step's start are inside a step
@@ -1225,6 +1253,9 @@ def main(argv=None):
     ap.add_argument('--devices', type=int, default=1)
     ap.add_argument('--stacks', choices=['python', 'all'], default='python')
     ap.add_argument('--steps', type=int, default=0)
+    ap.add_argument('--sites', type=int, default=0, metavar='N',
+                    help='N forward call sites of a model with many modules instead of the '
+                         'fixed ~40 (with --stacks all: N distinct stacks, a few hundred frames)')
     ap.add_argument('--marks', action='store_true')
     ap.add_argument('--oom', action='store_true')
     ap.add_argument('--expandable', action='store_true')
