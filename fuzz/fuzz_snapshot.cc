@@ -82,6 +82,8 @@ void every_report(const memsnap::Snapshot& snapshot, std::optional<int> device) 
   std::vector<RunTimeline> runs{build_timeline(file, "fuzz", 1.0, user)};
   (void)render_text_chart(runs, TextChartOptions{});
   if (html_plot_available()) (void)render_plot_html(runs, 1.0);
+  // The page with moments instead of lifetimes (plot --max-lifetimes 1).
+  consume(plot_data_json({build_timeline(file, "fuzz", 1.0, user, 1)}, 1.0));
 
   // Groups that read the entries' times and pools rather than frames.
   for (GroupBy group : {GroupBy::kAnnotation, GroupBy::kPool}) {

@@ -98,9 +98,9 @@ class Scratch {
 // memo references, the entry's frames). See Vm::try_flat_dict.
 struct FlatDict {
   static constexpr size_t kNoList = SIZE_MAX;
-  Scratch<Value> items;        // key, value, key, value, ...
+  Scratch<Value> items;         // key, value, key, value, ...
   size_t list_value = kNoList;  // index in items of the value that is the list
-  Scratch<Value> list_items;   // that list's items
+  Scratch<Value> list_items;    // that list's items
   // Set by the observer when it takes the dict: what the memo holds for the
   // list from now on (its own substitute).
   std::optional<Value> list_substitute;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
 
 #include "analysis/file_analysis.h"
@@ -88,6 +89,57 @@ TEST(Timeline, LifetimesReproduceTheReplay) {
   // The time buckets' maximum is the replay's peak delta.
   EXPECT_EQ(*std::max_element(run.time_buckets.max.begin(), run.time_buckets.max.end()),
             static_cast<double>(file.analysis.totals.peak_delta));
+}
+
+// Past max_lifetimes the page gets moments: each moment's rows are what
+// replay-to-time gives at that moment's time, source by source.
+TEST(Timeline, MomentsAreTheReplayAtTheirTimes) {
+  testing::ModelBuilder b;
+  const StackId sites[] = {b.stack({{"forward", "/home/me/model.py", 10}}),
+                           b.stack({{"backward", "/home/me/model.py", 20}}),
+                           b.stack({{"step", "/home/me/optim.py", 30}})};
+  std::mt19937_64 random(12);
+  std::vector<uint64_t> live;
+  int64_t time = 2'000'000;
+  for (int i = 0; i < 4000; ++i) {
+    time += static_cast<int64_t>(random() % 40);
+    if (!live.empty() && random() % 3 == 0) {
+      size_t pick = random() % live.size();
+      b.free(live[pick], 0, time);
+      live.erase(live.begin() + static_cast<ptrdiff_t>(pick));
+    } else {
+      uint64_t addr = 0x1000 * (1 + random() % 700);
+      b.alloc(addr, 512 + random() % 8192, time, sites[random() % 3]);
+      if (std::find(live.begin(), live.end(), addr) == live.end()) live.push_back(addr);
+    }
+  }
+  FileAnalysis file = analyze_file("test", b.model, std::nullopt);
+  RunTimeline whole = build_timeline(file, "test", 1.0, SourceKeyOptions{});
+  EXPECT_FALSE(whole.moments);
+  RunTimeline run = build_timeline(file, "test", 1.0, SourceKeyOptions{}, /*max_lifetimes=*/100);
+  ASSERT_TRUE(run.moments);
+  const LiveMoments& m = *run.moments;
+  EXPECT_EQ(m.allocations, whole.lifetimes.start_us.size());
+  EXPECT_TRUE(run.lifetimes.start_us.empty());  // the page does not get them
+  ASSERT_GT(m.time_us.size(), 100u);
+  ASSERT_LE(m.time_us.size(), kMaxLiveMoments);
+  ASSERT_EQ(m.row_begin.size(), m.time_us.size() + 1);
+  EXPECT_EQ(m.time_us.front(), 0u);
+  EXPECT_EQ(m.time_us.back(), static_cast<uint64_t>(std::llround(run.duration_s * 1e6)));
+  EXPECT_TRUE(std::is_sorted(m.time_us.begin(), m.time_us.end()));
+  for (size_t k = 0; k < m.time_us.size(); k += 97) {
+    const double seconds = static_cast<double>(m.time_us[k]) / 1e6;
+    TimeSide side = replay_to_time(file, seconds, SourceKeyOptions{});
+    std::map<std::string, std::pair<uint64_t, uint64_t>> at_moment;
+    for (uint64_t row = m.row_begin[k]; row < m.row_begin[k + 1]; ++row) {
+      at_moment[run.sources[m.source[row]]] = {m.bytes[row], m.count[row]};
+    }
+    ASSERT_EQ(at_moment.size(), side.sources.size()) << seconds;
+    for (const SourceUsage& row : side.sources) {
+      EXPECT_EQ(at_moment[row.source].first, row.bytes) << row.source << " at " << seconds;
+      EXPECT_EQ(at_moment[row.source].second, row.count) << row.source << " at " << seconds;
+    }
+  }
 }
 
 }  // namespace

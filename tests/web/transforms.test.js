@@ -1004,6 +1004,28 @@ test('nearestMoment picks the closest moment, the earlier of two equally close, 
   assert.equal(T.nearestMoment(undefined, 1), -1);
 });
 
+test('liveAtMoment snaps to the nearest moment and sums its rows by source name', () => {
+  const m = {
+    count: 3,
+    timeUs: new Float64Array([0, 1000, 2000]),
+    rowBegin: new Uint32Array([0, 0, 2, 3]),
+    source: new Uint32Array([0, 1, 7]),
+    bytes: new Float64Array([512, 1024, 4096]),
+    allocCount: new Uint32Array([1, 2, 3]),
+  };
+  const sources = ['a@x.py:1', 'a@x.py:1'];  // two ids, one name: one row
+  const at = T.liveAtMoment(m, sources, 1400);
+  assert.equal(at.momentUs, 1000);
+  assert.deepEqual([...at.bySource], [['a@x.py:1', { bytes: 1536, count: 3 }]]);
+  assert.equal(at.liveBytes, 1536);
+  assert.equal(at.liveCount, 3);
+  assert.equal(T.liveAtMoment(m, sources, 1500).momentUs, 1000, 'a tie snaps to the earlier moment');
+  assert.equal(T.liveAtMoment(m, sources, 1501).momentUs, 2000);
+  assert.equal(T.liveAtMoment(m, sources, -5).momentUs, 0);
+  assert.equal(T.liveAtMoment(m, sources, 0).liveCount, 0, 'an empty moment');
+  assert.deepEqual([...T.liveAtMoment(m, sources, 9e9).bySource.keys()], [T.UNKNOWN_SOURCE], 'an id past the sources');
+});
+
 test('segmentBlocks decodes triples and marks the first free block of the largest size only', () => {
   const blocks = T.segmentBlocks([0, 512, 0, 512, 1024, 2, 1536, 512, 1, 2048, 1024, 2], 1024);
   assert.deepEqual(blocks.map((b) => [b.offset, b.size, b.state, b.largest]),
