@@ -213,6 +213,37 @@ SegmentReport segments_at_time(const std::string& file, const Snapshot& snapshot
   return report;
 }
 
+BoundedStepSeries::BoundedStepSeries(double duration_us, StepSeries& out)
+    : out_(out), width_(std::max(duration_us / static_cast<double>(kFreeSeriesBuckets), 1.0)) {}
+
+void BoundedStepSeries::add(int64_t t_us, uint64_t bytes) {
+  if (open_) t_us = std::max(t_us, last_t_);
+  const uint64_t b = bucket_of(static_cast<double>(t_us), width_, kFreeSeriesBuckets);
+  if (open_ && b != bucket_) finish();
+  if (!open_) {
+    open_ = true;
+    bucket_ = b;
+    max_t_ = t_us;
+    max_bytes_ = bytes;
+  } else if (bytes > max_bytes_) {
+    max_t_ = t_us;
+    max_bytes_ = bytes;
+  }
+  last_t_ = t_us;
+  last_bytes_ = bytes;
+}
+
+void BoundedStepSeries::finish() {
+  if (!open_) return;
+  out_.t_us.push_back(max_t_);
+  out_.bytes.push_back(max_bytes_);
+  if (last_t_ != max_t_ || last_bytes_ != max_bytes_) {
+    out_.t_us.push_back(last_t_);
+    out_.bytes.push_back(last_bytes_);
+  }
+  open_ = false;
+}
+
 namespace {
 
 // Free memory after every allocator entry, kept per bucket as (first moment
@@ -222,39 +253,12 @@ void free_over_time(const Snapshot& snapshot, const DeviceTrace& trace,
                     const AllocatorHistory& history, AllocatorMoments& out) {
   const int64_t start = trace_start_us(snapshot, trace);
   const double duration_us = static_cast<double>(trace_end_us(snapshot, trace) - start);
-  const double width = std::max(duration_us / static_cast<double>(kFreeSeriesBuckets), 1.0);
   const double sample_every = std::max(duration_us / static_cast<double>(kLargestFreeSamples), 1.0);
   int64_t latest_t = 0;  // times that go backwards hold the latest one seen
-  uint64_t bucket = 0;
-  int64_t max_t = 0, last_t = 0;
-  uint64_t max_bytes = 0, last_bytes = 0;
-  bool open = false;
   double next_sample = 0;
-  auto flush = [&] {
-    if (!open) return;
-    out.free.t_us.push_back(max_t);
-    out.free.bytes.push_back(max_bytes);
-    if (last_t != max_t || last_bytes != max_bytes) {
-      out.free.t_us.push_back(last_t);
-      out.free.bytes.push_back(last_bytes);
-    }
-    open = false;
-  };
+  BoundedStepSeries free_series(duration_us, out.free);
   auto observe = [&](int64_t t, const AllocatorState& state) {
-    const uint64_t free = state.reserved > state.held ? state.reserved - state.held : 0;
-    const uint64_t b = bucket_of(static_cast<double>(t), width, kFreeSeriesBuckets);
-    if (open && b != bucket) flush();
-    if (!open) {
-      open = true;
-      bucket = b;
-      max_t = t;
-      max_bytes = free;
-    } else if (free > max_bytes) {
-      max_t = t;
-      max_bytes = free;
-    }
-    last_t = t;
-    last_bytes = free;
+    free_series.add(t, state.reserved > state.held ? state.reserved - state.held : 0);
     if (static_cast<double>(t) >= next_sample) {
       out.largest_free.t_us.push_back(t);
       out.largest_free.bytes.push_back(state.largest_free());
@@ -268,7 +272,7 @@ void free_over_time(const Snapshot& snapshot, const DeviceTrace& trace,
     if (time != 0) latest_t = std::max(latest_t, time - start);
     observe(latest_t, state);
   });
-  flush();
+  free_series.finish();
 }
 
 }  // namespace

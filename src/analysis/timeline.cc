@@ -461,16 +461,20 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
 
   // Reserved memory: the segments give the end state; the events walk back
   // to the start.
+  // At most kFreeSeriesBuckets buckets' max and last points, like the free line.
   if (!reserved_steps.empty()) {
     auto reserved_end = static_cast<int64_t>(file.segments.total_size);
     int64_t reserved_start = reserved_end - reserved_change;
-    run.reserved_t_us.push_back(0);
-    run.reserved_bytes.push_back(static_cast<uint64_t>(std::max<int64_t>(reserved_start, 0)));
+    StepSeries reserved;
+    BoundedStepSeries series(run.duration_s * 1e6, reserved);
+    series.add(0, static_cast<uint64_t>(std::max<int64_t>(reserved_start, 0)));
     for (const auto& [t, change] : reserved_steps) {
-      run.reserved_t_us.push_back(std::max<int64_t>(t, 0));
-      run.reserved_bytes.push_back(
-          static_cast<uint64_t>(std::max<int64_t>(reserved_start + change, 0)));
+      series.add(std::max<int64_t>(t, 0),
+                 static_cast<uint64_t>(std::max<int64_t>(reserved_start + change, 0)));
     }
+    series.finish();
+    run.reserved_t_us = std::move(reserved.t_us);
+    run.reserved_bytes = std::move(reserved.bytes);
   }
 
   for (const ProfilerStep& step : file.steps) {

@@ -1019,8 +1019,10 @@ def simulate_device(dev, opts, budget, vbase, t0):
     # paths through the model), so the run reaches thousands of stacks.
     cycle = [ops]
     if getattr(opts, 'sites', 0):
-        cycle += [w.build_template(max(8, int(target * target * 0.97) // max(1, n_regular)),
-                                   first=False, seed=2 + j)[0] for j in range(15)]
+        for j in range(15):  # each sized like the first, so the steps fill the budget alike
+            _, n_j = w.build_template(target, first=False, seed=2 + j)
+            cycle.append(w.build_template(max(8, int(target * target * 0.97) // max(1, n_j)),
+                                          first=False, seed=2 + j)[0])
     it = 0
     while not d.full():
         step = it if it < steps else None

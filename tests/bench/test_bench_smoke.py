@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""A small run of the benchmark (bench/run_bench.py) in the test suite: every
+table is printed, no command fails, and the numbers it prints are the ones it
+measured (the parse check reads memsnap's JSON back). Timings are not checked
+here: speed and memory targets live in `make bench`, whose MISSED lines this
+test ignores.
+
+    test_bench_smoke.py --memsnap build/memsnap --work DIR
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument('--memsnap', required=True)
+    ap.add_argument('--work', required=True)
+    args = ap.parse_args()
+    argv = [sys.executable, os.path.join(ROOT, 'bench', 'run_bench.py'), '--memsnap', args.memsnap,
+            '--sizes', '20k', '--ranks', '3', '--rank-events', '2k', '--many-steps', '300',
+            '--no-browser', '--python-runs', '1', '--work', args.work]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    out = done.stdout
+    failures = []
+    if done.returncode != 0:
+        failures.append(f'exit {done.returncode}: {done.stderr[-2000:]}')
+    for title in ('parse:', 'compressed input:', 'compare / replay-step:', 'plot:'):
+        if title not in out:
+            failures.append(f'no "{title}" table')
+    if 'FAILED' in out:
+        failures.append('a command FAILED: ' + ' | '.join(l for l in out.splitlines() if 'FAILED' in l))
+    if not re.search(r'^\s*20k\s+\.gz\s', out, re.M) or not re.search(r'^\s*20k\s+\.zst\s', out, re.M):
+        if 'no zstd on PATH' not in out and 'no gzip on PATH' not in out:
+            failures.append('no .gz / .zst rows in the compressed table')
+    if not re.search(r'20k: memsnap parse reports 20000 events', out):
+        failures.append('the parse check did not read back 20000 events')
+    if not re.search(r'^\s*20k\s.*\blifetimes\b', out, re.M):
+        failures.append('the plot row does not say how the page drills down')
+    for f in failures:
+        print('FAIL', f)
+    if failures:
+        print(out[-4000:])
+        return 1
+    print('ok: bench smoke run printed every table, no command failed')
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())
