@@ -27,13 +27,6 @@ RangeMap::iterator range_containing(RangeMap& ranges, uint64_t address) {
   return address < it->first + it->second.size ? it : ranges.end();
 }
 
-// Where the free space that starts at `address` ends: the next held block or
-// the end of the range.
-uint64_t free_end(const AllocatorState& state, uint64_t address, uint64_t range_limit) {
-  auto next = state.blocks.upper_bound(address);
-  return next == state.blocks.end() ? range_limit : std::min(range_limit, next->first);
-}
-
 PoolId entry_pool(const Snapshot& snapshot, uint64_t i) {
   auto it = snapshot.events.pool_id.find(i);
   return it == snapshot.events.pool_id.end() ? PoolId{} : it->second;
@@ -328,15 +321,20 @@ bool AllocatorHistory::Walker::forward(AllocatorState& state, uint64_t i) {
           }
         }
       }
-      const uint64_t free_size = free_end(state, address, range_end(range)) - address;
       if (next != state.blocks.end() && next->first == address) {
         ++misfits;
         return true;
       }
+      // The free space ends at the next held block (`next`: none sits at
+      // the address) or at the range's end; one search serves both.
+      const uint64_t limit = next == state.blocks.end()
+                                 ? range_end(range)
+                                 : std::min(range_end(range), next->first);
+      const uint64_t free_size = limit - address;
       HeldBlock block{carved_block_size(size, free_size, rule), size, BlockState::kActiveAllocated,
                       false};
       if (block.size > free_size) ++misfits;
-      state.blocks.emplace(address, block);
+      state.blocks.emplace_hint(next, address, block);
       state.held += block.size;
       return true;
     }
@@ -388,10 +386,13 @@ bool AllocatorHistory::Walker::backward(AllocatorState& state, uint64_t i, uint6
         ++misfits;
         return true;
       }
-      const uint64_t free_size = free_end(state, address, range_end(range)) - address;
+      const uint64_t limit = next == state.blocks.end()
+                                 ? range_end(range)
+                                 : std::min(range_end(range), next->first);
+      const uint64_t free_size = limit - address;
       HeldBlock block{std::min(carved_block_size(size, free_size, rule), free_size), size,
                       BlockState::kActivePendingFree, true};
-      state.blocks.emplace(address, block);
+      state.blocks.emplace_hint(next, address, block);
       state.held += block.size;
       ++inferred;
       return true;
