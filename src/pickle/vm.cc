@@ -247,7 +247,9 @@ void Vm::replace_container(const Value& value, Value substitute, bool reuse_slot
     Value current = memo_get(slot.memo_slot);
     if (current.kind == value.kind && current.payload == value.payload &&
         current.size == value.size) {
+      converting_ = true;
       memo_put(slot.memo_slot, substitute);
+      converting_ = false;
     }
   }
   give_back(slot.items.size() * sizeof(Value));
@@ -276,6 +278,12 @@ void Vm::memo_put_slow(uint64_t index, const Value& value) {
   bool was_defined = false;
   if (index < memo_.size()) {
     was_defined = memo_[index].kind != Kind::kUndefined;
+    // A slot that now means something else: cached lists may read it.
+    if (was_defined && !converting_ && !list_cache_.empty()) {
+      list_cache_.clear();
+      give_back(list_cache_bytes_);
+      list_cache_bytes_ = 0;
+    }
     memo_[index] = value;
   } else if (index == memo_.size()) {
     charge(sizeof(Value));
@@ -472,11 +480,44 @@ bool Vm::try_flat_dict() {
   };
   // The list's items after EMPTY_LIST and its puts: MARK refs... APPENDS
   // batches and single ref APPEND pairs, up to the next key.
+  // A list that is one MARK refs... APPENDS batch and nothing more: its
+  // refs' bytes, looked up in list_cache_ before any ref is.
+  std::string_view list_key;
+  const auto one_batch = [&]() -> std::string_view {
+    const uint8_t* q = p;
+    while (q != end && (*q == kBinGet || *q == kLongBinGet)) {
+      const uint64_t width = *q == kBinGet ? 2 : 5;
+      if (static_cast<uint64_t>(end - q) < width) return {};
+      q += width;
+    }
+    if (q == end || *q != kAppends) return {};
+    // What follows must not go on with the list (another batch, ref APPEND).
+    const uint8_t* after = q + 1;
+    if (after != end && (*after == kMark || *after == kFrame)) return {};
+    if (after != end && (*after == kBinGet || *after == kLongBinGet)) {
+      const uint64_t width = *after == kBinGet ? 2 : 5;
+      if (static_cast<uint64_t>(end - after) <= width || after[width] == kAppend) return {};
+    }
+    return {reinterpret_cast<const char*>(p), static_cast<size_t>(q - p)};
+  };
   const auto read_list = [&]() {
-    for (;;) {
+    for (bool first = true;; first = false) {
       const uint8_t* before = p;
       const int op = next_op();
       if (op == kMark) {
+        if (first) {
+          list_key = one_batch();
+          if (!list_key.empty()) {
+            // (abseil's own string_view: Debian builds it without std's.)
+            if (auto known = list_cache_.find(absl::string_view(list_key.data(), list_key.size()));
+                known != list_cache_.end()) {
+              dict.list_substitute = known->second;
+              p += list_key.size() + 1;  // the refs and APPENDS
+              list_key = {};
+              return true;
+            }
+          }
+        }
         for (int item = next_op(); item != kAppends; item = next_op()) {
           if (!read_reference(item)) return false;
         }
@@ -516,6 +557,15 @@ bool Vm::try_flat_dict() {
 
   std::optional<Value> substitute = options_.observer->on_flat_dict(*this, dict);
   if (!substitute || (dict.list_value != FlatDict::kNoList && !dict.list_substitute)) return false;
+  // A bounded cache: beyond 64 Ki lists or 16 MiB of their bytes, no more.
+  constexpr size_t kMaxCachedLists = size_t{1} << 16;
+  constexpr uint64_t kMaxCachedListBytes = uint64_t{16} << 20;
+  if (!list_key.empty() && list_cache_.size() < kMaxCachedLists &&
+      list_cache_bytes_ + list_key.size() <= kMaxCachedListBytes) {
+    charge(list_key.size() + sizeof(Value) + 32);
+    list_cache_bytes_ += list_key.size();
+    list_cache_.emplace(std::string(list_key), *dict.list_substitute);
+  }
   for (const PendingPut& put : pending_puts_) {
     memo_put(put.index, put.target == Target::kDict   ? *substitute
                         : put.target == Target::kList ? *dict.list_substitute

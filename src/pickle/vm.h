@@ -102,7 +102,9 @@ struct FlatDict {
   size_t list_value = kNoList;  // index in items of the value that is the list
   Scratch<Value> list_items;    // that list's items
   // Set by the observer when it takes the dict: what the memo holds for the
-  // list from now on (its own substitute).
+  // list from now on (its own substitute). Set by the VM instead, with
+  // list_items left empty, when the same list bytes were read before (see
+  // Vm::try_flat_dict): the observer then takes it as its answer.
   std::optional<Value> list_substitute;
 };
 
@@ -299,6 +301,14 @@ class Vm {
     size_t item = 0;  // index in flat_.items for kItem
   };
   bool flat_dicts_ = false;  // the observer reads flat dicts
+  // Frames lists repeat byte for byte (the same memo references in the same
+  // order): the substitute the observer gave a list, by the list's bytes. It
+  // holds while no memo slot changes meaning; converting a container to its
+  // substitute does not (every reader resolves the one to the other), any
+  // other overwrite empties the cache.
+  absl::flat_hash_map<std::string, Value> list_cache_;
+  uint64_t list_cache_bytes_ = 0;
+  bool converting_ = false;  // replace_container's memo update
   FlatDict flat_;
   Scratch<PendingPut> pending_puts_;
 

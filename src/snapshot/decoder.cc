@@ -114,7 +114,10 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     if (own_frames && dict.list_value != fields.frames_index) return std::nullopt;
     if (!usable(fields)) return std::nullopt;
     StackId stack;
-    if (own_frames) {
+    if (own_frames && dict.list_substitute && dict.list_substitute->is_external(kStackTag)) {
+      // The VM has seen these very list bytes before: our answer then.
+      stack = StackId{static_cast<uint32_t>(dict.list_substitute->payload)};
+    } else if (own_frames) {
       stack = intern_stack(vm, dict.list_items.span());
       dict.list_substitute = Value::external(kStackTag, stack.value);
     } else if (present(fields.frames)) {

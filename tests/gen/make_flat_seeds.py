@@ -92,6 +92,44 @@ def main():
         framed.write(b'\x95' + struct.pack('<Q', b - a) + payload[a:b])
     with open(os.path.join(out, 'seed_flat_frames_inside_p4.pickle'), 'wb') as f:
         f.write(framed.getvalue())
+    with open(os.path.join(out, 'seed_flat_memo_overwrite_p4.pickle'), 'wb') as f:
+        f.write(memo_overwrite_seed())
+
+
+def memo_overwrite_seed():
+    """Three entries with the same frames list bytes, and between the second
+    and the third a BINPUT that gives one of the list's frame slots another
+    value (a str): the third must not reuse the stack the list had before
+    (the VM's list cache is emptied by such an overwrite)."""
+    import pickletools
+    f1, f2 = frame('a', 1), frame('b', 2)
+    entries = [entry(i, [f1, f2]) for i in range(3)]
+    data = pickle.dumps(snapshot(entries), protocol=4)
+    ops = list(pickletools.genops(data))
+    # the entries: dicts whose first key is 'action' (inline, or a memo ref
+    # to the first entry's key string, whose memo index is counted here)
+    memo = 0
+    action_index = None
+    entry_starts = []
+    for k, (op, arg, pos) in enumerate(ops):
+        if op.name == 'MEMOIZE':
+            if ops[k - 1][0].name == 'SHORT_BINUNICODE' and ops[k - 1][1] == 'action':
+                action_index = memo
+            memo += 1
+        if op.name != 'EMPTY_DICT':
+            continue
+        key_op, key_arg, _ = ops[k + 3]  # EMPTY_DICT MEMOIZE MARK key
+        if (key_op.name == 'SHORT_BINUNICODE' and key_arg == 'action') or (
+                key_op.name in ('BINGET', 'LONG_BINGET') and key_arg == action_index):
+            entry_starts.append(pos)
+    second, third = entry_starts[1], entry_starts[2]
+    ref = None
+    for op, arg, pos in ops:
+        if second < pos < third and op.name in ('BINGET', 'LONG_BINGET'):
+            ref = arg  # the last ref inside the second entry: a frame of its list
+    put = (b'q' + bytes([ref])) if ref < 256 else (b'r' + struct.pack('<I', ref))
+    patch = b'\x8c\x01x' + put + b'0'  # SHORT_BINUNICODE 'x', BINPUT ref, POP
+    return data[:third] + patch + data[third:]
 
 
 if __name__ == '__main__':
