@@ -536,7 +536,7 @@ bool Vm::try_flat_dict() {
   if (!read_puts(Target::kDict, 0) || next_op() != kMark) return false;
   for (int op = next_op(); op != kSetItems; op = next_op()) {
     // A dict of 1000 pairs may go on in another SETITEMS: the generic path.
-    constexpr size_t kMaxFlatItems = 2 * 999;
+    constexpr size_t kMaxFlatItems = size_t{2} * 999;
     Value key;
     if (dict.items.size() >= kMaxFlatItems || !read_value(op, key)) return false;
     dict.items.push_back(key);
