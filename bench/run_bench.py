@@ -958,7 +958,8 @@ def ranks_rows(r):
              f'{fmt_size(r["parse_rss"] * 1024)}', cell('j1'), cell('j2'),
              f'{r["j2"]["rss"] / r["parse_rss"]:.2f}x' if 'rss' in r.get('j2', {}) else '-',
              cell('summarize'),
-             f'{fmt_size(r["summary_bytes"][0])}-{fmt_size(r["summary_bytes"][1])}' if 'summary_bytes' in r else '-',
+             (f'{r["summary_bytes"][0] / 1024:.0f}-{r["summary_bytes"][1] / 1024:.0f} KiB'
+              if 'summary_bytes' in r else '-'),
              f'{r["reduce_wall"]:.2f} s' if 'reduce_wall' in r else '-']]
     return rows
 
