@@ -346,8 +346,13 @@ def run_timed(runner, argv, what, runs=MEMSNAP_RUNS, before_each=None):
             'rss_floor': all(floors)}
 
 
-def python_load(path, runner, py_runs_max, what='python load'):
-    """pickle.load in a fresh interpreter, min of up to py_runs_max runs.
+PICKLE_LOAD = "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))"
+GZIP_PICKLE_LOAD = "import gzip,pickle,sys; pickle.load(gzip.open(sys.argv[1]))"
+
+
+def python_load(path, runner, py_runs_max, what='python load', code=PICKLE_LOAD):
+    """`code` (a pickle load of argv[1]) in a fresh interpreter, min of up to
+    py_runs_max runs.
 
     Returns {wall, rss, rss_floor} or {skip} or {error}."""
     size = os.path.getsize(path)
@@ -358,7 +363,6 @@ def python_load(path, runner, py_runs_max, what='python load'):
                 f'MemAvailable {avail / (1 << 20):.1f} GiB')
         log(f'  {what} {skip}')
         return {'skip': skip}
-    code = "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))"
     pw, pr = [], []
     out = {}
     for i in range(py_runs_max):
@@ -432,20 +436,9 @@ def measure_compressed(path, memsnap, runner, py_runs_max):
             c.update(wall=got['wall'], rss=got['rss'], rss_floor=got['rss_floor'])
     gz = out.get('gz', {})
     if 'path' in gz:
-        code = "import gzip,pickle,sys; pickle.load(gzip.open(sys.argv[1]))"
-        walls = []
-        for i in range(py_runs_max):
-            rc, wall, rss, _, err = runner.run([sys.executable, '-c', code, gz['path']])
-            if rc != 0:
-                gz['py_error'] = f'exit {rc}: {err.strip()[-400:]}'
-                break
-            walls.append(wall)
-            gz['py_rss'] = rss
-            log(f'  python gzip load run {i + 1}: {wall:.2f} s, {rss / 1024:.1f} MiB')
-            if wall > PY_SECOND_RUN_UNDER_S:
-                break
-        if walls:
-            gz['py_wall'] = min(walls)
+        loaded = python_load(gz['path'], runner, py_runs_max, 'python gzip load', GZIP_PICKLE_LOAD)
+        for k, v in loaded.items():
+            gz['py_' + k] = v
     return out
 
 

@@ -337,6 +337,13 @@ bool Vm::try_flat_dict() {
   using Target = PendingPut::Target;
 
   const auto left = [&]() { return static_cast<uint64_t>(end - p); };
+  // A little-endian u32 argument (the caller checked that 4 bytes are left).
+  const auto read_u32 = [&]() __attribute__((always_inline)) {
+    uint32_t wide = 0;
+    std::memcpy(&wide, p, 4);
+    p += 4;
+    return wide;
+  };
   // The next opcode, FRAME opcodes skipped as the generic loop does; -1 at
   // the end or at a FRAME longer than the rest.
   const auto next_op = [&]() __attribute__((always_inline))->int {
@@ -375,10 +382,7 @@ bool Vm::try_flat_dict() {
       } else if (op == kBinPut && left() >= 1) {
         index = *p++;
       } else if (op == kLongBinPut && left() >= 4) {
-        uint32_t wide = 0;
-        std::memcpy(&wide, p, 4);
-        p += 4;
-        index = wide;
+        index = read_u32();
       } else {
         p = before;
         return true;
@@ -437,10 +441,7 @@ bool Vm::try_flat_dict() {
           length = *p++;
         } else {
           if (left() < 4) return false;
-          uint32_t wide = 0;
-          std::memcpy(&wide, p, 4);
-          p += 4;
-          length = wide;
+          length = read_u32();
         }
         if (length > left()) return false;
         out = Value{Kind::kStr, 0, static_cast<uint32_t>(length), static_cast<uint64_t>(p - begin)};
@@ -452,10 +453,7 @@ bool Vm::try_flat_dict() {
         return lookup(*p++, out);
       case kLongBinGet: {
         if (left() < 4) return false;
-        uint32_t index = 0;
-        std::memcpy(&index, p, 4);
-        p += 4;
-        return lookup(index, out);
+        return lookup(read_u32(), out);
       }
       default: return false;
     }
@@ -466,10 +464,7 @@ bool Vm::try_flat_dict() {
     if (op == kBinGet && left() >= 1) {
       index = *p++;
     } else if (op == kLongBinGet && left() >= 4) {
-      uint32_t wide = 0;
-      std::memcpy(&wide, p, 4);
-      p += 4;
-      index = wide;
+      index = read_u32();
     } else {
       return false;
     }

@@ -1142,27 +1142,6 @@ async function sampleScenarios(browser) {
   fs.writeFileSync(one, assemblePage(assets, 'memsnap: one event', makeData([o.run])));
   await testShortTrace(browser, one, 1, (E) => ({ joint: expectedLiveAtEvent([o.truth], E) }));
 
-  section('moments instead of lifetimes (plot --max-lifetimes)');
-  // The page keeps live-by-source at moments, not every allocation: a click
-  // snaps to the nearest moment, the page states its time, and replay-to-time
-  // at that time gives the same rows (testOverlay reads the stated time).
-  const momentsPage = path.join(opts.outDir, 'moments.html');
-  memsnap(['plot', A, '--max-lifetimes', '100', '-o', momentsPage], 'plot A --max-lifetimes 100');
-  const momentsData = extractPage(fs.readFileSync(momentsPage, 'utf8')).data.runs[0];
-  check(momentsData.moments && momentsData.moments.count > 1 && momentsData.lifetimes.count === 0,
-    'plot --max-lifetimes 100: the page does not carry moments instead of lifetimes');
-  await testOverlay(browser, momentsPage, 1, (T) => expectedFromMemsnap([A], T), 'moments.png');
-  {
-    const p = await openPage(browser, momentsPage, 'moments.html');
-    try {
-      await clickChart(p.page, 0.37);
-      const hint = await p.page.textContent('#drill-hint');
-      check(/snapped to t = .* the nearest of [\d,]+ moments/.test(hint), `moments.html: the drill-down does not say it snapped: "${hint}"`);
-    } finally {
-      await closePage(p);
-    }
-  }
-
   section('hostile label');
   const hostile = path.join(opts.outDir, 'hostile.html');
   const h = makeRun({ label: HOSTILE_LABEL, seed: 9, allocs: 2000 });
