@@ -10,7 +10,7 @@
 #include "analysis/compare.h"
 #include "analysis/event_list.h"
 #include "analysis/file_analysis.h"
-#include "analysis/parse_summary.h"
+#include "analysis/parse_report.h"
 #include "analysis/ranks.h"
 #include "analysis/run_summary.h"
 #include "analysis/step_report.h"
@@ -18,7 +18,7 @@
 #include "analysis/timeline.h"
 #include "io/input.h"
 #include "memsnap/error.h"
-#include "report/budget_file.h"
+#include "formats/budget_file.h"
 #include "report/check_render.h"
 #include "report/compare_render.h"
 #include "report/event_render.h"
@@ -28,7 +28,7 @@
 #include "report/ranks_render.h"
 #include "report/segment_render.h"
 #include "report/step_render.h"
-#include "report/summary_json.h"
+#include "formats/summary_json.h"
 #include "report/text_chart.h"
 #include "report/time_render.h"
 #include "snapshot/decoder.h"
@@ -49,7 +49,8 @@ void every_report(const memsnap::Snapshot& snapshot, std::optional<int> device) 
   const SourceKeyOptions user{1, KeyRule::kUserCode, {}, {}};
   const SourceKeyOptions user_deep{2, KeyRule::kUserCode, {}, {}};
   const SourceKeyOptions reference{1, KeyRule::kReference, {}, {}};
-  ParseResult parse = summarize(snapshot, "fuzz", ParseOptions{device, 5, user_deep});
+  FileAnalysis file = analyze_file("fuzz", snapshot, device);
+  ParseReport parse = parse_report(file, ParseOptions{5, user_deep});
   (void)render_parse_text(parse);
   consume(render_parse_json(parse));
 
@@ -57,12 +58,11 @@ void every_report(const memsnap::Snapshot& snapshot, std::optional<int> device) 
   (void)render_events_text(events, "fuzz");
   consume(render_events_json(events));
 
-  FileAnalysis file = analyze_file("fuzz", snapshot, device);
-  if (!file.steps.empty()) {
+  if (!file.steps().empty()) {
     ReplayStepResult all = replay_steps(file, std::nullopt, 5, user);
     (void)render_steps_text(all);
     consume(render_steps_json(all));
-    (void)render_steps_text(replay_steps(file, file.steps.front().number, 5, reference));
+    (void)render_steps_text(replay_steps(file, file.steps().front().number, 5, reference));
   }
   for (double seconds : {0.0, 0.001, 1e12}) {
     try {
@@ -89,10 +89,10 @@ void every_report(const memsnap::Snapshot& snapshot, std::optional<int> device) 
   for (GroupBy group : {GroupBy::kAnnotation, GroupBy::kPool}) {
     SourceKeyOptions grouped = user;
     grouped.group = group;
-    consume(render_parse_json(summarize(snapshot, "fuzz", ParseOptions{device, 5, grouped})));
+    consume(render_parse_json(parse_report(file, ParseOptions{5, grouped})));
     consume(plot_data_json({build_timeline(file, "fuzz", 1.0, grouped)}, 1.0));
   }
-  SegmentReport segments = segments_at_dump("fuzz", snapshot, file.device);
+  SegmentReport segments = segments_at_dump("fuzz", snapshot, file.device());
   (void)render_segments_text(segments, 5);
   consume(render_segments_json(segments, 5));
   OomAnalysis oom = analyze_oom(analyze_file("fuzz", snapshot, oom_device(snapshot, device)),
@@ -104,7 +104,8 @@ void every_report(const memsnap::Snapshot& snapshot, std::optional<int> device) 
   consume(render_oom_json(analyze_oom(file, at_peak), 5));
 
   // The many-rank path: a summary, its JSON read back, ranks and check over it.
-  RunSummary summary = summarize_run(snapshot, "fuzz_7.pickle", SummaryOptions{device, user, 7});
+  RunSummary summary =
+      run_summary(analyze_file("fuzz_7.pickle", snapshot, device), SummaryOptions{user, 7});
   const std::string summary_text = render_summary_json(summary).dump(
       -1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   RunSummary again = read_summary_json(summary_text, "fuzz.summary.json");

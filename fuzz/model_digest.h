@@ -72,7 +72,7 @@ inline std::string model_digest(const Snapshot& s) {
   out += fmt::format("anomalies {} {} {} {} {} {}\n", n.flat_device_traces, n.malformed_entries,
                      n.malformed_segments, n.malformed_annotations, n.malformed_blocks,
                      n.unusable_times);
-  out += fmt::format("settings {}\nflags {} {} {}\n", s.allocator_settings_json, s.top_level_list,
+  out += fmt::format("settings {}\nflags {} {} {}\n", s.allocator_settings.json, s.top_level_list,
                      s.legacy_block_history, s.pickle_protocol);
   return out;
 }

@@ -231,6 +231,23 @@ struct DecodeAnomalies {
   uint64_t unusable_times = 0;    // time_us that is no timestamp (float, negative, huge): kept as 0
 };
 
+// The allocator_settings dict, decoded once: the fields memsnap's analyses
+// use, typed, and the whole dict as text for display and comparison.
+struct AllocatorSettings {
+  // The dict as JSON text (tuples as arrays, keys as strings, invalid UTF-8
+  // replaced); empty when the file has none.
+  std::string json;
+  std::optional<bool> expandable_segments;
+  // Blocks at least this large are never split; unset: unlimited (absent,
+  // -1, or not positive).
+  std::optional<uint64_t> max_split_size;
+  std::optional<double> garbage_collection_threshold;
+  // roundup_power2_divisions: one value for every size, or per size interval
+  // as (interval start in MiB, a power of two; divisions).
+  std::optional<uint64_t> roundup_power2_divisions;
+  std::vector<std::pair<uint64_t, uint64_t>> roundup_power2_divisions_by_mib;
+};
+
 struct Snapshot {
   StringTable strings;
   FrameTable frames;
@@ -240,10 +257,7 @@ struct Snapshot {
   std::vector<Segment> segments;
   std::vector<Block> blocks;
   std::vector<Annotation> annotations;
-  // The allocator_settings dict as JSON text (tuples as arrays, keys as
-  // strings, invalid UTF-8 replaced); empty when the file has none. Free-form
-  // and small, so it stays text rather than a typed struct.
-  std::string allocator_settings_json;
+  AllocatorSettings allocator_settings;
   bool top_level_list = false;        // torch.cuda.memory_snapshot() pickled
   bool legacy_block_history = false;  // PyTorch 2.0 blocks without address
   int pickle_protocol = 0;

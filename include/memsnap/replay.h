@@ -38,7 +38,7 @@ struct ReplayTotals {
   uint64_t live_bytes_at_end = 0;
 };
 
-// The DESIGN.md replay: alloc adds and records by address (replacing a live
+// The replay of docs/design.md ("Semantics"): alloc adds and records by address (replacing a live
 // one), free_completed subtracts the recorded size or, if unknown, its own size
 // and counts as unmatched; other actions leave the delta alone.
 //

@@ -3,9 +3,7 @@
 #include <fmt/format.h>
 #include <algorithm>
 #include <bit>
-#include <charconv>
 #include <iterator>
-#include <nlohmann/json.hpp>
 
 #include "memsnap/bytes.h"
 
@@ -197,31 +195,15 @@ uint64_t carved_block_size(uint64_t requested, uint64_t free_size, const SplitRu
   return split ? rounded : free_size;
 }
 
-SplitRule split_rule_from_settings(std::string_view allocator_settings_json) {
+SplitRule split_rule_from_settings(const AllocatorSettings& settings) {
   SplitRule rule;
-  if (allocator_settings_json.empty()) return rule;
-  const auto settings = nlohmann::json::parse(allocator_settings_json, nullptr, false);
-  if (!settings.is_object()) return rule;
-  if (auto it = settings.find("max_split_size"); it != settings.end() && it->is_number_integer()) {
-    // -1 (SIZE_MAX as int64) is unlimited; so is anything not positive.
-    if (it->is_number_unsigned() || it->get<int64_t>() > 0)
-      rule.max_split_size = it->get<uint64_t>();
+  if (settings.max_split_size) rule.max_split_size = *settings.max_split_size;
+  if (settings.roundup_power2_divisions) {
+    rule.power2_divisions.fill(*settings.roundup_power2_divisions);  // one value for every size
   }
-  auto divisions = settings.find("roundup_power2_divisions");
-  if (divisions == settings.end()) return rule;
-  if (divisions->is_number_unsigned()) {
-    rule.power2_divisions.fill(divisions->get<uint64_t>());  // one value for every size
-  } else if (divisions->is_object()) {
-    for (const auto& [key, value] : divisions->items()) {
-      uint64_t mib = 0;
-      auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), mib);
-      if (error != std::errc() || end != key.data() + key.size() || !std::has_single_bit(mib) ||
-          !value.is_number_unsigned()) {
-        continue;
-      }
-      const auto interval = static_cast<size_t>(std::bit_width(mib) - 1);
-      if (interval < kPower2Intervals) rule.power2_divisions[interval] = value.get<uint64_t>();
-    }
+  for (const auto& [mib, divisions] : settings.roundup_power2_divisions_by_mib) {
+    const auto interval = static_cast<size_t>(std::bit_width(mib) - 1);
+    if (interval < kPower2Intervals) rule.power2_divisions[interval] = divisions;
   }
   return rule;
 }
@@ -410,7 +392,7 @@ bool AllocatorHistory::Walker::backward(AllocatorState& state, uint64_t i, uint6
 }
 
 AllocatorHistory::AllocatorHistory(const Snapshot& snapshot, int device)
-    : snapshot_(&snapshot), rule_(split_rule_from_settings(snapshot.allocator_settings_json)) {
+    : snapshot_(&snapshot), rule_(split_rule_from_settings(snapshot.allocator_settings)) {
   trace_ = DeviceTrace{device, 0, 0};
   if (const DeviceTrace* trace = snapshot.trace_of(device)) trace_ = *trace;
   for (const Segment& segment : snapshot.segments) {

@@ -107,7 +107,7 @@ struct SplitRule {
 // max_split_size and roundup_power2_divisions from allocator_settings (the
 // dict of PyTorch 2.1+, keyed by each interval's start in MiB, or one number
 // for every interval); other fields and unreadable values keep the defaults.
-SplitRule split_rule_from_settings(std::string_view allocator_settings_json);
+SplitRule split_rule_from_settings(const AllocatorSettings& settings);
 
 // How well the trace explains the dump (the round trip dump -> back -> forward).
 struct HistoryCheck {

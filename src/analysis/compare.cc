@@ -8,6 +8,7 @@
 #include <set>
 
 #include "memsnap/error.h"
+#include "snapshot/allocator_settings.h"
 
 namespace memsnap {
 namespace {
@@ -21,7 +22,7 @@ constexpr double kBaselineGapShare = 0.10;
 
 std::vector<int64_t> complete_steps(const FileAnalysis& file) {
   std::vector<int64_t> out;
-  for (const StepStats& s : file.analysis.steps) {
+  for (const StepStats& s : file.trace_analysis().steps) {
     if (s.step.complete) out.push_back(s.step.number);
   }
   return out;
@@ -43,19 +44,13 @@ std::optional<std::string> rank_of(const std::string& path) {
   return std::nullopt;
 }
 
-// The allocator settings as a JSON value (null when the file has none).
-nlohmann::ordered_json settings_of(const Snapshot& snapshot) {
-  if (snapshot.allocator_settings_json.empty()) return nullptr;
-  return nlohmann::ordered_json::parse(snapshot.allocator_settings_json);
-}
-
 // Seconds from the trace start of the last event applied after `position`
 // events (the peak's own event), when the trace has time_us.
 std::optional<double> time_of_position(const FileAnalysis& file, uint64_t position) {
-  const Snapshot& snapshot = *file.snapshot;
-  int64_t start = trace_start_us(snapshot, file.trace);
+  const Snapshot& snapshot = file.snapshot();
+  int64_t start = trace_start_us(snapshot, file.trace());
   if (start == 0 || position == 0) return start == 0 ? std::nullopt : std::optional(0.0);
-  int64_t at = snapshot.events.time_us[file.trace.begin + position - 1];
+  int64_t at = snapshot.events.time_us[file.trace().begin + position - 1];
   if (at == 0) return std::nullopt;
   return static_cast<double>(at - start) / 1e6;
 }
@@ -66,15 +61,15 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
                             std::optional<int64_t> step, const SourceKeyOptions& key_options) {
   CompareResult r;
   r.group = key_options.group;
-  r.file_a = a.path;
-  r.file_b = b.path;
-  r.device_a = a.device;
-  r.device_b = b.device;
-  r.device_requested = a.device_requested || b.device_requested;
+  r.file_a = a.path();
+  r.file_b = b.path();
+  r.device_a = a.device();
+  r.device_b = b.device();
+  r.device_requested = a.device_requested() || b.device_requested();
 
   // Settings: compared as values, key order ignored (nested dicts included).
-  const nlohmann::ordered_json settings_a = settings_of(*a.snapshot);
-  const nlohmann::ordered_json settings_b = settings_of(*b.snapshot);
+  const nlohmann::ordered_json settings_a = allocator_settings_json(a.snapshot().allocator_settings);
+  const nlohmann::ordered_json settings_b = allocator_settings_json(b.snapshot().allocator_settings);
   r.settings_a = settings_a.is_object();
   r.settings_b = settings_b.is_object();
   std::set<std::string> keys;
@@ -95,14 +90,14 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
     }
   }
 
-  r.segments_a = a.segments;
-  r.reserved_a = a.reserved;
-  r.reserved_b = b.reserved;
-  r.fragmentation_a = a.fragmentation;
-  r.fragmentation_b = b.fragmentation;
-  r.segments_b = b.segments;
-  r.baseline_a = a.baseline;
-  r.baseline_b = b.baseline;
+  r.segments_a = a.segments();
+  r.reserved_a = a.reserved();
+  r.reserved_b = b.reserved();
+  r.fragmentation_a = a.fragmentation();
+  r.fragmentation_b = b.fragmentation();
+  r.segments_b = b.segments();
+  r.baseline_a = a.baseline();
+  r.baseline_b = b.baseline();
 
   std::vector<int64_t> complete_a = complete_steps(a);
   std::vector<int64_t> complete_b = complete_steps(b);
@@ -112,9 +107,9 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
                       std::back_inserter(r.steps_only_a));
   std::set_difference(complete_b.begin(), complete_b.end(), complete_a.begin(), complete_a.end(),
                       std::back_inserter(r.steps_only_b));
-  for (const StepStats& s : a.analysis.steps)
+  for (const StepStats& s : a.trace_analysis().steps)
     if (!s.step.complete) r.incomplete_a.push_back(s.step.number);
-  for (const StepStats& s : b.analysis.steps)
+  for (const StepStats& s : b.trace_analysis().steps)
     if (!s.step.complete) r.incomplete_b.push_back(s.step.number);
 
   for (int64_t number : r.matching_steps) {
@@ -125,8 +120,8 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
         sa.alloc_count, sb.alloc_count, sa.alloc_bytes, sb.alloc_bytes});
   }
 
-  const ReplayTotals& ta = a.analysis.totals;
-  const ReplayTotals& tb = b.analysis.totals;
+  const ReplayTotals& ta = a.trace_analysis().totals;
+  const ReplayTotals& tb = b.trace_analysis().totals;
   r.full_trace = FullTraceComparison{
       ta.peak_delta,           tb.peak_delta,           a.absolute_peak(),
       b.absolute_peak(),       ta.alloc_bytes,          tb.alloc_bytes,
@@ -164,8 +159,8 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
   if (r.drill_step) {
     const StepStats& sa = *a.step(*r.drill_step);
     const StepStats& sb = *b.step(*r.drill_step);
-    position_a = sa.peak_position(a.trace);
-    position_b = sb.peak_position(b.trace);
+    position_a = sa.peak_position(a.trace());
+    position_b = sb.peak_position(b.trace());
     alloc_a = sa.alloc_count;
     alloc_b = sb.alloc_count;
     r.drill_peak_a = a.step_absolute_peak(sa);
@@ -175,28 +170,28 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
   }
   r.drill_peak_time_a = time_of_position(a, position_a);
   r.drill_peak_time_b = time_of_position(b, position_b);
-  SourceIndex sources_a(*a.snapshot, key_options);
-  SourceIndex sources_b(*b.snapshot, key_options);
+  SourceIndex sources_a(a.snapshot(), key_options);
+  SourceIndex sources_b(b.snapshot(), key_options);
   std::vector<uint64_t> pa{position_a};
   std::vector<uint64_t> pb{position_b};
   // Without a trace on either side the only live sets are the dump's: the
   // segments' blocks, named by their own frames.
-  r.drill_from_blocks = a.trace.count() == 0 && b.trace.count() == 0;
-  auto live_a = r.drill_from_blocks ? live_at_dump_by_source(*a.snapshot, a.device, sources_a)
-                                    : live_by_source(*a.snapshot, a.trace, sources_a, pa)[0];
-  auto live_b = r.drill_from_blocks ? live_at_dump_by_source(*b.snapshot, b.device, sources_b)
-                                    : live_by_source(*b.snapshot, b.trace, sources_b, pb)[0];
+  r.drill_from_blocks = a.trace().count() == 0 && b.trace().count() == 0;
+  auto live_a = r.drill_from_blocks ? live_at_dump_by_source(a.snapshot(), a.device(), sources_a)
+                                    : live_by_source(a.snapshot(), a.trace(), sources_a, pa)[0];
+  auto live_b = r.drill_from_blocks ? live_at_dump_by_source(b.snapshot(), b.device(), sources_b)
+                                    : live_by_source(b.snapshot(), b.trace(), sources_b, pb)[0];
   r.drill = compare_sources(live_a, live_b);
 
   // Findings, in the order a reader needs them.
   auto& found = r.findings;
-  bool no_trace_a = a.trace.count() == 0;
-  bool no_trace_b = b.trace.count() == 0;
+  bool no_trace_a = a.trace().count() == 0;
+  bool no_trace_b = b.trace().count() == 0;
   if (no_trace_a || no_trace_b) found.emplace_back(finding::NoTrace{no_trace_a, no_trace_b});
   for (const auto& [side, file] : {std::pair{Side::kA, &a}, std::pair{Side::kB, &b}}) {
-    std::vector<int> devices = file->snapshot->devices_in_use();
-    if (!file->device_requested && devices.size() > 1) {
-      found.emplace_back(finding::OtherDevices{side, file->device, devices, {}});
+    std::vector<int> devices = file->snapshot().devices_in_use();
+    if (!file->device_requested() && devices.size() > 1) {
+      found.emplace_back(finding::OtherDevices{side, file->device(), devices, {}});
     }
   }
   if (alloc_a > 0 && alloc_b > 0) {
@@ -232,15 +227,15 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
           kBaselineGapShare * static_cast<double>(std::max(magnitude(base_a), magnitude(base_b)))) {
     found.emplace_back(finding::BaselinesDiffer{base_a, base_b});
   }
-  if (a.device != b.device) found.emplace_back(finding::DifferentDevices{a.device, b.device});
-  if ((a.segments.private_pool_count > 0) != (b.segments.private_pool_count > 0)) {
-    const bool in_a = a.segments.private_pool_count > 0;
-    const SegmentTotals& with = in_a ? a.segments : b.segments;
+  if (a.device() != b.device()) found.emplace_back(finding::DifferentDevices{a.device(), b.device()});
+  if ((a.segments().private_pool_count > 0) != (b.segments().private_pool_count > 0)) {
+    const bool in_a = a.segments().private_pool_count > 0;
+    const SegmentTotals& with = in_a ? a.segments() : b.segments();
     found.emplace_back(finding::PrivatePoolsOneSide{
         in_a ? Side::kA : Side::kB, with.private_pool_count, with.private_pool_size});
   }
-  std::optional<std::string> rank_a = rank_of(a.path);
-  std::optional<std::string> rank_b = rank_of(b.path);
+  std::optional<std::string> rank_a = rank_of(a.path());
+  std::optional<std::string> rank_b = rank_of(b.path());
   if (rank_a && rank_b && *rank_a != *rank_b) {
     found.emplace_back(finding::DifferentRanks{*rank_a, *rank_b});
   }

@@ -1,23 +1,172 @@
 #include "analysis/file_analysis.h"
 
-#include <future>
-#include <tuple>
-#include <utility>
-
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <algorithm>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <utility>
 
 #include "memsnap/error.h"
 
 namespace memsnap {
 
+// Each part: a once_flag and its value. The allocator history runs on a
+// thread of its own once started; its future is shared by every reader.
+struct FileAnalysis::Parts {
+  std::once_flag segments_once;
+  SegmentTotals segments;
+  std::once_flag reserved_once;
+  ReservedHistory reserved;
+  std::once_flag steps_once;
+  std::vector<ProfilerStep> steps;
+  std::vector<int64_t> steps_ending_before_start;
+  std::once_flag trace_once;
+  TraceAnalysis trace;
+  std::once_flag baseline_once;
+  Baseline baseline;
+  std::once_flag history_started;
+  std::shared_future<std::shared_ptr<const AllocatorHistory>> history;
+  std::once_flag fragmentation_once;
+  FragmentationHistory fragmentation;
+};
+
+FileAnalysis::FileAnalysis(std::string path, const Snapshot& snapshot, std::optional<int> device,
+                           PartObserver observer)
+    : path_(std::move(path)),
+      snapshot_(&snapshot),
+      device_(choose_device(snapshot, device)),
+      device_requested_(device.has_value()),
+      trace_(trace_or_empty(snapshot, device_)),
+      observer_(std::move(observer)),
+      parts_(std::make_unique<Parts>()) {}
+
+FileAnalysis::FileAnalysis(FileAnalysis&&) noexcept = default;
+FileAnalysis& FileAnalysis::operator=(FileAnalysis&&) noexcept = default;
+
+FileAnalysis::~FileAnalysis() {
+  // A started allocator replay reads the snapshot: let it finish first.
+  if (parts_ && parts_->history.valid()) parts_->history.wait();
+}
+
+template <typename Make>
+void FileAnalysis::compute(std::string_view part, Make&& make) const {
+  if (!observer_) {
+    make();
+    return;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  make();
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+  observer_(PartTiming{part, path_, device_, took.count()});
+}
+
+const SegmentTotals& FileAnalysis::segments() const {
+  std::call_once(parts_->segments_once, [this] {
+    compute("segments", [this] { parts_->segments = segment_totals(*snapshot_, device_); });
+  });
+  return parts_->segments;
+}
+
+const ReservedHistory& FileAnalysis::reserved() const {
+  const uint64_t at_dump = segments().total_size;
+  std::call_once(parts_->reserved_once, [this, at_dump] {
+    compute("reserved", [&] { parts_->reserved = reserved_history(*snapshot_, trace_, at_dump); });
+  });
+  return parts_->reserved;
+}
+
+const std::vector<ProfilerStep>& FileAnalysis::steps() const {
+  std::call_once(parts_->steps_once, [this] {
+    compute("steps", [this] {
+      parts_->steps = profiler_steps(*snapshot_, device_, &parts_->steps_ending_before_start);
+    });
+  });
+  return parts_->steps;
+}
+
+const std::vector<int64_t>& FileAnalysis::steps_ending_before_start() const {
+  steps();
+  return parts_->steps_ending_before_start;
+}
+
+const TraceAnalysis& FileAnalysis::trace_analysis() const {
+  const std::vector<ProfilerStep>& windows = steps();
+  std::call_once(parts_->trace_once, [this, &windows] {
+    compute("trace", [&] { parts_->trace = analyze_trace(*snapshot_, trace_, windows); });
+  });
+  return parts_->trace;
+}
+
+const Baseline& FileAnalysis::baseline() const {
+  const SegmentTotals& totals = segments();
+  const TraceAnalysis& analysis = trace_analysis();
+  std::call_once(parts_->baseline_once, [this, &totals, &analysis] {
+    compute("baseline", [&] { parts_->baseline = compute_baseline(totals, analysis.totals); });
+  });
+  return parts_->baseline;
+}
+
+void FileAnalysis::start_allocator_history() const {
+  std::call_once(parts_->history_started, [this] {
+    // The thread gets copies, never `this`: the analysis may move meanwhile.
+    // The model it reads outlives the analysis.
+    parts_->history =
+        std::async(std::launch::async,
+                   [snapshot = snapshot_, trace = trace_, observer = observer_,
+                    path = path_]() -> std::shared_ptr<const AllocatorHistory> {
+                     if (trace.count() == 0) return nullptr;
+                     const auto start = std::chrono::steady_clock::now();
+                     auto history = std::make_shared<const AllocatorHistory>(*snapshot, trace.device);
+                     if (observer) {
+                       const std::chrono::duration<double> took =
+                           std::chrono::steady_clock::now() - start;
+                       observer(PartTiming{"allocator history", path, trace.device, took.count()});
+                     }
+                     return history;
+                   })
+            .share();
+  });
+}
+
+const AllocatorHistory* FileAnalysis::allocator_history() const {
+  start_allocator_history();
+  return parts_->history.get().get();
+}
+
+const FragmentationHistory& FileAnalysis::fragmentation() const {
+  const AllocatorHistory* history = allocator_history();
+  const uint64_t peak_position = history != nullptr ? reserved_peak_position(reserved(), trace_) : 0;
+  std::call_once(parts_->fragmentation_once, [this, history, peak_position] {
+    if (history == nullptr) return;
+    compute("fragmentation", [&] {
+      parts_->fragmentation = fragmentation_history(*history, peak_position);
+    });
+  });
+  return parts_->fragmentation;
+}
+
 const StepStats* FileAnalysis::step(int64_t number) const {
   // profiler_steps gives the steps in ascending number, one per number.
+  const std::vector<StepStats>& stats = trace_analysis().steps;
   auto found = std::lower_bound(
-      analysis.steps.begin(), analysis.steps.end(), number,
-      [](const StepStats& stats, int64_t wanted) { return stats.step.number < wanted; });
-  return found != analysis.steps.end() && found->step.number == number ? &*found : nullptr;
+      stats.begin(), stats.end(), number,
+      [](const StepStats& step, int64_t wanted) { return step.step.number < wanted; });
+  return found != stats.end() && found->step.number == number ? &*found : nullptr;
+}
+
+std::optional<double> FileAnalysis::seconds_at(uint64_t event) const {
+  const int64_t origin = trace_start_us(*snapshot_, trace_);
+  if (origin == 0 || event == kNoEvent || snapshot_->events.time_us[event] == 0) {
+    return std::nullopt;
+  }
+  return static_cast<double>(snapshot_->events.time_us[event] - origin) / 1e6;
+}
+
+FileAnalysis analyze_file(const std::string& path, const Snapshot& snapshot,
+                          std::optional<int> device, PartObserver observer) {
+  return FileAnalysis(path, snapshot, device, std::move(observer));
 }
 
 int choose_device(const Snapshot& snapshot, std::optional<int> requested) {
@@ -35,33 +184,6 @@ int choose_device(const Snapshot& snapshot, std::optional<int> requested) {
 DeviceTrace trace_or_empty(const Snapshot& snapshot, int device) {
   const DeviceTrace* trace = snapshot.trace_of(device);
   return trace != nullptr ? *trace : DeviceTrace{device, 0, 0};
-}
-
-FileAnalysis analyze_file(const std::string& path, const Snapshot& snapshot,
-                          std::optional<int> device) {
-  FileAnalysis file;
-  file.path = path;
-  file.snapshot = &snapshot;
-  file.device = choose_device(snapshot, device);
-  file.device_requested = device.has_value();
-  file.trace = trace_or_empty(snapshot, file.device);
-  file.segments = segment_totals(snapshot, file.device);
-  file.reserved = reserved_history(snapshot, file.trace, file.segments.total_size);
-  // The allocator replay only reads the model: it runs beside the trace's
-  // analysis (two cores are the common case).
-  auto replayed =
-      std::async(std::launch::async, [&snapshot, trace = file.trace, reserved = file.reserved] {
-        std::pair<std::shared_ptr<const AllocatorHistory>, FragmentationHistory> out;
-        if (trace.count() == 0) return out;
-        out.first = std::make_shared<const AllocatorHistory>(snapshot, trace.device);
-        out.second = fragmentation_history(*out.first, reserved_peak_position(reserved, trace));
-        return out;
-      });
-  file.steps = profiler_steps(snapshot, file.device);
-  file.analysis = analyze_trace(snapshot, file.trace, file.steps);
-  std::tie(file.history, file.fragmentation) = replayed.get();
-  file.baseline = compute_baseline(file.segments, file.analysis.totals);
-  return file;
 }
 
 std::string step_ranges(const std::vector<int64_t>& numbers) {

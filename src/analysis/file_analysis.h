@@ -1,10 +1,27 @@
-// One file's chosen device, replayed once: what every report starts from.
+// One file's analysis on one device: what every command's result is a
+// projection of.
+//
+// A command loads a snapshot, makes one FileAnalysis per (file, device) and
+// asks it for the parts its report shows. Each part is computed once, on first
+// use, and kept: the segment totals, reserved memory over time, the profiler
+// steps, the trace analysis (the one replay of allocations: totals, step
+// windows, action counts, times, oom entries), the baseline, and the
+// allocator's history (the replay of segments and blocks, the costly one)
+// with the fragmentation it implies. Nothing a part needs is computed twice,
+// and nothing a command does not show is computed at all.
+//
+// The parts are computed under std::call_once, so a FileAnalysis may be read
+// from several threads; start_allocator_history() begins the allocator replay
+// on a thread of its own for a command that will need it, so that it runs
+// beside the trace analysis (two cores are the common case).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/allocator_state.h"
@@ -14,39 +31,86 @@
 
 namespace memsnap {
 
-struct FileAnalysis {
-  std::string path;
-  const Snapshot* snapshot = nullptr;
+// A part of the analysis was computed: its name and how long it took. The
+// command line prints these with --timings.
+struct PartTiming {
+  std::string_view part;  // "segments", "reserved", "steps", "trace", "allocator history", ...
+  std::string_view file;  // the FileAnalysis' path
   int device = 0;
-  bool device_requested = false;  // chosen with --device rather than by default
-  DeviceTrace trace;
-  SegmentTotals segments;
-  ReservedHistory reserved;
-  FragmentationHistory fragmentation;
-  // The allocator's state over the trace, replayed once (fragmentation above,
-  // then oom's block facts and plot's allocator panel); null without entries.
-  std::shared_ptr<const AllocatorHistory> history;
-  Baseline baseline;
-  std::vector<ProfilerStep> steps;
-  TraceAnalysis analysis;
+  double seconds = 0;
+};
+using PartObserver = std::function<void(const PartTiming&)>;
 
+class FileAnalysis {
+ public:
+  // Resolves the device (choose_device) at once: an unknown --device is an
+  // error before any work. `observer` (may be empty) hears of every part
+  // computed; it must outlive the analysis.
+  FileAnalysis(std::string path, const Snapshot& snapshot, std::optional<int> device,
+               PartObserver observer = {});
+  FileAnalysis(FileAnalysis&&) noexcept;
+  FileAnalysis& operator=(FileAnalysis&&) noexcept;
+  FileAnalysis(const FileAnalysis&) = delete;
+  FileAnalysis& operator=(const FileAnalysis&) = delete;
+  ~FileAnalysis();
+
+  [[nodiscard]] const std::string& path() const { return path_; }
+  [[nodiscard]] const Snapshot& snapshot() const { return *snapshot_; }
+  [[nodiscard]] int device() const { return device_; }
+  [[nodiscard]] bool device_requested() const { return device_requested_; }  // --device given
+  [[nodiscard]] const DeviceTrace& trace() const { return trace_; }
+
+  // Parts, each computed on first use.
+  [[nodiscard]] const SegmentTotals& segments() const;
+  [[nodiscard]] const ReservedHistory& reserved() const;
+  [[nodiscard]] const std::vector<ProfilerStep>& steps() const;
+  // Numbers of the steps whose END came before their START (ignored).
+  [[nodiscard]] const std::vector<int64_t>& steps_ending_before_start() const;
+  [[nodiscard]] const TraceAnalysis& trace_analysis() const;
+  [[nodiscard]] const Baseline& baseline() const;
+  // The allocator's state over the trace; null when the trace has no entries.
+  [[nodiscard]] const AllocatorHistory* allocator_history() const;
+  [[nodiscard]] const FragmentationHistory& fragmentation() const;
+  // Begins the allocator replay on another thread, if it has not begun.
+  void start_allocator_history() const;
+
+  // Projections used by many reports.
   [[nodiscard]] int64_t absolute_peak() const {
-    return add_bytes(baseline.baseline_at_start, static_cast<uint64_t>(analysis.totals.peak_delta));
+    return add_bytes(baseline().baseline_at_start,
+                     static_cast<uint64_t>(trace_analysis().totals.peak_delta));
   }
   [[nodiscard]] int64_t step_absolute_peak(const StepStats& stats) const {
     return add_bytes(
-        add_bytes(baseline.baseline_at_start, static_cast<uint64_t>(stats.start_delta)),
+        add_bytes(baseline().baseline_at_start, static_cast<uint64_t>(stats.start_delta)),
         static_cast<uint64_t>(stats.peak_delta));
   }
   [[nodiscard]] const StepStats* step(int64_t number) const;
+  // Entries applied when the allocations' delta first peaked (0: the start).
   [[nodiscard]] uint64_t full_peak_position() const {
-    const ReplayTotals& t = analysis.totals;
-    return t.peak_event == kNoEvent ? 0 : t.peak_event + 1 - trace.begin;
+    const ReplayTotals& t = trace_analysis().totals;
+    return t.peak_event == kNoEvent ? 0 : t.peak_event + 1 - trace_.begin;
   }
+  // Seconds from the trace's first timed entry to a model index's entry;
+  // nullopt when either has no time.
+  [[nodiscard]] std::optional<double> seconds_at(uint64_t event) const;
+
+ private:
+  struct Parts;
+  template <typename Make>
+  void compute(std::string_view part, Make&& make) const;
+
+  std::string path_;
+  const Snapshot* snapshot_ = nullptr;
+  int device_ = 0;
+  bool device_requested_ = false;
+  DeviceTrace trace_;
+  PartObserver observer_;
+  std::unique_ptr<Parts> parts_;
 };
 
+// The usual entry: FileAnalysis(path, snapshot, device).
 FileAnalysis analyze_file(const std::string& path, const Snapshot& snapshot,
-                          std::optional<int> device);
+                          std::optional<int> device, PartObserver observer = {});
 
 // Resolves --device against the snapshot; throws a clear Error listing the
 // devices in use when the ordinal is absent.

@@ -1,6 +1,6 @@
 // Typed findings: what the analysis noticed, as a kind and its numbers.
 // Only report/ turns them into words (report/findings.h), so every renderer
-// (text, JSON, the coming CI formats) phrases them the same way and tests can
+// (text, JSON, the CI formats of `check`) phrases them the same way and tests can
 // check the numbers without parsing English.
 #pragma once
 

@@ -67,12 +67,8 @@ struct AwaitingFree {
 };
 
 bool expandable_in_settings(const Snapshot& snapshot, int device) {
-  if (!snapshot.allocator_settings_json.empty()) {
-    auto settings = nlohmann::json::parse(snapshot.allocator_settings_json, nullptr, false);
-    if (settings.is_object()) {
-      auto it = settings.find("expandable_segments");
-      if (it != settings.end() && it->is_boolean()) return it->get<bool>();
-    }
+  if (snapshot.allocator_settings.expandable_segments) {
+    return *snapshot.allocator_settings.expandable_segments;
   }
   return std::any_of(snapshot.segments.begin(), snapshot.segments.end(),
                      [&](const Segment& s) { return s.device == device && s.is_expandable; });
@@ -119,20 +115,20 @@ namespace {
 // the moment's state, else from the state replayed to `position`.
 void fill_block_facts(const FileAnalysis& file, uint64_t position, uint64_t stream,
                       OomState& state) {
-  const Snapshot& snapshot = *file.snapshot;
+  const Snapshot& snapshot = file.snapshot();
   SegmentReport blocks;
   if (state.entries_after == 0) {
-    blocks = segments_at_dump(file.path, snapshot, file.device);
+    blocks = segments_at_dump(file.path(), snapshot, file.device());
     state.block_facts = BlockFacts::kDump;
   } else {
     // Entries after the moment: the trace is not empty, so analyze_file replayed it.
-    const AllocatorHistory& history = *file.history;
+    const AllocatorHistory& history = *file.allocator_history();
     const HistoryCheck& check = history.check();
     if (!check.possible) {
       state.block_facts_unknown = check.impossible_reason;
       return;
     }
-    blocks = segments_at_state(file.path, file.device, history.at(position));
+    blocks = segments_at_state(file.path(), file.device(), history.at(position));
     state.block_facts = check.exact ? BlockFacts::kReplayed : BlockFacts::kApproximate;
   }
   state.groups = blocks.groups;
@@ -205,17 +201,17 @@ void judge(const OomAnalysis& report, const OomOptions& options, OomCase& c) {
 }  // namespace
 
 OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
-  const std::string& path = file.path;
-  const Snapshot& snapshot = *file.snapshot;
+  const std::string& path = file.path();
+  const Snapshot& snapshot = file.snapshot();
   OomAnalysis report;
   report.file = path;
   report.window_s = options.window_s;
   report.at_peak = options.at_peak;
   if (options.capacity != 0) report.capacity = options.capacity;
   report.devices_with_oom = devices_with_oom(snapshot);
-  report.device = file.device;
-  report.expandable_segments = expandable_in_settings(snapshot, file.device);
-  const DeviceTrace& trace = file.trace;
+  report.device = file.device();
+  report.expandable_segments = expandable_in_settings(snapshot, file.device());
+  const DeviceTrace& trace = file.trace();
   const EventColumns& events = snapshot.events;
   std::vector<uint64_t> ooms = oom_events(snapshot, trace);
   report.oom_count = ooms.size();
@@ -236,7 +232,7 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
     if (ooms.empty()) return report;
     if (options.at < 1 || static_cast<uint64_t>(options.at) > ooms.size()) {
       throw Error::usage(fmt::format("--at {}: device {} has {} oom entr{} (1-{})", options.at,
-                                     file.device, ooms.size(), ooms.size() == 1 ? "y" : "ies",
+                                     file.device(), ooms.size(), ooms.size() == 1 ? "y" : "ies",
                                      ooms.size()));
     }
     e = ooms[static_cast<size_t>(options.at - 1)];
@@ -272,7 +268,7 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
   const int64_t delta_before = replay.delta();
   // A window that starts at the trace's first event has nothing before it.
   if (c.has_time && before > 0) {
-    c.prior_peak = file.baseline.baseline_at_start + replay.totals().peak_delta;
+    c.prior_peak = file.baseline().baseline_at_start + replay.totals().peak_delta;
   }
   replay.run(trace.begin + before, trace.begin + at, awaiting);
   // Deltas stay within +-2^61 (the decoder's byte budgets), so these sums cannot overflow.
@@ -293,7 +289,7 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
   // Steps: the one the moment fell in, and the highest complete step before it.
   if (c.has_time && e != kNoEvent) {
     const int64_t moment_us = events.time_us[e];
-    for (const StepStats& stats : file.analysis.steps) {
+    for (const StepStats& stats : file.trace_analysis().steps) {
       const ProfilerStep& step = stats.step;
       if (step.start_us <= moment_us && (!step.complete || moment_us <= step.end_us)) {
         c.oom_step = step.number;
@@ -309,14 +305,14 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
 
   // The allocator at the moment.
   OomState& state = c.state;
-  int64_t reserved = static_cast<int64_t>(file.segments.total_size);
+  int64_t reserved = static_cast<int64_t>(file.segments().total_size);
   for (uint64_t i = trace.begin + at; i < trace.end; ++i) {
     if (!changes_allocator(events.action[i])) continue;
     ++state.entries_after;
     reserved -= reserved_change(events.action[i], events.size[i]);
   }
   state.reserved = static_cast<uint64_t>(std::max<int64_t>(reserved, 0));
-  state.live = file.baseline.baseline_at_start + replay.delta();
+  state.live = file.baseline().baseline_at_start + replay.delta();
   state.awaiting_free = awaiting.bytes;
   state.free =
       static_cast<int64_t>(state.reserved) - state.live - static_cast<int64_t>(state.awaiting_free);
@@ -328,10 +324,10 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
   // blocks name it instead.
   if (state.dump_is_oom_state && state.live > 0 &&
       2 * total_bytes(c.live_by_source) < static_cast<uint64_t>(state.live)) {
-    std::vector<SourceUsage> by_source = live_at_dump_by_source(snapshot, file.device, sources);
+    std::vector<SourceUsage> by_source = live_at_dump_by_source(snapshot, file.device(), sources);
     if (!by_source.empty()) {
       c.live_by_source = std::move(by_source);
-      c.live_by_category = live_at_dump_by_source(snapshot, file.device, category_index);
+      c.live_by_category = live_at_dump_by_source(snapshot, file.device(), category_index);
       c.live_from_blocks = true;
     }
   }

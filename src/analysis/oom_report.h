@@ -113,7 +113,7 @@ struct OomCase {
 };
 
 // Everything `memsnap oom` reports about one file (named apart from parse's
-// OomReport, the short list of oom entries).
+// OomEntry, the short list of oom entries).
 struct OomAnalysis {
   std::string file;
   int device = 0;

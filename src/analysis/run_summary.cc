@@ -5,7 +5,7 @@
 #include <regex>
 
 #include "analysis/file_analysis.h"
-#include "analysis/parse_summary.h"
+#include "analysis/parse_report.h"
 #include "analysis/steps.h"
 #include "memsnap/error.h"
 
@@ -23,11 +23,11 @@ void keep_top(std::vector<SourceUsage>& rows, uint64_t& distinct, uint64_t& byte
 
 }  // namespace
 
-RunSummary summarize_run(const Snapshot& snapshot, const std::string& path,
-                         const SummaryOptions& options) {
-  ParseResult parsed =
-      summarize(snapshot, path,
-                ParseOptions{options.device, static_cast<int>(kSummarySources), options.keys});
+RunSummary run_summary(const FileAnalysis& file, const SummaryOptions& options) {
+  const Snapshot& snapshot = file.snapshot();
+  const std::string& path = file.path();
+  ParseReport parsed =
+      parse_report(file, ParseOptions{static_cast<int>(kSummarySources), options.keys});
   RunSummary out;
   out.path = path;
   out.size_bytes = parsed.file_size_bytes;
@@ -56,16 +56,16 @@ RunSummary summarize_run(const Snapshot& snapshot, const std::string& path,
   for (const SourceThroughput& row : parsed.top_sources) {
     out.throughput.push_back({row.source, row.throughput_bytes, row.alloc_count});
   }
-  const DeviceTrace trace = trace_or_empty(snapshot, out.device);
+  const DeviceTrace& trace = file.trace();
   const int64_t t0 = trace_start_us(snapshot, trace);
-  for (const OomReport& oom : parsed.ooms) {
+  for (const OomEntry& oom : parsed.ooms) {
     SummaryOom row{oom.event - trace.begin, oom.requested, oom.device_free, std::nullopt};
     if (t0 != 0 && oom.time_us != 0) row.time_s = static_cast<double>(oom.time_us - t0) / 1e6;
     out.ooms.push_back(row);
   }
 
-  // Per step: the absolute peak (one pass over the trace for every window).
-  const TraceAnalysis analysis = analyze_trace(snapshot, trace, parsed.steps);
+  // Per step: the absolute peak, from the trace analysis parse read.
+  const TraceAnalysis& analysis = file.trace_analysis();
   for (const StepStats& stats : analysis.steps) {
     const ProfilerStep& step = stats.step;
     out.steps.push_back(

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/file_analysis.h"
 #include "analysis/segments.h"
 #include "analysis/source_key.h"
 #include "analysis/sources.h"
@@ -88,15 +89,14 @@ struct RunSummary {
 };
 
 struct SummaryOptions {
-  std::optional<int> device;
   SourceKeyOptions keys;
   std::optional<int64_t> rank;  // from the file name (see rank_from_name), if any
 };
 
-// The summary of a loaded snapshot. `head_hash` (the file's bytes on disk)
-// is the caller's to fill.
-RunSummary summarize_run(const Snapshot& snapshot, const std::string& path,
-                         const SummaryOptions& options);
+// The summary of an analysed file: parse's report and the trace analysis'
+// step windows (no second replay), plus what was live at the peak. `head_hash`
+// (the file's bytes on disk) is the caller's to fill.
+RunSummary run_summary(const FileAnalysis& file, const SummaryOptions& options);
 
 // The rank in a file name: the first capture group of `pattern` searched in
 // the name without its folder (throws a usage Error when the pattern is not

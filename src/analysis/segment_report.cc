@@ -279,15 +279,15 @@ void free_over_time(const Snapshot& snapshot, const DeviceTrace& trace,
 
 AllocatorMoments allocator_moments(const FileAnalysis& file, const std::vector<double>& times_s) {
   AllocatorMoments out;
-  const Snapshot& snapshot = *file.snapshot;
-  const DeviceTrace& trace = file.trace;
+  const Snapshot& snapshot = file.snapshot();
+  const DeviceTrace& trace = file.trace();
   const int64_t start = trace_start_us(snapshot, trace);
   if (trace.count() == 0 || start == 0) {
     out.unavailable_reason =
         trace.count() == 0 ? "the device has no trace entries" : "trace entries carry no time_us";
     return out;
   }
-  const AllocatorHistory& history = *file.history;  // a trace with entries: replayed once
+  const AllocatorHistory& history = *file.allocator_history();  // a trace with entries: replayed once
   out.check = history.check();
   if (!out.check.possible) {
     out.unavailable_reason = out.check.impossible_reason;
@@ -298,7 +298,7 @@ AllocatorMoments allocator_moments(const FileAnalysis& file, const std::vector<d
   // size (a state's block count stays near it over a run).
   uint64_t dump_blocks = 1;
   for (const Segment& segment : snapshot.segments) {
-    if (segment.device == file.device) dump_blocks += segment.block_count;
+    if (segment.device == file.device()) dump_blocks += segment.block_count;
   }
   const uint64_t even = std::clamp<uint64_t>(kMomentBlocks / dump_blocks, 2, kMaxEvenMoments);
   const double duration_s = static_cast<double>(trace_end_us(snapshot, trace) - start) / 1e6;
@@ -320,7 +320,7 @@ AllocatorMoments allocator_moments(const FileAnalysis& file, const std::vector<d
   size_t next = 0;
   uint64_t blocks_kept = 0;
   history.states_at(positions, [&](uint64_t position, const AllocatorState& state) {
-    SegmentReport report = segments_at_state(file.path, file.device, state, true);
+    SegmentReport report = segments_at_state(file.path(), file.device(), state, true);
     report.position = position;
     report.time_s = chosen[next++];
     report.requested_time_s = report.time_s;

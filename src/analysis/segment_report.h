@@ -130,7 +130,7 @@ struct AllocatorMoments {
   StepSeries free;                     // reserved bytes no block holds (inactive), over the trace
   StepSeries largest_free;             // the largest free block, at kLargestFreeSamples moments
 };
-struct FileAnalysis;
+class FileAnalysis;
 AllocatorMoments allocator_moments(const FileAnalysis& file, const std::vector<double>& times_s);
 
 }  // namespace memsnap

@@ -1,6 +1,7 @@
 #include "analysis/segments.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace memsnap {
 
@@ -44,27 +45,35 @@ ReservedHistory reserved_history(const Snapshot& snapshot, const DeviceTrace& tr
   ReservedHistory history;
   history.at_dump = reserved_at_dump;
   const EventColumns& events = snapshot.events;
-  int64_t change = 0;  // sizes are bounded (2^60 in all), so sums stay in range
+  // Forward from 0, keeping each change; the start is then what makes the
+  // end equal the dump. Sizes are bounded (2^60 in all), so sums stay in range.
+  int64_t change = 0;
   for (uint64_t i = trace.begin; i < trace.end; ++i) {
     const int64_t step = reserved_change(events.action[i], events.size[i]);
     if (step == 0) continue;
     change += step;
-    ++history.segment_events;
+    history.steps.push_back({i, change});
   }
-  const int64_t start = static_cast<int64_t>(reserved_at_dump) - change;
-  history.at_start = static_cast<uint64_t>(std::max<int64_t>(start, 0));
+  history.segment_events = history.steps.size();
+  history.start = static_cast<int64_t>(reserved_at_dump) - change;
+  history.at_start = static_cast<uint64_t>(std::max<int64_t>(history.start, 0));
   history.peak = history.at_start;
-  int64_t reserved = start;
-  for (uint64_t i = trace.begin; i < trace.end; ++i) {
-    const int64_t step = reserved_change(events.action[i], events.size[i]);
-    if (step == 0) continue;
-    reserved += step;
-    if (reserved > static_cast<int64_t>(history.peak)) {
-      history.peak = static_cast<uint64_t>(reserved);
-      history.peak_event = i;
+  for (ReservedStep& step : history.steps) {
+    step.reserved += history.start;
+    if (step.reserved > static_cast<int64_t>(history.peak)) {
+      history.peak = static_cast<uint64_t>(step.reserved);
+      history.peak_event = step.event;
     }
   }
   return history;
+}
+
+uint64_t ReservedHistory::at_position(const DeviceTrace& trace, uint64_t position) const {
+  const uint64_t end = trace.begin + position;  // entries before this model index applied
+  auto after = std::lower_bound(steps.begin(), steps.end(), end,
+                                [](const ReservedStep& step, uint64_t e) { return step.event < e; });
+  const int64_t reserved = after == steps.begin() ? start : std::prev(after)->reserved;
+  return static_cast<uint64_t>(std::max<int64_t>(reserved, 0));
 }
 
 FragmentationHistory fragmentation_over_trace(const Snapshot& snapshot, const DeviceTrace& trace,

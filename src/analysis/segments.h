@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "analysis/allocator_state.h"
 #include "memsnap/model.h"
@@ -27,13 +28,25 @@ SegmentTotals segment_totals(const Snapshot& snapshot, int device);
 
 // Reserved bytes over one device's trace: the dump's reserved walked back
 // through the segment entries (segment_alloc and segment_map add,
-// segment_free and segment_unmap remove), then forward to find the peak.
+// segment_free and segment_unmap remove), then forward, keeping each change.
+// The one walk of reserved memory: the peak, the reserved bytes after any
+// entry (at_position) and the timeline's reserved line all read it.
+struct ReservedStep {
+  uint64_t event = 0;    // model index of a segment entry
+  int64_t reserved = 0;  // reserved bytes after it (below 0 only when the dump disagrees)
+};
 struct ReservedHistory {
-  uint64_t at_start = 0;
+  int64_t start = 0;     // before the first entry, as walked back (may be below 0)
+  uint64_t at_start = 0;  // start, at least 0
   uint64_t peak = 0;
   uint64_t peak_event = kNoEvent;  // model index of the entry that reached it (kNoEvent: at start)
   uint64_t at_dump = 0;
   uint64_t segment_events = 0;
+  std::vector<ReservedStep> steps;  // one per segment entry, in trace order
+
+  // Reserved bytes once the first `position` entries of `trace` applied, at
+  // least 0.
+  [[nodiscard]] uint64_t at_position(const DeviceTrace& trace, uint64_t position) const;
 };
 // What one trace entry does to reserved bytes (0 for every other action).
 int64_t reserved_change(Action action, uint64_t size);

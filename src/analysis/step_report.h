@@ -30,7 +30,7 @@ struct ReplayStepResult {
   std::vector<StepReport> steps;
 };
 
-// Throws Error with the DESIGN.md explanation when there are no steps, and
+// Throws Error with the explanation of docs/design.md ("Steps") when there are no steps, and
 // with the list of steps when `step` is unknown. step == nullopt: all steps.
 ReplayStepResult replay_steps(const FileAnalysis& file, std::optional<int64_t> step, int top,
                               const SourceKeyOptions& key_options);

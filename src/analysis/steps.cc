@@ -267,10 +267,28 @@ TraceAnalysis analyze_trace(const Snapshot& snapshot, const DeviceTrace& trace,
     // Every window still to open begins at or after this event.
     if (open_windows == 0) candidates.clear();
   };
+  TraceCounts& counted = analysis.counts;
+  int64_t last_time = 0;
   for (uint64_t i = trace.begin; i < trace.end; ++i) {
     open_until(i);
     close_until(i);
     replay.apply(i, sweep);
+    const Action action = events.action[i];
+    if (action == Action::kOther) {
+      ++counted.other_actions[std::string(snapshot.action_label(i))];
+    } else {
+      ++counted.actions[static_cast<size_t>(action)];
+      if (action == Action::kOom) counted.oom_events.push_back(i);
+    }
+    if (const int64_t t = events.time_us[i]; t > 0) {
+      if (counted.first_time_us == 0) {
+        counted.first_time_us = counted.earliest_time_us = counted.latest_time_us = t;
+      }
+      if (t < last_time) ++counted.times_backwards;
+      counted.earliest_time_us = std::min(counted.earliest_time_us, t);
+      counted.latest_time_us = std::max(counted.latest_time_us, t);
+      last_time = t;
+    }
   }
   // Windows that start after the last event open (and close) at the final delta.
   open_until(UINT64_MAX);

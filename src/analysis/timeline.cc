@@ -394,15 +394,15 @@ LiveMoments live_moments(const Lifetimes& life, size_t source_count, uint64_t du
 
 RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, double precision_ms,
                            const SourceKeyOptions& key_options, uint64_t max_lifetimes) {
-  const Snapshot& snapshot = *file.snapshot;
+  const Snapshot& snapshot = file.snapshot();
   const EventColumns& events = snapshot.events;
-  const DeviceTrace& trace = file.trace;
-  const ReplayTotals& totals = file.analysis.totals;
+  const DeviceTrace& trace = file.trace();
+  const ReplayTotals& totals = file.trace_analysis().totals;
   RunTimeline run;
   run.label = label;
-  run.file = file.path;
-  run.device = file.device;
-  run.baseline = file.baseline.baseline_at_start;
+  run.file = file.path();
+  run.device = file.device();
+  run.baseline = file.baseline().baseline_at_start;
   run.peak_delta = totals.peak_delta;
   run.absolute_peak = file.absolute_peak();
   run.alloc_count = totals.alloc_count;
@@ -463,7 +463,7 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
   // to the start.
   // At most kFreeSeriesBuckets buckets' max and last points, like the free line.
   if (!reserved_steps.empty()) {
-    auto reserved_end = static_cast<int64_t>(file.segments.total_size);
+    auto reserved_end = static_cast<int64_t>(file.segments().total_size);
     int64_t reserved_start = reserved_end - reserved_change;
     StepSeries reserved;
     BoundedStepSeries series(run.duration_s * 1e6, reserved);
@@ -477,14 +477,14 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
     run.reserved_bytes = std::move(reserved.bytes);
   }
 
-  for (const ProfilerStep& step : file.steps) {
+  for (const ProfilerStep& step : file.steps()) {
     Marker marker{std::to_string(step.number), seconds_between(t0, step.start_us), std::nullopt};
     if (step.complete) marker.end_s = seconds_between(t0, step.end_us);
     run.steps.push_back(marker);
   }
   std::map<std::string, std::vector<size_t>> open;
   for (const Annotation& note : snapshot.annotations) {
-    if (note.device != file.device) continue;
+    if (note.device != file.device()) continue;
     std::string name(snapshot.strings.get(note.name));
     if (name.starts_with("ProfilerStep#")) continue;
     if (note.stage == Stage::kStart) {

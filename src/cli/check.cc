@@ -14,7 +14,7 @@
 #include "cli/summaries.h"
 #include "io/input.h"
 #include "memsnap/error.h"
-#include "report/budget_file.h"
+#include "formats/budget_file.h"
 #include "report/check_render.h"
 
 namespace memsnap::cli {

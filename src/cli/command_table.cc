@@ -1,5 +1,5 @@
 // Adding a command: write src/cli/<name>.cc defining `Command <name>_command()`,
-// declare it below and add it to the table (and to MEMSNAP_CLI_SOURCES in
+// declare it below and add it to the table (and to memsnap_cli's sources in
 // CMakeLists.txt).
 #include "cli/command.h"
 

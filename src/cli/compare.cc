@@ -49,8 +49,8 @@ void compare_run_folders(const std::string& dir_a, const std::string& dir_b,
     if (!from_summary_a[pair.a] && !from_summary_b[pair.b]) {
       const std::vector<std::string> files{a[pair.a].path, b[pair.b].path};
       std::vector<Snapshot> snapshots = load_all(files, common);
-      FileAnalysis file_a = analyze_file(files[0], snapshots[0], common.device);
-      FileAnalysis file_b = analyze_file(files[1], snapshots[1], common.device);
+      FileAnalysis file_a = analyze(files[0], snapshots[0], common);
+      FileAnalysis file_b = analyze(files[1], snapshots[1], common);
       drill = compare_files(file_a, file_b, step, common.keys);
       view.drill = &*drill;
     }
@@ -112,8 +112,8 @@ Command compare_command() {
                 return;
               }
               std::vector<Snapshot> snapshots = load_all(flags->files, common);
-              FileAnalysis a = analyze_file(flags->files[0], snapshots[0], common.device);
-              FileAnalysis b = analyze_file(flags->files[1], snapshots[1], common.device);
+              FileAnalysis a = analyze(flags->files[0], snapshots[0], common);
+              FileAnalysis b = analyze(flags->files[1], snapshots[1], common);
               CompareResult result = compare_files(a, b, flags->step, common.keys);
               if (common.json) {
                 write_json(render_compare_json(result, common.top));

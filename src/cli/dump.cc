@@ -22,8 +22,7 @@ Command dump_command() {
               CommonOptions common;
             };
             auto flags = std::make_shared<Flags>();
-            command.add_option("FILE", flags->file, "Pickle file (.gz, .zst, or - for stdin)")
-                ->required();
+            add_snapshot_argument(command, flags->file, "Pickle file (.gz, .zst, or - for stdin)");
             add_input_flags(command, flags->common);
             return [flags] {
               pickle::Value root;

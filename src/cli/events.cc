@@ -18,7 +18,7 @@ Command events_command() {
               CommonOptions common;
             };
             auto flags = std::make_shared<Flags>();
-            command.add_option("FILE", flags->file, "Snapshot pickle")->required();
+            add_snapshot_argument(command, flags->file, "Snapshot pickle");
             add_device_flag(command, flags->common);
             command
                 .add_option("--stride", flags->stride,

@@ -28,10 +28,7 @@ Command oom_command() {
               CommonOptions common;
             };
             auto flags = std::make_shared<Flags>();
-            command
-                .add_option("FILE", flags->file,
-                            "Snapshot pickle (.pickle, .gz, .zst, or - for stdin)")
-                ->required();
+            add_snapshot_argument(command, flags->file);
             command
                 .add_option("--at", flags->at,
                             "Which oom entry of the device, counted from 1 (default 1), or "
@@ -61,8 +58,10 @@ Command oom_command() {
                 throw Error::usage("--window must be > 0 (seconds before the OOM)");
               const CommonOptions& common = flags->common;
               Snapshot snapshot = load_with_progress(flags->file, common);
-              FileAnalysis file =
-                  analyze_file(flags->file, snapshot, oom_device(snapshot, common.device));
+              // The device of the file's first OOM unless --device says otherwise.
+              CommonOptions on_device = common;
+              on_device.device = oom_device(snapshot, common.device);
+              FileAnalysis file = analyze(flags->file, snapshot, on_device);
               OomOptions options;
               options.at_peak = flags->at == "peak";
               if (!options.at_peak) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -129,6 +130,9 @@ void add_input_flags(CLI::App& command, CommonOptions& options) {
       ->transform(CLI::AsSizeValue(false).description(""))
       ->check(whole_number_at_least(1).description(""))
       ->option_text("SIZE");
+  command.add_flag("--timings", options.timings,
+                   "Print to stderr how long reading each file and each part of its analysis "
+                   "took (a part is computed once, when a report first needs it)");
 }
 
 void add_top_flag(CLI::App& command, CommonOptions& options, const std::string& what,
@@ -210,6 +214,15 @@ void add_source_key_flags(CLI::App& command, CommonOptions& options) {
       ->option_text("REGEX");
 }
 
+void add_snapshot_argument(CLI::App& command, std::string& file, const std::string& help) {
+  command.add_option("FILE", file, help)->required();
+}
+
+void add_snapshots_argument(CLI::App& command, std::vector<std::string>& files,
+                            const std::string& help) {
+  command.add_option("FILE", files, help)->required()->expected(1, -1);
+}
+
 void add_analysis_flags(CLI::App& command, CommonOptions& options, int default_top) {
   add_top_flag(command, options, "source rows", default_top);
   add_source_key_flags(command, options);
@@ -218,8 +231,37 @@ void add_analysis_flags(CLI::App& command, CommonOptions& options, int default_t
   add_input_flags(command, options);
 }
 
+namespace {
+
+// Loads one file; with --timings, says how long reading and decoding took.
+Snapshot load_timed(const std::string& path, const CommonOptions& options, bool show_progress) {
+  const auto start = std::chrono::steady_clock::now();
+  Snapshot snapshot = load_snapshot(path, load_options(path, options, show_progress));
+  if (options.timings) {
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    std::fprintf(stderr, "memsnap: timings: %s: read and decode %.3f s\n", path.c_str(),
+                 took.count());
+  }
+  return snapshot;
+}
+
+}  // namespace
+
 Snapshot load_with_progress(const std::string& path, const CommonOptions& options) {
-  return load_snapshot(path, load_options(path, options, true));
+  return load_timed(path, options, true);
+}
+
+FileAnalysis analyze(const std::string& path, const Snapshot& snapshot,
+                     const CommonOptions& options) {
+  PartObserver observer;
+  if (options.timings) {
+    observer = [](const PartTiming& timing) {
+      std::fprintf(stderr, "memsnap: timings: %.*s device %d: %.*s %.3f s\n",
+                   static_cast<int>(timing.file.size()), timing.file.data(), timing.device,
+                   static_cast<int>(timing.part.size()), timing.part.data(), timing.seconds);
+    };
+  }
+  return FileAnalysis(path, snapshot, options.device, std::move(observer));
 }
 
 std::vector<Snapshot> load_all(const std::vector<std::string>& paths,
@@ -231,7 +273,7 @@ std::vector<Snapshot> load_all(const std::vector<std::string>& paths,
   for (size_t i = 1; i < paths.size(); ++i) {
     others.push_back(std::async(std::launch::async, [&paths, i, &options]() {
       // One progress line at a time: the first file reports.
-      return load_snapshot(paths[i], load_options(paths[i], options, false));
+      return load_timed(paths[i], options, false);
     }));
   }
   std::vector<Snapshot> snapshots;

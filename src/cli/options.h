@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/file_analysis.h"
 #include "analysis/source_key.h"
 #include "memsnap/load.h"
 #include "memsnap/model.h"
@@ -26,6 +27,7 @@ struct CommonOptions {
   int top = 10;
   SourceKeyOptions keys;  // --frame-depth, --keys, --skip, --keep, --group-by, --category-rules
   std::string category_rules_file;
+  bool timings = false;  // --timings: what reading and each analysis part took, on stderr
 };
 
 // Checks for whole-number flags whose CLI11 defaults print the largest double
@@ -35,6 +37,15 @@ CLI::Validator whole_number_at_least(long long minimum);
 CLI::Validator whole_number_or_word(long long minimum, const std::string& word);
 // A finite number (no nan/inf), for --time and --precision.
 CLI::Validator finite_number();
+
+// The positional FILE of a command that reads one snapshot (required).
+void add_snapshot_argument(CLI::App& command, std::string& file,
+                           const std::string& help = "Snapshot pickle (.pickle, .gz, .zst, or - "
+                                                     "for stdin)");
+// FILE...: one or more snapshots, folders of them, or (where `help` says so)
+// summaries (required).
+void add_snapshots_argument(CLI::App& command, std::vector<std::string>& files,
+                            const std::string& help);
 
 void add_device_flag(CLI::App& command, CommonOptions& options);
 void add_json_flag(CLI::App& command, CommonOptions& options);
@@ -52,6 +63,9 @@ void add_analysis_flags(CLI::App& command, CommonOptions& options, int default_t
 // Loads one file, with a progress line on stderr for a person watching a
 // large file load.
 Snapshot load_with_progress(const std::string& path, const CommonOptions& options);
+// The file's analysis on --device, reporting its parts with --timings.
+FileAnalysis analyze(const std::string& path, const Snapshot& snapshot,
+                     const CommonOptions& options);
 // Loads several files at once: each file after the first on its own thread.
 std::vector<Snapshot> load_all(const std::vector<std::string>& paths, const CommonOptions& options);
 

@@ -2,7 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 
-#include "analysis/parse_summary.h"
+#include "analysis/parse_report.h"
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/output.h"
@@ -18,10 +18,7 @@ Command parse_command() {
               CommonOptions common;
             };
             auto flags = std::make_shared<Flags>();
-            command
-                .add_option("FILE", flags->file,
-                            "Snapshot pickle (.pickle, .gz, .zst, or - for stdin)")
-                ->required();
+            add_snapshot_argument(command, flags->file);
             add_json_flag(command, flags->common);
             add_device_flag(command, flags->common);
             add_top_flag(command, flags->common, "sources", 15);
@@ -30,8 +27,8 @@ Command parse_command() {
             return [flags] {
               const CommonOptions& common = flags->common;
               Snapshot snapshot = load_with_progress(flags->file, common);
-              ParseResult result = summarize(snapshot, flags->file,
-                                             ParseOptions{common.device, common.top, common.keys});
+              const FileAnalysis file = analyze(flags->file, snapshot, common);
+              ParseReport result = parse_report(file, ParseOptions{common.top, common.keys});
               if (common.json) {
                 write_json(render_parse_json(result));
               } else {

@@ -76,7 +76,7 @@ void run_plot(const PlotFlags& flags) {
   std::vector<Snapshot> snapshots = load_all(files, common);
   std::vector<RunTimeline> runs;
   for (size_t i = 0; i < files.size(); ++i) {
-    FileAnalysis file = analyze_file(files[i], snapshots[i], common.device);
+    FileAnalysis file = analyze(files[i], snapshots[i], common);
     std::string label = flags.labels.empty() ? basename_of(files[i]) : flags.labels[i];
     runs.push_back(
         build_timeline(file, label, flags.precision_ms, common.keys, flags.max_lifetimes));
@@ -88,10 +88,10 @@ void run_plot(const PlotFlags& flags) {
     }
     // The allocator panel's moments: even ones, the reserved peak, the OOMs.
     std::vector<double> moments;
-    const int64_t origin = trace_start_us(snapshots[i], file.trace);
-    if (file.reserved.peak_event != kNoEvent && origin != 0) {
+    const int64_t origin = trace_start_us(snapshots[i], file.trace());
+    if (file.reserved().peak_event != kNoEvent && origin != 0) {
       moments.push_back(
-          static_cast<double>(snapshots[i].events.time_us[file.reserved.peak_event] - origin) /
+          static_cast<double>(snapshots[i].events.time_us[file.reserved().peak_event] - origin) /
           1e6);
     }
     for (const OomMarker& oom : run.ooms) moments.push_back(oom.t_s);
@@ -119,12 +119,9 @@ Command plot_command() {
       "plot", "Memory over time, one run or several overlaid: one offline HTML file (or --text)",
       [](CLI::App& command) -> Runner {
         auto flags = std::make_shared<PlotFlags>();
-        command
-            .add_option(
-                "FILE", flags->files,
-                "Snapshot files or folders of them; each file becomes one line on the same axis")
-            ->required()
-            ->expected(1, -1);
+        add_snapshots_argument(
+            command, flags->files,
+            "Snapshot files or folders of them; each file becomes one line on the same axis");
         command.add_option("--labels", flags->labels, "One label per file (default: file names)")
             ->expected(1, -1);
         command.add_option("-o,--output", flags->output,

@@ -21,9 +21,8 @@ Command replay_step_command() {
               CommonOptions common;
             };
             auto flags = std::make_shared<Flags>();
-            command
-                .add_option("FILE", flags->file, "Snapshot file recorded with the PyTorch profiler")
-                ->required();
+            add_snapshot_argument(command, flags->file,
+                                  "Snapshot file recorded with the PyTorch profiler");
             auto* step = command.add_option("--step", flags->step, "The ProfilerStep#N to replay");
             auto* all =
                 command.add_flag("--all-steps", flags->all_steps, "Replay every step (one table)");
@@ -34,7 +33,7 @@ Command replay_step_command() {
                 throw Error::usage("replay-step needs --step N or --all-steps");
               const CommonOptions& common = flags->common;
               Snapshot snapshot = load_with_progress(flags->file, common);
-              FileAnalysis file = analyze_file(flags->file, snapshot, common.device);
+              FileAnalysis file = analyze(flags->file, snapshot, common);
               ReplayStepResult result = replay_steps(
                   file, flags->all_steps ? std::nullopt : flags->step, common.top, common.keys);
               if (common.json) {

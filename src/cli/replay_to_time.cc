@@ -23,8 +23,7 @@ Command replay_to_time_command() {
               CommonOptions common;
             };
             auto flags = std::make_shared<Flags>();
-            command.add_option("FILE", flags->file, "Snapshot file (A when a second is given)")
-                ->required();
+            add_snapshot_argument(command, flags->file, "Snapshot file (A when a second is given)");
             command.add_option("B", flags->other,
                                "A second snapshot: both side by side, sorted by |B - A|");
             command
@@ -42,7 +41,7 @@ Command replay_to_time_command() {
               std::vector<Snapshot> snapshots = load_all(files, common);
               std::vector<TimeSide> sides;
               for (size_t i = 0; i < files.size(); ++i) {
-                FileAnalysis file = analyze_file(files[i], snapshots[i], common.device);
+                FileAnalysis file = analyze(files[i], snapshots[i], common);
                 sides.push_back(replay_to_time(file, flags->seconds, common.keys));
               }
               for (const TimeSide& side : sides) {

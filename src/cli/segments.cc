@@ -24,10 +24,7 @@ Command segments_command() {
               CommonOptions common;
             };
             auto flags = std::make_shared<Flags>();
-            command
-                .add_option("FILE", flags->file,
-                            "Snapshot pickle (.pickle, .gz, .zst, or - for stdin)")
-                ->required();
+            add_snapshot_argument(command, flags->file);
             command
                 .add_option("--time", flags->seconds,
                             "Seconds after the device's first trace entry: the state then, "

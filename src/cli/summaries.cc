@@ -13,7 +13,7 @@
 #include "io/input.h"
 #include "memsnap/error.h"
 #include "memsnap/load.h"
-#include "report/summary_json.h"
+#include "formats/summary_json.h"
 
 // glibc's own malloc is in use, not a sanitizer's (which replaces it and
 // leaves glibc's arenas unset: malloc_trim would crash there).
@@ -145,9 +145,9 @@ RunSummary summary_of(const std::string& path, const SummaryInputs& inputs, bool
   RunSummary summary;
   {
     const Snapshot snapshot = load_snapshot(path, load);
-    summary = summarize_run(snapshot, path,
-                            SummaryOptions{inputs.common.device, inputs.common.keys,
-                                           rank_from_name(path, inputs.rank_pattern)});
+    const FileAnalysis file = analyze(path, snapshot, inputs.common);
+    summary =
+        run_summary(file, SummaryOptions{inputs.common.keys, rank_from_name(path, inputs.rank_pattern)});
   }  // the snapshot is gone before the next file loads
 #if defined(MEMSNAP_GLIBC_MALLOC)
   // glibc keeps freed memory in the thread's arena; give it back so that

@@ -11,7 +11,8 @@
 #include "cli/output.h"
 #include "cli/summaries.h"
 #include "memsnap/error.h"
-#include "report/summary_json.h"
+#include "formats/summary_json.h"
+#include "report/summaries_render.h"
 
 namespace memsnap::cli {
 
@@ -41,10 +42,7 @@ Command summarize_command() {
               SummaryInputs inputs;
             };
             auto flags = std::make_shared<Flags>();
-            command
-                .add_option("FILE", flags->files,
-                            "Snapshots (.pickle, .gz, .zst, - for stdin) or folders of them")
-                ->required();
+            add_snapshots_argument(command, flags->files, "Snapshots (.pickle, .gz, .zst, - for stdin) or folders of them");
             command
                 .add_option("-o,--output", flags->output,
                             "Folder to write one FILE.summary.json per input to (created if "

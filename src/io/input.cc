@@ -1,6 +1,5 @@
 #include "io/input.h"
 
-#include <xxhash.h>
 
 #include <array>
 #include <atomic>
@@ -679,11 +678,6 @@ std::vector<uint8_t> read_file_head(const std::string& path, uint64_t bytes) {
   if (failed) throw Error(fmt::format("{}: read error", path));
   head.resize(got);
   return head;
-}
-
-std::string head_hash(std::span<const uint8_t> head) {
-  const XXH128_hash_t hash = XXH3_128bits(head.data(), head.size());
-  return fmt::format("{:016x}{:016x}", hash.high64, hash.low64);
 }
 
 }  // namespace memsnap

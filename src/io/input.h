@@ -123,8 +123,6 @@ uint64_t default_max_input_bytes();
 // The first `bytes` of a file read as it lies on disk (not decompressed), at
 // most that many: a summary's file identity and a cheap sniff of its kind.
 std::vector<uint8_t> read_file_head(const std::string& path, uint64_t bytes);
-// XXH3-128 of those bytes, as 32 hex digits.
-std::string head_hash(std::span<const uint8_t> head);
 constexpr uint64_t kMaxInputBytes = uint64_t{64} << 30;
 
 }  // namespace memsnap

@@ -37,14 +37,14 @@ std::string settings_value(const ordered_json& value) {
   return value.dump();
 }
 
-std::string compression_note(const ParseResult& r) {
+std::string compression_note(const ParseReport& r) {
   if (r.compression == "none" || r.compression.empty()) return "";
   return fmt::format(" ({}, {} decompressed)", r.compression, format_bytes(r.pickle_bytes));
 }
 
 }  // namespace
 
-std::string render_parse_text(const ParseResult& r) {
+std::string render_parse_text(const ParseReport& r) {
   std::string out;
   auto line = [&out](const std::string& text) { out += text + "\n"; };
   line(printable(r.file));
@@ -247,7 +247,7 @@ std::string render_parse_text(const ParseResult& r) {
   return out;
 }
 
-ordered_json render_parse_json(const ParseResult& r) {
+ordered_json render_parse_json(const ParseReport& r) {
   ordered_json out;
   out["file"] = r.file;
   out["file_size_bytes"] = r.file_size_bytes;

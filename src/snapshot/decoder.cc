@@ -9,6 +9,7 @@
 #include "memsnap/error.h"
 #include "pickle/json.h"
 #include "pickle/vm.h"
+#include "snapshot/allocator_settings.h"
 
 namespace memsnap {
 namespace {
@@ -404,9 +405,7 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
       if (is_list(vm, *notes, "external_annotations")) decode_annotations(vm, *notes);
     }
     if (const Value* settings = vm.find(root, "allocator_settings")) {
-      model_.allocator_settings_json =
-          pickle::to_plain_json(vm, *settings)
-              .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+      model_.allocator_settings = decode_allocator_settings(pickle::to_plain_json(vm, *settings));
     }
   }
 

@@ -4,7 +4,11 @@
 Installs the build tree into a temporary prefix (`cmake --install`), builds
 tests/consumer against it with find_package(memsnap), runs the program on the
 bundled example and checks its numbers against `memsnap parse --json` from the
-same prefix.
+same prefix. The consumer links memsnap::core alone and is configured with
+pkg-config, toml++, pugixml and xxHash out of reach
+(CMAKE_DISABLE_FIND_PACKAGE_PkgConfig), so the package must not need the
+reports' dependencies for it; then a configure that asks for the `reports`
+component must find them.
 """
 import argparse
 import json
@@ -37,8 +41,8 @@ def main():
         print("installed headers: " + " ".join(headers))
         build = os.path.join(work, "build")
         generator = ["-G", "Ninja"] if shutil.which("ninja") else []
-        run([args.cmake, "-S", HERE, "-B", build, *generator, f"-DCMAKE_PREFIX_PATH={prefix}"],
-            stdout=subprocess.DEVNULL)
+        run([args.cmake, "-S", HERE, "-B", build, *generator, f"-DCMAKE_PREFIX_PATH={prefix}",
+             "-DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=TRUE"], stdout=subprocess.DEVNULL)
         run([args.cmake, "--build", build], stdout=subprocess.DEVNULL)
         out = subprocess.run([os.path.join(build, "consumer"), EXAMPLE], check=True,
                              capture_output=True, text=True).stdout
@@ -53,6 +57,9 @@ def main():
             "unmatched": str(unmatched),
             "peak_delta": str(parsed["replay"]["peak_delta"]),
         }
+        reports = os.path.join(work, "build-reports")
+        run([args.cmake, "-S", HERE, "-B", reports, *generator, f"-DCMAKE_PREFIX_PATH={prefix}",
+             "-DCONSUMER_WANTS_REPORTS=ON"], stdout=subprocess.DEVNULL)
         failed = [f"{k}: consumer {got.get(k)} != parse {v}" for k, v in expected.items() if got.get(k) != v]
         for line in failed:
             print("FAIL " + line)

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """The layering rule of docs/layering.md, checked on every #include "...".
 
-Layers, bottom up: util, io, pickle, snapshot, analysis, report, cli (and
-src/main.cc above them). A file may include its own layer and the layers
-below, never one above. Public headers (include/memsnap/*.h) belong to the
+Layers, bottom up: util, io, pickle, snapshot, analysis, then report and
+formats side by side (one rank), cli (and src/main.cc above them). A file may
+include its own rank and the ranks below, never one above. Public headers (include/memsnap/*.h) belong to the
 layer named in PUBLIC_HEADERS and may include only other public headers,
 since they are installed without src/.
 
@@ -18,8 +18,10 @@ import shutil
 import sys
 import tempfile
 
-LAYERS = ["util", "io", "pickle", "snapshot", "analysis", "report", "cli", "main"]
-RANK = {name: rank for rank, name in enumerate(LAYERS)}
+# Each rank's layers; report (renderers) and formats (the files memsnap writes
+# and reads back: run summaries, budgets) share one.
+RANKS = [["util"], ["io"], ["pickle"], ["snapshot"], ["analysis"], ["report", "formats"], ["cli"], ["main"]]
+RANK = {name: rank for rank, names in enumerate(RANKS) for name in names}
 
 # Layer of each public header, by what it is about.
 PUBLIC_HEADERS = {
@@ -84,6 +86,12 @@ def self_test():
         os.makedirs(os.path.join(work, "src", "pickle"))
         os.makedirs(os.path.join(work, "src", "snapshot"))
         os.makedirs(os.path.join(work, "include", "memsnap"))
+        os.makedirs(os.path.join(work, "src", "analysis"))
+        os.makedirs(os.path.join(work, "src", "formats"))
+        with open(os.path.join(work, "src", "formats", "summary_json.h"), "w") as f:
+            f.write('#include "analysis/run_summary.h"\n#include "report/format.h"\n')
+        with open(os.path.join(work, "src", "analysis", "run_summary.h"), "w") as f:
+            f.write('#include "formats/summary_json.h"\n')  # analysis reads no file format
         with open(os.path.join(work, "src", "snapshot", "decoder.h"), "w") as f:
             f.write('#include "pickle/vm.h"\n#include "memsnap/model.h"\n')
         with open(os.path.join(work, "src", "pickle", "vm.h"), "w") as f:
@@ -94,6 +102,7 @@ def self_test():
         expected = [
             'src/pickle/vm.h (pickle) includes "snapshot/decoder.h" (snapshot): upward include',
             'include/memsnap/model.h (snapshot) includes "analysis/sources.h" (analysis): upward include',
+            'src/analysis/run_summary.h (analysis) includes "formats/summary_json.h" (formats): upward include',
         ]
         missing = [e for e in expected if e not in problems]
         for line in problems:
@@ -101,7 +110,7 @@ def self_test():
         if missing or len(problems) != len(expected):
             print("FAIL: expected exactly " + "; ".join(expected))
             return 1
-        print("self-test: 2 planted violations caught, 0 false alarms")
+        print("self-test: %d planted violations caught, 0 false alarms" % len(expected))
         return 0
     finally:
         shutil.rmtree(work)

@@ -3,12 +3,22 @@
 // the settings allocator_settings records.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include "analysis/allocator_state.h"
+#include "snapshot/allocator_settings.h"
 
 namespace memsnap {
 namespace {
 
 constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+// The rule from settings as a file holds them: JSON text through the decoder
+// (text that is not JSON decodes as no settings).
+SplitRule split_rule_from_json(const char* text) {
+  return split_rule_from_settings(
+      decode_allocator_settings(nlohmann::ordered_json::parse(text, nullptr, false)));
+}
 
 TEST(SplitRule, DefaultRoundsTo512BytesAndSplitsByPool) {
   const SplitRule rule;
@@ -23,11 +33,11 @@ TEST(SplitRule, DefaultRoundsTo512BytesAndSplitsByPool) {
 }
 
 TEST(SplitRule, MaxSplitSizeKeepsLargeBlocksWhole) {
-  const SplitRule rule = split_rule_from_settings(R"({"max_split_size": 33554432})");
+  const SplitRule rule = split_rule_from_json(R"({"max_split_size": 33554432})");
   EXPECT_EQ(rule.max_split_size, 32 * kMiB);
   EXPECT_EQ(carved_block_size(40 * kMiB, 200 * kMiB, rule), 200 * kMiB);  // >= 32 MiB: whole
   EXPECT_EQ(carved_block_size(20 * kMiB, 200 * kMiB, rule), 20 * kMiB);   // below it: split
-  EXPECT_EQ(split_rule_from_settings(R"({"max_split_size": -1})").max_split_size, UINT64_MAX);
+  EXPECT_EQ(split_rule_from_json(R"({"max_split_size": -1})").max_split_size, UINT64_MAX);
   // Expandable segments split like the small pool whatever max_split_size says.
   SplitRule expandable = rule;
   expandable.expandable = true;
@@ -36,12 +46,12 @@ TEST(SplitRule, MaxSplitSizeKeepsLargeBlocksWhole) {
 
 TEST(SplitRule, PowerOfTwoDivisions) {
   // PyTorch's documentation: with 4 divisions a 1200 MiB request rounds to 1280 MiB.
-  const SplitRule four = split_rule_from_settings(R"({"roundup_power2_divisions": 4})");
+  const SplitRule four = split_rule_from_json(R"({"roundup_power2_divisions": 4})");
   EXPECT_EQ(carved_block_size(1200 * kMiB, 0, four), 1280 * kMiB);
   EXPECT_EQ(carved_block_size(1024 * kMiB, 0, four), 1024 * kMiB);  // a power of two stays
   EXPECT_EQ(carved_block_size(1000, 0, four), 1024u);  // not above 4 x 512 bytes: 512-byte rule
   // The dict of PyTorch 2.1+, keyed by each interval's start in MiB.
-  const SplitRule per_interval = split_rule_from_settings(
+  const SplitRule per_interval = split_rule_from_json(
       R"({"roundup_power2_divisions": {"1": 0, "2": 8, "1024": 2, "bad": 4, "3": 4}})");
   EXPECT_EQ(per_interval.power2_divisions[0], 0u);
   EXPECT_EQ(per_interval.power2_divisions[1], 8u);
@@ -54,7 +64,7 @@ TEST(SplitRule, PowerOfTwoDivisions) {
 TEST(SplitRule, UnreadableSettingsKeepTheDefaults) {
   for (const char* settings : {"", "[1, 2]", "not json", R"({"max_split_size": "big"})",
                                R"({"roundup_power2_divisions": -3})"}) {
-    const SplitRule rule = split_rule_from_settings(settings);
+    const SplitRule rule = split_rule_from_json(settings);
     EXPECT_EQ(rule.max_split_size, UINT64_MAX) << settings;
     for (uint64_t d : rule.power2_divisions) EXPECT_EQ(d, 0u) << settings;
   }

@@ -88,7 +88,7 @@ TEST(Timeline, LifetimesReproduceTheReplay) {
   }
   // The time buckets' maximum is the replay's peak delta.
   EXPECT_EQ(*std::max_element(run.time_buckets.max.begin(), run.time_buckets.max.end()),
-            static_cast<double>(file.analysis.totals.peak_delta));
+            static_cast<double>(file.trace_analysis().totals.peak_delta));
 }
 
 // Past max_lifetimes the page gets moments: each moment's rows are what

@@ -1,4 +1,5 @@
-// What `memsnap parse` reports: plain result structs, no formatting.
+// What `memsnap parse` reports: a projection of the file's analysis, plain
+// result structs, no formatting.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/file_analysis.h"
 #include "analysis/findings.h"
 #include "analysis/segments.h"
 #include "analysis/source_key.h"
@@ -25,7 +27,7 @@ struct SourceThroughput {
   uint64_t alloc_count = 0;
 };
 
-struct OomReport {
+struct OomEntry {
   uint64_t event = 0;
   uint64_t requested = 0;
   std::optional<uint64_t> device_free;
@@ -45,7 +47,7 @@ struct DeviceOverview {
 // The implicit move is noexcept; clang-tidy cannot see through
 // nlohmann::json's invariant assertions.
 // NOLINTNEXTLINE(bugprone-exception-escape)
-struct ParseResult {
+struct ParseReport {
   GroupBy group = GroupBy::kSource;  // what the source rows stand for
   std::string file;
   uint64_t file_size_bytes = 0;
@@ -79,7 +81,7 @@ struct ParseResult {
   uint64_t live_at_dump_sources = 0;  // before --top
   uint64_t distinct_sources = 0;
   std::vector<DeviceOverview> per_device;
-  std::vector<OomReport> ooms;
+  std::vector<OomEntry> ooms;
   uint64_t annotation_count = 0;
   std::map<std::string, uint64_t> annotation_kinds;  // name up to '#', START marks only
   uint64_t distinct_frames = 0;
@@ -91,12 +93,13 @@ struct ParseResult {
 };
 
 struct ParseOptions {
-  std::optional<int> device;
   int top = 10;
   SourceKeyOptions keys;  // how allocations are named
 };
 
-ParseResult summarize(const Snapshot& snapshot, const std::string& file,
-                      const ParseOptions& options);
+// Reads the file's segments, reserved history, trace analysis, baseline and
+// fragmentation (starting the allocator replay first, so that it runs beside
+// the trace analysis).
+ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options);
 
 }  // namespace memsnap

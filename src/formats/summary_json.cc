@@ -1,10 +1,12 @@
-#include "report/summary_json.h"
+#include "formats/summary_json.h"
 
 #include <fmt/format.h>
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <limits>
+
+#include <xxhash.h>
 
 #include "memsnap/error.h"
 #include "memsnap/version.h"
@@ -134,6 +136,11 @@ GroupBy group_named(const Reader& reader, const std::string& name) {
 
 }  // namespace
 
+std::string head_hash(std::span<const uint8_t> head) {
+  const XXH128_hash_t hash = XXH3_128bits(head.data(), head.size());
+  return fmt::format("{:016x}{:016x}", hash.high64, hash.low64);
+}
+
 bool looks_like_json(std::string_view head) {
   const size_t first = head.find_first_not_of(" \t\r\n");
   return first != std::string_view::npos && head[first] == '{';
@@ -197,30 +204,6 @@ ordered_json render_summary_json(const RunSummary& s) {
         {"by_category", usage_rows(s.live_at_peak_by_category)}}},
       {"throughput", {{"sources", s.throughput_sources}, {"by_source", throughput}}},
       {"ooms", ooms}};
-}
-
-std::string render_summaries_text(const std::vector<RunSummary>& summaries,
-                                  const std::vector<std::string>& outputs) {
-  const bool written = std::any_of(outputs.begin(), outputs.end(),
-                                   [](const std::string& path) { return !path.empty(); });
-  std::vector<std::string> header{"rank", "file", "absolute peak", "reserved peak",
-                                  "largest at the peak"};
-  if (written) header.emplace_back("summary");
-  TextTable table(header, {true, false, true, true, false, false});
-  for (size_t i = 0; i < summaries.size(); ++i) {
-    const RunSummary& s = summaries[i];
-    std::string largest = "-";
-    if (!s.live_at_peak.empty()) {
-      largest = fmt::format("{} ({})", printable(s.live_at_peak.front().source),
-                            format_bytes(s.live_at_peak.front().bytes));
-    }
-    std::vector<std::string> row{s.rank ? std::to_string(*s.rank) : "-", printable(s.path),
-                                 format_level_bytes(s.absolute_peak), format_bytes(s.reserved_peak),
-                                 largest};
-    if (written) row.push_back(i < outputs.size() ? printable(outputs[i]) : "");
-    table.add_row(std::move(row));
-  }
-  return table.render();
 }
 
 RunSummary read_summary_json(std::string_view text, const std::string& where) {

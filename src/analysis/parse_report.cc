@@ -1,4 +1,4 @@
-#include "analysis/parse_summary.h"
+#include "analysis/parse_report.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -7,6 +7,7 @@
 #include <future>
 
 #include "analysis/file_analysis.h"
+#include "snapshot/allocator_settings.h"
 #include "analysis/sources.h"
 
 namespace memsnap {
@@ -18,121 +19,90 @@ constexpr uint64_t kUnmatchedCountWarning = 10;
 constexpr double kBaselineShareWarning = 0.5;
 constexpr uint64_t kBaselineBytesWarning = uint64_t{64} << 20;
 
-// Bytes and counts of allocations by source, as the replay sees them.
-struct ThroughputBySource {
-  ThroughputBySource(const Snapshot& snapshot, const SourceKeyOptions& key_options)
-      : sources(snapshot, key_options) {}
-
-  SourceIndex sources;
+// Bytes and counts of every allocation by source. Every alloc entry counts,
+// whatever became of it, so this needs no replay: the entry alone names it.
+std::vector<SourceThroughput> throughput_by_source(const Snapshot& snapshot,
+                                                   const DeviceTrace& trace,
+                                                   SourceIndex& sources) {
+  const EventColumns& events = snapshot.events;
   std::vector<SourceThroughput> rows;  // indexed by source id
-
-  void on_alloc(uint64_t /*event*/, const LiveAllocation& added) {
-    uint32_t source = sources.of(added);
+  uint64_t ordinal = 0;
+  for (uint64_t i = trace.begin; i < trace.end; ++i) {
+    if (events.action[i] != Action::kAlloc) continue;
+    const LiveAllocation added{events.size[i], events.stack[i], i, ordinal++};
+    const uint32_t source = sources.of(added);
     if (source >= rows.size()) rows.resize(source + 1);
     rows[source].throughput_bytes += added.size;
     ++rows[source].alloc_count;
   }
-};
+  for (uint32_t source = 0; source < rows.size(); ++source) rows[source].source = sources.name(source);
+  return rows;
+}
 
 }  // namespace
 
-ParseResult summarize(const Snapshot& snapshot, const std::string& file,
-                      const ParseOptions& options) {
-  ParseResult result;
+ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options) {
+  file.start_allocator_history();
+  const Snapshot& snapshot = file.snapshot();
+  ParseReport result;
   result.group = options.keys.group;
-  result.file = file;
+  result.file = file.path();
   result.file_size_bytes = snapshot.file_size;
   result.pickle_bytes = snapshot.pickle_size;
   result.compression = snapshot.compression;
   result.pickle_protocol = snapshot.pickle_protocol;
-  result.device = choose_device(snapshot, options.device);
-  result.device_requested = options.device.has_value();
+  result.device = file.device();
+  result.device_requested = file.device_requested();
   result.devices = snapshot.devices_in_use();
   result.top_level_list = snapshot.top_level_list;
   result.legacy_format = snapshot.legacy_block_history;
-  if (!snapshot.allocator_settings_json.empty())
-    result.allocator_settings = nlohmann::ordered_json::parse(snapshot.allocator_settings_json);
-  result.segments = segment_totals(snapshot, result.device);
+  result.allocator_settings = allocator_settings_json(snapshot.allocator_settings);
+  result.segments = file.segments();
   result.distinct_frames = snapshot.frames.size() - 1;
   result.distinct_stacks = snapshot.stacks.size();
   result.anomalies = snapshot.anomalies;
 
-  const DeviceTrace trace = trace_or_empty(snapshot, result.device);
+  const DeviceTrace& trace = file.trace();
   const EventColumns& events = snapshot.events;
   result.event_count = trace.count();
-  result.reserved = reserved_history(snapshot, trace, result.segments.total_size);
-  if (const int64_t origin = trace_start_us(snapshot, trace);
-      origin != 0 && result.reserved.peak_event != kNoEvent &&
-      events.time_us[result.reserved.peak_event] != 0) {
-    result.reserved_peak_time_s =
-        static_cast<double>(events.time_us[result.reserved.peak_event] - origin) / 1e6;
-  }
-  // The allocator replay only reads the model: it runs beside the replay of
-  // allocations below (two cores are the common case), joined at the end.
-  auto fragmentation =
-      std::async(std::launch::async, [&snapshot, trace, reserved = result.reserved] {
-        return fragmentation_over_trace(snapshot, trace, reserved);
-      });
+  result.reserved = file.reserved();
+  result.reserved_peak_time_s = file.seconds_at(result.reserved.peak_event);
 
-  // One pass: the replay, plus event counts, time span, oom entries and
-  // throughput by source.
-  std::array<uint64_t, kActionCount> action_counts{};
-  ThroughputBySource throughput(snapshot, options.keys);
-  int64_t first_time = 0;
-  int64_t last_time = 0;
-  int64_t earliest_time = 0;
-  int64_t latest_time = 0;
-  Replay full_replay(snapshot);
-  for (uint64_t i = trace.begin; i < trace.end; ++i) {
-    full_replay.apply(i, throughput);
-    Action action = events.action[i];
-    if (action == Action::kOther) {
-      ++result.actions[std::string(snapshot.action_label(i))];
-    } else {
-      ++action_counts[static_cast<size_t>(action)];
-    }
-    if (const int64_t t = events.time_us[i]; t > 0) {
-      if (first_time == 0) first_time = earliest_time = latest_time = t;
-      if (t < last_time) ++result.times_backwards;
-      earliest_time = std::min(earliest_time, t);
-      latest_time = std::max(latest_time, t);
-      last_time = t;
-    }
-    if (action == Action::kOom) {
-      OomReport oom{i, events.size[i], std::nullopt, events.time_us[i]};
-      if (auto it = events.device_free.find(i); it != events.device_free.end()) {
-        oom.device_free = it->second;
-      }
-      result.ooms.push_back(oom);
-    }
-  }
-  result.replay = full_replay.totals();
-  ReplayTotals device_totals = result.replay;  // model indices, for the per-device table
+  const TraceAnalysis& analysis = file.trace_analysis();
+  const TraceCounts& counts = analysis.counts;
+  result.replay = analysis.totals;
   // Reports count events within the device's trace, not the model's columns.
   if (result.replay.peak_event != kNoEvent) result.replay.peak_event -= trace.begin;
-  result.baseline = compute_baseline(result.segments, result.replay);
-  if (first_time != 0 && device_totals.peak_event == kNoEvent) {
+  result.baseline = file.baseline();
+  result.times_backwards = counts.times_backwards;
+  result.has_time = counts.first_time_us != 0;
+  result.trace_duration_s =
+      static_cast<double>(counts.latest_time_us - counts.earliest_time_us) / 1e6;
+  if (result.has_time && analysis.totals.peak_event == kNoEvent) {
     result.peak_time_s = 0.0;  // the delta never rose above the start
-  } else if (first_time != 0 && events.time_us[device_totals.peak_event] != 0) {
+  } else if (result.has_time && events.time_us[analysis.totals.peak_event] != 0) {
     result.peak_time_s =
-        static_cast<double>(events.time_us[device_totals.peak_event] - first_time) / 1e6;
+        static_cast<double>(events.time_us[analysis.totals.peak_event] - counts.first_time_us) /
+        1e6;
   }
-  SourceIndex& source_ids = throughput.sources;
-  std::vector<SourceThroughput>& by_source = throughput.rows;
+  result.actions = counts.other_actions;
   for (int a = 0; a < kActionCount; ++a) {
-    if (action_counts[static_cast<size_t>(a)] != 0) {
+    if (counts.actions[static_cast<size_t>(a)] != 0) {
       result.actions[std::string(action_name(static_cast<Action>(a)))] =
-          action_counts[static_cast<size_t>(a)];
+          counts.actions[static_cast<size_t>(a)];
     }
   }
-  result.has_time = first_time != 0;
-  result.trace_duration_s = static_cast<double>(latest_time - earliest_time) / 1e6;
-
-  for (uint32_t source = 0; source < by_source.size(); ++source) {
-    by_source[source].source = source_ids.name(source);
+  for (const uint64_t i : counts.oom_events) {
+    OomEntry oom{i, events.size[i], std::nullopt, events.time_us[i]};
+    if (auto it = events.device_free.find(i); it != events.device_free.end()) {
+      oom.device_free = it->second;
+    }
+    result.ooms.push_back(oom);
   }
-  result.distinct_sources = by_source.size();
-  std::vector<SourceThroughput> sources = std::move(by_source);
+
+  SourceIndex source_ids(snapshot, options.keys);
+  std::vector<SourceThroughput> sources = throughput_by_source(snapshot, trace, source_ids);
+  result.distinct_sources = sources.size();
   std::sort(sources.begin(), sources.end(), [](const auto& a, const auto& b) {
     return a.throughput_bytes != b.throughput_bytes ? a.throughput_bytes > b.throughput_bytes
                                                     : a.source < b.source;
@@ -142,7 +112,8 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
   }
   result.top_sources = std::move(sources);
 
-  result.steps = profiler_steps(snapshot, result.device, &result.steps_ending_before_start);
+  result.steps = file.steps();
+  result.steps_ending_before_start = file.steps_ending_before_start();
   for (const Annotation& note : snapshot.annotations) {
     if (note.device != result.device) continue;
     ++result.annotation_count;
@@ -155,11 +126,11 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
     for (int device : result.devices) {
       DeviceOverview row;
       row.device = device;
-      row.segments = segment_totals(snapshot, device);
+      row.segments = device == result.device ? file.segments() : segment_totals(snapshot, device);
       if (const DeviceTrace* device_trace = snapshot.trace_of(device)) {
         // The chosen device was replayed above.
-        ReplayTotals totals =
-            device == result.device ? device_totals : replay_device(snapshot, *device_trace);
+        ReplayTotals totals = device == result.device ? analysis.totals
+                                                      : replay_device(snapshot, *device_trace);
         row.event_count = device_trace->count();
         row.alloc_count = totals.alloc_count;
         row.peak_delta = totals.peak_delta;
@@ -208,10 +179,10 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
     warnings.emplace_back(finding::NegativeBaseline{baseline.baseline_at_start});
   }
   if (result.event_count > 0 && !result.has_time) warnings.emplace_back(finding::NoTimestamps{});
-  for (const OomReport& oom : result.ooms) {
+  for (const OomEntry& oom : result.ooms) {
     warnings.emplace_back(finding::OutOfMemory{result.device, oom.requested, oom.device_free});
   }
-  if (!options.device && result.devices.size() > 1) {
+  if (!file.device_requested() && result.devices.size() > 1) {
     std::vector<int> oom_devices;
     for (int device : result.devices) {
       const DeviceTrace other = trace_or_empty(snapshot, device);
@@ -250,14 +221,10 @@ ParseResult summarize(const Snapshot& snapshot, const std::string& file,
   if (anomalies.unusable_times != 0) {
     warnings.emplace_back(finding::UnusableTimes{anomalies.unusable_times});
   }
-  result.fragmentation = fragmentation.get();
-  if (const int64_t origin = trace_start_us(snapshot, trace);
-      origin != 0 && result.fragmentation.peak_free_position > 0 &&
-      events.time_us[trace.begin + result.fragmentation.peak_free_position - 1] != 0) {
+  result.fragmentation = file.fragmentation();
+  if (result.fragmentation.peak_free_position > 0) {
     result.peak_free_time_s =
-        static_cast<double>(
-            events.time_us[trace.begin + result.fragmentation.peak_free_position - 1] - origin) /
-        1e6;
+        file.seconds_at(trace.begin + result.fragmentation.peak_free_position - 1);
   }
   return result;
 }

@@ -1,4 +1,4 @@
-#include "report/budget_file.h"
+#include "formats/budget_file.h"
 
 #include <fmt/format.h>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "memsnap/error.h"
-#include "report/summary_json.h"
+#include "formats/summary_json.h"
 
 namespace memsnap {
 

@@ -4,6 +4,7 @@
 // memsnap summary is refused with one clear message naming the key.
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,11 +23,9 @@ inline constexpr uint64_t kMaxSummaryBytes = uint64_t{64} << 20;
 
 nlohmann::ordered_json render_summary_json(const RunSummary& summary);
 
-// `memsnap summarize` in a terminal: one row per file (rank, absolute peak,
-// reserved peak, what was largest at the peak), and where each summary went
-// (`outputs[i]`, empty when none was written).
-std::string render_summaries_text(const std::vector<RunSummary>& summaries,
-                                  const std::vector<std::string>& outputs);
+// A summarised file's identity: XXH3-128 of its first bytes on disk (see
+// read_file_head), as 32 hex digits.
+std::string head_hash(std::span<const uint8_t> head);
 
 // Parses a summary document; `where` names it in errors (its path).
 // Throws memsnap::Error on anything that is not a version-1 summary.
