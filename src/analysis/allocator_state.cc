@@ -309,9 +309,8 @@ bool AllocatorHistory::Walker::forward(AllocatorState& state, uint64_t i) {
       }
       // The free space ends at the next held block (`next`: none sits at
       // the address) or at the range's end; one search serves both.
-      const uint64_t limit = next == state.blocks.end()
-                                 ? range_end(range)
-                                 : std::min(range_end(range), next->first);
+      const uint64_t limit =
+          next == state.blocks.end() ? range_end(range) : std::min(range_end(range), next->first);
       const uint64_t free_size = limit - address;
       HeldBlock block{carved_block_size(size, free_size, rule), size, BlockState::kActiveAllocated,
                       false};
@@ -368,9 +367,8 @@ bool AllocatorHistory::Walker::backward(AllocatorState& state, uint64_t i, uint6
         ++misfits;
         return true;
       }
-      const uint64_t limit = next == state.blocks.end()
-                                 ? range_end(range)
-                                 : std::min(range_end(range), next->first);
+      const uint64_t limit =
+          next == state.blocks.end() ? range_end(range) : std::min(range_end(range), next->first);
       const uint64_t free_size = limit - address;
       HeldBlock block{std::min(carved_block_size(size, free_size, rule), free_size), size,
                       BlockState::kActivePendingFree, true};

@@ -68,8 +68,10 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
   r.device_requested = a.device_requested() || b.device_requested();
 
   // Settings: compared as values, key order ignored (nested dicts included).
-  const nlohmann::ordered_json settings_a = allocator_settings_json(a.snapshot().allocator_settings);
-  const nlohmann::ordered_json settings_b = allocator_settings_json(b.snapshot().allocator_settings);
+  const nlohmann::ordered_json settings_a =
+      allocator_settings_json(a.snapshot().allocator_settings);
+  const nlohmann::ordered_json settings_b =
+      allocator_settings_json(b.snapshot().allocator_settings);
   r.settings_a = settings_a.is_object();
   r.settings_b = settings_b.is_object();
   std::set<std::string> keys;
@@ -227,7 +229,8 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
           kBaselineGapShare * static_cast<double>(std::max(magnitude(base_a), magnitude(base_b)))) {
     found.emplace_back(finding::BaselinesDiffer{base_a, base_b});
   }
-  if (a.device() != b.device()) found.emplace_back(finding::DifferentDevices{a.device(), b.device()});
+  if (a.device() != b.device())
+    found.emplace_back(finding::DifferentDevices{a.device(), b.device()});
   if ((a.segments().private_pool_count > 0) != (b.segments().private_pool_count > 0)) {
     const bool in_a = a.segments().private_pool_count > 0;
     const SegmentTotals& with = in_a ? a.segments() : b.segments();

@@ -113,19 +113,19 @@ void FileAnalysis::start_allocator_history() const {
     // The thread gets copies, never `this`: the analysis may move meanwhile.
     // The model it reads outlives the analysis.
     parts_->history =
-        std::async(std::launch::async,
-                   [snapshot = snapshot_, trace = trace_, observer = observer_,
-                    path = path_]() -> std::shared_ptr<const AllocatorHistory> {
-                     if (trace.count() == 0) return nullptr;
-                     const auto start = std::chrono::steady_clock::now();
-                     auto history = std::make_shared<const AllocatorHistory>(*snapshot, trace.device);
-                     if (observer) {
-                       const std::chrono::duration<double> took =
-                           std::chrono::steady_clock::now() - start;
-                       observer(PartTiming{"allocator history", path, trace.device, took.count()});
-                     }
-                     return history;
-                   })
+        std::async(
+            std::launch::async,
+            [snapshot = snapshot_, trace = trace_, observer = observer_,
+             path = path_]() -> std::shared_ptr<const AllocatorHistory> {
+              if (trace.count() == 0) return nullptr;
+              const auto start = std::chrono::steady_clock::now();
+              auto history = std::make_shared<const AllocatorHistory>(*snapshot, trace.device);
+              if (observer) {
+                const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+                observer(PartTiming{"allocator history", path, trace.device, took.count()});
+              }
+              return history;
+            })
             .share();
   });
 }
@@ -137,12 +137,12 @@ const AllocatorHistory* FileAnalysis::allocator_history() const {
 
 const FragmentationHistory& FileAnalysis::fragmentation() const {
   const AllocatorHistory* history = allocator_history();
-  const uint64_t peak_position = history != nullptr ? reserved_peak_position(reserved(), trace_) : 0;
+  const uint64_t peak_position =
+      history != nullptr ? reserved_peak_position(reserved(), trace_) : 0;
   std::call_once(parts_->fragmentation_once, [this, history, peak_position] {
     if (history == nullptr) return;
-    compute("fragmentation", [&] {
-      parts_->fragmentation = fragmentation_history(*history, peak_position);
-    });
+    compute("fragmentation",
+            [&] { parts_->fragmentation = fragmentation_history(*history, peak_position); });
   });
   return parts_->fragmentation;
 }

@@ -7,8 +7,8 @@
 #include <future>
 
 #include "analysis/file_analysis.h"
-#include "snapshot/allocator_settings.h"
 #include "analysis/sources.h"
+#include "snapshot/allocator_settings.h"
 
 namespace memsnap {
 namespace {
@@ -22,8 +22,7 @@ constexpr uint64_t kBaselineBytesWarning = uint64_t{64} << 20;
 // Bytes and counts of every allocation by source. Every alloc entry counts,
 // whatever became of it, so this needs no replay: the entry alone names it.
 std::vector<SourceThroughput> throughput_by_source(const Snapshot& snapshot,
-                                                   const DeviceTrace& trace,
-                                                   SourceIndex& sources) {
+                                                   const DeviceTrace& trace, SourceIndex& sources) {
   const EventColumns& events = snapshot.events;
   std::vector<SourceThroughput> rows;  // indexed by source id
   uint64_t ordinal = 0;
@@ -35,7 +34,8 @@ std::vector<SourceThroughput> throughput_by_source(const Snapshot& snapshot,
     rows[source].throughput_bytes += added.size;
     ++rows[source].alloc_count;
   }
-  for (uint32_t source = 0; source < rows.size(); ++source) rows[source].source = sources.name(source);
+  for (uint32_t source = 0; source < rows.size(); ++source)
+    rows[source].source = sources.name(source);
   return rows;
 }
 
@@ -129,8 +129,8 @@ ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options) 
       row.segments = device == result.device ? file.segments() : segment_totals(snapshot, device);
       if (const DeviceTrace* device_trace = snapshot.trace_of(device)) {
         // The chosen device was replayed above.
-        ReplayTotals totals = device == result.device ? analysis.totals
-                                                      : replay_device(snapshot, *device_trace);
+        ReplayTotals totals =
+            device == result.device ? analysis.totals : replay_device(snapshot, *device_trace);
         row.event_count = device_trace->count();
         row.alloc_count = totals.alloc_count;
         row.peak_delta = totals.peak_delta;

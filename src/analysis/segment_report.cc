@@ -287,7 +287,8 @@ AllocatorMoments allocator_moments(const FileAnalysis& file, const std::vector<d
         trace.count() == 0 ? "the device has no trace entries" : "trace entries carry no time_us";
     return out;
   }
-  const AllocatorHistory& history = *file.allocator_history();  // a trace with entries: replayed once
+  const AllocatorHistory& history =
+      *file.allocator_history();  // a trace with entries: replayed once
   out.check = history.check();
   if (!out.check.possible) {
     out.unavailable_reason = out.check.impossible_reason;

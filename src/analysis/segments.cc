@@ -70,8 +70,9 @@ ReservedHistory reserved_history(const Snapshot& snapshot, const DeviceTrace& tr
 
 uint64_t ReservedHistory::at_position(const DeviceTrace& trace, uint64_t position) const {
   const uint64_t end = trace.begin + position;  // entries before this model index applied
-  auto after = std::lower_bound(steps.begin(), steps.end(), end,
-                                [](const ReservedStep& step, uint64_t e) { return step.event < e; });
+  auto after =
+      std::lower_bound(steps.begin(), steps.end(), end,
+                       [](const ReservedStep& step, uint64_t e) { return step.event < e; });
   const int64_t reserved = after == steps.begin() ? start : std::prev(after)->reserved;
   return static_cast<uint64_t>(std::max<int64_t>(reserved, 0));
 }

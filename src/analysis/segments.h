@@ -36,7 +36,7 @@ struct ReservedStep {
   int64_t reserved = 0;  // reserved bytes after it (below 0 only when the dump disagrees)
 };
 struct ReservedHistory {
-  int64_t start = 0;     // before the first entry, as walked back (may be below 0)
+  int64_t start = 0;      // before the first entry, as walked back (may be below 0)
   uint64_t at_start = 0;  // start, at least 0
   uint64_t peak = 0;
   uint64_t peak_event = kNoEvent;  // model index of the entry that reached it (kNoEvent: at start)

@@ -55,12 +55,12 @@ struct StepStats {
 
 // What the trace holds, counted in the same pass as the replay.
 struct TraceCounts {
-  std::array<uint64_t, kActionCount> actions{};  // by Action; kOther's by label below
+  std::array<uint64_t, kActionCount> actions{};   // by Action; kOther's by label below
   std::map<std::string, uint64_t> other_actions;  // labels of the actions memsnap skips
   int64_t first_time_us = 0;     // the first timed entry's (0: no entry has a time)
   int64_t earliest_time_us = 0;  // the least and greatest times (they may go backwards)
   int64_t latest_time_us = 0;
-  uint64_t times_backwards = 0;    // entries earlier than the timed entry before
+  uint64_t times_backwards = 0;      // entries earlier than the timed entry before
   std::vector<uint64_t> oom_events;  // model indices of the oom entries
 };
 

@@ -12,9 +12,9 @@
 #include "cli/options.h"
 #include "cli/output.h"
 #include "cli/summaries.h"
+#include "formats/budget_file.h"
 #include "io/input.h"
 #include "memsnap/error.h"
-#include "formats/budget_file.h"
 #include "report/check_render.h"
 
 namespace memsnap::cli {

@@ -40,8 +40,9 @@ CLI::Validator finite_number();
 
 // The positional FILE of a command that reads one snapshot (required).
 void add_snapshot_argument(CLI::App& command, std::string& file,
-                           const std::string& help = "Snapshot pickle (.pickle, .gz, .zst, or - "
-                                                     "for stdin)");
+                           const std::string& help =
+                               "Snapshot pickle (.pickle, .gz, .zst, or - "
+                               "for stdin)");
 // FILE...: one or more snapshots, folders of them, or (where `help` says so)
 // summaries (required).
 void add_snapshots_argument(CLI::App& command, std::vector<std::string>& files,

@@ -10,10 +10,10 @@
 #include <mutex>
 #include <thread>
 
+#include "formats/summary_json.h"
 #include "io/input.h"
 #include "memsnap/error.h"
 #include "memsnap/load.h"
-#include "formats/summary_json.h"
 
 // glibc's own malloc is in use, not a sanitizer's (which replaces it and
 // leaves glibc's arenas unset: malloc_trim would crash there).
@@ -146,8 +146,8 @@ RunSummary summary_of(const std::string& path, const SummaryInputs& inputs, bool
   {
     const Snapshot snapshot = load_snapshot(path, load);
     const FileAnalysis file = analyze(path, snapshot, inputs.common);
-    summary =
-        run_summary(file, SummaryOptions{inputs.common.keys, rank_from_name(path, inputs.rank_pattern)});
+    summary = run_summary(
+        file, SummaryOptions{inputs.common.keys, rank_from_name(path, inputs.rank_pattern)});
   }  // the snapshot is gone before the next file loads
 #if defined(MEMSNAP_GLIBC_MALLOC)
   // glibc keeps freed memory in the thread's arena; give it back so that

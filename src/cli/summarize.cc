@@ -10,8 +10,8 @@
 #include "cli/options.h"
 #include "cli/output.h"
 #include "cli/summaries.h"
-#include "memsnap/error.h"
 #include "formats/summary_json.h"
+#include "memsnap/error.h"
 #include "report/summaries_render.h"
 
 namespace memsnap::cli {
@@ -42,7 +42,9 @@ Command summarize_command() {
               SummaryInputs inputs;
             };
             auto flags = std::make_shared<Flags>();
-            add_snapshots_argument(command, flags->files, "Snapshots (.pickle, .gz, .zst, - for stdin) or folders of them");
+            add_snapshots_argument(
+                command, flags->files,
+                "Snapshots (.pickle, .gz, .zst, - for stdin) or folders of them");
             command
                 .add_option("-o,--output", flags->output,
                             "Folder to write one FILE.summary.json per input to (created if "

@@ -7,8 +7,8 @@
 #include <toml++/toml.h>
 #include <nlohmann/json.hpp>
 
-#include "memsnap/error.h"
 #include "formats/summary_json.h"
+#include "memsnap/error.h"
 
 namespace memsnap {
 

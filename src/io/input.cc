@@ -1,6 +1,5 @@
 #include "io/input.h"
 
-
 #include <array>
 #include <atomic>
 #include <condition_variable>
