@@ -59,6 +59,9 @@ std::optional<double> time_of_position(const FileAnalysis& file, uint64_t positi
 
 CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
                             std::optional<int64_t> step, const SourceKeyOptions& key_options) {
+  // The allocator replays (for fragmentation, read last) run beside the rest.
+  a.start_allocator_history();
+  b.start_allocator_history();
   CompareResult r;
   r.group = key_options.group;
   r.file_a = a.path();
@@ -95,8 +98,6 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
   r.segments_a = a.segments();
   r.reserved_a = a.reserved();
   r.reserved_b = b.reserved();
-  r.fragmentation_a = a.fragmentation();
-  r.fragmentation_b = b.fragmentation();
   r.segments_b = b.segments();
   r.baseline_a = a.baseline();
   r.baseline_b = b.baseline();
@@ -242,6 +243,8 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
   if (rank_a && rank_b && *rank_a != *rank_b) {
     found.emplace_back(finding::DifferentRanks{*rank_a, *rank_b});
   }
+  r.fragmentation_a = a.fragmentation();
+  r.fragmentation_b = b.fragmentation();
   return r;
 }
 

@@ -87,7 +87,7 @@ const std::vector<ProfilerStep>& FileAnalysis::steps() const {
 }
 
 const std::vector<int64_t>& FileAnalysis::steps_ending_before_start() const {
-  steps();
+  (void)steps();  // computes both
   return parts_->steps_ending_before_start;
 }
 

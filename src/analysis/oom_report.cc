@@ -201,6 +201,7 @@ void judge(const OomAnalysis& report, const OomOptions& options, OomCase& c) {
 }  // namespace
 
 OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
+  file.start_allocator_history();  // the block facts read it; it runs beside the rest
   const std::string& path = file.path();
   const Snapshot& snapshot = file.snapshot();
   OomAnalysis report;
@@ -305,13 +306,11 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
 
   // The allocator at the moment.
   OomState& state = c.state;
-  int64_t reserved = static_cast<int64_t>(file.segments().total_size);
-  for (uint64_t i = trace.begin + at; i < trace.end; ++i) {
-    if (!changes_allocator(events.action[i])) continue;
-    ++state.entries_after;
-    reserved -= reserved_change(events.action[i], events.size[i]);
-  }
-  state.reserved = static_cast<uint64_t>(std::max<int64_t>(reserved, 0));
+  state.entries_after = static_cast<uint64_t>(
+      std::count_if(events.action.begin() + static_cast<std::ptrdiff_t>(trace.begin + at),
+                    events.action.begin() + static_cast<std::ptrdiff_t>(trace.end),
+                    changes_allocator));
+  state.reserved = file.reserved().at_position(trace, at);
   state.live = file.baseline().baseline_at_start + replay.delta();
   state.awaiting_free = awaiting.bytes;
   state.free =

@@ -77,13 +77,6 @@ uint64_t ReservedHistory::at_position(const DeviceTrace& trace, uint64_t positio
   return static_cast<uint64_t>(std::max<int64_t>(reserved, 0));
 }
 
-FragmentationHistory fragmentation_over_trace(const Snapshot& snapshot, const DeviceTrace& trace,
-                                              const ReservedHistory& reserved) {
-  if (trace.count() == 0) return {};
-  return fragmentation_history(AllocatorHistory(snapshot, trace.device),
-                               reserved_peak_position(reserved, trace));
-}
-
 uint64_t reserved_peak_position(const ReservedHistory& reserved, const DeviceTrace& trace) {
   return reserved.peak_event == kNoEvent ? 0 : reserved.peak_event + 1 - trace.begin;
 }

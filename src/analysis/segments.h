@@ -53,12 +53,8 @@ int64_t reserved_change(Action action, uint64_t size);
 ReservedHistory reserved_history(const Snapshot& snapshot, const DeviceTrace& trace,
                                  uint64_t reserved_at_dump);
 
-// Free memory over the device's trace (see FragmentationHistory), replayed
-// from the dump; the reserved peak's moment comes from `reserved`.
 // Entries applied when reserved memory first peaked (0: at the trace's start).
 uint64_t reserved_peak_position(const ReservedHistory& reserved, const DeviceTrace& trace);
-FragmentationHistory fragmentation_over_trace(const Snapshot& snapshot, const DeviceTrace& trace,
-                                              const ReservedHistory& reserved);
 
 struct Baseline {
   int64_t baseline_at_start = 0;

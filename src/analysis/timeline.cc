@@ -56,7 +56,7 @@ double seconds_between(int64_t from_us, int64_t to_us) {
   return static_cast<double>(to_us - from_us) / 1e6;
 }
 
-// Lifetimes of allocations and the reserved-memory steps, as the replay runs.
+// Lifetimes of allocations and live bytes by source, as the replay runs.
 struct TimelineObserver {
   TimelineObserver(const Snapshot& snapshot_in, const SourceKeyOptions& key_options,
                    Lifetimes& life_in, uint64_t trace_begin_in)
@@ -70,9 +70,6 @@ struct TimelineObserver {
   Lifetimes& life;
   uint64_t trace_begin = 0;  // model index of the trace's first event
   uint64_t offset_us = 0;    // time of the current event from the trace start, >= 0
-  int64_t t_us = 0;          // the same, signed
-  int64_t reserved_change = 0;
-  std::vector<std::pair<int64_t, int64_t>> reserved_steps;  // (t offset, running change)
   // Per source: bytes live now, and the most it ever held (picks the stacked
   // view's layers).
   std::vector<int64_t> source_live;
@@ -101,13 +98,6 @@ struct TimelineObserver {
     life.end_event[gone.ordinal] = event - trace_begin;
     uint32_t source = life.source[gone.ordinal];
     source_live[source] = sub_bytes(source_live[source], gone.size);
-  }
-  void on_other(uint64_t event) {
-    const EventColumns& events = snapshot.events;
-    const int64_t step = memsnap::reserved_change(events.action[event], events.size[event]);
-    if (step == 0) return;
-    reserved_change += step;
-    reserved_steps.emplace_back(t_us, reserved_change);
   }
 };
 
@@ -415,8 +405,7 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
   run.duration_s =
       run.has_time ? std::max(0.0, seconds_between(t0, trace_end_us(snapshot, trace))) : 0;
 
-  // One replay pass: delta after each delta-changing event, lifetimes,
-  // reserved memory.
+  // One replay pass: delta after each delta-changing event, lifetimes.
   std::vector<double> time_positions;
   std::vector<double> index_positions;
   std::vector<double> values;
@@ -426,7 +415,6 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
   for (uint64_t i = trace.begin; i < trace.end; ++i) {
     int64_t t = offset_of(i);
     observer.offset_us = static_cast<uint64_t>(std::max<int64_t>(t, 0));
-    observer.t_us = t;
     replay.apply(i, observer);
     Action action = events.action[i];
     if (action != Action::kAlloc && action != Action::kFreeCompleted) continue;
@@ -435,8 +423,6 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
     values.push_back(static_cast<double>(replay.delta()));
   }
   SourceIndex& sources = observer.sources;
-  const int64_t reserved_change = observer.reserved_change;
-  const auto& reserved_steps = observer.reserved_steps;
   run.sources.reserve(sources.size());
   for (size_t s = 0; s < sources.size(); ++s)
     run.sources.push_back(sources.name(static_cast<uint32_t>(s)));
@@ -459,18 +445,15 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
     run.lifetimes = Lifetimes{};  // the page does not get them: their memory goes now
   }
 
-  // Reserved memory: the segments give the end state; the events walk back
-  // to the start.
-  // At most kFreeSeriesBuckets buckets' max and last points, like the free line.
-  if (!reserved_steps.empty()) {
-    auto reserved_end = static_cast<int64_t>(file.segments().total_size);
-    int64_t reserved_start = reserved_end - reserved_change;
+  // Reserved memory, as the file's reserved history walked it, at most
+  // kFreeSeriesBuckets buckets' max and last points, like the free line.
+  if (const ReservedHistory& history = file.reserved(); !history.steps.empty()) {
     StepSeries reserved;
     BoundedStepSeries series(run.duration_s * 1e6, reserved);
-    series.add(0, static_cast<uint64_t>(std::max<int64_t>(reserved_start, 0)));
-    for (const auto& [t, change] : reserved_steps) {
-      series.add(std::max<int64_t>(t, 0),
-                 static_cast<uint64_t>(std::max<int64_t>(reserved_start + change, 0)));
+    series.add(0, history.at_start);
+    for (const ReservedStep& step : history.steps) {
+      series.add(std::max<int64_t>(offset_of(step.event), 0),
+                 static_cast<uint64_t>(std::max<int64_t>(step.reserved, 0)));
     }
     series.finish();
     run.reserved_t_us = std::move(reserved.t_us);
@@ -507,6 +490,22 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
     run.ooms.push_back(oom);
   }
   return run;
+}
+
+void add_page_panels(const FileAnalysis& file, const SourceKeyOptions& key_options,
+                     RunTimeline& run) {
+  file.start_allocator_history();
+  for (size_t k = 1; k <= std::min(run.ooms.size(), kMaxOomPanels); ++k) {
+    run.oom_analyses.push_back(
+        analyze_oom(file, OomOptions{static_cast<int>(k), 1.0, 0, key_options}));
+  }
+  // The allocator panel's moments: even ones, the reserved peak, the OOMs.
+  std::vector<double> moments;
+  if (const std::optional<double> peak = file.seconds_at(file.reserved().peak_event)) {
+    moments.push_back(*peak);
+  }
+  for (const OomMarker& oom : run.ooms) moments.push_back(oom.t_s);
+  run.allocator = allocator_moments(file, moments);
 }
 
 }  // namespace memsnap

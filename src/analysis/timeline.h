@@ -137,10 +137,10 @@ struct RunTimeline {
   StackedView by_category;
   StackedView by_source;  // by the run's group (source, file, ... per --group-by)
   // `memsnap oom` for the first kMaxOomPanels oom entries, for the page's OOM
-  // panel (filled by the plot command; empty for --text).
+  // panel (filled by add_page_panels; empty for --text).
   std::vector<OomAnalysis> oom_analyses;
   // The allocator's segments and blocks at chosen moments, for the page's
-  // allocator panel (filled by the plot command; empty for --text).
+  // allocator panel (filled by add_page_panels; empty for --text).
   AllocatorMoments allocator;
 };
 constexpr size_t kMaxOomPanels = 8;
@@ -148,5 +148,11 @@ constexpr size_t kMaxOomPanels = 8;
 RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, double precision_ms,
                            const SourceKeyOptions& key_options,
                            uint64_t max_lifetimes = kDefaultMaxLifetimes);
+
+// What the HTML page shows beside the lines: the OOM panels (memsnap oom for
+// the first kMaxOomPanels oom entries) and the allocator panel's moments
+// (the reserved peak and each OOM). Starts the allocator replay first.
+void add_page_panels(const FileAnalysis& file, const SourceKeyOptions& key_options,
+                     RunTimeline& run);
 
 }  // namespace memsnap

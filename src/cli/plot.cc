@@ -77,25 +77,11 @@ void run_plot(const PlotFlags& flags) {
   std::vector<RunTimeline> runs;
   for (size_t i = 0; i < files.size(); ++i) {
     FileAnalysis file = analyze(files[i], snapshots[i], common);
+    if (!flags.text) file.start_allocator_history();  // for the panels, beside the timeline
     std::string label = flags.labels.empty() ? basename_of(files[i]) : flags.labels[i];
     runs.push_back(
         build_timeline(file, label, flags.precision_ms, common.keys, flags.max_lifetimes));
-    if (flags.text) continue;
-    RunTimeline& run = runs.back();
-    for (size_t k = 1; k <= std::min(run.ooms.size(), kMaxOomPanels); ++k) {
-      run.oom_analyses.push_back(
-          analyze_oom(file, OomOptions{static_cast<int>(k), 1.0, 0, common.keys}));
-    }
-    // The allocator panel's moments: even ones, the reserved peak, the OOMs.
-    std::vector<double> moments;
-    const int64_t origin = trace_start_us(snapshots[i], file.trace());
-    if (file.reserved().peak_event != kNoEvent && origin != 0) {
-      moments.push_back(
-          static_cast<double>(snapshots[i].events.time_us[file.reserved().peak_event] - origin) /
-          1e6);
-    }
-    for (const OomMarker& oom : run.ooms) moments.push_back(oom.t_s);
-    run.allocator = allocator_moments(file, moments);
+    if (!flags.text) add_page_panels(file, common.keys, runs.back());
   }
   if (flags.text) {
     TextChartOptions options;

@@ -2,8 +2,22 @@
 
 #include <bit>
 #include <charconv>
+#include <optional>
 
 namespace memsnap {
+namespace {
+
+// A whole number >= 0. The pickle's integers arrive signed; JSON text read
+// back would have made them unsigned, so both are taken.
+std::optional<uint64_t> non_negative(const nlohmann::ordered_json& value) {
+  if (value.is_number_unsigned()) return value.get<uint64_t>();
+  if (value.is_number_integer() && value.get<int64_t>() >= 0) {
+    return static_cast<uint64_t>(value.get<int64_t>());
+  }
+  return std::nullopt;
+}
+
+}  // namespace
 
 AllocatorSettings decode_allocator_settings(const nlohmann::ordered_json& dict) {
   AllocatorSettings settings;
@@ -14,8 +28,8 @@ AllocatorSettings decode_allocator_settings(const nlohmann::ordered_json& dict) 
   }
   if (auto it = dict.find("max_split_size"); it != dict.end() && it->is_number_integer()) {
     // -1 (SIZE_MAX as int64) is unlimited; so is anything not positive.
-    if (it->is_number_unsigned() || it->get<int64_t>() > 0) {
-      settings.max_split_size = it->get<uint64_t>();
+    if (const std::optional<uint64_t> size = non_negative(*it); size && *size > 0) {
+      settings.max_split_size = size;
     }
   }
   if (auto it = dict.find("garbage_collection_threshold"); it != dict.end() && it->is_number()) {
@@ -23,17 +37,18 @@ AllocatorSettings decode_allocator_settings(const nlohmann::ordered_json& dict) 
   }
   auto divisions = dict.find("roundup_power2_divisions");
   if (divisions == dict.end()) return settings;
-  if (divisions->is_number_unsigned()) {
-    settings.roundup_power2_divisions = divisions->get<uint64_t>();
+  if (divisions->is_number_integer()) {
+    settings.roundup_power2_divisions = non_negative(*divisions);
   } else if (divisions->is_object()) {
     for (const auto& [key, value] : divisions->items()) {
       uint64_t mib = 0;
       auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), mib);
+      const std::optional<uint64_t> count = non_negative(value);
       if (error != std::errc() || end != key.data() + key.size() || !std::has_single_bit(mib) ||
-          !value.is_number_unsigned()) {
+          !count) {
         continue;
       }
-      settings.roundup_power2_divisions_by_mib.emplace_back(mib, value.get<uint64_t>());
+      settings.roundup_power2_divisions_by_mib.emplace_back(mib, *count);
     }
   }
   return settings;

@@ -70,5 +70,32 @@ TEST(SplitRule, UnreadableSettingsKeepTheDefaults) {
   }
 }
 
+// The decoder takes the settings as the pickle gives them: integers signed,
+// as pickle::to_plain_json makes them (unlike JSON text read back).
+TEST(SplitRule, SettingsFromThePickleAreSignedIntegers) {
+  nlohmann::ordered_json dict;
+  dict["max_split_size"] = int64_t{32} << 20;
+  dict["expandable_segments"] = true;
+  dict["garbage_collection_threshold"] = 0.6;
+  dict["roundup_power2_divisions"] = {{"1", int64_t{4}}, {"2", int64_t{8}}, {"3", int64_t{2}}};
+  const AllocatorSettings settings = decode_allocator_settings(dict);
+  EXPECT_EQ(settings.max_split_size, uint64_t{32} << 20);
+  EXPECT_EQ(settings.expandable_segments, true);
+  EXPECT_EQ(settings.garbage_collection_threshold, 0.6);
+  ASSERT_EQ(settings.roundup_power2_divisions_by_mib.size(), 2u);  // "3" is not a power of two
+  const SplitRule rule = split_rule_from_settings(settings);
+  EXPECT_EQ(rule.max_split_size, uint64_t{32} << 20);
+  EXPECT_EQ(rule.power2_divisions[0], 4u);
+  EXPECT_EQ(rule.power2_divisions[1], 8u);
+  EXPECT_EQ(allocator_settings_json(settings), dict);
+
+  dict["max_split_size"] = int64_t{-1};
+  dict["roundup_power2_divisions"] = int64_t{4};
+  const SplitRule unlimited = split_rule_from_settings(decode_allocator_settings(dict));
+  EXPECT_EQ(unlimited.max_split_size, UINT64_MAX);
+  for (uint64_t d : unlimited.power2_divisions) EXPECT_EQ(d, 4u);
+  EXPECT_TRUE(allocator_settings_json(AllocatorSettings{}).is_null());
+}
+
 }  // namespace
 }  // namespace memsnap
