@@ -68,7 +68,8 @@ class FileAnalysis {
   [[nodiscard]] const std::vector<int64_t>& steps_ending_before_start() const;
   [[nodiscard]] const TraceAnalysis& trace_analysis() const;
   [[nodiscard]] const Baseline& baseline() const;
-  // The allocator's state over the trace; null when the trace has no entries.
+  // The allocator's state over the trace (without entries: the dump's state,
+  // and its check says whether the dump's blocks are known).
   [[nodiscard]] const AllocatorHistory* allocator_history() const;
   [[nodiscard]] const FragmentationHistory& fragmentation() const;
   // Begins the allocator replay on another thread, if it has not begun.

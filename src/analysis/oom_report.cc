@@ -306,10 +306,9 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
 
   // The allocator at the moment.
   OomState& state = c.state;
-  state.entries_after = static_cast<uint64_t>(
-      std::count_if(events.action.begin() + static_cast<std::ptrdiff_t>(trace.begin + at),
-                    events.action.begin() + static_cast<std::ptrdiff_t>(trace.end),
-                    changes_allocator));
+  state.entries_after = static_cast<uint64_t>(std::count_if(
+      events.action.begin() + static_cast<std::ptrdiff_t>(trace.begin + at),
+      events.action.begin() + static_cast<std::ptrdiff_t>(trace.end), changes_allocator));
   state.reserved = file.reserved().at_position(trace, at);
   state.live = file.baseline().baseline_at_start + replay.delta();
   state.awaiting_free = awaiting.bytes;

@@ -181,9 +181,18 @@ SegmentReport segments_at_state(const std::string& file, int device, const Alloc
   return report;
 }
 
-SegmentReport segments_at_time(const std::string& file, const Snapshot& snapshot, int device,
-                               double seconds) {
-  const DeviceTrace trace = trace_or_empty(snapshot, device);
+SegmentReport segments_report(const FileAnalysis& file, std::optional<double> seconds) {
+  if (seconds) return segments_at_time(file, *seconds);
+  SegmentReport report = segments_at_dump(file.path(), file.snapshot(), file.device());
+  report.history = file.allocator_history()->check();
+  return report;
+}
+
+SegmentReport segments_at_time(const FileAnalysis& analysis, double seconds) {
+  const std::string& file = analysis.path();
+  const Snapshot& snapshot = analysis.snapshot();
+  const int device = analysis.device();
+  const DeviceTrace& trace = analysis.trace();
   const int64_t start = trace_start_us(snapshot, trace);
   if (trace.count() == 0) {
     throw Error(
@@ -197,7 +206,7 @@ SegmentReport segments_at_time(const std::string& file, const Snapshot& snapshot
                     "cannot be used; the dump's state is shown without it",
                     file));
   }
-  AllocatorHistory history(snapshot, device);
+  const AllocatorHistory& history = *analysis.allocator_history();
   if (!history.check().possible) {
     throw Error(fmt::format("{}: cannot replay the allocator's state: {}", file,
                             history.check().impossible_reason));

@@ -14,6 +14,8 @@
 
 namespace memsnap {
 
+class FileAnalysis;
+
 // Bytes of one segment, or of a group of them, by block state.
 struct BlockBytes {
   uint64_t reserved = 0;       // total_size
@@ -72,11 +74,13 @@ constexpr int kFillWidth = 40;
 std::string pool_label(PoolId pool);
 
 SegmentReport segments_at_dump(const std::string& file, const Snapshot& snapshot, int device);
+// `memsnap segments`: the dump's state with the history's check, or the state
+// `seconds` into the trace (nullopt: at the dump).
+SegmentReport segments_report(const FileAnalysis& file, std::optional<double> seconds);
 // The allocator `seconds` after the device's first trace entry, replayed from
 // the dump (clamped to the trace's end), with the history check filled in.
 // Throws when the trace carries no times or the dump's blocks are unknown.
-SegmentReport segments_at_time(const std::string& file, const Snapshot& snapshot, int device,
-                               double seconds);
+SegmentReport segments_at_time(const FileAnalysis& file, double seconds);
 // The same report for a reconstructed state (free blocks are its gaps).
 SegmentReport segments_at_state(const std::string& file, int device, const AllocatorState& state,
                                 bool keep_blocks = false);
@@ -130,7 +134,6 @@ struct AllocatorMoments {
   StepSeries free;                     // reserved bytes no block holds (inactive), over the trace
   StepSeries largest_free;             // the largest free block, at kLargestFreeSamples moments
 };
-class FileAnalysis;
 AllocatorMoments allocator_moments(const FileAnalysis& file, const std::vector<double>& times_s);
 
 }  // namespace memsnap

@@ -39,14 +39,8 @@ Command segments_command() {
               Snapshot snapshot = load_with_progress(flags->file, common);
               if (flags->seconds && !(*flags->seconds >= 0))
                 throw Error::usage("--time must be >= 0 (seconds from the start of the trace)");
-              const int device = choose_device(snapshot, common.device);
-              SegmentReport report;
-              if (flags->seconds) {
-                report = segments_at_time(flags->file, snapshot, device, *flags->seconds);
-              } else {
-                report = segments_at_dump(flags->file, snapshot, device);
-                report.history = AllocatorHistory(snapshot, device).check();
-              }
+              const FileAnalysis file = analyze(flags->file, snapshot, common);
+              const SegmentReport report = segments_report(file, flags->seconds);
               if (common.json) {
                 write_json(render_segments_json(report, common.top));
               } else {
