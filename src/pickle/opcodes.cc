@@ -1,79 +1,91 @@
 #include "pickle/opcodes.h"
 
 namespace memsnap::pickle {
+namespace {
+
+struct NamedOpcode {
+  uint8_t byte;
+  std::string_view name;
+};
+
+constexpr NamedOpcode kOpcodeNames[] = {
+    {kMark, "MARK"},
+    {kStop, "STOP"},
+    {kPop, "POP"},
+    {kPopMark, "POP_MARK"},
+    {kDup, "DUP"},
+    {kFloat, "FLOAT"},
+    {kInt, "INT"},
+    {kBinInt, "BININT"},
+    {kBinInt1, "BININT1"},
+    {kLong, "LONG"},
+    {kBinInt2, "BININT2"},
+    {kNone, "NONE"},
+    {kPersId, "PERSID"},
+    {kBinPersId, "BINPERSID"},
+    {kReduce, "REDUCE"},
+    {kString, "STRING"},
+    {kBinString, "BINSTRING"},
+    {kShortBinString, "SHORT_BINSTRING"},
+    {kUnicode, "UNICODE"},
+    {kBinUnicode, "BINUNICODE"},
+    {kAppend, "APPEND"},
+    {kBuild, "BUILD"},
+    {kGlobal, "GLOBAL"},
+    {kDict, "DICT"},
+    {kEmptyDict, "EMPTY_DICT"},
+    {kAppends, "APPENDS"},
+    {kGet, "GET"},
+    {kBinGet, "BINGET"},
+    {kInst, "INST"},
+    {kLongBinGet, "LONG_BINGET"},
+    {kList, "LIST"},
+    {kEmptyList, "EMPTY_LIST"},
+    {kObj, "OBJ"},
+    {kPut, "PUT"},
+    {kBinPut, "BINPUT"},
+    {kLongBinPut, "LONG_BINPUT"},
+    {kSetItem, "SETITEM"},
+    {kTuple, "TUPLE"},
+    {kEmptyTuple, "EMPTY_TUPLE"},
+    {kSetItems, "SETITEMS"},
+    {kBinFloat, "BINFLOAT"},
+    {kProto, "PROTO"},
+    {kNewObj, "NEWOBJ"},
+    {kExt1, "EXT1"},
+    {kExt2, "EXT2"},
+    {kExt4, "EXT4"},
+    {kTuple1, "TUPLE1"},
+    {kTuple2, "TUPLE2"},
+    {kTuple3, "TUPLE3"},
+    {kNewTrue, "NEWTRUE"},
+    {kNewFalse, "NEWFALSE"},
+    {kLong1, "LONG1"},
+    {kLong4, "LONG4"},
+    {kBinBytes, "BINBYTES"},
+    {kShortBinBytes, "SHORT_BINBYTES"},
+    {kShortBinUnicode, "SHORT_BINUNICODE"},
+    {kBinUnicode8, "BINUNICODE8"},
+    {kBinBytes8, "BINBYTES8"},
+    {kEmptySet, "EMPTY_SET"},
+    {kAddItems, "ADDITEMS"},
+    {kFrozenSet, "FROZENSET"},
+    {kNewObjEx, "NEWOBJ_EX"},
+    {kStackGlobal, "STACK_GLOBAL"},
+    {kMemoize, "MEMOIZE"},
+    {kFrame, "FRAME"},
+    {kByteArray8, "BYTEARRAY8"},
+    {kNextBuffer, "NEXT_BUFFER"},
+    {kReadOnlyBuffer, "READONLY_BUFFER"},
+};
+
+}  // namespace
 
 std::string_view opcode_name(uint8_t byte) {
-  switch (byte) {
-    case kMark: return "MARK";
-    case kStop: return "STOP";
-    case kPop: return "POP";
-    case kPopMark: return "POP_MARK";
-    case kDup: return "DUP";
-    case kFloat: return "FLOAT";
-    case kInt: return "INT";
-    case kBinInt: return "BININT";
-    case kBinInt1: return "BININT1";
-    case kLong: return "LONG";
-    case kBinInt2: return "BININT2";
-    case kNone: return "NONE";
-    case kPersId: return "PERSID";
-    case kBinPersId: return "BINPERSID";
-    case kReduce: return "REDUCE";
-    case kString: return "STRING";
-    case kBinString: return "BINSTRING";
-    case kShortBinString: return "SHORT_BINSTRING";
-    case kUnicode: return "UNICODE";
-    case kBinUnicode: return "BINUNICODE";
-    case kAppend: return "APPEND";
-    case kBuild: return "BUILD";
-    case kGlobal: return "GLOBAL";
-    case kDict: return "DICT";
-    case kEmptyDict: return "EMPTY_DICT";
-    case kAppends: return "APPENDS";
-    case kGet: return "GET";
-    case kBinGet: return "BINGET";
-    case kInst: return "INST";
-    case kLongBinGet: return "LONG_BINGET";
-    case kList: return "LIST";
-    case kEmptyList: return "EMPTY_LIST";
-    case kObj: return "OBJ";
-    case kPut: return "PUT";
-    case kBinPut: return "BINPUT";
-    case kLongBinPut: return "LONG_BINPUT";
-    case kSetItem: return "SETITEM";
-    case kTuple: return "TUPLE";
-    case kEmptyTuple: return "EMPTY_TUPLE";
-    case kSetItems: return "SETITEMS";
-    case kBinFloat: return "BINFLOAT";
-    case kProto: return "PROTO";
-    case kNewObj: return "NEWOBJ";
-    case kExt1: return "EXT1";
-    case kExt2: return "EXT2";
-    case kExt4: return "EXT4";
-    case kTuple1: return "TUPLE1";
-    case kTuple2: return "TUPLE2";
-    case kTuple3: return "TUPLE3";
-    case kNewTrue: return "NEWTRUE";
-    case kNewFalse: return "NEWFALSE";
-    case kLong1: return "LONG1";
-    case kLong4: return "LONG4";
-    case kBinBytes: return "BINBYTES";
-    case kShortBinBytes: return "SHORT_BINBYTES";
-    case kShortBinUnicode: return "SHORT_BINUNICODE";
-    case kBinUnicode8: return "BINUNICODE8";
-    case kBinBytes8: return "BINBYTES8";
-    case kEmptySet: return "EMPTY_SET";
-    case kAddItems: return "ADDITEMS";
-    case kFrozenSet: return "FROZENSET";
-    case kNewObjEx: return "NEWOBJ_EX";
-    case kStackGlobal: return "STACK_GLOBAL";
-    case kMemoize: return "MEMOIZE";
-    case kFrame: return "FRAME";
-    case kByteArray8: return "BYTEARRAY8";
-    case kNextBuffer: return "NEXT_BUFFER";
-    case kReadOnlyBuffer: return "READONLY_BUFFER";
-    default: return "";
+  for (const NamedOpcode& opcode : kOpcodeNames) {
+    if (opcode.byte == byte) return opcode.name;
   }
+  return "";
 }
 
 }  // namespace memsnap::pickle

@@ -1,15 +1,17 @@
 #include "pickle/vm.h"
 
 #include <fmt/format.h>
-#include <gmp.h>
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 
 #include "memsnap/error.h"
+#include "pickle/arguments.h"
 #include "pickle/opcodes.h"
 
 namespace memsnap::pickle {
@@ -18,23 +20,6 @@ namespace {
 // Also the page-release interval (InputBuffer::release_before): small, so
 // that even a small file is never resident all at once.
 constexpr uint64_t kProgressInterval = uint64_t{2} << 20;
-constexpr uint64_t kMaxViewLength = std::numeric_limits<uint32_t>::max();
-// Wider ints are refused when printed: 1 MiB of two's complement bytes is 2.5 million
-// decimal digits, far beyond any number a snapshot holds.
-constexpr size_t kMaxBigIntBytes = size_t{1} << 20;
-
-// GMP's integer, cleared on every path out.
-class BigInt {
- public:
-  BigInt() { mpz_init(value_); }
-  BigInt(const BigInt&) = delete;
-  BigInt& operator=(const BigInt&) = delete;
-  ~BigInt() { mpz_clear(value_); }
-  mpz_ptr get() { return value_; }
-
- private:
-  mpz_t value_;
-};
 
 bool is_digit(char c) {
   return c >= '0' && c <= '9';
@@ -209,7 +194,7 @@ Value Vm::new_container(Kind kind) {
 }
 
 Value Vm::view_value(Kind kind, uint64_t offset, uint64_t length) {
-  if (length > kMaxViewLength) fail("string or bytes longer than 4 GiB");
+  if (length > arguments::kMaxViewLength) fail("string or bytes longer than 4 GiB");
   Value value;
   value.kind = kind;
   value.size = static_cast<uint32_t>(length);
@@ -279,11 +264,7 @@ void Vm::memo_put_slow(uint64_t index, const Value& value) {
   if (index < memo_.size()) {
     was_defined = memo_[index].kind != Kind::kUndefined;
     // A slot that now means something else: cached lists may read it.
-    if (was_defined && !converting_ && !list_cache_.empty()) {
-      list_cache_.clear();
-      give_back(list_cache_bytes_);
-      list_cache_bytes_ = 0;
-    }
+    if (was_defined && !converting_) forget_cached_lists();
     memo_[index] = value;
   } else if (index == memo_.size()) {
     charge(sizeof(Value));
@@ -318,257 +299,6 @@ bool Vm::adds_to_list() const {
     if (base > 0 && base <= stack_.size() && stack_[base - 1].kind == Kind::kList) return true;
   }
   return stack_.size() > mark_base() && stack_.back().kind == Kind::kList;
-}
-
-bool Vm::try_flat_dict() {
-  // Memo indices are resolved here ahead of the puts, which is simple only
-  // while the memo is dense (every real pickle's is).
-  if (!sparse_memo_.empty() || memo_count_ != memo_.size()) return false;
-  const uint8_t* const begin = input_.data();
-  const uint8_t* const end = begin + input_.size();
-  const uint8_t* p = begin + pos_;
-  FlatDict& dict = flat_;
-  dict.items.clear();
-  dict.list_value = FlatDict::kNoList;
-  dict.list_items.clear();
-  dict.list_substitute.reset();
-  pending_puts_.clear();
-  uint64_t memo_end = memo_.size();  // the memo's size once the pending puts are made
-  using Target = PendingPut::Target;
-
-  const auto left = [&]() { return static_cast<uint64_t>(end - p); };
-  // A little-endian u32 argument (the caller checked that 4 bytes are left).
-  const auto read_u32 = [&]() __attribute__((always_inline)) {
-    uint32_t wide = 0;
-    std::memcpy(&wide, p, 4);
-    p += 4;
-    return wide;
-  };
-  // The next opcode, FRAME opcodes skipped as the generic loop does; -1 at
-  // the end or at a FRAME longer than the rest.
-  const auto next_op = [&]() __attribute__((always_inline))->int {
-    while (p != end && *p == kFrame) {
-      if (left() < 9) return -1;
-      uint64_t length = 0;
-      std::memcpy(&length, p + 1, 8);
-      p += 9;
-      if (length > left()) return -1;
-    }
-    return p == end ? -1 : *p++;
-  };
-  // Pending puts only ever append to the memo, so an index below its size
-  // is the memo's own.
-  const auto lookup = [&](uint64_t index, Value & out) __attribute__((always_inline)) {
-    if (index < memo_.size()) [[likely]] {
-      out = memo_[index];
-      return true;
-    }
-    for (const PendingPut& put : pending_puts_) {
-      if (put.index != index) continue;
-      if (put.target != Target::kItem) return false;  // the dict or list being read
-      out = dict.items[put.item];
-      return true;
-    }
-    return false;
-  };
-  // MEMOIZE / BINPUT / LONG_BINPUT after a value, as many as there are.
-  const auto read_puts = [&](Target target, size_t item) __attribute__((always_inline)) {
-    for (;;) {
-      const uint8_t* before = p;
-      const int op = next_op();
-      uint64_t index = 0;
-      if (op == kMemoize) {
-        index = memo_end;
-      } else if (op == kBinPut && left() >= 1) {
-        index = *p++;
-      } else if (op == kLongBinPut && left() >= 4) {
-        index = read_u32();
-      } else {
-        p = before;
-        return true;
-      }
-      // Anything but an append to the memo (a sparse memo, a slot written
-      // twice): the generic path.
-      if (index != memo_end) return false;
-      ++memo_end;
-      pending_puts_.push_back(PendingPut{index, target, item});
-    }
-  };
-  // One value: p is past its opcode.
-  const auto read_value = [&](int op, Value& out) __attribute__((always_inline)) {
-    switch (op) {
-      case kBinInt:
-        if (left() < 4) return false;
-        {
-          int32_t value = 0;
-          std::memcpy(&value, p, 4);
-          out = Value{Kind::kInt, 0, 0, static_cast<uint64_t>(int64_t{value})};
-        }
-        p += 4;
-        return true;
-      case kBinInt1:
-        if (left() < 1) return false;
-        out = Value{Kind::kInt, 0, 0, *p++};
-        return true;
-      case kBinInt2:
-        if (left() < 2) return false;
-        out = Value{Kind::kInt, 0, 0, uint64_t{p[0]} | (uint64_t{p[1]} << 8)};
-        p += 2;
-        return true;
-      case kLong1: {
-        if (left() < 1 || left() - 1 < *p) return false;
-        const uint64_t length = *p++;
-        out = parse_long_bytes(static_cast<uint64_t>(p - begin), length);
-        p += length;
-        return true;
-      }
-      case kNone: out = Value{Kind::kNone, 0, 0, 0}; return true;
-      case kNewTrue: out = Value{Kind::kBool, 0, 0, 1}; return true;
-      case kNewFalse: out = Value{Kind::kBool, 0, 0, 0}; return true;
-      case kBinFloat: {
-        if (left() < 8) return false;
-        uint64_t bits = 0;
-        for (int i = 0; i < 8; ++i) bits = (bits << 8) | p[i];
-        p += 8;
-        out = Value{Kind::kFloat, 0, 0, bits};
-        return true;
-      }
-      case kShortBinUnicode:
-      case kBinUnicode: {
-        uint64_t length = 0;
-        if (op == kShortBinUnicode) {
-          if (left() < 1) return false;
-          length = *p++;
-        } else {
-          if (left() < 4) return false;
-          length = read_u32();
-        }
-        if (length > left()) return false;
-        out = Value{Kind::kStr, 0, static_cast<uint32_t>(length), static_cast<uint64_t>(p - begin)};
-        p += length;
-        return true;
-      }
-      case kBinGet:
-        if (left() < 1) return false;
-        return lookup(*p++, out);
-      case kLongBinGet: {
-        if (left() < 4) return false;
-        return lookup(read_u32(), out);
-      }
-      default: return false;
-    }
-  };
-  // A memo reference as a list item: BINGET or LONG_BINGET.
-  const auto read_reference = [&](int op) __attribute__((always_inline)) {
-    uint64_t index = 0;
-    if (op == kBinGet && left() >= 1) {
-      index = *p++;
-    } else if (op == kLongBinGet && left() >= 4) {
-      index = read_u32();
-    } else {
-      return false;
-    }
-    Value item;
-    if (!lookup(index, item)) return false;
-    dict.list_items.push_back(item);
-    return true;
-  };
-  // The list's items after EMPTY_LIST and its puts: MARK refs... APPENDS
-  // batches and single ref APPEND pairs, up to the next key.
-  // A list that is one MARK refs... APPENDS batch and nothing more: its
-  // refs' bytes, looked up in list_cache_ before any ref is.
-  std::string_view list_key;
-  const auto one_batch = [&]() -> std::string_view {
-    const uint8_t* q = p;
-    while (q != end && (*q == kBinGet || *q == kLongBinGet)) {
-      const uint64_t width = *q == kBinGet ? 2 : 5;
-      if (static_cast<uint64_t>(end - q) < width) return {};
-      q += width;
-    }
-    if (q == end || *q != kAppends) return {};
-    // What follows must not go on with the list (another batch, ref APPEND).
-    const uint8_t* after = q + 1;
-    if (after != end && (*after == kMark || *after == kFrame)) return {};
-    if (after != end && (*after == kBinGet || *after == kLongBinGet)) {
-      const uint64_t width = *after == kBinGet ? 2 : 5;
-      if (static_cast<uint64_t>(end - after) <= width || after[width] == kAppend) return {};
-    }
-    return {reinterpret_cast<const char*>(p), static_cast<size_t>(q - p)};
-  };
-  const auto read_list = [&]() {
-    for (bool first = true;; first = false) {
-      const uint8_t* before = p;
-      const int op = next_op();
-      if (op == kMark) {
-        if (first) {
-          list_key = one_batch();
-          if (!list_key.empty()) {
-            // (abseil's own string_view: Debian builds it without std's.)
-            if (auto known = list_cache_.find(absl::string_view(list_key.data(), list_key.size()));
-                known != list_cache_.end()) {
-              dict.list_substitute = known->second;
-              p += list_key.size() + 1;  // the refs and APPENDS
-              list_key = {};
-              return true;
-            }
-          }
-        }
-        for (int item = next_op(); item != kAppends; item = next_op()) {
-          if (!read_reference(item)) return false;
-        }
-        continue;
-      }
-      if (op == kBinGet || op == kLongBinGet) {
-        const size_t count = dict.list_items.size();
-        if (read_reference(op) && next_op() == kAppend) continue;
-        dict.list_items.shrink_to(count);  // a key, not an item: the list has ended
-      }
-      p = before;
-      return true;
-    }
-  };
-
-  if (!read_puts(Target::kDict, 0) || next_op() != kMark) return false;
-  for (int op = next_op(); op != kSetItems; op = next_op()) {
-    // A dict of 1000 pairs may go on in another SETITEMS: the generic path.
-    constexpr size_t kMaxFlatItems = size_t{2} * 999;
-    Value key;
-    if (dict.items.size() >= kMaxFlatItems || !read_value(op, key)) return false;
-    dict.items.push_back(key);
-    if (!read_puts(Target::kItem, dict.items.size() - 1)) return false;
-    op = next_op();
-    if (op == kEmptyList) {
-      if (dict.list_value != FlatDict::kNoList) return false;
-      dict.list_value = dict.items.size();
-      dict.items.push_back(Value{});
-      if (!read_puts(Target::kList, 0) || !read_list()) return false;
-      continue;
-    }
-    Value value;
-    if (!read_value(op, value)) return false;
-    dict.items.push_back(value);
-    if (!read_puts(Target::kItem, dict.items.size() - 1)) return false;
-  }
-
-  std::optional<Value> substitute = options_.observer->on_flat_dict(*this, dict);
-  if (!substitute || (dict.list_value != FlatDict::kNoList && !dict.list_substitute)) return false;
-  // A bounded cache: beyond 64 Ki lists or 16 MiB of their bytes, no more.
-  constexpr size_t kMaxCachedLists = size_t{1} << 16;
-  constexpr uint64_t kMaxCachedListBytes = uint64_t{16} << 20;
-  if (!list_key.empty() && list_cache_.size() < kMaxCachedLists &&
-      list_cache_bytes_ + list_key.size() <= kMaxCachedListBytes) {
-    charge(list_key.size() + sizeof(Value) + 32);
-    list_cache_bytes_ += list_key.size();
-    list_cache_.emplace(std::string(list_key), *dict.list_substitute);
-  }
-  for (const PendingPut& put : pending_puts_) {
-    memo_put(put.index, put.target == Target::kDict   ? *substitute
-                        : put.target == Target::kList ? *dict.list_substitute
-                                                      : dict.items[put.item]);
-  }
-  pos_ = static_cast<uint64_t>(p - begin);
-  push(*substitute);
-  return true;
 }
 
 void Vm::append_range(Value& list, const Value* first, const Value* last) {
@@ -672,29 +402,6 @@ Value Vm::parse_int_text(std::string_view text, bool allow_bool) {
   return owned_value(Kind::kBigInt, decimal, Value::kDecimalText);
 }
 
-Value Vm::parse_long_bytes(uint64_t offset, uint64_t length) {
-  const uint8_t* bytes = input_.data() + offset;
-  uint64_t n = length;
-  // Strip redundant sign bytes so non-minimal encodings still fit 64 bits.
-  while (n > 1 && ((bytes[n - 1] == 0x00 && bytes[n - 2] < 0x80) ||
-                   (bytes[n - 1] == 0xFF && bytes[n - 2] >= 0x80))) {
-    --n;
-  }
-  if (n == 0) return Value{Kind::kInt, 0, 0, 0};
-  if (n <= 8) {
-    uint64_t value = 0;
-    for (uint64_t i = 0; i < n; ++i) value |= uint64_t{bytes[i]} << (8 * i);
-    if (n < 8 && (bytes[n - 1] & 0x80) != 0) value |= ~uint64_t{0} << (8 * n);
-    return Value{Kind::kInt, 0, 0, value};
-  }
-  if (n == 9 && bytes[8] == 0) {
-    uint64_t value = 0;
-    for (uint64_t i = 0; i < 8; ++i) value |= uint64_t{bytes[i]} << (8 * i);
-    return Value{Kind::kUInt, 0, 0, value};
-  }
-  return view_value(Kind::kBigInt, offset, n);
-}
-
 Value Vm::parse_float_text(std::string_view text) {
   std::string_view trimmed = trim(text);
   double value = 0;
@@ -795,385 +502,418 @@ Value Vm::decode_raw_unicode_escape(std::string_view text) {
   return owned_value(Kind::kStr, out);
 }
 
+namespace {
+
+// run() dispatches on an opcode's family, the family's function on the
+// opcode. The family functions are inlined into run(), so the loop is
+// still one function for the compiler.
+enum class OpFamily : uint8_t {
+  kInvalid,  // not an opcode
+  kStop,
+  kControl,         // PROTO, FRAME, MARK, POP, POP_MARK, DUP
+  kScalar,          // None, bools, ints, floats
+  kText,            // str, bytes, bytearray
+  kEmptyContainer,  // EMPTY_LIST, EMPTY_DICT, EMPTY_TUPLE, EMPTY_SET
+  kBuildContainer,  // LIST, TUPLE, FROZENSET, DICT, TUPLE1-3: from the stack
+  kFill,            // APPEND, APPENDS, SETITEM, SETITEMS, ADDITEMS
+  kMemo,            // GET, PUT and their binary forms, MEMOIZE
+  kObject,          // opcodes that import, call or construct
+};
+
+constexpr std::array<OpFamily, 256> kOpFamilies = [] {
+  std::array<OpFamily, 256> families{};
+  const auto set = [&families](OpFamily family, std::initializer_list<uint8_t> opcodes) {
+    for (uint8_t opcode : opcodes) families[opcode] = family;
+  };
+  set(OpFamily::kStop, {kStop});
+  set(OpFamily::kControl, {kProto, kFrame, kMark, kPop, kPopMark, kDup});
+  set(OpFamily::kScalar, {kNone, kNewTrue, kNewFalse, kInt, kLong, kBinInt, kBinInt1, kBinInt2,
+                          kLong1, kLong4, kFloat, kBinFloat});
+  set(OpFamily::kText,
+      {kString, kUnicode, kBinString, kShortBinString, kBinUnicode, kShortBinUnicode, kBinUnicode8,
+       kBinBytes, kShortBinBytes, kBinBytes8, kByteArray8, kNextBuffer, kReadOnlyBuffer});
+  set(OpFamily::kEmptyContainer, {kEmptyList, kEmptyDict, kEmptyTuple, kEmptySet});
+  set(OpFamily::kBuildContainer, {kList, kTuple, kFrozenSet, kDict, kTuple1, kTuple2, kTuple3});
+  set(OpFamily::kFill, {kAppend, kAppends, kSetItem, kSetItems, kAddItems});
+  set(OpFamily::kMemo, {kGet, kBinGet, kLongBinGet, kPut, kBinPut, kLongBinPut, kMemoize});
+  set(OpFamily::kObject, {kGlobal, kStackGlobal, kReduce, kNewObj, kNewObjEx, kBuild, kInst, kObj,
+                          kExt1, kExt2, kExt4, kPersId, kBinPersId});
+  return families;
+}();
+
+}  // namespace
+
 Value Vm::run() {
   uint64_t next_progress = kProgressInterval;
   for (;;) {
-    if (pos_ >= next_progress) {
+    if (pos_ >= next_progress) [[unlikely]] {
       next_progress = pos_ + kProgressInterval;
       if (options_.on_progress) options_.on_progress(pos_);
     }
-    op_offset_ = pos_;
-    if (pos_ >= input_.size() && !grow_input(pos_ + 1)) {
-      fail_at(pos_ == 0 ? std::string("empty file: the dump was probably interrupted")
-                        : std::string("truncated: the file ends before the pickle's STOP opcode "
-                                      "(an interrupted dump?)"),
-              pos_);
-    }
-    op_ = input_[pos_++];
-    switch (op_) {
-      case kProto: {
-        uint64_t version = read_le<1>();
-        if (version > 5) fail(fmt::format("unsupported pickle protocol {}", version));
-        protocol_ = static_cast<int>(version);
-        break;
-      }
-      case kFrame: {
-        uint64_t length = read_le<8>();
-        if (length > input_.size() - pos_ &&
-            !grow_input(length > UINT64_MAX - pos_ ? UINT64_MAX : pos_ + length)) {
-          fail(fmt::format("truncated: FRAME declares {} bytes, only {} left in the file", length,
-                           input_.size() - pos_));
-        }
-        break;
-      }
-      case kStop: {
-        if (!marks_.empty()) fail("STOP inside an unclosed MARK");
-        if (stack_.size() != 1) {
-          fail(stack_.empty() ? std::string("stack underflow: STOP with an empty stack")
-                              : fmt::format("STOP leaves {} values on the stack", stack_.size()));
-        }
-        if (options_.on_progress) options_.on_progress(pos_);
-        return stack_.back();
-      }
-      case kMark:
-        charge(sizeof(size_t));
-        marks_.push_back(stack_.size());
-        break;
-      case kPop: pop(); break;
-      case kPopMark: stack_.resize(pop_mark()); break;
-      case kDup: push(top()); break;
-      case kNone: push(Value{Kind::kNone, 0, 0, 0}); break;
-      case kNewTrue: push(Value{Kind::kBool, 0, 0, 1}); break;
-      case kNewFalse: push(Value{Kind::kBool, 0, 0, 0}); break;
-      case kInt: push(parse_int_text(read_line(), true)); break;
-      case kLong: {
-        std::string_view text = read_line();
-        if (!text.empty() && text.back() == 'L') text.remove_suffix(1);
-        push(parse_int_text(text, false));
-        break;
-      }
-      case kBinInt: {
-        auto value = static_cast<int32_t>(static_cast<uint32_t>(read_le<4>()));
-        push(Value{Kind::kInt, 0, 0, static_cast<uint64_t>(int64_t{value})});
-        break;
-      }
-      case kBinInt1: push(Value{Kind::kInt, 0, 0, read_le<1>()}); break;
-      case kBinInt2: push(Value{Kind::kInt, 0, 0, read_le<2>()}); break;
-      case kLong1: {
-        uint64_t length = read_le<1>();
-        uint64_t offset = pos_;
-        take(length);
-        push(parse_long_bytes(offset, length));
-        break;
-      }
-      case kLong4: {
-        auto length = static_cast<int32_t>(static_cast<uint32_t>(read_le<4>()));
-        if (length < 0) fail("LONG4 with a negative byte count");
-        uint64_t offset = pos_;
-        take(static_cast<uint64_t>(length));
-        push(parse_long_bytes(offset, static_cast<uint64_t>(length)));
-        break;
-      }
-      case kFloat: push(parse_float_text(read_line())); break;
-      case kBinFloat: {
-        const uint8_t* bytes = take(8);
-        uint64_t bits = 0;
-        for (int i = 0; i < 8; ++i) bits = (bits << 8) | bytes[i];
-        push(Value{Kind::kFloat, 0, 0, bits});
-        break;
-      }
-      case kString: push(decode_string_literal(read_line())); break;
-      case kUnicode: push(decode_raw_unicode_escape(read_line())); break;
-      case kBinString:
-      case kShortBinString: {
-        uint64_t length = 0;
-        if (op_ == kBinString) {
-          auto signed_length = static_cast<int32_t>(static_cast<uint32_t>(read_le<4>()));
-          if (signed_length < 0) fail("BINSTRING with a negative length");
-          length = static_cast<uint64_t>(signed_length);
-        } else {
-          length = read_le<1>();
-        }
-        uint64_t offset = pos_;
-        const uint8_t* bytes = take(length);
-        for (uint64_t i = 0; i < length; ++i) {
-          if (bytes[i] >= 0x80) fail("non-ASCII byte in a Python 2 string");
-        }
-        push(view_value(Kind::kStr, offset, length));
-        break;
-      }
-      case kBinUnicode:
-      case kShortBinUnicode:
-      case kBinUnicode8:
-      case kBinBytes:
-      case kShortBinBytes:
-      case kBinBytes8:
-      case kByteArray8: {
-        unsigned width = (op_ == kShortBinUnicode || op_ == kShortBinBytes) ? 1
-                         : (op_ == kBinUnicode || op_ == kBinBytes)         ? 4
-                                                                            : 8;
-        uint64_t length = width == 1 ? read_le<1>() : width == 4 ? read_le<4>() : read_le<8>();
-        uint64_t offset = pos_;
-        take(length);
-        Kind kind = (op_ == kBinUnicode || op_ == kShortBinUnicode || op_ == kBinUnicode8)
-                        ? Kind::kStr
-                    : op_ == kByteArray8 ? Kind::kByteArray
-                                         : Kind::kBytes;
-        push(view_value(kind, offset, length));
-        break;
-      }
-      case kNextBuffer:
-        fail("NEXT_BUFFER needs an out-of-band buffer, which a snapshot file cannot carry");
-      case kReadOnlyBuffer: top(); break;
-      case kEmptyList: push(new_container(Kind::kList)); break;
-      case kEmptyDict: {
-        const bool list_item = options_.observer != nullptr && adds_to_list();
-        if (list_item && flat_dicts_ && try_flat_dict()) break;
-        Value dict = new_container(Kind::kDict);
-        container(dict).list_item = list_item;
-        push(dict);
-        break;
-      }
-      case kEmptyTuple: push(new_container(Kind::kTuple)); break;
-      case kEmptySet: push(new_container(Kind::kSet)); break;
-      case kList:
-      case kTuple:
-      case kFrozenSet:
-      case kDict: {
-        size_t base = pop_mark();
-        Kind kind = op_ == kList        ? Kind::kList
-                    : op_ == kTuple     ? Kind::kTuple
-                    : op_ == kFrozenSet ? Kind::kFrozenSet
-                                        : Kind::kDict;
-        if (kind == Kind::kDict && (stack_.size() - base) % 2 != 0) {
-          fail("DICT with an odd number of items");
-        }
-        Value made = new_container(kind);
-        if (kind == Kind::kList) {
-          append_range(made, stack_.data() + base, stack_.data() + stack_.size());
-        } else {
-          charge((stack_.size() - base) * sizeof(Value));
-          container(made).items.assign(stack_.begin() + static_cast<ptrdiff_t>(base), stack_.end());
-        }
-        stack_.resize(base);
-        push(made);
-        break;
-      }
-      case kTuple1:
-      case kTuple2:
-      case kTuple3: {
-        size_t count = op_ - kTuple1 + 1;
-        if (stack_.size() < mark_base() + count) {
-          fail(fmt::format("stack underflow: {} needs {} values", opcode_name(op_), count));
-        }
-        Value made = new_container(Kind::kTuple);
-        charge(count * sizeof(Value));
-        container(made).items.assign(stack_.end() - static_cast<ptrdiff_t>(count), stack_.end());
-        stack_.resize(stack_.size() - count);
-        push(made);
-        break;
-      }
-      case kAppend: {
-        Value item = pop();
-        Value& list = top();
-        if (list.kind != Kind::kList)
-          fail(fmt::format("APPEND to {}", kind_with_article(list.kind)));
-        append_to_list(list, item);
-        break;
-      }
-      case kAppends:
-      case kSetItems:
-      case kAddItems: {
-        size_t base = pop_mark();
-        if (base == 0 || stack_.size() < base || base <= mark_base()) {
-          fail(fmt::format("stack underflow: {} has no target below its MARK", opcode_name(op_)));
-        }
-        Value target = stack_[base - 1];
-        if (op_ == kAppends) {
-          if (target.kind != Kind::kList)
-            fail(fmt::format("APPENDS to {}", kind_with_article(target.kind)));
-          append_range(target, stack_.data() + base, stack_.data() + stack_.size());
-        } else if (op_ == kSetItems) {
-          if (target.kind != Kind::kDict)
-            fail(fmt::format("SETITEMS on {}", kind_with_article(target.kind)));
-          if ((stack_.size() - base) % 2 != 0) fail("SETITEMS with an odd number of items");
-          charge((stack_.size() - base) * sizeof(Value));
-          Container& dict = container(target);
-          dict.items.insert(dict.items.end(), stack_.begin() + static_cast<ptrdiff_t>(base),
-                            stack_.end());
-          if (dict.list_item) {
-            // A dict on its way into a list goes to the observer now, at the
-            // end of its items, as a flat one does (not at the APPENDS after
-            // up to 1,000 of them): entries keep the order of the file
-            // whichever path read them, and both paths see the memo as it is
-            // at the same point of the stream.
-            dict.list_item = false;
-            stack_.resize(base);
-            stack_.back() = options_.observer->on_list_item(*this, target);
-            break;
-          }
-        } else {
-          if (target.kind != Kind::kSet)
-            fail(fmt::format("ADDITEMS on {}", kind_with_article(target.kind)));
-          charge((stack_.size() - base) * sizeof(Value));
-          auto& items = container(target).items;
-          items.insert(items.end(), stack_.begin() + static_cast<ptrdiff_t>(base), stack_.end());
-        }
-        stack_.resize(base);
-        break;
-      }
-      case kSetItem: {
-        Value value = pop();
-        Value key = pop();
-        Value& dict = top();
-        if (dict.kind != Kind::kDict)
-          fail(fmt::format("SETITEM on {}", kind_with_article(dict.kind)));
-        charge(2 * sizeof(Value));
-        auto& items = container(dict).items;
-        items.push_back(key);
-        items.push_back(value);
-        break;
-      }
-      case kGet: {
-        std::string_view text = trim(read_line());
-        uint64_t index = 0;
-        auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), index);
-        if (error != std::errc() || end != text.data() + text.size()) fail("bad GET index");
-        push(memo_get(index));
-        break;
-      }
-      case kBinGet:
-      case kLongBinGet:
-        // Frame lists are long runs of memo references; take the whole run
-        // here rather than one trip through the dispatch per reference.
-        for (;;) {
-          push(memo_get(op_ == kBinGet ? read_le<1>() : read_le<4>()));
-          if (pos_ >= input_.size()) break;
-          uint8_t next = input_[pos_];
-          if (next != kBinGet && next != kLongBinGet) break;
-          op_offset_ = pos_++;
-          op_ = next;
-        }
-        break;
-      case kPut: {
-        std::string_view text = trim(read_line());
-        uint64_t index = 0;
-        auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), index);
-        if (error != std::errc() || end != text.data() + text.size()) fail("bad PUT index");
-        memo_put(index, top());
-        break;
-      }
-      case kBinPut: memo_put(read_le<1>(), top()); break;
-      case kLongBinPut: memo_put(read_le<4>(), top()); break;
-      case kMemoize: memo_put(memo_count_, top()); break;
-      // Opcodes that import, call or construct: refused, or inert placeholders.
-      case kGlobal: {
-        std::string_view module_name = read_line();
-        std::string module(module_name);
-        std::string_view name = read_line();
-        refuse_or_placeholder(op_, module + "." + std::string(name));
-        break;
-      }
-      case kStackGlobal: {
-        if (!options_.allow_objects) refuse_or_placeholder(op_, "");
-        Value name = pop();
-        Value module = pop();
-        if (name.kind != Kind::kStr || module.kind != Kind::kStr)
-          fail("STACK_GLOBAL needs two str");
-        std::string dotted = std::string(view(module)) + "." + std::string(view(name));
-        refuse_or_placeholder(op_, dotted);
-        break;
-      }
-      case kReduce:
-      case kNewObj: {
-        if (!options_.allow_objects) refuse_or_placeholder(op_, "");
-        pop();
-        Value callable = pop();
-        std::string name = callable.kind == Kind::kObject ? std::string(view(callable)) : "object";
-        refuse_or_placeholder(op_, name);
-        break;
-      }
-      case kNewObjEx: {
-        if (!options_.allow_objects) refuse_or_placeholder(op_, "");
-        pop();
-        pop();
-        Value callable = pop();
-        std::string name = callable.kind == Kind::kObject ? std::string(view(callable)) : "object";
-        refuse_or_placeholder(op_, name);
-        break;
-      }
-      case kBuild:
-        if (!options_.allow_objects) refuse_or_placeholder(op_, "");
-        pop();
-        top();
-        break;
-      case kInst: {
-        if (!options_.allow_objects) refuse_or_placeholder(op_, "");
-        std::string module(read_line());
-        std::string name(read_line());
-        stack_.resize(pop_mark());
-        module += ".";
-        module += name;
-        refuse_or_placeholder(op_, module);
-        break;
-      }
-      case kObj: {
-        if (!options_.allow_objects) refuse_or_placeholder(op_, "");
-        size_t base = pop_mark();
-        if (stack_.size() <= base) fail("stack underflow: OBJ needs a class");
-        Value cls = stack_[base];
-        std::string name = cls.kind == Kind::kObject ? std::string(view(cls)) : "object";
-        stack_.resize(base);
-        refuse_or_placeholder(op_, name);
-        break;
-      }
-      case kExt1:
-      case kExt2:
-      case kExt4: {
-        if (!options_.allow_objects) refuse_or_placeholder(op_, "");
-        uint64_t code = op_ == kExt1 ? read_le<1>() : op_ == kExt2 ? read_le<2>() : read_le<4>();
-        refuse_or_placeholder(op_, fmt::format("<extension code {}>", code));
-        break;
-      }
-      case kPersId:
-        if (!options_.allow_objects) refuse_or_placeholder(op_, "");
-        read_line();
-        refuse_or_placeholder(op_, "<persistent id>");
-        break;
-      case kBinPersId:
-        if (!options_.allow_objects) refuse_or_placeholder(op_, "");
-        pop();
-        refuse_or_placeholder(op_, "<persistent id>");
-        break;
-      default:
-        if (op_offset_ == 0) fail(not_a_pickle_message(op_));
-        fail(fmt::format("byte 0x{:02x} is not a pickle opcode (corrupt file?)", op_));
+    read_opcode();
+    switch (kOpFamilies[op_]) {
+      case OpFamily::kStop: return stop();
+      case OpFamily::kControl: control_op(); break;
+      case OpFamily::kScalar: scalar_op(); break;
+      case OpFamily::kText: text_op(); break;
+      case OpFamily::kEmptyContainer: empty_container_op(); break;
+      case OpFamily::kBuildContainer: build_container_op(); break;
+      case OpFamily::kFill: fill_op(); break;
+      case OpFamily::kMemo: memo_op(); break;
+      case OpFamily::kObject: object_op(); break;
+      case OpFamily::kInvalid: fail_not_an_opcode();
     }
   }
 }
 
-std::string big_int_decimal(const Vm& vm, const Value& value) {
-  std::string_view raw = vm.view(value);
-  if ((value.flags & Value::kDecimalText) != 0) return std::string(raw);
-  if (raw.size() > kMaxBigIntBytes) {
-    throw Error(fmt::format("integer of {} bytes is too wide to print", raw.size()));
+[[gnu::always_inline]] inline void Vm::read_opcode() {
+  op_offset_ = pos_;
+  if (pos_ >= input_.size() && !grow_input(pos_ + 1)) [[unlikely]] {
+    fail_at(pos_ == 0 ? std::string("empty file: the dump was probably interrupted")
+                      : std::string("truncated: the file ends before the pickle's STOP opcode "
+                                    "(an interrupted dump?)"),
+            pos_);
   }
-  // Little-endian two's complement: import the bytes as a magnitude, then
-  // subtract 2^(8 * size) when the sign bit is set. GMP converts to decimal
-  // by divide and conquer, so a wide integer costs about linear time rather
-  // than the quadratic time of repeated division.
-  BigInt number;
-  mpz_import(number.get(), raw.size(), /*order=*/-1, /*size=*/1, /*endian=*/0, /*nails=*/0,
-             raw.data());
-  if (!raw.empty() && (static_cast<uint8_t>(raw.back()) & 0x80) != 0) {
-    BigInt modulus;
-    mpz_setbit(modulus.get(), 8 * raw.size());
-    mpz_sub(number.get(), number.get(), modulus.get());
+  op_ = input_[pos_++];
+}
+
+void Vm::fail_not_an_opcode() const {
+  if (op_offset_ == 0) fail(not_a_pickle_message(op_));
+  fail(fmt::format("byte 0x{:02x} is not a pickle opcode (corrupt file?)", op_));
+}
+
+Value Vm::stop() {
+  if (!marks_.empty()) fail("STOP inside an unclosed MARK");
+  if (stack_.size() != 1) {
+    fail(stack_.empty() ? std::string("stack underflow: STOP with an empty stack")
+                        : fmt::format("STOP leaves {} values on the stack", stack_.size()));
   }
-  std::string digits(mpz_sizeinbase(number.get(), 10) + 2, '\0');
-  mpz_get_str(digits.data(), 10, number.get());
-  digits.resize(std::strlen(digits.c_str()));
-  return digits;
+  if (options_.on_progress) options_.on_progress(pos_);
+  return stack_.back();
+}
+
+[[gnu::always_inline]] inline void Vm::control_op() {
+  switch (op_) {
+    case kProto: {
+      const uint64_t version = read_le<1>();
+      if (version > 5) fail(fmt::format("unsupported pickle protocol {}", version));
+      protocol_ = static_cast<int>(version);
+      break;
+    }
+    case kFrame: {
+      const uint64_t length = read_le<8>();
+      if (length > input_.size() - pos_ &&
+          !grow_input(length > UINT64_MAX - pos_ ? UINT64_MAX : pos_ + length)) {
+        fail(fmt::format("truncated: FRAME declares {} bytes, only {} left in the file", length,
+                         input_.size() - pos_));
+      }
+      break;
+    }
+    case kMark:
+      charge(sizeof(size_t));
+      marks_.push_back(stack_.size());
+      break;
+    case kPop: pop(); break;
+    case kPopMark: stack_.resize(pop_mark()); break;
+    case kDup: push(top()); break;
+    default: break;
+  }
+}
+
+// The readers of arguments.h never find the generic loop's stream short
+// (it waits for more input or fails), so their results are not checked here.
+[[gnu::always_inline]] inline void Vm::scalar_op() {
+  Stream in{*this};
+  Value value;
+  switch (op_) {
+    case kNone: value = arguments::none_value(); break;
+    case kNewTrue: value = arguments::bool_value(true); break;
+    case kNewFalse: value = arguments::bool_value(false); break;
+    case kInt: value = parse_int_text(read_line(), true); break;
+    case kLong: {
+      std::string_view text = read_line();
+      if (!text.empty() && text.back() == 'L') text.remove_suffix(1);
+      value = parse_int_text(text, false);
+      break;
+    }
+    case kBinInt: arguments::read_bin_int(in, value); break;
+    case kBinInt1: arguments::read_small_int<1>(in, value); break;
+    case kBinInt2: arguments::read_small_int<2>(in, value); break;
+    case kLong1: arguments::read_long1(in, value); break;
+    case kLong4: value = read_long4(); break;
+    case kFloat: value = parse_float_text(read_line()); break;
+    case kBinFloat: arguments::read_bin_float(in, value); break;
+    default: break;
+  }
+  push(value);
+}
+
+[[gnu::always_inline]] inline Value Vm::read_long4() {
+  const auto length = static_cast<int32_t>(static_cast<uint32_t>(read_le<4>()));
+  if (length < 0) fail("LONG4 with a negative byte count");
+  const uint64_t offset = pos_;
+  const uint8_t* bytes = take(static_cast<uint64_t>(length));
+  // After take: a length beyond the file is "truncated" first, as for strings.
+  if (static_cast<uint64_t>(length) > kMaxLongBytes) {
+    fail(fmt::format(
+        "LONG4 of {} bytes: memsnap reads integers of up to {} bytes ({} bits); a memory "
+        "snapshot's fit in 9",
+        length, kMaxLongBytes, 8 * kMaxLongBytes));
+  }
+  return arguments::long_value(bytes, static_cast<uint64_t>(length), offset);
+}
+
+[[gnu::always_inline]] inline void Vm::text_op() {
+  Stream in{*this};
+  Value value;
+  bool fits = true;
+  switch (op_) {
+    case kString: value = decode_string_literal(read_line()); break;
+    case kUnicode: value = decode_raw_unicode_escape(read_line()); break;
+    case kBinString: value = read_python2_string(read_le<4>()); break;
+    case kShortBinString: value = read_python2_string(read_le<1>()); break;
+    case kShortBinUnicode: fits = arguments::read_counted<1>(in, Kind::kStr, value); break;
+    case kBinUnicode: fits = arguments::read_counted<4>(in, Kind::kStr, value); break;
+    case kBinUnicode8: fits = arguments::read_counted<8>(in, Kind::kStr, value); break;
+    case kShortBinBytes: fits = arguments::read_counted<1>(in, Kind::kBytes, value); break;
+    case kBinBytes: fits = arguments::read_counted<4>(in, Kind::kBytes, value); break;
+    case kBinBytes8: fits = arguments::read_counted<8>(in, Kind::kBytes, value); break;
+    case kByteArray8: fits = arguments::read_counted<8>(in, Kind::kByteArray, value); break;
+    case kNextBuffer:
+      fail("NEXT_BUFFER needs an out-of-band buffer, which a snapshot file cannot carry");
+    case kReadOnlyBuffer: top(); return;
+    default: break;
+  }
+  if (!fits) fail("string or bytes longer than 4 GiB");
+  push(value);
+}
+
+// BINSTRING and SHORT_BINSTRING: Python 2 str, ASCII only. `length` is the
+// argument as unsigned; BINSTRING's is signed.
+[[gnu::always_inline]] inline Value Vm::read_python2_string(uint64_t length) {
+  if (op_ == kBinString && static_cast<int32_t>(static_cast<uint32_t>(length)) < 0) {
+    fail("BINSTRING with a negative length");
+  }
+  const uint64_t offset = pos_;
+  const uint8_t* bytes = take(length);
+  for (uint64_t i = 0; i < length; ++i) {
+    if (bytes[i] >= 0x80) fail("non-ASCII byte in a Python 2 string");
+  }
+  return view_value(Kind::kStr, offset, length);
+}
+
+[[gnu::always_inline]] inline void Vm::empty_container_op() {
+  switch (op_) {
+    case kEmptyList: push(new_container(Kind::kList)); break;
+    case kEmptyDict: {
+      const bool list_item = options_.observer != nullptr && adds_to_list();
+      if (list_item && flat_dicts_ && try_flat_dict()) break;
+      Value dict = new_container(Kind::kDict);
+      container(dict).list_item = list_item;
+      push(dict);
+      break;
+    }
+    case kEmptyTuple: push(new_container(Kind::kTuple)); break;
+    case kEmptySet: push(new_container(Kind::kSet)); break;
+    default: break;
+  }
+}
+
+[[gnu::always_inline]] inline void Vm::build_container_op() {
+  if (op_ == kTuple1 || op_ == kTuple2 || op_ == kTuple3) {
+    const size_t count = op_ - kTuple1 + 1;
+    if (stack_.size() < mark_base() + count) {
+      fail(fmt::format("stack underflow: {} needs {} values", opcode_name(op_), count));
+    }
+    Value made = new_container(Kind::kTuple);
+    charge(count * sizeof(Value));
+    container(made).items.assign(stack_.end() - static_cast<ptrdiff_t>(count), stack_.end());
+    stack_.resize(stack_.size() - count);
+    push(made);
+    return;
+  }
+  const size_t base = pop_mark();
+  const Kind kind = op_ == kList        ? Kind::kList
+                    : op_ == kTuple     ? Kind::kTuple
+                    : op_ == kFrozenSet ? Kind::kFrozenSet
+                                        : Kind::kDict;
+  if (kind == Kind::kDict && (stack_.size() - base) % 2 != 0) {
+    fail("DICT with an odd number of items");
+  }
+  Value made = new_container(kind);
+  if (kind == Kind::kList) {
+    append_range(made, stack_.data() + base, stack_.data() + stack_.size());
+  } else {
+    charge((stack_.size() - base) * sizeof(Value));
+    container(made).items.assign(stack_.begin() + static_cast<ptrdiff_t>(base), stack_.end());
+  }
+  stack_.resize(base);
+  push(made);
+}
+
+[[gnu::always_inline]] inline void Vm::fill_op() {
+  if (op_ == kAppend) {
+    const Value item = pop();
+    Value& list = top();
+    if (list.kind != Kind::kList) fail(fmt::format("APPEND to {}", kind_with_article(list.kind)));
+    append_to_list(list, item);
+    return;
+  }
+  if (op_ == kSetItem) {
+    const Value value = pop();
+    const Value key = pop();
+    Value& dict = top();
+    if (dict.kind != Kind::kDict) fail(fmt::format("SETITEM on {}", kind_with_article(dict.kind)));
+    charge(2 * sizeof(Value));
+    auto& items = container(dict).items;
+    items.push_back(key);
+    items.push_back(value);
+    return;
+  }
+  const size_t base = pop_mark();
+  if (base == 0 || stack_.size() < base || base <= mark_base()) {
+    fail(fmt::format("stack underflow: {} has no target below its MARK", opcode_name(op_)));
+  }
+  Value target = stack_[base - 1];
+  if (op_ == kAppends) {
+    if (target.kind != Kind::kList) {
+      fail(fmt::format("APPENDS to {}", kind_with_article(target.kind)));
+    }
+    append_range(target, stack_.data() + base, stack_.data() + stack_.size());
+  } else if (op_ == kSetItems) {
+    set_items(target, base);
+    return;
+  } else {
+    if (target.kind != Kind::kSet) {
+      fail(fmt::format("ADDITEMS on {}", kind_with_article(target.kind)));
+    }
+    charge((stack_.size() - base) * sizeof(Value));
+    auto& items = container(target).items;
+    items.insert(items.end(), stack_.begin() + static_cast<ptrdiff_t>(base), stack_.end());
+  }
+  stack_.resize(base);
+}
+
+// SETITEMS: the pairs above `base` go into the dict below it.
+[[gnu::always_inline]] inline void Vm::set_items(const Value& target, size_t base) {
+  if (target.kind != Kind::kDict) {
+    fail(fmt::format("SETITEMS on {}", kind_with_article(target.kind)));
+  }
+  if ((stack_.size() - base) % 2 != 0) fail("SETITEMS with an odd number of items");
+  charge((stack_.size() - base) * sizeof(Value));
+  Container& dict = container(target);
+  dict.items.insert(dict.items.end(), stack_.begin() + static_cast<ptrdiff_t>(base), stack_.end());
+  stack_.resize(base);
+  if (dict.list_item) {
+    // A dict on its way into a list goes to the observer now, at the end of
+    // its items, as a flat one does (not at the APPENDS after up to 1,000 of
+    // them): entries keep the order of the file whichever path read them,
+    // and both paths see the memo as it is at the same point of the stream.
+    dict.list_item = false;
+    stack_.back() = options_.observer->on_list_item(*this, target);
+  }
+}
+
+[[gnu::always_inline]] inline void Vm::memo_op() {
+  switch (op_) {
+    case kGet: push(memo_get(read_text_index())); break;
+    case kBinGet:
+    case kLongBinGet:
+      // Frame lists are long runs of memo references; take the whole run
+      // here rather than one trip through the dispatch per reference.
+      for (;;) {
+        push(memo_get(op_ == kBinGet ? read_le<1>() : read_le<4>()));
+        if (pos_ >= input_.size()) break;
+        const uint8_t next = input_[pos_];
+        if (next != kBinGet && next != kLongBinGet) break;
+        op_offset_ = pos_++;
+        op_ = next;
+      }
+      break;
+    case kPut: memo_put(read_text_index(), top()); break;
+    case kBinPut: memo_put(read_le<1>(), top()); break;
+    case kLongBinPut: memo_put(read_le<4>(), top()); break;
+    case kMemoize: memo_put(memo_count_, top()); break;
+    default: break;
+  }
+}
+
+// GET and PUT: a decimal index on a line.
+[[gnu::always_inline]] inline uint64_t Vm::read_text_index() {
+  const std::string_view text = trim(read_line());
+  uint64_t index = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), index);
+  if (error != std::errc() || end != text.data() + text.size()) {
+    fail(fmt::format("bad {} index", opcode_name(op_)));
+  }
+  return index;
+}
+
+// Opcodes that import, call or construct: refused, or (allow_objects) the
+// values they would consume are dropped and an inert placeholder named
+// after what they would call is pushed.
+void Vm::object_op() {
+  // GLOBAL reads its lines first, the rest are refused before any argument.
+  if (!options_.allow_objects && op_ != kGlobal) refuse_or_placeholder(op_, "");
+  std::string name;
+  switch (op_) {
+    case kGlobal: {
+      name = read_line();
+      name += ".";
+      name += read_line();
+      break;
+    }
+    case kStackGlobal: {
+      const Value attribute = pop();
+      const Value module = pop();
+      if (attribute.kind != Kind::kStr || module.kind != Kind::kStr) {
+        fail("STACK_GLOBAL needs two str");
+      }
+      name = std::string(view(module)) + "." + std::string(view(attribute));
+      break;
+    }
+    case kInst: {
+      name = read_line();
+      name += ".";
+      name += read_line();
+      stack_.resize(pop_mark());
+      break;
+    }
+    case kExt1: name = fmt::format("<extension code {}>", read_le<1>()); break;
+    case kExt2: name = fmt::format("<extension code {}>", read_le<2>()); break;
+    case kExt4: name = fmt::format("<extension code {}>", read_le<4>()); break;
+    case kPersId:
+      read_line();
+      name = "<persistent id>";
+      break;
+    case kBinPersId:
+      pop();
+      name = "<persistent id>";
+      break;
+    case kBuild:
+      pop();
+      top();
+      return;
+    default: name = pop_call(); break;  // REDUCE, NEWOBJ, NEWOBJ_EX, OBJ
+  }
+  refuse_or_placeholder(op_, name);
+}
+
+// REDUCE, NEWOBJ, NEWOBJ_EX and OBJ: pops the callable and its arguments;
+// returns the callable's name when it is a placeholder.
+std::string Vm::pop_call() {
+  Value callable;
+  if (op_ == kObj) {
+    const size_t base = pop_mark();
+    if (stack_.size() <= base) fail("stack underflow: OBJ needs a class");
+    callable = stack_[base];
+    stack_.resize(base);
+  } else {
+    pop();
+    if (op_ == kNewObjEx) pop();
+    callable = pop();
+  }
+  return callable.kind == Kind::kObject ? std::string(view(callable)) : "object";
 }
 
 }  // namespace memsnap::pickle

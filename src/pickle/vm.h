@@ -7,24 +7,24 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
 
+#include "pickle/arguments.h"
 #include "pickle/value.h"
 
 namespace memsnap::pickle {
 
 class Vm;
+class FlatReader;
 
 // The VM's value stack: a vector whose push and pop always inline (the
 // interpreter loop is too large for the compiler to inline vector::push_back,
@@ -95,7 +95,7 @@ class Scratch {
 // A dict read straight from the bytes, without the value stack or a
 // container: the shape of every trace entry (str keys; ints, strs, None,
 // bools, floats and memo references as values; at most one value a list of
-// memo references, the entry's frames). See Vm::try_flat_dict.
+// memo references, the entry's frames). See flat_reader.cc.
 struct FlatDict {
   static constexpr size_t kNoList = SIZE_MAX;
   Scratch<Value> items;         // key, value, key, value, ...
@@ -103,8 +103,8 @@ struct FlatDict {
   Scratch<Value> list_items;    // that list's items
   // Set by the observer when it takes the dict: what the memo holds for the
   // list from now on (its own substitute). Set by the VM instead, with
-  // list_items left empty, when the same list bytes were read before (see
-  // Vm::try_flat_dict): the observer then takes it as its answer.
+  // list_items left empty, when the same list bytes were read before (the
+  // list cache, flat_reader.cc): the observer then takes it as its answer.
   std::optional<Value> list_substitute;
 };
 
@@ -189,6 +189,8 @@ class Vm {
   void replace_container(const Value& value, Value substitute, bool reuse_slot);
 
  private:
+  friend class FlatReader;  // flat_reader.cc: the fast path for trace entries
+
   struct Container {
     std::vector<Value> items;
     Value substitute;
@@ -205,7 +207,9 @@ class Vm {
   // Grows the input to at least `end` bytes when more is arriving; false
   // when it has ended short of that.
   bool grow_input(uint64_t end);
-  [[gnu::always_inline]] const uint8_t* take(uint64_t count) {
+  // The next `count` bytes: waits for them when input is still arriving,
+  // fails with "truncated" when there are not that many.
+  [[gnu::always_inline, gnu::returns_nonnull]] const uint8_t* take(uint64_t count) {
     if (count > input_.size() - pos_) [[unlikely]] {
       if (!grow_input(count > UINT64_MAX - pos_ ? UINT64_MAX : pos_ + count)) {
         fail_truncated(count);
@@ -215,19 +219,23 @@ class Vm {
     pos_ += count;
     return start;
   }
+  // The generic loop's byte source for the argument readers shared with
+  // the flat reader (arguments.h): never short, since take() waits or fails.
+  struct Stream {
+    Vm& vm;
+    [[gnu::always_inline, gnu::returns_nonnull]] const uint8_t* take(uint64_t count) {
+      return vm.take(count);
+    }
+    [[nodiscard]] uint64_t offset() const { return vm.pos_; }
+  };
   std::string_view read_line();
-  // Little-endian fixed-width reads (x86-64 and aarch64 hosts).
+  // An unsigned little-endian argument of Width bytes.
   template <unsigned Width>
   [[gnu::always_inline]] uint64_t read_le() {
-    const uint8_t* bytes = take(Width);
-    if constexpr (Width == 1) {
-      return bytes[0];
-    } else {
-      std::conditional_t<Width == 2, uint16_t, std::conditional_t<Width == 4, uint32_t, uint64_t>>
-          value;
-      std::memcpy(&value, bytes, Width);
-      return value;
-    }
+    Stream in{*this};
+    uint64_t value = 0;
+    arguments::read_le<Width>(in, value);
+    return value;
   }
 
   [[gnu::always_inline]] void push(Value value) { stack_.push_back(value); }
@@ -286,13 +294,30 @@ class Vm {
   }
   Value memo_get_slow(uint64_t index) const;
 
-  // The fast path for trace entries: at EMPTY_DICT (pos_ just past it) with
-  // a list below, reads the whole dict as a FlatDict, hands it to the
-  // observer and pushes its substitute. Nothing changes (no memo slot, no
-  // container, pos_ as it was) until the observer takes it; on any opcode
-  // outside the flat shape, or when the observer declines, returns false and
-  // the dict is read the generic way. The memo effects are then the same as
-  // the generic path's, in the same order.
+  // The loop and its opcode families (vm.cc): run() reads an opcode and
+  // calls its family's function.
+  void read_opcode();
+  [[noreturn]] void fail_not_an_opcode() const;
+  Value stop();
+  void control_op();
+  void scalar_op();
+  Value read_long4();
+  void text_op();
+  Value read_python2_string(uint64_t length);
+  void empty_container_op();
+  void build_container_op();
+  void fill_op();
+  void set_items(const Value& target, size_t base);
+  void memo_op();
+  uint64_t read_text_index();
+  void object_op();
+  std::string pop_call();
+
+  // The fast path for trace entries (flat_reader.cc, whose top comment
+  // states its contract): at EMPTY_DICT (pos_ just past it) with a list
+  // below, reads the whole dict as a FlatDict, hands it to the observer and
+  // pushes its substitute; false, with nothing changed, to leave the dict to
+  // the generic loop.
   bool try_flat_dict();
   [[nodiscard]] bool adds_to_list() const;
   struct PendingPut {
@@ -301,16 +326,16 @@ class Vm {
     size_t item = 0;  // index in flat_.items for kItem
   };
   bool flat_dicts_ = false;  // the observer reads flat dicts
-  // Frames lists repeat byte for byte (the same memo references in the same
-  // order): the substitute the observer gave a list, by the list's bytes. It
-  // holds while no memo slot changes meaning; converting a container to its
-  // substitute does not (every reader resolves the one to the other), any
-  // other overwrite empties the cache.
+  // The flat reader's list cache (see flat_reader.cc): a list's substitute
+  // by the list's bytes, emptied by forget_cached_lists.
   absl::flat_hash_map<std::string, Value> list_cache_;
   uint64_t list_cache_bytes_ = 0;
   bool converting_ = false;  // replace_container's memo update
   FlatDict flat_;
   Scratch<PendingPut> pending_puts_;
+  // Called when a defined memo slot is overwritten other than by converting
+  // its container to a substitute: the slot may mean something else now.
+  void forget_cached_lists();
 
   void append_to_list(Value& list, Value item);
   // APPENDS: items the observer does not want (anything but a dict) are
@@ -319,7 +344,6 @@ class Vm {
   void refuse_or_placeholder(uint8_t opcode, std::string_view name);
 
   Value parse_int_text(std::string_view text, bool allow_bool);
-  Value parse_long_bytes(uint64_t offset, uint64_t length);
   Value parse_float_text(std::string_view text);
   Value decode_string_literal(std::string_view text);
   Value decode_raw_unicode_escape(std::string_view text);
@@ -346,12 +370,18 @@ class Vm {
   uint64_t max_held_bytes_ = 0;
 };
 
+// The widest integer the VM reads (LONG4's byte count; LONG1's is at most
+// 255): 64 Ki bits, 19,729 decimal digits. Its decimal text (big_int_decimal)
+// takes quadratic time in the width, about a millisecond at this bound.
+constexpr uint64_t kMaxLongBytes = 8192;
+
 // Refuses input whose first byte is no pickle opcode (an error at byte
 // offset 0, as the VM would give), from the first bytes alone: lets the input
 // layer stop reading /dev/zero or inflating a gzip of zeros at once.
 void check_pickle_start(std::span<const uint8_t> first_bytes);
 
-// Renders a kBigInt as decimal text (exact). Throws for absurdly wide ints.
+// Renders a kBigInt as decimal text (exact). Throws for one wider than
+// kMaxLongBytes (the VM makes none).
 std::string big_int_decimal(const Vm& vm, const Value& value);
 
 }  // namespace memsnap::pickle

@@ -340,6 +340,9 @@ def write(outdir):
     put('huge-long4.pickle', proto(2) + P.LONG4 + struct.pack('<i', 0x7FFFFFFF) + b'\x01'
         + P.STOP,
         'truncated: opcode LONG4 needs %d bytes, only 2 left in the file' % 0x7FFFFFFF)
+    # present, but wider than the VM reads (kMaxLongBytes)
+    put('wide-long4.pickle', proto(2) + P.LONG4 + struct.pack('<i', 8193) + b'\x01' * 8193
+        + P.STOP, 'LONG4 of 8193 bytes: memsnap reads integers of up to 8192 bytes')
     put('huge-frame.pickle', proto(4) + P.FRAME + struct.pack('<Q', 1 << 62) + P.NONE + P.STOP,
         'truncated: FRAME declares %d bytes, only 2 left in the file' % (1 << 62))
     put('next-buffer.pickle', proto(5) + P.NEXT_BUFFER + P.STOP, OUT_OF_BAND)
