@@ -24,8 +24,8 @@ struct DumpBlock {
 };
 
 // A segment of the dump with its blocks (free ones included, as PyTorch lists them).
-void dump_segment(Snapshot& model, uint64_t address, uint64_t total, const std::vector<DumpBlock>& blocks,
-                  bool expandable = false, int device = 0) {
+void dump_segment(Snapshot& model, uint64_t address, uint64_t total,
+                  const std::vector<DumpBlock>& blocks, bool expandable = false, int device = 0) {
   Segment segment;
   segment.device = device;
   segment.address = address;
@@ -210,7 +210,8 @@ TEST(AllocatorHistory, ADumpThatDisagreesIsNotExactAndSaysWhere) {
   EXPECT_TRUE(c.possible);
   EXPECT_FALSE(c.exact);
   EXPECT_EQ(c.differences, 1u);
-  EXPECT_NE(c.first_difference.find("dump: allocated block at 0x7f0000000000 of 2048 bytes"), std::string::npos)
+  EXPECT_NE(c.first_difference.find("dump: allocated block at 0x7f0000000000 of 2048 bytes"),
+            std::string::npos)
       << c.first_difference;
   EXPECT_NE(c.first_difference.find("replayed: allocated block at 0x7f0000000000 of 1024 bytes"),
             std::string::npos)
@@ -268,7 +269,8 @@ TEST(AllocatorHistory, ImpossibleWithoutTheDumpsBlocks) {
   AllocatorHistory history(b.model, 0);
   EXPECT_FALSE(history.check().possible);
   EXPECT_FALSE(history.check().exact);
-  EXPECT_NE(history.check().impossible_reason.find("segment 0x7f0000000000 lists no blocks"), std::string::npos)
+  EXPECT_NE(history.check().impossible_reason.find("segment 0x7f0000000000 lists no blocks"),
+            std::string::npos)
       << history.check().impossible_reason;
 
   b.model.blocks.push_back(Block{kBase, 2 * kMiB, 0, BlockState::kInactive, {}});
@@ -281,7 +283,8 @@ TEST(AllocatorHistory, ImpossibleWithoutTheDumpsBlocks) {
 
 TEST(AllocatorHistory, StateAtDumpIsPerDeviceAndHoldsOnlyActiveBlocks) {
   Snapshot s = whole_trace();
-  dump_segment(s, 0x10000, 2 * kMiB, {{0x10000, 2 * kMiB, 2 * kMiB, BlockState::kActiveAllocated}}, false, 1);
+  dump_segment(s, 0x10000, 2 * kMiB, {{0x10000, 2 * kMiB, 2 * kMiB, BlockState::kActiveAllocated}},
+               false, 1);
   const AllocatorState zero = state_at_dump(s, 0);
   EXPECT_EQ(zero.ranges.size(), 1u);
   EXPECT_EQ(zero.blocks.size(), 1u);  // the inactive blocks are gaps, not blocks

@@ -96,7 +96,7 @@ TEST(Check, ASizeLimitPassesAtItsThresholdAndFailsAByteAbove) {
 TEST(Check, EachMeasureComesFromItsField) {
   const RunSummary current = run(int64_t{1} << 30);
   const std::vector<Limit> limits = {
-      limit(LimitKind::kMaxPeakDelta, 0),       limit(LimitKind::kMaxReserved, 0),
+      limit(LimitKind::kMaxPeakDelta, 0), limit(LimitKind::kMaxReserved, 0),
       limit(LimitKind::kMaxFragmentation, 25, true), limit(LimitKind::kMaxUnmatchedFrees, 3),
       limit(LimitKind::kStepMaxPeak, 0)};
   const CheckReport report = run_check(current, nullptr, false, limits);
@@ -117,20 +117,23 @@ TEST(Check, EachMeasureComesFromItsField) {
 TEST(Check, GrowthIsAgainstTheBaselineAndAPercentIsOfItsPeak) {
   const RunSummary baseline = run(int64_t{1000} << 20, "a.pickle");
   const RunSummary current = run(int64_t{1100} << 20, "b.pickle");
-  const CheckReport ten = run_check(current, &baseline, true, {limit(LimitKind::kMaxGrowth, 10, true)});
+  const CheckReport ten =
+      run_check(current, &baseline, true, {limit(LimitKind::kMaxGrowth, 10, true)});
   EXPECT_EQ(only(ten).measured, 100 * kMiB);
   EXPECT_DOUBLE_EQ(only(ten).allowed, 100 * kMiB);
   EXPECT_EQ(only(ten).status, LimitStatus::kPass);
   EXPECT_EQ(ten.baseline_file, "a.pickle");
   EXPECT_TRUE(ten.baseline_is_summary);
   EXPECT_EQ(ten.baseline_peak, baseline.absolute_peak);
-  const CheckReport nine = run_check(current, &baseline, false, {limit(LimitKind::kMaxGrowth, 9, true)});
+  const CheckReport nine =
+      run_check(current, &baseline, false, {limit(LimitKind::kMaxGrowth, 9, true)});
   EXPECT_EQ(only(nine).status, LimitStatus::kFail);
   const CheckReport bytes =
       run_check(current, &baseline, false, {limit(LimitKind::kMaxGrowth, 100 * kMiB - 1)});
   EXPECT_EQ(only(bytes).status, LimitStatus::kFail);
   // Shrinking is no growth.
-  const CheckReport shrunk = run_check(baseline, &current, false, {limit(LimitKind::kMaxGrowth, 0)});
+  const CheckReport shrunk =
+      run_check(baseline, &current, false, {limit(LimitKind::kMaxGrowth, 0)});
   EXPECT_EQ(only(shrunk).status, LimitStatus::kPass);
   EXPECT_LT(only(shrunk).measured, 0);
 }
@@ -260,8 +263,8 @@ TEST(CheckRanked, RanksArePairedByNumberAndTheRestListed) {
   };
   const std::vector<RunSummary> baseline = {ranked(0, 1 << 30, "a0"), ranked(1, 1 << 30, "a1"),
                                             ranked(3, 1 << 30, "a3")};
-  const std::vector<RunSummary> current = {ranked(1, int64_t{2} << 30, "b1"), ranked(0, 1 << 30, "b0"),
-                                           ranked(2, 1 << 30, "b2")};
+  const std::vector<RunSummary> current = {ranked(1, int64_t{2} << 30, "b1"),
+                                           ranked(0, 1 << 30, "b0"), ranked(2, 1 << 30, "b2")};
   const RankedCheck checked =
       check_ranked(current, &baseline, false, {limit(LimitKind::kMaxGrowth, 10, true)});
   ASSERT_EQ(checked.ranks.size(), 2u);

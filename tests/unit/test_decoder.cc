@@ -47,13 +47,17 @@ Py traces(std::vector<Py> per_device) {
   return Py::dict({{"segments", Py::list({})}, {"device_traces", Py::list(std::move(per_device))}});
 }
 
-std::vector<Action> actions_of(const Snapshot& s) { return s.events.action; }
+std::vector<Action> actions_of(const Snapshot& s) {
+  return s.events.action;
+}
 
 TEST(Decoder, DevicesAreContiguousRangesOfTheColumnsInFileOrder) {
   const Snapshot s = decode(traces({
       Py::list({entry("alloc", 0x1000, 512, 10, Py::list({}), 7),
-                entry("free_requested", 0x1000, 512, 20), entry("free_completed", 0x1000, 512, 30)}),
-      Py::list({entry("segment_alloc", 0x20000000, 2 << 20, 5), entry("alloc", 0x20000000, 100, 6)}),
+                entry("free_requested", 0x1000, 512, 20),
+                entry("free_completed", 0x1000, 512, 30)}),
+      Py::list(
+          {entry("segment_alloc", 0x20000000, 2 << 20, 5), entry("alloc", 0x20000000, 100, 6)}),
   }));
   ASSERT_EQ(s.devices.size(), 2u);
   EXPECT_EQ(s.devices[0].device, 0);
@@ -70,9 +74,9 @@ TEST(Decoder, DevicesAreContiguousRangesOfTheColumnsInFileOrder) {
   EXPECT_EQ(s.events.stream.size(), n);
   EXPECT_EQ(s.events.time_us.size(), n);
   EXPECT_EQ(s.events.stack.size(), n);
-  EXPECT_EQ(actions_of(s), (std::vector<Action>{Action::kAlloc, Action::kFreeRequested,
-                                                Action::kFreeCompleted, Action::kSegmentAlloc,
-                                                Action::kAlloc}));
+  EXPECT_EQ(actions_of(s),
+            (std::vector<Action>{Action::kAlloc, Action::kFreeRequested, Action::kFreeCompleted,
+                                 Action::kSegmentAlloc, Action::kAlloc}));
   EXPECT_EQ(s.events.addr, (std::vector<uint64_t>{0x1000, 0x1000, 0x1000, 0x20000000, 0x20000000}));
   EXPECT_EQ(s.events.size, (std::vector<uint64_t>{512, 512, 512, 2 << 20, 100}));
   EXPECT_EQ(s.events.time_us, (std::vector<int64_t>{10, 20, 30, 5, 6}));
@@ -87,7 +91,8 @@ TEST(Decoder, DevicesAreContiguousRangesOfTheColumnsInFileOrder) {
 }
 
 TEST(Decoder, DefaultDeviceIsTheFirstWithEvents) {
-  const Snapshot s = decode(traces({Py::list({}), Py::list({}), Py::list({entry("alloc", 0x10, 8, 1)})}));
+  const Snapshot s =
+      decode(traces({Py::list({}), Py::list({}), Py::list({entry("alloc", 0x10, 8, 1)})}));
   ASSERT_EQ(s.devices.size(), 3u);
   EXPECT_EQ(s.devices[2].count(), 1u);
   EXPECT_EQ(s.default_device(), 2);
@@ -102,8 +107,8 @@ TEST(Decoder, UnknownActionsAreKeptAsOtherAndNamed) {
       entry("annotate", 0, 0, 4),
   })}));
   ASSERT_EQ(s.events.count(), 4u);
-  EXPECT_EQ(actions_of(s), (std::vector<Action>{Action::kAlloc, Action::kOther, Action::kOther,
-                                                Action::kOther}));
+  EXPECT_EQ(actions_of(s),
+            (std::vector<Action>{Action::kAlloc, Action::kOther, Action::kOther, Action::kOther}));
   // One name per unknown entry, none for the known one.
   EXPECT_EQ(s.events.other_action.size(), 3u);
   EXPECT_FALSE(s.events.other_action.contains(0));
@@ -115,13 +120,15 @@ TEST(Decoder, UnknownActionsAreKeptAsOtherAndNamed) {
 }
 
 TEST(Decoder, MalformedEntriesAreCountedAndLeftOutOfTheColumns) {
-  Py bad_size = Py::dict({{"action", Py::str("alloc")}, {"addr", Py::num(0x40)}, {"size", Py::str("big")}});
+  Py bad_size =
+      Py::dict({{"action", Py::str("alloc")}, {"addr", Py::num(0x40)}, {"size", Py::str("big")}});
   Py negative = entry("alloc", 0x80, -512, 3);
-  Py bad_addr = Py::dict({{"action", Py::str("alloc")}, {"addr", Py::str("0x40")}, {"size", Py::num(8)}});
+  Py bad_addr =
+      Py::dict({{"action", Py::str("alloc")}, {"addr", Py::str("0x40")}, {"size", Py::num(8)}});
   Py huge = entry("alloc", 0x100, int64_t{1} << 50, 4);  // past 16 TiB: no GPU's memory
-  const Snapshot s = decode(traces({Py::list({entry("alloc", 0x10, 8, 1), std::move(bad_size),
-                                              std::move(negative), std::move(bad_addr),
-                                              std::move(huge), entry("alloc", 0x20, 16, 5)})}));
+  const Snapshot s = decode(
+      traces({Py::list({entry("alloc", 0x10, 8, 1), std::move(bad_size), std::move(negative),
+                        std::move(bad_addr), std::move(huge), entry("alloc", 0x20, 16, 5)})}));
   EXPECT_EQ(s.anomalies.malformed_entries, 4u);
   ASSERT_EQ(s.events.count(), 2u);
   EXPECT_EQ(s.events.addr, (std::vector<uint64_t>{0x10, 0x20}));
@@ -130,11 +137,14 @@ TEST(Decoder, MalformedEntriesAreCountedAndLeftOutOfTheColumns) {
 }
 
 TEST(Decoder, AbsentFieldsAndTimesThatAreNoTimestamps) {
-  Py no_time = Py::dict({{"action", Py::str("alloc")}, {"addr", Py::num(0x10)}, {"size", Py::num(8)}});
-  Py no_addr = Py::dict({{"action", Py::str("oom")}, {"size", Py::num(1 << 30)},
-                         {"device_free", Py::num(1 << 20)}, {"time_us", Py::num(9)}});
-  const Snapshot s = decode(traces({Py::list({std::move(no_time), entry("alloc", 0x20, 8, -5),
-                                              std::move(no_addr)})}));
+  Py no_time =
+      Py::dict({{"action", Py::str("alloc")}, {"addr", Py::num(0x10)}, {"size", Py::num(8)}});
+  Py no_addr = Py::dict({{"action", Py::str("oom")},
+                         {"size", Py::num(1 << 30)},
+                         {"device_free", Py::num(1 << 20)},
+                         {"time_us", Py::num(9)}});
+  const Snapshot s = decode(
+      traces({Py::list({std::move(no_time), entry("alloc", 0x20, 8, -5), std::move(no_addr)})}));
   ASSERT_EQ(s.events.count(), 3u);
   EXPECT_EQ(s.events.time_us, (std::vector<int64_t>{0, 0, 9}));
   // A missing time_us is no anomaly (files before PyTorch 2.2); a negative one is.
@@ -149,7 +159,9 @@ TEST(Decoder, AbsentFieldsAndTimesThatAreNoTimestamps) {
 
 TEST(Decoder, PoolIdsOnlyWhereNotTheDefaultPool) {
   auto with_pool = [](int64_t addr, int64_t a, int64_t b) {
-    return Py::dict({{"action", Py::str("alloc")}, {"addr", Py::num(addr)}, {"size", Py::num(8)},
+    return Py::dict({{"action", Py::str("alloc")},
+                     {"addr", Py::num(addr)},
+                     {"size", Py::num(8)},
                      {"pool_id", Py::tuple({Py::num(a), Py::num(b)})}});
   };
   const Snapshot s = decode(traces({Py::list({with_pool(0x10, 0, 0), with_pool(0x20, 1, 2)})}));
@@ -169,8 +181,8 @@ TEST(Decoder, SharedAndEqualFramesInternToOneStack) {
   const Snapshot s = decode(traces({Py::list({
       entry("alloc", 0x10, 8, 1, std::move(shared)),
       entry("alloc", 0x20, 8, 2, Py::get(3)),
-      entry("alloc", 0x30, 8, 3, Py::list({frame("forward", "/w/model.py", 12),
-                                           frame("train", "/w/train.py", 40)})),
+      entry("alloc", 0x30, 8, 3,
+            Py::list({frame("forward", "/w/model.py", 12), frame("train", "/w/train.py", 40)})),
       entry("alloc", 0x40, 8, 4, Py::list({Py::get(1)})),
   })}));
   ASSERT_EQ(s.events.count(), 4u);
@@ -192,27 +204,37 @@ TEST(Decoder, SharedAndEqualFramesInternToOneStack) {
 
 TEST(Decoder, SegmentsWithTheirBlocks) {
   auto block = [](int64_t address, int64_t size, int64_t requested, const std::string& state) {
-    return Py::dict({{"address", Py::num(address)}, {"size", Py::num(size)},
-                     {"requested_size", Py::num(requested)}, {"state", Py::str(state)},
+    return Py::dict({{"address", Py::num(address)},
+                     {"size", Py::num(size)},
+                     {"requested_size", Py::num(requested)},
+                     {"state", Py::str(state)},
                      {"frames", Py::list({frame("f", "/w/a.py", 1)})}});
   };
-  Py large = Py::dict({{"device", Py::num(0)}, {"address", Py::num(0x7f0000000000)},
-                       {"total_size", Py::num(20 << 20)}, {"allocated_size", Py::num(4 << 20)},
-                       {"active_size", Py::num(6 << 20)}, {"requested_size", Py::num(4000000)},
-                       {"stream", Py::num(3)}, {"segment_type", Py::str("large")},
-                       {"segment_pool_id", Py::tuple({Py::num(1), Py::num(5)})},
-                       {"is_expandable", Py::boolean(true)},
-                       {"blocks", Py::list({
-                           block(0x7f0000000000, 4 << 20, 4000000, "active_allocated"),
-                           block(0x7f0000400000, 2 << 20, 2 << 20, "active_pending_free"),
-                           block(0x7f0000600000, 14 << 20, 0, "inactive"),
-                       })}});
+  Py large =
+      Py::dict({{"device", Py::num(0)},
+                {"address", Py::num(0x7f0000000000)},
+                {"total_size", Py::num(20 << 20)},
+                {"allocated_size", Py::num(4 << 20)},
+                {"active_size", Py::num(6 << 20)},
+                {"requested_size", Py::num(4000000)},
+                {"stream", Py::num(3)},
+                {"segment_type", Py::str("large")},
+                {"segment_pool_id", Py::tuple({Py::num(1), Py::num(5)})},
+                {"is_expandable", Py::boolean(true)},
+                {"blocks", Py::list({
+                               block(0x7f0000000000, 4 << 20, 4000000, "active_allocated"),
+                               block(0x7f0000400000, 2 << 20, 2 << 20, "active_pending_free"),
+                               block(0x7f0000600000, 14 << 20, 0, "inactive"),
+                           })}});
   // No active_size: it falls back to allocated_size. Another device.
-  Py small = Py::dict({{"device", Py::num(1)}, {"address", Py::num(0x10000)},
-                       {"total_size", Py::num(2 << 20)}, {"allocated_size", Py::num(512)},
+  Py small = Py::dict({{"device", Py::num(1)},
+                       {"address", Py::num(0x10000)},
+                       {"total_size", Py::num(2 << 20)},
+                       {"allocated_size", Py::num(512)},
                        {"segment_type", Py::str("small")},
                        {"blocks", Py::list({block(0x10000, 512, 100, "active_allocated")})}});
-  const Snapshot s = decode(Py::dict({{"segments", Py::list({std::move(large), std::move(small)})}}));
+  const Snapshot s =
+      decode(Py::dict({{"segments", Py::list({std::move(large), std::move(small)})}}));
   ASSERT_EQ(s.segments.size(), 2u);
   const Segment& a = s.segments[0];
   EXPECT_EQ(a.device, 0);
@@ -253,15 +275,20 @@ TEST(Decoder, SegmentsWithTheirBlocks) {
 TEST(Decoder, LegacyBlocksWithoutAddressesTileTheirSegment) {
   // PyTorch 2.0: no block address, the frames in the newest history entry.
   auto block = [](int64_t size, const std::string& state, Py history) {
-    return Py::dict({{"size", Py::num(size)}, {"state", Py::str(state)}, {"history", std::move(history)}});
+    return Py::dict(
+        {{"size", Py::num(size)}, {"state", Py::str(state)}, {"history", std::move(history)}});
   };
-  Py history = Py::list({Py::dict({{"addr", Py::num(0)}, {"frames", Py::list({frame("old", "/w/a.py", 1)})}}),
-                         Py::dict({{"addr", Py::num(0)}, {"frames", Py::list({frame("new", "/w/a.py", 2)})}})});
-  Py segment = Py::dict({{"device", Py::num(0)}, {"address", Py::num(0x100000)},
-                         {"total_size", Py::num(2 << 20)}, {"allocated_size", Py::num(1536)},
-                         {"blocks", Py::list({block(1024, "active_allocated", std::move(history)),
-                                              block(512, "active_allocated", Py::list({})),
-                                              block((2 << 20) - 1536, "inactive", Py::list({}))})}});
+  Py history = Py::list(
+      {Py::dict({{"addr", Py::num(0)}, {"frames", Py::list({frame("old", "/w/a.py", 1)})}}),
+       Py::dict({{"addr", Py::num(0)}, {"frames", Py::list({frame("new", "/w/a.py", 2)})}})});
+  Py segment =
+      Py::dict({{"device", Py::num(0)},
+                {"address", Py::num(0x100000)},
+                {"total_size", Py::num(2 << 20)},
+                {"allocated_size", Py::num(1536)},
+                {"blocks", Py::list({block(1024, "active_allocated", std::move(history)),
+                                     block(512, "active_allocated", Py::list({})),
+                                     block((2 << 20) - 1536, "inactive", Py::list({}))})}});
   const Snapshot s = decode(Py::dict({{"segments", Py::list({std::move(segment)})}}));
   EXPECT_TRUE(s.legacy_block_history);
   ASSERT_EQ(s.blocks.size(), 3u);
@@ -275,9 +302,11 @@ TEST(Decoder, LegacyBlocksWithoutAddressesTileTheirSegment) {
 }
 
 TEST(Decoder, TopLevelListIsASegmentsOnlySnapshot) {
-  const Snapshot s = decode(Py::list({Py::dict({{"device", Py::num(3)}, {"address", Py::num(0x1000)},
+  const Snapshot s = decode(Py::list({Py::dict({{"device", Py::num(3)},
+                                                {"address", Py::num(0x1000)},
                                                 {"total_size", Py::num(2 << 20)},
-                                                {"allocated_size", Py::num(0)}, {"blocks", Py::list({})}})}));
+                                                {"allocated_size", Py::num(0)},
+                                                {"blocks", Py::list({})}})}));
   EXPECT_TRUE(s.top_level_list);
   ASSERT_EQ(s.segments.size(), 1u);
   EXPECT_EQ(s.segments[0].device, 3);
@@ -286,18 +315,21 @@ TEST(Decoder, TopLevelListIsASegmentsOnlySnapshot) {
 
 TEST(Decoder, AnnotationsAndAllocatorSettings) {
   auto note = [](Py name, const std::string& stage, int64_t device, int64_t time) {
-    return Py::dict({{"name", std::move(name)}, {"stage", Py::str(stage)}, {"device", Py::num(device)},
+    return Py::dict({{"name", std::move(name)},
+                     {"stage", Py::str(stage)},
+                     {"device", Py::num(device)},
                      {"time_us", Py::num(time)}});
   };
   Py root = Py::dict({
       {"segments", Py::list({})},
       {"device_traces", Py::list({Py::list({entry("alloc", 0x10, 8, 100)})})},
-      {"external_annotations",
-       Py::list({note(Py::str("ProfilerStep#1"), "START", 0, 90), note(Py::str("ProfilerStep#1"), "END", 0, 200),
-                 note(Py::num(5), "START", 0, 1),  // a name that is no str
-                 note(Py::str("x"), "START", -1, 1)})},
+      {"external_annotations", Py::list({note(Py::str("ProfilerStep#1"), "START", 0, 90),
+                                         note(Py::str("ProfilerStep#1"), "END", 0, 200),
+                                         note(Py::num(5), "START", 0, 1),  // a name that is no str
+                                         note(Py::str("x"), "START", -1, 1)})},
       {"allocator_settings",
-       Py::dict({{"max_split_size", Py::num(-1)}, {"expandable_segments", Py::boolean(false)},
+       Py::dict({{"max_split_size", Py::num(-1)},
+                 {"expandable_segments", Py::boolean(false)},
                  {"roundup_power2_divisions", Py::dict({{"1", Py::num(4)}})}})},
   });
   const Snapshot s = decode(root);
@@ -314,7 +346,8 @@ TEST(Decoder, AnnotationsAndAllocatorSettings) {
 }
 
 TEST(Decoder, AFieldOfTheWrongTypeIsLeftOutAndNamed) {
-  const Snapshot s = decode(Py::dict({{"segments", Py::list({})}, {"device_traces", Py::str("none")}}));
+  const Snapshot s =
+      decode(Py::dict({{"segments", Py::list({})}, {"device_traces", Py::str("none")}}));
   ASSERT_EQ(s.anomalies.malformed_fields.size(), 1u);
   EXPECT_EQ(s.anomalies.malformed_fields[0].field, "device_traces");
   EXPECT_EQ(s.anomalies.malformed_fields[0].found, "a str");
@@ -322,8 +355,8 @@ TEST(Decoder, AFieldOfTheWrongTypeIsLeftOutAndNamed) {
 }
 
 TEST(Decoder, EntriesRightInDeviceTracesAreDeviceZero) {
-  const Snapshot s = decode(Py::dict({{"device_traces", Py::list({entry("alloc", 0x10, 8, 1),
-                                                                 entry("alloc", 0x20, 8, 2)})}}));
+  const Snapshot s = decode(Py::dict(
+      {{"device_traces", Py::list({entry("alloc", 0x10, 8, 1), entry("alloc", 0x20, 8, 2)})}}));
   EXPECT_TRUE(s.anomalies.flat_device_traces);
   ASSERT_EQ(s.devices.size(), 1u);
   EXPECT_EQ(s.devices[0].count(), 2u);
@@ -338,8 +371,10 @@ TEST(Decoder, FlatAndGenericReadingsBuildTheSameModel) {
                 entry("alloc", 0x100000, 700, 2, Py::get(11), 5),
                 entry("annotate", 0, 0, 3, Py::list({Py::get(10), frame("g", "/w/b.py", 2)})),
                 Py::dict({{"action", Py::str("alloc")}, {"size", Py::str("?")}}),
-                Py::dict({{"action", Py::str("oom")}, {"size", Py::num(1 << 30)},
-                          {"device_free", Py::num(12345)}, {"time_us", Py::num(4)}}),
+                Py::dict({{"action", Py::str("oom")},
+                          {"size", Py::num(1 << 30)},
+                          {"device_free", Py::num(12345)},
+                          {"time_us", Py::num(4)}}),
                 entry("free_completed", 0x100000, 700, 5, Py::get(11))}),
       Py::list({entry("alloc", 0x900000, 64, 6, Py::list({frame("h", "/w/c.py", 3)}))}),
   });
@@ -368,7 +403,8 @@ TEST(Decoder, FlatAndGenericReadingsBuildTheSameModel) {
       }
       return out;
     };
-    EXPECT_EQ(render(flat, flat.events.stack[i]), render(generic, generic.events.stack[i])) << "entry " << i;
+    EXPECT_EQ(render(flat, flat.events.stack[i]), render(generic, generic.events.stack[i]))
+        << "entry " << i;
     EXPECT_EQ(flat.action_label(i), generic.action_label(i));
   }
   EXPECT_EQ(flat.events.device_free.size(), 1u);
@@ -376,31 +412,42 @@ TEST(Decoder, FlatAndGenericReadingsBuildTheSameModel) {
 
 // Refusals: each says what the pickle holds instead of a snapshot.
 TEST(DecoderRefusals, NotADict) {
-  testing::expect_error_containing<Error>([] { decode(Py::num(5)); },
-                                          "not a memory snapshot: the pickle holds an int, not a dict");
-  testing::expect_error_containing<Error>([] { decode(Py::str("x")); }, "the pickle holds a str, not a dict");
+  testing::expect_error_containing<Error>(
+      [] { decode(Py::num(5)); }, "not a memory snapshot: the pickle holds an int, not a dict");
+  testing::expect_error_containing<Error>([] { decode(Py::str("x")); },
+                                          "the pickle holds a str, not a dict");
 }
 
 TEST(DecoderRefusals, AListOfNoSegmentDicts) {
   testing::expect_error_containing<Error>(
-      [] { decode(Py::list({Py::num(1), Py::num(2)})); },
-      "not a memory snapshot: the pickle is a list of 2 items and none is a segment dict (the first "
+      [] {
+        decode(Py::list({Py::num(1), Py::num(2)}));
+      },
+      "not a memory snapshot: the pickle is a list of 2 items and none is a segment dict (the "
+      "first "
       "is an int)");
 }
 
 TEST(DecoderRefusals, ADictWithNeitherKey) {
   testing::expect_error_containing<Error>(
-      [] { decode(Py::dict({{"state_dict", Py::dict({})}})); },
+      [] {
+        decode(Py::dict({{"state_dict", Py::dict({})}}));
+      },
       "not a memory snapshot: the pickle is a dict without 'segments' or 'device_traces'");
 }
 
 TEST(DecoderRefusals, BothKeysOfTheWrongType) {
   testing::expect_error_containing<Error>(
-      [] { decode(Py::dict({{"segments", Py::str("s")}, {"device_traces", Py::num(3)}})); },
+      [] {
+        decode(Py::dict({{"segments", Py::str("s")}, {"device_traces", Py::num(3)}}));
+      },
       "not a memory snapshot: 'segments' is a str and 'device_traces' is an int (a snapshot has "
       "lists there)");
-  testing::expect_error_containing<Error>([] { decode(Py::dict({{"segments", Py::none()}})); },
-                                          "'segments' is None and 'device_traces' is absent");
+  testing::expect_error_containing<Error>(
+      [] {
+        decode(Py::dict({{"segments", Py::none()}}));
+      },
+      "'segments' is None and 'device_traces' is absent");
 }
 
 TEST(DecoderRefusals, CodeIsRefusedAndEvenAsAPlaceholderIsNoSnapshot) {

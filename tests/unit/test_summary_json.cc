@@ -52,7 +52,8 @@ RunSummary full_summary() {
   s.unmatched_free_bytes = 4096;
   s.has_time = true;
   s.trace_duration_s = 61.25;
-  s.steps = {{1, true, 250.5, int64_t{19} << 30, int64_t{2} << 30}, {2, false, 0, int64_t{18} << 30, 0}};
+  s.steps = {{1, true, 250.5, int64_t{19} << 30, int64_t{2} << 30},
+             {2, false, 0, int64_t{18} << 30, 0}};
   s.step_count = 2;
   s.live_at_peak = {{"forward@model.py:10", uint64_t{12} << 30, 40}, {"<no frames>", 512, 1}};
   s.live_at_peak_sources = 5;
@@ -65,7 +66,9 @@ RunSummary full_summary() {
   return s;
 }
 
-std::string written(const RunSummary& s) { return render_summary_json(s).dump(2); }
+std::string written(const RunSummary& s) {
+  return render_summary_json(s).dump(2);
+}
 
 void expect_usage_equal(const std::vector<SourceUsage>& a, const std::vector<SourceUsage>& b) {
   ASSERT_EQ(a.size(), b.size());
@@ -175,37 +178,53 @@ class SummaryRefusal : public ::testing::Test {
 TEST_F(SummaryRefusal, NotJsonOrNotASummary) {
   testing::expect_error_containing<Error>([] { read_summary_json("{\"kind\": ", "r.json"); },
                                           "r.json: not valid JSON");
-  testing::expect_error_containing<Error>([] { read_summary_json("[1, 2]", "r.json"); },
-                                          "r.json: not a memsnap summary: the document is not an object");
+  testing::expect_error_containing<Error>(
+      [] { read_summary_json("[1, 2]", "r.json"); },
+      "r.json: not a memsnap summary: the document is not an object");
   expect_refused([](ordered_json& d) { d["kind"] = "memsnap-budget"; },
                  "kind is not \"memsnap-summary\" (write one with memsnap summarize)");
   expect_refused([](ordered_json& d) { d.erase("kind"); }, "kind is not \"memsnap-summary\"");
-  expect_refused([](ordered_json& d) { d["version"] = 2; }, "version is not 1 (this memsnap reads version 1)");
+  expect_refused([](ordered_json& d) { d["version"] = 2; },
+                 "version is not 1 (this memsnap reads version 1)");
 }
 
 TEST_F(SummaryRefusal, KeysOfTheWrongTypeOrRange) {
   expect_refused([](ordered_json& d) { d["file"].erase("path"); }, "file.path is missing");
-  expect_refused([](ordered_json& d) { d["file"]["size_bytes"] = -1; }, "file.size_bytes is negative");
-  expect_refused([](ordered_json& d) { d["absolute_peak"] = "12GiB"; }, "absolute_peak is not a whole number");
-  expect_refused([](ordered_json& d) { d["absolute_peak"] = 1.5; }, "absolute_peak is not a whole number");
-  expect_refused([](ordered_json& d) { d["event_count"] = uint64_t{1} << 63; }, "event_count is out of range");
+  expect_refused([](ordered_json& d) { d["file"]["size_bytes"] = -1; },
+                 "file.size_bytes is negative");
+  expect_refused([](ordered_json& d) { d["absolute_peak"] = "12GiB"; },
+                 "absolute_peak is not a whole number");
+  expect_refused([](ordered_json& d) { d["absolute_peak"] = 1.5; },
+                 "absolute_peak is not a whole number");
+  expect_refused([](ordered_json& d) { d["event_count"] = uint64_t{1} << 63; },
+                 "event_count is out of range");
   expect_refused([](ordered_json& d) { d["device"] = -1; }, "device is out of range");
-  expect_refused([](ordered_json& d) { d["devices"] = {0, "1"}; }, "devices[1] is not a device ordinal");
-  expect_refused([](ordered_json& d) { d["group"] = "color"; }, "group names no grouping ('color')");
+  expect_refused(
+      [](ordered_json& d) {
+        d["devices"] = {0, "1"};
+      },
+      "devices[1] is not a device ordinal");
+  expect_refused([](ordered_json& d) { d["group"] = "color"; },
+                 "group names no grouping ('color')");
   expect_refused([](ordered_json& d) { d["has_time"] = 1; }, "has_time is not true or false");
-  expect_refused([](ordered_json& d) { d["segments"] = ordered_json::array(); }, "segments is not an object");
-  expect_refused([](ordered_json& d) { d["steps"] = ordered_json::object(); }, "steps is not a list");
-  expect_refused([](ordered_json& d) { d["steps"][1]["complete"] = "yes"; }, "steps[1].complete is not true or false");
+  expect_refused([](ordered_json& d) { d["segments"] = ordered_json::array(); },
+                 "segments is not an object");
+  expect_refused([](ordered_json& d) { d["steps"] = ordered_json::object(); },
+                 "steps is not a list");
+  expect_refused([](ordered_json& d) { d["steps"][1]["complete"] = "yes"; },
+                 "steps[1].complete is not true or false");
   expect_refused([](ordered_json& d) { d["live_at_peak"]["by_source"][0]["bytes"] = -5; },
                  "live_at_peak.by_source[0].bytes is negative");
-  expect_refused([](ordered_json& d) { d["ooms"][0]["device_free"] = -1; }, "ooms[0].device_free is negative");
+  expect_refused([](ordered_json& d) { d["ooms"][0]["device_free"] = -1; },
+                 "ooms[0].device_free is negative");
   expect_refused([](ordered_json& d) { d["peak_event"] = -3; }, "peak_event is negative");
 }
 
 TEST_F(SummaryRefusal, ALargeFileIsNoSummary) {
   const std::string huge(kMaxSummaryBytes + 1, ' ');
-  testing::expect_error_containing<Error>([&] { read_summary_json(huge, "big.json"); },
-                                          "big.json: 67108865 bytes is too large for a memsnap summary");
+  testing::expect_error_containing<Error>(
+      [&] { read_summary_json(huge, "big.json"); },
+      "big.json: 67108865 bytes is too large for a memsnap summary");
 }
 
 }  // namespace
