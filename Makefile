@@ -11,7 +11,7 @@ EXAMPLE     ?= examples/training_steps.pickle.gz
 EXAMPLE_B   ?= examples/training_steps_larger_batch.pickle.gz
 DEMO_HTML   ?= $(BUILD)/demo_overlay.html
 
-.PHONY: all setup build demo test test-fast test-asan fuzz bench format lint clean
+.PHONY: all setup build demo check test test-release test-fast test-asan fuzz bench format lint clean
 
 all: build
 
@@ -31,12 +31,29 @@ demo: build
 	$(BUILD)/memsnap plot $(EXAMPLE) $(EXAMPLE_B) --labels "batch 1x" "batch 1.5x" -o $(DEMO_HTML)
 	@echo "make demo: the overlay of both runs is $(DEMO_HTML) (one offline HTML file: open it in a browser)"
 
-# Everything: unit tests, differential tests against CPython's pickle, refusal
-# corpus, golden outputs, fuzz corpus; then the same under ASan and UBSan.
-test: test-fast test-asan
+# Tests carry CTest labels (tests/CMakeLists.txt; README, "Tests"): unit, cli,
+# golden, fixtures, browser, cluster, slow, install, bench, gpu.
+#
+# The fast tier, for development: unit tests, the drivers on generated and
+# bundled inputs, the golden outputs; not the real fixtures, the browser, the
+# Slurm cluster or what is labelled slow. Another tier, say the fixtures:
+# make check CHECK_LABELS=fixtures CHECK_EXCLUDE=
+CHECK_LABELS  ?= ^(unit|cli|golden)$$
+CHECK_EXCLUDE ?= ^(slow|fixtures)$$
+check: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) -L '$(CHECK_LABELS)' \
+	  $(if $(CHECK_EXCLUDE),-LE '$(CHECK_EXCLUDE)')
 
-test-fast: build
+# Everything: unit tests, differential tests against CPython's pickle, refusal
+# corpus, golden outputs, real fixtures, browser, cluster, fuzz corpus; then
+# the same under ASan and UBSan (less the golden outputs).
+test: test-release test-asan
+
+test-release: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+# The former name of the release half.
+test-fast: test-release
 
 $(ASAN_BUILD)/build.ninja:
 	cmake -S . -B $(ASAN_BUILD) -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=ON \
@@ -45,7 +62,7 @@ $(ASAN_BUILD)/build.ninja:
 test-asan: setup $(ASAN_BUILD)/build.ninja
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j $(JOBS) -E '^(golden|golden_fixtures)$$'
+	  ctest --output-on-failure -j $(JOBS) -LE '^golden$$'
 
 # Coverage-guided fuzzing with libFuzzer (clang): fuzz_pickle_vm (the VM and
 # the decoder) and fuzz_snapshot (whatever decodes, through every analysis and

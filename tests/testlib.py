@@ -1,4 +1,6 @@
 """Set-up shared by the Python test drivers (standard library only)."""
+import hashlib
+import json
 import os
 import subprocess
 import tempfile
@@ -104,3 +106,58 @@ def run_parts(description, prefix, check, generated, fixtures):
             scratch.cleanup()
     print(check.summary())
     return exit_status(check.failures, skipped)
+
+
+# One `memsnap parse --json` per fixture, shared by the drivers: CTest sets
+# MEMSNAP_TEST_CACHE to a folder of the build tree (tests/CMakeLists.txt).
+CACHE_ENV = 'MEMSNAP_TEST_CACHE'
+
+
+def _stamp(path):
+    """What tells one version of a file from another: its resolved path,
+    size and modification time (nanoseconds)."""
+    real = os.path.realpath(path)
+    st = os.stat(real)
+    return [real, st.st_size, st.st_mtime_ns]
+
+
+def cached_json(memsnap, args, path, timeout=600):
+    """The JSON document `memsnap ARGS PATH` prints, or (None, stderr) when it
+    fails: returns (document, error). With MEMSNAP_TEST_CACHE set, a success is
+    kept there under a key of the binary's and the file's path, size and
+    mtime and the arguments, so a rebuilt binary or a changed file is never
+    answered from the cache; failures are not kept. Written atomically, so
+    drivers running in parallel may share the folder."""
+    folder = os.environ.get(CACHE_ENV)
+    key = None
+    if folder:
+        try:
+            key = hashlib.sha256(json.dumps([_stamp(memsnap), _stamp(path), list(args)]).encode()).hexdigest()
+        except OSError:
+            key = None
+    if key:
+        entry = os.path.join(folder, key[:2], key + '.json')
+        try:
+            with open(entry) as f:
+                return json.load(f), ''
+        except (OSError, ValueError):
+            pass
+    got = subprocess.run([memsnap] + list(args) + [path], capture_output=True, text=True, timeout=timeout)
+    if got.returncode != 0:
+        return None, got.stderr
+    try:
+        document = json.loads(got.stdout)
+    except ValueError as e:
+        return None, 'not JSON: %s' % e
+    if key:
+        os.makedirs(os.path.dirname(entry), exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=os.path.dirname(entry), suffix='.tmp')
+        with os.fdopen(fd, 'w') as f:
+            f.write(got.stdout)
+        os.replace(tmp, entry)
+    return document, ''
+
+
+def parse_json(memsnap, path, *args, timeout=600):
+    """`memsnap parse --json [ARGS] PATH`, cached (see cached_json)."""
+    return cached_json(memsnap, ['parse', '--json'] + list(args), path, timeout=timeout)

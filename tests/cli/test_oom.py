@@ -384,7 +384,10 @@ def every_fixture_at_peak(memsnap, folder):
     unknown, wrong = [], []
     for name in names:
         path = os.path.join(folder, name)
-        parse = json.loads(run(memsnap, ["parse", "--json", path]).stdout)
+        parse, error = testlib.parse_json(memsnap, path)
+        if parse is None:
+            wrong.append((name, error.strip()))
+            continue
         device = str(parse["device"])
         got = run(memsnap, ["oom", "--json", "--at", "peak", "--device", device, path])
         if got.returncode != 0:

@@ -604,7 +604,9 @@ def check_fixtures(memsnap, folder, attempt, skip):
         path = str(p)
         try:
             snapshot(path)
-            parsed = run(memsnap, ['parse', path, '--json'])
+            parsed, error = testlib.parse_json(memsnap, path)  # shared with the other drivers
+            if parsed is None:
+                raise Failure('parse --json: %s' % (error.strip().splitlines() or ['(no stderr)'])[-1])
         except Exception as e:
             skip('real', '%s: not a readable snapshot (%s)' % (label, str(e).splitlines()[0][:160]))
             continue

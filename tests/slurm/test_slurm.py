@@ -82,6 +82,10 @@ class Cluster:
         self.conf = os.path.join(folder, "slurm.conf")
         self.env = dict(os.environ, SLURM_CONF=self.conf)
         self.munge_socket = os.path.join(folder, "munge", "munge.socket")
+        # What start() brought up, in order: stop() touches only these, so a
+        # skip (a tool missing, a daemon that would not start) runs nothing
+        # that is not installed and stops nothing that never ran.
+        self.started = []
 
     def why_not(self):
         for tool in ("munged", "slurmctld", "slurmd", "sbatch", "sinfo", "scontrol"):
@@ -105,6 +109,7 @@ class Cluster:
                               "--seed-file=" + os.path.join(m, "munged.seed")], capture_output=True, text=True)
         if got.returncode != 0:
             return "munged did not start: " + (got.stderr.strip() or "exit %d" % got.returncode)
+        self.started.append("munged")
         f = self.folder
         cpus = os.cpu_count() or 1
         with open(self.conf, "w") as out:
@@ -127,6 +132,7 @@ class Cluster:
             got = subprocess.run([daemon, "-f", self.conf], env=self.env, capture_output=True, text=True)
             if got.returncode != 0:
                 return "%s did not start: %s" % (daemon, got.stderr.strip() or self.log_tail(daemon))
+            self.started.append(daemon)
         deadline = time.time() + 60
         while time.time() < deadline:
             got = subprocess.run(["sinfo", "-h", "-o", "%T"], env=self.env, capture_output=True, text=True)
@@ -143,26 +149,35 @@ class Cluster:
             return " | ".join(f.read().splitlines()[-4:])
 
     def stop(self):
-        subprocess.run(["scontrol", "shutdown"], env=self.env, capture_output=True, timeout=60)
-        for pid_file in ("slurmctld.pid", "slurmd.pid", os.path.join("munge", "munged.pid")):
-            path = os.path.join(self.folder, pid_file)
+        """Stops the daemons that start() brought up (none after a skip
+        before start), newest first; a tool that is not installed is never
+        run."""
+        if "slurmctld" in self.started and shutil.which("scontrol"):
+            subprocess.run(["scontrol", "shutdown"], env=self.env, capture_output=True, timeout=60)
+        pid_files = {"slurmctld": "slurmctld.pid", "slurmd": "slurmd.pid",
+                     "munged": os.path.join("munge", "munged.pid")}
+        for daemon in reversed(self.started):
+            if daemon == "munged" and shutil.which("munged"):
+                subprocess.run(["munged", "--stop", "--socket=" + self.munge_socket], capture_output=True,
+                               timeout=60)
+            path = os.path.join(self.folder, pid_files[daemon])
             try:
                 with open(path) as f:
                     pid = int(f.read().strip())
             except (OSError, ValueError):
                 continue
-            for _ in range(50):
+            for attempt in range(50):
                 try:
                     os.kill(pid, 0)
                 except OSError:
                     break
-                if _ == 20:
+                if attempt == 20:
                     try:
                         os.kill(pid, 15)
                     except OSError:
                         break
                 time.sleep(0.1)
-        subprocess.run(["munged", "--stop", "--socket=" + self.munge_socket], capture_output=True)
+        self.started = []
 
 
 def cluster(memsnap, work):
@@ -174,6 +189,7 @@ def cluster(memsnap, work):
     if reason is not None:
         print("SKIP cluster: " + reason)
         c.stop()
+        shutil.rmtree(folder, ignore_errors=True)
         return True
     try:
         snapshots = os.path.join(work, "cluster", "snapshots")

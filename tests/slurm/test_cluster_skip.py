@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""A test of test_slurm.py's cluster part: where the Slurm tools are missing,
+or a daemon cannot start, the part is a real skip (exit 77, a `SKIP cluster:`
+line, no traceback), and stopping the cluster runs no tool that is missing and
+stops nothing that never started.
+
+Each case runs `test_slurm.py --only cluster` with PATH set to a temporary
+folder of its own (python3 and bash linked in, nothing of Slurm), plus, in
+the second case, stubs of every Slurm tool that log their calls and of which
+munged refuses to start."""
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # tests/
+import testlib  # noqa: E402
+
+DRIVER = os.path.join(HERE, "test_slurm.py")
+TOOLS = ("munged", "slurmctld", "slurmd", "sbatch", "sinfo", "scontrol")
+check = testlib.Checks()
+
+
+def bare_path(folder):
+    """A PATH folder holding only python3 and bash (and whatever is added)."""
+    bin_dir = os.path.join(folder, "bin")
+    os.makedirs(bin_dir)
+    os.symlink(sys.executable, os.path.join(bin_dir, "python3"))
+    bash = shutil.which("bash")
+    if bash:
+        os.symlink(bash, os.path.join(bin_dir, "bash"))
+    return bin_dir
+
+
+def run_driver(memsnap, bin_dir):
+    env = dict(os.environ, PATH=bin_dir)
+    return subprocess.run([sys.executable, DRIVER, "--memsnap", memsnap, "--only", "cluster"],
+                          env=env, capture_output=True, text=True, timeout=120)
+
+
+def is_clean_skip(name, got):
+    out = got.stdout + got.stderr
+    check(name + ": exit 77 (skipped)", got.returncode == testlib.SKIPPED, "exit %d: %s" % (got.returncode, out))
+    check(name + ": a SKIP cluster line says why", any(line.startswith("SKIP cluster: ") for line in
+                                                       got.stdout.splitlines()), out)
+    check(name + ": no traceback", "Traceback" not in out, out)
+
+
+def no_tools(memsnap, scratch):
+    bin_dir = bare_path(os.path.join(scratch, "none"))
+    got = run_driver(memsnap, bin_dir)
+    is_clean_skip("no Slurm tools", got)
+    check("no Slurm tools: the reason names the first missing tool",
+          "SKIP cluster: munged is not installed" in got.stdout, got.stdout)
+
+
+def munged_fails(memsnap, scratch):
+    bin_dir = bare_path(os.path.join(scratch, "stubs"))
+    log = os.path.join(scratch, "calls.log")
+    for tool in TOOLS:
+        path = os.path.join(bin_dir, tool)
+        with open(path, "w") as f:
+            f.write("#!/bin/bash\necho \"%s $*\" >> %s\n" % (tool, log))
+            if tool == "munged":
+                f.write("echo 'munged: stub refuses to start' >&2\nexit 1\n")
+        os.chmod(path, 0o755)
+    got = run_driver(memsnap, bin_dir)
+    is_clean_skip("munged cannot start", got)
+    calls = []
+    if os.path.exists(log):
+        with open(log) as f:
+            calls = [line.split()[0] for line in f if line.strip()]
+    if os.geteuid() == 0:
+        check("munged cannot start: it says so", "SKIP cluster: munged did not start" in got.stdout, got.stdout)
+        check("munged cannot start: munged was tried once and nothing was stopped", calls == ["munged"], calls)
+    else:
+        check("not root: the reason is the uid, and no tool ran",
+              "runs its daemons as root" in got.stdout and calls == [], (got.stdout, calls))
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--memsnap", required=True)
+    args = parser.parse_args()
+    memsnap, _, scratch = testlib.memsnap_and_workdir(args.memsnap, None, "memsnap_slurm_skip_")
+    if memsnap is None:
+        return 1
+    try:
+        no_tools(memsnap, scratch.name)
+        munged_fails(memsnap, scratch.name)
+    finally:
+        scratch.cleanup()
+    print(check.summary())
+    return testlib.exit_status(check.failures, False)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,317 @@
+// Unit tests of the allocator's state over time (analysis/allocator_state):
+// the round trip dump -> back -> forward -> dump on hand-made traces, the
+// state at any position, its invariants, and what the history says when the
+// dump and the trace disagree or cannot be compared.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "analysis/allocator_state.h"
+#include "model_builder.h"
+
+namespace memsnap {
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+constexpr uint64_t kBase = 0x7f0000000000;
+
+struct DumpBlock {
+  uint64_t address;
+  uint64_t size;
+  uint64_t requested;
+  BlockState state;
+};
+
+// A segment of the dump with its blocks (free ones included, as PyTorch lists them).
+void dump_segment(Snapshot& model, uint64_t address, uint64_t total,
+                  const std::vector<DumpBlock>& blocks, bool expandable = false, int device = 0) {
+  Segment segment;
+  segment.device = device;
+  segment.address = address;
+  segment.total_size = total;
+  segment.segment_type = model.strings.intern(total == 2 * kMiB ? "small" : "large");
+  segment.is_expandable = expandable;
+  segment.first_block = static_cast<uint32_t>(model.blocks.size());
+  for (const DumpBlock& b : blocks) {
+    model.blocks.push_back(Block{b.address, b.size, b.requested, b.state, {}});
+    if (b.state != BlockState::kInactive) segment.active_size += b.size;
+    if (b.state == BlockState::kActiveAllocated) segment.allocated_size += b.size;
+  }
+  segment.block_count = static_cast<uint32_t>(blocks.size());
+  model.segments.push_back(segment);
+}
+
+// Sums of the state recomputed from its maps: what reserved and held must be.
+void expect_consistent(const AllocatorState& state, const std::string& where) {
+  uint64_t reserved = 0;
+  uint64_t held = 0;
+  for (const auto& [address, range] : state.ranges) reserved += range.size;
+  for (const auto& [address, block] : state.blocks) {
+    held += block.size;
+    // Every held block lies inside one range.
+    auto range = state.range_at(address);
+    ASSERT_NE(range, state.ranges.end()) << where << ": block at " << address << " in no range";
+    EXPECT_LE(address + block.size, range->first + range->second.size) << where;
+  }
+  EXPECT_EQ(state.reserved, reserved) << where;
+  EXPECT_EQ(state.held, held) << where;
+}
+
+void expect_same_state(const AllocatorState& a, const AllocatorState& b) {
+  ASSERT_EQ(a.ranges.size(), b.ranges.size());
+  for (const auto& [address, range] : a.ranges) {
+    auto it = b.ranges.find(address);
+    ASSERT_NE(it, b.ranges.end()) << "range at " << address;
+    EXPECT_EQ(it->second.size, range.size);
+  }
+  ASSERT_EQ(a.blocks.size(), b.blocks.size());
+  for (const auto& [address, block] : a.blocks) {
+    auto it = b.blocks.find(address);
+    ASSERT_NE(it, b.blocks.end()) << "block at " << address;
+    EXPECT_EQ(it->second.size, block.size);
+    EXPECT_EQ(it->second.requested, block.requested);
+    EXPECT_EQ(it->second.state, block.state);
+  }
+  EXPECT_EQ(a.reserved, b.reserved);
+  EXPECT_EQ(a.held, b.held);
+}
+
+// One 20 MiB segment made in the trace; 1000 bytes and 3 MiB allocated, the
+// first freed. The dump agrees: one block of 3 MiB at kBase + 1024.
+Snapshot whole_trace() {
+  testing::ModelBuilder b;
+  b.event(Action::kSegmentAlloc, kBase, 20 * kMiB, 1);
+  b.alloc(kBase, 1000, 2);
+  b.alloc(kBase + 1024, 3 * kMiB, 3);
+  b.event(Action::kFreeRequested, kBase, 1000, 4);
+  b.event(Action::kFreeCompleted, kBase, 1000, 5);
+  dump_segment(b.model, kBase, 20 * kMiB,
+               {{kBase, 1024, 0, BlockState::kInactive},
+                {kBase + 1024, 3 * kMiB, 3 * kMiB, BlockState::kActiveAllocated},
+                {kBase + 1024 + 3 * kMiB, 17 * kMiB - 1024, 0, BlockState::kInactive}});
+  return std::move(b.model);
+}
+
+TEST(AllocatorHistory, AWholeTraceReplaysToTheDumpBlockForBlock) {
+  const Snapshot s = whole_trace();
+  AllocatorHistory history(s, 0);
+  const HistoryCheck& c = history.check();
+  EXPECT_TRUE(c.possible) << c.impossible_reason;
+  EXPECT_TRUE(c.exact) << c.first_difference;
+  EXPECT_EQ(c.differences, 0u);
+  EXPECT_TRUE(c.first_difference.empty());
+  EXPECT_EQ(c.entries, 5u);
+  EXPECT_EQ(c.misfits_back, 0u);
+  EXPECT_EQ(c.misfits_forward, 0u);
+  // The trace made everything: nothing was there before it.
+  EXPECT_EQ(c.ranges_at_start, 0u);
+  EXPECT_EQ(c.blocks_at_start, 0u);
+  EXPECT_EQ(c.rounding, RoundingRule::kCuda);
+  EXPECT_EQ(history.trace_entries(), 5u);
+  expect_same_state(history.at(history.trace_entries()), state_at_dump(s, 0));
+}
+
+TEST(AllocatorHistory, TheStateAtEachPosition) {
+  const Snapshot s = whole_trace();
+  AllocatorHistory history(s, 0);
+  const AllocatorState start = history.at(0);
+  EXPECT_TRUE(start.ranges.empty());
+  EXPECT_EQ(start.reserved, 0u);
+  EXPECT_EQ(start.largest_free(), 0u);
+
+  const AllocatorState one = history.at(1);
+  EXPECT_EQ(one.reserved, 20 * kMiB);
+  EXPECT_EQ(one.held, 0u);
+  EXPECT_EQ(one.largest_free(), 20 * kMiB);
+
+  // 1000 bytes round up to 1024; the 3 MiB block sits right after it.
+  const AllocatorState three = history.at(3);
+  ASSERT_EQ(three.blocks.size(), 2u);
+  EXPECT_EQ(three.blocks.at(kBase).size, 1024u);
+  EXPECT_EQ(three.blocks.at(kBase).requested, 1000u);
+  EXPECT_EQ(three.blocks.at(kBase + 1024).size, 3 * kMiB);
+  EXPECT_EQ(three.held, 1024 + 3 * kMiB);
+  EXPECT_EQ(three.largest_free(), 20 * kMiB - 1024 - 3 * kMiB);
+
+  // free_requested: the block is held still, awaiting free.
+  EXPECT_EQ(history.at(4).blocks.at(kBase).state, BlockState::kActivePendingFree);
+  EXPECT_EQ(history.at(4).held, three.held);
+  EXPECT_FALSE(history.at(5).blocks.contains(kBase));
+
+  // Past the end: the state at the end.
+  expect_same_state(history.at(1000), history.at(5));
+}
+
+TEST(AllocatorHistory, EveryStateOfTheWalkIsConsistentAndTilesItsRanges) {
+  const Snapshot s = whole_trace();
+  AllocatorHistory history(s, 0);
+  uint64_t observed = 0;
+  history.walk(history.trace_entries(), [&](uint64_t position, const AllocatorState& state) {
+    ++observed;
+    expect_consistent(state, "position " + std::to_string(position));
+    for (const auto& [address, range] : state.ranges) {
+      // for_each_block visits the range end to end, free gaps included, in order.
+      uint64_t cursor = address;
+      uint64_t free = 0;
+      state.for_each_block(address, range, [&](uint64_t at, uint64_t size, const HeldBlock* held) {
+        EXPECT_EQ(at, cursor);
+        cursor = at + size;
+        if (held == nullptr) free += size;
+      });
+      EXPECT_EQ(cursor, address + range.size);
+      EXPECT_EQ(free, state.reserved - state.held);  // one range here
+    }
+  });
+  EXPECT_EQ(observed, 5u);
+  // states_at gives what at() gives, in one walk.
+  history.states_at({0, 2, 5}, [&](uint64_t position, const AllocatorState& state) {
+    expect_same_state(state, history.at(position));
+  });
+}
+
+TEST(AllocatorHistory, ATraceThatStartsMidRunInfersWhatWasThere) {
+  // Recording started after the segment and two blocks were made: the trace
+  // frees one of them (never allocated in it) and allocates a third.
+  testing::ModelBuilder b;
+  b.event(Action::kFreeRequested, kBase + 4096, 2000, 10);
+  b.event(Action::kFreeCompleted, kBase + 4096, 2000, 11);
+  b.alloc(kBase + 8192, 512, 12);
+  dump_segment(b.model, kBase, 2 * kMiB,
+               {{kBase, 4096, 4096, BlockState::kActiveAllocated},
+                {kBase + 4096, 4096, 0, BlockState::kInactive},
+                {kBase + 8192, 512, 512, BlockState::kActiveAllocated},
+                {kBase + 8704, 2 * kMiB - 8704, 0, BlockState::kInactive}});
+  AllocatorHistory history(b.model, 0);
+  const HistoryCheck& c = history.check();
+  EXPECT_TRUE(c.exact) << c.first_difference;
+  EXPECT_EQ(c.ranges_at_start, 1u);
+  EXPECT_EQ(c.blocks_at_start, 2u);  // the one live throughout, the one freed in the trace
+  EXPECT_EQ(c.inferred_sizes, 1u);   // ... whose size only the split rule gives: 2000 -> 2048
+  const AllocatorState& start = history.start();
+  ASSERT_TRUE(start.blocks.contains(kBase + 4096));
+  EXPECT_EQ(start.blocks.at(kBase + 4096).size, 2048u);
+  EXPECT_TRUE(start.blocks.at(kBase + 4096).size_inferred);
+  // Walked back past its free_requested: allocated again before the trace.
+  EXPECT_EQ(start.blocks.at(kBase + 4096).state, BlockState::kActiveAllocated);
+  expect_consistent(start, "start");
+}
+
+TEST(AllocatorHistory, ADumpThatDisagreesIsNotExactAndSaysWhere) {
+  // The trace's 1000-byte request makes a 1024-byte block; the dump says 2048.
+  testing::ModelBuilder b;
+  b.event(Action::kSegmentAlloc, kBase, 2 * kMiB, 1);
+  b.alloc(kBase, 1000, 2);
+  dump_segment(b.model, kBase, 2 * kMiB,
+               {{kBase, 2048, 1000, BlockState::kActiveAllocated},
+                {kBase + 2048, 2 * kMiB - 2048, 0, BlockState::kInactive}});
+  AllocatorHistory history(b.model, 0);
+  const HistoryCheck& c = history.check();
+  EXPECT_TRUE(c.possible);
+  EXPECT_FALSE(c.exact);
+  EXPECT_EQ(c.differences, 1u);
+  EXPECT_NE(c.first_difference.find("dump: allocated block at 0x7f0000000000 of 2048 bytes"),
+            std::string::npos)
+      << c.first_difference;
+  EXPECT_NE(c.first_difference.find("replayed: allocated block at 0x7f0000000000 of 1024 bytes"),
+            std::string::npos)
+      << c.first_difference;
+}
+
+TEST(AllocatorHistory, NpuRoundingIsFoundWhenItExplainsTheDump) {
+  // torch_npu: 1000 + 32 bytes, rounded to 512: 1536, which CUDA's rule does not give.
+  testing::ModelBuilder b;
+  b.event(Action::kSegmentAlloc, kBase, 2 * kMiB, 1);
+  b.alloc(kBase, 1000, 2);
+  dump_segment(b.model, kBase, 2 * kMiB,
+               {{kBase, 1536, 1000, BlockState::kActiveAllocated},
+                {kBase + 1536, 2 * kMiB - 1536, 0, BlockState::kInactive}});
+  AllocatorHistory history(b.model, 0);
+  EXPECT_TRUE(history.check().exact) << history.check().first_difference;
+  EXPECT_EQ(history.check().rounding, RoundingRule::kNpu);
+  EXPECT_EQ(history.at(2).blocks.at(kBase).size, 1536u);  // later walks use the rule that won
+}
+
+TEST(AllocatorHistory, EntriesThatFitNoStateAreMisfits) {
+  // A free of a block that is nowhere, outside every segment.
+  testing::ModelBuilder b;
+  b.event(Action::kSegmentAlloc, kBase, 2 * kMiB, 1);
+  b.event(Action::kFreeCompleted, 0x1000, 512, 2);
+  dump_segment(b.model, kBase, 2 * kMiB, {{kBase, 2 * kMiB, 0, BlockState::kInactive}});
+  AllocatorHistory history(b.model, 0);
+  EXPECT_EQ(history.check().misfits_back, 1u);
+  EXPECT_EQ(history.check().misfits_forward, 1u);
+  expect_consistent(history.at(2), "after the misfit");
+}
+
+TEST(AllocatorHistory, ExpandableRangesJoinAndSplit) {
+  // Two adjacent maps of one expandable segment make one range; unmapping
+  // its second half leaves the first.
+  testing::ModelBuilder b;
+  b.event(Action::kSegmentMap, kBase, 2 * kMiB, 1);
+  b.event(Action::kSegmentMap, kBase + 2 * kMiB, 2 * kMiB, 2);
+  b.event(Action::kSegmentUnmap, kBase + 2 * kMiB, 2 * kMiB, 3);
+  dump_segment(b.model, kBase, 2 * kMiB, {{kBase, 2 * kMiB, 0, BlockState::kInactive}}, true);
+  AllocatorHistory history(b.model, 0);
+  EXPECT_TRUE(history.check().exact) << history.check().first_difference;
+  const AllocatorState joined = history.at(2);
+  ASSERT_EQ(joined.ranges.size(), 1u);
+  EXPECT_EQ(joined.ranges.begin()->second.size, 4 * kMiB);
+  EXPECT_TRUE(joined.ranges.begin()->second.expandable);
+  EXPECT_EQ(joined.reserved, 4 * kMiB);
+  EXPECT_EQ(history.at(3).reserved, 2 * kMiB);
+}
+
+TEST(AllocatorHistory, ImpossibleWithoutTheDumpsBlocks) {
+  testing::ModelBuilder b;
+  b.event(Action::kSegmentAlloc, kBase, 2 * kMiB, 1);
+  dump_segment(b.model, kBase, 2 * kMiB, {});
+  AllocatorHistory history(b.model, 0);
+  EXPECT_FALSE(history.check().possible);
+  EXPECT_FALSE(history.check().exact);
+  EXPECT_NE(history.check().impossible_reason.find("segment 0x7f0000000000 lists no blocks"),
+            std::string::npos)
+      << history.check().impossible_reason;
+
+  b.model.blocks.push_back(Block{kBase, 2 * kMiB, 0, BlockState::kInactive, {}});
+  b.model.segments.back().block_count = 1;
+  b.model.legacy_block_history = true;
+  AllocatorHistory legacy(b.model, 0);
+  EXPECT_FALSE(legacy.check().possible);
+  EXPECT_NE(legacy.check().impossible_reason.find("no addresses"), std::string::npos);
+}
+
+TEST(AllocatorHistory, StateAtDumpIsPerDeviceAndHoldsOnlyActiveBlocks) {
+  Snapshot s = whole_trace();
+  dump_segment(s, 0x10000, 2 * kMiB, {{0x10000, 2 * kMiB, 2 * kMiB, BlockState::kActiveAllocated}},
+               false, 1);
+  const AllocatorState zero = state_at_dump(s, 0);
+  EXPECT_EQ(zero.ranges.size(), 1u);
+  EXPECT_EQ(zero.blocks.size(), 1u);  // the inactive blocks are gaps, not blocks
+  EXPECT_EQ(zero.held, 3 * kMiB);
+  EXPECT_EQ(zero.largest_free(), 17 * kMiB - 1024);
+  const AllocatorState one = state_at_dump(s, 1);
+  EXPECT_EQ(one.reserved, 2 * kMiB);
+  EXPECT_EQ(one.held, 2 * kMiB);
+  EXPECT_EQ(one.largest_free(), 0u);
+  expect_consistent(zero, "device 0");
+  expect_consistent(one, "device 1");
+}
+
+TEST(AllocatorHistory, FragmentationHistoryPeaksWhereFreeMemoryDoes) {
+  const Snapshot s = whole_trace();
+  AllocatorHistory history(s, 0);
+  // Free memory peaks right after the segment is made (20 MiB, nothing held).
+  EXPECT_EQ(history.peak_free().bytes, 20 * kMiB);
+  EXPECT_EQ(history.peak_free().position, 1u);
+  const FragmentationHistory f = fragmentation_history(history, 1);
+  EXPECT_TRUE(f.known);
+  EXPECT_TRUE(f.exact);
+  EXPECT_EQ(f.reserved_peak, 20 * kMiB);
+  EXPECT_EQ(f.free_at_reserved_peak, 20 * kMiB);
+  EXPECT_EQ(f.peak_free, 20 * kMiB);
+  EXPECT_EQ(f.largest_free_at_peak_free, 20 * kMiB);
+}
+
+}  // namespace
+}  // namespace memsnap
