@@ -339,7 +339,12 @@ TEST(Decoder, AnnotationsAndAllocatorSettings) {
   EXPECT_EQ(s.annotations[1].stage, Stage::kEnd);
   EXPECT_EQ(s.annotations[1].time_us, 200);
   EXPECT_EQ(s.anomalies.malformed_annotations, 2u);
-  const auto settings = nlohmann::json::parse(s.allocator_settings_json);
+  EXPECT_FALSE(s.allocator_settings.max_split_size);  // -1: unlimited
+  EXPECT_EQ(s.allocator_settings.expandable_segments, false);
+  ASSERT_EQ(s.allocator_settings.roundup_power2_divisions_by_mib.size(), 1u);
+  EXPECT_EQ(s.allocator_settings.roundup_power2_divisions_by_mib[0],
+            (std::pair<uint64_t, uint64_t>{1, 4}));
+  const auto settings = nlohmann::json::parse(s.allocator_settings.json);
   EXPECT_EQ(settings["max_split_size"], -1);
   EXPECT_EQ(settings["expandable_segments"], false);
   EXPECT_EQ(settings["roundup_power2_divisions"]["1"], 4);

@@ -11,7 +11,7 @@
 
 #include "expect_error.h"
 #include "memsnap/error.h"
-#include "report/summary_json.h"
+#include "formats/summary_json.h"
 
 namespace memsnap {
 namespace {
