@@ -117,7 +117,6 @@ void FileAnalysis::start_allocator_history() const {
             std::launch::async,
             [snapshot = snapshot_, trace = trace_, observer = observer_,
              path = path_]() -> std::shared_ptr<const AllocatorHistory> {
-              if (trace.count() == 0) return nullptr;
               const auto start = std::chrono::steady_clock::now();
               auto history = std::make_shared<const AllocatorHistory>(*snapshot, trace.device);
               if (observer) {
