@@ -157,6 +157,7 @@ def main():
         check("bundled example parses", got.returncode == 0 and b"Profiler steps" in got.stdout, got.stderr)
 
         house_v2_output_and_usage(memsnap, work, plain)
+        page_title_escaped(memsnap, work, plain)
         drop_in_defects(memsnap, work, plain, no_steps, two_devices)
         hostile_round_two(memsnap, work, plain)
         source_keys(memsnap, work)
@@ -174,6 +175,17 @@ def main():
 # and byte offsets. The behaviour is being implemented with these checks, so
 # they fail against a memsnap built before it (which exits 0 when its output
 # cannot be written, and exits 1 on the option values below).
+
+def page_title_escaped(memsnap, work, plain):
+    """The page's <title> is the labels HTML-escaped, the single quote too."""
+    page = os.path.join(work, "title.html")
+    got = run(memsnap, ["plot", plain, "--labels", "a'b <c> & \"d\"", "-o", page])
+    if not check("plot with a label of HTML characters exits 0", got.returncode == 0, got.stderr):
+        return
+    with open(page, encoding="utf-8") as f:
+        title = re.search(r"<title>(.*?)</title>", f.read()).group(1)
+    check("the title escapes & < > \" and '", title == "memsnap timeline: a&#39;b &lt;c&gt; &amp; &quot;d&quot;", title)
+
 
 def house_v2_output_and_usage(memsnap, work, plain):
     # A full disk or a closed stdout is an error the user must see: a report
