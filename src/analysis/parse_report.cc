@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <algorithm>
-#include <charconv>
-#include <future>
 
 #include "analysis/file_analysis.h"
 #include "analysis/sources.h"
