@@ -47,12 +47,8 @@ std::optional<std::string> rank_of(const std::string& path) {
 // Seconds from the trace start of the last event applied after `position`
 // events (the peak's own event), when the trace has time_us.
 std::optional<double> time_of_position(const FileAnalysis& file, uint64_t position) {
-  const Snapshot& snapshot = file.snapshot();
-  int64_t start = trace_start_us(snapshot, file.trace());
-  if (start == 0 || position == 0) return start == 0 ? std::nullopt : std::optional(0.0);
-  int64_t at = snapshot.events.time_us[file.trace().begin + position - 1];
-  if (at == 0) return std::nullopt;
-  return static_cast<double>(at - start) / 1e6;
+  if (position > 0) return file.seconds_at(file.trace().begin + position - 1);
+  return trace_start_us(file.snapshot(), file.trace()) == 0 ? std::nullopt : std::optional(0.0);
 }
 
 }  // namespace

@@ -214,7 +214,7 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
   report.expandable_segments = expandable_in_settings(snapshot, file.device());
   const DeviceTrace& trace = file.trace();
   const EventColumns& events = snapshot.events;
-  std::vector<uint64_t> ooms = oom_events(snapshot, trace);
+  const std::vector<uint64_t>& ooms = file.trace_analysis().counts.oom_events;
   report.oom_count = ooms.size();
   report.event_count = trace.count();
   OomCase c;

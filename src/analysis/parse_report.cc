@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "analysis/file_analysis.h"
+#include "analysis/oom_report.h"
 #include "analysis/sources.h"
 #include "snapshot/allocator_settings.h"
 
@@ -76,12 +77,10 @@ ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options) 
   result.has_time = counts.first_time_us != 0;
   result.trace_duration_s =
       static_cast<double>(counts.latest_time_us - counts.earliest_time_us) / 1e6;
-  if (result.has_time && analysis.totals.peak_event == kNoEvent) {
+  if (analysis.totals.peak_event != kNoEvent) {
+    result.peak_time_s = file.seconds_at(analysis.totals.peak_event);
+  } else if (result.has_time) {
     result.peak_time_s = 0.0;  // the delta never rose above the start
-  } else if (result.has_time && events.time_us[analysis.totals.peak_event] != 0) {
-    result.peak_time_s =
-        static_cast<double>(events.time_us[analysis.totals.peak_event] - counts.first_time_us) /
-        1e6;
   }
   result.actions = counts.other_actions;
   for (int a = 0; a < kActionCount; ++a) {
@@ -181,17 +180,8 @@ ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options) 
     warnings.emplace_back(finding::OutOfMemory{result.device, oom.requested, oom.device_free});
   }
   if (!file.device_requested() && result.devices.size() > 1) {
-    std::vector<int> oom_devices;
-    for (int device : result.devices) {
-      const DeviceTrace other = trace_or_empty(snapshot, device);
-      if (device == result.device) continue;
-      for (uint64_t i = other.begin; i < other.end; ++i) {
-        if (events.action[i] == Action::kOom) {
-          oom_devices.push_back(device);
-          break;
-        }
-      }
-    }
+    std::vector<int> oom_devices = devices_with_oom(snapshot);
+    std::erase(oom_devices, result.device);
     warnings.emplace_back(
         finding::OtherDevices{std::nullopt, result.device, result.devices, oom_devices});
   }

@@ -57,11 +57,9 @@ RunSummary run_summary(const FileAnalysis& file, const SummaryOptions& options) 
     out.throughput.push_back({row.source, row.throughput_bytes, row.alloc_count});
   }
   const DeviceTrace& trace = file.trace();
-  const int64_t t0 = trace_start_us(snapshot, trace);
   for (const OomEntry& oom : parsed.ooms) {
-    SummaryOom row{oom.event - trace.begin, oom.requested, oom.device_free, std::nullopt};
-    if (t0 != 0 && oom.time_us != 0) row.time_s = static_cast<double>(oom.time_us - t0) / 1e6;
-    out.ooms.push_back(row);
+    out.ooms.push_back(SummaryOom{oom.event - trace.begin, oom.requested, oom.device_free,
+                                  file.seconds_at(oom.event)});
   }
 
   // Per step: the absolute peak, from the trace analysis parse read.
