@@ -95,7 +95,7 @@ void every_report(const memsnap::Snapshot& snapshot, std::optional<int> device) 
   SegmentReport segments = segments_at_dump("fuzz", snapshot, file.device());
   (void)render_segments_text(segments, 5);
   consume(render_segments_json(segments, 5));
-  OomAnalysis oom = analyze_oom(analyze_file("fuzz", snapshot, oom_device(snapshot, device)),
+  OomAnalysis oom = analyze_oom(analyze_file("fuzz", snapshot, device),
                                 OomOptions{1, 1.0, uint64_t{80} << 30, user});
   (void)render_oom_text(oom, 5);
   consume(render_oom_json(oom, 5));

@@ -271,8 +271,6 @@ struct Snapshot {
   }
   // Ordinals that have trace events or segments, ascending.
   [[nodiscard]] std::vector<int> devices_in_use() const;
-  // --device default: first device with trace events, else first with segments, else 0.
-  [[nodiscard]] int default_device() const;
   [[nodiscard]] const DeviceTrace* trace_of(int device) const;
   [[nodiscard]] std::string_view action_label(uint64_t event_index) const;
 };

@@ -188,9 +188,12 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
   bool no_trace_b = b.trace().count() == 0;
   if (no_trace_a || no_trace_b) found.emplace_back(finding::NoTrace{no_trace_a, no_trace_b});
   for (const auto& [side, file] : {std::pair{Side::kA, &a}, std::pair{Side::kB, &b}}) {
-    std::vector<int> devices = file->snapshot().devices_in_use();
-    if (!file->device_requested() && devices.size() > 1) {
-      found.emplace_back(finding::OtherDevices{side, file->device(), devices, {}});
+    const DeviceChoice& choice = file->device_choice();
+    if (!file->device_requested() && choice.others()) {
+      std::vector<int> oom_devices = choice.oom_devices;
+      std::erase(oom_devices, file->device());
+      found.emplace_back(
+          finding::OtherDevices{side, file->device(), choice.reason, choice.devices, oom_devices});
     }
   }
   if (alloc_a > 0 && alloc_b > 0) {

@@ -12,7 +12,7 @@ EventListing list_events(const Snapshot& snapshot, std::optional<int> device, ui
   EventListing listing;
   listing.group = key_options.group;
   listing.snapshot = &snapshot;
-  listing.device = choose_device(snapshot, device);
+  listing.device = choose_device(snapshot, device).device;
   listing.stride = stride == 0 ? 1 : stride;
   const DeviceTrace trace = trace_or_empty(snapshot, listing.device);
   listing.event_count = trace.count();

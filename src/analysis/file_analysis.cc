@@ -36,9 +36,8 @@ FileAnalysis::FileAnalysis(std::string path, const Snapshot& snapshot, std::opti
                            PartObserver observer)
     : path_(std::move(path)),
       snapshot_(&snapshot),
-      device_(choose_device(snapshot, device)),
-      device_requested_(device.has_value()),
-      trace_(trace_or_empty(snapshot, device_)),
+      choice_(choose_device(snapshot, device)),
+      trace_(trace_or_empty(snapshot, choice_.device)),
       observer_(std::move(observer)),
       parts_(std::make_unique<Parts>()) {}
 
@@ -59,12 +58,12 @@ void FileAnalysis::compute(std::string_view part, Make&& make) const {
   const auto start = std::chrono::steady_clock::now();
   make();
   const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-  observer_(PartTiming{part, path_, device_, took.count()});
+  observer_(PartTiming{part, path_, choice_.device, took.count()});
 }
 
 const SegmentTotals& FileAnalysis::segments() const {
   std::call_once(parts_->segments_once, [this] {
-    compute("segments", [this] { parts_->segments = segment_totals(*snapshot_, device_); });
+    compute("segments", [this] { parts_->segments = segment_totals(*snapshot_, choice_.device); });
   });
   return parts_->segments;
 }
@@ -80,7 +79,8 @@ const ReservedHistory& FileAnalysis::reserved() const {
 const std::vector<ProfilerStep>& FileAnalysis::steps() const {
   std::call_once(parts_->steps_once, [this] {
     compute("steps", [this] {
-      parts_->steps = profiler_steps(*snapshot_, device_, &parts_->steps_ending_before_start);
+      parts_->steps =
+          profiler_steps(*snapshot_, choice_.device, &parts_->steps_ending_before_start);
     });
   });
   return parts_->steps;
@@ -166,18 +166,6 @@ std::optional<double> FileAnalysis::seconds_at(uint64_t event) const {
 FileAnalysis analyze_file(const std::string& path, const Snapshot& snapshot,
                           std::optional<int> device, PartObserver observer) {
   return FileAnalysis(path, snapshot, device, std::move(observer));
-}
-
-int choose_device(const Snapshot& snapshot, std::optional<int> requested) {
-  if (!requested) return snapshot.default_device();
-  std::vector<int> in_use = snapshot.devices_in_use();
-  bool known = std::find(in_use.begin(), in_use.end(), *requested) != in_use.end() ||
-               snapshot.trace_of(*requested) != nullptr;
-  if (!known) {
-    throw Error(fmt::format("device {} is not in this snapshot (devices with data: {})", *requested,
-                            in_use.empty() ? "none" : fmt::format("{}", fmt::join(in_use, ", "))));
-  }
-  return *requested;
 }
 
 DeviceTrace trace_or_empty(const Snapshot& snapshot, int device) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "analysis/allocator_state.h"
+#include "analysis/device_choice.h"
 #include "analysis/segments.h"
 #include "analysis/steps.h"
 #include "memsnap/model.h"
@@ -56,8 +57,11 @@ class FileAnalysis {
 
   [[nodiscard]] const std::string& path() const { return path_; }
   [[nodiscard]] const Snapshot& snapshot() const { return *snapshot_; }
-  [[nodiscard]] int device() const { return device_; }
-  [[nodiscard]] bool device_requested() const { return device_requested_; }  // --device given
+  [[nodiscard]] int device() const { return choice_.device; }
+  [[nodiscard]] bool device_requested() const {  // --device given
+    return choice_.reason == DeviceReason::kRequested;
+  }
+  [[nodiscard]] const DeviceChoice& device_choice() const { return choice_; }
   [[nodiscard]] const DeviceTrace& trace() const { return trace_; }
 
   // Parts, each computed on first use.
@@ -102,8 +106,7 @@ class FileAnalysis {
 
   std::string path_;
   const Snapshot* snapshot_ = nullptr;
-  int device_ = 0;
-  bool device_requested_ = false;
+  DeviceChoice choice_;
   DeviceTrace trace_;
   PartObserver observer_;
   std::unique_ptr<Parts> parts_;
@@ -112,10 +115,6 @@ class FileAnalysis {
 // The usual entry: FileAnalysis(path, snapshot, device).
 FileAnalysis analyze_file(const std::string& path, const Snapshot& snapshot,
                           std::optional<int> device, PartObserver observer = {});
-
-// Resolves --device against the snapshot; throws a clear Error listing the
-// devices in use when the ordinal is absent.
-int choose_device(const Snapshot& snapshot, std::optional<int> requested);
 
 // The device's trace, or an empty one when the device has none.
 DeviceTrace trace_or_empty(const Snapshot& snapshot, int device);

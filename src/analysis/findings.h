@@ -10,6 +10,8 @@
 #include <variant>
 #include <vector>
 
+#include "analysis/device_choice.h"
+
 namespace memsnap {
 
 enum class Side : uint8_t { kA, kB };
@@ -66,6 +68,7 @@ struct StepsEndBeforeStart {  // ProfilerStep windows whose END precedes their S
 struct OtherDevices {
   std::optional<Side> side;  // compare: which file; parse: none
   int analysed = 0;
+  DeviceReason reason = DeviceReason::kNoData;  // why that one (file_analysis.h)
   std::vector<int> devices;      // all with data
   std::vector<int> oom_devices;  // other devices whose trace has an oom entry
 };

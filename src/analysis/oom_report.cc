@@ -74,30 +74,7 @@ bool expandable_in_settings(const Snapshot& snapshot, int device) {
                      [&](const Segment& s) { return s.device == device && s.is_expandable; });
 }
 
-std::vector<uint64_t> oom_events(const Snapshot& snapshot, const DeviceTrace& trace) {
-  std::vector<uint64_t> out;
-  for (uint64_t i = trace.begin; i < trace.end; ++i) {
-    if (snapshot.events.action[i] == Action::kOom) out.push_back(i);
-  }
-  return out;
-}
-
 }  // namespace
-
-std::vector<int> devices_with_oom(const Snapshot& snapshot) {
-  std::vector<int> devices;
-  for (const DeviceTrace& trace : snapshot.devices) {
-    if (!oom_events(snapshot, trace).empty()) devices.push_back(trace.device);
-  }
-  std::sort(devices.begin(), devices.end());
-  return devices;
-}
-
-std::optional<int> oom_device(const Snapshot& snapshot, std::optional<int> requested) {
-  if (requested) return requested;
-  std::vector<int> devices = devices_with_oom(snapshot);
-  return devices.empty() ? std::nullopt : std::optional<int>(devices.front());
-}
 
 std::string_view block_facts_name(BlockFacts facts) {
   switch (facts) {

@@ -127,12 +127,6 @@ struct OomAnalysis {
   std::optional<OomCase> chosen;  // none: the file has no oom entry on the device
 };
 
-// Devices whose trace has an oom entry, ascending.
-std::vector<int> devices_with_oom(const Snapshot& snapshot);
-// The device `memsnap oom` looks at: the one asked for, else the first with
-// an oom entry, else analyze_file's default (nullopt).
-std::optional<int> oom_device(const Snapshot& snapshot, std::optional<int> requested);
-
 // The file's chosen device, already replayed (plot reuses its FileAnalysis).
 OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options);
 

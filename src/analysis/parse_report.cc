@@ -90,7 +90,7 @@ ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options) 
     }
   }
   for (const uint64_t i : counts.oom_events) {
-    OomEntry oom{i, events.size[i], std::nullopt, events.time_us[i]};
+    OomEntry oom{i - trace.begin, events.size[i], std::nullopt, events.time_us[i]};
     if (auto it = events.device_free.find(i); it != events.device_free.end()) {
       oom.device_free = it->second;
     }
@@ -133,9 +133,13 @@ ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options) 
         row.peak_delta = totals.peak_delta;
         row.unmatched_free_count = totals.unmatched_free_count;
         row.baseline_at_start = compute_baseline(row.segments, totals).baseline_at_start;
+        const Action* first = events.action.data() + device_trace->begin;
+        row.oom_count =
+            static_cast<uint64_t>(std::count(first, first + device_trace->count(), Action::kOom));
       } else {
         row.baseline_at_start = static_cast<int64_t>(row.segments.active_size);
       }
+      row.absolute_peak = add_bytes(row.baseline_at_start, static_cast<uint64_t>(row.peak_delta));
       result.per_device.push_back(row);
     }
   }
@@ -179,11 +183,12 @@ ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options) 
   for (const OomEntry& oom : result.ooms) {
     warnings.emplace_back(finding::OutOfMemory{result.device, oom.requested, oom.device_free});
   }
-  if (!file.device_requested() && result.devices.size() > 1) {
-    std::vector<int> oom_devices = devices_with_oom(snapshot);
+  const DeviceChoice& choice = file.device_choice();
+  if (!file.device_requested() && choice.others()) {
+    std::vector<int> oom_devices = choice.oom_devices;
     std::erase(oom_devices, result.device);
-    warnings.emplace_back(
-        finding::OtherDevices{std::nullopt, result.device, result.devices, oom_devices});
+    warnings.emplace_back(finding::OtherDevices{std::nullopt, result.device, choice.reason,
+                                                choice.devices, oom_devices});
   }
   const DecodeAnomalies& anomalies = snapshot.anomalies;
   for (const MalformedField& field : anomalies.malformed_fields) {

@@ -28,7 +28,7 @@ struct SourceThroughput {
 };
 
 struct OomEntry {
-  uint64_t event = 0;
+  uint64_t event = 0;  // index within its device's trace (the model's index less trace.begin)
   uint64_t requested = 0;
   std::optional<uint64_t> device_free;
   int64_t time_us = 0;
@@ -42,6 +42,8 @@ struct DeviceOverview {
   int64_t peak_delta = 0;
   uint64_t unmatched_free_count = 0;
   int64_t baseline_at_start = 0;
+  int64_t absolute_peak = 0;  // baseline_at_start + peak_delta
+  uint64_t oom_count = 0;     // oom entries in the device's trace
 };
 
 // The implicit move is noexcept; clang-tidy cannot see through

@@ -30,6 +30,7 @@ Command events_command() {
             return [flags] {
               const CommonOptions& common = flags->common;
               Snapshot snapshot = load_with_progress(flags->file, common);
+              note_device_choice(flags->file, choose_device(snapshot, common.device));
               EventListing listing =
                   list_events(snapshot, common.device, flags->stride, common.keys);
               if (common.json) {

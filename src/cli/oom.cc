@@ -48,8 +48,7 @@ Command oom_command() {
                 ->check(whole_number_at_least(1).description(""))
                 ->option_text("SIZE");
             add_json_flag(command, flags->common);
-            command.add_option("--device", flags->common.device,
-                               "CUDA device ordinal (default: the first device with an oom entry)");
+            add_device_flag(command, flags->common);
             add_top_flag(command, flags->common, "rows per table", 10);
             add_source_key_flags(command, flags->common);
             add_input_flags(command, flags->common);
@@ -58,10 +57,7 @@ Command oom_command() {
                 throw Error::usage("--window must be > 0 (seconds before the OOM)");
               const CommonOptions& common = flags->common;
               Snapshot snapshot = load_with_progress(flags->file, common);
-              // The device of the file's first OOM unless --device says otherwise.
-              CommonOptions on_device = common;
-              on_device.device = oom_device(snapshot, common.device);
-              FileAnalysis file = analyze(flags->file, snapshot, on_device);
+              FileAnalysis file = analyze(flags->file, snapshot, common);
               OomOptions options;
               options.at_peak = flags->at == "peak";
               if (!options.at_peak) {

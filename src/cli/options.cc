@@ -19,6 +19,7 @@
 
 #include "memsnap/error.h"
 
+#include "report/findings.h"
 #include "report/format.h"
 
 namespace memsnap::cli {
@@ -110,8 +111,9 @@ CLI::Validator finite_number() {
 
 void add_device_flag(CLI::App& command, CommonOptions& options) {
   command.add_option("--device", options.device,
-                     "CUDA device ordinal to analyse (default: the first device with trace "
-                     "events, else the first with segments)");
+                     "CUDA device ordinal to analyse (default: the device with an oom entry, "
+                     "else the one with the most trace entries, else the one that reserves "
+                     "the most; stderr names it when the file has others)");
 }
 
 void add_json_flag(CLI::App& command, CommonOptions& options) {
@@ -251,6 +253,11 @@ Snapshot load_with_progress(const std::string& path, const CommonOptions& option
   return load_timed(path, options, true);
 }
 
+void note_device_choice(const std::string& path, const DeviceChoice& choice) {
+  if (choice.reason == DeviceReason::kRequested || !choice.others()) return;
+  std::fprintf(stderr, "memsnap: %s\n", printable(device_choice_note(path, choice)).c_str());
+}
+
 FileAnalysis analyze(const std::string& path, const Snapshot& snapshot,
                      const CommonOptions& options) {
   PartObserver observer;
@@ -261,7 +268,9 @@ FileAnalysis analyze(const std::string& path, const Snapshot& snapshot,
                    static_cast<int>(timing.part.size()), timing.part.data(), timing.seconds);
     };
   }
-  return FileAnalysis(path, snapshot, options.device, std::move(observer));
+  FileAnalysis file(path, snapshot, options.device, std::move(observer));
+  note_device_choice(path, file.device_choice());
+  return file;
 }
 
 std::vector<Snapshot> load_all(const std::vector<std::string>& paths,

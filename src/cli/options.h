@@ -64,7 +64,11 @@ void add_analysis_flags(CLI::App& command, CommonOptions& options, int default_t
 // Loads one file, with a progress line on stderr for a person watching a
 // large file load.
 Snapshot load_with_progress(const std::string& path, const CommonOptions& options);
-// The file's analysis on --device, reporting its parts with --timings.
+// Every command says so, on stderr, when the file holds devices its report
+// leaves out: which device it shows and why (nothing when --device was given).
+void note_device_choice(const std::string& path, const DeviceChoice& choice);
+// The file's analysis on --device, reporting its parts with --timings; names
+// the device chosen (note_device_choice).
 FileAnalysis analyze(const std::string& path, const Snapshot& snapshot,
                      const CommonOptions& options);
 // Loads several files at once: each file after the first on its own thread.

@@ -98,10 +98,13 @@ std::string say(const finding::UnusableTimes& f) {
       f.count);
 }
 std::string say(const finding::OtherDevices& f) {
+  std::vector<int> others = f.devices;
+  std::erase(others, f.analysed);
   return fmt::format(
-      "{}data on devices {}; this report is device {} (choose one with --device N){}",
-      f.side ? fmt::format("{}: ", side_name(*f.side)) : std::string(), fmt::join(f.devices, ", "),
-      f.analysed,
+      "{}this report is device {} ({}); the file also has data on device{} {} (choose one with "
+      "--device N){}",
+      f.side ? fmt::format("{}: ", side_name(*f.side)) : std::string(), f.analysed,
+      device_reason_text(f.reason), others.size() == 1 ? "" : "s", fmt::join(others, ", "),
       f.oom_devices.empty() ? std::string()
                             : fmt::format("; out of memory on device {}: see --device {}",
                                           fmt::join(f.oom_devices, ", "), f.oom_devices.front()));
@@ -161,6 +164,14 @@ std::string say(const finding::DifferentRanks& f) {
 
 std::string phrase(const Finding& finding) {
   return std::visit([](const auto& f) { return say(f); }, finding);
+}
+
+std::string device_choice_note(const std::string& path, const DeviceChoice& choice) {
+  std::vector<int> oom_elsewhere = choice.oom_devices;
+  std::erase(oom_elsewhere, choice.device);
+  return fmt::format("{}: {}", path,
+                     say(finding::OtherDevices{std::nullopt, choice.device, choice.reason,
+                                               choice.devices, oom_elsewhere}));
 }
 
 std::vector<std::string> phrase_all(const std::vector<Finding>& findings) {

@@ -227,14 +227,15 @@ std::string render_parse_text(const ParseReport& r) {
     line("");
     line("Per device");
     TextTable devices_table({"device", "events", "allocs", "segments", "reserved", "active",
-                             "baseline", "peak delta", "unmatched frees"},
-                            {true, true, true, true, true, true, true, true, true});
+                             "baseline", "peak delta", "peak", "ooms", "unmatched frees"},
+                            {true, true, true, true, true, true, true, true, true, true, true});
     for (const auto& d : r.per_device) {
       devices_table.add_row(
           {std::to_string(d.device), format_count(d.event_count), format_count(d.alloc_count),
            format_count(d.segments.count), format_bytes(d.segments.total_size),
            format_bytes(d.segments.active_size), format_signed_bytes(d.baseline_at_start),
-           format_signed_bytes(d.peak_delta), format_count(d.unmatched_free_count)});
+           format_signed_bytes(d.peak_delta), format_signed_bytes(d.absolute_peak),
+           format_count(d.oom_count), format_count(d.unmatched_free_count)});
     }
     out += devices_table.render();
   }
@@ -323,6 +324,8 @@ ordered_json render_parse_json(const ParseReport& r) {
                           {"segments", segments_json(d.segments)},
                           {"baseline_at_start", d.baseline_at_start},
                           {"peak_delta", d.peak_delta},
+                          {"absolute_peak", d.absolute_peak},
+                          {"oom_count", d.oom_count},
                           {"unmatched_free_count", d.unmatched_free_count}});
   }
   out["per_device"] = per_device;

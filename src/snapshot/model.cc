@@ -131,18 +131,6 @@ std::vector<int> Snapshot::devices_in_use() const {
   return {in_use.begin(), in_use.end()};
 }
 
-int Snapshot::default_device() const {
-  for (const DeviceTrace& trace : devices) {
-    if (trace.count() > 0) return trace.device;
-  }
-  if (!segments.empty()) {
-    int first = segments.front().device;
-    for (const Segment& segment : segments) first = std::min(first, segment.device);
-    return first;
-  }
-  return 0;
-}
-
 const DeviceTrace* Snapshot::trace_of(int device) const {
   for (const DeviceTrace& trace : devices) {
     if (trace.device == device) return &trace;

@@ -279,10 +279,19 @@ def drop_in_defects(memsnap, work, plain, no_steps, two_devices):
 
     # Other devices are named, with the way to pick one.
     got = run(memsnap, ["parse", two_devices])
-    check("parse names the other devices", got.returncode == 0 and
-          b"data on devices 0, 1; this report is device 0 (choose one with --device N)" in got.stdout, got.stdout[-400:])
+    note = (b"this report is device 0 (no OOM; it has the most trace entries); the file also has "
+            b"data on device 1 (choose one with --device N)")
+    check("parse names the other devices, the one chosen and why", got.returncode == 0 and
+          note in got.stdout and got.stderr.count(note) == 1, got.stdout[-400:] + got.stderr)
+    for command in (["replay-to-time", "--time", "1e9"], ["segments"], ["oom"], ["events"],
+                    ["summarize"], ["plot", "-o", os.devnull]):
+        got = run(memsnap, [command[0], two_devices] + command[1:])
+        check(f"{command[0]} names the device chosen on stderr, once",
+              got.returncode == 0 and got.stderr.count(b"memsnap: " + two_devices.encode() + b": " + note) == 1,
+              got.stderr[-600:])
     got = run(memsnap, ["parse", "--device", "1", two_devices])
-    check("no devices note when --device is given", got.returncode == 0 and b"data on devices" not in got.stdout)
+    check("no devices note when --device is given", got.returncode == 0 and b"also has data" not in got.stdout
+          and b"also has data" not in got.stderr)
 
     # The peak's time, with a command line that shows exactly the peak.
     got = run(memsnap, ["parse", plain])

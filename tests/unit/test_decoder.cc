@@ -12,6 +12,7 @@
 #include "memsnap/error.h"
 #include "pickle_writer.h"
 #include "snapshot/decoder.h"
+#include "analysis/device_choice.h"
 
 namespace memsnap {
 namespace {
@@ -82,7 +83,7 @@ TEST(Decoder, DevicesAreContiguousRangesOfTheColumnsInFileOrder) {
   EXPECT_EQ(s.events.time_us, (std::vector<int64_t>{10, 20, 30, 5, 6}));
   EXPECT_EQ(s.events.stream[0], 7u);
   EXPECT_EQ(s.devices_in_use(), (std::vector<int>{0, 1}));
-  EXPECT_EQ(s.default_device(), 0);
+  EXPECT_EQ(choose_device(s, std::nullopt).device, 0);
   ASSERT_NE(s.trace_of(1), nullptr);
   EXPECT_EQ(s.trace_of(1)->count(), 2u);
   EXPECT_EQ(s.pickle_protocol, 2);
@@ -95,7 +96,7 @@ TEST(Decoder, DefaultDeviceIsTheFirstWithEvents) {
       decode(traces({Py::list({}), Py::list({}), Py::list({entry("alloc", 0x10, 8, 1)})}));
   ASSERT_EQ(s.devices.size(), 3u);
   EXPECT_EQ(s.devices[2].count(), 1u);
-  EXPECT_EQ(s.default_device(), 2);
+  EXPECT_EQ(choose_device(s, std::nullopt).device, 2);
   EXPECT_EQ(s.devices_in_use(), (std::vector<int>{2}));
 }
 
@@ -268,7 +269,7 @@ TEST(Decoder, SegmentsWithTheirBlocks) {
   // No trace: the default device is the first with segments.
   EXPECT_TRUE(s.devices.empty());
   EXPECT_EQ(s.devices_in_use(), (std::vector<int>{0, 1}));
-  EXPECT_EQ(s.default_device(), 0);
+  EXPECT_EQ(choose_device(s, std::nullopt).device, 0);
   EXPECT_FALSE(s.legacy_block_history);
 }
 
@@ -310,7 +311,7 @@ TEST(Decoder, TopLevelListIsASegmentsOnlySnapshot) {
   EXPECT_TRUE(s.top_level_list);
   ASSERT_EQ(s.segments.size(), 1u);
   EXPECT_EQ(s.segments[0].device, 3);
-  EXPECT_EQ(s.default_device(), 3);
+  EXPECT_EQ(choose_device(s, std::nullopt).device, 3);
 }
 
 TEST(Decoder, AnnotationsAndAllocatorSettings) {

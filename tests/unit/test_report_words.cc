@@ -30,15 +30,23 @@ TEST(Words, KindsTakeTheRightArticle) {
   EXPECT_EQ(pickle::kind_with_article(pickle::Kind::kList), "a list");
 }
 
-TEST(Words, OtherDevicesPointsAtTheOom) {
-  Finding f = finding::OtherDevices{std::nullopt, 0, {0, 1, 2}, {1}};
+TEST(Words, OtherDevicesSaysWhichAndWhy) {
+  Finding f = finding::OtherDevices{std::nullopt, 0, DeviceReason::kMostEntries, {0, 1, 2}, {1}};
   EXPECT_EQ(phrase(f),
-            "data on devices 0, 1, 2; this report is device 0 (choose one with --device N); out "
-            "of memory on device 1: see --device 1");
-  Finding side = finding::OtherDevices{Side::kB, 1, {0, 1}, {}};
+            "this report is device 0 (no OOM; it has the most trace entries); the file also has "
+            "data on devices 1, 2 (choose one with --device N); out of memory on device 1: see "
+            "--device 1");
+  Finding side = finding::OtherDevices{Side::kB, 1, DeviceReason::kOutOfMemory, {0, 1}, {}};
   EXPECT_EQ(phrase(side),
-            "B: data on devices 0, 1; this report is device 1 (choose one with "
-            "--device N)");
+            "B: this report is device 1 (it ran out of memory); the file also has data on device "
+            "0 (choose one with --device N)");
+}
+
+TEST(Words, DeviceChoiceNoteNamesTheFile) {
+  DeviceChoice choice{1, DeviceReason::kOutOfMemory, {0, 1, 2}, {1}};
+  EXPECT_EQ(device_choice_note("run.pickle", choice),
+            "run.pickle: this report is device 1 (it ran out of memory); the file also has data "
+            "on devices 0, 2 (choose one with --device N)");
 }
 
 }  // namespace
