@@ -251,7 +251,12 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
   replay.run(trace.begin + before, trace.begin + at, awaiting);
   // Deltas stay within +-2^61 (the decoder's byte budgets), so these sums cannot overflow.
   c.growth_bytes = replay.delta() - delta_before;
-  auto rows = live_by_source(snapshot, trace, sources, std::vector<uint64_t>{before, at});
+  // Memory allocated before the trace counts under its own source, where
+  // the dump's blocks and the unmatched frees carry frames.
+  BaselineSources baseline = baseline_sources(snapshot, trace, sources);
+  const BaselineSources* with_baseline = baseline.known ? &baseline : nullptr;
+  auto rows =
+      live_by_source(snapshot, trace, sources, std::vector<uint64_t>{before, at}, with_baseline);
   c.live_by_source = rows[1];
   SourceComparison grown = compare_sources(rows[0], rows[1]);
   for (const SourceDiff& row : grown.rows) {
@@ -262,7 +267,11 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
   SourceKeyOptions by_category = options.keys;
   by_category.group = GroupBy::kCategory;
   SourceIndex category_index(snapshot, by_category);
-  c.live_by_category = live_at(snapshot, trace, category_index, at).sources;
+  BaselineSources baseline_categories = baseline_sources(snapshot, trace, category_index);
+  c.live_by_category = live_at(snapshot, trace, category_index, at,
+                               baseline_categories.known ? &baseline_categories : nullptr)
+                           .sources;
+  c.live_includes_baseline = with_baseline != nullptr;
 
   // Steps: the one the moment fell in, and the highest complete step before it.
   if (c.has_time && e != kNoEvent) {

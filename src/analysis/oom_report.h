@@ -110,6 +110,9 @@ struct OomCase {
   // The live tables come from the dump's blocks (their own frames) because
   // the moment is the dump's state and the trace names too little of it.
   bool live_from_blocks = false;
+  // The live tables count memory allocated before the trace under its own
+  // source (dump blocks and unmatched frees with frames), not only the trace's.
+  bool live_includes_baseline = false;
 };
 
 // Everything `memsnap oom` reports about one file (named apart from parse's

@@ -13,8 +13,6 @@ namespace memsnap {
 namespace {
 
 // Thresholds of the warnings; see README "Warnings".
-constexpr double kUnmatchedShareWarning = 0.05;
-constexpr uint64_t kUnmatchedCountWarning = 10;
 constexpr double kBaselineShareWarning = 0.5;
 constexpr uint64_t kBaselineBytesWarning = uint64_t{64} << 20;
 
@@ -166,9 +164,7 @@ ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options) 
   auto& warnings = result.warnings;
   if (result.event_count == 0) warnings.emplace_back(finding::NoHistory{from_blocks});
   const ReplayTotals& replay = result.replay;
-  if (replay.unmatched_free_count >= kUnmatchedCountWarning &&
-      static_cast<double>(replay.unmatched_free_count) >=
-          kUnmatchedShareWarning * static_cast<double>(std::max<uint64_t>(replay.free_count, 1))) {
+  if (trace_looks_truncated(replay)) {
     warnings.emplace_back(finding::TruncatedTrace{replay.unmatched_free_count, replay.free_count,
                                                   replay.unmatched_free_bytes});
   }

@@ -160,7 +160,12 @@ namespace {
 // Keeps live bytes and counts per source id up to date as the replay runs.
 class LiveBySource {
  public:
-  explicit LiveBySource(SourceIndex& sources) : sources_(sources) {}
+  explicit LiveBySource(SourceIndex& sources, const BaselineSources* baseline = nullptr)
+      : sources_(sources), baseline_(baseline) {
+    if (baseline_ == nullptr) return;
+    bytes_ = baseline_->bytes;
+    counts_ = baseline_->counts;
+  }
 
   void on_alloc(uint64_t /*event*/, const LiveAllocation& added) {
     add(sources_.of(added), added.size);
@@ -175,6 +180,14 @@ class LiveBySource {
   }
   void on_replace(uint64_t /*event*/, const LiveAllocation& replaced) { remove(replaced); }
   void on_free(uint64_t /*event*/, const LiveAllocation& freed) { remove(freed); }
+  // A block allocated before the trace is freed: out of its baseline source.
+  void on_unmatched_free(uint64_t event, uint64_t size) {
+    if (baseline_ == nullptr) return;
+    auto found = baseline_->freed_source.find(event);
+    if (found == baseline_->freed_source.end() || found->second >= bytes_.size()) return;
+    bytes_[found->second] -= std::min(bytes_[found->second], size);
+    counts_[found->second] -= std::min<uint64_t>(counts_[found->second], 1);
+  }
 
   [[nodiscard]] std::vector<SourceUsage> rows() const {
     std::vector<SourceUsage> rows;
@@ -196,6 +209,7 @@ class LiveBySource {
   }
 
   SourceIndex& sources_;
+  const BaselineSources* baseline_ = nullptr;
   std::vector<uint64_t> bytes_;  // by source id
   std::vector<uint64_t> counts_;
 };
@@ -218,8 +232,9 @@ OnlyOnOneSide only_on_one_side(const std::vector<SourceDiff>& rows, bool side_a)
 // position (ascending).
 std::vector<std::vector<SourceUsage>> rows_at(Replay& replay, const DeviceTrace& trace,
                                               SourceIndex& sources,
-                                              std::span<const uint64_t> positions) {
-  LiveBySource live(sources);
+                                              std::span<const uint64_t> positions,
+                                              const BaselineSources* baseline) {
+  LiveBySource live(sources, baseline);
   std::vector<std::vector<SourceUsage>> out;
   out.reserve(positions.size());
   uint64_t applied = 0;
@@ -238,19 +253,83 @@ std::vector<std::vector<SourceUsage>> rows_at(Replay& replay, const DeviceTrace&
 
 std::vector<std::vector<SourceUsage>> live_by_source(const Snapshot& snapshot,
                                                      const DeviceTrace& trace, SourceIndex& sources,
-                                                     std::span<const uint64_t> positions) {
+                                                     std::span<const uint64_t> positions,
+                                                     const BaselineSources* baseline) {
   Replay replay(snapshot);
-  return rows_at(replay, trace, sources, positions);
+  return rows_at(replay, trace, sources, positions, baseline);
 }
 
 LiveAt live_at(const Snapshot& snapshot, const DeviceTrace& trace, SourceIndex& sources,
-               uint64_t position) {
+               uint64_t position, const BaselineSources* baseline) {
   Replay replay(snapshot);
   std::vector<uint64_t> positions{position};
   LiveAt at;
-  at.sources = std::move(rows_at(replay, trace, sources, positions)[0]);
+  at.sources = std::move(rows_at(replay, trace, sources, positions, baseline)[0]);
   at.totals = replay.totals();
   return at;
+}
+
+namespace {
+
+// Collects the trace's unmatched frees: their source, and their bytes into
+// the baseline (they were live before the trace).
+struct UnmatchedFrees {
+  const Snapshot& snapshot;
+  SourceIndex& sources;
+  BaselineSources& out;
+  void add(uint32_t source, uint64_t size) {
+    if (source >= out.bytes.size()) {
+      out.bytes.resize(source + 1, 0);
+      out.counts.resize(source + 1, 0);
+    }
+    out.bytes[source] += size;
+    ++out.counts[source];
+  }
+  void on_unmatched_free(uint64_t event, uint64_t size) {
+    const StackId stack = snapshot.events.stack[event];
+    const uint32_t source = sources.of(LiveAllocation{size, stack, event, 0});
+    out.freed_source.emplace(event, source);
+    out.known = out.known || stack.valid() || !sources.blocks_need_frames();
+    add(source, size);
+  }
+};
+
+}  // namespace
+
+BaselineSources baseline_sources(const Snapshot& snapshot, const DeviceTrace& trace,
+                                 SourceIndex& sources) {
+  BaselineSources baseline;
+  UnmatchedFrees frees{snapshot, sources, baseline};
+  Replay replay(snapshot);
+  replay.run(trace.begin, trace.end, frees);
+  // Active blocks at the dump that no live traced allocation accounts for.
+  const LiveSet& traced = replay.live();
+  for (const Segment& segment : snapshot.segments) {
+    if (segment.device != trace.device) continue;
+    for (const Block& block : snapshot.blocks_of(segment)) {
+      if (block.state != BlockState::kActiveAllocated &&
+          block.state != BlockState::kActivePendingFree) {
+        continue;
+      }
+      if (traced.contains(block.address)) continue;
+      baseline.known = baseline.known || block.stack.valid() || !sources.blocks_need_frames();
+      frees.add(sources.of_block(segment, block), block.size);
+    }
+  }
+  return baseline;
+}
+
+std::vector<SourceUsage> BaselineSources::rows(const SourceIndex& sources) const {
+  std::vector<SourceUsage> rows;
+  for (size_t s = 0; s < bytes.size(); ++s) {
+    if (counts[s] != 0) {
+      rows.push_back(SourceUsage{sources.name(static_cast<uint32_t>(s)), bytes[s], counts[s]});
+    }
+  }
+  std::sort(rows.begin(), rows.end(), [](const SourceUsage& a, const SourceUsage& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.source < b.source;
+  });
+  return rows;
 }
 
 std::vector<SourceUsage> live_at_dump_by_source(const Snapshot& snapshot, int device,

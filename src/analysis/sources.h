@@ -74,13 +74,37 @@ struct SourceUsage {
   uint64_t count = 0;
 };
 
+// Memory allocated before the trace began, by source (or category: whatever
+// the SourceIndex groups by). Two parts, both with the frames of the
+// allocation: the dump's active blocks that the trace did not allocate (still
+// live at the dump), and the trace's frees without an alloc (their entries
+// carry the freed block's allocation frames). Their sum is the baseline at the
+// trace start when the trace replays to the dump; each unmatched free takes its
+// bytes out again where it happens.
+struct BaselineSources {
+  // Some of it carries frames (or the grouping needs none): without that,
+  // the rows would all be one "no frames" source, and callers leave it out.
+  bool known = false;
+  std::vector<uint64_t> bytes;   // by source id: live before the first entry
+  std::vector<uint64_t> counts;  // by source id
+  absl::flat_hash_map<uint64_t, uint32_t> freed_source;  // unmatched free (model index) -> source
+  // Rows at the trace start, sorted like live_by_source's.
+  [[nodiscard]] std::vector<SourceUsage> rows(const SourceIndex& sources) const;
+};
+// One replay of the device's trace and one walk over its blocks.
+BaselineSources baseline_sources(const Snapshot& snapshot, const DeviceTrace& trace,
+                                 SourceIndex& sources);
+
 // Live bytes by source after `positions[k]` events of the trace were applied
 // (positions ascending, each <= trace.count()). Rows sorted by bytes, largest
 // first; sources with nothing live are left out. One replay pass; the live
 // set is never copied, only the small per-source table at each position.
+// With `baseline` (made with the same SourceIndex), memory allocated before
+// the trace counts under its own source too, less the unmatched frees so far.
 std::vector<std::vector<SourceUsage>> live_by_source(const Snapshot& snapshot,
                                                      const DeviceTrace& trace, SourceIndex& sources,
-                                                     std::span<const uint64_t> positions);
+                                                     std::span<const uint64_t> positions,
+                                                     const BaselineSources* baseline = nullptr);
 
 // live_by_source at one position, with the replay's totals there: what was
 // live at time T, in one pass.
@@ -89,7 +113,7 @@ struct LiveAt {
   std::vector<SourceUsage> sources;
 };
 LiveAt live_at(const Snapshot& snapshot, const DeviceTrace& trace, SourceIndex& sources,
-               uint64_t position);
+               uint64_t position, const BaselineSources* baseline = nullptr);
 
 // Live memory at the dump by source, from the segments' blocks of one device
 // (a block's own frames, or the newest entry of a PyTorch 2.0 `history`):

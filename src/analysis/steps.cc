@@ -343,4 +343,12 @@ std::map<std::string, uint64_t> AnnotationCounter::between(int64_t start_us, int
   return counts;
 }
 
+bool trace_looks_truncated(const ReplayTotals& replay) {
+  constexpr uint64_t kUnmatchedCount = 10;
+  constexpr double kUnmatchedShare = 0.05;
+  return replay.unmatched_free_count >= kUnmatchedCount &&
+         static_cast<double>(replay.unmatched_free_count) >=
+             kUnmatchedShare * static_cast<double>(std::max<uint64_t>(replay.free_count, 1));
+}
+
 }  // namespace memsnap

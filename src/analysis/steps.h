@@ -70,6 +70,11 @@ struct TraceAnalysis {
   TraceCounts counts;
 };
 
+// Whether the trace looks cut short: at least 10 frees without their alloc
+// and at least 5% of all frees (a ring buffer that wrapped, or recording that
+// started mid-run). parse warns on it; explain lists it among what is missing.
+bool trace_looks_truncated(const ReplayTotals& replay);
+
 TraceAnalysis analyze_trace(const Snapshot& snapshot, const DeviceTrace& trace,
                             const std::vector<ProfilerStep>& steps);
 

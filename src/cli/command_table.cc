@@ -5,6 +5,7 @@
 
 namespace memsnap::cli {
 
+Command explain_command();
 Command parse_command();
 Command dump_command();
 Command events_command();
@@ -20,7 +21,7 @@ Command check_command();
 
 const std::vector<Command>& command_table() {
   static const std::vector<Command> table = {
-      parse_command(),          dump_command(),        events_command(), compare_command(),
+      explain_command(),        parse_command(),          dump_command(),        events_command(), compare_command(),
       replay_to_time_command(), replay_step_command(), plot_command(),   oom_command(),
       segments_command(),       summarize_command(),   ranks_command(),  check_command(),
   };

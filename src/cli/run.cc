@@ -1,9 +1,13 @@
 // The edge: the command line is parsed here, one command runs, and every
 // error becomes one "memsnap: ..." line and an exit status, here only.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <new>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include "cli/command.h"
 #include "cli/output.h"
@@ -32,7 +36,33 @@ int exit_status(const Error& error) {
 
 }  // namespace
 
+// `memsnap FILE [flags]` is `memsnap explain FILE [flags]`: the first
+// argument names an existing file (or '-'), not a command.
+std::vector<char*> explain_bare_file(int argc, char** argv) {
+  std::vector<char*> args(argv, argv + argc);
+  if (argc < 2 || argv[1][0] == '\0') return args;
+  const std::string first = argv[1];
+  const bool is_command = std::any_of(command_table().begin(), command_table().end(),
+                                      [&](const Command& c) { return c.name == first; });
+  std::error_code error;
+  const bool is_file = first == "-" || (first[0] != '-' && std::filesystem::exists(first, error));
+  if (is_command || !is_file) return args;
+  static char explain[] = "explain";
+  args.insert(args.begin() + 1, explain);
+  return args;
+}
+
 int run_cli(int argc, char** argv) {
+  std::vector<char*> with_command = explain_bare_file(argc, argv);
+  argc = static_cast<int>(with_command.size());
+  argv = with_command.data();
+  // `memsnap` alone: the help, not an error.
+  if (argc == 1) {
+    static char help[] = "--help";
+    with_command.push_back(help);
+    argc = 2;
+    argv = with_command.data();
+  }
   CLI::App app{
       "memsnap: read PyTorch CUDA memory snapshots (torch.cuda.memory._dump_snapshot pickles) "
       "safely and fast.\nThe file is never executed. .gz and .zst inputs are decompressed; "
@@ -40,6 +70,8 @@ int run_cli(int argc, char** argv) {
   app.name("memsnap");
   app.footer(
       "Examples:\n"
+      "  memsnap rank0.pickle                            what matters in it, on one page "
+      "(explain)\n"
       "  memsnap parse rank0.pickle                      what is in the file\n"
       "  memsnap compare before.pickle after.pickle      why does after peak higher\n"
       "  memsnap replay-to-time run.pickle --time 12.5   what was live at 12.5 s\n"

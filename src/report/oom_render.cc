@@ -300,7 +300,9 @@ std::string render_oom_text(const OomAnalysis& r, int top) {
   }
 
   const std::string from_blocks =
-      c.live_from_blocks ? " (from the dump's blocks: the trace does not cover them)" : "";
+      c.live_from_blocks         ? " (from the dump's blocks: the trace does not cover them)"
+      : c.live_includes_baseline ? " (memory from before the trace under its own source)"
+                                 : "";
   out += fmt::format("\nLive at {} by category{}\n", moment, from_blocks);
   out += usage_table(c.live_by_category, top, "category");
   out += fmt::format("\nLive at {} by {}{}\n", moment, group_label(GroupBy::kSource), from_blocks);
@@ -385,6 +387,7 @@ ordered_json render_oom_json(const OomAnalysis& r, int top) {
         {"private_pool_reserved", s.private_pool_reserved},
         {"pools", groups}}},
       {"live_from_blocks", c.live_from_blocks},
+      {"live_includes_baseline", c.live_includes_baseline},
       {"live_by_category", usage_json(c.live_by_category, top)},
       {"live_by_source", usage_json(c.live_by_source, top)},
       {"growth_bytes", c.has_time ? ordered_json(c.growth_bytes) : ordered_json(nullptr)},
