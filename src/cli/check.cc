@@ -286,7 +286,8 @@ Command check_command() {
                 .add_option("--format", flags->format,
                             "text (default), json, junit (JUnit XML), github (Actions annotations) "
                             "or markdown ($GITHUB_STEP_SUMMARY)")
-                ->check(one_of({"text", "json", "junit", "github", "markdown"}));
+                ->check(one_of({"text", "json", "junit", "github", "markdown"}))
+                ->option_text("FORMAT");
             command.add_option("-o,--output", flags->output,
                                "Write the report (or the budget) to PATH instead of stdout");
             command.add_flag("--write-budget", flags->write_budget,
