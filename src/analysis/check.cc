@@ -198,8 +198,11 @@ CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
     if (r.status != LimitStatus::kNotApplicable) {
       r.status = r.measured <= r.allowed ? LimitStatus::kPass : LimitStatus::kFail;
     }
-    if (r.status == LimitStatus::kFail) ++report.failed;
     report.results.push_back(std::move(r));
+  }
+  for (const LimitResult& result : report.results) {
+    if (result.status == LimitStatus::kFail) ++report.failed;
+    if (result.status == LimitStatus::kNotApplicable) ++report.not_checked;
   }
   return report;
 }
@@ -226,6 +229,7 @@ RankedCheck check_ranked(const std::vector<RunSummary>& current,
   }
   for (const CheckReport& report : out.ranks) {
     if (report.failed > 0) ++out.failed_ranks;
+    out.failed_limits += report.failed;
   }
   return out;
 }

@@ -77,7 +77,11 @@ struct CheckReport {
   int64_t peak = 0;
   std::optional<int64_t> baseline_peak;
   std::vector<LimitResult> results;  // in the order of all_limit_infos, categories last
+  // The counts every renderer and the exit message read: `failed` of
+  // checked() limits violated, `not_checked` left out (kNotApplicable).
   size_t failed = 0;
+  size_t not_checked = 0;
+  [[nodiscard]] size_t checked() const { return results.size() - not_checked; }
   // At each run's peak, baseline -> current (B - A), by source and category.
   SourceComparison sources;
   SourceComparison categories;
@@ -95,6 +99,7 @@ struct RankedCheck {
   std::vector<std::string> only_current;   // files of the current run with no baseline rank
   std::vector<std::string> only_baseline;  // baseline files with no current rank
   size_t failed_ranks = 0;
+  size_t failed_limits = 0;  // the ranks' `failed`, summed
 };
 RankedCheck check_ranked(const std::vector<RunSummary>& current,
                          const std::vector<RunSummary>* baseline, bool baseline_is_summary,

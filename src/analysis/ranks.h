@@ -17,6 +17,7 @@ struct RankRow {
   size_t input = 0;  // index in the summaries given
   std::optional<int64_t> rank;
   std::string path;
+  std::string name;  // shown without a rank: the part of the path no other such file shares
   int device = 0;
   int64_t absolute_peak = 0;
   std::optional<double> peak_time_s;
@@ -63,5 +64,14 @@ struct RanksReport {
 };
 
 RanksReport analyze_ranks(const std::vector<RunSummary>& summaries);
+
+// Short names for files whose names hold no rank number: the shortest part of
+// each path that tells it from the others. The folders every path starts or
+// ends with are dropped, then the words (split at / _ - . space) every name
+// starts or ends with, each name keeping at least one; a name longer than
+// kMaxFileName is cut in its middle ("...") where the cut names stay apart.
+// One path: its file name. Equal paths get equal names.
+constexpr size_t kMaxFileName = 40;
+std::vector<std::string> distinguishing_names(const std::vector<std::string>& paths);
 
 }  // namespace memsnap

@@ -37,15 +37,17 @@ struct CheckFlags {
   SummaryInputs inputs;
 };
 
+// A file that cannot be read is bad input (exit 1) like any other input;
+// what it says, if wrong, is the user's usage error (read_budget).
 std::string read_small_file(const std::string& path, std::string_view what) {
   std::vector<uint8_t> bytes;
   try {
     bytes = read_file_head(path, kMaxBudgetBytes + 1);
   } catch (const Error& error) {
-    throw Error::usage(fmt::format("{} {}", what, error.what()));
+    throw Error(fmt::format("{} {}", what, error.what()));
   }
   if (bytes.size() > kMaxBudgetBytes) {
-    throw Error::usage(fmt::format("{} {}: larger than 1 MiB", what, path));
+    throw Error(fmt::format("{} {}: larger than 1 MiB", what, path));
   }
   return {bytes.begin(), bytes.end()};
 }
@@ -168,8 +170,7 @@ void check_folders(const CheckFlags& flags) {
                                           baseline_is_summary, limits);
   write_in_format(flags, report);
   if (report.failed_ranks > 0) {
-    throw Error::limit(
-        fmt::format("{} of {} ranks violate a limit", report.failed_ranks, report.ranks.size()));
+    throw Error::limit(check_verdict(report));
   }
 }
 
@@ -217,8 +218,7 @@ void run_check_command(const CheckFlags& flags) {
       run_check(current, baseline ? &*baseline : nullptr, baseline_is_summary, limits);
   write_in_format(flags, report);
   if (report.failed > 0) {
-    throw Error::limit(
-        fmt::format("{} of {} limits violated", report.failed, report.results.size()));
+    throw Error::limit(check_verdict(report));
   }
 }
 
@@ -286,7 +286,8 @@ Command check_command() {
                 .add_option("--format", flags->format,
                             "text (default), json, junit (JUnit XML), github (Actions annotations) "
                             "or markdown ($GITHUB_STEP_SUMMARY)")
-                ->check(CLI::IsMember({"text", "json", "junit", "github", "markdown"}));
+                ->check(one_of({"text", "json", "junit", "github", "markdown"}))
+                ->option_text("FORMAT");
             command.add_option("-o,--output", flags->output,
                                "Write the report (or the budget) to PATH instead of stdout");
             command.add_flag("--write-budget", flags->write_budget,

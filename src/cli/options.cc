@@ -3,22 +3,21 @@
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <future>
 #include <limits>
 #include <map>
 
+#include "cli/usage.h"
+#include "io/input.h"
 #include "memsnap/error.h"
-
 #include "report/findings.h"
 #include "report/format.h"
 
@@ -27,18 +26,18 @@ namespace {
 
 constexpr uint64_t kProgressThreshold = uint64_t{64} << 20;
 
-// A small text file named by a flag (--category-rules): at most 1 MiB.
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error::usage(fmt::format("--category-rules {}: {}", path, std::strerror(errno)));
+// A small text file named by a flag (--category-rules): at most 1 MiB. One
+// that cannot be read is bad input (exit 1), as everywhere.
+std::string read_text_file(const std::string& path, std::string_view flag) {
+  constexpr uint64_t kMaxBytes = uint64_t{1} << 20;
+  std::vector<uint8_t> bytes;
+  try {
+    bytes = read_file_head(path, kMaxBytes + 1);
+  } catch (const Error& error) {
+    throw Error(fmt::format("{} {}", flag, error.what()));
   }
-  std::string text;
-  text.resize(size_t{1} << 20);
-  in.read(text.data(), static_cast<std::streamsize>(text.size()));
-  text.resize(static_cast<size_t>(in.gcount()));
-  if (!in.eof()) throw Error::usage(fmt::format("--category-rules {}: larger than 1 MiB", path));
-  return text;
+  if (bytes.size() > kMaxBytes) throw Error(fmt::format("{} {}: larger than 1 MiB", flag, path));
+  return {bytes.begin(), bytes.end()};
 }
 
 LoadOptions load_options(const std::string& path, const CommonOptions& common, bool show_progress) {
@@ -76,6 +75,17 @@ std::string shown(const std::string& input) {
 }
 
 }  // namespace
+
+CLI::Validator one_of(std::vector<std::string> words) {
+  return {[words = std::move(words)](std::string& value) -> std::string {
+            if (std::find(words.begin(), words.end(), value) != words.end()) return {};
+            const std::vector<std::string> near = nearest_words(value, words);
+            return fmt::format(
+                "'{}' is not one of {}{}", printable(shown(value)), fmt::join(words, ", "),
+                near.empty() ? "" : fmt::format("; did you mean {}?", fmt::join(near, " or ")));
+          },
+          ""};
+}
 
 CLI::Validator whole_number_at_least(long long minimum) {
   return whole_number_or_word(minimum, "");
@@ -160,7 +170,7 @@ void add_source_key_flags(CLI::App& command, CommonOptions& options) {
           "How allocations are named: user (default: the first frame of your code, outside "
           "PyTorch, Triton, the Python runtime and torch.compile's generated code) or reference "
           "(the reference scripts' rule, exactly)")
-      ->check(CLI::IsMember({"user", "reference"}).description(""))
+      ->check(one_of({"user", "reference"}))
       ->option_text("user|reference");
   command
       .add_option_function<std::string>(
@@ -182,12 +192,12 @@ void add_source_key_flags(CLI::App& command, CommonOptions& options) {
           "record_function range open at the allocation), pool (default, or a CUDA graph's or "
           "MemPool's private pool), or the entries' user_metadata or compile_context; JSON keeps "
           "the key 'source'")
-      ->check(CLI::IsMember({"source", "file", "function", "stack", "category", "annotation",
-                             "pool", "user_metadata", "compile_context"})
-                  .description(""))
+      ->check(one_of({"source", "file", "function", "stack", "category", "annotation", "pool",
+                      "user_metadata", "compile_context"}))
       ->option_text("GROUP");
-  // Read and checked while the command line is parsed (a validator: errors
-  // become CLI11's usage errors, exit 2).
+  // Read and checked while the command line is parsed: what the rules say
+  // wrong is a usage error (exit 2); a file that cannot be read is thrown on
+  // as it is (exit 1).
   command
       .add_option("--category-rules", options.category_rules_file,
                   "File of your own category rules, checked before the built-in ones: one per "
@@ -196,8 +206,10 @@ void add_source_key_flags(CLI::App& command, CommonOptions& options) {
       ->check(CLI::Validator(
           [&options](std::string& path) -> std::string {
             try {
-              options.keys.category_rules = parse_category_rules(read_text_file(path), path);
+              options.keys.category_rules =
+                  parse_category_rules(read_text_file(path, "--category-rules"), path);
             } catch (const Error& error) {
+              if (error.kind() != Error::Kind::kUsage) throw;
               return error.message();
             }
             return {};

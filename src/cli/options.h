@@ -37,6 +37,9 @@ CLI::Validator whole_number_at_least(long long minimum);
 CLI::Validator whole_number_or_word(long long minimum, const std::string& word);
 // A finite number (no nan/inf), for --time and --precision.
 CLI::Validator finite_number();
+// One of `words`, exactly; otherwise a message listing them, with the
+// nearest ("'jsn' is not one of text, json; did you mean json?").
+CLI::Validator one_of(std::vector<std::string> words);
 
 // The positional FILE of a command that reads one snapshot (required).
 void add_snapshot_argument(CLI::App& command, std::string& file,

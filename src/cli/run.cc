@@ -6,11 +6,13 @@
 #include <filesystem>
 #include <new>
 #include <string>
+#include <string_view>
 #include <system_error>
 #include <vector>
 
 #include "cli/command.h"
 #include "cli/output.h"
+#include "cli/usage.h"
 #include "memsnap/error.h"
 #include "memsnap/version.h"
 
@@ -93,16 +95,11 @@ int run_cli(int argc, char** argv) {
 
   // CLI11 says "A subcommand is required" for a mistyped command; name it.
   if (argc > 1 && argv[1][0] != '-') {
-    std::string asked = argv[1];
-    std::string known;
-    bool found = false;
-    for (const Command& command : command_table()) {
-      found = found || command.name == asked;
-      known += (known.empty() ? "" : ", ") + std::string(command.name);
-    }
-    if (!found) {
-      std::fprintf(stderr, "memsnap: unknown command '%s' (commands: %s; see memsnap --help)\n",
-                   asked.substr(0, 40).c_str(), known.c_str());
+    const std::string_view asked = argv[1];
+    const auto& table = command_table();
+    if (std::none_of(table.begin(), table.end(),
+                     [&](const Command& command) { return command.name == asked; })) {
+      std::fprintf(stderr, "memsnap: %s\n", unknown_command_message(asked).c_str());
       return kExitUsage;
     }
   }
@@ -110,8 +107,12 @@ int run_cli(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
-    int status = app.exit(error);
-    return status == 0 ? 0 : kExitUsage;
+    if (error.get_exit_code() == 0) return app.exit(error);  // --help, --version
+    std::fprintf(stderr, "memsnap: %s\n", usage_message(app, error).c_str());
+    return kExitUsage;
+  } catch (const Error& error) {  // a file a flag names (--category-rules) could not be read
+    std::fprintf(stderr, "memsnap: %s\n", error.what());
+    return exit_status(error);
   }
 
   try {

@@ -667,14 +667,12 @@ InputBuffer open_input(const std::string& path, const InputLimits& limits) {
 
 std::vector<uint8_t> read_file_head(const std::string& path, uint64_t bytes) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) {
-    throw Error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
-  }
+  if (file == nullptr) throw Error(fmt::format("{}: {}", path, std::strerror(errno)));
   std::vector<uint8_t> head(static_cast<size_t>(bytes));
   const size_t got = std::fread(head.data(), 1, head.size(), file);
-  const bool failed = std::ferror(file) != 0;
+  const int read_errno = std::ferror(file) != 0 ? errno : 0;  // EISDIR for a folder
   std::fclose(file);
-  if (failed) throw Error(fmt::format("{}: read error", path));
+  if (read_errno != 0) throw Error(fmt::format("{}: {}", path, std::strerror(read_errno)));
   head.resize(got);
   return head;
 }

@@ -85,19 +85,8 @@ std::string grown_list(const SourceComparison& comparison, int count) {
 }
 
 std::string headline(const CheckReport& r) {
-  size_t skipped = 0;
-  for (const LimitResult& result : r.results) {
-    if (result.status == LimitStatus::kNotApplicable) ++skipped;
-  }
-  const size_t checked = r.results.size() - skipped;
-  const std::string not_checked = skipped == 0 ? "" : fmt::format(" ({} not checked)", skipped);
-  if (r.failed == 0) {
-    return fmt::format("memsnap check: PASS, {} {}{} for {}", checked,
-                       checked == 1 ? "limit holds" : "limits hold", not_checked,
-                       printable(r.current_file));
-  }
-  return fmt::format("memsnap check: FAIL, {} of {} limits violated{} by {}", r.failed, checked,
-                     not_checked, printable(r.current_file));
+  return fmt::format("memsnap check: {}, {} {} {}", r.failed == 0 ? "PASS" : "FAIL",
+                     check_verdict(r), r.failed == 0 ? "for" : "by", printable(r.current_file));
 }
 
 // GitHub's workflow commands: data escapes %, CR, LF; properties also : and ,.
@@ -242,16 +231,12 @@ ordered_json render_check_json(const CheckReport& r, int top) {
          {"note", result.note.empty() ? ordered_json(nullptr) : ordered_json(result.note)},
          {"sentence", limit_sentence(result)}});
   }
-  size_t skipped = 0;
-  for (const LimitResult& result : r.results) {
-    if (result.status == LimitStatus::kNotApplicable) ++skipped;
-  }
   ordered_json out{
       {"passed", r.failed == 0},
       {"exit_status", r.failed == 0 ? 0 : 3},
       {"failed", r.failed},
-      {"checked", r.results.size() - skipped},
-      {"not_checked", skipped},
+      {"checked", r.checked()},
+      {"not_checked", r.not_checked},
       {"current",
        {{"file", r.current_file},
         {"rank", r.rank ? ordered_json(*r.rank) : ordered_json(nullptr)},
@@ -272,14 +257,6 @@ ordered_json render_check_json(const CheckReport& r, int top) {
 
 namespace {
 
-size_t skipped_count(const CheckReport& r) {
-  size_t skipped = 0;
-  for (const LimitResult& result : r.results) {
-    if (result.status == LimitStatus::kNotApplicable) ++skipped;
-  }
-  return skipped;
-}
-
 std::string rank_label(const CheckReport& r) {
   return r.rank ? fmt::format("rank {}", *r.rank) : printable(r.current_file);
 }
@@ -292,7 +269,7 @@ void append_junit_suite(pugi::xml_node suites, const CheckReport& r, int top) {
   suite.append_attribute("tests") = static_cast<unsigned long long>(r.results.size());
   suite.append_attribute("failures") = static_cast<unsigned long long>(r.failed);
   suite.append_attribute("errors") = 0;
-  suite.append_attribute("skipped") = static_cast<unsigned long long>(skipped_count(r));
+  suite.append_attribute("skipped") = static_cast<unsigned long long>(r.not_checked);
   suite.append_attribute("time") = "0";
   std::string explanation;
   if (!r.baseline_file.empty()) {
@@ -331,7 +308,7 @@ std::string junit_of(const std::vector<const CheckReport*>& reports, int top) {
   for (const CheckReport* r : reports) {
     tests += r->results.size();
     failures += r->failed;
-    skipped += skipped_count(*r);
+    skipped += r->not_checked;
   }
   auto suites = doc.append_child("testsuites");
   suites.append_attribute("name") = "memsnap check";
@@ -369,23 +346,34 @@ std::string github_lines(const CheckReport& r, const std::string& prefix) {
 }
 
 std::string ranked_headline(const RankedCheck& r) {
-  size_t limits_failed = 0;
+  if (r.failed_ranks == 0) return "memsnap check: PASS, " + check_verdict(r);
   std::vector<std::string> failing;
   for (const CheckReport& report : r.ranks) {
-    limits_failed += report.failed;
     if (report.failed > 0) failing.push_back(rank_label(report));
-  }
-  if (r.failed_ranks == 0) {
-    return fmt::format("memsnap check: PASS, every limit holds on all {} ranks", r.ranks.size());
   }
   std::string names;
   for (size_t i = 0; i < failing.size() && i < 8; ++i) names += (i ? ", " : "") + failing[i];
   if (failing.size() > 8) names += fmt::format(", ... ({} in all)", failing.size());
-  return fmt::format("memsnap check: FAIL, {} of {} ranks violate {} limit{}: {}", r.failed_ranks,
-                     r.ranks.size(), limits_failed, limits_failed == 1 ? "" : "s", names);
+  return fmt::format("memsnap check: FAIL, {}: {}", check_verdict(r), names);
 }
 
 }  // namespace
+
+std::string check_verdict(const CheckReport& r) {
+  const std::string not_checked =
+      r.not_checked == 0 ? "" : fmt::format(" ({} not checked)", r.not_checked);
+  if (r.failed == 0) {
+    return fmt::format("{} {}{}", r.checked(), r.checked() == 1 ? "limit holds" : "limits hold",
+                       not_checked);
+  }
+  return fmt::format("{} of {} limits violated{}", r.failed, r.checked(), not_checked);
+}
+
+std::string check_verdict(const RankedCheck& r) {
+  if (r.failed_ranks == 0) return fmt::format("every limit holds on all {} ranks", r.ranks.size());
+  return fmt::format("{} of {} ranks violate {} limit{}", r.failed_ranks, r.ranks.size(),
+                     r.failed_limits, r.failed_limits == 1 ? "" : "s");
+}
 
 std::string render_check_junit(const CheckReport& r, int top) {
   return junit_of({&r}, top);
@@ -420,8 +408,7 @@ std::string render_check_text(const RankedCheck& r, int top) {
     table.add_row({report.rank ? std::to_string(*report.rank) : printable(report.current_file),
                    format_level_bytes(report.peak),
                    report.baseline_peak ? format_level_bytes(*report.baseline_peak) : "-",
-                   std::to_string(report.results.size() - skipped_count(report)),
-                   violated.empty() ? "-" : violated});
+                   std::to_string(report.checked()), violated.empty() ? "-" : violated});
   }
   out += table.render();
   if (!r.only_current.empty()) {

@@ -18,6 +18,12 @@ std::vector<std::string> investigate_commands(const CheckReport& report);
 // One line per limit: "absolute peak 12.50 GiB > 12.00 GiB (by 512.00 MiB)".
 std::string limit_sentence(const LimitResult& result);
 
+// The count in one phrase, the same in the report's headline and in the exit
+// message: "5 of 8 limits violated (1 not checked)", "8 limits hold"; for a
+// folder "2 of 8 ranks violate 3 limits", "every limit holds on all 8 ranks".
+std::string check_verdict(const CheckReport& report);
+std::string check_verdict(const RankedCheck& report);
+
 std::string render_check_text(const CheckReport& report, int top);
 nlohmann::ordered_json render_check_json(const CheckReport& report, int top);
 std::string render_check_junit(const CheckReport& report, int top);

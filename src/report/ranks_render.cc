@@ -16,7 +16,7 @@ using nlohmann::ordered_json;
 namespace {
 
 std::string rank_name(const RankRow& row) {
-  return row.rank ? std::to_string(*row.rank) : printable(row.path);
+  return row.rank ? std::to_string(*row.rank) : printable(row.name);
 }
 
 ordered_json rank_json(const RankRow& row) {
@@ -47,7 +47,7 @@ std::string rank_list(const RanksReport& report, const std::vector<size_t>& rows
     if (report.rows[r].rank) {
       numbers.push_back(*report.rows[r].rank);
     } else {
-      names.push_back(printable(report.rows[r].path));
+      names.push_back(printable(report.rows[r].name));
     }
   }
   std::sort(numbers.begin(), numbers.end());

@@ -178,6 +178,18 @@ def budgets(memsnap, base, cur):
     check("budget round trip: the grown run fails (peak, growth, reserved, activation), the grown source first",
           code == 3 and {"max_peak", "max_growth", "category.activation"} <= set(failed)
           and report["sources"][0]["source"] == GROWN, failed)
+    # Without a baseline the budget's growth limits are not checked: the report's
+    # headline and the exit message give one count, the checked limits' (issue 25).
+    text = run(memsnap, ["check", cur, "--budget", budget])
+    code, report, _ = check_json(memsnap, [cur, "--budget", budget])
+    statuses = [l["status"] for l in report["limits"]] if report else []
+    verdict = "%d of %d limits violated (%d not checked)" % (
+        statuses.count("fail"), len(statuses) - statuses.count("not_applicable"), statuses.count("not_applicable"))
+    check("budget without a baseline: one count on stdout and stderr, the limits not checked left out of it",
+          text.returncode == 3 and code == 3 and statuses.count("not_applicable") >= 1
+          and report["checked"] + report["not_checked"] == len(statuses)
+          and text.stdout.startswith("memsnap check: FAIL, %s by " % verdict)
+          and text.stderr.strip().splitlines() == ["memsnap: " + verdict], (verdict, text.stdout[:200], text.stderr))
     code, report, _ = check_json(memsnap, [cur, "--budget", budget, "--baseline", base, "--max-peak", "100GiB"])
     check("a flag wins over the budget's key", report and next(l for l in report["limits"] if l["name"] == "max_peak")
           ["status"] == "pass", report and report["limits"])
@@ -220,6 +232,18 @@ def refusals(memsnap, base, cur):
     check("an unreadable run exits 1", got.returncode == 1, got.stderr)
     got = run(memsnap, ["check", cur, "--max-peak", "1GiB", "--baseline", truncated])
     check("an unreadable baseline exits 1", got.returncode == 1, got.stderr)
+    # A file that cannot be read is exit 1 wherever it is named (issue 25).
+    missing = os.path.join(os.path.dirname(cur), "missing.toml")
+    for args, line in ((["--budget", missing], "--budget %s: No such file or directory" % missing),
+                       (["--budget", os.path.dirname(cur)], "--budget %s: Is a directory" % os.path.dirname(cur)),
+                       (["--max-peak", "1GiB", "--baseline", missing], "%s: No such file or directory" % missing)):
+        got = run(memsnap, ["check", cur] + args)
+        check("cannot be read, exit 1: %s" % line.split(":")[0].replace(os.path.dirname(cur), "DIR"),
+              got.returncode == 1 and got.stderr.strip().splitlines() == ["memsnap: " + line] and not got.stdout,
+              (got.returncode, got.stderr))
+    got = run(memsnap, ["check", missing, "--max-peak", "1GiB"])
+    check("cannot be read, exit 1: CURRENT", got.returncode == 1
+          and got.stderr.strip() == "memsnap: %s: No such file or directory" % missing, got.stderr)
 
 
 def folders(memsnap, work):
@@ -237,6 +261,12 @@ def folders(memsnap, work):
     check("folders: the ranks without a match are listed on both sides",
           report and [os.path.basename(p) for p in report["only_current"]] == ["snapshot_7.pickle"]
           and [os.path.basename(p) for p in report["only_baseline"]] == ["snapshot_3.pickle"], report and report["only_current"])
+    got = run(memsnap, ["check", b, "--baseline", a, "--max-growth", "5%", "--max-peak", "1MiB"])
+    headline = got.stdout.splitlines()[0] if got.stdout else ""
+    verdict = re.match(r"memsnap check: FAIL, (\d+ of \d+ ranks violate \d+ limits?): ", headline)
+    check("folders: the headline and the exit message give one count (3 ranks, 4 limits)",
+          got.returncode == 3 and verdict and verdict.group(1) == "3 of 3 ranks violate 4 limits"
+          and got.stderr.strip().splitlines() == ["memsnap: " + verdict.group(1)], (headline, got.stderr))
     got = run(memsnap, ["check", "--format", "junit", b, "--baseline", a, "--max-growth", "5%"])
     root = ET.fromstring(got.stdout)
     suites = root.findall("testsuite")

@@ -24,7 +24,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 GENERATOR = os.path.join(REPO, "tests", "gen", "make_snapshot.py")
 EXAMPLE = os.path.join(REPO, "examples", "training_steps.pickle.gz")
-CLI11_HINT = "Run with --help for more information."
+CLI11_TEXTS = ("Run with --help", "A subcommand is required", "required but received", "was not expected",
+               "not in {")
 
 results = {"checks": 0, "skipped": 0}
 failures = []
@@ -53,13 +54,19 @@ def stderr_lines(result):
 
 def check_error(name, result, text, status=1):
     """`result` exited with `status`, printed nothing on stdout, and said `text`
-    in one "memsnap: " line; a usage error (status 2) may instead be CLI11's
-    message followed by its --help hint."""
+    in one "memsnap: " line (usage errors too: never CLI11's own words)."""
     lines = stderr_lines(result)
     ours = len(lines) == 1 and lines[0].startswith("memsnap: ")
-    cli11 = status == 2 and len(lines) == 2 and lines[1] == CLI11_HINT
-    check(name, result.returncode == status and (ours or cli11) and text in lines[0] and not result.stdout,
+    check(name, result.returncode == status and ours and text in lines[0] and not result.stdout,
           f"want exit {status} and {text!r}; got exit {result.returncode}, stderr {lines!r}, stdout {result.stdout[:80]!r}")
+
+
+def check_said(name, result, line, status):
+    """`result` exited with `status`, printed nothing on stdout, and its stderr
+    is exactly `line`."""
+    lines = stderr_lines(result)
+    check(name, result.returncode == status and lines == [line] and not result.stdout,
+          f"want exit {status} and {line!r}; got exit {result.returncode}, stderr {lines!r}, stdout {result.stdout[:80]!r}")
 
 
 def main():
@@ -109,9 +116,9 @@ def main():
         check_error("empty file", run(memsnap, ["parse", empty]), f"memsnap: {empty}: empty file: the dump was probably interrupted")
         check_error("unknown device lists devices", run(memsnap, ["parse", "--device", "7", two_devices]),
                     "memsnap: device 7 is not in this snapshot (devices with data: 0, 1)")
-        check_error("no command is a usage error", run(memsnap, []), "A subcommand is required", status=2)
+        check_error("no command is a usage error", run(memsnap, []), "memsnap: no command given", status=2)
         check_error("unknown flag is a usage error", run(memsnap, ["parse", "--bogus", plain]),
-                    "The following argument was not expected: --bogus", status=2)
+                    "memsnap: parse: unknown flag --bogus", status=2)
         check_error("replay-step needs --step or --all-steps", run(memsnap, ["replay-step", plain]),
                     "memsnap: replay-step needs --step N or --all-steps", status=2)
         check_error("--labels count mismatch is a usage error", run(memsnap, ["plot", plain, no_steps, "--labels", "a"]),
@@ -163,6 +170,7 @@ def main():
         source_keys(memsnap, work)
         stacked_views(memsnap, work)
         group_by_annotation_and_pool(memsnap, work)
+        usage_in_memsnaps_words(memsnap, work, plain)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     summary = f"{results['checks']} checks, {len(failures)} failed"
@@ -610,9 +618,12 @@ def source_keys(memsnap, work):
     check_error("a rule naming no category is a usage error naming the line",
                 run(memsnap, ["parse", tagged, "--category-rules", rules]),
                 f"{rules}:2: 'weights' is no category", status=2)
-    check_error("an unreadable rules file is a usage error",
-                run(memsnap, ["parse", tagged, "--category-rules", os.path.join(work, "none.txt")]),
-                "No such file or directory", status=2)
+    none = os.path.join(work, "none.txt")
+    check_said("an unreadable rules file is bad input (exit 1), as every file that cannot be read",
+               run(memsnap, ["parse", tagged, "--category-rules", none]),
+               f"memsnap: --category-rules {none}: No such file or directory", 1)
+    check_said("a folder as the rules file is bad input too", run(memsnap, ["parse", tagged, "--category-rules", work]),
+               f"memsnap: --category-rules {work}: Is a directory", 1)
     text = run(memsnap, ["compare", tagged, tagged, "--group-by", "category"]).stdout.decode()
     check("text tables name the group in their header", "count B  category" in text, text[-600:])
     check_error("--group-by with --keys reference is a usage error",
@@ -620,8 +631,8 @@ def source_keys(memsnap, work):
                 "memsnap: --group-by other than source needs memsnap's keys (--keys user)", status=2)
     check_error("--skip with no regex is a usage error", run(memsnap, ["parse", path, "--skip", "(unclosed"]),
                 "memsnap: --skip '(unclosed' is no regular expression", status=2)
-    check_error("--keys takes user or reference", run(memsnap, ["parse", path, "--keys", "mine"]),
-                "--keys: mine not in {user,reference}", status=2)
+    check_said("--keys takes user or reference", run(memsnap, ["parse", path, "--keys", "mine"]),
+               "memsnap: parse: --keys: 'mine' is not one of user, reference", 2)
 
 
 
@@ -795,6 +806,76 @@ def group_by_annotation_and_pool(memsnap, work):
     got = {row["source"]: row["throughput_bytes"] for row in report["top_sources"]}
     check("--group-by pool: an entry's own pool_id wins", got == expected, f"memsnap {got} vs entries {expected}")
 
+
+
+
+# ---------------------------------------------------------------------------
+# Issue 25, section 6: usage errors in memsnap's words with the nearest
+# command or flag, and one exit status for a file that cannot be read.
+
+def usage_in_memsnaps_words(memsnap, work, plain):
+    commands = ("parse, dump, events, compare, replay-to-time, replay-step, plot, oom, segments, summarize, "
+                "ranks, check")
+    said = [
+        ("no command", [], f"memsnap: no command given: memsnap COMMAND FILE... (commands: {commands}; see memsnap --help)"),
+        ("--versio", ["--versio"], "memsnap: unknown flag --versio; did you mean --version?"),
+        ("--jsn", ["parse", "--jsn", plain], "memsnap: parse: unknown flag --jsn; did you mean --json?"),
+        ("--jsn=1", ["parse", "--jsn=1", plain], "memsnap: parse: unknown flag --jsn; did you mean --json?"),
+        ("a swapped pair of letters", ["parse", plain, "--jsno"], "memsnap: parse: unknown flag --jsno; did you mean --json?"),
+        ("a flag before the command", ["--json", "parse", plain], "memsnap: --json goes after the command: memsnap parse --json ..."),
+        ("another command's flag", ["parse", plain, "--baseline", plain],
+         "memsnap: parse: unknown flag --baseline (a flag of check; see memsnap parse --help)"),
+        ("a flag near none", ["parse", plain, "--zzzzzz"], "memsnap: parse: unknown flag --zzzzzz (see memsnap parse --help)"),
+        ("a one-letter flag gets no guess", ["parse", plain, "-x"], "memsnap: parse: unknown flag -x (see memsnap parse --help)"),
+        ("a mistyped command", ["pars", plain],
+         f"memsnap: unknown command 'pars'; did you mean parse? (commands: {commands}; see memsnap --help)"),
+        ("a command's beginning", ["replay", plain],
+         f"memsnap: unknown command 'replay'; did you mean replay-to-time or replay-step? (commands: {commands}; see memsnap --help)"),
+        ("--time twice", ["replay-to-time", plain, "--time", "1", "--time", "2"],
+         "memsnap: replay-to-time: --time given 2 times; give it once"),
+        ("--time without its value", ["replay-to-time", plain, "--time"],
+         "memsnap: replay-to-time: --time needs a value (see memsnap replay-to-time --help)"),
+        ("a missing argument", ["check", "--max-peak", "1GiB"], "memsnap: check: CURRENT is missing (see memsnap check --help)"),
+        ("a mistyped flag explains a missing argument", ["check", "--jsn"],
+         "memsnap: check: unknown flag --jsn (see memsnap check --help)"),
+        ("one argument too many", ["parse", plain, plain], f"memsnap: parse: unexpected argument '{plain}' (see memsnap parse --help)"),
+        ("a value not in the list, with the nearest", ["check", plain, "--max-peak", "1GiB", "--format", "jsn"],
+         "memsnap: check: --format: 'jsn' is not one of text, json, junit, github, markdown; did you mean json?"),
+        ("--group-by's nearest word", ["parse", plain, "--group-by", "fiel"],
+         "memsnap: parse: --group-by: 'fiel' is not one of source, file, function, stack, category, annotation, pool, "
+         "user_metadata, compile_context; did you mean file?"),
+    ]
+    for name, args, line in said:
+        got = run(memsnap, args)
+        check_said(f"usage in memsnap's words: {name}", got, line, 2)
+        text = got.stderr.decode(errors="replace")
+        check(f"usage in memsnap's words: {name}: none of CLI11's texts",
+              not any(t in text for t in CLI11_TEXTS), text)
+    got = run(memsnap, ["parse", "-" * 3 + "x" * 500, plain])
+    check("a long mistyped flag is cut short in the message", got.returncode == 2 and len(got.stderr) < 200, got.stderr[:300])
+    check("--help and --version still exit 0 on stdout",
+          run(memsnap, ["--version"]).returncode == 0 and b"Usage: memsnap parse" in run(memsnap, ["parse", "--help"]).stdout, "")
+
+    # A file that cannot be read is exit 1 whatever names it: an input, a
+    # baseline, a budget, a rules file, a folder of ranks.
+    missing = os.path.join(work, "missing.pickle")
+    cases = [
+        ["parse", missing], ["dump", missing], ["events", missing], ["compare", plain, missing],
+        ["replay-to-time", missing, "--time", "1"], ["replay-step", missing, "--all-steps"], ["oom", missing],
+        ["segments", missing], ["plot", "--text", missing], ["check", missing, "--max-peak", "1GiB"],
+        ["check", plain, "--max-peak", "1GiB", "--baseline", missing],
+    ]
+    for args in cases:
+        check_said(f"unreadable input exits 1: {args[0]} {' '.join({missing: 'MISSING', plain: 'FILE'}.get(a, a) for a in args[1:])}",
+                   run(memsnap, args), f"memsnap: {missing}: No such file or directory", 1)
+    check_said("an unreadable --budget exits 1", run(memsnap, ["check", plain, "--budget", missing]),
+               f"memsnap: --budget {missing}: No such file or directory", 1)
+    check_said("a folder as --budget exits 1", run(memsnap, ["check", plain, "--budget", work]),
+               f"memsnap: --budget {work}: Is a directory", 1)
+    check_said("an unreadable --category-rules exits 1", run(memsnap, ["parse", plain, "--category-rules", missing]),
+               f"memsnap: --category-rules {missing}: No such file or directory", 1)
+    got = run(memsnap, ["ranks", missing])
+    check("ranks of a file that cannot be read exits 1", got.returncode == 1, got.stderr)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ input; then every real fixture (part `fixtures`)."""
 import json
 import os
 import pickle
+import re
 import subprocess
 import sys
 
@@ -186,6 +187,29 @@ def options_and_refusals(memsnap, work, folder):
     report, err = json_of(memsnap, ["ranks", "--json", named])
     check("ranks: files whose names end in no number have no rank (null), and still count",
           report is not None and [row["rank"] for row in report["ranks"]] == [None, None], err)
+    # Files whose names hold no number are shown by the shortest part of their
+    # path that tells them apart, never the whole path (issue 25).
+    deep = os.path.join(work, "experiments", "2024-05-01", "llama-70b-finetune-with-a-long-folder-name", "snapshots")
+    nodes = {"alpha": 4, "beta": 11, "gamma": 37}
+    for node, r in nodes.items():
+        os.makedirs(os.path.join(deep, "node-" + node))
+        os.link(os.path.join(folder, "snapshot_%d.pickle" % r), os.path.join(deep, "node-" + node, "memory_snapshot.pickle"))
+    paths = [os.path.join(deep, "node-" + node, "memory_snapshot.pickle") for node in nodes]
+    got = run(memsnap, ["ranks"] + paths)
+    lines = got.stdout.splitlines()
+    table = lines[lines.index("Per rank, highest peak first") + 2:] if "Per rank, highest peak first" in lines else []
+    shown = [line.split()[0] for line in table[:3]]
+    check("ranks without numbers: each row named by its own folder's word, not its path",
+          got.returncode == 0 and sorted(shown) == sorted(nodes) and "llama-70b" not in got.stdout
+          and "memory_snapshot" not in got.stdout, got.stdout[-1500:])
+    check("ranks without numbers: the outlier and the spread name the same short names",
+          "rank gamma" in got.stdout and "outliers: gamma" in got.stdout, got.stdout[:800])
+    report, err = json_of(memsnap, ["ranks", "--json"] + paths)
+    check("ranks --json without numbers keeps each whole path", report is not None
+          and sorted(row["file"] for row in report["ranks"]) == sorted(paths), err)
+    got = run(memsnap, ["ranks", named])
+    check("ranks: job-r4-final and job-r11-final are r4 and r11", got.returncode == 0
+          and re.search(r"\n\s*r4 ", got.stdout) and re.search(r"\n\s*r11 ", got.stdout), got.stdout[-800:])
     for pattern, message in ((r"-r\d+-", "has no capture group"), ("(", "is not a valid regex")):
         got = run(memsnap, ["ranks", "--rank-from", pattern, named])
         check("ranks --rank-from %r is a usage error" % pattern, got.returncode == 2 and message in got.stderr,

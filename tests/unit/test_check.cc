@@ -11,6 +11,7 @@
 #include "analysis/check.h"
 #include "expect_error.h"
 #include "memsnap/error.h"
+#include "report/check_render.h"
 
 namespace memsnap {
 namespace {
@@ -187,6 +188,52 @@ TEST(Check, LimitsOnWhatARunLacksDoNotApply) {
   EXPECT_EQ(report.results[0].note, "the run has no profiler steps");
   EXPECT_EQ(report.results[1].status, LimitStatus::kNotApplicable);
   EXPECT_EQ(report.failed, 0u);
+}
+
+// The one count: every renderer and the exit message read the report's
+// counts through check_verdict, limits not checked left out of "of N".
+TEST(Check, OneCountForTheReportAndTheExitMessage) {
+  RunSummary current = run(1 << 30);
+  current.steps.clear();
+  const CheckReport report =
+      run_check(current, nullptr, false,
+                {limit(LimitKind::kMaxPeak, 512 * kMiB), limit(LimitKind::kMaxReserved, 8 * kGiB),
+                 limit(LimitKind::kMaxUnmatchedFrees, 0), limit(LimitKind::kStepMaxPeak, 0),
+                 limit(LimitKind::kMaxGrowth, 5, true, true)});
+  size_t failed = 0;
+  size_t not_checked = 0;
+  for (const LimitResult& result : report.results) {
+    failed += result.status == LimitStatus::kFail ? 1 : 0;
+    not_checked += result.status == LimitStatus::kNotApplicable ? 1 : 0;
+  }
+  EXPECT_EQ(report.failed, failed);
+  EXPECT_EQ(report.not_checked, not_checked);
+  EXPECT_EQ(report.checked() + report.not_checked, report.results.size());
+  EXPECT_EQ(check_verdict(report), "2 of 3 limits violated (2 not checked)");
+  const std::string text = render_check_text(report, 10);
+  EXPECT_EQ(text.substr(0, text.find('\n')),
+            "memsnap check: FAIL, 2 of 3 limits violated (2 not checked) by run.pickle");
+  const auto json = render_check_json(report, 10);
+  EXPECT_EQ(json["failed"], 2);
+  EXPECT_EQ(json["checked"], 3);
+  EXPECT_EQ(json["not_checked"], 2);
+
+  const CheckReport passing =
+      run_check(current, nullptr, false,
+                {limit(LimitKind::kMaxPeak, 2 * kGiB), limit(LimitKind::kStepMaxPeak, 0)});
+  EXPECT_EQ(check_verdict(passing), "1 limit holds (1 not checked)");
+
+  RunSummary small = run(256 << 20, "rank_1.pickle");
+  small.unmatched_free_count = 0;
+  const RankedCheck ranked = check_ranked(
+      {run(1 << 30, "rank_0.pickle"), small, run(1 << 30, "rank_2.pickle")}, nullptr, false,
+      {limit(LimitKind::kMaxPeak, 512 * kMiB), limit(LimitKind::kMaxUnmatchedFrees, 0)});
+  EXPECT_EQ(ranked.failed_ranks, 2u);
+  EXPECT_EQ(ranked.failed_limits, 4u);
+  EXPECT_EQ(check_verdict(ranked), "2 of 3 ranks violate 4 limits");
+  const std::string ranked_text = render_check_text(ranked, 10);
+  EXPECT_EQ(ranked_text.rfind("memsnap check: FAIL, 2 of 3 ranks violate 4 limits: ", 0), 0u)
+      << ranked_text;
 }
 
 TEST(Check, CategoryAndOomLimits) {
