@@ -17,47 +17,100 @@ constexpr std::array<std::string_view, kCategoryCount> kNames = {
 };
 
 using C = Category;
+constexpr bool kRaw = true;
 // clang-format off
 constexpr std::array kRules = {
-    CategoryRule{C::kOptimizerState, "Optimizer.step", {}, {}, {},
+    CategoryRule{C::kOptimizerState, "Optimizer.step", {}, {}, {}, false,
                  "allocated while an Optimizer.step#... annotation is active (the profiler marks every step)"},
-    CategoryRule{C::kOptimizerState, {}, {}, "torch/optim/", {},
+    CategoryRule{C::kOptimizerState, {}, {}, "torch/optim/", {}, false,
                  "allocated by torch.optim (state tensors such as exp_avg, exp_avg_sq)"},
-    CategoryRule{C::kGradient, {}, {}, {}, "AccumulateGrad",
+    CategoryRule{C::kGradient, {}, {}, {}, "AccumulateGrad", false,
                  "allocated by the AccumulateGrad node, which writes .grad"},
-    CategoryRule{C::kGradient, "Optimizer.zero_grad", {}, {}, {},
+    CategoryRule{C::kGradient, "Optimizer.zero_grad", {}, {}, {}, false,
                  "allocated while Optimizer.zero_grad is active (set_to_none=False refills .grad)"},
-    CategoryRule{C::kCommunication, "nccl:", {}, {}, {},
+    CategoryRule{C::kCommunication, "nccl:", {}, {}, {}, false,
                  "allocated during a collective (record_function names such as nccl:all_reduce)"},
-    CategoryRule{C::kCommunication, {}, {}, "torch/distributed/", {},
+    CategoryRule{C::kCommunication, {}, {}, "torch/distributed/", {}, false,
                  "allocated by torch.distributed (buckets, collectives)"},
-    CategoryRule{C::kCommunication, {}, {}, {}, "c10d::",
+    CategoryRule{C::kCommunication, {}, {}, {}, "c10d::", false,
                  "allocated by the c10d process group (NCCL buffers)"},
-    CategoryRule{C::kWorkspace, {}, {}, {}, "cublas",
-                 "allocated for a cuBLAS handle or its workspace"},
-    CategoryRule{C::kWorkspace, {}, {}, {}, "cudnn",
-                 "allocated for cuDNN (workspaces, plans)"},
-    CategoryRule{C::kAutogradDetail, {}, {}, {}, "torch::autograd::generated::",
+    CategoryRule{C::kWorkspace, {}, {}, {}, {}, kRaw,
+                 "C++ code took the bytes from the allocator itself, not through a tensor factory or "
+                 "storage: a library's or kernel's scratch (cuBLAS and cuBLASLt workspaces, cuDNN "
+                 "plans' workspaces, CUB temporary storage, reduction buffers). An op's output, "
+                 "cuDNN's and cuBLAS's included, is a tensor and never lands here"},
+    CategoryRule{C::kAutogradDetail, {}, {}, {}, "torch::autograd::generated::", false,
                  "allocated by a backward node other than AccumulateGrad: PyTorch's memory profiler "
                  "calls the outputs of backward functions (gradients of activations) "
                  "autograd_detail; the node's own temporaries land here too"},
-    CategoryRule{C::kParameter, {}, "_apply", {}, {},
+    CategoryRule{C::kParameter, {}, "_apply", {}, {}, false,
                  "allocated by Module._apply (model.to(), .cuda(), .half()): parameters and buffers moving"},
-    CategoryRule{C::kParameter, {}, "load_state_dict", {}, {},
+    CategoryRule{C::kParameter, {}, "load_state_dict", {}, {}, false,
                  "allocated while loading a state dict into the model"},
-    CategoryRule{C::kParameter, {}, {}, "torch/nn/parameter.py", {},
+    CategoryRule{C::kParameter, {}, {}, "torch/nn/parameter.py", {}, false,
                  "allocated by torch.nn.Parameter"},
-    CategoryRule{C::kParameter, {}, {}, "torch/nn/init.py", {},
+    CategoryRule{C::kParameter, {}, {}, "torch/nn/init.py", {}, false,
                  "allocated by parameter initialisation (torch.nn.init)"},
-    CategoryRule{C::kInput, {}, {}, "torch/utils/data/", {},
+    CategoryRule{C::kInput, {}, {}, "torch/utils/data/", {}, false,
                  "allocated by the data loader (pinned batches, collate)"},
-    CategoryRule{C::kActivation, {}, "forward", {}, {},
+    CategoryRule{C::kActivation, {}, "forward", {}, {}, false,
                  "allocated inside a module's forward (outputs kept for backward, or short-lived)"},
-    CategoryRule{C::kActivation, {}, "_call_impl", {}, {},
+    CategoryRule{C::kActivation, {}, "_call_impl", {}, {}, false,
                  "allocated inside a module call"},
 };
 // clang-format on
 static_assert(kRules.size() <= 64, "frame rule matches are a 64-bit mask");
+
+// Frames that say how the stack was captured, then the allocator's own
+// (matched in names without their argument lists): the frame past them is
+// the code that asked for the bytes.
+constexpr std::array kCaptureFrameParts = {
+    std::string_view("unwind"),
+    std::string_view("CapturedTraceback"),
+    std::string_view("gather_with_cpp"),
+};
+constexpr std::array kAllocatorFrameParts = {
+    std::string_view("CachingAllocator"),  // CUDACachingAllocator, HIPCachingAllocator, raw_alloc
+    std::string_view("PluggableAllocator"),
+    std::string_view("c10::cuda::"),
+    std::string_view("c10::hip::"),
+};
+// Code that makes a tensor's storage: at::detail::empty_generic and every
+// other factory (empty_strided, empty_cuda, ...), c10::StorageImpl,
+// resize_bytes_cuda. The bytes a factory takes are a tensor, whichever op
+// asked for it.
+constexpr std::array kTensorMakerParts = {
+    std::string_view("empty"),
+    std::string_view("Storage"),
+    std::string_view("resize"),
+};
+
+bool contains_any(std::string_view text, std::span<const std::string_view> parts) {
+  return std::any_of(parts.begin(), parts.end(), [text](std::string_view part) {
+    return text.find(part) != std::string_view::npos;
+  });
+}
+
+// True when the allocator's caller is C++ code that is no tensor maker: the
+// bytes are raw scratch (cuBLAS's getNewWorkspace, cuDNN's run_conv_plan,
+// CUB's temporary storage). A stack that does not show the allocator and its
+// caller (Python frames only, unsymbolised frames) never is.
+bool takes_raw_bytes(const Snapshot& snapshot, std::span<const FrameId> frames) {
+  bool past_allocator = false;
+  for (FrameId id : frames) {
+    const Frame& frame = snapshot.frames.get(id);
+    if (!is_cpp_frame(snapshot.strings.get(frame.filename), frame.line)) return false;
+    const std::string name = trim_cpp_signature(snapshot.strings.get(frame.name));
+    if (contains_any(name, kCaptureFrameParts)) continue;
+    if (contains_any(name, kAllocatorFrameParts)) {
+      past_allocator = true;
+      continue;
+    }
+    if (name.empty() || name == "??") return false;  // unsymbolised: nothing to go on
+    return past_allocator && !contains_any(name, kTensorMakerParts);
+  }
+  return false;
+}
 
 bool matches_frame(const CategoryRule& rule, std::string_view name, std::string_view path,
                    bool cpp) {
@@ -140,7 +193,13 @@ uint64_t Categorizer::frame_rule_matches(StackId stack) {
   }
   if (computed_[stack.value]) return matches_by_stack_[stack.value];
   uint64_t mask = 0;
-  for (FrameId id : snapshot_.stacks.get(stack)) {
+  std::span<const FrameId> frames = snapshot_.stacks.get(stack);
+  if (takes_raw_bytes(snapshot_, frames)) {
+    for (size_t k = 0; k < kRules.size(); ++k) {
+      if (kRules[k].raw_bytes) mask |= uint64_t{1} << k;
+    }
+  }
+  for (FrameId id : frames) {
     const Frame& frame = snapshot_.frames.get(id);
     std::string_view name = snapshot_.strings.get(frame.name);
     std::string path(snapshot_.strings.get(frame.filename));

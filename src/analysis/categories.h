@@ -4,9 +4,10 @@
 //
 // An entry that carries its own `category` keeps it. Otherwise the first rule
 // of kCategoryRules that matches names it: rules look at the allocation's
-// frames (Python frame names and paths, C++ frame names) and at the
-// record_function annotations active on its device when it was allocated.
-// The rules are data, so the README's table is this table.
+// frames (Python frame names and paths, C++ frame names, and which C++ code
+// called the allocator: a tensor factory, or code taking raw scratch bytes)
+// and at the record_function annotations active on its device when it was
+// allocated. The rules are data, so the README's table is this table.
 #pragma once
 
 #include <array>
@@ -41,12 +42,15 @@ std::optional<Category> parse_category(std::string_view name);
 
 // One rule: exactly one of the match fields is set.
 struct CategoryRule {
-  Category category;
+  Category category = Category::kUnknown;
   std::string_view annotation;  // substring of an annotation active at the allocation
   std::string_view frame_name;  // a Python frame with exactly this name
   std::string_view path_part;   // a Python frame whose path (either separator) contains this
   std::string_view cpp_part;    // a C++ frame whose name contains this
-  std::string_view evidence;    // why the rule holds, for the README
+  // The allocator's caller (the first C++ frame past stack capture and the
+  // allocator) is no tensor factory or storage: it took raw bytes.
+  bool raw_bytes = false;
+  std::string_view evidence;  // why the rule holds, for the README
 };
 
 // In order: the first match wins.

@@ -32,6 +32,24 @@ constexpr std::array kReferenceInternalNames = {
     std::string_view("inner"),
 };
 
+// Packages whose frames are never the answer, matched as a folder (or file)
+// of the path under any installer: thin helpers that hand the tensor on to a
+// PyTorch op, so the line that called them names the allocation, and
+// wrappers PyTorch or its backends put around the user's call. Every other
+// third-party package (transformers, torchvision, bitsandbytes, ...) stays
+// the user's code: a model defined there is named there. Found on real
+// snapshots (the evidence column); the README lists this table.
+constexpr std::array kHelperPackages = {
+    HelperPackage{"einops/",
+                  "rearrange, reduce and einsum pass the tensor to a torch op "
+                  "(einsum@_backends.py:291 headed the CS336 files' tables)"},
+    HelperPackage{"opt_einsum/", "plans a contraction order and calls torch.einsum or tensordot"},
+    HelperPackage{"einx/", "einops-style notation compiled to torch ops"},
+    HelperPackage{"torch_npu/", "PyTorch's Ascend backend: patches Module.to and storage"},
+    HelperPackage{"accelerate/hooks.py",
+                  "the forward wrapper accelerate installs on dispatched modules (new_forward)"},
+};
+
 // v2's library code, matched in a path whose separators are all '/'.
 // PyTorch (with _dynamo, _inductor, fx), Triton, torch.compile's generated
 // code, the interpreter's frozen modules and the reference's other paths.
@@ -42,15 +60,231 @@ constexpr std::array kLibraryPathParts = {
     std::string_view("<frozen "),       std::string_view("/hydra/"),  std::string_view("/cuda/"),
     std::string_view("importlib"),      std::string_view("runpy.py"),
 };
-// The standard library: lib/python3.X/ (Lib/ on Windows) outside the
-// site-packages and dist-packages trees, where third-party code lives.
-constexpr std::array kStandardLibraryParts = {
-    std::string_view("/lib/python3"),
-    std::string_view("/Lib/"),
-};
+// Where pip, conda and the distributions put third-party code: never the
+// standard library, whatever folder holds it.
 constexpr std::array kThirdPartyParts = {
     std::string_view("site-packages/"),
     std::string_view("dist-packages/"),
+};
+// The standard library's own modules and packages (CPython's
+// sys.stdlib_module_names that are Python files, 3.8 to 3.14, lower case): a
+// file directly in an interpreter's lib folder, or a package folder there, is
+// the standard library when its name is one of these. Sorted, for binary
+// search.
+using namespace std::string_view_literals;
+constexpr std::array kStandardLibraryModules = {
+    "__future__"sv,
+    "_aix_support"sv,
+    "_android_support"sv,
+    "_apple_support"sv,
+    "_bootlocale"sv,
+    "_bootsubprocess"sv,
+    "_collections_abc"sv,
+    "_colorize"sv,
+    "_compat_pickle"sv,
+    "_compression"sv,
+    "_dummy_thread"sv,
+    "_ios_support"sv,
+    "_markupbase"sv,
+    "_opcode_metadata"sv,
+    "_osx_support"sv,
+    "_py_abc"sv,
+    "_pydecimal"sv,
+    "_pyio"sv,
+    "_pyrepl"sv,
+    "_sitebuiltins"sv,
+    "_strptime"sv,
+    "_threading_local"sv,
+    "_weakrefset"sv,
+    "abc"sv,
+    "aifc"sv,
+    "annotationlib"sv,
+    "antigravity"sv,
+    "argparse"sv,
+    "ast"sv,
+    "asynchat"sv,
+    "asyncio"sv,
+    "asyncore"sv,
+    "base64"sv,
+    "bdb"sv,
+    "binhex"sv,
+    "bisect"sv,
+    "bz2"sv,
+    "calendar"sv,
+    "cgi"sv,
+    "cgitb"sv,
+    "chunk"sv,
+    "cmd"sv,
+    "code"sv,
+    "codecs"sv,
+    "codeop"sv,
+    "collections"sv,
+    "colorsys"sv,
+    "compileall"sv,
+    "compression"sv,
+    "concurrent"sv,
+    "configparser"sv,
+    "contextlib"sv,
+    "contextvars"sv,
+    "copy"sv,
+    "copyreg"sv,
+    "cprofile"sv,
+    "crypt"sv,
+    "csv"sv,
+    "ctypes"sv,
+    "curses"sv,
+    "dataclasses"sv,
+    "datetime"sv,
+    "dbm"sv,
+    "decimal"sv,
+    "difflib"sv,
+    "dis"sv,
+    "distutils"sv,
+    "doctest"sv,
+    "dummy_threading"sv,
+    "email"sv,
+    "encodings"sv,
+    "ensurepip"sv,
+    "enum"sv,
+    "filecmp"sv,
+    "fileinput"sv,
+    "fnmatch"sv,
+    "formatter"sv,
+    "fractions"sv,
+    "ftplib"sv,
+    "functools"sv,
+    "genericpath"sv,
+    "getopt"sv,
+    "getpass"sv,
+    "gettext"sv,
+    "glob"sv,
+    "graphlib"sv,
+    "gzip"sv,
+    "hashlib"sv,
+    "heapq"sv,
+    "hmac"sv,
+    "html"sv,
+    "http"sv,
+    "idlelib"sv,
+    "imaplib"sv,
+    "imghdr"sv,
+    "imp"sv,
+    "importlib"sv,
+    "inspect"sv,
+    "io"sv,
+    "ipaddress"sv,
+    "json"sv,
+    "keyword"sv,
+    "lib2to3"sv,
+    "linecache"sv,
+    "locale"sv,
+    "logging"sv,
+    "lzma"sv,
+    "macpath"sv,
+    "mailbox"sv,
+    "mailcap"sv,
+    "mimetypes"sv,
+    "modulefinder"sv,
+    "multiprocessing"sv,
+    "netrc"sv,
+    "nntplib"sv,
+    "ntpath"sv,
+    "nturl2path"sv,
+    "numbers"sv,
+    "opcode"sv,
+    "operator"sv,
+    "optparse"sv,
+    "os"sv,
+    "pathlib"sv,
+    "pdb"sv,
+    "pickle"sv,
+    "pickletools"sv,
+    "pipes"sv,
+    "pkgutil"sv,
+    "platform"sv,
+    "plistlib"sv,
+    "poplib"sv,
+    "posixpath"sv,
+    "pprint"sv,
+    "profile"sv,
+    "pstats"sv,
+    "pty"sv,
+    "py_compile"sv,
+    "pyclbr"sv,
+    "pydoc"sv,
+    "pydoc_data"sv,
+    "queue"sv,
+    "quopri"sv,
+    "random"sv,
+    "re"sv,
+    "reprlib"sv,
+    "rlcompleter"sv,
+    "runpy"sv,
+    "sched"sv,
+    "secrets"sv,
+    "selectors"sv,
+    "shelve"sv,
+    "shlex"sv,
+    "shutil"sv,
+    "signal"sv,
+    "site"sv,
+    "smtpd"sv,
+    "smtplib"sv,
+    "sndhdr"sv,
+    "socket"sv,
+    "socketserver"sv,
+    "sqlite3"sv,
+    "sre_compile"sv,
+    "sre_constants"sv,
+    "sre_parse"sv,
+    "ssl"sv,
+    "stat"sv,
+    "statistics"sv,
+    "string"sv,
+    "stringprep"sv,
+    "struct"sv,
+    "subprocess"sv,
+    "sunau"sv,
+    "symbol"sv,
+    "symtable"sv,
+    "sysconfig"sv,
+    "tabnanny"sv,
+    "tarfile"sv,
+    "telnetlib"sv,
+    "tempfile"sv,
+    "textwrap"sv,
+    "this"sv,
+    "threading"sv,
+    "timeit"sv,
+    "tkinter"sv,
+    "token"sv,
+    "tokenize"sv,
+    "tomllib"sv,
+    "trace"sv,
+    "traceback"sv,
+    "tracemalloc"sv,
+    "tty"sv,
+    "turtle"sv,
+    "turtledemo"sv,
+    "types"sv,
+    "typing"sv,
+    "unittest"sv,
+    "urllib"sv,
+    "uu"sv,
+    "uuid"sv,
+    "venv"sv,
+    "warnings"sv,
+    "wave"sv,
+    "weakref"sv,
+    "webbrowser"sv,
+    "wsgiref"sv,
+    "xdrlib"sv,
+    "xml"sv,
+    "xmlrpc"sv,
+    "zipapp"sv,
+    "zipfile"sv,
+    "zipimport"sv,
+    "zoneinfo"sv,
 };
 
 bool contains(std::string_view text, std::string_view part) {
@@ -112,6 +346,35 @@ std::string_view any_basename(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
+// Separators as '/', so one spelling matches paths recorded on any system.
+std::string normalized_path(std::string_view filename) {
+  std::string path(filename);
+  std::replace(path.begin(), path.end(), '\\', '/');
+  return path;
+}
+
+std::string lower_case(std::string_view text) {
+  std::string lower(text);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) {
+    return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  });
+  return lower;
+}
+
+// python3, python3.11, python3.13t, python2.7: the folder the interpreter
+// keeps its standard library in under lib/.
+bool is_python_version_folder(std::string_view folder) {
+  if (!folder.starts_with("python")) return false;
+  folder.remove_prefix(6);
+  if (folder.ends_with('t')) folder.remove_suffix(1);
+  if (folder.empty() || folder.front() < '2' || folder.front() > '3') return false;
+  folder.remove_prefix(1);
+  if (folder.empty()) return true;
+  if (folder.front() != '.' || folder.size() == 1) return false;
+  folder.remove_prefix(1);
+  return std::all_of(folder.begin(), folder.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 bool is_identifier_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
@@ -128,19 +391,82 @@ bool is_reference_internal_frame(std::string_view name, std::string_view filenam
   return false;
 }
 
+std::span<const HelperPackage> helper_packages() {
+  return kHelperPackages;
+}
+
+bool is_helper_package_file(std::string_view filename) {
+  std::string path = "/" + normalized_path(filename);
+  return std::any_of(kHelperPackages.begin(), kHelperPackages.end(),
+                     [&path](const HelperPackage& helper) {
+                       return contains(path, "/" + std::string(helper.path_part));
+                     });
+}
+
+bool is_standard_library_file(std::string_view filename) {
+  const std::string path = normalized_path(filename);
+  if (std::any_of(kThirdPartyParts.begin(), kThirdPartyParts.end(),
+                  [&path](std::string_view part) { return contains(path, part); })) {
+    return false;
+  }
+  std::vector<std::string_view> parts;
+  for (size_t start = 0; start <= path.size();) {
+    size_t end = std::min(path.find('/', start), path.size());
+    parts.push_back(std::string_view(path).substr(start, end - start));
+    start = end + 1;
+  }
+  // The interpreter's lib folder: lib, Lib or lib64 in any case, whoever
+  // installed it (the distribution, pyenv, conda, uv, the python.org
+  // installer).
+  for (size_t i = 0; i + 2 <= parts.size(); ++i) {
+    const std::string folder = lower_case(parts[i]);
+    if (folder != "lib" && folder != "lib64") continue;
+    const std::string next = lower_case(parts[i + 1]);
+    const bool last = i + 2 == parts.size();
+    // POSIX layouts: <prefix>/lib/python3.X/ (python3.13t for free-threaded
+    // builds), every file under it.
+    if (!last && is_python_version_folder(next)) return true;
+    // Windows layouts: <prefix>\Lib\copy.py, <prefix>\Lib\json\decoder.py.
+    std::string_view module = next;
+    if (last) {
+      if (!module.ends_with(".py")) continue;
+      module.remove_suffix(3);
+    }
+    if (std::binary_search(kStandardLibraryModules.begin(), kStandardLibraryModules.end(),
+                           module)) {
+      return true;
+    }
+  }
+  return false;
+}
+
 bool is_library_file(std::string_view filename) {
-  std::string path(filename);
-  std::replace(path.begin(), path.end(), '\\', '/');
+  const std::string path = normalized_path(filename);
   if (path.starts_with("torch/") || path.starts_with("triton/")) return true;
   for (std::string_view part : kLibraryPathParts) {
     if (contains(path, part)) return true;
   }
-  const bool third_party =
-      std::any_of(kThirdPartyParts.begin(), kThirdPartyParts.end(),
-                  [&path](std::string_view part) { return contains(path, part); });
-  if (third_party) return false;
-  return std::any_of(kStandardLibraryParts.begin(), kStandardLibraryParts.end(),
-                     [&path](std::string_view part) { return contains(path, part); });
+  return is_helper_package_file(path) || is_standard_library_file(path);
+}
+
+bool is_under_root(std::string_view filename, std::string_view root) {
+  std::string path = normalized_path(filename);
+  std::string folder = normalized_path(root);
+  while (folder.starts_with("./")) folder.erase(0, 2);
+  while (folder.size() > 1 && folder.back() == '/') folder.pop_back();
+  if (folder.empty() || folder == ".") return false;
+  // Windows paths are the same in any case.
+  const auto windows = [](std::string_view text) { return text.size() >= 2 && text[1] == ':'; };
+  if (windows(path) || windows(folder) || filename.find('\\') != std::string_view::npos) {
+    path = lower_case(path);
+    folder = lower_case(folder);
+  }
+  if (folder == "/") return path.starts_with('/');
+  const bool absolute = folder.front() == '/' || windows(folder);
+  if (path.starts_with(folder + "/")) return true;
+  // A relative folder (the repository's name, or a path inside it) matches
+  // wherever the recording machine kept it.
+  return !absolute && contains(path, "/" + folder + "/");
 }
 
 std::string_view autograd_node_name(std::string_view frame_name) {
@@ -369,9 +695,19 @@ SourceKeys::FrameClass SourceKeys::classify(FrameId id) {
     };
     if (matches(keep_)) {
       known = kUser;
-    } else if (matches(skip_)) {
-      known = kLibrary;
+      return known;  // the user's word, wherever the file is
     }
+    if (matches(skip_)) known = kLibrary;
+  }
+  if (known == kUser && !options_.roots.empty()) {
+    const bool under_root =
+        std::any_of(options_.roots.begin(), options_.roots.end(),
+                    [filename](const std::string& root) { return is_under_root(filename, root); });
+    // Third-party code in a virtual environment inside the repository is no
+    // line of the user's own.
+    const bool third_party =
+        contains(filename, "site-packages") || contains(filename, "dist-packages");
+    if (!under_root || third_party) known = kOutsideRoot;
   }
   return known;
 }
@@ -387,17 +723,20 @@ std::string SourceKeys::render(FrameId id) const {
   return fmt::format("{}@{}:{}", name, any_basename(filename), frame.line);
 }
 
-// v2: the user's frames; else the autograd node; else Python library
-// frames; else C++ frames that are no machinery; else nothing usable.
+// v2: the user's frames (under --root, when given; then the user's others);
+// else the autograd node; else Python library frames; else C++ frames that
+// are no machinery; else nothing usable.
 std::string SourceKeys::compute(StackId stack) {
   std::span<const FrameId> frames = snapshot_.stacks.get(stack);
   std::vector<FrameId> user;
+  std::vector<FrameId> outside_root;
   std::vector<FrameId> library;
   std::vector<FrameId> cpp;
   std::string_view node;
   for (FrameId id : frames) {
     switch (classify(id)) {
       case kUser: user.push_back(id); break;
+      case kOutsideRoot: outside_root.push_back(id); break;
       case kLibrary: library.push_back(id); break;
       case kCpp:
         if (node.empty())
@@ -407,8 +746,13 @@ std::string SourceKeys::compute(StackId stack) {
       default: break;
     }
   }
-  if (user.empty() && !node.empty()) return fmt::format("{} (backward)", node);
-  const std::vector<FrameId>& chosen = !user.empty() ? user : !library.empty() ? library : cpp;
+  if (user.empty() && outside_root.empty() && !node.empty()) {
+    return fmt::format("{} (backward)", node);
+  }
+  const std::vector<FrameId>& chosen = !user.empty()           ? user
+                                       : !outside_root.empty() ? outside_root
+                                       : !library.empty()      ? library
+                                                               : cpp;
   if (chosen.empty()) return std::string(kNoFrames);
   return group(chosen);
 }

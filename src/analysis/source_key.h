@@ -1,12 +1,14 @@
 // Attribution of an allocation to a source line: the "source key" of a stack.
 //
 // Two rules. memsnap's default (v2) names the user's code: the first Python
-// frame outside PyTorch, Triton, the Python runtime and torch.compile's
-// generated code, `<module>` and notebook cells included; with none, the
-// autograd node of a backward-pass allocation, then the first Python library
-// frame, then the first C++ frame that is not capture or allocator
-// machinery. The reference rule (--keys reference) is the reference scripts'
-// own, reproduced exactly for people comparing against their output.
+// frame outside PyTorch, Triton, the Python runtime, torch.compile's
+// generated code and the helper packages (kHelperPackages: einops and the
+// like), `<module>` and notebook cells included; with --root, the first such
+// frame under the user's folder, before the others. With none, the autograd
+// node of a backward-pass allocation, then the first Python library frame,
+// then the first C++ frame that is not capture or allocator machinery. The
+// reference rule (--keys reference) is the reference scripts' own, reproduced
+// exactly for people comparing against their output.
 #pragma once
 
 #include <cstdint>
@@ -70,6 +72,11 @@ struct SourceKeyOptions {
   // (a library the user wants to see); keep wins. v2 only.
   std::vector<std::string> skip;
   std::vector<std::string> keep;
+  // --root: folders of the user's own code. The key is the first frame of
+  // your code under one of them (site-packages and the other library code
+  // inside excepted); your code elsewhere only when none is. A relative
+  // folder matches wherever the recording machine kept it. v2 only.
+  std::vector<std::string> roots;
   // --category-rules: checked before the built-in table, in file order.
   std::vector<CategoryRuleSpec> category_rules;
 };
@@ -84,9 +91,25 @@ bool is_cpp_frame(std::string_view filename, int64_t line);
 bool is_capture_machinery(std::string_view name);
 // The reference's internal frames (its path parts and names).
 bool is_reference_internal_frame(std::string_view name, std::string_view filename);
-// v2's library code: PyTorch, Triton, the Python runtime, torch.compile's
-// generated code, and the reference's other internal paths; `/` or `\`.
+// v2's library code: PyTorch, Triton, the Python standard library,
+// torch.compile's generated code, the helper packages, and the reference's
+// other internal paths; `/` or `\`.
 bool is_library_file(std::string_view filename);
+// The standard library by what it is: a file in the interpreter's own lib
+// folder (`lib/python3.X/...` on POSIX, `Lib\copy.py` or `lib\json\...` on
+// Windows, any case, any installer), never under site-packages or
+// dist-packages.
+bool is_standard_library_file(std::string_view filename);
+
+// A package whose frames never name an allocation (see kHelperPackages).
+struct HelperPackage {
+  std::string_view path_part;  // a folder ("einops/") or file of the path, after a '/'
+  std::string_view evidence;   // why, for the README
+};
+std::span<const HelperPackage> helper_packages();
+bool is_helper_package_file(std::string_view filename);
+// Whether a frame's file lies under a --root folder (see SourceKeyOptions).
+bool is_under_root(std::string_view filename, std::string_view root);
 // "BmmBackward0" from any spelling of an autograd node's frame
 // ("torch::autograd::generated::BmmBackward0::apply(...)",
 // "BmmBackward0_apply_functional(...)", "torch::autograd::AccumulateGrad::apply");
@@ -112,7 +135,8 @@ class SourceKeys {
   const std::string& key(StackId stack);
 
  private:
-  enum FrameClass : uint8_t { kUnknown, kCpp, kMachinery, kLibrary, kUser };
+  // kOutsideRoot: the user's code, but under none of the --root folders.
+  enum FrameClass : uint8_t { kUnknown, kCpp, kMachinery, kLibrary, kOutsideRoot, kUser };
   FrameClass classify(FrameId id);
   std::string compute(StackId stack);
   std::string compute_reference(StackId stack) const;

@@ -226,6 +226,12 @@ void add_source_key_flags(CLI::App& command, CommonOptions& options) {
                   "Regex: Python frames it matches count as your code even inside a "
                   "library (wins over --skip); repeatable")
       ->option_text("REGEX");
+  command
+      .add_option("--root", options.keys.roots,
+                  "Folder of your own code: name the innermost frame under it (not in its "
+                  "site-packages), your other code only when none is; a relative folder "
+                  "matches wherever the file was recorded; repeatable")
+      ->option_text("DIR");
 }
 
 void add_snapshot_argument(CLI::App& command, std::string& file, const std::string& help) {

@@ -25,7 +25,8 @@ struct CommonOptions {
   bool allow_objects = false;
   uint64_t max_input_bytes = 0;  // 0: LoadOptions' default
   int top = 10;
-  SourceKeyOptions keys;  // --frame-depth, --keys, --skip, --keep, --group-by, --category-rules
+  SourceKeyOptions
+      keys;  // --frame-depth, --keys, --skip, --keep, --root, --group-by, --category-rules
   std::string category_rules_file;
   bool timings = false;  // --timings: what reading and each analysis part took, on stderr
 };

@@ -530,7 +530,7 @@ def hostile_round_two(memsnap, work, plain):
 
 def source_keys(memsnap, work):
     """Source keys v2 end to end: a script's <module>, the autograd node, --skip, --keep,
-    --keys reference, and the flags' usage errors."""
+    --root, --keys reference, and the flags' usage errors."""
     import pickle
     torch_conv = {"name": "_conv_forward", "filename": "/x/site-packages/torch/nn/modules/conv.py", "line": 549}
     wrapper = {"name": "checkpoint", "filename": "/home/u/utils/wrap.py", "line": 12}
@@ -565,6 +565,13 @@ def source_keys(memsnap, work):
           sources("--skip", r"utils/wrap\.py"))
     check("--keep wins over library code", sources("--keep", "nn/modules/conv")[0] == "_conv_forward@conv.py:549",
           sources("--keep", "nn/modules/conv"))
+    check("--root names the innermost frame under the folder, before a package's",
+          sources("--root", "/home/u")[:3] == ["checkpoint@wrap.py:12", "BmmBackward0 (backward)",
+                                               "checkpoint@wrap.py:12"]
+          and sources("--root", "u/utils")[2] == "checkpoint@wrap.py:12",
+          (sources("--root", "/home/u"), sources("--root", "u/utils")))
+    check("--root matching nothing leaves the user's code as it was",
+          sources("--root", "/home/someone_else") == sources(), sources("--root", "/home/someone_else"))
     check("--keys reference is the reference rule",
           sources("--keys", "reference") == ["checkpoint@wrap.py:12", "torch::unwind::unwind()@??:0",
                                              "checkpoint@wrap.py:12", "call@c4iffabc.py:3929"],

@@ -28,6 +28,7 @@ import gzip
 import io
 import pickle
 import re
+import sys
 
 # ---------------------------------------------------------------------------
 # Loading
@@ -86,22 +87,46 @@ def events_of(snap, dev):
 # (no C++ frames in the generated files) the first Python library frame.
 
 # Library code: PyTorch, Triton, torch.compile's generated code, frozen
-# modules, the reference's other internal paths; the standard library is
-# lib/python3.X/ (Lib/ on Windows) outside site-packages and dist-packages.
+# modules, the reference's other internal paths, the helper packages (thin
+# wrappers that hand the tensor to a torch op) and the standard library: the
+# interpreter's own lib folder (lib, Lib or lib64, any case), either
+# lib/python3.X/... or a standard-library module or package directly in it,
+# never under site-packages or dist-packages.
 LIBRARY_PARTS = ('/torch/', '/triton/', 'torchinductor_', '<eval_with_key', '<frozen ',
                  '/hydra/', '/cuda/', 'importlib', 'runpy.py')
-STDLIB_PARTS = ('/lib/python3', '/Lib/')
+HELPER_PARTS = ('/einops/', '/opt_einsum/', '/einx/', '/torch_npu/', '/accelerate/hooks.py')
 THIRD_PARTY_PARTS = ('site-packages/', 'dist-packages/')
 CPP_SUFFIXES = ('.cpp', '.cc', '.cxx', '.c', '.h', '.hpp', '.cu', '.cuh', '.so')
+# This interpreter's own list, plus modules later versions dropped.
+STDLIB_MODULES = {m.lower() for m in getattr(sys, 'stdlib_module_names', ())} | {
+    'asynchat', 'asyncore', 'distutils', 'imp', 'smtpd', 'binhex', 'formatter', 'symbol',
+    'dummy_threading', '_dummy_thread', '_bootlocale', 'macpath'}
+PYTHON_FOLDER = re.compile(r'python[23](\.\d+)?t?$')
+
+
+def is_standard_library(path):
+    if any(p in path for p in THIRD_PARTY_PARTS):
+        return False
+    parts = path.lower().split('/')
+    for i, part in enumerate(parts[:-1]):
+        if part not in ('lib', 'lib64'):
+            continue
+        rest = parts[i + 1:]
+        if len(rest) > 1 and PYTHON_FOLDER.match(rest[0]):
+            return True
+        module = rest[0][:-3] if len(rest) == 1 and rest[0].endswith('.py') else rest[0]
+        if (len(rest) > 1 or rest[0].endswith('.py')) and module in STDLIB_MODULES:
+            return True
+    return False
 
 
 def is_library_file(filename):
     path = (filename or '').replace('\\', '/')
     if path.startswith(('torch/', 'triton/')) or any(p in path for p in LIBRARY_PARTS):
         return True
-    if any(p in path for p in THIRD_PARTY_PARTS):
-        return False
-    return any(p in path for p in STDLIB_PARTS)
+    if any(p in '/' + path for p in HELPER_PARTS):
+        return True
+    return is_standard_library(path)
 
 
 def is_python_frame(frame):

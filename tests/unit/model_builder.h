@@ -12,8 +12,12 @@ namespace memsnap::testing {
 
 class ModelBuilder {
  public:
+  using FrameSpec = std::tuple<std::string, std::string, int64_t>;
   // Frames innermost first: {name, filename, line}.
-  StackId stack(std::initializer_list<std::tuple<std::string, std::string, int64_t>> frames) {
+  StackId stack(std::initializer_list<FrameSpec> frames) {
+    return stack(std::vector<FrameSpec>(frames));
+  }
+  StackId stack(const std::vector<FrameSpec>& frames) {
     std::vector<FrameId> ids;
     for (const auto& [name, filename, line] : frames) {
       ids.push_back(model.frames.intern(

@@ -1,6 +1,10 @@
 // Categories: the entry's own category, then the rules table in order.
 #include <gtest/gtest.h>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "analysis/categories.h"
 #include "model_builder.h"
 
@@ -47,6 +51,169 @@ TEST(Categories, RulesByFramesAnnotationsAndTheEntrysOwn) {
   EXPECT_EQ(category_name(categories.of_stack(forward)), "activation");
 }
 
+// Frames as recent PyTorch records them with stacks="all", innermost first:
+// how the stack was captured, then the allocator.
+using Frames = std::vector<testing::ModelBuilder::FrameSpec>;
+const Frames kCaptureAndAllocator = {
+    {"torch::unwind::unwind()", "??", 0},
+    {"torch::CapturedTraceback::gather(bool, bool, bool)", "??", 0},
+    {"torch::cuda::(anonymous namespace)::gather_with_cpp()", "memory_snapshot.cpp", 0},
+    {"c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(signed char, "
+     "unsigned long, CUstream_st*)",
+     "CUDACachingAllocator.cpp", 0},
+    {"c10::cuda::CUDACachingAllocator::Native::NativeCachingAllocator::allocate(unsigned long)", "",
+     0},
+};
+// A tensor factory: the bytes become a tensor's storage.
+const Frames kFactory = {
+    {"at::TensorBase at::detail::_empty_generic<long>(c10::ArrayRef<long>, c10::Allocator*, "
+     "c10::DispatchKeySet, c10::ScalarType, std::optional<c10::MemoryFormat>)",
+     "", 0},
+    {"at::detail::empty_generic(c10::ArrayRef<long>, c10::Allocator*, c10::DispatchKeySet, "
+     "c10::ScalarType, std::optional<c10::MemoryFormat>)",
+     "??", 0},
+    {"at::detail::empty_cuda(c10::ArrayRef<long>, c10::ScalarType, std::optional<c10::Device>, "
+     "std::optional<c10::MemoryFormat>)",
+     "??", 0},
+};
+const Frames kForward = {
+    {"forward", "/home/me/model.py", 42},
+    {"_call_impl", "/x/site-packages/torch/nn/modules/module.py", 1501},
+};
+
+Frames concat(std::initializer_list<Frames> parts) {
+  Frames all;
+  for (const Frames& part : parts) all.insert(all.end(), part.begin(), part.end());
+  return all;
+}
+
+// Workspace is what a library takes as scratch; an op's output is a tensor,
+// whichever library computed it (cuDNN's and cuBLAS's included).
+TEST(Categories, WorkspaceIsRawScratchNeverAnOpsOutput) {
+  testing::ModelBuilder b;
+  b.device();
+  const std::vector<std::pair<std::string, StackId>> cases = {
+      // Outputs and copies made through a tensor factory.
+      {"activation",
+       b.stack(concat({kCaptureAndAllocator,
+                       kFactory,
+                       {{"at::native::cudnn_convolution(at::Tensor const&, at::Tensor const&, "
+                         "c10::ArrayRef<long>, c10::ArrayRef<long>, c10::ArrayRef<long>, long, "
+                         "bool, bool, bool)",
+                         "??", 0},
+                        {"at::(anonymous namespace)::wrapper_CUDA__cudnn_convolution(...)",
+                         "RegisterCUDA.cpp", 0}},
+                       kForward}))},
+      {"activation",
+       b.stack(concat({kCaptureAndAllocator,
+                       kFactory,
+                       {{"at::native::empty_like(at::Tensor const&, ...)", "??", 0},
+                        {"at::native::cudnn_batch_norm(at::Tensor const&, at::Tensor const&, "
+                         "std::optional<at::Tensor> const&, bool, double, double)",
+                         "??", 0}},
+                       kForward}))},
+      {"activation",
+       b.stack(concat(
+           {kCaptureAndAllocator,
+            kFactory,
+            {{"at::native::clone(at::Tensor const&, ...)", "??", 0},
+             {"at::native::prepare_batch_matrix_for_cublas(at::Tensor const&, bool&, "
+              "long&, bool, long, long)",
+              "", 0},
+             {"at::native::(anonymous namespace)::baddbmm_out_cuda_impl(...)", "Blas.cpp", 0}},
+            kForward}))},
+      // A convolution's input gradient: the backward node's output.
+      {"autograd_detail",
+       b.stack(concat({kCaptureAndAllocator,
+                       kFactory,
+                       {{"at::native::cudnn_convolution_backward_input(char const*, "
+                         "c10::ArrayRef<long>, at::TensorArg const&, at::TensorArg const&)",
+                         "", 0},
+                        {"torch::autograd::generated::ConvolutionBackward0::apply(std::vector<at::"
+                         "Tensor>&&)",
+                         "??", 0}}}))},
+      // Storage made or grown for a tensor.
+      {"activation",
+       b.stack(concat({kCaptureAndAllocator,
+                       {{"c10::StorageImpl::StorageImpl(c10::StorageImpl::use_byte_size_t, "
+                         "c10::SymInt const&, c10::Allocator*, bool)",
+                         "", 0}},
+                       kForward}))},
+      {"activation",
+       b.stack(concat({kCaptureAndAllocator,
+                       {{"at::native::resize_bytes_cuda(c10::StorageImpl*, unsigned long)", "", 0}},
+                       kForward}))},
+      // The allocator's caller cannot be read, or the allocator is not in the
+      // stack: nothing says the bytes are scratch.
+      {"activation", b.stack(concat({kCaptureAndAllocator, {{"??", "??", 0}}, kForward}))},
+      {"activation",
+       b.stack(
+           concat({{{"void at::cuda::blas::gemm_and_bias<float>(bool, bool)", "", 0}}, kForward}))},
+      // Python frames only: they never show who called the allocator.
+      {"activation", b.stack(kForward)},
+
+      // Scratch taken straight from the allocator.
+      {"workspace",
+       b.stack(concat(
+           {kCaptureAndAllocator,
+            {{"at::cuda::getNewWorkspace()", "", 0},
+             {"at::cuda::getCurrentCUDABlasHandle()", "??", 0},
+             {"void at::cuda::blas::gemm_internal_cublas<float>(char, char, long, long, long, "
+              "at::OpMathType<float>::type, float const*, long, float const*, long, "
+              "at::OpMathType<float>::type, float*, long)",
+              "", 0}},
+            kForward}))},
+      {"workspace",  // getNewWorkspace inlined into the handle pool
+       b.stack(concat(
+           {kCaptureAndAllocator, {{"at::cuda::getCurrentCUDABlasHandle()", "??", 0}}, kForward}))},
+      {"workspace",  // cuBLASLt
+       b.stack(
+           concat({kCaptureAndAllocator,
+                   {{"void at::cuda::blas::gemm_and_bias<float>(bool, bool, long, long, long, "
+                     "at::OpMathType<float>::type, float const*, long, float const*, long, "
+                     "float const*, float*, long, at::cuda::blas::GEMMAndBiasActivationEpilogue)",
+                     "", 0}},
+                   kForward}))},
+      {"workspace",  // cuDNN v8 API
+       b.stack(concat({kCaptureAndAllocator,
+                       {{"at::native::run_conv_plan(cudnnContext*, at::Tensor const&, at::Tensor "
+                         "const&, at::Tensor const&, cudnn_frontend::ExecutionPlan const&, "
+                         "cudnnBackendDescriptorType_t)",
+                         "", 0},
+                        {"at::native::run_single_conv(...)", "", 0}},
+                       kForward}))},
+      {"workspace",  // cuDNN v7 API, through raw_alloc
+       b.stack(concat({kCaptureAndAllocator,
+                       {{"c10::cuda::CUDACachingAllocator::raw_alloc(unsigned long)", "", 0},
+                        {"at::native::(anonymous namespace)::Workspace::Workspace(unsigned long)",
+                         "Conv_v7.cpp", 0}},
+                       kForward}))},
+      {"workspace",  // CUB's temporary storage
+       b.stack(concat({kCaptureAndAllocator,
+                       {{"void at::cuda::cub::inclusive_scan<long const*, long*, std::plus<long>, "
+                         "1073741824>(long const*, long*, std::plus<long>, long)",
+                         "", 0}},
+                       kForward}))},
+      {"workspace",  // a reduction's buffer inside a backward node
+       b.stack(concat({kCaptureAndAllocator,
+                       {{"void at::native::gpu_reduce_kernel<float, float, 4, "
+                         "at::native::MeanOps<float, float, float, float> >(at::TensorIterator&, "
+                         "at::native::MeanOps<float, float, float, float> const&, float)",
+                         "", 0},
+                        {"torch::autograd::generated::MeanBackward0::apply(std::vector<at::Tensor>"
+                         "&&)",
+                         "??", 0}}}))},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) b.alloc(0x1000 * (i + 1), 512, 0, cases[i].second);
+  Categorizer categories(b.model);
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(category_name(categories.of(i, cases[i].second)), cases[i].first);
+    // Blocks of the segments (no event) follow the same rules.
+    EXPECT_EQ(category_name(categories.of_stack(cases[i].second)), cases[i].first);
+  }
+}
+
 TEST(Categories, NamesRoundTrip) {
   for (size_t i = 0; i < kCategoryCount; ++i) {
     auto category = static_cast<Category>(i);
@@ -57,7 +224,7 @@ TEST(Categories, NamesRoundTrip) {
   // Every rule matches on exactly one thing and says why.
   for (const CategoryRule& rule : category_rules()) {
     int fields = !rule.annotation.empty() + !rule.frame_name.empty() + !rule.path_part.empty() +
-                 !rule.cpp_part.empty();
+                 !rule.cpp_part.empty() + rule.raw_bytes;
     EXPECT_EQ(fields, 1);
     EXPECT_FALSE(rule.evidence.empty());
   }

@@ -2,6 +2,9 @@
 // scripts' rule (--keys reference), frame class by frame class.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <string>
+
 #include "analysis/source_key.h"
 #include "memsnap/error.h"
 #include "model_builder.h"
@@ -83,6 +86,148 @@ TEST(SourceKey, LibraryFilesByFamily) {
   EXPECT_FALSE(is_library_file("/usr/lib/python3/dist-packages/accelerate/big_modeling.py"));
   EXPECT_FALSE(is_library_file("/home/me/train.py"));
   EXPECT_FALSE(is_library_file("<ipython-input-3-abc>"));
+}
+
+// The standard library is the interpreter's own lib folder, however the
+// interpreter was installed and however the path is spelled.
+TEST(SourceKey, StandardLibraryByWhatItIsUnderAnyInstaller) {
+  for (const char* path : {
+           // POSIX: the distribution (Debian, Fedora's lib64), pyenv, conda, uv, free-threaded.
+           "/usr/lib/python3.11/threading.py",
+           "/usr/lib64/python3.12/copy.py",
+           "/home/me/.pyenv/versions/3.10.4/lib/python3.10/copy.py",
+           "/opt/conda/lib/python3.10/json/decoder.py",
+           "/home/me/.local/share/uv/python/cpython-3.12.8-linux-x86_64-gnu/lib/python3.12/copy.py",
+           "/usr/local/lib/python3.13t/contextlib.py",
+           // Windows: uv (lower-case lib), the python.org installer in either case,
+           // conda, pyenv-win; packages of the standard library too.
+           "C:\\Users\\me\\uv\\python\\cpython-3.10.19-windows-x86_64-none\\lib\\copy.py",
+           "C:\\Python311\\Lib\\contextlib.py",
+           "C:\\Users\\me\\AppData\\Local\\Programs\\Python\\Python310\\lib\\threading.py",
+           "C:\\PYTHON311\\LIB\\COPY.PY",
+           "C:\\Users\\me\\miniconda3\\envs\\x\\Lib\\concurrent\\futures\\thread.py",
+           "C:\\Users\\me\\.pyenv\\pyenv-win\\versions\\3.10.11\\Lib\\cProfile.py",
+       }) {
+    EXPECT_TRUE(is_standard_library_file(path)) << path;
+    EXPECT_TRUE(is_library_file(path)) << path;
+  }
+  for (const char* path : {
+           // Third-party code under the same lib folders is no standard library.
+           "C:\\research\\DeComFL\\.venv\\lib\\site-packages\\transformers\\utils\\generic.py",
+           "/usr/lib/python3/dist-packages/accelerate/big_modeling.py",
+           "/opt/conda/lib/python3.10/site-packages/copy/__init__.py",
+           // The user's own lib folders, and modules that only share a name.
+           "/home/me/project/lib/model.py",
+           "C:\\research\\DeComFL\\cezo_fl\\client.py",
+           "/home/me/copy.py",
+           "/home/me/project/lib/copying.py",
+           "/home/me/project/lib",
+       }) {
+    EXPECT_FALSE(is_standard_library_file(path)) << path;
+  }
+}
+
+// ZidongLiu_DeComFL: deepcopy under a uv-managed CPython hid the client's line.
+TEST(SourceKey, WindowsUvStandardLibraryIsNotTheUsersCode) {
+  testing::ModelBuilder b;
+  StackId stack = b.stack(
+      {{"__deepcopy__", "C:\\research\\DeComFL\\.venv\\lib\\site-packages\\torch\\_tensor.py", 150},
+       {"deepcopy",
+        "C:\\Users\\Zidong\\AppData\\Roaming\\uv\\python\\cpython-3.10.19-windows-x86_64-"
+        "none\\lib\\copy.py",
+        153},
+       {"<dictcomp>", "C:\\research\\DeComFL\\cezo_fl\\client.py", 185}});
+  SourceKeys keys(b.model, depth(1));
+  EXPECT_EQ(keys.key(stack), "<dictcomp>@client.py:185");
+}
+
+// Thin helpers hand the tensor on to a torch op: the line that called them
+// names the allocation. Other third-party packages stay the user's code.
+TEST(SourceKey, HelperPackagesAreNeverTheAnswer) {
+  testing::ModelBuilder b;
+  StackId einops =
+      b.stack({{"einsum", "/x/.venv/lib/python3.11/site-packages/einops/_backends.py", 291},
+               {"einsum", "/x/.venv/lib/python3.11/site-packages/einops/einops.py", 907},
+               {"forward", "/home/me/cs336_basics/model.py", 524}});
+  StackId windows_einops =
+      b.stack({{"reshape", "D:\\Dev\\a2\\.venv\\Lib\\site-packages\\einops\\_backends.py", 96},
+               {"forward", "D:\\Dev\\a2\\cs336_basics\\model.py", 524}});
+  StackId contraction =
+      b.stack({{"_tensordot", "/x/site-packages/opt_einsum/backends/torch.py", 50},
+               {"contract", "/x/site-packages/opt_einsum/contract.py", 763},
+               {"attention", "/home/me/model.py", 77}});
+  StackId transformers =
+      b.stack({{"forward", "/x/site-packages/transformers/models/opt/modeling_opt.py", 212},
+               {"einsum", "/x/site-packages/einops/einops.py", 907}});
+  SourceKeys keys(b.model, depth(1));
+  EXPECT_EQ(keys.key(einops), "forward@model.py:524");
+  EXPECT_EQ(keys.key(windows_einops), "forward@model.py:524");
+  EXPECT_EQ(keys.key(contraction), "attention@model.py:77");
+  EXPECT_EQ(keys.key(transformers), "forward@modeling_opt.py:212");
+  // A stack of helpers alone still gets a name: the first library frame.
+  StackId only_helpers = b.stack({{"einsum", "/x/site-packages/einops/_backends.py", 291}});
+  EXPECT_EQ(keys.key(only_helpers), "einsum@_backends.py:291");
+  // --keep brings a helper back for someone who wants to see it.
+  SourceKeyOptions keep = depth(1);
+  keep.keep = {"einops/"};
+  SourceKeys keeping(b.model, keep);
+  EXPECT_EQ(keeping.key(einops), "einsum@_backends.py:291");
+  // Every entry of the table names its package's files, under any installer
+  // and separator, and says why; a package that only shares a prefix is not it.
+  for (const HelperPackage& helper : helper_packages()) {
+    EXPECT_FALSE(helper.evidence.empty());
+    std::string file(helper.path_part);
+    if (file.ends_with('/')) file += "f.py";
+    EXPECT_TRUE(is_helper_package_file("/x/site-packages/" + file)) << file;
+    std::string windows = "C:\\x\\Lib\\site-packages\\" + file;
+    std::replace(windows.begin(), windows.end(), '/', '\\');
+    EXPECT_TRUE(is_library_file(windows)) << windows;
+    EXPECT_FALSE(is_helper_package_file("/x/site-packages/my" + file)) << file;
+  }
+}
+
+TEST(SourceKey, RootNamesTheInnermostFrameUnderTheFolder) {
+  testing::ModelBuilder b;
+  StackId stack =
+      b.stack({{"forward", "/x/site-packages/transformers/models/llama/modeling_llama.py", 300},
+               {"step", "/home/me/proj/.venv/lib/python3.11/site-packages/lightning/loop.py", 40},
+               {"train_step", "/home/me/proj/src/train.py", 88},
+               {"main", "/home/me/proj/run.py", 5}});
+  StackId elsewhere = b.stack({{"forward", "/x/site-packages/transformers/modeling_opt.py", 7},
+                               {"relu", "/x/site-packages/torch/nn/functional.py", 1}});
+  StackId backward = b.stack(
+      {{"torch::autograd::generated::MmBackward0::apply(std::vector<at::Tensor>&&)", "??", 0}});
+  SourceKeys plain(b.model, depth(1));
+  EXPECT_EQ(plain.key(stack), "forward@modeling_llama.py:300");
+  for (const char* root : {"/home/me/proj", "/home/me/proj/", "proj", "me/proj", "./proj"}) {
+    SourceKeyOptions options = depth(2);
+    options.roots = {root};
+    SourceKeys keys(b.model, options);
+    // The venv inside the repository is not the user's code.
+    EXPECT_EQ(keys.key(stack), "train_step@train.py:88 -> main@run.py:5") << root;
+    // Under no root: the user's code elsewhere, then the usual fallbacks.
+    EXPECT_EQ(keys.key(elsewhere), "forward@modeling_opt.py:7") << root;
+    EXPECT_EQ(keys.key(backward), "MmBackward0 (backward)") << root;
+  }
+  for (const char* root : {"/home/me/pro", "/me/proj", "src/train.py", "/", ""}) {
+    SourceKeyOptions options = depth(1);
+    options.roots = {root};
+    SourceKeys keys(b.model, options);
+    EXPECT_EQ(keys.key(stack),
+              root == std::string("/") ? "train_step@train.py:88" : "forward@modeling_llama.py:300")
+        << root;
+  }
+  // Windows paths match in any case and with either separator.
+  testing::ModelBuilder w;
+  StackId windows = w.stack(
+      {{"forward", "C:\\research\\DeComFL\\.venv\\lib\\site-packages\\transformers\\opt.py", 9},
+       {"<dictcomp>", "C:\\research\\DeComFL\\cezo_fl\\client.py", 185}});
+  for (const char* root : {"c:/research/decomfl", "C:\\research\\DeComFL\\", "DeComFL/cezo_fl"}) {
+    SourceKeyOptions options = depth(1);
+    options.roots = {root};
+    SourceKeys keys(w.model, options);
+    EXPECT_EQ(keys.key(windows), "<dictcomp>@client.py:185") << root;
+  }
 }
 
 TEST(SourceKey, CompiledCodeFallsBackToTheUsersFrameNotTheGeneratedFile) {
@@ -222,11 +367,13 @@ TEST(SourceKey, NoFrames) {
 TEST(SourceKey, KeysStayValidWhileTheCacheGrows) {
   testing::ModelBuilder b;
   std::vector<StackId> stacks;
+  stacks.reserve(2000);
   for (int i = 0; i < 2000; ++i) {
     stacks.push_back(b.stack({{"f" + std::to_string(i), "/home/me/model.py", i + 1}}));
   }
   SourceKeys keys(b.model, depth(1));
   std::vector<const std::string*> held;
+  held.reserve(stacks.size());
   for (StackId stack : stacks) held.push_back(&keys.key(stack));
   for (size_t i = 0; i < stacks.size(); ++i) {
     EXPECT_EQ(*held[i], "f" + std::to_string(i) + "@model.py:" + std::to_string(i + 1));
