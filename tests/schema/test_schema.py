@@ -10,8 +10,9 @@ Part `schema` (CTest: json_schema), never skips:
   - every tests/golden/*.json against the schema of its command;
   - memsnap --json on generated snapshots (steps in both files, no steps, two
     devices with an OOM, no timestamps, C++ frames, an incomplete step, an
-    empty file) against the schemas, plus the values compare writes twice
-    under two names;
+    empty file) against the schemas, plus the values compare and
+    replay-to-time write twice, under a reference key in the reference's
+    meaning and under memsnap's own (same rows, the other sign, unrounded);
   - a self-check: renamed keys and a retyped value in real output must fail;
   - docs/json-schema.md equals what tests/schema/make_docs.py writes.
 
@@ -272,6 +273,32 @@ def compare_aliases(document):
     return problems
 
 
+def written_twice(schema, document):
+    """Figures written under a reference key and again under memsnap's own,
+    in the reference's meaning and in memsnap's: they must say the same."""
+    problems = []
+    if schema == "compare":
+        problems += compare_aliases(document)
+        triples = document.get("config_diffs")
+        objects = document.get("allocator_settings_diffs")
+        if isinstance(triples, list) and isinstance(objects, list):
+            if triples != [[o.get("key"), o.get("a"), o.get("b")] for o in objects if isinstance(o, dict)]:
+                problems.append(".config_diffs is not allocator_settings_diffs as [key, a, b] triples")
+    elif schema == "replay_to_time":
+        precise = document.get("trace_duration_precise_s")
+        if isinstance(precise, float) and document.get("trace_duration_s") != round(precise, 2):
+            problems.append(".trace_duration_s is not trace_duration_precise_s rounded to 2 decimals")
+    elif schema == "replay_to_time_pair":
+        for i, row in enumerate(document.get("sources") or []):
+            if not isinstance(row, dict):
+                continue
+            if row.get("delta") != row.get("bytes_a", 0) - row.get("bytes_b", 0):
+                problems.append(".sources[%d].delta is not bytes_a - bytes_b (the reference's A - B)" % i)
+            if row.get("bytes_diff") != row.get("bytes_b", 0) - row.get("bytes_a", 0):
+                problems.append(".sources[%d].bytes_diff is not bytes_b - bytes_a" % i)
+    return problems
+
+
 # ---------------------------------------------------------------- the schema files
 
 def lint_schema(name, schema):
@@ -440,9 +467,7 @@ def part_schema(checks, memsnap, work, validator_class):
         if schema is None:
             checks.fail("golden %s" % name, "no schema for this name (map its prefix in golden_schema())")
             continue
-        problems = errors_of(validators[schema], document)
-        if schema == "compare":
-            problems += compare_aliases(document)
+        problems = errors_of(validators[schema], document) + written_twice(schema, document)
         checks.expect("golden %s (%s)" % (name, SCHEMA_FILES[schema]), problems)
 
     # (b) memsnap on generated snapshots.
@@ -453,9 +478,7 @@ def part_schema(checks, memsnap, work, validator_class):
             checks.fail("run %s" % case, why)
             continue
         outputs[case] = document
-        problems = errors_of(validators[schema], document)
-        if schema == "compare":
-            problems += compare_aliases(document)
+        problems = errors_of(validators[schema], document) + written_twice(schema, document)
         checks.expect("run %s (%s)" % (case, SCHEMA_FILES[schema]), problems)
 
     # Variants the cases are there to reach.
