@@ -110,6 +110,8 @@ RUNS = [
     ("events stride", "events", ["events", "--json", "--stride", "50", "two_devices.pickle"]),
     ("events no time", "events", ["events", "--json", "no_time.pickle"]),
     ("events empty", "events", ["events", "--json", "empty.pickle"]),
+    ("events inline frames", "events", ["events", "--json", "--inline-frames", "all_stacks.pickle"]),
+    ("events inline frames, stride", "events", ["events", "--json", "--inline-frames", "--stride", "50", "two_devices.pickle"]),
     ("compare steps in both", "compare", ["compare", "--json", "steps_a.pickle", "steps_b.pickle"]),
     ("compare --step", "compare", ["compare", "--json", "--step", "2", "--top", "3", "steps_a.pickle", "steps_b.pickle"]),
     ("compare no steps", "compare", ["compare", "--json", "plain_a.pickle", "plain_b.pickle"]),
@@ -501,6 +503,12 @@ def part_schema(checks, memsnap, work, validator_class):
     expect_variant("parse two devices", "per_device has two rows and oom an entry",
                    lambda d: len(d.get("per_device") or []) == 2 and len(d.get("oom") or []) >= 1)
     expect_variant("replay-to-time clamped", "clamped", lambda d: d.get("clamped") is True)
+    expect_variant("events", "frames and stacks tables, a stack number per entry, no inline frames",
+                   lambda d: bool(d.get("frames")) and bool(d.get("stacks")) and bool(d.get("events"))
+                   and all("stack" in e and "frames" not in e for e in d["events"]))
+    expect_variant("events inline frames", "no tables, each entry with its frames",
+                   lambda d: "frames" not in d and "stacks" not in d and bool(d.get("events"))
+                   and all("frames" in e and "stack" not in e for e in d["events"]))
 
     # (d) the validator can fail: renamed keys and a retyped value.
     mutations = []
