@@ -38,7 +38,8 @@ class QuotedNames {
     if (quoted.empty()) quoted = JsonStream::quoted(category_name(category));
     return quoted;
   }
-  // Actions are a handful of names (the model's labels): keep the last few.
+  // Actions are a handful of names (the model's labels, or names copied from
+  // the file): a short list, emptied if a hostile file has more than 64.
   const std::string& action(std::string_view action) {
     for (const auto& [name, quoted] : actions_)
       if (name == action) return quoted;
