@@ -12,13 +12,16 @@ the same size (--seed 2). Then, for each size and in the same run, measures
   * `memsnap compare A B --json > /dev/null` and
     `memsnap replay-step --all-steps A --json > /dev/null`: wall time (median
     of 3) and peak RSS;
+  * `memsnap events A --json`: wall time (median of 3), peak RSS, JSON size
+    (and the size with --inline-frames, each stack repeated per entry);
   * `memsnap plot A -o A.html`: wall time (median of 3), peak RSS, HTML size,
     and the time until the page is ready in headless Chromium (median of 3
     page loads; needs node, /usr/bin/chromium and playwright-core);
 
 and checks the targets: parse >= 30x faster than the Python load of A,
 memsnap parse peak RSS <= 1.5x the file size (DESIGN.md, Performance);
-compare faster than the Python loads of A and B together; at 1M events the
+compare faster than the Python loads of A and B together; events --json's
+peak RSS <= 1.5x parse's; at 1M events the
 HTML under 15 MB and ready in Chromium in under 5 s. A benchmark, not a test:
 it exits 0 when a target is missed, but says MISSED.
 
@@ -61,6 +64,7 @@ SITES = 4000                    # forward call sites: ~1,200 frames, ~1,750 stac
 HTML_TARGET_BYTES = 32 << 20     # plot HTML <= 32 MiB whatever the number of events
 READY_TARGET_S = 3.0            # page ready in Chromium < 3 s, at every size
 PLOT_RSS_TARGET = 1.5           # plot's peak RSS <= 1.5x parse's on the same file
+EVENTS_RSS_TARGET = 1.5         # events --json's peak RSS <= 1.5x parse's on the same file
 BROWSER_RUNS = 3
 BROWSER_SECOND_RUN_UNDER_S = 20.0   # one page load only if the first is slower
 BROWSER_WAIT_S = 60             # waitForFunction timeout per page load
@@ -585,6 +589,17 @@ def page_ready(html):
     return {'times': out['times']}
 
 
+def output_bytes(argv):
+    """Bytes a command writes on stdout (read in blocks, never held)."""
+    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL)
+    total = 0
+    for block in iter(lambda: p.stdout.read(1 << 20), b''):
+        total += len(block)
+    p.wait()
+    return total
+
+
 def measure_more(r, path_b, memsnap, runner, py_runs_max, work, browser):
     """compare / replay-step / plot rows for one size; adds keys to r (the parse row of A)."""
     events = r['events']
@@ -610,6 +625,15 @@ def measure_more(r, path_b, memsnap, runner, py_runs_max, work, browser):
                                        [memsnap, 'replay-step', '--all-steps', path_a, '--json'],
                                        steps_parsed(r.get('check')) or -1)
         log(f'  replay-step output: {r["replay_check"]}')
+
+    r['events_json'] = run_timed(runner, [memsnap, 'events', path_a, '--json'],
+                                 'memsnap events --json A')
+    if 'error' not in r['events_json']:
+        r['events_json_bytes'] = output_bytes([memsnap, 'events', path_a, '--json'])
+        r['events_inline_bytes'] = output_bytes([memsnap, 'events', path_a, '--json',
+                                                 '--inline-frames'])
+        log(f'  events --json: {fmt_size(r["events_json_bytes"])} '
+            f'({fmt_size(r["events_inline_bytes"])} with --inline-frames)')
 
     html = os.path.join(work, f'plot-{label}.html')
 
@@ -823,6 +847,38 @@ def plot_rows(results):
             row.append('ok' if ok else 'MISSED')
             if not ok:
                 missed.append(f'{label}: plot peak RSS {vs_parse:.2f}x parse > {PLOT_RSS_TARGET:g}x')
+        rows.append(row)
+    return header, rows, missed
+
+
+def events_rows(results):
+    header = ['events', 'file', 'events --json wall (s)', 'peak RSS (x file)', 'x parse RSS',
+              'JSON', 'JSON --inline-frames', f'RSS <= {EVENTS_RSS_TARGET:g}x parse']
+    rows, missed = [], []
+    for r in results:
+        label = size_label(r['events'])
+        if 'skip' in r:
+            rows.append([label, 'skipped (disk)'] + ['-'] * (len(header) - 2))
+            continue
+        row = [label, fmt_size(r['size'])]
+        ev = r.get('events_json', {})
+        if 'wall' not in ev:
+            rows.append(row + ['FAILED'] + ['-'] * 4 + ['MISSED (events failed)'])
+            missed.append(f'{label}: events --json failed: {ev.get("error", "?")}')
+            continue
+        parse_rss = r.get('memsnap_rss')
+        vs_parse = ev['rss'] / parse_rss if parse_rss else None
+        row += [f'{ev["wall"]:.3f}', fmt_rss(ev, r['size']),
+                f'{vs_parse:.2f}x' if vs_parse else '-',
+                fmt_size(r.get('events_json_bytes', 0)), fmt_size(r.get('events_inline_bytes', 0))]
+        if vs_parse is None:
+            row.append('-')
+        else:
+            ok = vs_parse <= EVENTS_RSS_TARGET
+            row.append('ok' if ok else 'MISSED')
+            if not ok:
+                missed.append(f'{label}: events --json peak RSS {vs_parse:.2f}x parse > '
+                              f'{EVENTS_RSS_TARGET:g}x')
         rows.append(row)
     return header, rows, missed
 
@@ -1134,6 +1190,13 @@ def main(argv=None):
           's / 1M events = wall / (events of the files read) * 1e6')
     print()
     print_table(header, rows, args.markdown, len(header) - 1)
+    print()
+    header, rows, missed = events_rows(results)
+    all_missed += missed
+    print('events: `memsnap events A --json` (each stack and frame written once, in tables); '
+          'x parse RSS = its peak RSS / parse\'s on the same file')
+    print()
+    print_table(header, rows, args.markdown, len(header) - 2)
     print()
     header, rows, missed = plot_rows(results)
     all_missed += missed

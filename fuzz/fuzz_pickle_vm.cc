@@ -30,6 +30,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       memsnap::pickle::Vm vm(bytes, {});
       memsnap::pickle::Value root = vm.run();
       (void)memsnap::pickle::to_plain_json(vm, root);
+      // `memsnap dump`, both ways; inline, shared objects can multiply the
+      // output (a list holding one list twice, 100 deep): capped here.
+      size_t written = 0;
+      const memsnap::pickle::TextSink capped = [&written](std::string_view text) {
+        written += text.size();
+        if (written > (size_t{16} << 20)) throw memsnap::Error("fuzz: output cap");
+      };
+      for (auto shared :
+           {memsnap::pickle::SharedObjects::kOnce, memsnap::pickle::SharedObjects::kInline}) {
+        written = 0;
+        try {
+          memsnap::pickle::write_tagged_json(vm, root, capped, shared);
+        } catch (const memsnap::Error&) {
+        }
+      }
     } catch (const memsnap::Error&) {
     }
   }

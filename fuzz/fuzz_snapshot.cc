@@ -55,8 +55,10 @@ void every_report(const memsnap::Snapshot& snapshot, std::optional<int> device) 
   consume(render_parse_json(parse));
 
   EventListing events = list_events(snapshot, device, 3, reference);
-  (void)render_events_text(events, "fuzz");
-  consume(render_events_json(events));
+  const TextSink discard = [](std::string_view) {};
+  write_events_text(events, "fuzz", discard);
+  write_events_json(events, false, discard);
+  write_events_json(events, true, discard);
 
   if (!file.steps().empty()) {
     ReplayStepResult all = replay_steps(file, std::nullopt, 5, user);

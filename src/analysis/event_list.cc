@@ -7,6 +7,32 @@
 
 namespace memsnap {
 
+uint64_t EventListing::index_of(uint64_t k) const {
+  // Row k is entry k * stride, except the last row, which is the last entry.
+  return k + 1 == row_count() ? event_count - 1 : k * stride;
+}
+
+EventRow EventListing::row(uint64_t k) const {
+  const EventColumns& events = snapshot->events;
+  const uint64_t index = index_of(k);
+  const uint64_t at = first_ + index;
+  EventRow row;
+  row.index = index;
+  row.action = snapshot->action_label(at);
+  if (!events.without_addr.contains(at)) row.addr = events.addr[at];
+  row.size = events.size[at];
+  row.stream = events.stream[at];
+  if (events.time_us[at] != 0) {
+    row.time_us = events.time_us[at];
+    row.time_s = static_cast<double>(events.time_us[at] - origin_us_) / 1e6;
+  }
+  row.stack = events.stack[at];
+  row.listed_stack = stack_number_[row.stack.value] - 1;
+  row.source = sources_[k];
+  row.category = categories_[k];
+  return row;
+}
+
 EventListing list_events(const Snapshot& snapshot, std::optional<int> device, uint64_t stride,
                          const SourceKeyOptions& key_options) {
   EventListing listing;
@@ -16,34 +42,44 @@ EventListing list_events(const Snapshot& snapshot, std::optional<int> device, ui
   listing.stride = stride == 0 ? 1 : stride;
   const DeviceTrace trace = trace_or_empty(snapshot, listing.device);
   listing.event_count = trace.count();
-  std::vector<uint64_t> picked;
-  for (uint64_t i = 0; i < trace.count(); i += listing.stride) picked.push_back(i);
-  if (trace.count() > 0 && (picked.empty() || picked.back() != trace.count() - 1)) {
-    picked.push_back(trace.count() - 1);
-  }
+  listing.first_ = trace.begin;
   const EventColumns& events = snapshot.events;
-  int64_t origin = 0;
-  for (uint64_t i = trace.begin; i < trace.end && origin == 0; ++i) origin = events.time_us[i];
+  for (uint64_t i = trace.begin; i < trace.end && listing.origin_us_ == 0; ++i)
+    listing.origin_us_ = events.time_us[i];
+
+  uint64_t rows = 0;
+  if (trace.count() > 0) {
+    rows = (trace.count() - 1) / listing.stride + 1;  // entries 0, stride, 2 stride, ...
+    if ((rows - 1) * listing.stride != trace.count() - 1) ++rows;  // and the last
+  }
   SourceIndex groups(snapshot, key_options);
   Categorizer categories(snapshot, key_options.category_rules);
-  listing.rows.reserve(picked.size());
-  for (uint64_t i : picked) {
-    uint64_t at = trace.begin + i;
-    EventRow row;
-    row.index = i;
-    row.action = std::string(snapshot.action_label(at));
-    if (!events.without_addr.contains(at)) row.addr = events.addr[at];
-    row.size = events.size[at];
-    row.stream = events.stream[at];
-    if (events.time_us[at] != 0) {
-      row.time_us = events.time_us[at];
-      row.time_s = static_cast<double>(events.time_us[at] - origin) / 1e6;
+  listing.sources_.reserve(rows);
+  listing.categories_.reserve(rows);
+  listing.stack_number_.assign(snapshot.stacks.size() + 1, 0);  // ids 1..size(), 0: none
+  listing.frame_number_.assign(snapshot.frames.size(), 0);
+  for (uint64_t k = 0; k < rows; ++k) {
+    const uint64_t at = trace.begin + (k + 1 == rows ? trace.count() - 1 : k * listing.stride);
+    const StackId stack = events.stack[at];
+    listing.categories_.push_back(categories.of(at, stack));
+    listing.sources_.push_back(groups.of(LiveAllocation{events.size[at], stack, at, 0}));
+    uint32_t& number = listing.stack_number_[stack.value];
+    if (number == 0) {
+      listing.stacks_.push_back(stack);
+      number = static_cast<uint32_t>(listing.stacks_.size());
     }
-    row.stack = events.stack[at];
-    row.category = std::string(category_name(categories.of(at, row.stack)));
-    row.source = groups.name(groups.of(LiveAllocation{row.size, row.stack, at, 0}));
-    listing.rows.push_back(std::move(row));
   }
+  for (StackId stack : listing.stacks_) {
+    for (FrameId frame : snapshot.stacks.get(stack)) {
+      uint32_t& number = listing.frame_number_[frame.value];
+      if (number == 0) {
+        listing.frames_.push_back(frame);
+        number = static_cast<uint32_t>(listing.frames_.size());
+      }
+    }
+  }
+  listing.sources.reserve(groups.size());
+  for (uint32_t id = 0; id < groups.size(); ++id) listing.sources.push_back(groups.name(id));
   return listing;
 }
 

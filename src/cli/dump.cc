@@ -1,7 +1,6 @@
 // memsnap dump FILE: the whole pickle as tagged JSON, for debugging and for
 // the differential test against CPython's unpickler.
 #include <CLI/CLI.hpp>
-#include <cstdio>
 #include <memory>
 
 #include "cli/command.h"
@@ -19,10 +18,14 @@ Command dump_command() {
           [](CLI::App& command) -> Runner {
             struct Flags {
               std::string file;
+              bool inline_shared = false;
               CommonOptions common;
             };
             auto flags = std::make_shared<Flags>();
             add_snapshot_argument(command, flags->file, "Pickle file (.gz, .zst, or - for stdin)");
+            command.add_flag("--inline-shared", flags->inline_shared,
+                             "Write an object the pickle shares (a memoized frame list) in full "
+                             "wherever it appears, instead of once and then {\"__ref__\": N}");
             add_input_flags(command, flags->common);
             return [flags] {
               pickle::Value root;
@@ -43,8 +46,9 @@ Command dump_command() {
                 if (input.changed()) throw file_changed_error().in_file(name);
                 throw error.in_file(name);
               }
-              pickle::write_tagged_json(*vm, root, stdout);
-              check_stdout();
+              pickle::write_tagged_json(*vm, root, write_out,
+                                        flags->inline_shared ? pickle::SharedObjects::kInline
+                                                             : pickle::SharedObjects::kOnce);
               write_out("\n");
             };
           }};

@@ -6,6 +6,7 @@
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/output.h"
+#include "memsnap/error.h"
 #include "report/event_render.h"
 
 namespace memsnap::cli {
@@ -15,6 +16,7 @@ Command events_command() {
             struct Flags {
               std::string file;
               uint64_t stride = 1;
+              bool inline_frames = false;
               CommonOptions common;
             };
             auto flags = std::make_shared<Flags>();
@@ -26,17 +28,23 @@ Command events_command() {
                 ->check(whole_number_at_least(1));
             add_source_key_flags(command, flags->common);
             add_json_flag(command, flags->common);
+            command.add_flag("--inline-frames", flags->inline_frames,
+                             "With --json: each entry carries its whole stack as `frames` "
+                             "(the earlier shape) instead of a number into the `stacks` table");
             add_input_flags(command, flags->common);
             return [flags] {
               const CommonOptions& common = flags->common;
+              if (flags->inline_frames && !common.json)
+                throw Error::usage("--inline-frames needs --json (the text lists no frames)");
               Snapshot snapshot = load_with_progress(flags->file, common);
               note_device_choice(flags->file, choose_device(snapshot, common.device));
               EventListing listing =
                   list_events(snapshot, common.device, flags->stride, common.keys);
+              // Written as it is produced: the output of a long trace is never held whole.
               if (common.json) {
-                write_json(render_events_json(listing));
+                write_events_json(listing, flags->inline_frames, write_out);
               } else {
-                write_out(render_events_text(listing, flags->file));
+                write_events_text(listing, flags->file, write_out);
               }
             };
           }};

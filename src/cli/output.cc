@@ -37,10 +37,6 @@ void finish_output() {
   if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) fail_output(errno != 0 ? errno : EIO);
 }
 
-void check_stdout() {
-  if (std::ferror(stdout) != 0) fail_output(errno != 0 ? errno : EIO);
-}
-
 void write_file(const std::string& path, std::string_view contents) {
   std::FILE* out = std::fopen(path.c_str(), "wb");
   if (out == nullptr)

@@ -18,8 +18,6 @@ void write_json(const nlohmann::ordered_json& value);
 std::string json_text(const nlohmann::ordered_json& value, int indent);
 // Flushes stdout and throws like write_out if anything buffered failed.
 void finish_output();
-// Throws for an error a FILE* writer left on stdout (writers that stream).
-void check_stdout();
 
 // Writes a whole file (plot's HTML); errors name the path.
 void write_file(const std::string& path, std::string_view contents);

@@ -6,6 +6,7 @@
 #include <bit>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "memsnap/error.h"
 
@@ -14,11 +15,13 @@ namespace {
 
 using nlohmann::ordered_json;
 
+[[noreturn]] void fail_nesting() {
+  throw Error(fmt::format("nesting deeper than {} levels (or a reference cycle) in the pickle",
+                          kMaxNesting));
+}
+
 void check_depth(int depth) {
-  if (depth > kMaxNesting) {
-    throw Error(fmt::format("nesting deeper than {} levels (or a reference cycle) in the pickle",
-                            kMaxNesting));
-  }
+  if (depth > kMaxNesting) fail_nesting();
 }
 
 std::string hex(std::string_view bytes) {
@@ -139,16 +142,72 @@ ordered_json plain(const Vm& vm, const Value& raw, int depth) {
   return nullptr;
 }
 
+// How often each container is reached from `root` (index: the container's
+// payload; 0, 1, or 2 for twice or more). Each container is expanded once,
+// so the walk is linear in the tree's distinct values, cycles included.
+std::vector<uint8_t> count_reaches(const Vm& vm, const Value& root) {
+  std::vector<uint8_t> reached(vm.container_count(), 0);
+  std::vector<Value> pending{root};
+  while (!pending.empty()) {
+    const Value value = vm.resolve(pending.back());
+    pending.pop_back();
+    if (!value.is_container()) continue;
+    uint8_t& count = reached[value.payload];
+    if (count == 2) continue;
+    if (++count == 2) continue;
+    for (const Value& item : vm.items(value)) pending.push_back(item);
+  }
+  return reached;
+}
+
 class TaggedWriter {
  public:
-  TaggedWriter(const Vm& vm, std::FILE* out) : vm_(vm), out_(out) {}
-  ~TaggedWriter() { flush(); }
+  TaggedWriter(const Vm& vm, const TextSink& sink, SharedObjects shared)
+      : vm_(vm), sink_(sink), mark_shared_(shared == SharedObjects::kOnce) {}
   TaggedWriter(const TaggedWriter&) = delete;
   TaggedWriter& operator=(const TaggedWriter&) = delete;
+
+  void start(const Value& root) {
+    if (mark_shared_) reached_ = count_reaches(vm_, root);
+    write(root, 0);
+  }
+
+  void flush() {
+    if (!buffer_.empty()) sink_(buffer_);
+    buffer_.clear();
+  }
 
   void write(const Value& raw, int depth) {
     check_depth(depth);
     Value value = vm_.resolve(raw);
+    if (mark_shared_ && value.is_container() && reached_[value.payload] == 2) {
+      shared(value, depth);
+      return;
+    }
+    body(value, depth);
+  }
+
+ private:
+  // A container reached more than once: in full the first time, by number after.
+  void shared(const Value& value, int depth) {
+    auto [it, first] = shared_.try_emplace(value.payload, Shared{shared_.size(), false});
+    if (!first) {
+      // Reached again from inside itself: a cycle, which JSON cannot hold.
+      if (!it->second.written) fail_nesting();
+      put("{\"__ref__\": ");
+      put(std::to_string(it->second.number));
+      put("}");
+      return;
+    }
+    put("{\"__shared__\": ");
+    put(std::to_string(it->second.number));
+    put(", \"__value__\": ");
+    body(value, depth);
+    put("}");
+    shared_[value.payload].written = true;  // body() may have rehashed the map
+  }
+
+  void body(const Value& value, int depth) {
     switch (value.kind) {
       case Kind::kUndefined:
       case Kind::kNone: put("null"); break;
@@ -191,7 +250,6 @@ class TaggedWriter {
     }
   }
 
- private:
   void sequence(std::span<const Value> items, int depth) {
     put("[");
     for (size_t i = 0; i < items.size(); ++i) {
@@ -244,15 +302,19 @@ class TaggedWriter {
 
   void put(std::string_view text) {
     buffer_.append(text);
-    if (buffer_.size() > (1u << 20)) flush();
-  }
-  void flush() {
-    if (!buffer_.empty()) std::fwrite(buffer_.data(), 1, buffer_.size(), out_);
-    buffer_.clear();
+    if (buffer_.size() > (1u << 16)) flush();
   }
 
+  struct Shared {
+    size_t number = 0;
+    bool written = false;  // false while its value is being written
+  };
+
   const Vm& vm_;
-  std::FILE* out_;
+  const TextSink& sink_;
+  bool mark_shared_;
+  std::vector<uint8_t> reached_;  // count_reaches of the root, when marking shared objects
+  absl::flat_hash_map<uint64_t, Shared> shared_;
   std::string buffer_;
 };
 
@@ -262,9 +324,11 @@ ordered_json to_plain_json(const Vm& vm, const Value& value) {
   return plain(vm, value, 0);
 }
 
-void write_tagged_json(const Vm& vm, const Value& value, std::FILE* out) {
-  TaggedWriter writer(vm, out);
-  writer.write(value, 0);
+void write_tagged_json(const Vm& vm, const Value& value, const TextSink& sink,
+                       SharedObjects shared) {
+  TaggedWriter writer(vm, sink, shared);
+  writer.start(value);
+  writer.flush();
 }
 
 }  // namespace memsnap::pickle

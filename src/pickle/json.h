@@ -3,7 +3,9 @@
 // for display (allocator settings).
 #pragma once
 
-#include <cstdio>
+#include <functional>
+#include <string_view>
+
 #include <nlohmann/json.hpp>
 
 #include "pickle/vm.h"
@@ -17,7 +19,21 @@ constexpr int kMaxNesting = 200;
 // hex strings, placeholders as "<object name>". Dict keys become strings.
 nlohmann::ordered_json to_plain_json(const Vm& vm, const Value& value);
 
-// Streams the tagged form (see README, `memsnap dump`) to `out`.
-void write_tagged_json(const Vm& vm, const Value& value, std::FILE* out);
+// Receives the text in order, a block at a time; may throw to stop the writer.
+using TextSink = std::function<void(std::string_view)>;
+
+// How write_tagged_json writes a container that the tree reaches more than
+// once (a memoized frame dict or frame list, shared by many trace entries).
+enum class SharedObjects {
+  // In full where it is first reached, as {"__shared__": N, "__value__": ...}
+  // (N = 0, 1, ... in order of first appearance); as {"__ref__": N} after.
+  kOnce,
+  // In full wherever it is reached (the output can be far larger than the file).
+  kInline,
+};
+
+// Streams the tagged form (see README, `memsnap dump`) to `sink`.
+void write_tagged_json(const Vm& vm, const Value& value, const TextSink& sink,
+                       SharedObjects shared = SharedObjects::kOnce);
 
 }  // namespace memsnap::pickle

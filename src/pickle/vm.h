@@ -180,6 +180,9 @@ class Vm {
     if (slot.converted) return {};
     return slot.items;
   }
+  // Containers built so far. A container value's payload is its index below
+  // this: its identity, for writers that mark objects reached twice.
+  [[nodiscard]] size_t container_count() const { return containers_.size(); }
   // Last value stored under a str key in a dict (pickle dicts may repeat keys).
   [[nodiscard]] const Value* find(const Value& dict, std::string_view key) const;
 

@@ -126,9 +126,14 @@ std::string render_compare_text(const CompareResult& r, int top) {
 }
 
 ordered_json render_compare_json(const CompareResult& r, int top) {
+  // config_diffs in the reference scripts' shape, [key, a, b] triples;
+  // allocator_settings_diffs the same rows as objects.
+  ordered_json triples = ordered_json::array();
   ordered_json diffs = ordered_json::array();
-  for (const SettingDiff& d : r.config_diffs)
+  for (const SettingDiff& d : r.config_diffs) {
+    triples.push_back(ordered_json::array({d.key, d.a, d.b}));
     diffs.push_back({{"key", d.key}, {"a", d.a}, {"b", d.b}});
+  }
   // Rows and the full trace carry the reference scripts' keys first (peak_* =
   // peak delta, abs_peak_* = absolute peak, B - A), then memsnap's own.
   ordered_json steps = ordered_json::array();
@@ -182,7 +187,8 @@ ordered_json render_compare_json(const CompareResult& r, int top) {
           {"file_b", r.file_b},
           {"device_a", r.device_a},
           {"device_b", r.device_b},
-          {"config_diffs", diffs},
+          {"config_diffs", triples},
+          {"allocator_settings_diffs", diffs},
           {"segments_a", compare_segments_json(r.segments_a)},
           {"segments_b", compare_segments_json(r.segments_b)},
           {"reserved_a", reserved_json(r.reserved_a)},

@@ -67,33 +67,58 @@ void TextTable::add_row(std::vector<std::string> cells) {
   rows_.push_back(std::move(cells));
 }
 
-std::string TextTable::render(const std::string& indent) const {
+void TextTable::measure(std::vector<std::string> cells) {
+  measured_.resize(header_.size(), 0);
+  cells.resize(header_.size());
+  for (size_t c = 0; c < cells.size(); ++c)
+    measured_[c] = std::max(measured_[c], display_width(printable(cells[c])));
+}
+
+std::vector<size_t> TextTable::widths() const {
   std::vector<size_t> widths(header_.size(), 0);
   for (size_t c = 0; c < header_.size(); ++c) widths[c] = display_width(header_[c]);
+  for (size_t c = 0; c < measured_.size(); ++c) widths[c] = std::max(widths[c], measured_[c]);
   for (const auto& row : rows_) {
     for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], display_width(row[c]));
   }
-  std::string out;
-  auto emit = [&](const std::vector<std::string>& cells) {
-    std::string line = indent;
-    for (size_t c = 0; c < cells.size(); ++c) {
-      size_t pad = widths[c] - display_width(cells[c]);
-      bool last = c + 1 == cells.size();
-      if (right_[c]) {
-        line.append(pad, ' ');
-        line += cells[c];
-      } else {
-        line += cells[c];
-        if (!last) line.append(pad, ' ');
-      }
-      if (!last) line += "  ";
+  return widths;
+}
+
+std::string TextTable::line(const std::vector<std::string>& cells,
+                            const std::vector<size_t>& widths, const std::string& indent) const {
+  std::string line = indent;
+  for (size_t c = 0; c < cells.size(); ++c) {
+    size_t width = display_width(cells[c]);
+    size_t pad = widths[c] > width ? widths[c] - width : 0;
+    bool last = c + 1 == cells.size();
+    if (right_[c]) {
+      line.append(pad, ' ');
+      line += cells[c];
+    } else {
+      line += cells[c];
+      if (!last) line.append(pad, ' ');
     }
-    while (!line.empty() && line.back() == ' ') line.pop_back();
-    out += line + "\n";
-  };
-  emit(header_);
-  for (const auto& row : rows_) emit(row);
+    if (!last) line += "  ";
+  }
+  while (!line.empty() && line.back() == ' ') line.pop_back();
+  return line + "\n";
+}
+
+std::string TextTable::render(const std::string& indent) const {
+  const std::vector<size_t> column_widths = widths();
+  std::string out = line(header_, column_widths, indent);
+  for (const auto& row : rows_) out += line(row, column_widths, indent);
   return out;
+}
+
+std::string TextTable::header_line(const std::string& indent) const {
+  return line(header_, widths(), indent);
+}
+
+std::string TextTable::row_line(std::vector<std::string> cells, const std::string& indent) const {
+  cells.resize(header_.size());
+  for (std::string& cell : cells) cell = printable(cell);
+  return line(cells, widths(), indent);
 }
 
 std::string printable(std::string_view text) {

@@ -34,10 +34,24 @@ class TextTable {
   [[nodiscard]] std::string render(const std::string& indent = "  ") const;
   [[nodiscard]] bool empty() const { return rows_.empty(); }
 
+  // For a table too long to hold (a listing of millions of rows): measure()
+  // every row without keeping it, then write header_line() and each row's
+  // row_line() in a second pass. The lines are render()'s.
+  void measure(std::vector<std::string> cells);
+  [[nodiscard]] std::string header_line(const std::string& indent = "  ") const;
+  [[nodiscard]] std::string row_line(std::vector<std::string> cells,
+                                     const std::string& indent = "  ") const;
+
  private:
+  [[nodiscard]] std::vector<size_t> widths() const;
+  [[nodiscard]] std::string line(const std::vector<std::string>& cells,
+                                 const std::vector<size_t>& widths,
+                                 const std::string& indent) const;
+
   std::vector<std::string> header_;
   std::vector<bool> right_;
   std::vector<std::vector<std::string>> rows_;
+  std::vector<size_t> measured_;  // widest cell of each column among measure()d rows
 };
 
 }  // namespace memsnap

@@ -1,5 +1,10 @@
 #include "report/json_fields.h"
 
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
 namespace memsnap {
 
 using nlohmann::ordered_json;
@@ -54,6 +59,18 @@ ordered_json baseline_json(const Baseline& b) {
           {"segments_active", b.segments_active},
           {"pre_existing_freed", b.pre_existing_freed},
           {"profiling_still_live", b.profiling_still_live}};
+}
+
+double python_round(double value, int decimals) {
+  if (!std::isfinite(value)) return value;
+  // printf's %.*f rounds the exact binary value, ties to even, as CPython's
+  // round() does through its correctly rounded dtoa; strtod reads it back the
+  // way float() would.
+  const int length = std::snprintf(nullptr, 0, "%.*f", decimals, value);
+  if (length <= 0) return value;
+  std::string text(static_cast<size_t>(length) + 1, '\0');
+  std::snprintf(text.data(), text.size(), "%.*f", decimals, value);
+  return std::strtod(text.c_str(), nullptr);
 }
 
 }  // namespace memsnap

@@ -21,4 +21,9 @@ nlohmann::ordered_json fragmentation_json(const FragmentationHistory& fragmentat
                                           std::optional<double> peak_free_time_s);
 nlohmann::ordered_json baseline_json(const Baseline& baseline);
 
+// Python's round(value, decimals) for a finite double: the exact binary value
+// rounded half to even at that decimal, read back as the nearest double. For
+// keys where the reference scripts write a rounded figure.
+double python_round(double value, int decimals);
+
 }  // namespace memsnap

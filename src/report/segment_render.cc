@@ -125,17 +125,28 @@ std::string render_segments_text(const SegmentReport& r, int top) {
     if (r.history) out += history_text(*r.history);
     return out;
   }
+  // Each figure says what it counts and, where PyTorch's `_memory_viz stats`
+  // (segsum) prints the same bytes, its name there: segsum's total_allocated
+  // is requested bytes, not block bytes, and its "free external" includes the
+  // blocks awaiting free.
   TextTable facts({"", "", ""}, {false, true, false});
-  facts.add_row({"reserved", format_bytes(t.reserved), ""});
-  facts.add_row({"allocated", format_bytes(t.allocated), ""});
+  facts.add_row({"reserved", format_bytes(t.reserved), "segsum's total_reserved"});
+  facts.add_row({"allocated blocks", format_bytes(t.allocated),
+                 "bytes of the blocks in use, rounding included"});
+  // A block whose request is unknown counts at its size, as segsum counts it.
+  facts.add_row({"requested", format_bytes(t.allocated - t.rounding),
+                 "what those allocations asked for: segsum's total_allocated"});
+  facts.add_row(
+      {"rounding", format_bytes(t.rounding),
+       fmt::format("{} of allocated blocks: internal fragmentation (segsum's free internal)",
+                   format_percent(share(t.rounding, t.allocated)))});
   facts.add_row({"awaiting free", format_bytes(t.awaiting_free),
                  "freed by the program, stream work still pending"});
   facts.add_row({"free (inactive)", format_bytes(t.free),
                  fmt::format("{} of reserved: external fragmentation",
                              format_percent(share(t.free, t.reserved)))});
-  facts.add_row({"rounding", format_bytes(t.rounding),
-                 fmt::format("{} of allocated: internal fragmentation",
-                             format_percent(share(t.rounding, t.allocated)))});
+  facts.add_row({"free + awaiting free", format_bytes(t.free + t.awaiting_free),
+                 "segsum's free external (it counts blocks awaiting free as free)"});
   if (const PoolStreamRow* group = largest_free_group(r)) {
     facts.add_row({"largest free block", format_bytes(group->bytes.largest_free),
                    fmt::format("{}, stream {}", pool_label(group->pool), group->stream)});
@@ -152,8 +163,8 @@ std::string render_segments_text(const SegmentReport& r, int top) {
   }
 
   out += "\nBy pool and stream\n";
-  TextTable groups({"pool", "stream", "segments", "reserved", "allocated", "awaiting free", "free",
-                    "largest free"},
+  TextTable groups({"pool", "stream", "segments", "reserved", "allocated blocks", "awaiting free",
+                    "free", "largest free"},
                    {false, true, true, true, true, true, true, true});
   for (const PoolStreamRow& g : r.groups) {
     groups.add_row({pool_label(g.pool), std::to_string(g.stream), format_count(g.segments),
@@ -168,7 +179,7 @@ std::string render_segments_text(const SegmentReport& r, int top) {
       "\nSegments, largest first ({} of {}); fill: # allocated, . free, ~ awaiting free, "
       "1-9 tenths allocated\n",
       format_count(rows), format_count(r.segments.size()));
-  TextTable table({"address", "kind", "pool", "stream", "reserved", "allocated", "free",
+  TextTable table({"address", "kind", "pool", "stream", "reserved", "allocated blocks", "free",
                    "largest free", "fill"},
                   {false, false, false, true, true, true, true, true, false});
   for (size_t i = 0; i < rows; ++i) {

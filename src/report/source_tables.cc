@@ -46,12 +46,15 @@ ordered_json diff_json(const std::vector<SourceDiff>& rows, int top, bool counts
   for (size_t i = 0; i < limit(top, rows.size()); ++i) {
     const SourceDiff& r = rows[i];
     if (counts) {
+      // The reference's replay-to-time writes delta as A - B; memsnap's B - A
+      // goes under bytes_diff.
       out.push_back({{"source", r.source},
                      {"bytes_a", r.bytes_a},
                      {"count_a", r.count_a},
                      {"bytes_b", r.bytes_b},
                      {"count_b", r.count_b},
-                     {"delta", r.delta()}});
+                     {"delta", static_cast<int64_t>(r.bytes_a) - static_cast<int64_t>(r.bytes_b)},
+                     {"bytes_diff", r.delta()}});
     } else {
       out.push_back({{"source", r.source},
                      {"peak_a", r.bytes_a},

@@ -23,8 +23,9 @@ std::string usage_table(const std::vector<SourceUsage>& rows, int top,
                         std::string_view column = "source");
 std::string diff_table(const std::vector<SourceDiff>& rows, int top,
                        std::string_view column = "source");
-// counts: the replay-to-time key set (bytes_a, count_a, ...); else compare's
-// (peak_a, peak_b, delta, ...).
+// counts: the replay-to-time key set (bytes_a, count_a, ..., delta = A - B as
+// the reference writes it, bytes_diff = B - A); else compare's (peak_a,
+// peak_b, delta = B - A, ...).
 nlohmann::ordered_json diff_json(const std::vector<SourceDiff>& rows, int top, bool counts);
 nlohmann::ordered_json only_json(const OnlyOnOneSide& only);
 

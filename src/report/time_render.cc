@@ -35,7 +35,9 @@ ordered_json render_time_json(const TimeSide& s, int top) {
   ordered_json out{{"file", s.file},
                    {"device", s.device},
                    {"time_s", s.time_s},
-                   {"trace_duration_s", s.trace_duration_s},
+                   // The reference rounds it to 2 decimals; the full figure is memsnap's.
+                   {"trace_duration_s", python_round(s.trace_duration_s, 2)},
+                   {"trace_duration_precise_s", s.trace_duration_s},
                    {"clamped", s.clamped},
                    {"baseline", s.baseline},
                    {"delta", s.delta},

@@ -29,7 +29,7 @@ def main():
     failures = []
     if done.returncode != 0:
         failures.append(f'exit {done.returncode}: {done.stderr[-2000:]}')
-    for title in ('parse:', 'compressed input:', 'compare / replay-step:', 'plot:'):
+    for title in ('parse:', 'compressed input:', 'compare / replay-step:', 'events:', 'plot:'):
         if title not in out:
             failures.append(f'no "{title}" table')
     if 'FAILED' in out:

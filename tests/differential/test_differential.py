@@ -8,15 +8,17 @@ Two parts: `generated`, the synthetic corpus (tests/gen/make_snapshot.py
 --corpus), and `fixtures`, every file under --fixtures (default
 <repo>/../shared/fixtures/real/). For every file it compares:
 
-  dump      `memsnap dump FILE` == oracle dump_tree (whole tree; true is not
-            1, 1.0 is not 1; set members in any order)
+  dump      `memsnap dump FILE`, its shared objects resolved, == oracle
+            dump_tree (whole tree; true is not 1, 1.0 is not 1; set members
+            in any order)
   parse     `memsnap parse FILE --json --device D`: device_traces
             {device, event_count, actions} and segments {count, total_size,
             allocated_size, active_size, awaiting_free_size, inactive_size}
   baseline  the same output's baseline {baseline_at_start, segments_active,
             pre_existing_freed, profiling_still_live} == DESIGN.md's formula
             (and, for generated files, the generator's known baseline)
-  events    `memsnap events FILE --device D --stride K --json` (~50 samples)
+  events    `memsnap events FILE --device D --stride K --json` (~50 samples;
+            each entry's frames from the frames and stacks tables)
 
 for every device D that has trace events or segments. One line per check,
 a summary, exit status 1 on any mismatch. When the fixtures are selected but
@@ -114,7 +116,7 @@ def first_difference(expected, got, path='$'):
 
 def check_dump(memsnap, path, value):
     expected = pickle_oracle.dump_tree(value, strict=True)
-    got = run_json(memsnap, ['dump', path], object_hook=pickle_oracle.normalize_json_object)
+    got = run_json(memsnap, ['dump', path], object_hook=pickle_oracle.dump_hook())
     if expected == got:  # fast path in C; StrictBool/StrictFloat keep it strict
         return ''
     raise Failure(first_difference(expected, got) or 'trees differ')
@@ -192,6 +194,10 @@ def check_events(memsnap, path, value, device):
     got = run_json(memsnap, ['events', path, '--device', device, '--stride', stride, '--json'])
     if not isinstance(got, dict):
         raise Failure('events --json printed %s, not an object' % type(got).__name__)
+    try:  # each entry's stack from the frames and stacks tables
+        got = pickle_oracle.inline_frames(got)
+    except (LookupError, TypeError) as e:
+        raise Failure('events --json: a stack or frame number out of its table (%r)' % (e,))
     # `source` and `category` are memsnap's attribution, not values of the pickle: the
     # semantics oracle checks it (user-frames); here only what the file holds.
     for event in got.get('events') or []:

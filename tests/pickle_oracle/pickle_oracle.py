@@ -166,6 +166,44 @@ def normalize_json_object(obj):
     return obj
 
 
+def dump_hook():
+    """object_hook for json.loads of `memsnap dump`'s output: resolves the
+    objects it writes once ({"__shared__": N, "__value__": V} defines N,
+    {"__ref__": N} is V again), then normalize_json_object. A reference to
+    a number not defined before it raises ValueError. (json calls the hook
+    as each object ends, inner ones first: definitions arrive in that order,
+    not by number.)"""
+    table = {}
+
+    def hook(obj):
+        if len(obj) == 2 and '__shared__' in obj and '__value__' in obj:
+            table[obj['__shared__']] = obj['__value__']
+            return obj['__value__']
+        if len(obj) == 1 and '__ref__' in obj:
+            n = obj['__ref__']
+            if not isinstance(n, int) or n not in table:
+                raise ValueError('reference %r before its definition' % (n,))
+            return table[n]
+        return normalize_json_object(obj)
+
+    return hook
+
+
+def inline_frames(document):
+    """`memsnap events --json` rebuilt in the --inline-frames shape: each
+    entry's stack number replaced by its frames from the tables."""
+    frames, stacks = document.get('frames'), document.get('stacks')
+    if frames is None or stacks is None:
+        return document
+    out = {k: v for k, v in document.items() if k not in ('frames', 'stacks')}
+    out['events'] = []
+    for event in document.get('events') or []:
+        row = {k: v for k, v in event.items() if k != 'stack'}
+        row['frames'] = [frames[f] for f in stacks[event['stack']]]
+        out['events'].append(row)
+    return out
+
+
 # ---------------------------------------------------------------------------
 # summary
 

@@ -56,8 +56,9 @@ How to read the tables:
 - **unit**: bytes, µs (microseconds; `time_us` values are µs since the epoch, as PyTorch records
   them), s (seconds), ms (milliseconds), count, fraction (0 to 1); — for identifiers, names and flags.
   Byte values can be negative where they are differences or deltas.
-- **reference**: ✓ for keys that the reference scripts write too (same name, same type); memsnap may
-  add keys, never drop or retype these.
+- **reference**: ✓ for keys that the reference scripts write too, with the same name, type and meaning
+  (shape, sign and rounding included); memsnap may add keys, never drop, retype or reinterpret these, and
+  writes its own reading of a figure under a key of its own.
 - Objects are closed (no other key appears) unless a row `(any name)` says otherwise, and every key is
   always written unless its type says *optional*.
 - `[]` in a heading stands for every item of a list, `<N>` for a step number used as a key.

@@ -10,8 +10,9 @@ Part `schema` (CTest: json_schema), never skips:
   - every tests/golden/*.json against the schema of its command;
   - memsnap --json on generated snapshots (steps in both files, no steps, two
     devices with an OOM, no timestamps, C++ frames, an incomplete step, an
-    empty file) against the schemas, plus the values compare writes twice
-    under two names;
+    empty file) against the schemas, plus the values compare and
+    replay-to-time write twice, under a reference key in the reference's
+    meaning and under memsnap's own (same rows, the other sign, unrounded);
   - a self-check: renamed keys and a retyped value in real output must fail;
   - docs/json-schema.md equals what tests/schema/make_docs.py writes.
 
@@ -109,6 +110,8 @@ RUNS = [
     ("events stride", "events", ["events", "--json", "--stride", "50", "two_devices.pickle"]),
     ("events no time", "events", ["events", "--json", "no_time.pickle"]),
     ("events empty", "events", ["events", "--json", "empty.pickle"]),
+    ("events inline frames", "events", ["events", "--json", "--inline-frames", "all_stacks.pickle"]),
+    ("events inline frames, stride", "events", ["events", "--json", "--inline-frames", "--stride", "50", "two_devices.pickle"]),
     ("compare steps in both", "compare", ["compare", "--json", "steps_a.pickle", "steps_b.pickle"]),
     ("compare --step", "compare", ["compare", "--json", "--step", "2", "--top", "3", "steps_a.pickle", "steps_b.pickle"]),
     ("compare no steps", "compare", ["compare", "--json", "plain_a.pickle", "plain_b.pickle"]),
@@ -269,6 +272,32 @@ def compare_aliases(document):
     if isinstance(drill, dict) and all(k in drill for k in ("absolute_peak_diff", "absolute_peak_a", "absolute_peak_b")):
         if drill["absolute_peak_diff"] != drill["absolute_peak_b"] - drill["absolute_peak_a"]:
             problems.append(".drill_down.absolute_peak_diff is not absolute_peak_b - absolute_peak_a")
+    return problems
+
+
+def written_twice(schema, document):
+    """Figures written under a reference key and again under memsnap's own,
+    in the reference's meaning and in memsnap's: they must say the same."""
+    problems = []
+    if schema == "compare":
+        problems += compare_aliases(document)
+        triples = document.get("config_diffs")
+        objects = document.get("allocator_settings_diffs")
+        if isinstance(triples, list) and isinstance(objects, list):
+            if triples != [[o.get("key"), o.get("a"), o.get("b")] for o in objects if isinstance(o, dict)]:
+                problems.append(".config_diffs is not allocator_settings_diffs as [key, a, b] triples")
+    elif schema == "replay_to_time":
+        precise = document.get("trace_duration_precise_s")
+        if isinstance(precise, float) and document.get("trace_duration_s") != round(precise, 2):
+            problems.append(".trace_duration_s is not trace_duration_precise_s rounded to 2 decimals")
+    elif schema == "replay_to_time_pair":
+        for i, row in enumerate(document.get("sources") or []):
+            if not isinstance(row, dict):
+                continue
+            if row.get("delta") != row.get("bytes_a", 0) - row.get("bytes_b", 0):
+                problems.append(".sources[%d].delta is not bytes_a - bytes_b (the reference's A - B)" % i)
+            if row.get("bytes_diff") != row.get("bytes_b", 0) - row.get("bytes_a", 0):
+                problems.append(".sources[%d].bytes_diff is not bytes_b - bytes_a" % i)
     return problems
 
 
@@ -440,9 +469,7 @@ def part_schema(checks, memsnap, work, validator_class):
         if schema is None:
             checks.fail("golden %s" % name, "no schema for this name (map its prefix in golden_schema())")
             continue
-        problems = errors_of(validators[schema], document)
-        if schema == "compare":
-            problems += compare_aliases(document)
+        problems = errors_of(validators[schema], document) + written_twice(schema, document)
         checks.expect("golden %s (%s)" % (name, SCHEMA_FILES[schema]), problems)
 
     # (b) memsnap on generated snapshots.
@@ -453,9 +480,7 @@ def part_schema(checks, memsnap, work, validator_class):
             checks.fail("run %s" % case, why)
             continue
         outputs[case] = document
-        problems = errors_of(validators[schema], document)
-        if schema == "compare":
-            problems += compare_aliases(document)
+        problems = errors_of(validators[schema], document) + written_twice(schema, document)
         checks.expect("run %s (%s)" % (case, SCHEMA_FILES[schema]), problems)
 
     # Variants the cases are there to reach.
@@ -478,6 +503,12 @@ def part_schema(checks, memsnap, work, validator_class):
     expect_variant("parse two devices", "per_device has two rows and oom an entry",
                    lambda d: len(d.get("per_device") or []) == 2 and len(d.get("oom") or []) >= 1)
     expect_variant("replay-to-time clamped", "clamped", lambda d: d.get("clamped") is True)
+    expect_variant("events", "frames and stacks tables, a stack number per entry, no inline frames",
+                   lambda d: bool(d.get("frames")) and bool(d.get("stacks")) and bool(d.get("events"))
+                   and all("stack" in e and "frames" not in e for e in d["events"]))
+    expect_variant("events inline frames", "no tables, each entry with its frames",
+                   lambda d: "frames" not in d and "stacks" not in d and bool(d.get("events"))
+                   and all("frames" in e and "stack" not in e for e in d["events"]))
 
     # (d) the validator can fail: renamed keys and a retyped value.
     mutations = []

@@ -447,7 +447,9 @@ def replay_to_time(path, seconds, device=None):
     return {
         'device': dev,
         'time_s': seconds,
-        'trace_duration_s': duration_us / 1e6,
+        # the reference scripts round it to 2 decimals; memsnap keeps the full time too
+        'trace_duration_s': round(duration_us / 1e6, 2),
+        'trace_duration_precise_s': duration_us / 1e6,
         'clamped': clamped,
         'baseline': base,
         'delta': state.delta,
