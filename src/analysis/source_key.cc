@@ -396,10 +396,16 @@ std::span<const HelperPackage> helper_packages() {
 }
 
 bool is_helper_package_file(std::string_view filename) {
-  std::string path = "/" + normalized_path(filename);
+  std::string path(1, '/');
+  path += normalized_path(filename);
   return std::any_of(kHelperPackages.begin(), kHelperPackages.end(),
                      [&path](const HelperPackage& helper) {
-                       return contains(path, "/" + std::string(helper.path_part));
+                       // A helper's folder starts at a path separator ("/einops/").
+                       for (size_t at = path.find(helper.path_part); at != std::string::npos;
+                            at = path.find(helper.path_part, at + 1)) {
+                         if (at > 0 && path[at - 1] == '/') return true;
+                       }
+                       return false;
                      });
 }
 
