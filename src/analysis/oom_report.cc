@@ -121,12 +121,6 @@ void fill_block_facts(const FileAnalysis& file, uint64_t position, uint64_t stre
   state.block_awaiting_free = blocks.totals.awaiting_free;
 }
 
-uint64_t total_bytes(const std::vector<SourceUsage>& rows) {
-  uint64_t total = 0;
-  for (const SourceUsage& row : rows) total += row.bytes;
-  return total;
-}
-
 // The verdict (README: "Out of memory?" lists these rules).
 void judge(const OomAnalysis& report, const OomOptions& options, OomCase& c) {
   const OomState& state = c.state;
@@ -307,12 +301,13 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
   // what was live (recording started late, or there is no trace), the dump's
   // blocks name it instead.
   if (state.dump_is_oom_state && state.live > 0 &&
-      2 * total_bytes(c.live_by_source) < static_cast<uint64_t>(state.live)) {
+      2 * replay.totals().live_bytes_at_end < static_cast<uint64_t>(state.live)) {
     std::vector<SourceUsage> by_source = live_at_dump_by_source(snapshot, file.device(), sources);
     if (!by_source.empty()) {
       c.live_by_source = std::move(by_source);
       c.live_by_category = live_at_dump_by_source(snapshot, file.device(), category_index);
       c.live_from_blocks = true;
+      c.live_includes_baseline = false;
     }
   }
   judge(report, options, c);

@@ -304,6 +304,8 @@ BaselineSources baseline_sources(const Snapshot& snapshot, const DeviceTrace& tr
   replay.run(trace.begin, trace.end, frees);
   // Active blocks at the dump that no live traced allocation accounts for.
   const LiveSet& traced = replay.live();
+  uint64_t active = 0;
+  uint64_t attributed = 0;
   for (const Segment& segment : snapshot.segments) {
     if (segment.device != trace.device) continue;
     for (const Block& block : snapshot.blocks_of(segment)) {
@@ -311,10 +313,21 @@ BaselineSources baseline_sources(const Snapshot& snapshot, const DeviceTrace& tr
           block.state != BlockState::kActivePendingFree) {
         continue;
       }
+      active += block.size;
       if (traced.contains(block.address)) continue;
       baseline.known = baseline.known || block.stack.valid() || !sources.blocks_need_frames();
       frees.add(sources.of_block(segment, block), block.size);
+      attributed += block.size;
     }
+  }
+  // The baseline is active - (traced bytes live at the end) + unmatched frees
+  // (compute_baseline). Where a traced allocation's size differs from its
+  // block's, or it has no block, the blocks leave part of it unnamed: one row
+  // says so, so that the rows add up.
+  const ReplayTotals totals = replay.totals();
+  const uint64_t still_live = active - attributed;  // blocks the trace accounts for
+  if (totals.live_bytes_at_end < still_live) {
+    frees.add(sources.intern(kBaselineUnmatched), still_live - totals.live_bytes_at_end);
   }
   return baseline;
 }

@@ -31,6 +31,8 @@ class SourceIndex {
   // Whether a block's group comes from its frames (every group but pool),
   // so that blocks without frames say nothing.
   [[nodiscard]] bool blocks_need_frames() const { return group_ != GroupBy::kPool; }
+  // A group of the caller's own naming (e.g. memory no block names).
+  uint32_t intern(std::string_view name) { return id_of(std::string(name)); }
   [[nodiscard]] const std::string& name(uint32_t source) const { return names_[source]; }
   [[nodiscard]] size_t size() const { return names_.size(); }
 
@@ -81,6 +83,8 @@ struct SourceUsage {
 // carry the freed block's allocation frames). Their sum is the baseline at the
 // trace start when the trace replays to the dump; each unmatched free takes its
 // bytes out again where it happens.
+// The row of baseline bytes that no block names (see baseline_sources).
+inline constexpr std::string_view kBaselineUnmatched = "<before the trace: no block matches>";
 struct BaselineSources {
   // Some of it carries frames (or the grouping needs none): without that,
   // the rows would all be one "no frames" source, and callers leave it out.

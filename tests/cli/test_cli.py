@@ -116,7 +116,9 @@ def main():
         check_error("empty file", run(memsnap, ["parse", empty]), f"memsnap: {empty}: empty file: the dump was probably interrupted")
         check_error("unknown device lists devices", run(memsnap, ["parse", "--device", "7", two_devices]),
                     "memsnap: device 7 is not in this snapshot (devices with data: 0, 1)")
-        check_error("no command is a usage error", run(memsnap, []), "memsnap: no command given", status=2)
+        got = run(memsnap, [])
+        check("memsnap alone prints the help and exits 0", got.returncode == 0 and b"Usage: memsnap" in got.stdout,
+              got.stderr)
         check_error("unknown flag is a usage error", run(memsnap, ["parse", "--bogus", plain]),
                     "memsnap: parse: unknown flag --bogus", status=2)
         check_error("replay-step needs --step or --all-steps", run(memsnap, ["replay-step", plain]),
@@ -327,7 +329,7 @@ def drop_in_defects(memsnap, work, plain, no_steps, two_devices):
     check_error("plot --precision nan is refused", run(memsnap, ["plot", "--precision", "nan", plain]),
                 "--precision: expects a finite number, not 'nan'", status=2)
     check_error("an unknown command is named", run(memsnap, ["frobnicate"]),
-                "memsnap: unknown command 'frobnicate' (commands: parse, dump", status=2)
+                "memsnap: unknown command 'frobnicate' (commands: explain, parse, dump", status=2)
     got = run(memsnap, ["replay-to-time", plain, "--time", "1e300"])
     check("a huge --time is printed short", got.returncode == 0 and b"--time 1e+300 is past the end" in got.stderr,
           got.stderr[-300:])
@@ -822,10 +824,9 @@ def group_by_annotation_and_pool(memsnap, work):
 # command or flag, and one exit status for a file that cannot be read.
 
 def usage_in_memsnaps_words(memsnap, work, plain):
-    commands = ("parse, dump, events, compare, replay-to-time, replay-step, plot, oom, segments, summarize, "
+    commands = ("explain, parse, dump, events, compare, replay-to-time, replay-step, plot, oom, segments, summarize, "
                 "ranks, check")
     said = [
-        ("no command", [], f"memsnap: no command given: memsnap COMMAND FILE... (commands: {commands}; see memsnap --help)"),
         ("--versio", ["--versio"], "memsnap: unknown flag --versio; did you mean --version?"),
         ("--jsn", ["parse", "--jsn", plain], "memsnap: parse: unknown flag --jsn; did you mean --json?"),
         ("--jsn=1", ["parse", "--jsn=1", plain], "memsnap: parse: unknown flag --jsn; did you mean --json?"),

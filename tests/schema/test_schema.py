@@ -49,6 +49,7 @@ import make_docs  # noqa: E402
 PARTS = ("schema", "reference")
 
 SCHEMA_FILES = {
+    "explain": "explain.schema.json",
     "parse": "parse.schema.json",
     "compare": "compare.schema.json",
     "replay_to_time": "replay_to_time.schema.json",
@@ -96,6 +97,11 @@ GENERATED = {
 # (case name, schema, memsnap arguments); file names are relative to the
 # folder of the generated files, "@example" is examples/training_steps.pickle.gz.
 RUNS = [
+    ("explain steps", "explain", ["explain", "--json", "steps_a.pickle"]),
+    ("explain two devices with an OOM", "explain", ["explain", "--json", "two_devices.pickle"]),
+    ("explain no time", "explain", ["explain", "--json", "no_time.pickle"]),
+    ("explain empty", "explain", ["explain", "--json", "empty.pickle"]),
+    ("explain example", "explain", ["explain", "--json", "@example"]),
     ("parse steps", "parse", ["parse", "--json", "steps_a.pickle"]),
     ("parse no steps", "parse", ["parse", "--json", "plain_a.pickle"]),
     ("parse two devices", "parse", ["parse", "--json", "two_devices.pickle"]),

@@ -61,7 +61,56 @@ def make_untrusted(path, work):
         pickle.dump(snapshot, f)
 
 
+def make_multi_device_oom(path, _work):
+    """Two GPUs; device 1 runs out of memory, then the exception frees most
+    tensors before the dump is written (what an OOM handler that dumps after
+    `except torch.cuda.OutOfMemoryError` records). At the OOM 9 GiB were live
+    in a 10 GiB segment and 4 GiB were asked with 100 MiB free on the device:
+    capacity. The dump shows 8 GiB inactive, more than the request: read
+    naively, "fragmentation". Device 0 has more entries and no OOM."""
+    GiB = 1 << 30
+    frames = [{'name': 'forward', 'filename': '/home/me/model.py', 'line': 12}]
+    t = 1_700_000_000_000_000
+    dev0, base0 = [], 0x7F0000000000
+    for i in range(30):
+        t += 10
+        dev0.append({'action': 'alloc', 'addr': base0 + i * (1 << 20), 'size': 1 << 20, 'stream': 0,
+                     'time_us': t, 'frames': frames})
+    dev1, base1 = [], 0x7E0000000000
+    t += 10
+    dev1.append({'action': 'segment_alloc', 'addr': base1, 'size': 10 * GiB, 'stream': 0, 'time_us': t, 'frames': frames})
+    for i in range(9):
+        t += 10
+        dev1.append({'action': 'alloc', 'addr': base1 + i * GiB, 'size': GiB, 'stream': 0, 'time_us': t,
+                     'frames': frames})
+    t += 10
+    dev1.append({'action': 'oom', 'addr': 0, 'size': 4 * GiB, 'device_free': 100 << 20, 'stream': 0,
+                 'time_us': t, 'frames': frames})
+    for i in range(2, 9):
+        for action in ('free_requested', 'free_completed'):
+            t += 10
+            dev1.append({'action': action, 'addr': base1 + i * GiB, 'size': GiB, 'stream': 0, 'time_us': t,
+                         'frames': frames})
+
+    def segment(device, address, total, allocated):
+        blocks = [{'address': address + i * allocated[0], 'size': allocated[0], 'requested_size': allocated[0],
+                   'state': 'active_allocated', 'frames': frames} for i in range(allocated[1])]
+        used = allocated[0] * allocated[1]
+        if used < total:
+            blocks.append({'address': address + used, 'size': total - used, 'requested_size': 0,
+                           'state': 'inactive', 'frames': []})
+        return {'device': device, 'address': address, 'total_size': total, 'allocated_size': used,
+                'active_size': used, 'requested_size': used, 'stream': 0, 'segment_type': 'large',
+                'segment_pool_id': (0, 0), 'is_expandable': False, 'frames': frames, 'blocks': blocks}
+
+    snapshot = {'segments': [segment(0, base0, 32 << 20, (1 << 20, 30)), segment(1, base1, 10 * GiB, (GiB, 2))],
+                'device_traces': [dev0, dev1], 'allocator_settings': {}}
+    with open(path, 'wb') as f:
+        pickle.dump(snapshot, f, protocol=4)
+
+
 FIXTURES = {
+    'oom_multi.pickle': make_multi_device_oom,
     'a.pickle': STEPS_A,
     'b.pickle': STEPS_B,
     'runA/rank0.pickle': STEPS_A,
@@ -231,7 +280,7 @@ def check_skill(memsnap, skill_dir, work, subcommands, flags, top_flags):
 
     all_flags = set().union(*flags.values()) | top_flags
     code_text = [line for _, lines in code_blocks(text) for _, line in lines] + inline_code(text)
-    for sub in sorted({m for t in code_text for m in re.findall(r'\bmemsnap ([a-z][a-z-]*)', t)}):
+    for sub in sorted({m for t in code_text for m in re.findall(r'\bmemsnap ([a-z][a-z-]*)(?![\w./-])', t)}):
         check('SKILL.md: subcommand %s exists' % sub, sub in subcommands,
               'memsnap --help lists %s' % subcommands)
     for flag in sorted({m for t in code_text for m in re.findall(r'(?<![\w-])(--[a-z][a-z-]*)', t)}):
@@ -328,7 +377,8 @@ def check_evals(memsnap, skill_dir, work, subcommands):
             except ValueError as e:
                 check(name, False, str(e))
                 continue
-            if argv[1:2] and argv[1] not in subcommands:
+            # `memsnap FILE` is `memsnap explain FILE`.
+            if argv[1:2] and argv[1] not in subcommands and argv[1] not in FIXTURES:
                 check(name, False, 'unknown subcommand %s' % argv[1])
                 continue
             if any(t in SHELL_SYNTAX for t in argv):
@@ -352,6 +402,21 @@ def check_evals(memsnap, skill_dir, work, subcommands):
                     problems.append('stdout is not JSON: %s' % e)
             check(name, not problems, '; '.join(problems) + '; stderr: %s'
                   % result.stderr.decode(errors='replace').strip()[:300])
+        # What the eval's answer rests on, checked against memsnap's JSON:
+        # {"command": "memsnap ... --json", "path": ["oom", "verdicts", 0], "equals": "capacity"}.
+        for expect in entry.get('checks', []):
+            argv = shlex.split(expect['command'])
+            result = run_command(memsnap, argv, work)
+            name = '%s: %s -> %s == %r' % (label, expect['command'], '.'.join(map(str, expect['path'])),
+                                            expect['equals'])
+            try:
+                value = json.loads(result.stdout)
+                for step in expect['path']:
+                    value = value[step]
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
+                check(name, False, 'no such value: %s' % e)
+                continue
+            check(name, value == expect['equals'], 'got %r' % (value,))
     return ran
 
 

@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""`memsnap explain` and a bare `memsnap FILE`: the one page agrees with the
+commands it summarises (parse's peak, oom's verdict, replay-to-time at the
+peak), its tables add up, its next commands run; the default device follows
+the OOM in every command. Generated files first, then every real fixture
+(part `fixtures`; the multi-device OOM file drives the default-device checks)."""
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # tests/
+import testlib  # noqa: E402
+
+REPO = os.path.dirname(os.path.dirname(HERE))
+GEN = os.path.join(REPO, "tests", "gen", "make_snapshot.py")
+EXAMPLE = os.path.join(REPO, "examples", "training_steps.pickle.gz")
+MULTI_DEVICE_OOM = "Constructor-Sun_code_location__memory_snapshot.pickle"
+
+check = testlib.Checks()
+run = testlib.run_memsnap
+
+
+def make(work, name, *args):
+    path = os.path.join(work, name)
+    subprocess.run([sys.executable, GEN, "--out", path, *args], check=True, capture_output=True)
+    return path
+
+
+def table_total(table):
+    return sum(row["bytes"] for row in table["rows"]) + table["rest"]["bytes"]
+
+
+def explain_json(memsnap, path, *extra):
+    got = run(memsnap, ["explain", "--json", path, *extra])
+    return got, (json.loads(got.stdout) if got.returncode == 0 else None)
+
+
+def agrees_with_the_commands(memsnap, path, label, run_next=True):
+    """explain's numbers against parse, oom and replay-to-time on the same file."""
+    got, page = explain_json(memsnap, path)
+    if not check(f"{label}: explain --json exits 0", page is not None, got.stderr[-400:]):
+        return None
+    parse, error = testlib.parse_json(memsnap, path, "--device", str(page["device"]))
+    if not check(f"{label}: parse --json exits 0", parse is not None, error):
+        return None
+    replay = parse["replay"]
+    check(f"{label}: the peak is parse's absolute peak, its baseline and delta",
+          page["peak"]["absolute"] == replay["absolute_peak"]
+          and page["peak"]["baseline"] == parse["baseline"]["baseline_at_start"]
+          and page["peak"]["delta"] == replay["peak_delta"], (page["peak"]["absolute"], replay["absolute_peak"]))
+    # The tables hold the trace's allocations live at the peak, and memory
+    # from before the trace when it carries frames: then they add up to the
+    # absolute peak.
+    expect = page["peak"]["absolute"] if page["peak"]["includes_baseline"] else page["peak"]["delta"]
+    for table in ("by_category", "by_source"):
+        total = table_total(page["peak"][table])
+        check(f"{label}: live at the peak {table} adds up", total == expect or
+              (not page["peak"]["includes_baseline"] and total <= page["peak"]["absolute"]),
+              (total, expect))
+    if page["oom"] is not None:
+        oom = json.loads(run(memsnap, ["oom", "--json", "--device", str(page["device"]), path]).stdout)["oom"]
+        check(f"{label}: the OOM is oom's first, with its verdicts and numbers",
+              page["oom"]["verdicts"] == [v["verdict"] for v in oom["verdicts"]] and page["oom"]["request"] == oom["request"]
+              and page["oom"]["event"] == oom["event"] and page["oom"]["live"] == oom["state"]["live"],
+              (page["oom"], oom["verdicts"]))
+    if run_next:
+        for step in page["next"]:
+            argv = shlex.split(step["command"])
+            assert argv[0] == "memsnap"
+            argv = [a if a != "timeline.html" else os.devnull for a in argv[1:]]
+            got = run(memsnap, argv)
+            check(f"{label}: next command runs: {' '.join(argv[:1])}", got.returncode == 0, got.stderr[-300:])
+            if argv[0] == "replay-to-time":
+                timed = json.loads(run(memsnap, argv + ["--json"]).stdout)
+                check(f"{label}: replay-to-time at the printed time lands on the peak",
+                      timed["absolute"] == page["peak"]["absolute"], (timed["absolute"], page["peak"]["absolute"]))
+    return page
+
+
+def generated(memsnap, work):
+    steps = make(work, "steps.pickle", "--events", "1500", "--steps", "5", "--marks", "--seed", "41")
+    two = make(work, "two_devices.pickle", "--events", "1500", "--devices", "2", "--oom", "--seed", "42")
+    empty = make(work, "empty.pickle", "--empty", "--seed", "43")
+    no_time = make(work, "no_time.pickle", "--events", "800", "--no-time", "--seed", "44")
+
+    # A bare `memsnap FILE` is `memsnap explain FILE`; `memsnap` alone is the help.
+    bare = run(memsnap, [EXAMPLE])
+    named = run(memsnap, ["explain", EXAMPLE])
+    check("memsnap FILE prints the explain page", bare.returncode == 0 and bare.stdout == named.stdout
+          and "Peak:" in bare.stdout and "Next" in bare.stdout, bare.stderr)
+    bare_json = run(memsnap, [EXAMPLE, "--json", "--top", "3"])
+    check("memsnap FILE takes explain's flags", bare_json.returncode == 0
+          and len(json.loads(bare_json.stdout)["peak"]["by_source"]["rows"]) == 3, bare_json.stderr)
+    alone = run(memsnap, [])
+    check("memsnap alone prints the help (exit 0)", alone.returncode == 0 and "explain" in alone.stdout
+          and "memsnap rank0.pickle" in alone.stdout, alone.stderr)
+    missing = run(memsnap, ["no_such_file.pickle"])
+    check("memsnap NAME that is neither a command nor a file: a usage error", missing.returncode == 2,
+          missing.stderr)
+    lines = named.stdout.splitlines()
+    check("the page fits one screen for a typical file", len(lines) <= 60, len(lines))
+
+    page = agrees_with_the_commands(memsnap, steps, "steps")
+    if page:
+        check("steps: the highest step is named", page["steps"]["count"] == 5 and page["steps"]["highest"] is not None,
+              page["steps"])
+        check("steps: nothing lacking", page["lacks"] == [], page["lacks"])
+    page = agrees_with_the_commands(memsnap, two, "two devices")
+    if page:
+        check("two devices: the page is about the device with the OOM, and says why",
+              page["device"] == page["devices"][[d["oom_count"] > 0 for d in page["devices"]].index(True)]["device"]
+              and page["device_reason"] == "it ran out of memory" and page["oom"] is not None, page["device_reason"])
+        check("two devices: oom is the first next command", page["next"][0]["command"].startswith("memsnap oom "),
+              page["next"])
+    got = run(memsnap, ["explain", two])
+    check("two devices: stderr names the device chosen, why and the others",
+          "this report is device" in got.stderr and "it ran out of memory" in got.stderr, got.stderr)
+    page = agrees_with_the_commands(memsnap, no_time, "no time")
+    if page:
+        check("no time: the page says entries carry no time", "no_times" in page["lacks"], page["lacks"])
+    got, page = explain_json(memsnap, empty)
+    check("empty file: no trace, said plainly", page is not None and "no_trace" in page["lacks"]
+          and page["oom"] is None, got.stderr)
+
+
+def fixtures(memsnap, folder):
+    names = sorted(n for n in os.listdir(folder) if n.endswith((".pickle", ".pkl", ".gz", ".zst")))
+    for name in names:
+        # The next commands run on a few files; the numbers are checked on all.
+        agrees_with_the_commands(memsnap, os.path.join(folder, name), name,
+                                 run_next=name == MULTI_DEVICE_OOM or name.startswith("Yiyi"))
+
+    # The multi-device OOM: the OOM is on device 1; every command defaults to it.
+    path = os.path.join(folder, MULTI_DEVICE_OOM)
+    if not os.path.exists(path):
+        return
+    _, page = explain_json(memsnap, path)
+    check("Constructor-Sun: explain is about device 1, where the OOM is, verdict capacity",
+          page["device"] == 1 and page["oom"]["verdicts"][0] == "capacity", (page["device"], page["oom"]))
+    parse = json.loads(run(memsnap, ["parse", "--json", path]).stdout)
+    check("Constructor-Sun: parse defaults to device 1; oom[].event is the device's own index (421)",
+          parse["device"] == 1 and [o["event"] for o in parse["oom"]] == [421]
+          and [d["oom_count"] for d in parse["per_device"]] == [0, 1, 0], (parse["device"], parse["oom"]))
+    events = json.loads(run(memsnap, ["events", "--json", path]).stdout)
+    check("Constructor-Sun: events defaults to device 1 and its entry 421 is the oom",
+          events["device"] == 1 and events["events"][421]["action"] == "oom", events["device"])
+    timed = run(memsnap, ["replay-to-time", "--json", "--time", "1e9", path])
+    check("Constructor-Sun: replay-to-time defaults to device 1 and names it on stderr",
+          json.loads(timed.stdout)["device"] == 1 and "this report is device 1 (it ran out of memory)" in timed.stderr,
+          timed.stderr)
+    plot = run(memsnap, ["plot", "--text", path])
+    check("Constructor-Sun: plot defaults to device 1 and names it on stderr",
+          plot.returncode == 0 and "this report is device 1 (it ran out of memory)" in plot.stderr, plot.stderr)
+    segments = json.loads(run(memsnap, ["segments", "--json", path]).stdout)
+    check("Constructor-Sun: segments defaults to device 1", segments["device"] == 1, segments["device"])
+
+
+if __name__ == "__main__":
+    sys.exit(testlib.run_parts(__doc__, "memsnap_explain_", check, generated, fixtures))
