@@ -24,6 +24,7 @@ run = testlib.run_memsnap
 
 
 def make(work, name, *args):
+    os.makedirs(work, exist_ok=True)
     path = os.path.join(work, name)
     subprocess.run([sys.executable, GEN, "--out", path, *args], check=True, capture_output=True)
     return path
