@@ -446,14 +446,20 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
   }
 
   // Reserved memory, as the file's reserved history walked it, at most
-  // kFreeSeriesBuckets buckets' max and last points, like the free line.
-  if (const ReservedHistory& history = file.reserved(); !history.steps.empty()) {
+  // kFreeSeriesBuckets buckets' max and last points, like the free line. A
+  // trace without segment entries reserved the same all along: the dump's
+  // segments, drawn flat from start to end.
+  if (const ReservedHistory& history = file.reserved();
+      !history.steps.empty() || (history.at_dump > 0 && file.trace().count() > 0)) {
     StepSeries reserved;
     BoundedStepSeries series(run.duration_s * 1e6, reserved);
     series.add(0, history.at_start);
     for (const ReservedStep& step : history.steps) {
       series.add(std::max<int64_t>(offset_of(step.event), 0),
                  static_cast<uint64_t>(std::max<int64_t>(step.reserved, 0)));
+    }
+    if (history.steps.empty()) {
+      series.add(static_cast<int64_t>(run.duration_s * 1e6), history.at_dump);
     }
     series.finish();
     run.reserved_t_us = std::move(reserved.t_us);

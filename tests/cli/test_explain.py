@@ -81,7 +81,47 @@ def agrees_with_the_commands(memsnap, path, label, run_next=True):
     return page
 
 
+def reserved_without_segment_entries(memsnap, work):
+    """A trace with allocs only: reserved is the dump's segments all along,
+    and plot draws it flat from the start to the end."""
+    import base64
+    import pickle
+    import struct
+    GiB = 1 << 30
+    base, t, trace = 0x7F0000000000, 1_700_000_000_000_000, []
+    for i in range(4):
+        t += 1000
+        trace.append({'action': 'alloc', 'addr': base + i * (64 << 20), 'size': 64 << 20, 'stream': 0,
+                      'time_us': t, 'frames': []})
+    blocks = [{'address': base + i * (64 << 20), 'size': 64 << 20, 'requested_size': 64 << 20,
+               'state': 'active_allocated', 'frames': []} for i in range(4)]
+    blocks.append({'address': base + 4 * (64 << 20), 'size': GiB - 4 * (64 << 20), 'requested_size': 0,
+                   'state': 'inactive', 'frames': []})
+    snapshot = {'segments': [{'device': 0, 'address': base, 'total_size': GiB, 'allocated_size': 4 * (64 << 20),
+                              'active_size': 4 * (64 << 20), 'requested_size': 4 * (64 << 20), 'stream': 0,
+                              'segment_type': 'large', 'blocks': blocks}],
+                'device_traces': [trace]}
+    os.makedirs(work, exist_ok=True)
+    path = os.path.join(work, "no_segment_entries.pickle")
+    with open(path, "wb") as f:
+        pickle.dump(snapshot, f, protocol=4)
+    html = os.path.join(work, "no_segment_entries.html")
+    got = run(memsnap, ["plot", path, "-o", html])
+    ok = got.returncode == 0
+    if ok:
+        page = open(html, encoding="utf-8").read()
+        start = page.index(">", page.index('<script id="memsnap-data" type="application/json">')) + 1
+        data = json.loads(page[start:page.index("</script>", start)])
+        reserved = data["runs"][0]["reserved"]
+        raw = base64.b64decode(reserved["bytes"]) if reserved else b""
+        values = struct.unpack(f"<{len(raw) // 8}d", raw)
+        times = struct.unpack(f"<{len(raw) // 8}d", base64.b64decode(reserved["t_us"])) if reserved else ()
+        ok = bool(values) and set(values) == {float(GiB)} and times[0] == 0 and times[-1] >= 3000
+    check("plot draws reserved flat when the trace has no segment entries", ok, got.stderr)
+
+
 def generated(memsnap, work):
+    reserved_without_segment_entries(memsnap, work)
     steps = make(work, "steps.pickle", "--events", "1500", "--steps", "5", "--marks", "--seed", "41")
     two = make(work, "two_devices.pickle", "--events", "1500", "--devices", "2", "--oom", "--seed", "42")
     empty = make(work, "empty.pickle", "--empty", "--seed", "43")
