@@ -315,4 +315,33 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
   return report;
 }
 
+OomRankRow oom_rank_row(const FileAnalysis& file, const OomAnalysis& analysis) {
+  OomRankRow row;
+  row.file = file.path();
+  row.device = analysis.device;
+  row.oom_count = analysis.oom_count;
+  if (analysis.chosen && !analysis.at_peak) {
+    const OomCase& c = *analysis.chosen;
+    if (!c.verdicts.empty()) row.verdict = c.verdicts.front();
+    row.request = c.request;
+    row.device_free = c.device_free;
+    row.live = c.state.live;
+    row.time_us = file.snapshot().events.time_us[file.trace().begin + c.event];
+  }
+  return row;
+}
+
+std::optional<size_t> first_oom_row(const std::vector<OomRankRow>& rows) {
+  std::optional<size_t> first;
+  auto earlier = [](const OomRankRow& a, const OomRankRow& b) {
+    if ((a.time_us != 0) != (b.time_us != 0)) return a.time_us != 0;
+    return a.time_us < b.time_us;
+  };
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].oom_count == 0 || !rows[i].error.empty()) continue;
+    if (!first || earlier(rows[i], rows[*first])) first = i;
+  }
+  return first;
+}
+
 }  // namespace memsnap

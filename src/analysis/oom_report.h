@@ -133,4 +133,31 @@ struct OomAnalysis {
 // The file's chosen device, already replayed (plot reuses its FileAnalysis).
 OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options);
 
+// `memsnap oom DIR` (or several files): one row per rank, which ranks hit an
+// OOM, on which device, the verdict and its numbers; then the full analysis of
+// the first OOM in time (by the entries' wall-clock time_us, which ranks share).
+struct OomRankRow {
+  std::string file;
+  std::string name;  // the rank number, or the shortest part of the path that tells it apart
+  std::optional<int64_t> rank;
+  int device = 0;
+  uint64_t oom_count = 0;
+  std::optional<OomVerdict> verdict;
+  uint64_t request = 0;
+  std::optional<uint64_t> device_free;
+  int64_t live = 0;
+  int64_t time_us = 0;  // the first OOM entry's own time (0: none)
+  std::string error;    // the file could not be read: why
+};
+struct OomRanks {
+  std::vector<OomRankRow> rows;          // in the order given (folders in natural name order)
+  std::optional<size_t> first;           // the row of the first OOM in time
+  std::optional<OomAnalysis> first_oom;  // its full analysis
+};
+// One rank's row from its analysis (the first oom entry of its device).
+OomRankRow oom_rank_row(const FileAnalysis& file, const OomAnalysis& analysis);
+// The row whose OOM came first: the least time_us among rows with an OOM
+// (rows without times come after those with; ties go to the earlier row).
+std::optional<size_t> first_oom_row(const std::vector<OomRankRow>& rows);
+
 }  // namespace memsnap

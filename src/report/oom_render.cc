@@ -411,4 +411,58 @@ ordered_json render_oom_json(const OomAnalysis& r, int top) {
   return out;
 }
 
+std::string render_oom_ranks_text(const OomRanks& ranks, int top) {
+  size_t with_oom = 0;
+  for (const OomRankRow& row : ranks.rows) with_oom += row.oom_count > 0 ? 1 : 0;
+  std::string out = fmt::format("{} of {} files ran out of memory\n", with_oom, ranks.rows.size());
+  TextTable table({"rank", "device", "ooms", "verdict", "request", "device free", "live", "first"},
+                  {false, true, true, false, true, true, true, false});
+  for (size_t i = 0; i < ranks.rows.size(); ++i) {
+    const OomRankRow& row = ranks.rows[i];
+    if (!row.error.empty()) {
+      table.add_row({printable(row.name), "", "", "unreadable: " + printable(row.error), "", "", "",
+                     ""});
+      continue;
+    }
+    if (row.oom_count == 0) {
+      table.add_row({printable(row.name), std::to_string(row.device), "0", "", "", "", "", ""});
+      continue;
+    }
+    table.add_row({printable(row.name), std::to_string(row.device), format_count(row.oom_count),
+                   row.verdict ? std::string(verdict_name(*row.verdict)) : "",
+                   format_bytes(row.request),
+                   row.device_free ? format_bytes(*row.device_free) : "not recorded",
+                   format_level_bytes(row.live), ranks.first == i ? "<- first in time" : ""});
+  }
+  out += table.render();
+  if (ranks.first_oom) {
+    out += fmt::format("\nThe first OOM in time: {}\n\n", printable(ranks.rows[*ranks.first].file));
+    out += render_oom_text(*ranks.first_oom, top);
+  }
+  return out;
+}
+
+nlohmann::ordered_json render_oom_ranks_json(const OomRanks& ranks, int top) {
+  ordered_json rows = ordered_json::array();
+  for (const OomRankRow& row : ranks.rows) {
+    rows.push_back(
+        {{"file", row.file},
+         {"name", row.name},
+         {"rank", row.rank ? ordered_json(*row.rank) : ordered_json(nullptr)},
+         {"error", row.error.empty() ? ordered_json(nullptr) : ordered_json(row.error)},
+         {"device", row.device},
+         {"oom_count", row.oom_count},
+         {"verdict", row.verdict ? ordered_json(std::string(verdict_name(*row.verdict)))
+                                 : ordered_json(nullptr)},
+         {"request", row.oom_count > 0 ? ordered_json(row.request) : ordered_json(nullptr)},
+         {"device_free", row.device_free ? ordered_json(*row.device_free) : ordered_json(nullptr)},
+         {"live", row.oom_count > 0 ? ordered_json(row.live) : ordered_json(nullptr)},
+         {"time_us", row.time_us != 0 ? ordered_json(row.time_us) : ordered_json(nullptr)}});
+  }
+  return {{"ranks", rows},
+          {"first", ranks.first ? ordered_json(*ranks.first) : ordered_json(nullptr)},
+          {"first_oom", ranks.first_oom ? render_oom_json(*ranks.first_oom, top)
+                                        : ordered_json(nullptr)}};
+}
+
 }  // namespace memsnap

@@ -7,6 +7,7 @@ number behind it are known in advance; then the real OOM fixtures (part
 import json
 import os
 import pickle
+import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -343,6 +344,47 @@ def at_peak(memsnap, work):
               and "expects a whole number >= 1 or 'peak'" in got.stderr, got.stderr)
 
 
+def oom_folder(memsnap, work):
+    """oom DIR: one row per rank, then the first OOM in time in full."""
+    folder = os.path.join(work, "oom_ranks")
+    os.makedirs(folder, exist_ok=True)
+    gen = os.path.join(os.path.dirname(HERE), "gen", "make_snapshot.py")
+    for rank, extra in ((0, []), (1, ["--oom"]), (2, ["--oom"])):
+        subprocess.run([sys.executable, gen, "--out", os.path.join(folder, f"rank_{rank}.pickle"),
+                        "--events", "800", "--seed", str(70 + rank)] + extra, check=True, capture_output=True)
+    with open(os.path.join(folder, "rank_3.pickle"), "wb") as f:
+        f.write(b"not a pickle")
+    got = run(memsnap, ["oom", "--json", folder])
+    report = json.loads(got.stdout) if got.returncode == 0 else None
+    if not check("oom DIR: exit 0 and JSON", report is not None, got.stderr):
+        return
+    rows = report["ranks"]
+    check("oom DIR: one row per file, ranks from the names", [r["rank"] for r in rows] == [0, 1, 2, 3], rows)
+    check("oom DIR: an unreadable file is a row that says why", rows[3]["error"] is not None
+          and rows[3]["oom_count"] == 0, rows[3])
+    times = {}
+    for row in rows[:3]:
+        single = json.loads(run(memsnap, ["oom", "--json", row["file"]]).stdout)
+        parsed = json.loads(run(memsnap, ["parse", "--json", row["file"]]).stdout)
+        if single["oom"] is None:
+            check(f"oom DIR: rank {row['rank']} without an OOM has no verdict", row["oom_count"] == 0
+                  and row["verdict"] is None, row)
+            continue
+        times[row["rank"]] = parsed["oom"][0]["time_us"]
+        check(f"oom DIR: rank {row['rank']}'s row is oom FILE's verdict and numbers",
+              row["verdict"] == single["oom"]["verdict"] and row["request"] == single["oom"]["request"]
+              and row["live"] == single["oom"]["state"]["live"] and row["time_us"] == times[row["rank"]], row)
+    first = min(times, key=times.get)
+    check("oom DIR: the first OOM in time is analysed in full", report["first"] == first
+          and report["first_oom"]["file"] == rows[first]["file"] and report["first_oom"]["oom"] is not None,
+          (report["first"], times))
+    text = run(memsnap, ["oom", folder])
+    check("oom DIR text: the table, then the first OOM", "2 of 4 files ran out of memory" in text.stdout
+          and "<- first in time" in text.stdout and "Verdict:" in text.stdout, text.stdout[:400])
+    got = run(memsnap, ["oom", "--at", "peak", folder])
+    check("oom DIR --at: a usage error", got.returncode == 2 and "--at takes one file" in got.stderr, got.stderr)
+
+
 def fixtures(memsnap, folder):
     path = os.path.join(folder, "Constructor-Sun_code_location__memory_snapshot.pickle")
     report = json.loads(run(memsnap, ["oom", "--json", path]).stdout)
@@ -410,6 +452,7 @@ def generated(memsnap, work):
     options_and_refusals(memsnap, work)
     replayed_block_facts(memsnap, work)
     at_peak(memsnap, work)
+    oom_folder(memsnap, work)
 
 
 if __name__ == "__main__":

@@ -58,6 +58,7 @@ SCHEMA_FILES = {
     "events": "events.schema.json",
     "segments": "segments.schema.json",
     "oom": "oom.schema.json",
+    "oom_ranks": "oom_ranks.schema.json",
     "summary": "summary.schema.json",
     "ranks": "ranks.schema.json",
     "compare_runs": "compare_runs.schema.json",
@@ -98,6 +99,8 @@ GENERATED = {
 # folder of the generated files, "@example" is examples/training_steps.pickle.gz.
 RUNS = [
     ("explain steps", "explain", ["explain", "--json", "steps_a.pickle"]),
+    ("oom of a run folder", "oom_ranks", ["oom", "--json", "runA"]),
+    ("oom of files without an OOM", "oom_ranks", ["oom", "--json", "plain_a.pickle", "plain_b.pickle"]),
     ("explain two devices with an OOM", "explain", ["explain", "--json", "two_devices.pickle"]),
     ("explain no time", "explain", ["explain", "--json", "no_time.pickle"]),
     ("explain empty", "explain", ["explain", "--json", "empty.pickle"]),
