@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 
 #include "analysis/categories.h"
@@ -215,9 +216,32 @@ struct StackObserver {
     sub(by_category, category_layer[freed.ordinal], freed.size);
     sub(by_source, source_layer[source_of_ordinal[freed.ordinal]], freed.size);
   }
-  void on_unmatched_free(uint64_t /*event*/, uint64_t size) {
-    sub(by_category, 0, size);
-    sub(by_source, 0, size);
+  void on_unmatched_free(uint64_t event, uint64_t size) {
+    sub(by_category, layer_of_freed(baseline_category_layer, event), size);
+    sub(by_source, layer_of_freed(baseline_source_layer, event), size);
+  }
+
+  // Memory from before the trace, named by its frames (BaselineSources): its
+  // bytes start in their own layers, and each unmatched free leaves the layer
+  // it started in; what no frame names stays in the first layer.
+  absl::flat_hash_map<uint64_t, size_t> baseline_category_layer;  // unmatched free -> layer
+  absl::flat_hash_map<uint64_t, size_t> baseline_source_layer;
+  static size_t layer_of_freed(const absl::flat_hash_map<uint64_t, size_t>& layers,
+                               uint64_t event) {
+    auto found = layers.find(event);
+    return found == layers.end() ? 0 : found->second;
+  }
+  static void seed(LayerTotals& totals, const BaselineSources& baseline,
+                   const std::function<size_t(uint32_t)>& layer_of,
+                   absl::flat_hash_map<uint64_t, size_t>& freed_layer) {
+    if (!baseline.known) return;
+    for (uint32_t s = 0; s < baseline.bytes.size(); ++s) {
+      if (baseline.bytes[s] == 0) continue;
+      const size_t layer = layer_of(s);
+      totals.bytes[layer] = add_bytes(totals.bytes[layer], baseline.bytes[s]);
+      totals.bytes[0] = sub_bytes(totals.bytes[0], baseline.bytes[s]);
+    }
+    for (const auto& [event, source] : baseline.freed_source) freed_layer[event] = layer_of(source);
   }
 
  private:
@@ -257,10 +281,17 @@ StackedView finish_view(std::vector<std::string> names, const LayerSampler& time
 // The stacked views of `run`, whose buckets and lifetimes are built: the
 // sources that held the most at any one moment get a layer each, and a second
 // replay samples every layer at each stack bucket's max.
+// Memory from before the trace by the run's source ids and by category.
+struct NamedBaseline {
+  BaselineSources by_source;
+  BaselineSources by_category;
+  std::vector<std::string> category_names;  // by_category's ids -> names
+};
+
 template <typename OffsetOf>
 void add_stacked_views(RunTimeline& run, const Snapshot& snapshot, const DeviceTrace& trace,
                        const SourceKeyOptions& key_options, const std::vector<int64_t>& source_most,
-                       OffsetOf offset_of) {
+                       const NamedBaseline& baseline, OffsetOf offset_of) {
   const size_t source_count = run.sources.size();
   auto most = [&](uint32_t s) { return s < source_most.size() ? source_most[s] : 0; };
   std::vector<uint32_t> order(source_count);
@@ -285,8 +316,22 @@ void add_stacked_views(RunTimeline& run, const Snapshot& snapshot, const DeviceT
     category_names.emplace_back(category_name(static_cast<Category>(c)));
   category_names.emplace_back(kReplacedLayer);
 
+  const std::vector<uint32_t> layer_of_source = source_layer;
   StackObserver stacks(snapshot, key_options, run.lifetimes.source, std::move(source_layer),
                        top + 1, run.baseline);
+  StackObserver::seed(
+      stacks.by_source, baseline.by_source,
+      [&](uint32_t s) { return s < layer_of_source.size() ? layer_of_source[s] : other_layer; },
+      stacks.baseline_source_layer);
+  StackObserver::seed(
+      stacks.by_category, baseline.by_category,
+      [&](uint32_t c) {
+        for (size_t k = 0; k < kCategoryCount; ++k) {
+          if (baseline.category_names[c] == category_name(static_cast<Category>(k))) return 1 + k;
+        }
+        return size_t{0};
+      },
+      stacks.baseline_category_layer);
   LayerSampler category_time(run.time_buckets, category_names.size());
   LayerSampler category_index(run.index_buckets, category_names.size());
   LayerSampler source_time(run.time_buckets, source_names.size());
@@ -423,6 +468,23 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
     values.push_back(static_cast<double>(replay.delta()));
   }
   SourceIndex& sources = observer.sources;
+  // Memory from before the trace, named where its blocks and unmatched frees
+  // carry frames: its sources count towards the layers the view keeps.
+  NamedBaseline baseline;
+  baseline.by_source = baseline_sources(snapshot, trace, sources);
+  SourceKeyOptions by_category = key_options;
+  by_category.group = GroupBy::kCategory;
+  SourceIndex categories(snapshot, by_category);
+  baseline.by_category = baseline_sources(snapshot, trace, categories);
+  for (size_t c = 0; c < categories.size(); ++c)
+    baseline.category_names.push_back(categories.name(static_cast<uint32_t>(c)));
+  std::vector<int64_t>& source_most = observer.source_most;
+  if (baseline.by_source.known) {
+    source_most.resize(std::max(source_most.size(), baseline.by_source.bytes.size()), 0);
+    for (size_t s = 0; s < baseline.by_source.bytes.size(); ++s) {
+      source_most[s] = add_bytes(source_most[s], baseline.by_source.bytes[s]);
+    }
+  }
   run.sources.reserve(sources.size());
   for (size_t s = 0; s < sources.size(); ++s)
     run.sources.push_back(sources.name(static_cast<uint32_t>(s)));
@@ -437,7 +499,7 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
   run.index_buckets = bucketize(index_positions, values, static_cast<double>(trace.count()),
                                 events_per_bucket, kMaxIndexBuckets);
 
-  add_stacked_views(run, snapshot, trace, key_options, observer.source_most, offset_of);
+  add_stacked_views(run, snapshot, trace, key_options, source_most, baseline, offset_of);
   if (run.has_time && run.lifetimes.start_us.size() > max_lifetimes) {
     run.moments = live_moments(run.lifetimes, run.sources.size(),
                                static_cast<uint64_t>(std::llround(run.duration_s * 1e6)));

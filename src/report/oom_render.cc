@@ -420,8 +420,8 @@ std::string render_oom_ranks_text(const OomRanks& ranks, int top) {
   for (size_t i = 0; i < ranks.rows.size(); ++i) {
     const OomRankRow& row = ranks.rows[i];
     if (!row.error.empty()) {
-      table.add_row({printable(row.name), "", "", "unreadable: " + printable(row.error), "", "", "",
-                     ""});
+      table.add_row(
+          {printable(row.name), "", "", "unreadable: " + printable(row.error), "", "", "", ""});
       continue;
     }
     if (row.oom_count == 0) {
@@ -461,8 +461,8 @@ nlohmann::ordered_json render_oom_ranks_json(const OomRanks& ranks, int top) {
   }
   return {{"ranks", rows},
           {"first", ranks.first ? ordered_json(*ranks.first) : ordered_json(nullptr)},
-          {"first_oom", ranks.first_oom ? render_oom_json(*ranks.first_oom, top)
-                                        : ordered_json(nullptr)}};
+          {"first_oom",
+           ranks.first_oom ? render_oom_json(*ranks.first_oom, top) : ordered_json(nullptr)}};
 }
 
 }  // namespace memsnap

@@ -706,15 +706,19 @@ def stacked_views(memsnap, work):
             layers = [f64_column(b) for b in stack["index"]["layers"]]
             totals = [sum(layer[k] for layer in layers) for k in range(len(layers[0]))]
             at_peak = {n: layers[i][totals.index(max(totals))] for i, n in enumerate(names)}
-            report = json.loads(run(memsnap, ["compare", "--json", "--top", "100000", "--group-by", mode, path, path]).stdout)
-            live = {row["source"]: row["peak_a"] for row in report["drill_down"]["sources"] if row["peak_a"]}
+            # explain's tables at the peak: the trace's allocations and memory
+            # from before the trace under its own source (another code path:
+            # live_at with the baseline's rows, not the timeline's layers).
+            page = json.loads(run(memsnap, ["explain", "--json", "--top", "100000", path]).stdout)
+            table = page["peak"]["by_category" if mode == "category" else "by_source"]
+            live = {row["source"]: row["bytes"] for row in table["rows"] if row["bytes"]}
             own = {n: v for n, v in at_peak.items() if n not in (before, other, reused) and v}
             if mode == "category":
-                check(f"stacked ({name}): categories at the peak = compare --group-by category", own == live,
-                      f"page {own} vs compare {live}")
+                check(f"stacked ({name}): categories at the peak = explain's, memory before the trace included",
+                      own == live, f"page {own} vs explain {live}")
             else:
                 rest = sum(v for n, v in live.items() if n not in own)
-                check(f"stacked ({name}): top sources at the peak = compare's rows, the rest = other sources",
+                check(f"stacked ({name}): top sources at the peak = explain's rows, the rest = other sources",
                       all(live.get(n) == v for n, v in own.items()) and at_peak.get(other, 0) == rest,
                       f"page {own}, other {at_peak.get(other, 0)} vs compare {live}")
 
