@@ -161,7 +161,7 @@ std::string render_explain_text(const ExplainReport& r) {
                                     : fmt::format("at {} (entry {})", seconds(p.time_s),
                                                   format_count(p.event))));
   line(fmt::format("  {} over the trace's baseline of {} (memory live before its first entry)",
-                   format_signed_bytes(p.delta), format_signed_bytes(p.baseline)));
+                   format_signed_bytes(p.delta), format_level_bytes(p.baseline)));
   const std::string whose =
       p.includes_baseline ? " (memory from before the trace under its own source)" : "";
   line(fmt::format("Live at the peak by category{}", whose));
