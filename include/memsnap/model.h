@@ -271,6 +271,13 @@ struct Snapshot {
   }
   // Ordinals that have trace events or segments, ascending.
   [[nodiscard]] std::vector<int> devices_in_use() const;
+  // The device a report is about when none is asked for, the one rule every
+  // command follows: the first device whose trace has an oom entry, else the
+  // one with the most trace entries, else the one whose segments reserve the
+  // most (ties: the lower ordinal); 0 when the file holds no data.
+  [[nodiscard]] int default_device() const;
+  // Devices whose trace has an oom entry, ascending.
+  [[nodiscard]] std::vector<int> devices_with_oom() const;
   [[nodiscard]] const DeviceTrace* trace_of(int device) const;
   [[nodiscard]] std::string_view action_label(uint64_t event_index) const;
 };

@@ -39,7 +39,5 @@ struct DeviceChoice {
 // a clear Error listing the devices in use when the ordinal is absent.
 DeviceChoice choose_device(const Snapshot& snapshot, std::optional<int> requested);
 
-// Devices whose trace has an oom entry, ascending.
-std::vector<int> devices_with_oom(const Snapshot& snapshot);
 
 }  // namespace memsnap

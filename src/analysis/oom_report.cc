@@ -180,7 +180,7 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
   report.window_s = options.window_s;
   report.at_peak = options.at_peak;
   if (options.capacity != 0) report.capacity = options.capacity;
-  report.devices_with_oom = devices_with_oom(snapshot);
+  report.devices_with_oom = snapshot.devices_with_oom();
   report.device = file.device();
   report.expandable_segments = expandable_in_settings(snapshot, file.device());
   const DeviceTrace& trace = file.trace();

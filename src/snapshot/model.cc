@@ -1,6 +1,7 @@
 #include "memsnap/model.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include <absl/hash/hash.h>
@@ -129,6 +130,48 @@ std::vector<int> Snapshot::devices_in_use() const {
   }
   for (const Segment& segment : segments) in_use.insert(segment.device);
   return {in_use.begin(), in_use.end()};
+}
+
+std::vector<int> Snapshot::devices_with_oom() const {
+  std::vector<int> found;
+  for (const DeviceTrace& trace : devices) {
+    const auto* first = events.action.data() + trace.begin;
+    if (std::find(first, first + trace.count(), Action::kOom) != first + trace.count()) {
+      found.push_back(trace.device);
+    }
+  }
+  std::sort(found.begin(), found.end());
+  found.erase(std::unique(found.begin(), found.end()), found.end());
+  return found;
+}
+
+int Snapshot::default_device() const {
+  if (std::vector<int> oom = devices_with_oom(); !oom.empty()) return oom.front();
+  // The most trace entries; ties go to the lower ordinal.
+  int chosen = 0;
+  uint64_t most = 0;
+  for (const DeviceTrace& trace : devices) {
+    if (trace.count() > most || (trace.count() == most && most > 0 && trace.device < chosen)) {
+      most = trace.count();
+      chosen = trace.device;
+    }
+  }
+  if (most > 0) return chosen;
+  // No trace: the largest reserved; ascending ordinals, so the first of the
+  // largest wins a tie.
+  std::map<int, uint64_t> reserved;
+  for (const Segment& segment : segments) {
+    reserved[segment.device] += segment.total_size;  // wraps on hostile sizes
+  }
+  uint64_t largest = 0;
+  chosen = reserved.empty() ? 0 : reserved.begin()->first;
+  for (const auto& [device, bytes] : reserved) {
+    if (bytes > largest) {
+      largest = bytes;
+      chosen = device;
+    }
+  }
+  return chosen;
 }
 
 const DeviceTrace* Snapshot::trace_of(int device) const {
