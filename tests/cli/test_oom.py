@@ -385,6 +385,44 @@ def oom_folder(memsnap, work):
     check("oom DIR --at: a usage error", got.returncode == 2 and "--at takes one file" in got.stderr, got.stderr)
 
 
+def legacy_peak_before_one_entry(memsnap, work):
+    """A PyTorch 2.0 dump (blocks without address, frames in `history`)
+    whose short trace has one entry after the peak: the dump is not the
+    peak's state, yet what was live then is the blocks from before the trace
+    plus the trace's own allocations, and the tables name all of it."""
+    base = 0x7F0000000000
+    model = [{"filename": "/home/me/model.py", "name": "build", "line": 7}]
+    step = [{"filename": "/home/me/train.py", "name": "step", "line": 30}]
+    blocks = [{"size": 1 * GiB, "state": "active_allocated",
+               "history": [{"addr": base + i * GiB, "real_size": 1 * GiB, "frames": model}]} for i in range(3)]
+    blocks.append({"size": 256 * MiB, "state": "active_allocated",
+                   "history": [{"addr": base + 3 * GiB, "real_size": 256 * MiB, "frames": step}]})
+    blocks.append({"size": 4 * GiB - 3 * GiB - 256 * MiB, "state": "inactive", "history": []})
+    segment = {"device": 0, "address": base, "total_size": 4 * GiB, "allocated_size": 3 * GiB + 256 * MiB,
+               "active_size": 3 * GiB + 256 * MiB, "stream": 0, "segment_type": "large", "blocks": blocks}
+    trace = [{"action": "alloc", "addr": base + 3 * GiB, "size": 256 * MiB, "stream": 0, "frames": step},
+             {"action": "alloc", "addr": base + 3 * GiB + 256 * MiB, "size": 128 * MiB, "stream": 0, "frames": step},
+             {"action": "free_completed", "addr": base + 3 * GiB + 256 * MiB, "size": 128 * MiB, "stream": 0,
+              "frames": step}]
+    path = os.path.join(work, "legacy_one_after_peak.pickle")
+    with open(path, "wb") as f:
+        pickle.dump({"segments": [segment], "device_traces": [trace]}, f, protocol=2)
+    got = run(memsnap, ["oom", "--at", "peak", "--json", path])
+    report = json.loads(got.stdout) if got.returncode == 0 else None
+    if not check("2.0 dump, one entry after the peak: oom --at peak exits 0", report is not None, got.stderr):
+        return
+    peak = report["peak"]
+    live = peak["state"]["live"]
+    by_source = {row["source"]: row["bytes"] for row in peak["live_by_source"]}
+    check("2.0 dump, one entry after the peak: live at the peak is 3 GiB from before the trace + 384 MiB",
+          live == 3 * GiB + 384 * MiB, live)
+    check("2.0 dump, one entry after the peak: the tables name all of it, the blocks' history included",
+          sum(by_source.values()) == live and by_source.get("build@model.py:7") == 3 * GiB
+          and sum(row["bytes"] for row in peak["live_by_category"]) == live, by_source)
+    text = run(memsnap, ["oom", "--at", "peak", path]).stdout
+    check("2.0 dump, one entry after the peak: never '(nothing live)'", "(nothing live)" not in text, text[-600:])
+
+
 def fixtures(memsnap, folder):
     path = os.path.join(folder, "Constructor-Sun_code_location__memory_snapshot.pickle")
     report = json.loads(run(memsnap, ["oom", "--json", path]).stdout)
@@ -453,6 +491,7 @@ def generated(memsnap, work):
     replayed_block_facts(memsnap, work)
     at_peak(memsnap, work)
     oom_folder(memsnap, work)
+    legacy_peak_before_one_entry(memsnap, work)
 
 
 if __name__ == "__main__":
