@@ -156,19 +156,28 @@ std::string render_explain_text(const ExplainReport& r) {
 
   const ExplainPeak& p = r.peak;
   line("");
-  line(fmt::format("Peak: {} {}", format_level_bytes(p.absolute),
-                   p.at_trace_start ? std::string("at the trace start")
-                                    : fmt::format("at {} (entry {})", seconds(p.time_s),
-                                                  format_count(p.event))));
-  line(fmt::format("  {} over the trace's baseline of {} (memory live before its first entry)",
-                   format_signed_bytes(p.delta), format_level_bytes(p.baseline)));
-  const std::string whose =
-      p.includes_baseline ? " (memory from before the trace under its own source)" : "";
-  line(fmt::format("Live at the peak by category{}", whose));
+  if (r.event_count == 0) {
+    // No trace: the dump is the only moment there is.
+    line(fmt::format("Live at the dump: {} (no trace: from the dump's blocks)",
+                     format_level_bytes(p.absolute)));
+  } else {
+    line(fmt::format("Peak: {} {}", format_level_bytes(p.absolute),
+                     p.at_trace_start ? std::string("at the trace start")
+                                      : fmt::format("at {} (entry {})", seconds(p.time_s),
+                                                    format_count(p.event))));
+    line(fmt::format("  {} over the trace's baseline of {} (memory live before its first entry)",
+                     format_signed_bytes(p.delta), format_level_bytes(p.baseline)));
+  }
+  const std::string_view moment = r.event_count == 0 ? "the dump" : "the peak";
+  const std::string whose = p.includes_baseline && r.event_count > 0
+                                ? " (memory from before the trace under its own source)"
+                                : "";
+  line(fmt::format("Live at {} by category{}", moment, whose));
   out += table_text(p.by_category, "category");
-  line("Live at the peak by source");
+  line(fmt::format("Live at {} by source", moment));
   out += table_text(p.by_source, "source");
-  if (!r.baseline_by_source.rows.empty() && p.baseline > 0) {
+  // At the trace start the tables above are that memory already.
+  if (!r.baseline_by_source.rows.empty() && p.baseline > 0 && !p.at_trace_start) {
     line(
         fmt::format("Before the trace ({}), by category and source, from the dump's blocks and "
                     "the trace's unmatched frees",

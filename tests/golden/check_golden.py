@@ -32,6 +32,10 @@ PARTS = ("generated", "repo", "fixtures")
 
 # (golden name, where: "fixtures" | "generated" | "repo", arguments)
 CASES = [
+    ("explain_multi_device_oom", "fixtures", ["explain", "Constructor-Sun_code_location__memory_snapshot.pickle"]),
+    ("explain_multi_device_oom.json", "fixtures", ["explain", "--json", "Constructor-Sun_code_location__memory_snapshot.pickle"]),
+    ("explain_no_trace", "fixtures", ["explain", "volcengine_verl__mem.pickle"]),
+    ("explain_example", "repo", ["explain", "examples/training_steps.pickle.gz"]),
     ("parse_cpp_frames", "fixtures", ["parse", "kkaitlyn111_cs336-a2-systems__memory_ctx128_fullstep.pickle"]),
     ("parse_cpp_frames.json", "fixtures", ["parse", "--json", "kkaitlyn111_cs336-a2-systems__memory_ctx128_fullstep.pickle"]),
     ("parse_multi_device_oom", "fixtures", ["parse", "--device", "1", "Constructor-Sun_code_location__memory_snapshot.pickle"]),
