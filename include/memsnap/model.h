@@ -278,6 +278,8 @@ struct Snapshot {
   [[nodiscard]] int default_device() const;
   // Devices whose trace has an oom entry, ascending.
   [[nodiscard]] std::vector<int> devices_with_oom() const;
+  // Entries of `trace` with this action.
+  [[nodiscard]] uint64_t count_of(const DeviceTrace& trace, Action action) const;
   [[nodiscard]] const DeviceTrace* trace_of(int device) const;
   [[nodiscard]] std::string_view action_label(uint64_t event_index) const;
 };

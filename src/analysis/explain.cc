@@ -76,8 +76,7 @@ ExplainReport explain_file(const FileAnalysis& file, const ExplainOptions& optio
     row.device = device;
     if (const DeviceTrace* t = snapshot.trace_of(device)) {
       row.entries = t->count();
-      const Action* first = snapshot.events.action.data() + t->begin;
-      row.oom_count = static_cast<uint64_t>(std::count(first, first + t->count(), Action::kOom));
+      row.oom_count = snapshot.count_of(*t, Action::kOom);
     }
     row.reserved = segment_totals(snapshot, device).total_size;
     r.devices.push_back(row);
@@ -108,8 +107,9 @@ ExplainReport explain_file(const FileAnalysis& file, const ExplainOptions& optio
   SourceKeyOptions by_category = options.keys;
   by_category.group = GroupBy::kCategory;
   SourceIndex categories(snapshot, by_category);
-  const BaselineSources baseline = baseline_sources(snapshot, trace, sources);
-  const BaselineSources baseline_categories = baseline_sources(snapshot, trace, categories);
+  const BaselineSources baseline = baseline_sources(snapshot, file.baseline_pieces(), sources);
+  const BaselineSources baseline_categories =
+      baseline_sources(snapshot, file.baseline_pieces(), categories);
   peak.includes_baseline = baseline.known;
   peak.by_source = top_rows(
       live_at(snapshot, trace, sources, position, baseline.known ? &baseline : nullptr).sources,

@@ -26,6 +26,8 @@ struct FileAnalysis::Parts {
   TraceAnalysis trace;
   std::once_flag baseline_once;
   Baseline baseline;
+  std::once_flag baseline_pieces_once;
+  BaselinePieces baseline_pieces;
   std::once_flag history_started;
   std::shared_future<std::shared_ptr<const AllocatorHistory>> history;
   std::once_flag fragmentation_once;
@@ -106,6 +108,14 @@ const Baseline& FileAnalysis::baseline() const {
     compute("baseline", [&] { parts_->baseline = compute_baseline(totals, analysis.totals); });
   });
   return parts_->baseline;
+}
+
+const BaselinePieces& FileAnalysis::baseline_pieces() const {
+  std::call_once(parts_->baseline_pieces_once, [this] {
+    compute("baseline pieces",
+            [&] { parts_->baseline_pieces = memsnap::baseline_pieces(*snapshot_, trace_); });
+  });
+  return parts_->baseline_pieces;
 }
 
 void FileAnalysis::start_allocator_history() const {

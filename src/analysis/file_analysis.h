@@ -27,6 +27,7 @@
 #include "analysis/allocator_state.h"
 #include "analysis/device_choice.h"
 #include "analysis/segments.h"
+#include "analysis/sources.h"
 #include "analysis/steps.h"
 #include "memsnap/model.h"
 
@@ -72,6 +73,9 @@ class FileAnalysis {
   [[nodiscard]] const std::vector<int64_t>& steps_ending_before_start() const;
   [[nodiscard]] const TraceAnalysis& trace_analysis() const;
   [[nodiscard]] const Baseline& baseline() const;
+  // Memory from before the trace, unnamed: one replay, however many ways
+  // (sources, categories) a command names it.
+  [[nodiscard]] const BaselinePieces& baseline_pieces() const;
   // The allocator's state over the trace (without entries: the dump's state,
   // and its check says whether the dump's blocks are known).
   [[nodiscard]] const AllocatorHistory* allocator_history() const;

@@ -247,7 +247,7 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
   c.growth_bytes = replay.delta() - delta_before;
   // Memory allocated before the trace counts under its own source, where
   // the dump's blocks and the unmatched frees carry frames.
-  BaselineSources baseline = baseline_sources(snapshot, trace, sources);
+  BaselineSources baseline = baseline_sources(snapshot, file.baseline_pieces(), sources);
   const BaselineSources* with_baseline = baseline.known ? &baseline : nullptr;
   auto rows =
       live_by_source(snapshot, trace, sources, std::vector<uint64_t>{before, at}, with_baseline);
@@ -261,7 +261,8 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
   SourceKeyOptions by_category = options.keys;
   by_category.group = GroupBy::kCategory;
   SourceIndex category_index(snapshot, by_category);
-  BaselineSources baseline_categories = baseline_sources(snapshot, trace, category_index);
+  BaselineSources baseline_categories =
+      baseline_sources(snapshot, file.baseline_pieces(), category_index);
   c.live_by_category = live_at(snapshot, trace, category_index, at,
                                baseline_categories.known ? &baseline_categories : nullptr)
                            .sources;

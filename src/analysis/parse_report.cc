@@ -131,9 +131,7 @@ ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options) 
         row.peak_delta = totals.peak_delta;
         row.unmatched_free_count = totals.unmatched_free_count;
         row.baseline_at_start = compute_baseline(row.segments, totals).baseline_at_start;
-        const Action* first = events.action.data() + device_trace->begin;
-        row.oom_count =
-            static_cast<uint64_t>(std::count(first, first + device_trace->count(), Action::kOom));
+        row.oom_count = snapshot.count_of(*device_trace, Action::kOom);
       } else {
         row.baseline_at_start = static_cast<int64_t>(row.segments.active_size);
       }

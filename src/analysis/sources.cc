@@ -271,64 +271,72 @@ LiveAt live_at(const Snapshot& snapshot, const DeviceTrace& trace, SourceIndex& 
 
 namespace {
 
-// Collects the trace's unmatched frees: their source, and their bytes into
-// the baseline (they were live before the trace).
+// Collects the trace's frees without their alloc.
 struct UnmatchedFrees {
-  const Snapshot& snapshot;
-  SourceIndex& sources;
-  BaselineSources& out;
-  void add(uint32_t source, uint64_t size) {
-    if (source >= out.bytes.size()) {
-      out.bytes.resize(source + 1, 0);
-      out.counts.resize(source + 1, 0);
-    }
-    out.bytes[source] += size;
-    ++out.counts[source];
-  }
-  void on_unmatched_free(uint64_t event, uint64_t size) {
-    const StackId stack = snapshot.events.stack[event];
-    const uint32_t source = sources.of(LiveAllocation{size, stack, event, 0});
-    out.freed_source.emplace(event, source);
-    out.known = out.known || stack.valid() || !sources.blocks_need_frames();
-    add(source, size);
-  }
+  std::vector<BaselinePieces::Free>& out;
+  void on_unmatched_free(uint64_t event, uint64_t size) { out.push_back({event, size}); }
 };
 
 }  // namespace
 
-BaselineSources baseline_sources(const Snapshot& snapshot, const DeviceTrace& trace,
-                                 SourceIndex& sources) {
-  BaselineSources baseline;
-  UnmatchedFrees frees{snapshot, sources, baseline};
+BaselinePieces baseline_pieces(const Snapshot& snapshot, const DeviceTrace& trace) {
+  BaselinePieces pieces;
+  UnmatchedFrees frees{pieces.unmatched_frees};
   Replay replay(snapshot);
   replay.run(trace.begin, trace.end, frees);
   // Active blocks at the dump that no live traced allocation accounts for.
   const LiveSet& traced = replay.live();
   uint64_t active = 0;
-  uint64_t attributed = 0;
-  for (const Segment& segment : snapshot.segments) {
+  uint64_t held = 0;
+  for (size_t s = 0; s < snapshot.segments.size(); ++s) {
+    const Segment& segment = snapshot.segments[s];
     if (segment.device != trace.device) continue;
-    for (const Block& block : snapshot.blocks_of(segment)) {
+    for (uint32_t b = segment.first_block; b < segment.first_block + segment.block_count; ++b) {
+      const Block& block = snapshot.blocks[b];
       if (block.state != BlockState::kActiveAllocated &&
           block.state != BlockState::kActivePendingFree) {
         continue;
       }
       active += block.size;
       if (traced.contains(block.address)) continue;
-      baseline.known = baseline.known || block.stack.valid() || !sources.blocks_need_frames();
-      frees.add(sources.of_block(segment, block), block.size);
-      attributed += block.size;
+      pieces.blocks.push_back({static_cast<uint32_t>(s), b});
+      held += block.size;
     }
   }
   // The baseline is active - (traced bytes live at the end) + unmatched frees
   // (compute_baseline). Where a traced allocation's size differs from its
-  // block's, or it has no block, the blocks leave part of it unnamed: one row
-  // says so, so that the rows add up.
-  const ReplayTotals totals = replay.totals();
-  const uint64_t still_live = active - attributed;  // blocks the trace accounts for
-  if (totals.live_bytes_at_end < still_live) {
-    frees.add(sources.intern(kBaselineUnmatched), still_live - totals.live_bytes_at_end);
+  // block's, or it has no block, the blocks leave part of it unnamed.
+  const uint64_t still_live = active - held;  // blocks the trace accounts for
+  const uint64_t traced_at_end = replay.totals().live_bytes_at_end;
+  if (traced_at_end < still_live) pieces.unnamed = still_live - traced_at_end;
+  return pieces;
+}
+
+BaselineSources baseline_sources(const Snapshot& snapshot, const BaselinePieces& pieces,
+                                 SourceIndex& sources) {
+  BaselineSources baseline;
+  auto add = [&baseline](uint32_t source, uint64_t size) {
+    if (source >= baseline.bytes.size()) {
+      baseline.bytes.resize(source + 1, 0);
+      baseline.counts.resize(source + 1, 0);
+    }
+    baseline.bytes[source] += size;
+    ++baseline.counts[source];
+  };
+  for (const BaselinePieces::Free& free : pieces.unmatched_frees) {
+    const StackId stack = snapshot.events.stack[free.event];
+    const uint32_t source = sources.of(LiveAllocation{free.size, stack, free.event, 0});
+    baseline.freed_source.emplace(free.event, source);
+    baseline.known = baseline.known || stack.valid() || !sources.blocks_need_frames();
+    add(source, free.size);
   }
+  for (const BaselinePieces::HeldBlock& held : pieces.blocks) {
+    const Block& block = snapshot.blocks[held.block];
+    baseline.known = baseline.known || block.stack.valid() || !sources.blocks_need_frames();
+    add(sources.of_block(snapshot.segments[held.segment], block), block.size);
+  }
+  // One row says what no block names, so that the rows add up.
+  if (pieces.unnamed != 0) add(sources.intern(kBaselineUnmatched), pieces.unnamed);
   return baseline;
 }
 

@@ -95,8 +95,26 @@ struct BaselineSources {
   // Rows at the trace start, sorted like live_by_source's.
   [[nodiscard]] std::vector<SourceUsage> rows(const SourceIndex& sources) const;
 };
-// One replay of the device's trace and one walk over its blocks.
-BaselineSources baseline_sources(const Snapshot& snapshot, const DeviceTrace& trace,
+// Memory from before the trace before it is named: one replay of the
+// device's trace finds the pieces (FileAnalysis keeps them), and naming them
+// by any SourceIndex (baseline_sources) is a walk over the pieces alone.
+struct BaselinePieces {
+  struct Free {
+    uint64_t event = 0;  // model index of a free without its alloc
+    uint64_t size = 0;
+  };
+  std::vector<Free> unmatched_frees;  // in trace order
+  struct HeldBlock {
+    uint32_t segment = 0;  // index in snapshot.segments
+    uint32_t block = 0;    // index in snapshot.blocks
+  };
+  std::vector<HeldBlock> blocks;  // active at the dump, no live traced allocation at its address
+  // Baseline bytes that no block names: a traced allocation whose size
+  // differs from its block's, or that has none (see baseline_sources).
+  uint64_t unnamed = 0;
+};
+BaselinePieces baseline_pieces(const Snapshot& snapshot, const DeviceTrace& trace);
+BaselineSources baseline_sources(const Snapshot& snapshot, const BaselinePieces& pieces,
                                  SourceIndex& sources);
 
 // Live bytes by source after `positions[k]` events of the trace were applied

@@ -471,11 +471,11 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
   // Memory from before the trace, named where its blocks and unmatched frees
   // carry frames: its sources count towards the layers the view keeps.
   NamedBaseline baseline;
-  baseline.by_source = baseline_sources(snapshot, trace, sources);
+  baseline.by_source = baseline_sources(snapshot, file.baseline_pieces(), sources);
   SourceKeyOptions by_category = key_options;
   by_category.group = GroupBy::kCategory;
   SourceIndex categories(snapshot, by_category);
-  baseline.by_category = baseline_sources(snapshot, trace, categories);
+  baseline.by_category = baseline_sources(snapshot, file.baseline_pieces(), categories);
   for (size_t c = 0; c < categories.size(); ++c)
     baseline.category_names.push_back(categories.name(static_cast<uint32_t>(c)));
   std::vector<int64_t>& source_most = observer.source_most;

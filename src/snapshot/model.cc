@@ -132,13 +132,15 @@ std::vector<int> Snapshot::devices_in_use() const {
   return {in_use.begin(), in_use.end()};
 }
 
+uint64_t Snapshot::count_of(const DeviceTrace& trace, Action action) const {
+  const Action* first = events.action.data() + trace.begin;
+  return static_cast<uint64_t>(std::count(first, first + trace.count(), action));
+}
+
 std::vector<int> Snapshot::devices_with_oom() const {
   std::vector<int> found;
   for (const DeviceTrace& trace : devices) {
-    const auto* first = events.action.data() + trace.begin;
-    if (std::find(first, first + trace.count(), Action::kOom) != first + trace.count()) {
-      found.push_back(trace.device);
-    }
+    if (count_of(trace, Action::kOom) != 0) found.push_back(trace.device);
   }
   std::sort(found.begin(), found.end());
   found.erase(std::unique(found.begin(), found.end()), found.end());
