@@ -11,7 +11,8 @@ EXAMPLE     ?= examples/training_steps.pickle.gz
 EXAMPLE_B   ?= examples/training_steps_larger_batch.pickle.gz
 DEMO_HTML   ?= $(BUILD)/demo_overlay.html
 
-.PHONY: all setup build demo check test test-release test-fast test-asan fuzz bench format lint clean
+.PHONY: all setup build demo check test test-release test-fast test-asan test-python wheel fuzz bench \
+        format lint clean
 
 all: build
 
@@ -48,7 +49,7 @@ check: build
 # corpus, golden outputs, real fixtures, browser, cluster, fuzz corpus; then
 # the same under ASan and UBSan (less the golden outputs and the two reference
 # comparisons on the real fixtures: label `reference`, tests/CMakeLists.txt).
-test: test-release test-asan
+test: test-release test-python test-asan
 
 test-release: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -64,6 +65,25 @@ test-asan: setup $(ASAN_BUILD)/build.ninja
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS) -LE '^(golden|reference)$$'
+
+# The Python package (pyproject.toml): `pip wheel .` with build isolation, as
+# `pip install .` builds it (scikit-build-core and nanobind come from PyPI,
+# pinned in pyproject.toml), then `auditwheel repair`: the C++ libraries go
+# inside the wheel and the tag says which glibc it needs. The wheel lands in
+# $(WHEELHOUSE). $(WHEEL_BUILD) keeps CMake's build between runs.
+PYTHON      ?= python3
+PY_TOOLS    ?= $(BUILD)/py-tools
+PY_TEST     ?= $(BUILD)/py-test
+WHEEL_BUILD ?= $(BUILD)/wheel-build
+WHEELHOUSE  ?= $(BUILD)/wheelhouse
+wheel: setup
+	scripts/python_wheel "$(PYTHON)" "$(PY_TOOLS)" "$(WHEEL_BUILD)" "$(WHEELHOUSE)"
+
+# The Python tests run against the installed wheel, in a fresh venv (never
+# the build tree): python/tests, the API against the CLI's --json, and the
+# example notebook executed.
+test-python: wheel build
+	scripts/python_test "$(PYTHON)" "$(PY_TEST)" "$(WHEELHOUSE)" "$(BUILD)/memsnap"
 
 # Coverage-guided fuzzing with libFuzzer (clang): fuzz_pickle_vm (the VM and
 # the decoder) and fuzz_snapshot (whatever decodes, through every analysis and
@@ -83,8 +103,10 @@ fuzz: setup
 	  $(FUZZ_BUILD)/new-fuzz_snapshot fuzz/corpus
 
 # Speed and memory against `python3 -c "pickle.load(...)"` on generated files.
-bench: build
+# Then the Python package (load + parse, to_pandas) against the CLI and pickle.load.
+bench: build wheel
 	python3 bench/run_bench.py --memsnap $(BUILD)/memsnap
+	python3 bench/python_bench.py --memsnap $(BUILD)/memsnap --wheelhouse $(WHEELHOUSE)
 
 format:
 	clang-format -i $$(git ls-files 'src/*.cc' 'src/*.h' 'include/*.h' 'tests/*.cc' 'tests/*.h' 'fuzz/*.cc')

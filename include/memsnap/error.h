@@ -30,6 +30,8 @@ class Error : public std::exception {
   // "<file>: <message> (at byte offset N)": the only place the parts are joined.
   [[nodiscard]] const char* what() const noexcept override { return text_.c_str(); }
   [[nodiscard]] const std::string& message() const { return message_; }
+  // The input the error is about (in_file's name); empty when none.
+  [[nodiscard]] const std::string& file() const { return file_; }
   [[nodiscard]] std::optional<uint64_t> byte_offset() const { return byte_offset_; }
   [[nodiscard]] Kind kind() const { return kind_; }
 

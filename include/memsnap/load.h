@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 
 #include "memsnap/model.h"
@@ -24,5 +25,10 @@ struct LoadOptions {
 // Opens PATH ("-" is stdin; .gz and .zst by magic bytes) and decodes it.
 // Throws memsnap::Error naming the file on unreadable or hostile input.
 Snapshot load_snapshot(const std::string& path, const LoadOptions& options = {});
+
+// The same for a snapshot already in memory (a pickle, or its .gz/.zst),
+// read in place; `name` is what errors say in place of a path.
+Snapshot load_snapshot_bytes(std::span<const uint8_t> bytes, const std::string& name,
+                             const LoadOptions& options = {});
 
 }  // namespace memsnap

@@ -550,6 +550,24 @@ bool group_picks_frames(GroupBy group) {
   return group == GroupBy::kFile || group == GroupBy::kFunction || group == GroupBy::kStack;
 }
 
+std::optional<GroupBy> parse_group_by(std::string_view name) {
+  static constexpr std::pair<std::string_view, GroupBy> kGroups[] = {
+      {"source", GroupBy::kSource},
+      {"file", GroupBy::kFile},
+      {"function", GroupBy::kFunction},
+      {"stack", GroupBy::kStack},
+      {"category", GroupBy::kCategory},
+      {"user_metadata", GroupBy::kUserMetadata},
+      {"compile_context", GroupBy::kCompileContext},
+      {"annotation", GroupBy::kAnnotation},
+      {"pool", GroupBy::kPool},
+  };
+  for (const auto& [group_name, group] : kGroups) {
+    if (group_name == name) return group;
+  }
+  return std::nullopt;
+}
+
 std::string_view group_label(GroupBy group) {
   switch (group) {
     case GroupBy::kSource: return "source";

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <span>
 #include <string>
@@ -48,6 +49,10 @@ enum class GroupBy : uint8_t {
 // What a row of a source table is called in a header: "source", "file",
 // "category", ...
 std::string_view group_label(GroupBy group);
+
+// The group a name stands for ("source", "file", ..., "pool": the names of
+// --group-by and of the Python API's group_by); nullopt for any other.
+std::optional<GroupBy> parse_group_by(std::string_view name);
 
 // Groups that are a choice among the key rule's frames (file, function,
 // stack), as opposed to the key itself or a property of the entry.

@@ -576,4 +576,12 @@ void add_page_panels(const FileAnalysis& file, const SourceKeyOptions& key_optio
   run.allocator = allocator_moments(file, moments);
 }
 
+RunTimeline plot_run(const FileAnalysis& file, const std::string& label, double precision_ms,
+                     const SourceKeyOptions& key_options, uint64_t max_lifetimes, bool page) {
+  if (page) file.start_allocator_history();
+  RunTimeline run = build_timeline(file, label, precision_ms, key_options, max_lifetimes);
+  if (page) add_page_panels(file, key_options, run);
+  return run;
+}
+
 }  // namespace memsnap

@@ -155,4 +155,9 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
 void add_page_panels(const FileAnalysis& file, const SourceKeyOptions& key_options,
                      RunTimeline& run);
 
+// One run of `plot`: its timeline, and for the HTML page (`page`) the panels,
+// with the allocator replay begun first so that it runs beside the timeline.
+RunTimeline plot_run(const FileAnalysis& file, const std::string& label, double precision_ms,
+                     const SourceKeyOptions& key_options, uint64_t max_lifetimes, bool page);
+
 }  // namespace memsnap

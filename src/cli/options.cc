@@ -15,6 +15,7 @@
 #include <limits>
 #include <map>
 
+#include "cli/output.h"
 #include "cli/usage.h"
 #include "io/input.h"
 #include "memsnap/error.h"
@@ -44,7 +45,7 @@ LoadOptions load_options(const std::string& path, const CommonOptions& common, b
   LoadOptions options;
   options.allow_objects = common.allow_objects;
   options.max_input_bytes = common.max_input_bytes;
-  if (show_progress && ::isatty(STDERR_FILENO) != 0) {
+  if (show_progress && !output_captured() && ::isatty(STDERR_FILENO) != 0) {
     options.on_progress = [path, last_percent = -1, last_mib = uint64_t{0}](
                               uint64_t done, uint64_t total) mutable {
       if (total == 0) {  // still inflating: the size is not known yet
@@ -176,15 +177,7 @@ void add_source_key_flags(CLI::App& command, CommonOptions& options) {
       .add_option_function<std::string>(
           "--group-by",
           [&options](const std::string& group) {
-            options.keys.group = group == "file"              ? GroupBy::kFile
-                                 : group == "function"        ? GroupBy::kFunction
-                                 : group == "stack"           ? GroupBy::kStack
-                                 : group == "category"        ? GroupBy::kCategory
-                                 : group == "user_metadata"   ? GroupBy::kUserMetadata
-                                 : group == "compile_context" ? GroupBy::kCompileContext
-                                 : group == "annotation"      ? GroupBy::kAnnotation
-                                 : group == "pool"            ? GroupBy::kPool
-                                                              : GroupBy::kSource;
+            options.keys.group = parse_group_by(group).value_or(GroupBy::kSource);
           },
           "What a row of the source tables stands for: source (name@file:line, default), file, "
           "function (name@file, all its lines), stack (every frame of your code), category "
@@ -259,8 +252,7 @@ Snapshot load_timed(const std::string& path, const CommonOptions& options, bool 
   Snapshot snapshot = load_snapshot(path, load_options(path, options, show_progress));
   if (options.timings) {
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-    std::fprintf(stderr, "memsnap: timings: %s: read and decode %.3f s\n", path.c_str(),
-                 took.count());
+    write_note(fmt::format("timings: {}: read and decode {:.3f} s", path, took.count()));
   }
   return snapshot;
 }
@@ -273,7 +265,7 @@ Snapshot load_with_progress(const std::string& path, const CommonOptions& option
 
 void note_device_choice(const std::string& path, const DeviceChoice& choice) {
   if (choice.reason == DeviceReason::kRequested || !choice.others()) return;
-  std::fprintf(stderr, "memsnap: %s\n", printable(device_choice_note(path, choice)).c_str());
+  write_note(printable(device_choice_note(path, choice)));
 }
 
 FileAnalysis analyze(const std::string& path, const Snapshot& snapshot,
@@ -281,9 +273,8 @@ FileAnalysis analyze(const std::string& path, const Snapshot& snapshot,
   PartObserver observer;
   if (options.timings) {
     observer = [](const PartTiming& timing) {
-      std::fprintf(stderr, "memsnap: timings: %.*s device %d: %.*s %.3f s\n",
-                   static_cast<int>(timing.file.size()), timing.file.data(), timing.device,
-                   static_cast<int>(timing.part.size()), timing.part.data(), timing.seconds);
+      write_note(fmt::format("timings: {} device {}: {} {:.3f} s", timing.file, timing.device,
+                             timing.part, timing.seconds));
     };
   }
   FileAnalysis file(path, snapshot, options.device, std::move(observer));

@@ -15,10 +15,35 @@ namespace {
   throw Error::output(std::string("cannot write output: ") + std::strerror(error_number));
 }
 
+CapturedOutput* g_captured = nullptr;
+
 }  // namespace
+
+CapturedOutput::CapturedOutput() {
+  g_captured = this;
+}
+CapturedOutput::~CapturedOutput() {
+  g_captured = nullptr;
+}
+
+bool output_captured() {
+  return g_captured != nullptr;
+}
+
+void write_note(std::string_view line) {
+  if (g_captured != nullptr) {
+    g_captured->notes.append(line).push_back('\n');
+    return;
+  }
+  std::fprintf(stderr, "memsnap: %.*s\n", static_cast<int>(line.size()), line.data());
+}
 
 void write_out(std::string_view text) {
   if (text.empty()) return;
+  if (g_captured != nullptr) {
+    g_captured->out.append(text);
+    return;
+  }
   errno = 0;
   if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size()) fail_output(errno);
 }
@@ -33,6 +58,7 @@ void write_json(const nlohmann::ordered_json& value) {
 }
 
 void finish_output() {
+  if (g_captured != nullptr) return;
   errno = 0;
   if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) fail_output(errno != 0 ? errno : EIO);
 }

@@ -9,6 +9,26 @@
 
 namespace memsnap::cli {
 
+// Reports go to stdout and notes (one "memsnap: ..." line each) to stderr,
+// unless a CapturedOutput is alive: then both go into its strings. The Python
+// package runs a command in-process this way and returns what it printed.
+// One at a time (the package holds a lock around it).
+class CapturedOutput {
+ public:
+  CapturedOutput();
+  ~CapturedOutput();
+  CapturedOutput(const CapturedOutput&) = delete;
+  CapturedOutput& operator=(const CapturedOutput&) = delete;
+
+  std::string out;    // the report
+  std::string notes;  // the notes, each ending in '\n', without "memsnap: "
+};
+// Whether output is captured: progress lines on a terminal are then not drawn.
+bool output_captured();
+
+// One line on stderr: "memsnap: <line>\n" (or into CapturedOutput::notes).
+void write_note(std::string_view line);
+
 // Throws Error (kind kOutput) when the write fails, or kind kBrokenPipe when
 // the reader went away (the edge then ends quietly).
 void write_out(std::string_view text);

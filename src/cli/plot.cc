@@ -77,11 +77,9 @@ void run_plot(const PlotFlags& flags) {
   std::vector<RunTimeline> runs;
   for (size_t i = 0; i < files.size(); ++i) {
     FileAnalysis file = analyze(files[i], snapshots[i], common);
-    if (!flags.text) file.start_allocator_history();  // for the panels, beside the timeline
     std::string label = flags.labels.empty() ? basename_of(files[i]) : flags.labels[i];
     runs.push_back(
-        build_timeline(file, label, flags.precision_ms, common.keys, flags.max_lifetimes));
-    if (!flags.text) add_page_panels(file, common.keys, runs.back());
+        plot_run(file, label, flags.precision_ms, common.keys, flags.max_lifetimes, !flags.text));
   }
   if (flags.text) {
     TextChartOptions options;
@@ -94,8 +92,8 @@ void run_plot(const PlotFlags& flags) {
   }
   std::string page = render_plot_html(runs, flags.precision_ms);
   write_file(flags.output, page);
-  std::fprintf(stderr, "memsnap: wrote %s (%s, %zu run%s)\n", flags.output.c_str(),
-               format_bytes(page.size()).c_str(), runs.size(), runs.size() == 1 ? "" : "s");
+  write_note(fmt::format("wrote {} ({}, {} run{})", flags.output, format_bytes(page.size()),
+                         runs.size(), runs.size() == 1 ? "" : "s"));
 }
 
 }  // namespace

@@ -46,11 +46,9 @@ Command replay_to_time_command() {
               }
               for (const TimeSide& side : sides) {
                 if (side.clamped) {
-                  std::fprintf(stderr, "%s",
-                               fmt::format("memsnap: note: {}: --time {} is past the end of the "
-                                           "trace; clamped to {:.6f} s\n",
-                                           side.file, side.requested_s, side.time_s)
-                                   .c_str());
+                  write_note(fmt::format(
+                      "note: {}: --time {} is past the end of the trace; clamped to {:.6f} s",
+                      side.file, side.requested_s, side.time_s));
                 }
               }
               if (sides.size() == 1) {

@@ -99,7 +99,7 @@ int run_cli(int argc, char** argv) {
     const auto& table = command_table();
     if (std::none_of(table.begin(), table.end(),
                      [&](const Command& command) { return command.name == asked; })) {
-      std::fprintf(stderr, "memsnap: %s\n", unknown_command_message(asked).c_str());
+      write_note(unknown_command_message(asked));
       return kExitUsage;
     }
   }
@@ -108,10 +108,10 @@ int run_cli(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     if (error.get_exit_code() == 0) return app.exit(error);  // --help, --version
-    std::fprintf(stderr, "memsnap: %s\n", usage_message(app, error).c_str());
+    write_note(usage_message(app, error));
     return kExitUsage;
   } catch (const Error& error) {  // a file a flag names (--category-rules) could not be read
-    std::fprintf(stderr, "memsnap: %s\n", error.what());
+    write_note(error.what());
     return exit_status(error);
   }
 
@@ -127,11 +127,11 @@ int run_cli(int argc, char** argv) {
   } catch (const Error& error) {
     if (error.kind() == Error::Kind::kBrokenPipe) return kExitBrokenPipe;
     std::fflush(stdout);
-    std::fprintf(stderr, "memsnap: %s\n", error.what());
+    write_note(error.what());
     return exit_status(error);
   } catch (const std::bad_alloc&) {
     std::fflush(stdout);
-    std::fprintf(stderr, "memsnap: out of memory\n");
+    write_note("out of memory");
     return kExitInput;
   }
 }

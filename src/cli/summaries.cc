@@ -10,6 +10,7 @@
 #include <mutex>
 #include <thread>
 
+#include "cli/output.h"
 #include "formats/summary_json.h"
 #include "io/input.h"
 #include "memsnap/error.h"
@@ -178,7 +179,7 @@ std::vector<SummaryOutcome> summarize_all(const std::vector<std::string>& paths,
   std::atomic<size_t> next{0};
   std::atomic<size_t> done{0};
   std::mutex progress;
-  const bool show_progress = paths.size() > 1 && ::isatty(STDERR_FILENO) != 0;
+  const bool show_progress = paths.size() > 1 && !output_captured() && ::isatty(STDERR_FILENO) != 0;
   auto work = [&] {
     for (size_t i = next++; i < paths.size(); i = next++) {
       SummaryOutcome& outcome = outcomes[i];

@@ -84,7 +84,7 @@ Command summarize_command() {
               size_t failed = 0;
               for (size_t i = 0; i < outcomes.size(); ++i) {
                 if (!outcomes[i].summary) {
-                  std::fprintf(stderr, "memsnap: %s\n", outcomes[i].error.c_str());
+                  write_note(outcomes[i].error);
                   ++failed;
                   continue;
                 }

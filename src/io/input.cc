@@ -234,11 +234,12 @@ InputBuffer& InputBuffer::operator=(InputBuffer&& other) noexcept {
   file_size_ = std::exchange(other.file_size_, 0);
   released_ = std::exchange(other.released_, 0);
   mapped_ = std::exchange(other.mapped_, false);
+  borrowed_ = std::exchange(other.borrowed_, false);
   owned_ = std::move(other.owned_);
   stream_ = std::move(other.stream_);
   compression_ = other.compression_;
   name_ = std::move(other.name_);
-  if (!mapped_) data_ = stream_ ? data_ : owned_.data();
+  if (!mapped_ && !borrowed_) data_ = stream_ ? data_ : owned_.data();
   return *this;
 }
 
@@ -598,15 +599,25 @@ uint64_t default_max_input_bytes() {
   return std::min(kMaxInputBytes, static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size));
 }
 
+InputBuffer inflate_if_compressed(InputBuffer buffer, uint64_t max_bytes,
+                                  const StartCheck& check_pickle_start);
+
+namespace {
+
+// The checks every pickle's first bytes get, wherever they come from.
+// (By value: a compressed file's check runs on the inflating thread.)
+StartCheck pickle_start_check(const InputLimits& limits) {
+  return [check = limits.check_start](std::span<const uint8_t> first_bytes) {
+    check_looks_like_pickle(first_bytes);
+    if (check) check(first_bytes);
+  };
+}
+
+}  // namespace
+
 InputBuffer open_input(const std::string& path, const InputLimits& limits) {
   const uint64_t max_bytes = limits.max_bytes != 0 ? limits.max_bytes : default_max_input_bytes();
-  // The checks every pickle's first bytes get, wherever they come from.
-  // (By value: a compressed file's check runs on the inflating thread.)
-  const StartCheck check_pickle_start =
-      [check = limits.check_start](std::span<const uint8_t> first_bytes) {
-        check_looks_like_pickle(first_bytes);
-        if (check) check(first_bytes);
-      };
+  const StartCheck check_pickle_start = pickle_start_check(limits);
   // Raw bytes: compressed input is checked after inflating, not before.
   const StartCheck check_raw_start = [&](std::span<const uint8_t> first_bytes) {
     if (!is_gzip(first_bytes) && !is_zstd(first_bytes)) check_pickle_start(first_bytes);
@@ -646,23 +657,46 @@ InputBuffer open_input(const std::string& path, const InputLimits& limits) {
   }
   buffer.file_size_ = buffer.size_;
 
+  return inflate_if_compressed(std::move(buffer), max_bytes, check_pickle_start);
+}
+
+// A gzip or zstd buffer becomes the stream that inflates it; any other is
+// returned as it is.
+InputBuffer inflate_if_compressed(InputBuffer buffer, uint64_t max_bytes,
+                                  const StartCheck& check_pickle_start) {
   std::span<const uint8_t> raw_bytes = buffer.available();
-  if (is_gzip(raw_bytes) || is_zstd(raw_bytes)) {
-    const bool gzip = is_gzip(raw_bytes);
-    const uint64_t file_size = buffer.file_size_;
-    InputBuffer inflated;
-    inflated.stream_ =
-        std::make_shared<InflatingStream>(std::move(buffer), gzip, max_bytes, check_pickle_start);
-    inflated.data_ = inflated.stream_->data();
-    inflated.name_ = path;
-    inflated.file_size_ = file_size;
-    inflated.compression_ = gzip ? Compression::kGzip : Compression::kZstd;
-    // The first bytes' verdict (not a pickle, a bomb of zeros) before
-    // anything reads on.
-    inflated.wait_for(kStartCheckBytes);
-    return inflated;
-  }
-  return buffer;
+  if (!is_gzip(raw_bytes) && !is_zstd(raw_bytes)) return buffer;
+  const bool gzip = is_gzip(raw_bytes);
+  const uint64_t file_size = buffer.file_size_;
+  std::string name = buffer.name_;
+  InputBuffer inflated;
+  inflated.stream_ =
+      std::make_shared<InflatingStream>(std::move(buffer), gzip, max_bytes, check_pickle_start);
+  inflated.data_ = inflated.stream_->data();
+  inflated.name_ = std::move(name);
+  inflated.file_size_ = file_size;
+  inflated.compression_ = gzip ? Compression::kGzip : Compression::kZstd;
+  // The first bytes' verdict (not a pickle, a bomb of zeros) before
+  // anything reads on.
+  inflated.wait_for(kStartCheckBytes);
+  return inflated;
+}
+
+InputBuffer open_memory(std::span<const uint8_t> bytes, std::string name,
+                        const InputLimits& limits) {
+  const uint64_t max_bytes = limits.max_bytes != 0 ? limits.max_bytes : default_max_input_bytes();
+  const StartCheck check_pickle_start = pickle_start_check(limits);
+  // Bytes already in memory need no limit; what they inflate to does.
+  const std::span<const uint8_t> head =
+      bytes.first(std::min<size_t>(bytes.size(), kStartCheckBytes));
+  if (!is_gzip(head) && !is_zstd(head)) check_pickle_start(head);
+  InputBuffer buffer;
+  buffer.name_ = std::move(name);
+  buffer.data_ = bytes.data();
+  buffer.size_ = bytes.size();
+  buffer.file_size_ = bytes.size();
+  buffer.borrowed_ = true;
+  return inflate_if_compressed(std::move(buffer), max_bytes, check_pickle_start);
 }
 
 std::vector<uint8_t> read_file_head(const std::string& path, uint64_t bytes) {

@@ -15,6 +15,9 @@ namespace memsnap {
 
 enum class Compression { kNone, kGzip, kZstd };
 
+// Checks the first bytes of the (decompressed) pickle; throws Error to refuse.
+using StartCheck = std::function<void(std::span<const uint8_t> first_bytes)>;
+
 class MappingGuard;
 class InflatingStream;
 struct InputLimits;
@@ -64,6 +67,10 @@ class InputBuffer {
 
  private:
   friend InputBuffer open_input(const std::string& path, const InputLimits& limits);
+  friend InputBuffer open_memory(std::span<const uint8_t> bytes, std::string name,
+                                 const InputLimits& limits);
+  friend InputBuffer inflate_if_compressed(InputBuffer buffer, uint64_t max_bytes,
+                                           const StartCheck& check_pickle_start);
   void unmap();
 
   const uint8_t* data_ = nullptr;
@@ -71,6 +78,7 @@ class InputBuffer {
   uint64_t file_size_ = 0;
   uint64_t released_ = 0;
   bool mapped_ = false;
+  bool borrowed_ = false;  // open_memory's bytes: the caller's, read in place
   std::unique_ptr<MappingGuard> guard_;
   std::vector<uint8_t> owned_;
   std::shared_ptr<InflatingStream> stream_;
@@ -81,9 +89,6 @@ class InputBuffer {
 class Error;
 // "file changed while reading ...": what InputBuffer::throw_if_changed throws.
 Error file_changed_error();
-
-// Checks the first bytes of the (decompressed) pickle; throws Error to refuse.
-using StartCheck = std::function<void(std::span<const uint8_t> first_bytes)>;
 
 struct InputLimits {
   // The most bytes the pickle may take once read or decompressed; 0 means
@@ -103,6 +108,12 @@ constexpr size_t kStartCheckBytes = 64;
 // inputs that are recognisably not a snapshot pickle (empty, zip, JSON, and
 // whatever limits.check_start refuses), or larger than the limit.
 InputBuffer open_input(const std::string& path, const InputLimits& limits = {});
+
+// The same for bytes already in memory (the Python package's load(bytes)):
+// a plain pickle is read in place, so `bytes` must outlive the buffer;
+// .gz/.zst are inflated into the buffer. `name` is what errors say.
+InputBuffer open_memory(std::span<const uint8_t> bytes, std::string name,
+                        const InputLimits& limits = {});
 
 // Checks the first bytes and throws a clear Error for inputs that are not a
 // pickle at all. Exposed for tests.

@@ -727,15 +727,33 @@ Snapshot decode_snapshot(InputBuffer& input, const LoadOptions& options, EntryRe
   return model;
 }
 
+namespace {
+
+InputLimits input_limits(const LoadOptions& options) {
+  InputLimits limits;
+  limits.max_bytes = options.max_input_bytes;
+  limits.check_start = pickle::check_pickle_start;
+  return limits;
+}
+
+}  // namespace
+
 Snapshot load_snapshot(const std::string& path, const LoadOptions& options) {
   try {
-    InputLimits limits;
-    limits.max_bytes = options.max_input_bytes;
-    limits.check_start = pickle::check_pickle_start;
-    InputBuffer input = open_input(path, limits);
+    InputBuffer input = open_input(path, input_limits(options));
     return decode_snapshot(input, options);
   } catch (const Error& error) {
     throw error.in_file(path == "-" ? "<stdin>" : path);
+  }
+}
+
+Snapshot load_snapshot_bytes(std::span<const uint8_t> bytes, const std::string& name,
+                             const LoadOptions& options) {
+  try {
+    InputBuffer input = open_memory(bytes, name, input_limits(options));
+    return decode_snapshot(input, options);
+  } catch (const Error& error) {
+    throw error.in_file(name);
   }
 }
 

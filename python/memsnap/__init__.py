@@ -1,0 +1,42 @@
+"""memsnap: read PyTorch CUDA memory snapshots safely and fast, from Python.
+
+    import memsnap
+    snap = memsnap.load("rank0.pickle")       # never executes the pickle
+    snap.explain()                            # the CLI's `memsnap explain --json`, as a dict
+    snap.events().to_pandas()                 # every trace entry, with its source and category
+
+Reports are the command line's ``--json`` documents (the same C++ core makes
+both); tables are numpy columns over the core's memory. ``memsnap`` on the
+PATH and ``python -m memsnap`` are the full command line.
+"""
+
+from ._api import (
+    CheckResult,
+    Plot,
+    Snapshot,
+    check,
+    compare,
+    from_dict,
+    load,
+    plot,
+    ranks,
+)
+from ._core import __version__
+from ._errors import MemsnapWarning, SnapshotError
+from ._table import Table
+
+__all__ = [
+    "CheckResult",
+    "MemsnapWarning",
+    "Plot",
+    "Snapshot",
+    "SnapshotError",
+    "Table",
+    "__version__",
+    "check",
+    "compare",
+    "from_dict",
+    "load",
+    "plot",
+    "ranks",
+]

@@ -1,0 +1,696 @@
+"""memsnap's Python API: load a snapshot once, ask it for reports and tables.
+
+Every report is the dict that the command line prints with ``--json`` (the
+same C++ code makes both), so a script and a terminal agree to the byte.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import pickle
+import re
+import warnings
+from typing import (
+    Any,
+    BinaryIO,
+    Dict,
+    Iterable,
+    List,
+    Mapping,
+    NamedTuple,
+    Optional,
+    Sequence,
+    Tuple,
+    Union,
+)
+
+import numpy as np
+
+from . import _core
+from ._errors import MemsnapWarning, SnapshotError
+from ._table import Table
+
+PathLike = Union[str, "os.PathLike[str]"]
+Source = Union[str, "os.PathLike[str]", bytes, bytearray, memoryview, BinaryIO]
+
+_HEAD_BYTES = 1 << 20  # what a summary's file identity hashes (summarize's head_hash)
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgtp]?)(i?b?)\s*$", re.IGNORECASE)
+_BLOCK_STATES = ["active_allocated", "active_pending_free", "inactive", "unknown"]
+
+
+def _size_bytes(value: Union[int, str, None], what: str) -> int:
+    """A size as the command line reads it: an int of bytes, or '80GiB', '512MiB', '1.5G'."""
+    if value is None:
+        return 0
+    if isinstance(value, bool):
+        raise TypeError(f"{what} must be a number of bytes or a size like '80GiB'")
+    if isinstance(value, int):
+        if value < 1:
+            raise ValueError(f"{what} must be at least 1 byte, not {value}")
+        return value
+    if isinstance(value, str):
+        match = _SIZE.match(value)
+        if match:
+            scale = 1024 ** " kmgtp".index((match.group(2) or " ").lower())
+            return int(float(match.group(1)) * scale)
+        raise ValueError(f"{what}: '{value}' is not a size (e.g. 80GiB, 512MiB, 1048576)")
+    raise TypeError(f"{what} must be a number of bytes or a size like '80GiB'")
+
+
+def _whole(value: Any, what: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be a whole number, not {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{what} must be >= {minimum}, not {value}")
+    return value
+
+
+def _device(value: Optional[int]) -> Optional[int]:
+    if value is None:
+        return None
+    return _whole(value, "device", 0)
+
+
+def _seconds(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{what} must be a number of seconds, not {type(value).__name__}")
+    return float(value)
+
+
+def _strings(value: Union[str, Iterable[str]], what: str) -> List[str]:
+    items = [value] if isinstance(value, (str, os.PathLike)) else list(value)
+    for item in items:
+        if not isinstance(item, (str, os.PathLike)):
+            raise TypeError(f"{what} takes strings, not {type(item).__name__}")
+    return [os.fspath(item) for item in items]
+
+
+class Snapshot:
+    """A PyTorch CUDA memory snapshot, decoded (never executed) by memsnap's C++ core.
+
+    Get one with :func:`load` or :func:`from_dict`. Reports are methods that
+    return the command line's ``--json`` document as a dict (``explain()``,
+    ``parse()``, ``oom()``, ``segments()``, ``replay_to_time()``,
+    ``replay_step()``, ``all_steps()``, ``summarize()``); tables are numpy
+    columns (``events()``, ``segment_table``, ``block_table``, ``frames``,
+    ``stacks``). A snapshot is about one device (:attr:`device`); the file may
+    hold others (:attr:`devices`, :meth:`on_device`).
+    """
+
+    __slots__ = ("_core", "_device", "_keys", "_key_options", "_head")
+
+    def __init__(self) -> None:
+        raise TypeError("use memsnap.load(...) or memsnap.from_dict(...)")
+
+    @classmethod
+    def _wrap(
+        cls,
+        core: Any,
+        device: Optional[int],
+        head: bytes,
+        key_options: Optional[Dict[str, Any]] = None,
+    ) -> "Snapshot":
+        snapshot = object.__new__(cls)
+        snapshot._core = core
+        snapshot._device = device
+        snapshot._head = head
+        snapshot._key_options = dict(key_options or {})
+        snapshot._keys = _make_keys(snapshot._key_options)
+        if device is not None:
+            core.device(device)  # an unknown device fails now, as --device does
+        return snapshot
+
+    # ---- what the file is -------------------------------------------------
+    @property
+    def name(self) -> str:
+        """The path it was loaded from (or ``<bytes>``, ``<dict>``): reports' ``file``."""
+        return str(self._core.name)
+
+    @property
+    def devices(self) -> List[int]:
+        """CUDA ordinals with trace entries or segments, ascending."""
+        return list(self._core.devices())
+
+    @property
+    def device(self) -> int:
+        """The device reports are about: the one asked for, else the one with an OOM, else the
+        one with the most trace entries, else the largest reserved (the CLI's rule)."""
+        return int(self._core.device(self._device))
+
+    def on_device(self, device: int) -> "Snapshot":
+        """The same snapshot, its reports and tables about ``device`` (no reload)."""
+        return Snapshot._wrap(self._core, _device(device), self._head, self._key_options)
+
+    def with_keys(
+        self,
+        *,
+        frame_depth: int = 1,
+        keys: str = "user",
+        skip: Union[str, Iterable[str]] = (),
+        keep: Union[str, Iterable[str]] = (),
+        root: Union[str, Iterable[str]] = (),
+        group_by: str = "source",
+        category_rules: Optional[PathLike] = None,
+    ) -> "Snapshot":
+        """The same snapshot with other attribution options (no reload): the CLI's
+        ``--frame-depth``, ``--keys user|reference``, ``--skip``/``--keep`` (regexes),
+        ``--root`` (folders of your code), ``--group-by`` (source, file, function, stack,
+        category, annotation, pool, user_metadata, compile_context) and
+        ``--category-rules`` (a file of rules)."""
+        options = {
+            "frame_depth": _whole(frame_depth, "frame_depth", 1),
+            "keys": keys,
+            "skip": _strings(skip, "skip"),
+            "keep": _strings(keep, "keep"),
+            "root": _strings(root, "root"),
+            "group_by": group_by,
+            "category_rules": None if category_rules is None else os.fspath(category_rules),
+        }
+        return Snapshot._wrap(self._core, self._device, self._head, options)
+
+    @property
+    def allocator_settings(self) -> Dict[str, Any]:
+        """The file's ``allocator_settings`` dict ({} when it has none)."""
+        text = self._core.allocator_settings()
+        return json.loads(text) if text else {}
+
+    @property
+    def file_size(self) -> int:
+        """Bytes on disk (compressed, for .gz/.zst)."""
+        return int(self._core.info()[0])
+
+    @property
+    def pickle_size(self) -> int:
+        """Bytes of the pickle (after decompression)."""
+        return int(self._core.info()[1])
+
+    # ---- tables ----------------------------------------------------------
+    def events(self, device: Optional[int] = None) -> Table:
+        """The device's trace entries (default: :attr:`device`) in file order.
+
+        Columns: ``action`` (categorical: alloc, free_requested, free_completed,
+        segment_alloc, ...), ``address``, ``size``, ``stream``, ``time_us``, ``stack``
+        (an id into :attr:`stacks`) as views of the snapshot's memory, and ``source``
+        and ``category`` (categorical) as the reports name each entry under the
+        snapshot's keys (:meth:`with_keys`).
+        """
+        wanted = self._device if device is None else _device(device)
+        columns = self._core.events(wanted)
+        other = columns.pop("other_action")
+        action_labels = list(_core.action_names())
+        if other:
+            extra = sorted(set(other.values()) - set(action_labels))
+            action_labels += extra
+            codes = np.array(columns["action"], dtype=np.uint8)
+            for index, label in other.items():
+                codes[index] = action_labels.index(label)
+            columns["action"] = codes
+        source, source_labels, category = self._core.entry_groups(wanted, self._keys)
+        columns["source"] = source
+        columns["category"] = category
+        return Table(
+            columns,
+            {
+                "action": action_labels,
+                "source": source_labels,
+                "category": list(_core.category_names()),
+            },
+        )
+
+    @property
+    def segment_table(self) -> Table:
+        """The allocator's segments at the dump, every device: ``device``, ``address``,
+        ``total_size``, ``allocated_size``, ``active_size``, ``requested_size``, ``stream``,
+        ``segment_type`` (categorical), ``pool_id_first``/``pool_id_second``,
+        ``is_expandable``, ``stack``, ``first_block``/``block_count`` (rows of
+        :attr:`block_table`). (``segments()`` is the report.)"""
+        columns = self._core.segments()
+        types = columns["segment_type"]
+        labels = sorted(set(types))
+        index = {label: code for code, label in enumerate(labels)}
+        columns["segment_type"] = np.array([index[t] for t in types], dtype=np.uint32)
+        return Table(columns, {"segment_type": labels})
+
+    @property
+    def block_table(self) -> Table:
+        """Every segment's blocks at the dump: ``segment`` (a row of :attr:`segment_table`),
+        ``address``, ``size``, ``requested_size``, ``state`` (categorical), ``stack``."""
+        return Table(self._core.blocks(), {"state": _BLOCK_STATES})
+
+    @property
+    def blocks(self) -> Table:
+        """Alias of :attr:`block_table`."""
+        return self.block_table
+
+    @property
+    def frames(self) -> Table:
+        """Frames by id (row 0 is "no frame"): ``name``, ``filename``, ``line``,
+        ``fx_original_trace`` (strings are Python lists)."""
+        return Table(self._core.frames())
+
+    @property
+    def stacks(self) -> Tuple[np.ndarray, np.ndarray]:
+        """Stacks by id as ``(offsets, frames)``: stack ``i`` is the frame ids
+        ``frames[offsets[i]:offsets[i+1]]``, innermost first (id 0: no frames)."""
+        columns = self._core.stacks()
+        return columns["offsets"], columns["frames"]
+
+    def stack(self, stack_id: int) -> List[Dict[str, Any]]:
+        """One stack's frames, innermost first, as dicts (name, filename, line)."""
+        offsets, frames = self.stacks
+        table = self._core.frames()
+        if not 0 <= stack_id < len(offsets) - 1:
+            raise ValueError(f"no stack {stack_id} (ids 0 to {len(offsets) - 2})")
+        return [
+            {"name": table["name"][f], "filename": table["filename"][f], "line": int(table["line"][f])}
+            for f in frames[offsets[stack_id] : offsets[stack_id + 1]]
+        ]
+
+    # ---- reports: the CLI's --json documents ------------------------------
+    def explain(self, *, top: int = 5) -> Dict[str, Any]:
+        """``memsnap explain --json``: what matters, on one page."""
+        return json.loads(self._core.explain(self._device, _whole(top, "top", 0), self._keys))
+
+    def parse(self, *, top: int = 15) -> Dict[str, Any]:
+        """``memsnap parse --json``: what is in the file."""
+        return json.loads(self._core.parse(self._device, _whole(top, "top", 0), self._keys))
+
+    def oom(
+        self,
+        at: Union[int, str] = 1,
+        *,
+        window: float = 1.0,
+        capacity: Union[int, str, None] = None,
+        top: int = 10,
+    ) -> Dict[str, Any]:
+        """``memsnap oom --json``: why the device's ``at``-th OOM happened (``at="peak"``:
+        the same analysis at the absolute peak). ``capacity``: the device's memory
+        (bytes or '80GiB') to tell memory held outside PyTorch."""
+        at_peak = at == "peak"
+        entry = 1 if at_peak else _whole(at, "at", 1)
+        return json.loads(
+            self._core.oom(
+                self._device,
+                at_peak,
+                entry,
+                _seconds(window, "window"),
+                _size_bytes(capacity, "capacity"),
+                _whole(top, "top", 0),
+                self._keys,
+            )
+        )
+
+    def segments(self, time: Optional[float] = None, *, top: int = 15) -> Dict[str, Any]:
+        """``memsnap segments --json``: what the allocator held at the dump, or ``time``
+        seconds after the device's first trace entry. (The table is :attr:`segment_table`.)"""
+        seconds = None if time is None else _seconds(time, "time")
+        return json.loads(
+            self._core.segments_report(self._device, seconds, _whole(top, "top", 0))
+        )
+
+    def replay_to_time(self, time: float, *, top: int = 25) -> Dict[str, Any]:
+        """``memsnap replay-to-time --time T --json``: what was live ``time`` seconds after
+        the device's first trace entry (past the end: clamped, with a warning)."""
+        report = json.loads(
+            self._core.replay_to_time(
+                self._device, _seconds(time, "time"), _whole(top, "top", 0), self._keys
+            )
+        )
+        if report.get("clamped"):
+            warnings.warn(
+                f"{self.name}: time {time} is past the end of the trace; clamped to "
+                f"{report.get('time_s')} s",
+                MemsnapWarning,
+                stacklevel=2,
+            )
+        return report
+
+    def replay_step(self, step: int, *, top: int = 15) -> Dict[str, Any]:
+        """``memsnap replay-step --step N --json``: profiler step ``step``."""
+        if isinstance(step, bool) or not isinstance(step, int):
+            raise TypeError(f"step must be a whole number, not {type(step).__name__}")
+        return json.loads(
+            self._core.replay_steps(self._device, step, _whole(top, "top", 0), self._keys)
+        )
+
+    def all_steps(self, *, top: int = 15) -> Dict[str, Any]:
+        """``memsnap replay-step --all-steps --json``: every profiler step."""
+        return json.loads(
+            self._core.replay_steps(self._device, None, _whole(top, "top", 0), self._keys)
+        )
+
+    def summarize(self, *, rank: Optional[int] = None) -> Dict[str, Any]:
+        """``memsnap summarize --json``: the compact summary that ``ranks`` and
+        ``check --baseline`` read (``rank``: default from the file name)."""
+        chosen = None if rank is None else _whole(rank, "rank", 0)
+        return json.loads(self._core.summarize(self._device, self._keys, chosen, self._head))
+
+    def plot(self, label: Optional[str] = None, **options: Any) -> "Plot":
+        """This snapshot's timeline (see :func:`plot`)."""
+        return plot([self], labels=None if label is None else [label], **options)
+
+    def __repr__(self) -> str:
+        return f"<memsnap.Snapshot {self.name!r}: device {self.device} of {self.devices}>"
+
+
+def _make_keys(options: Mapping[str, Any]) -> Any:
+    rules_path = options.get("category_rules")
+    rules_text = None
+    if rules_path is not None:
+        try:
+            with open(rules_path, encoding="utf-8", errors="replace") as rules:
+                rules_text = rules.read(1 << 20)
+        except OSError as error:
+            raise SnapshotError(
+                f"category_rules: {rules_path}: {error.strerror}", path=rules_path
+            ) from error
+    return _core.Keys(
+        frame_depth=options.get("frame_depth", 1),
+        keys=options.get("keys", "user"),
+        group_by=options.get("group_by", "source"),
+        skip=options.get("skip", []),
+        keep=options.get("keep", []),
+        root=options.get("root", []),
+        category_rules=rules_text,
+        category_rules_name=rules_path or "<category rules>",
+    )
+
+
+def load(
+    source: Source,
+    *,
+    device: Optional[int] = None,
+    allow_objects: bool = False,
+    max_input: Union[int, str, None] = None,
+) -> Snapshot:
+    """Reads a snapshot: a path (``.pickle``, ``.gz``, ``.zst``), ``bytes``, or a binary file.
+
+    The pickle is decoded by memsnap's own reader and never executed; opcodes
+    that would import or call code are refused (``allow_objects=True``: read as
+    inert placeholders). ``max_input`` bounds what a compressed input may inflate
+    to (bytes or '48GiB'; default: the machine's memory). ``device``: the device
+    reports are about (default: the CLI's rule, :attr:`Snapshot.device`).
+    The GIL is released while the file is read and decoded.
+
+    Raises:
+        SnapshotError: the file cannot be read or is not a snapshot.
+        FileNotFoundError: the path does not exist.
+    """
+    limit = _size_bytes(max_input, "max_input")
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if not isinstance(path, str):
+            raise TypeError("paths must be str or os.PathLike[str]")
+        if path != "-" and not os.path.exists(path):
+            raise FileNotFoundError(2, "No such file or directory", path)
+        core = _core.load_path(path, bool(allow_objects), limit)
+        head = b""
+        if path != "-":
+            with open(path, "rb") as file:
+                head = file.read(_HEAD_BYTES)
+        return Snapshot._wrap(core, _device(device), head)
+    if isinstance(source, (bytearray, memoryview)):
+        source = bytes(source)
+    if isinstance(source, bytes):
+        return _load_bytes(source, "<bytes>", device, allow_objects, limit)
+    read = getattr(source, "read", None)
+    if callable(read):
+        data = read()
+        if not isinstance(data, (bytes, bytearray)):
+            raise TypeError("the file object must be opened in binary mode ('rb')")
+        name = getattr(source, "name", None)
+        return _load_bytes(
+            bytes(data), name if isinstance(name, str) else "<file>", device, allow_objects, limit
+        )
+    raise TypeError(
+        f"load() takes a path, bytes or a binary file object, not {type(source).__name__}"
+    )
+
+
+def _load_bytes(
+    data: bytes, name: str, device: Optional[int], allow_objects: bool, limit: int
+) -> Snapshot:
+    core = _core.load_bytes(data, name, bool(allow_objects), limit)
+    return Snapshot._wrap(core, _device(device), data[:_HEAD_BYTES])
+
+
+def from_dict(
+    snapshot: Mapping[str, Any], *, device: Optional[int] = None, allow_objects: bool = False
+) -> Snapshot:
+    """The snapshot of ``torch.cuda.memory._snapshot()`` in a running script, no file written.
+
+    The dict is pickled as ``_dump_snapshot`` would write it and read back by the
+    same safe reader as a file (torch is never imported here); an object other
+    than dicts, lists, strings and numbers is refused unless ``allow_objects``.
+    """
+    if not isinstance(snapshot, (dict, list)):
+        raise TypeError(
+            "from_dict() takes the dict of torch.cuda.memory._snapshot(), not "
+            f"{type(snapshot).__name__}"
+        )
+    data = pickle.dumps(snapshot, protocol=pickle.DEFAULT_PROTOCOL)
+    return _load_bytes(data, "<dict>", device, allow_objects, 0)
+
+
+def _as_snapshot(value: Union[Snapshot, Source], device: Optional[int] = None) -> Snapshot:
+    if isinstance(value, Snapshot):
+        return value if device is None else value.on_device(device)
+    return load(value, device=device)
+
+
+# ---- several files: compare, ranks, check --------------------------------
+
+
+def _flags(options: Mapping[str, Any]) -> List[str]:
+    """Keyword arguments as the command's flags: max_peak="1GiB" -> --max-peak 1GiB;
+    True -> the flag; a list -> the flag repeated; a dict -> KEY=VALUE per item."""
+    args: List[str] = []
+    for key, value in options.items():
+        if value is None or value is False:
+            continue
+        flag = "--" + key.replace("_", "-")
+        if value is True:
+            args.append(flag)
+        elif isinstance(value, Mapping):
+            for item_key, item_value in value.items():
+                args += [flag, f"{item_key}={item_value}"]
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                args += [flag, os.fspath(item) if isinstance(item, os.PathLike) else str(item)]
+        else:
+            args += [flag, os.fspath(value) if isinstance(value, os.PathLike) else str(value)]
+    return args
+
+
+def _run(args: Sequence[str], ok: Tuple[int, ...] = (0,)) -> Tuple[int, str]:
+    """Runs one CLI command in-process; its stderr lines become warnings or the exception."""
+    status, out, notes = _core.run_captured(["memsnap", *args])
+    lines = [line for line in notes.splitlines() if line]
+    if status in ok:
+        for line in lines:
+            warnings.warn(line, MemsnapWarning, stacklevel=3)
+        return status, out
+    message = lines[-1] if lines else f"memsnap {args[0]} failed (exit status {status})"
+    for line in lines[:-1]:
+        warnings.warn(line, MemsnapWarning, stacklevel=3)
+    if status == 2:
+        raise ValueError(message)
+    raise SnapshotError(message, kind="input")
+
+
+def _paths(values: Union[PathLike, Iterable[PathLike]]) -> List[str]:
+    if isinstance(values, (str, os.PathLike)):
+        return [os.fspath(values)]
+    return [os.fspath(value) for value in values]
+
+
+def compare(
+    a: Union[Snapshot, Source],
+    b: Union[Snapshot, Source],
+    *,
+    step: Optional[int] = None,
+    top: int = 15,
+    **options: Any,
+) -> Dict[str, Any]:
+    """``memsnap compare A B --json``: why B peaks higher than A (every difference B - A).
+
+    ``a``/``b``: snapshots, paths or bytes; two folders of rank files compare the
+    runs rank by rank (the CLI's run comparison). ``step``: drill into that step.
+    Other keyword arguments are the CLI's flags (``device=1``, ``frame_depth=2``,
+    ``group_by="category"``); with snapshots, their own device and keys apply.
+    """
+    if (
+        isinstance(a, (str, os.PathLike))
+        and isinstance(b, (str, os.PathLike))
+        and (os.path.isdir(a) or os.path.isdir(b))
+    ):
+        flags = _flags({"step": step, "top": _whole(top, "top", 0), **options})
+        return json.loads(_run(["compare", os.fspath(a), os.fspath(b), "--json", *flags])[1])
+    device = options.pop("device", None)
+    side_a = _as_snapshot(a, device)
+    side_b = _as_snapshot(b, device)
+    if options:
+        side_a = side_a.with_keys(**options)
+    if step is not None:
+        step = _whole(step, "step", -(1 << 62))
+    return json.loads(
+        _core.compare(
+            side_a._core,
+            side_b._core,
+            side_a._device,
+            side_b._device,
+            step,
+            _whole(top, "top", 0),
+            side_a._keys,
+        )
+    )
+
+
+def ranks(files_or_dir: Union[PathLike, Iterable[PathLike]], **options: Any) -> Dict[str, Any]:
+    """``memsnap ranks --json``: many ranks of one run (snapshots, summaries, or folders):
+    the highest peak, the spread, outliers, groups. Keyword arguments are the CLI's
+    flags (``top=20``, ``jobs=4``, ``rank_from=r"node\\d+_rank(\\d+)"``)."""
+    return json.loads(_run(["ranks", *_paths(files_or_dir), "--json", *_flags(options)])[1])
+
+
+class CheckResult(NamedTuple):
+    """What :func:`check` found: the report (``check --format json``) and whether it passed."""
+
+    report: Dict[str, Any]
+    passed: bool
+
+
+def check(
+    current: Union[PathLike, Iterable[PathLike]],
+    *,
+    baseline: Optional[PathLike] = None,
+    budget: Optional[PathLike] = None,
+    **limits: Any,
+) -> CheckResult:
+    """``memsnap check``: the CI gate, as a value (it never exits).
+
+    ``current``: a snapshot, a summary, or a folder of rank files; ``baseline``: the
+    run to compare with; ``budget``: a TOML/JSON file of limits; ``limits``: the CLI's
+    flags, e.g. ``max_peak="12GiB"``, ``max_growth="5%"``, ``no_oom=True``,
+    ``max_category={"activation": "4GiB"}``.
+    """
+    flags = _flags({"baseline": baseline, "budget": budget, **limits})
+    if "--format" in flags or "--output" in flags or "--write-budget" in flags:
+        raise ValueError("check() returns the JSON report; format, output and write_budget are "
+                         "the command line's")
+    status, out = _run(["check", *_paths(current), "--format", "json", *flags], ok=(0, 3))
+    return CheckResult(json.loads(out), status == 0)
+
+
+# ---- the timeline ----------------------------------------------------------
+
+
+class Plot:
+    """Memory over time for one run or several overlaid (``memsnap plot``).
+
+    ``html`` is the offline page (one file: no network needed), ``save(path)``
+    writes it, a notebook shows it inline (``_repr_html_``: an iframe), and
+    ``text()`` draws the terminal chart of ``plot --text``.
+    """
+
+    def __init__(
+        self,
+        snapshots: Sequence[Snapshot],
+        labels: Sequence[str],
+        *,
+        device: Optional[int],
+        precision_ms: float,
+        max_lifetimes: int,
+    ) -> None:
+        self._snapshots = list(snapshots)
+        self._labels = list(labels)
+        self._device = device
+        self._precision_ms = precision_ms
+        self._max_lifetimes = max_lifetimes
+        self._html: Optional[str] = None
+
+    @property
+    def html(self) -> str:
+        """The timeline page, as one self-contained HTML document."""
+        if self._html is None:
+            self._html = _core.plot_html(
+                [s._core for s in self._snapshots],
+                self._labels,
+                self._device,
+                self._precision_ms,
+                self._max_lifetimes,
+                self._snapshots[0]._keys,
+            )
+        return self._html
+
+    def save(self, path: PathLike) -> str:
+        """Writes the page to ``path`` (open it in any browser) and returns the path."""
+        target = os.fspath(path)
+        with open(target, "w", encoding="utf-8") as out:
+            out.write(self.html)
+        return target
+
+    def text(self, *, width: int = 100, height: int = 20, delta: bool = False,
+             color: bool = False) -> str:
+        """The terminal chart (``plot --text``): baseline + delta, or ``delta`` only."""
+        return str(
+            _core.plot_text(
+                [s._core for s in self._snapshots],
+                self._labels,
+                self._device,
+                _whole(width, "width", 1),
+                _whole(height, "height", 1),
+                bool(delta),
+                bool(color),
+                self._snapshots[0]._keys,
+            )
+        )
+
+    def _repr_html_(self) -> str:
+        # srcdoc keeps the page self-contained: notebooks (Jupyter, VS Code)
+        # render it in a sandboxed frame without writing a file.
+        return (
+            '<iframe style="width:100%;height:720px;border:0" '
+            'sandbox="allow-scripts allow-downloads" srcdoc="'
+            + html.escape(self.html, quote=True)
+            + '"></iframe>'
+        )
+
+    def __repr__(self) -> str:
+        return f"<memsnap.Plot: {', '.join(self._labels)}>"
+
+
+def plot(
+    snapshots: Union[Snapshot, Source, Sequence[Union[Snapshot, Source]]],
+    labels: Optional[Sequence[str]] = None,
+    *,
+    device: Optional[int] = None,
+    precision_ms: float = 1.0,
+    max_lifetimes: int = 500_000,
+) -> Plot:
+    """The timeline of one run or several overlaid: snapshots, paths or bytes, one line each.
+
+    ``labels``: one per snapshot (default: file names). The attribution options
+    (:meth:`Snapshot.with_keys`) of the first snapshot name the sources.
+    """
+    items = (
+        [snapshots]
+        if isinstance(snapshots, (Snapshot, str, os.PathLike, bytes, bytearray, memoryview))
+        else list(snapshots)
+    )
+    loaded = [_as_snapshot(item) for item in items]
+    if labels is None:
+        labels = [os.path.basename(s.name) for s in loaded]
+    else:
+        labels = _strings(labels, "labels")
+    if not (isinstance(precision_ms, (int, float)) and precision_ms > 0):
+        raise ValueError("precision_ms must be a positive number of milliseconds")
+    return Plot(
+        loaded,
+        labels,
+        device=_device(device),
+        precision_ms=float(precision_ms),
+        max_lifetimes=_whole(max_lifetimes, "max_lifetimes", 1),
+    )

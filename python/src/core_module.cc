@@ -1,0 +1,579 @@
+// memsnap._core: the Python package's bridge to the library (python/memsnap
+// wraps it in the documented API). The top layer, beside the command line:
+// it calls analysis and report exactly as the commands do and hands back
+// their JSON documents as text, so that every dict of the API is the CLI's
+// --json document; columns come out as numpy arrays over the model's own
+// memory. memsnap::Error becomes memsnap.SnapshotError (a usage error:
+// ValueError) here, once. The GIL is released around every piece of work.
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "analysis/categories.h"
+#include "analysis/compare.h"
+#include "analysis/explain.h"
+#include "analysis/file_analysis.h"
+#include "analysis/oom_report.h"
+#include "analysis/parse_report.h"
+#include "analysis/run_summary.h"
+#include "analysis/segment_report.h"
+#include "analysis/source_key.h"
+#include "analysis/sources.h"
+#include "analysis/step_report.h"
+#include "analysis/time_report.h"
+#include "analysis/timeline.h"
+#include "cli/command.h"
+#include "cli/output.h"
+#include "formats/summary_json.h"
+#include "memsnap/error.h"
+#include "memsnap/load.h"
+#include "memsnap/replay.h"
+#include "memsnap/version.h"
+#include "report/compare_render.h"
+#include "report/explain_render.h"
+#include "report/html_plot.h"
+#include "report/oom_render.h"
+#include "report/parse_render.h"
+#include "report/segment_render.h"
+#include "report/step_render.h"
+#include "report/text_chart.h"
+#include "report/time_render.h"
+
+namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace memsnap::python {
+namespace {
+
+using Release = nb::call_guard<nb::gil_scoped_release>;
+
+// A loaded snapshot and its analyses, one per device asked for: a report
+// asked twice (or two reports of one device) share the parts they need.
+class Loaded {
+ public:
+  Loaded(Snapshot model, std::string name)
+      : model_(std::make_shared<const Snapshot>(std::move(model))), name_(std::move(name)) {}
+
+  [[nodiscard]] const Snapshot& model() const { return *model_; }
+  [[nodiscard]] const std::string& name() const { return name_; }
+
+  // FileAnalysis computes each part once under call_once: safe to share.
+  const FileAnalysis& analysis(std::optional<int> device) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_ptr<FileAnalysis>& slot = by_device_[device];
+    if (!slot) slot = std::make_unique<FileAnalysis>(name_, *model_, device);
+    return *slot;
+  }
+
+ private:
+  std::shared_ptr<const Snapshot> model_;
+  std::string name_;
+  std::mutex mutex_;
+  std::map<std::optional<int>, std::unique_ptr<FileAnalysis>> by_device_;
+};
+
+// --frame-depth, --keys, --group-by, --skip, --keep, --root, --category-rules,
+// checked as the command line checks them.
+SourceKeyOptions make_keys(int depth, const std::string& rule, const std::string& group,
+                           std::vector<std::string> skip, std::vector<std::string> keep,
+                           std::vector<std::string> roots,
+                           const std::optional<std::string>& category_rules,
+                           const std::string& category_rules_name) {
+  SourceKeyOptions keys;
+  if (depth < 1) throw Error::usage("frame_depth must be >= 1");
+  keys.depth = depth;
+  if (rule != "user" && rule != "reference")
+    throw Error::usage("keys must be 'user' or 'reference', not '" + rule + "'");
+  keys.rule = rule == "reference" ? KeyRule::kReference : KeyRule::kUserCode;
+  const std::optional<GroupBy> grouping = parse_group_by(group);
+  if (!grouping) {
+    throw Error::usage(
+        "group_by must be one of source, file, function, stack, category, "
+        "annotation, pool, user_metadata, compile_context; not '" +
+        group + "'");
+  }
+  keys.group = *grouping;
+  keys.skip = std::move(skip);
+  keys.keep = std::move(keep);
+  keys.roots = std::move(roots);
+  if (category_rules)
+    keys.category_rules = parse_category_rules(*category_rules, category_rules_name);
+  return keys;
+}
+
+std::string text_of(const nlohmann::ordered_json& document) {
+  return cli::json_text(document, -1);
+}
+
+// Columns: views of the model's vectors (kept alive by `owner`, the Python
+// Loaded object), or vectors of their own (kept alive by a capsule).
+template <typename T>
+using Column = nb::ndarray<nb::numpy, const T, nb::ndim<1>>;
+
+template <typename T>
+Column<T> view(const T* data, size_t count, nb::handle owner) {
+  static const T kEmpty{};
+  return Column<T>(count == 0 ? &kEmpty : data, {count}, owner);
+}
+
+template <typename T>
+Column<T> owned(std::vector<T> values) {
+  if (values.empty()) values.reserve(1);  // a valid pointer for an empty array
+  auto* heap = new std::vector<T>(std::move(values));
+  nb::capsule owner(heap, [](void* p) noexcept { delete static_cast<std::vector<T>*>(p); });
+  return Column<T>(heap->data(), {heap->size()}, owner);
+}
+
+// One device's trace entries as columns, without copying.
+nb::dict event_columns(Loaded& self, std::optional<int> device) {
+  const FileAnalysis& file = self.analysis(device);
+  const EventColumns& events = self.model().events;
+  const DeviceTrace& trace = file.trace();
+  const nb::handle owner = nb::find(&self);
+  const auto begin = static_cast<size_t>(trace.begin);
+  const auto count = static_cast<size_t>(trace.count());
+  static_assert(sizeof(Action) == 1 && sizeof(StackId) == 4, "columns are viewed as raw ints");
+  nb::dict columns;
+  columns["action"] =
+      view(reinterpret_cast<const uint8_t*>(events.action.data()) + begin, count, owner);
+  columns["address"] = view(events.addr.data() + begin, count, owner);
+  columns["size"] = view(events.size.data() + begin, count, owner);
+  columns["stream"] = view(events.stream.data() + begin, count, owner);
+  columns["time_us"] = view(events.time_us.data() + begin, count, owner);
+  columns["stack"] =
+      view(reinterpret_cast<const uint32_t*>(events.stack.data()) + begin, count, owner);
+  nb::dict other;
+  for (const auto& [index, name] : events.other_action) {
+    if (index >= trace.begin && index < trace.end)
+      other[nb::int_(index - trace.begin)] =
+          nb::str(std::string(self.model().strings.get(name)).c_str());
+  }
+  columns["other_action"] = other;
+  return columns;
+}
+
+// Each entry's group (the source tables' rows) and category, as codes into
+// name lists: what the reports sum, entry by entry.
+struct EntryGroups {
+  std::vector<uint32_t> source;
+  std::vector<std::string> source_names;
+  std::vector<uint8_t> category;
+};
+
+EntryGroups entry_groups(Loaded& self, std::optional<int> device, const SourceKeyOptions& keys) {
+  const FileAnalysis& file = self.analysis(device);
+  const Snapshot& model = self.model();
+  const DeviceTrace& trace = file.trace();
+  SourceIndex sources(model, keys);
+  Categorizer categories(model, keys.category_rules);
+  EntryGroups groups;
+  groups.source.reserve(trace.count());
+  groups.category.reserve(trace.count());
+  for (uint64_t event = trace.begin; event < trace.end; ++event) {
+    const StackId stack = model.events.stack[event];
+    LiveAllocation entry{model.events.size[event], stack, event, event - trace.begin};
+    groups.source.push_back(sources.of(entry));
+    groups.category.push_back(static_cast<uint8_t>(categories.of(event, stack)));
+  }
+  groups.source_names.reserve(sources.size());
+  for (uint32_t i = 0; i < sources.size(); ++i) groups.source_names.push_back(sources.name(i));
+  return groups;
+}
+
+std::vector<std::string> category_names() {
+  std::vector<std::string> names;
+  for (size_t i = 0; i < kCategoryCount; ++i)
+    names.emplace_back(category_name(static_cast<Category>(i)));
+  return names;
+}
+
+std::vector<std::string> action_names() {
+  std::vector<std::string> names;
+  for (int i = 0; i < kActionCount; ++i) names.emplace_back(action_name(static_cast<Action>(i)));
+  return names;
+}
+
+nb::dict segment_columns(const Loaded& self) {
+  const Snapshot& model = self.model();
+  std::vector<int32_t> device;
+  std::vector<uint64_t> address, total, allocated, active, requested, stream, blocks_begin, blocks;
+  std::vector<int64_t> pool_first, pool_second;
+  std::vector<uint8_t> expandable;
+  std::vector<uint32_t> stack;
+  std::vector<std::string> type;
+  for (const Segment& segment : model.segments) {
+    device.push_back(segment.device);
+    address.push_back(segment.address);
+    total.push_back(segment.total_size);
+    allocated.push_back(segment.allocated_size);
+    active.push_back(segment.active_size);
+    requested.push_back(segment.requested_size);
+    stream.push_back(segment.stream);
+    pool_first.push_back(segment.pool_id_first);
+    pool_second.push_back(segment.pool_id_second);
+    expandable.push_back(segment.is_expandable ? 1 : 0);
+    stack.push_back(segment.stack.value);
+    blocks_begin.push_back(segment.first_block);
+    blocks.push_back(segment.block_count);
+    type.emplace_back(model.strings.get(segment.segment_type));
+  }
+  nb::dict columns;
+  columns["device"] = owned(std::move(device));
+  columns["address"] = owned(std::move(address));
+  columns["total_size"] = owned(std::move(total));
+  columns["allocated_size"] = owned(std::move(allocated));
+  columns["active_size"] = owned(std::move(active));
+  columns["requested_size"] = owned(std::move(requested));
+  columns["stream"] = owned(std::move(stream));
+  columns["segment_type"] = type;
+  columns["pool_id_first"] = owned(std::move(pool_first));
+  columns["pool_id_second"] = owned(std::move(pool_second));
+  columns["is_expandable"] = owned(std::move(expandable));
+  columns["stack"] = owned(std::move(stack));
+  columns["first_block"] = owned(std::move(blocks_begin));
+  columns["block_count"] = owned(std::move(blocks));
+  return columns;
+}
+
+nb::dict block_columns(const Loaded& self) {
+  const Snapshot& model = self.model();
+  std::vector<uint32_t> segment_index, stack;
+  std::vector<uint64_t> address, size, requested;
+  std::vector<uint8_t> state;
+  for (size_t s = 0; s < model.segments.size(); ++s) {
+    for (const Block& block : model.blocks_of(model.segments[s])) {
+      segment_index.push_back(static_cast<uint32_t>(s));
+      address.push_back(block.address);
+      size.push_back(block.size);
+      requested.push_back(block.requested_size);
+      state.push_back(static_cast<uint8_t>(block.state));
+      stack.push_back(block.stack.value);
+    }
+  }
+  nb::dict columns;
+  columns["segment"] = owned(std::move(segment_index));
+  columns["address"] = owned(std::move(address));
+  columns["size"] = owned(std::move(size));
+  columns["requested_size"] = owned(std::move(requested));
+  columns["state"] = owned(std::move(state));
+  columns["stack"] = owned(std::move(stack));
+  return columns;
+}
+
+// Frames by id (row 0: "no frame") and stacks as offsets into one frame list.
+nb::dict frame_columns(const Loaded& self) {
+  const Snapshot& model = self.model();
+  std::vector<std::string> name, filename, fx;
+  std::vector<int64_t> line;
+  for (size_t i = 0; i < model.frames.size(); ++i) {
+    const Frame& frame = model.frames.get(FrameId{static_cast<uint32_t>(i)});
+    name.emplace_back(model.strings.get(frame.name));
+    filename.emplace_back(model.strings.get(frame.filename));
+    fx.emplace_back(model.strings.get(frame.fx_original_trace));
+    line.push_back(frame.line);
+  }
+  nb::dict columns;
+  columns["name"] = name;
+  columns["filename"] = filename;
+  columns["line"] = owned(std::move(line));
+  columns["fx_original_trace"] = fx;
+  return columns;
+}
+
+nb::dict stack_columns(const Loaded& self) {
+  const Snapshot& model = self.model();
+  // Row 0 is "no stack" (no frames); stack ids run from 1 to size().
+  std::vector<uint64_t> offsets{0, 0};
+  std::vector<uint32_t> frames;
+  for (size_t i = 1; i <= model.stacks.size(); ++i) {
+    for (FrameId frame : model.stacks.get(StackId{static_cast<uint32_t>(i)}))
+      frames.push_back(frame.value);
+    offsets.push_back(frames.size());
+  }
+  nb::dict columns;
+  columns["offsets"] = owned(std::move(offsets));
+  columns["frames"] = owned(std::move(frames));
+  return columns;
+}
+
+std::string kind_name(Error::Kind kind) {
+  switch (kind) {
+    case Error::Kind::kUsage: return "usage";
+    case Error::Kind::kOutput: return "output";
+    case Error::Kind::kLimit: return "limit";
+    case Error::Kind::kBrokenPipe: return "output";
+    case Error::Kind::kInput: break;
+  }
+  return "input";
+}
+
+LoadOptions load_options(bool allow_objects, uint64_t max_input) {
+  LoadOptions options;
+  options.allow_objects = allow_objects;
+  options.max_input_bytes = max_input;
+  return options;
+}
+
+std::vector<RunTimeline> plot_runs(const std::vector<Loaded*>& snapshots,
+                                   const std::vector<std::string>& labels,
+                                   std::optional<int> device, double precision_ms,
+                                   uint64_t max_lifetimes, const SourceKeyOptions& keys,
+                                   bool page) {
+  if (snapshots.empty()) throw Error::usage("plot needs at least one snapshot");
+  if (labels.size() != snapshots.size()) {
+    throw Error::usage("labels has " + std::to_string(labels.size()) + " labels for " +
+                       std::to_string(snapshots.size()) + " snapshots; give one per snapshot");
+  }
+  if (!(precision_ms > 0))
+    throw Error::usage("precision must be a positive number of milliseconds");
+  std::vector<RunTimeline> runs;
+  for (size_t i = 0; i < snapshots.size(); ++i) {
+    runs.push_back(plot_run(snapshots[i]->analysis(device), labels[i], precision_ms, keys,
+                            max_lifetimes, page));
+  }
+  return runs;
+}
+
+// One command at a time runs with its output captured.
+std::mutex g_captured_run;
+
+std::vector<char*> argv_of(std::vector<std::string>& args) {
+  std::vector<char*> argv;
+  for (std::string& arg : args) argv.push_back(arg.data());
+  argv.push_back(nullptr);
+  return argv;
+}
+
+}  // namespace
+}  // namespace memsnap::python
+
+NB_MODULE(_core, m) {
+  using namespace memsnap;
+  using namespace memsnap::python;
+  m.doc() = "memsnap's C++ core (use the memsnap package, not this module)";
+  m.attr("__version__") = std::string(kVersion);
+
+  nb::register_exception_translator([](const std::exception_ptr& thrown, void*) {
+    try {
+      std::rethrow_exception(thrown);
+    } catch (const Error& error) {
+      if (error.kind() == Error::Kind::kUsage) {
+        PyErr_SetString(PyExc_ValueError, error.what());
+        return;
+      }
+      nb::object type = nb::module_::import_("memsnap._errors").attr("SnapshotError");
+      nb::object path = error.file().empty() ? nb::none() : nb::cast(error.file());
+      nb::object offset = error.byte_offset() ? nb::cast(*error.byte_offset()) : nb::none();
+      nb::object value = type(error.what(), "path"_a = path, "offset"_a = offset,
+                              "kind"_a = kind_name(error.kind()));
+      PyErr_SetObject(type.ptr(), value.ptr());
+    }
+  });
+
+  nb::class_<SourceKeyOptions>(m, "Keys", "How allocations are named (with_keys' options)")
+      .def(
+          "__init__",
+          [](SourceKeyOptions* self, int depth, const std::string& rule, const std::string& group,
+             std::vector<std::string> skip, std::vector<std::string> keep,
+             std::vector<std::string> roots, const std::optional<std::string>& category_rules,
+             const std::string& category_rules_name) {
+            new (self)
+                SourceKeyOptions(make_keys(depth, rule, group, std::move(skip), std::move(keep),
+                                           std::move(roots), category_rules, category_rules_name));
+          },
+          "frame_depth"_a = 1, "keys"_a = "user", "group_by"_a = "source",
+          "skip"_a = std::vector<std::string>{}, "keep"_a = std::vector<std::string>{},
+          "root"_a = std::vector<std::string>{}, "category_rules"_a = nb::none(),
+          "category_rules_name"_a = "<category rules>");
+
+  nb::class_<Loaded>(m, "Loaded", "A decoded snapshot and its analyses")
+      .def_prop_ro("name", &Loaded::name)
+      .def("devices", [](const Loaded& self) { return self.model().devices_in_use(); })
+      .def("default_device", [](const Loaded& self) { return self.model().default_device(); })
+      .def(
+          "device",
+          [](Loaded& self, std::optional<int> device) { return self.analysis(device).device(); },
+          "device"_a.none(), Release())
+      .def("allocator_settings",
+           [](const Loaded& self) { return self.model().allocator_settings.json; })
+      .def("info",
+           [](const Loaded& self) {
+             const Snapshot& model = self.model();
+             return std::make_tuple(model.file_size, model.pickle_size, model.compression,
+                                    model.pickle_protocol);
+           })
+      .def("events", &event_columns, "device"_a.none())
+      .def(
+          "entry_groups",
+          [](Loaded& self, std::optional<int> device, const SourceKeyOptions& keys) {
+            EntryGroups groups;
+            {
+              nb::gil_scoped_release release;
+              groups = entry_groups(self, device, keys);
+            }
+            return std::make_tuple(owned(std::move(groups.source)), groups.source_names,
+                                   owned(std::move(groups.category)));
+          },
+          "device"_a.none(), "keys"_a)
+      .def("segments", &segment_columns)
+      .def("blocks", &block_columns)
+      .def("frames", &frame_columns)
+      .def("stacks", &stack_columns)
+      .def(
+          "explain",
+          [](Loaded& self, std::optional<int> device, int top, const SourceKeyOptions& keys) {
+            return text_of(render_explain_json(explain_file(self.analysis(device), {top, keys})));
+          },
+          "device"_a.none(), "top"_a, "keys"_a, Release())
+      .def(
+          "parse",
+          [](Loaded& self, std::optional<int> device, int top, const SourceKeyOptions& keys) {
+            return text_of(render_parse_json(parse_report(self.analysis(device), {top, keys})));
+          },
+          "device"_a.none(), "top"_a, "keys"_a, Release())
+      .def(
+          "oom",
+          [](Loaded& self, std::optional<int> device, bool at_peak, int at, double window_s,
+             uint64_t capacity, int top, const SourceKeyOptions& keys) {
+            if (!at_peak && at < 1) throw Error::usage("at must be a whole number >= 1 or 'peak'");
+            if (!(window_s > 0)) throw Error::usage("window must be > 0 (seconds before the OOM)");
+            OomOptions options;
+            options.at_peak = at_peak;
+            options.at = at;
+            options.window_s = window_s;
+            options.capacity = capacity;
+            options.keys = keys;
+            return text_of(render_oom_json(analyze_oom(self.analysis(device), options), top));
+          },
+          "device"_a.none(), "at_peak"_a, "at"_a, "window_s"_a, "capacity"_a, "top"_a, "keys"_a,
+          Release())
+      .def(
+          "segments_report",
+          [](Loaded& self, std::optional<int> device, std::optional<double> seconds, int top) {
+            if (seconds && !(*seconds >= 0))
+              throw Error::usage("time must be >= 0 (seconds from the start of the trace)");
+            return text_of(
+                render_segments_json(segments_report(self.analysis(device), seconds), top));
+          },
+          "device"_a.none(), "seconds"_a.none(), "top"_a, Release())
+      .def(
+          "replay_to_time",
+          [](Loaded& self, std::optional<int> device, double seconds, int top,
+             const SourceKeyOptions& keys) {
+            if (!(seconds >= 0))
+              throw Error::usage("time must be >= 0 (seconds from the start of the trace)");
+            return text_of(
+                render_time_json(replay_to_time(self.analysis(device), seconds, keys), top));
+          },
+          "device"_a.none(), "seconds"_a, "top"_a, "keys"_a, Release())
+      .def(
+          "replay_steps",
+          [](Loaded& self, std::optional<int> device, std::optional<int64_t> step, int top,
+             const SourceKeyOptions& keys) {
+            return text_of(render_steps_json(replay_steps(self.analysis(device), step, top, keys)));
+          },
+          "device"_a.none(), "step"_a.none(), "top"_a, "keys"_a, Release())
+      .def(
+          "summarize",
+          [](Loaded& self, std::optional<int> device, const SourceKeyOptions& keys,
+             std::optional<int64_t> rank, const nb::bytes& head) {
+            // What `summarize` hashes: the file's first MiB on disk.
+            const std::string head_bytes(static_cast<const char*>(head.data()), head.size());
+            nb::gil_scoped_release release;
+            if (!rank) rank = rank_from_name(self.name(), kDefaultRankPattern);
+            RunSummary summary = run_summary(self.analysis(device), SummaryOptions{keys, rank});
+            summary.head_hash = head_hash(std::span<const uint8_t>(
+                reinterpret_cast<const uint8_t*>(head_bytes.data()), head_bytes.size()));
+            return text_of(render_summary_json(summary));
+          },
+          "device"_a.none(), "keys"_a, "rank"_a.none(), "head"_a);
+
+  m.def(
+      "load_path",
+      [](const std::string& path, bool allow_objects, uint64_t max_input) {
+        return new Loaded(load_snapshot(path, load_options(allow_objects, max_input)), path);
+      },
+      "path"_a, "allow_objects"_a, "max_input"_a, Release());
+  m.def(
+      "load_bytes",
+      [](nb::bytes data, const std::string& name, bool allow_objects, uint64_t max_input) {
+        const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(data.data()), data.size());
+        nb::gil_scoped_release release;  // `data` is immutable and held by the caller
+        return new Loaded(load_snapshot_bytes(bytes, name, load_options(allow_objects, max_input)),
+                          name);
+      },
+      "data"_a, "name"_a, "allow_objects"_a, "max_input"_a);
+  m.def(
+      "compare",
+      [](Loaded& a, Loaded& b, std::optional<int> device_a, std::optional<int> device_b,
+         std::optional<int64_t> step, int top, const SourceKeyOptions& keys) {
+        return text_of(render_compare_json(
+            compare_files(a.analysis(device_a), b.analysis(device_b), step, keys), top));
+      },
+      "a"_a, "b"_a, "device_a"_a.none(), "device_b"_a.none(), "step"_a.none(), "top"_a, "keys"_a,
+      Release());
+  m.def(
+      "plot_html",
+      [](const std::vector<Loaded*>& snapshots, const std::vector<std::string>& labels,
+         std::optional<int> device, double precision_ms, uint64_t max_lifetimes,
+         const SourceKeyOptions& keys) {
+        if (!html_plot_available())
+          throw Error::usage("this memsnap was built without the HTML plot; use text()");
+        return render_plot_html(
+            plot_runs(snapshots, labels, device, precision_ms, max_lifetimes, keys, true),
+            precision_ms);
+      },
+      "snapshots"_a, "labels"_a, "device"_a.none(), "precision_ms"_a, "max_lifetimes"_a, "keys"_a,
+      Release());
+  m.def(
+      "plot_text",
+      [](const std::vector<Loaded*>& snapshots, const std::vector<std::string>& labels,
+         std::optional<int> device, int width, int height, bool delta, bool color,
+         const SourceKeyOptions& keys) {
+        if (width < 20 || width > 1000 || height < 5 || height > 500)
+          throw Error::usage("width must be 20 to 1000 columns and height 5 to 500 rows");
+        TextChartOptions options;
+        options.width = width;
+        options.height = height;
+        options.absolute = !delta;
+        options.color = color;
+        return render_text_chart(
+            plot_runs(snapshots, labels, device, 1.0, kDefaultMaxLifetimes, keys, false), options);
+      },
+      "snapshots"_a, "labels"_a, "device"_a.none(), "width"_a, "height"_a, "delta"_a, "color"_a,
+      "keys"_a, Release());
+  m.def("category_names", &category_names);
+  m.def("action_names", &action_names);
+  m.def("html_plot_available", &html_plot_available);
+  m.def(
+      "run_cli",
+      [](std::vector<std::string> args) {
+        std::vector<char*> argv = argv_of(args);
+        return cli::run_cli(static_cast<int>(args.size()), argv.data());
+      },
+      "argv"_a, Release());
+  m.def(
+      "run_captured",
+      [](std::vector<std::string> args) {
+        std::vector<char*> argv = argv_of(args);
+        const std::lock_guard<std::mutex> lock(g_captured_run);
+        cli::CapturedOutput captured;
+        const int status = cli::run_cli(static_cast<int>(args.size()), argv.data());
+        return std::make_tuple(status, std::move(captured.out), std::move(captured.notes));
+      },
+      "argv"_a, Release());
+}

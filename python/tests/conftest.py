@@ -1,0 +1,67 @@
+"""Shared pieces of the Python tests: the installed CLI, the bundled examples, the real fixtures.
+
+The tests run against the installed wheel (scripts/python_test runs pytest in
+a fresh venv, outside the source tree); MEMSNAP_ROOT names the checkout for
+its examples, MEMSNAP_FIXTURES_DIR the real snapshots (tests over them skip
+when it is empty).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, List, Optional, Tuple
+
+import pytest
+
+ROOT = Path(os.environ.get("MEMSNAP_ROOT", Path(__file__).resolve().parents[2]))
+EXAMPLES = sorted((ROOT / "examples").glob("*.pickle*"))
+EXAMPLE_A = ROOT / "examples" / "training_steps.pickle.gz"
+EXAMPLE_B = ROOT / "examples" / "training_steps_larger_batch.pickle.gz"
+# The `memsnap` the wheel installed beside this Python.
+CLI = str(Path(sys.executable).parent / "memsnap")
+
+
+def fixture_files() -> List[Path]:
+    folder = os.environ.get("MEMSNAP_FIXTURES_DIR", "")
+    if not folder or not os.path.isdir(folder):
+        return []
+    return sorted(
+        p for p in Path(folder).iterdir() if p.suffix in (".pickle", ".pkl") and p.is_file()
+    )
+
+
+FIXTURES = fixture_files()
+ALL_FILES = EXAMPLES + FIXTURES
+
+
+def file_id(path: Path) -> str:
+    return path.name
+
+
+def run_cli(*args: str) -> Tuple[int, str, str]:
+    done = subprocess.run([CLI, *args], capture_output=True, text=True, check=False)
+    return done.returncode, done.stdout, done.stderr
+
+
+def cli_json(*args: str) -> Tuple[Optional[Any], str]:
+    """The CLI's JSON document, or (None, its error message without 'memsnap: ')."""
+    status, out, err = run_cli(*args)
+    if status in (0, 3):
+        return json.loads(out), ""
+    lines = [line for line in err.splitlines() if line.startswith("memsnap: ")]
+    return None, lines[-1][len("memsnap: "):] if lines else err
+
+
+@pytest.fixture(params=ALL_FILES, ids=file_id)
+def any_file(request: pytest.FixtureRequest) -> Path:
+    return request.param
+
+
+@pytest.fixture(params=FIXTURES or [pytest.param(None, marks=pytest.mark.skip("no fixtures"))],
+                ids=lambda p: p.name if p else "none")
+def real_file(request: pytest.FixtureRequest) -> Path:
+    return request.param

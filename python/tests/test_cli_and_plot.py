@@ -1,0 +1,61 @@
+"""The command line the wheel installs, and the timeline (HTML, notebook, terminal)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import memsnap
+from conftest import CLI, EXAMPLE_A, EXAMPLE_B, run_cli
+
+
+def test_console_script_and_python_m_run_the_cli() -> None:
+    status, out, _ = run_cli("--version")
+    assert status == 0 and out.strip() == f"memsnap {memsnap.__version__}"
+    module = subprocess.run(
+        [sys.executable, "-m", "memsnap", "parse", str(EXAMPLE_A), "--json"],
+        capture_output=True, text=True, check=True,
+    )
+    assert json.loads(module.stdout) == memsnap.load(str(EXAMPLE_A)).parse()
+    # a bare file is `explain`, as with the C++ binary
+    status, out, _ = run_cli(str(EXAMPLE_A))
+    assert status == 0 and "peak" in out
+
+
+def test_cli_exit_statuses(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.pickle"
+    bad.write_bytes(b"not a pickle at all")
+    status, _, err = run_cli("parse", str(bad))
+    assert status == 1 and err.startswith(f"memsnap: {bad}: ")
+    status, _, err = run_cli("parse", str(EXAMPLE_A), "--top", "-1")
+    assert status == 2 and "--top" in err
+    status, _, _ = run_cli("check", str(EXAMPLE_A), "--max-peak", "1KiB")
+    assert status == 3
+
+
+def test_cli_output_to_a_closed_pipe_ends_quietly() -> None:
+    shell = subprocess.run(
+        f"'{CLI}' events '{EXAMPLE_A}' | head -c 10 >/dev/null; echo ${{PIPESTATUS[0]}}",
+        shell=True, executable="/bin/bash", capture_output=True, text=True, check=True,
+    )
+    assert shell.stdout.strip() in ("0", "141") and shell.stderr == ""
+
+
+def test_plot_html_text_and_notebook_repr(tmp_path: Path) -> None:
+    a, b = memsnap.load(str(EXAMPLE_A)), str(EXAMPLE_B)
+    plot = memsnap.plot([a, b], labels=["batch 1x", "batch 1.5x"])
+    page = plot.html
+    assert page.lstrip().lower().startswith("<!doctype html") and "batch 1.5x" in page
+    assert "http://" not in page.split("<script")[0]  # offline: nothing fetched
+    saved = plot.save(tmp_path / "t.html")
+    assert Path(saved).read_text(encoding="utf-8") == page
+    shown = plot._repr_html_()
+    assert shown.startswith("<iframe") and "srcdoc=" in shown and "&lt;" in shown
+    status, expected, _ = run_cli(
+        "plot", str(EXAMPLE_A), b, "--labels", "batch 1x", "batch 1.5x",
+        "--text", "--width", "60", "--height", "8",
+    )
+    assert status == 0 and plot.text(width=60, height=8) == expected
+    assert "training_steps.pickle.gz" in a.plot().text()

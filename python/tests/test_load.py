@@ -1,0 +1,159 @@
+"""Ways in (paths, bytes, file objects, compressed, dicts) and ways out (errors, refusals)."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import pickle
+from pathlib import Path
+from typing import Any, Dict
+
+import pytest
+
+import memsnap
+from conftest import EXAMPLE_A
+
+FILE_FIELDS = {"file", "file_size_bytes", "pickle_size_bytes", "compression", "pickle_protocol"}
+
+
+def without_file_fields(report: Dict[str, Any]) -> Dict[str, Any]:
+    return {k: v for k, v in report.items() if k not in FILE_FIELDS}
+
+
+def test_bytes_file_objects_and_paths_agree() -> None:
+    data = EXAMPLE_A.read_bytes()
+    from_path = memsnap.load(EXAMPLE_A).parse()  # a pathlib.Path
+    from_bytes = memsnap.load(data).parse()
+    with open(EXAMPLE_A, "rb") as file:
+        from_file = memsnap.load(file).parse()
+    from_plain = memsnap.load(gzip.decompress(data)).parse()
+    assert from_bytes["file"] == "<bytes>" and from_file["file"] == str(EXAMPLE_A)
+    assert without_file_fields(from_path) == without_file_fields(from_bytes)
+    assert without_file_fields(from_file) == without_file_fields(from_path)
+    assert without_file_fields(from_plain) == without_file_fields(from_path)
+    assert from_plain["compression"] == "none" and from_bytes["compression"] == "gzip"
+
+
+def test_zstd_bytes(tmp_path: Path) -> None:
+    import shutil
+    import subprocess
+
+    if shutil.which("zstd") is None:
+        pytest.skip("zstd is not installed")
+    plain = tmp_path / "a.pickle"
+    plain.write_bytes(gzip.decompress(EXAMPLE_A.read_bytes()))
+    subprocess.run(["zstd", "-q", str(plain), "-o", str(tmp_path / "a.pickle.zst")], check=True)
+    report = memsnap.load((tmp_path / "a.pickle.zst").read_bytes()).parse()
+    assert report["compression"] == "zstd"
+    assert without_file_fields(report) == without_file_fields(memsnap.load(plain).parse())
+
+
+def test_from_dict_equals_load(any_file: Path) -> None:
+    try:
+        with open(any_file, "rb") as file:
+            snapshot_dict = pickle.load(file) if any_file.suffix != ".gz" else None
+    except Exception as error:  # a pickle that needs modules this venv lacks (torch)
+        pytest.skip(f"CPython's pickle cannot load it here: {error}")
+    if snapshot_dict is None:
+        snapshot_dict = pickle.loads(gzip.decompress(any_file.read_bytes()))
+    loaded = memsnap.load(str(any_file))
+    rebuilt = memsnap.from_dict(snapshot_dict)
+    assert rebuilt.name == "<dict>"
+    assert without_file_fields(rebuilt.parse()) == without_file_fields(loaded.parse())
+    # explain's "next commands" name the file; everything else is the file's content
+    expected = without_file_fields(loaded.explain())
+    got = without_file_fields(rebuilt.explain())
+    expected.pop("next"), got.pop("next")
+    assert got == expected
+
+
+class _Payload:
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (os.system, (f"touch {self.marker}",))
+
+
+def test_code_payloads_are_refused_and_never_run(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    snapshot = {"segments": [], "device_traces": [[]], "x": _Payload(str(marker))}
+    data = pickle.dumps(snapshot)
+    (tmp_path / "evil.pickle").write_bytes(data)
+    for attempt in (
+        lambda: memsnap.load(data),
+        lambda: memsnap.load(tmp_path / "evil.pickle"),
+        lambda: memsnap.load(io.BytesIO(data)),
+        lambda: memsnap.from_dict(snapshot),
+    ):
+        with pytest.raises(memsnap.SnapshotError) as raised:
+            attempt()
+        assert "refus" in str(raised.value) or "import" in str(raised.value)
+        assert raised.value.kind == "input"
+    # read as inert placeholders when asked: still nothing runs
+    memsnap.load(data, allow_objects=True)
+    memsnap.from_dict(snapshot, allow_objects=True)
+    assert not marker.exists()
+
+
+def test_snapshot_error_carries_path_offset_kind(tmp_path: Path) -> None:
+    truncated = tmp_path / "cut.pickle"
+    truncated.write_bytes(gzip.decompress(EXAMPLE_A.read_bytes())[:5000])
+    with pytest.raises(memsnap.SnapshotError) as raised:
+        memsnap.load(truncated)
+    error = raised.value
+    assert isinstance(error, ValueError)
+    assert error.path == str(truncated) and error.kind == "input"
+    assert error.offset is not None and str(error).startswith(f"{truncated}: ")
+    with pytest.raises(memsnap.SnapshotError, match="looks like JSON"):
+        memsnap.load(b'{"segments": []}')
+    with pytest.raises(memsnap.SnapshotError, match="empty"):
+        memsnap.load(b"")
+
+
+def test_usage_errors_are_type_and_value_errors() -> None:
+    snapshot = memsnap.load(EXAMPLE_A)
+    with pytest.raises(TypeError):
+        memsnap.load(12345)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="binary mode"):
+        memsnap.load(io.StringIO("text"))
+    with pytest.raises(FileNotFoundError):
+        memsnap.load("/no/such/file.pickle")
+    with pytest.raises(ValueError, match="at must be"):
+        snapshot.oom(at=0)
+    with pytest.raises(ValueError, match="group_by must be one of"):
+        snapshot.with_keys(group_by="colour")
+    with pytest.raises(ValueError, match="top must be >= 0"):
+        snapshot.parse(top=-1)
+    with pytest.raises(ValueError, match="time must be >= 0"):
+        snapshot.replay_to_time(-1)
+    with pytest.raises(ValueError, match="no steps|step"):
+        snapshot.replay_step(999)
+    with pytest.raises(TypeError):
+        memsnap.from_dict("not a dict")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="max_input"):
+        memsnap.load(EXAMPLE_A, max_input="a lot")
+
+
+def test_max_input_bounds_what_compressed_input_inflates_to() -> None:
+    with pytest.raises(memsnap.SnapshotError, match="limit"):
+        memsnap.load(EXAMPLE_A.read_bytes(), max_input=4096)
+
+
+def test_allocator_settings_and_devices() -> None:
+    snapshot = memsnap.load(EXAMPLE_A)
+    assert snapshot.devices == [0] and snapshot.device == 0
+    assert isinstance(snapshot.allocator_settings, dict)
+    assert snapshot.file_size == EXAMPLE_A.stat().st_size
+    assert snapshot.pickle_size > snapshot.file_size
+    assert "device 0" in repr(snapshot)
+    with pytest.raises(TypeError):
+        memsnap.Snapshot()
+
+
+def test_typing_files_are_installed() -> None:
+    package = Path(memsnap.__file__).parent
+    assert (package / "py.typed").exists()
+    stub = (package / "_core.pyi").read_text()
+    assert "def load_path(" in stub

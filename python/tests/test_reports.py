@@ -1,0 +1,118 @@
+"""Every report dict equals the CLI's --json document (same file, same options), or,
+where the CLI refuses, the API raises with the CLI's message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable, List
+
+import pytest
+
+import memsnap
+from conftest import EXAMPLE_A, EXAMPLE_B, cli_json
+
+
+def same_as_cli(call: Callable[[], Any], args: List[str]) -> None:
+    expected, message = cli_json(*args)
+    if expected is None:
+        with pytest.raises(ValueError) as raised:  # SnapshotError is a ValueError
+            call()
+        assert str(raised.value) == message
+    else:
+        assert call() == expected
+
+
+REPORTS = {
+    "explain": (lambda s: s.explain(), ["explain"]),
+    "explain_top": (lambda s: s.explain(top=2), ["explain", "--top", "2"]),
+    "parse": (lambda s: s.parse(), ["parse"]),
+    "parse_category": (
+        lambda s: s.with_keys(group_by="category").parse(top=4),
+        ["parse", "--group-by", "category", "--top", "4"],
+    ),
+    "parse_reference_depth2": (
+        lambda s: s.with_keys(keys="reference", frame_depth=2).parse(),
+        ["parse", "--keys", "reference", "--frame-depth", "2"],
+    ),
+    "oom": (lambda s: s.oom(), ["oom"]),
+    "oom_peak": (lambda s: s.oom("peak", window=0.5), ["oom", "--at", "peak", "--window", "0.5"]),
+    "segments": (lambda s: s.segments(), ["segments"]),
+    "segments_time": (lambda s: s.segments(time=0.01, top=3), ["segments", "--time", "0.01", "--top", "3"]),
+    "replay_to_time": (lambda s: s.replay_to_time(0.05), ["replay-to-time", "--time", "0.05"]),
+    "all_steps": (lambda s: s.all_steps(), ["replay-step", "--all-steps"]),
+    "replay_step": (lambda s: s.replay_step(1, top=3), ["replay-step", "--step", "1", "--top", "3"]),
+}
+
+
+@pytest.mark.parametrize("report", sorted(REPORTS))
+def test_report_equals_cli(any_file: Path, report: str) -> None:
+    call, args = REPORTS[report]
+    path = str(any_file)
+    snapshot = memsnap.load(path)
+    command, *flags = args
+    json_flag = [] if command == "summarize" else ["--json"]
+    same_as_cli(lambda: call(snapshot), [command, path, *flags, *json_flag])
+
+
+def test_summarize_equals_cli(any_file: Path) -> None:
+    path = str(any_file)
+    same_as_cli(lambda: memsnap.load(path).summarize(), ["summarize", path, "--json"])
+
+
+def test_device_option_equals_cli() -> None:
+    snapshot = memsnap.load(str(EXAMPLE_A), device=0)
+    assert snapshot.device == 0
+    same_as_cli(snapshot.explain, ["explain", str(EXAMPLE_A), "--device", "0", "--json"])
+    with pytest.raises(ValueError) as raised:
+        memsnap.load(str(EXAMPLE_A), device=7)
+    _, message = cli_json("explain", str(EXAMPLE_A), "--device", "7", "--json")
+    assert str(raised.value) == message
+
+
+def test_compare_equals_cli() -> None:
+    a, b = str(EXAMPLE_A), str(EXAMPLE_B)
+    expected, _ = cli_json("compare", a, b, "--json")
+    assert memsnap.compare(a, b) == expected
+    assert memsnap.compare(memsnap.load(a), memsnap.load(b)) == expected
+    expected_step, _ = cli_json("compare", a, b, "--step", "2", "--top", "4", "--json")
+    assert memsnap.compare(a, b, step=2, top=4) == expected_step
+
+
+def test_compare_folders_equals_cli(tmp_path: Path) -> None:
+    for side, source in (("a", EXAMPLE_A), ("b", EXAMPLE_B)):
+        (tmp_path / side).mkdir()
+        for rank in (0, 1):
+            (tmp_path / side / f"rank{rank}.pickle.gz").symlink_to(source)
+    expected, _ = cli_json("compare", str(tmp_path / "a"), str(tmp_path / "b"), "--json")
+    assert memsnap.compare(tmp_path / "a", tmp_path / "b") == expected
+
+
+def test_ranks_equals_cli(tmp_path: Path) -> None:
+    for rank, source in enumerate((EXAMPLE_A, EXAMPLE_B, EXAMPLE_A)):
+        (tmp_path / f"rank{rank}.pickle.gz").symlink_to(source)
+    expected, _ = cli_json("ranks", str(tmp_path), "--json")
+    assert memsnap.ranks(tmp_path) == expected
+    expected_top, _ = cli_json("ranks", str(tmp_path), "--top", "2", "--jobs", "1", "--json")
+    assert memsnap.ranks([tmp_path], top=2, jobs=1) == expected_top
+
+
+def test_check_equals_cli_and_says_whether_it_passed() -> None:
+    a, b = str(EXAMPLE_A), str(EXAMPLE_B)
+    failed = memsnap.check(b, max_peak="1GiB", no_oom=True)
+    expected, _ = cli_json("check", b, "--max-peak", "1GiB", "--no-oom", "--format", "json")
+    assert failed.passed is False and failed.report == expected
+    passed = memsnap.check(b, baseline=a, max_growth="20%")
+    expected, _ = cli_json("check", b, "--baseline", a, "--max-growth", "20%", "--format", "json")
+    assert passed.passed is True and passed.report == expected
+    category = memsnap.check(a, max_category={"activation": "100GiB"})
+    assert category.passed is True
+
+
+def test_usage_errors_carry_the_cli_message() -> None:
+    with pytest.raises(ValueError) as raised:
+        memsnap.check(str(EXAMPLE_A), max_peak="lots")
+    _, message = cli_json("check", str(EXAMPLE_A), "--max-peak", "lots", "--format", "json")
+    assert str(raised.value) == message
+    assert type(raised.value) is ValueError  # usage, not SnapshotError
+    with pytest.raises(ValueError, match="not a flag|--no-such"):
+        memsnap.ranks(str(EXAMPLE_A), no_such=1)

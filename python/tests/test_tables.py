@@ -1,0 +1,85 @@
+"""Tables: numpy columns over the core's memory, pandas frames that reproduce the reports."""
+
+from __future__ import annotations
+
+import gc
+from pathlib import Path
+
+import numpy as np
+
+import memsnap
+from conftest import EXAMPLE_A
+
+
+def test_pandas_groupby_reproduces_parse_top_sources(any_file: Path) -> None:
+    snapshot = memsnap.load(str(any_file))
+    report = snapshot.parse(top=1000)
+    frame = snapshot.events().to_pandas()
+    allocs = frame[frame.action == "alloc"]
+    by_source = allocs.groupby("source", observed=True)["size"].agg(["sum", "count"])
+    expected = {row["source"]: (row["throughput_bytes"], row["alloc_count"]) for row in report["top_sources"]}
+    got = {name: (int(row["sum"]), int(row["count"])) for name, row in by_source.iterrows()}
+    assert got == expected
+
+
+def test_columns_are_read_only_views_that_keep_the_snapshot_alive() -> None:
+    snapshot = memsnap.load(str(EXAMPLE_A))
+    events = snapshot.events()
+    sizes = events["size"]
+    copy = np.array(sizes)
+    assert sizes.dtype == np.uint64 and not sizes.flags.writeable and not sizes.flags.owndata
+    del snapshot, events
+    gc.collect()
+    assert np.array_equal(sizes, copy)  # the model is still there
+
+
+def test_event_columns_match_the_report_counts() -> None:
+    snapshot = memsnap.load(str(EXAMPLE_A))
+    report = snapshot.parse()
+    events = snapshot.events()
+    assert len(events) == report["device_traces"]["event_count"]
+    actions = events.decoded("action")
+    for action, count in report["device_traces"]["actions"].items():
+        assert (actions == action).sum() == count
+    assert set(events.columns) == {"action", "address", "size", "stream", "time_us", "stack", "source", "category"}
+    assert events.labels("category")[0] == "parameter"
+
+
+def test_segment_and_block_tables_add_up(any_file: Path) -> None:
+    snapshot = memsnap.load(str(any_file))
+    segments = snapshot.segment_table
+    blocks = snapshot.block_table
+    assert int(segments["block_count"].sum()) == len(blocks)
+    for column in ("segment", "address", "size", "requested_size", "state", "stack"):
+        assert column in blocks
+    if len(blocks):
+        # every block lies inside its segment
+        seg = blocks["segment"]
+        start = segments["address"][seg]
+        end = start + segments["total_size"][seg]
+        assert np.all((blocks["address"] >= start) & (blocks["address"] + blocks["size"] <= end))
+
+
+def test_stacks_point_into_frames(any_file: Path) -> None:
+    snapshot = memsnap.load(str(any_file))
+    offsets, frames = snapshot.stacks
+    table = snapshot.frames
+    assert offsets[0] == 0 and offsets[-1] == len(frames)
+    assert np.all(np.diff(offsets.astype(np.int64)) >= 0)
+    assert len(frames) == 0 or int(frames.max()) < len(table)
+    stack_ids = snapshot.events()["stack"]
+    assert len(stack_ids) == 0 or int(stack_ids.max()) < len(offsets) - 1
+
+
+def test_stack_helper_names_frames() -> None:
+    snapshot = memsnap.load(str(EXAMPLE_A))
+    stack_id = int(snapshot.events()["stack"][1])
+    frames = snapshot.stack(stack_id)
+    assert frames and {"name", "filename", "line"} <= set(frames[0])
+
+
+def test_with_keys_changes_the_source_column() -> None:
+    snapshot = memsnap.load(str(EXAMPLE_A)).with_keys(group_by="file")
+    labels = snapshot.events().labels("source")
+    assert "train.py" in labels
+    assert snapshot.parse()["top_sources"][0]["source"] in labels
