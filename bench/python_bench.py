@@ -133,8 +133,9 @@ def main(argv=None):
         ratio = f"{py_wall / api_wall:.1f}x" if py_wall else py.get("skip", py.get("error", "-"))
         memory = api["rss"] / cli["rss"]
         verdict = "ok" if memory <= MEMORY_TARGET else "MISSED"
+        py_text = f"{py_wall:.2f} s" if py_wall else "skipped"
         print(f"| {run_bench.size_label(events)} | {size / 2**20:.0f} MiB | {cli['wall']:.3f} s "
-              f"| {py_wall:.2f} s | {api['load']:.3f} + {api['parse']:.3f} s | {ratio} "
+              f"| {py_text} | {api['load']:.3f} + {api['parse']:.3f} s | {ratio} "
               f"| {cli['rss'] / 1024:.0f} / {api['rss'] / 1024:.0f} / "
               f"{py.get('rss', 0) / 1024:.0f} MiB | {memory:.2f}x ({verdict}, target <= "
               f"{MEMORY_TARGET}x) | {frame['load'] + frame['to_pandas']:.3f} s ({frame['rss'] / 1024:.0f} MiB) "

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence
 
-import numpy as np
-
-if TYPE_CHECKING:  # pandas is optional
+if TYPE_CHECKING:  # imported when a table is used: `import memsnap` stays small
+    import numpy as np
     import pandas
 
 
@@ -58,8 +57,10 @@ class Table:
     def is_categorical(self, name: str) -> bool:
         return name in self._categories
 
-    def decoded(self, name: str) -> np.ndarray:
+    def decoded(self, name: str) -> "np.ndarray":
         """A categorical column as one label per row (an object array)."""
+        import numpy as np
+
         labels = np.array(self._categories[name], dtype=object)
         return labels[np.asarray(self._columns[name], dtype=np.int64)]
 
@@ -72,6 +73,8 @@ class Table:
 
     def to_pandas(self) -> "pandas.DataFrame":
         """A pandas DataFrame (pandas is optional: ``pip install pandas``)."""
+        import numpy as np
+
         try:
             import pandas as pd
         except ImportError as error:  # pragma: no cover - depends on the environment

@@ -196,6 +196,7 @@ EntryGroups entry_groups(Loaded& self, std::optional<int> device, const SourceKe
 
 std::vector<std::string> category_names() {
   std::vector<std::string> names;
+  names.reserve(kCategoryCount);
   for (size_t i = 0; i < kCategoryCount; ++i)
     names.emplace_back(category_name(static_cast<Category>(i)));
   return names;
@@ -203,6 +204,7 @@ std::vector<std::string> category_names() {
 
 std::vector<std::string> action_names() {
   std::vector<std::string> names;
+  names.reserve(kActionCount);
   for (int i = 0; i < kActionCount; ++i) names.emplace_back(action_name(static_cast<Action>(i)));
   return names;
 }
@@ -353,6 +355,7 @@ std::mutex g_captured_run;
 
 std::vector<char*> argv_of(std::vector<std::string>& args) {
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (std::string& arg : args) argv.push_back(arg.data());
   argv.push_back(nullptr);
   return argv;
@@ -510,7 +513,7 @@ NB_MODULE(_core, m) {
       "path"_a, "allow_objects"_a, "max_input"_a, Release());
   m.def(
       "load_bytes",
-      [](nb::bytes data, const std::string& name, bool allow_objects, uint64_t max_input) {
+      [](const nb::bytes& data, const std::string& name, bool allow_objects, uint64_t max_input) {
         const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(data.data()), data.size());
         nb::gil_scoped_release release;  // `data` is immutable and held by the caller
         return new Loaded(load_snapshot_bytes(bytes, name, load_options(allow_objects, max_input)),

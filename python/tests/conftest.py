@@ -8,6 +8,7 @@ when it is empty).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -21,8 +22,12 @@ ROOT = Path(os.environ.get("MEMSNAP_ROOT", Path(__file__).resolve().parents[2]))
 EXAMPLES = sorted((ROOT / "examples").glob("*.pickle*"))
 EXAMPLE_A = ROOT / "examples" / "training_steps.pickle.gz"
 EXAMPLE_B = ROOT / "examples" / "training_steps_larger_batch.pickle.gz"
-# The `memsnap` the wheel installed beside this Python.
+# The `memsnap` the wheel installed beside this Python (test_cli_and_plot runs it).
 CLI = str(Path(sys.executable).parent / "memsnap")
+# What the report dicts are compared with: the C++ binary of the same checkout
+# when scripts/python_test names it (it starts in milliseconds, where the
+# console script starts an interpreter), else the installed command.
+REFERENCE_CLI = os.environ.get("MEMSNAP_CLI") or CLI
 
 
 def fixture_files() -> List[Path]:
@@ -42,18 +47,26 @@ def file_id(path: Path) -> str:
     return path.name
 
 
-def run_cli(*args: str) -> Tuple[int, str, str]:
-    done = subprocess.run([CLI, *args], capture_output=True, text=True, check=False)
+def run_cli(*args: str, cli: str = CLI) -> Tuple[int, str, str]:
+    done = subprocess.run([cli, *args], capture_output=True, text=True, check=False)
     return done.returncode, done.stdout, done.stderr
 
 
 def cli_json(*args: str) -> Tuple[Optional[Any], str]:
     """The CLI's JSON document, or (None, its error message without 'memsnap: ')."""
-    status, out, err = run_cli(*args)
+    status, out, err = run_cli(*args, cli=REFERENCE_CLI)
     if status in (0, 3):
         return json.loads(out), ""
     lines = [line for line in err.splitlines() if line.startswith("memsnap: ")]
     return None, lines[-1][len("memsnap: "):] if lines else err
+
+
+@functools.lru_cache(maxsize=None)
+def loaded(path: str) -> Any:
+    """One Snapshot per file for the whole run (reports do not change it)."""
+    import memsnap
+
+    return memsnap.load(path)
 
 
 @pytest.fixture(params=ALL_FILES, ids=file_id)

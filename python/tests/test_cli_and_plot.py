@@ -59,3 +59,12 @@ def test_plot_html_text_and_notebook_repr(tmp_path: Path) -> None:
     )
     assert status == 0 and plot.text(width=60, height=8) == expected
     assert "training_steps.pickle.gz" in a.plot().text()
+
+
+def test_import_is_small_and_leaves_numpy_for_tables() -> None:
+    # A report needs neither numpy nor pandas: the RSS of a Snapshot stays the core's.
+    code = (
+        "import sys, memsnap; s = memsnap.load(sys.argv[1]); s.parse(); "
+        "assert 'numpy' not in sys.modules and 'pandas' not in sys.modules, sorted(sys.modules)"
+    )
+    subprocess.run([sys.executable, "-c", code, str(EXAMPLE_A)], check=True)

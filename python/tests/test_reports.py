@@ -9,7 +9,7 @@ from typing import Any, Callable, List
 import pytest
 
 import memsnap
-from conftest import EXAMPLE_A, EXAMPLE_B, cli_json
+from conftest import EXAMPLE_A, EXAMPLE_B, cli_json, loaded
 
 
 def same_as_cli(call: Callable[[], Any], args: List[str]) -> None:
@@ -48,7 +48,7 @@ REPORTS = {
 def test_report_equals_cli(any_file: Path, report: str) -> None:
     call, args = REPORTS[report]
     path = str(any_file)
-    snapshot = memsnap.load(path)
+    snapshot = loaded(path)
     command, *flags = args
     json_flag = [] if command == "summarize" else ["--json"]
     same_as_cli(lambda: call(snapshot), [command, path, *flags, *json_flag])
@@ -56,7 +56,7 @@ def test_report_equals_cli(any_file: Path, report: str) -> None:
 
 def test_summarize_equals_cli(any_file: Path) -> None:
     path = str(any_file)
-    same_as_cli(lambda: memsnap.load(path).summarize(), ["summarize", path, "--json"])
+    same_as_cli(lambda: loaded(path).summarize(), ["summarize", path, "--json"])
 
 
 def test_device_option_equals_cli() -> None:

@@ -8,11 +8,11 @@ from pathlib import Path
 import numpy as np
 
 import memsnap
-from conftest import EXAMPLE_A
+from conftest import EXAMPLE_A, loaded
 
 
 def test_pandas_groupby_reproduces_parse_top_sources(any_file: Path) -> None:
-    snapshot = memsnap.load(str(any_file))
+    snapshot = loaded(str(any_file))
     report = snapshot.parse(top=1000)
     frame = snapshot.events().to_pandas()
     allocs = frame[frame.action == "alloc"]
@@ -46,7 +46,7 @@ def test_event_columns_match_the_report_counts() -> None:
 
 
 def test_segment_and_block_tables_add_up(any_file: Path) -> None:
-    snapshot = memsnap.load(str(any_file))
+    snapshot = loaded(str(any_file))
     segments = snapshot.segment_table
     blocks = snapshot.block_table
     assert int(segments["block_count"].sum()) == len(blocks)
@@ -61,7 +61,7 @@ def test_segment_and_block_tables_add_up(any_file: Path) -> None:
 
 
 def test_stacks_point_into_frames(any_file: Path) -> None:
-    snapshot = memsnap.load(str(any_file))
+    snapshot = loaded(str(any_file))
     offsets, frames = snapshot.stacks
     table = snapshot.frames
     assert offsets[0] == 0 and offsets[-1] == len(frames)

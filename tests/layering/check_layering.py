@@ -2,7 +2,8 @@
 """The layering rule of docs/layering.md, checked on every #include "...".
 
 Layers, bottom up: util, io, pickle, snapshot, analysis, then report and
-formats side by side (one rank), cli (and src/main.cc above them). A file may
+formats side by side (one rank), cli, and above them src/main.cc and the Python
+extension (python/src/: memsnap._core). A file may
 include its own rank and the ranks below, never one above. Public headers (include/memsnap/*.h) belong to the
 layer named in PUBLIC_HEADERS and may include only other public headers,
 since they are installed without src/.
@@ -20,7 +21,8 @@ import tempfile
 
 # Each rank's layers; report (renderers) and formats (the files memsnap writes
 # and reads back: run summaries, budgets) share one.
-RANKS = [["util"], ["io"], ["pickle"], ["snapshot"], ["analysis"], ["report", "formats"], ["cli"], ["main"]]
+RANKS = [["util"], ["io"], ["pickle"], ["snapshot"], ["analysis"], ["report", "formats"], ["cli"],
+         ["main", "python"]]
 RANK = {name: rank for rank, names in enumerate(RANKS) for name in names}
 
 # Layer of each public header, by what it is about.
@@ -51,6 +53,8 @@ def layer_of_file(root, file):
         return PUBLIC_HEADERS.get(rel[len("include/"):].removesuffix(".in")), True, rel
     if rel == "src/main.cc":
         return "main", False, rel
+    if rel.startswith("python/src/"):
+        return "python", False, rel
     parts = rel.split("/")
     return (parts[1] if len(parts) > 2 and parts[1] in RANK else None), False, rel
 
@@ -58,7 +62,7 @@ def layer_of_file(root, file):
 def check(root):
     problems = []
     files = []
-    for top in ("include", "src"):
+    for top in ("include", "src", os.path.join("python", "src")):
         for dirpath, _, names in os.walk(os.path.join(root, top)):
             files += [os.path.join(dirpath, n) for n in names if n.endswith(SOURCE_SUFFIXES)]
     for file in sorted(files):

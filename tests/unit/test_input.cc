@@ -68,6 +68,29 @@ TEST(Input, GzipAndZstdByMagicNotExtension) {
   EXPECT_EQ(from_zstd.size(), pickle.size());
 }
 
+// open_memory (the Python package's load(bytes)): the same magic bytes, the
+// same refusals, a plain pickle read in place and surviving a move.
+TEST(Input, MemoryInputReadsInPlaceAndInflatesByMagic) {
+  const std::string pickle("\x80\x04\x95\x03\x00\x00\x00\x00\x00\x00\x00K\x07.", 14);
+  InputBuffer plain = open_memory(span_of(pickle), "<bytes>");
+  InputBuffer moved = std::move(plain);
+  EXPECT_EQ(moved.bytes().data(), reinterpret_cast<const uint8_t*>(pickle.data()));
+  EXPECT_EQ(moved.size(), pickle.size());
+  EXPECT_EQ(moved.compression(), Compression::kNone);
+
+  std::string zst(ZSTD_compressBound(pickle.size()), '\0');
+  zst.resize(ZSTD_compress(zst.data(), zst.size(), pickle.data(), pickle.size(), 3));
+  InputBuffer inflated = open_memory(span_of(zst), "<bytes>");
+  EXPECT_EQ(inflated.compression(), Compression::kZstd);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(inflated.bytes().data()), inflated.size()),
+            pickle);
+  EXPECT_EQ(inflated.file_size(), zst.size());
+
+  expect_error_containing<Error>([] { open_memory(span_of(std::string("  {\"a\": 1}")), "x"); },
+                                 "looks like JSON");
+  expect_error_containing<Error>([] { open_memory({}, "x"); }, "empty file");
+}
+
 std::string gzip_of(const std::string& data) {
   std::string packed(compressBound(data.size()) + 64, '\0');
   z_stream stream{};
