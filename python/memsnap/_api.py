@@ -416,7 +416,7 @@ def load(
         if path != "-":
             with open(path, "rb") as file:
                 head = file.read(_HEAD_BYTES)
-        return Snapshot._wrap(core, _device(device), head)
+        return _loaded(core, device, head)
     if isinstance(source, (bytearray, memoryview)):
         source = bytes(source)
     if isinstance(source, bytes):
@@ -439,7 +439,17 @@ def _load_bytes(
     data: bytes, name: str, device: Optional[int], allow_objects: bool, limit: int
 ) -> Snapshot:
     core = _core.load_bytes(data, name, bool(allow_objects), limit)
-    return Snapshot._wrap(core, _device(device), data[:_HEAD_BYTES])
+    return _loaded(core, device, data[:_HEAD_BYTES])
+
+
+def _loaded(core: Any, device: Optional[int], head: bytes) -> Snapshot:
+    """The Snapshot; as the CLI says on stderr, a warning when its reports leave devices out."""
+    snapshot = Snapshot._wrap(core, _device(device), head)
+    note = core.device_note(snapshot._device)
+    if note:
+        note = note.replace("with --device N", "with load(..., device=N) or .on_device(N)")
+        warnings.warn(note, MemsnapWarning, stacklevel=3)
+    return snapshot
 
 
 def from_dict(

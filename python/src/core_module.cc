@@ -45,6 +45,7 @@
 #include "memsnap/version.h"
 #include "report/compare_render.h"
 #include "report/explain_render.h"
+#include "report/findings.h"
 #include "report/html_plot.h"
 #include "report/oom_render.h"
 #include "report/parse_render.h"
@@ -410,6 +411,16 @@ NB_MODULE(_core, m) {
       .def(
           "device",
           [](Loaded& self, std::optional<int> device) { return self.analysis(device).device(); },
+          "device"_a.none(), Release())
+      // The CLI's stderr line when a report leaves devices out ("" when none
+      // or when the device was asked for).
+      .def(
+          "device_note",
+          [](Loaded& self, std::optional<int> device) {
+            const DeviceChoice& choice = self.analysis(device).device_choice();
+            if (choice.reason == DeviceReason::kRequested || !choice.others()) return std::string();
+            return device_choice_note(self.name(), choice);
+          },
           "device"_a.none(), Release())
       .def("allocator_settings",
            [](const Loaded& self) { return self.model().allocator_settings.json; })

@@ -68,3 +68,15 @@ def test_import_is_small_and_leaves_numpy_for_tables() -> None:
         "assert 'numpy' not in sys.modules and 'pandas' not in sys.modules, sorted(sys.modules)"
     )
     subprocess.run([sys.executable, "-c", code, str(EXAMPLE_A)], check=True)
+
+
+def test_every_command_of_the_cli_is_there() -> None:
+    status, out, _ = run_cli("--help")
+    assert status == 0
+    listed = out.split("Subcommands:")[1].split("Examples:")[0]
+    commands = [line.split()[0] for line in listed.splitlines() if line.strip()]
+    assert {"explain", "parse", "compare", "replay-to-time", "replay-step", "plot", "oom",
+            "segments", "summarize", "ranks", "check", "dump", "events"} <= set(commands)
+    for command in commands:
+        status, out, _ = run_cli(command, "--help")
+        assert status == 0 and f"memsnap {command}" in out

@@ -157,3 +157,25 @@ def test_typing_files_are_installed() -> None:
     assert (package / "py.typed").exists()
     stub = (package / "_core.pyi").read_text()
     assert "def load_path(" in stub
+
+
+def test_a_snapshot_that_leaves_devices_out_says_so(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import warnings
+
+    from conftest import ROOT, cli_json
+
+    path = tmp_path / "two_devices.pickle"
+    subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "gen" / "make_snapshot.py"), "--out", str(path),
+         "--events", "2000", "--devices", "2"],
+        check=True,
+    )
+    with pytest.warns(memsnap.MemsnapWarning, match=r"also has data on device.*device=N"):
+        snapshot = memsnap.load(path)
+    expected, _ = cli_json("explain", str(path), "--json")
+    assert snapshot.device == expected["device"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a device asked for: nothing to say
+        memsnap.load(path, device=1 - snapshot.device)
