@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <limits>
+#include <utility>
 
 #include "analysis/run_compare.h"
 #include "memsnap/error.h"
@@ -106,7 +109,8 @@ Amount parse_amount(std::string_view text, std::string_view what, bool percent_a
 }
 
 CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
-                      bool baseline_is_summary, const std::vector<Limit>& limits) {
+                      bool baseline_is_summary, const std::vector<Limit>& limits,
+                      const char* missing_baseline) {
   CheckReport report;
   report.current_file = current.path;
   report.rank = current.rank;
@@ -125,14 +129,14 @@ CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
     r.limit = limit;
     r.allowed = limit.amount.value;
     if (info.needs_baseline && baseline == nullptr) {
-      if (!limit.from_budget) {
+      if (!limit.from_budget && missing_baseline == nullptr) {
         std::string flag = std::string(info.name);
         std::replace(flag.begin(), flag.end(), '_', '-');
         throw Error::usage(
             fmt::format("--{}: needs a baseline to grow from (--baseline FILE)", flag));
       }
       r.status = LimitStatus::kNotApplicable;
-      r.note = "it needs --baseline";
+      r.note = missing_baseline != nullptr ? missing_baseline : "it needs --baseline";
       report.results.push_back(std::move(r));
       continue;
     }
@@ -217,14 +221,22 @@ RankedCheck check_ranked(const std::vector<RunSummary>& current,
     }
   } else {
     const RunComparison matched = compare_runs(*baseline, current);
-    std::vector<RankPair> pairs = matched.pairs;
-    std::sort(pairs.begin(), pairs.end(),
-              [](const RankPair& a, const RankPair& b) { return a.rank < b.rank; });
-    for (const RankPair& pair : pairs) {
-      out.ranks.push_back(
-          run_check(current[pair.b], &(*baseline)[pair.a], baseline_is_summary, limits));
+    // By rank: matched ranks against their baseline rank; a current rank
+    // without one is still held to every absolute limit (it must not slip
+    // past --max-peak because its baseline is missing).
+    std::vector<std::pair<int64_t, CheckReport>> by_rank;
+    for (const RankPair& pair : matched.pairs) {
+      by_rank.emplace_back(pair.rank, run_check(current[pair.b], &(*baseline)[pair.a],
+                                                baseline_is_summary, limits));
     }
-    for (size_t i : matched.only_b) out.only_current.push_back(current[i].path);
+    for (size_t i : matched.only_b) {
+      by_rank.emplace_back(current[i].rank.value_or(std::numeric_limits<int64_t>::max()),
+                           run_check(current[i], nullptr, false, limits, "no baseline rank"));
+      out.only_current.push_back(current[i].path);
+    }
+    std::stable_sort(by_rank.begin(), by_rank.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (auto& [rank, report] : by_rank) out.ranks.push_back(std::move(report));
     for (size_t i : matched.only_a) out.only_baseline.push_back((*baseline)[i].path);
   }
   for (const CheckReport& report : out.ranks) {

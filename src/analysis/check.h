@@ -88,9 +88,12 @@ struct CheckReport {
 };
 
 // Throws a usage Error when a flag's limit needs a baseline and none is
-// given; a budget file's such limit is reported as not checked instead.
+// given; a budget file's such limit is reported as not checked instead, and
+// so is every growth limit when `missing_baseline` says why there is none (a
+// rank of a folder without its baseline rank: its absolute limits still hold).
 CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
-                      bool baseline_is_summary, const std::vector<Limit>& limits);
+                      bool baseline_is_summary, const std::vector<Limit>& limits,
+                      const char* missing_baseline = nullptr);
 
 // Many ranks: each rank of the current run checked against the same rank of
 // the baseline run (or alone without one), by rank number.

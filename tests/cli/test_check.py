@@ -254,9 +254,13 @@ def folders(memsnap, work):
                         "--function", "forward", *extra], check=True)
     os.rename(os.path.join(b, "snapshot_3.pickle"), os.path.join(b, "snapshot_7.pickle"))
     code, report, err = check_json(memsnap, [b, "--baseline", a, "--max-growth", "5%"])
-    check("folders: exit 3, rank 2 the one that fails, ranks 0-2 checked against their baselines",
-          code == 3 and report and report["failed_ranks"] == [2] and report["ranks_checked"] == 3
-          and [r["current"]["rank"] for r in report["ranks"]] == [0, 1, 2]
+    check("folders: exit 3, rank 2 the one that fails, ranks 0-2 checked against their baselines, "
+          "rank 7 (no baseline rank) against the absolute limits",
+          code == 3 and report and report["failed_ranks"] == [2] and report["ranks_checked"] == 4
+          and [r["current"]["rank"] for r in report["ranks"]] == [0, 1, 2, 7]
+          and report["ranks"][3]["baseline"] is None
+          and [(l["name"], l["status"], l["note"]) for l in report["ranks"][3]["limits"]]
+          == [("max_growth", "not_applicable", "no baseline rank")]
           and report["ranks"][2]["sources"][0]["source"] == "forward@stage1.py:99", (code, err, report and report["failed_ranks"]))
     check("folders: the ranks without a match are listed on both sides",
           report and [os.path.basename(p) for p in report["only_current"]] == ["snapshot_7.pickle"]
@@ -264,15 +268,20 @@ def folders(memsnap, work):
     got = run(memsnap, ["check", b, "--baseline", a, "--max-growth", "5%", "--max-peak", "1MiB"])
     headline = got.stdout.splitlines()[0] if got.stdout else ""
     verdict = re.match(r"memsnap check: FAIL, (\d+ of \d+ ranks violate \d+ limits?): ", headline)
-    check("folders: the headline and the exit message give one count (3 ranks, 4 limits)",
-          got.returncode == 3 and verdict and verdict.group(1) == "3 of 3 ranks violate 4 limits"
+    check("folders: the headline and the exit message give one count (4 ranks, 5 limits: rank 7's max_peak too)",
+          got.returncode == 3 and verdict and verdict.group(1) == "4 of 4 ranks violate 5 limits"
           and got.stderr.strip().splitlines() == ["memsnap: " + verdict.group(1)], (headline, got.stderr))
     got = run(memsnap, ["check", "--format", "junit", b, "--baseline", a, "--max-growth", "5%"])
     root = ET.fromstring(got.stdout)
     suites = root.findall("testsuite")
     check("folders junit: one <testsuite> per rank, the failure in rank 2's",
-          len(suites) == 3 and int(root.get("failures")) == 1
-          and [int(x.get("failures")) for x in suites] == [0, 0, 1], got.stdout[:400])
+          len(suites) == 4 and int(root.get("failures")) == 1
+          and [int(x.get("failures")) for x in suites] == [0, 0, 1, 0], got.stdout[:400])
+    # A current rank whose baseline rank is missing may not slip past an absolute limit.
+    code, report, err = check_json(memsnap, [b, "--baseline", a, "--max-peak", "1MiB"])
+    check("folders: a rank without a baseline rank still fails --max-peak (exit 3, rank 7 among them)",
+          code == 3 and report and report["failed_ranks"] == [0, 1, 2, 7]
+          and report["ranks"][3]["limits"][0]["status"] == "fail", (code, err, report and report["failed_ranks"]))
     got = run(memsnap, ["check", "--format", "github", b, "--baseline", a, "--max-growth", "5%"])
     errors = [l for l in got.stdout.splitlines() if l.startswith("::error")]
     check("folders github: the error names the rank", len(errors) == 1
