@@ -1,5 +1,7 @@
 #include "analysis/run_compare.h"
 
+#include <absl/container/flat_hash_map.h>
+
 #include <algorithm>
 #include <map>
 
@@ -45,6 +47,16 @@ RunComparison compare_runs(const std::vector<RunSummary>& a, const std::vector<R
     out.grew_most_sources = compare_sources(a[top.a].live_at_peak, b[top.b].live_at_peak);
   }
   return out;
+}
+
+std::optional<DuplicateRank> duplicate_rank(const std::vector<RunSummary>& run) {
+  absl::flat_hash_map<int64_t, size_t> seen;
+  for (size_t i = 0; i < run.size(); ++i) {
+    if (!run[i].rank) continue;
+    auto [it, fresh] = seen.emplace(*run[i].rank, i);
+    if (!fresh) return DuplicateRank{*run[i].rank, it->second, i};
+  }
+  return std::nullopt;
 }
 
 }  // namespace memsnap

@@ -39,4 +39,14 @@ struct RunComparison {
 
 RunComparison compare_runs(const std::vector<RunSummary>& a, const std::vector<RunSummary>& b);
 
+// Two files of one run with the same rank (node1_rank0, node2_rank0): the
+// first such pair by index. Matching by rank would pair one and leave the
+// other unchecked.
+struct DuplicateRank {
+  int64_t rank = 0;
+  size_t first = 0;
+  size_t second = 0;
+};
+std::optional<DuplicateRank> duplicate_rank(const std::vector<RunSummary>& run);
+
 }  // namespace memsnap

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "analysis/check.h"
+#include "analysis/run_compare.h"
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/output.h"
@@ -162,6 +163,14 @@ void check_folders(const CheckFlags& flags) {
   if (!flags.baseline.empty()) {
     baseline = summaries_of_folder(flags.baseline, flags.inputs, baseline_is_summary);
   }
+  // Matching by rank would check one of two files with the same rank and
+  // leave the other out: a gate refuses that.
+  const std::vector<RunSummary>* runs[] = {&current, &baseline};
+  for (const std::vector<RunSummary>* run : runs) {
+    if (const std::optional<DuplicateRank> duplicate = duplicate_rank(*run)) {
+      throw Error(duplicate_rank_message(*run, *duplicate));
+    }
+  }
   const std::vector<Limit> limits = limits_of(flags);
   if (limits.empty()) {
     throw Error::usage("no limit to check: give --budget FILE or limits such as --max-peak 12GiB");
@@ -300,6 +309,8 @@ Command check_command() {
             add_top_flag(command, flags->inputs.common, "sources in the explanation", 10);
             add_source_key_flags(command, flags->inputs.common);
             add_input_flags(command, flags->inputs.common);
+            // Folders: --rank-from tells ranks apart (two node*_rank0 files are an error).
+            add_summary_input_flags(command, flags->inputs);
             return [flags] { run_check_command(*flags); };
           }};
 }

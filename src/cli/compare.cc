@@ -39,6 +39,8 @@ void compare_run_folders(const std::string& dir_a, const std::string& dir_b,
   view.dir_b = dir_b;
   view.unread = std::move(run_a.unread);
   view.unread.insert(view.unread.end(), run_b.unread.begin(), run_b.unread.end());
+  warn_duplicate_rank(a);
+  warn_duplicate_rank(b);
   const RunComparison comparison = compare_runs(a, b);
   view.a = &a;
   view.b = &b;

@@ -38,6 +38,7 @@ Command ranks_command() {
               std::vector<SummaryOutcome> outcomes = summarize_all(paths, flags->summary);
               const SummarySet read = split_outcomes(outcomes, 0, outcomes.size());
               const std::vector<UnreadableFile>& unread = read.unread;
+              warn_duplicate_rank(read.summaries);
               const RanksReport report = analyze_ranks(read.summaries);
               if (flags->summary.common.json) {
                 write_json(render_ranks_json(report, unread));

@@ -221,4 +221,18 @@ SummarySet split_outcomes(std::vector<SummaryOutcome>& outcomes, size_t begin, s
   return set;
 }
 
+std::string duplicate_rank_message(const std::vector<RunSummary>& run,
+                                   const DuplicateRank& duplicate) {
+  return fmt::format(
+      "{} and {} both have rank {}: name the ranks apart with --rank-from REGEX (its first "
+      "group is the rank)",
+      run[duplicate.first].path, run[duplicate.second].path, duplicate.rank);
+}
+
+void warn_duplicate_rank(const std::vector<RunSummary>& run) {
+  if (const std::optional<DuplicateRank> duplicate = duplicate_rank(run)) {
+    write_note("warning: " + duplicate_rank_message(run, *duplicate));
+  }
+}
+
 }  // namespace memsnap::cli

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/run_compare.h"
 #include "analysis/run_summary.h"
 #include "cli/options.h"
 #include "report/ranks_render.h"
@@ -55,5 +56,12 @@ SummarySet split_outcomes(std::vector<SummaryOutcome>& outcomes, size_t begin, s
 // The summary of one file: a summary document read back, or a snapshot
 // loaded, summarised and dropped.
 RunSummary summary_of(const std::string& path, const SummaryInputs& inputs, bool& from_summary);
+
+// "A and B both have rank N ...": two files of one run that share a rank
+// (check refuses them; ranks and compare warn).
+std::string duplicate_rank_message(const std::vector<RunSummary>& run,
+                                   const DuplicateRank& duplicate);
+// Warns (one stderr note) when two files of `run` share a rank.
+void warn_duplicate_rank(const std::vector<RunSummary>& run);
 
 }  // namespace memsnap::cli

@@ -310,6 +310,39 @@ def generated(memsnap, work):
     budgets(memsnap, base, cur)
     refusals(memsnap, base, cur)
     folders(memsnap, work)
+    duplicate_ranks(memsnap, work)
+
+
+def duplicate_ranks(memsnap, work):
+    """node1_rank0 and node2_rank0 share rank 0: check refuses (exit 1, both named), ranks and
+    compare warn; --rank-from tells them apart."""
+    import shutil
+    made = os.path.join(work, "dup_gen")
+    subprocess.run([sys.executable, GEN, "--out", made, "--ranks", "2", "--stages", "1", "--events", "300",
+                    "--function", "forward"], check=True)
+    cur, base = os.path.join(work, "dup_cur"), os.path.join(work, "dup_base")
+    os.makedirs(cur)
+    os.makedirs(base)
+    shutil.copy(os.path.join(made, "snapshot_0.pickle"), os.path.join(cur, "node1_rank0.pickle"))
+    shutil.copy(os.path.join(made, "snapshot_1.pickle"), os.path.join(cur, "node2_rank0.pickle"))
+    shutil.copy(os.path.join(made, "snapshot_0.pickle"), os.path.join(base, "node1_rank0.pickle"))
+    shutil.copy(os.path.join(made, "snapshot_1.pickle"), os.path.join(base, "node2_rank0.pickle"))
+    message = (f"memsnap: {cur}/node1_rank0.pickle and {cur}/node2_rank0.pickle both have rank 0: name the "
+               "ranks apart with --rank-from REGEX (its first group is the rank)\n")
+    got = run(memsnap, ["check", cur, "--baseline", base, "--max-growth", "5%"])
+    check("duplicate ranks: check exits 1 naming both files, before any report",
+          got.returncode == 1 and got.stderr == message and got.stdout == "", (got.returncode, got.stderr))
+    got = run(memsnap, ["check", cur, "--max-peak", "1GiB"])
+    check("duplicate ranks: without a baseline too", got.returncode == 1 and got.stderr == message, got.stderr)
+    got = run(memsnap, ["check", cur, "--baseline", base, "--max-growth", "5%", "--rank-from", r"node(\d+)"])
+    check("duplicate ranks: --rank-from separates them (both ranks checked)",
+          got.returncode == 0 and "all 2 ranks" in got.stdout, (got.returncode, got.stderr))
+    got = run(memsnap, ["ranks", cur])
+    check("duplicate ranks: ranks warns and goes on",
+          got.returncode == 0 and got.stderr == message.replace("memsnap: ", "memsnap: warning: "), got.stderr)
+    got = run(memsnap, ["compare", base, cur])
+    check("duplicate ranks: compare of two folders warns for each",
+          got.returncode == 0 and got.stderr.count("both have rank 0") == 2, got.stderr)
 
 
 def fixtures(memsnap, folder):
