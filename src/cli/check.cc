@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -194,6 +195,12 @@ void run_check_command(const CheckFlags& flags) {
   if (flags.write_budget) {
     const Amount headroom = parse_amount(flags.headroom, "--headroom", true);
     const double fraction = headroom.percent ? headroom.value / 100 : headroom.value;
+    // Beyond 10x a budget says nothing (and 1e308% wrote 'infMiB', which
+    // --budget then refused).
+    if (!std::isfinite(fraction) || fraction < 0 || fraction > 10) {
+      throw Error::usage(
+          fmt::format("--headroom must be 0% to 1000% (or 0 to 10), not '{}'", flags.headroom));
+    }
     const std::vector<Limit> limits = budget_from_run(current, fraction);
     const std::string comment = fmt::format(
         "memsnap budget, written by `memsnap check --write-budget` from {}\n"

@@ -61,9 +61,11 @@ class Reader {
   int64_t integer(const ordered_json& parent, const std::string& key,
                   const std::string& path) const {
     const ordered_json& value = field(parent, key, path);
-    // Every count and byte total of a real run fits in 2^62; beyond it the
-    // arithmetic of the reports could overflow.
-    constexpr int64_t kLimit = int64_t{1} << 62;
+    // Every count and byte total of a real run fits in 2^60 (the bound the
+    // pickle reader puts on sizes); within it the reports' differences and
+    // sums of a few values cannot overflow (+-2^62 once read "8 EiB below
+    // the median" in ranks).
+    constexpr int64_t kLimit = int64_t{1} << 60;
     if (value.is_number_unsigned()) {
       if (value.get<uint64_t>() > static_cast<uint64_t>(kLimit))
         fail(path + key, "is out of range");

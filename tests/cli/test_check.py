@@ -225,6 +225,12 @@ def refusals(memsnap, base, cur):
                            (["--max-peak", "1GiB", "--format", "yaml"], "--format")):
         got = run(memsnap, ["check", cur] + flags)
         check("usage error, exit 2: %s" % message, got.returncode == 2 and message in got.stderr, got.stderr)
+    for headroom in ("1e308%", "2000%", "11"):
+        got = run(memsnap, ["check", cur, "--write-budget", "--headroom", headroom])
+        check("--headroom %s refused, exit 2, nothing written" % headroom,
+              got.returncode == 2 and got.stdout == ""
+              and got.stderr == "memsnap: --headroom must be 0%% to 1000%% (or 0 to 10), not '%s'\n" % headroom,
+              (got.returncode, got.stderr))
     truncated = os.path.join(os.path.dirname(cur), "truncated.pickle")
     with open(cur, "rb") as f, open(truncated, "wb") as g:
         g.write(f.read()[:1000])

@@ -198,6 +198,10 @@ TEST_F(SummaryRefusal, KeysOfTheWrongTypeOrRange) {
                  "absolute_peak is not a whole number");
   expect_refused([](ordered_json& d) { d["event_count"] = uint64_t{1} << 63; },
                  "event_count is out of range");
+  expect_refused([](ordered_json& d) { d["absolute_peak"] = int64_t{1} << 62; },
+                 "absolute_peak is out of range");
+  expect_refused([](ordered_json& d) { d["absolute_peak"] = -(int64_t{1} << 61); },
+                 "absolute_peak is out of range");
   expect_refused([](ordered_json& d) { d["device"] = -1; }, "device is out of range");
   expect_refused(
       [](ordered_json& d) {
