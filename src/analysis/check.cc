@@ -1,6 +1,7 @@
 #include "analysis/check.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -8,6 +9,7 @@
 #include <limits>
 #include <utility>
 
+#include "analysis/categories.h"
 #include "analysis/run_compare.h"
 #include "memsnap/error.h"
 
@@ -106,6 +108,14 @@ Amount parse_amount(std::string_view text, std::string_view what, bool percent_a
     }
   }
   throw bad("has an unknown unit");
+}
+
+void require_category(const std::string& name, std::string_view where) {
+  if (parse_category(name)) return;
+  std::vector<std::string_view> known;
+  for (size_t i = 0; i < kCategoryCount; ++i) known.push_back(category_name(static_cast<Category>(i)));
+  throw Error::usage(fmt::format("{}: '{}' is not a category ({})", where, name,
+                                 fmt::join(known, ", ")));
 }
 
 CheckReport run_check(const RunSummary& current, const RunSummary* baseline,

@@ -87,6 +87,11 @@ struct CheckReport {
   SourceComparison categories;
 };
 
+// A category limit names one of analysis/categories.h's categories; anything
+// else would pass at 0 B. Throws a usage Error ("WHERE: 'activaton' is not a
+// category (parameter, ...)") otherwise.
+void require_category(const std::string& name, std::string_view where);
+
 // Throws a usage Error when a flag's limit needs a baseline and none is
 // given; a budget file's such limit is reported as not checked instead, and
 // so is every growth limit when `missing_baseline` says why there is none (a

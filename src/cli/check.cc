@@ -87,6 +87,7 @@ std::vector<Limit> limits_of(const CheckFlags& flags) {
       throw Error::usage(
           fmt::format("--max-category: '{}' is not CATEGORY=SIZE (e.g. activation=20GiB)", spec));
     }
+    require_category(spec.substr(0, eq), "--max-category");
     Limit limit{LimitKind::kCategory,
                 parse_amount(spec.substr(eq + 1), "--max-category " + spec.substr(0, eq), false),
                 spec.substr(0, eq), false};

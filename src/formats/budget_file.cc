@@ -95,6 +95,7 @@ std::vector<Limit> limits_from(const Object& root, const std::string& path, Valu
         if (inner_table || name.empty()) {
           throw Error::usage(fmt::format("{}: category.{} must be a size", where, name));
         }
+        require_category(name, where + ": [category]");
         limits.push_back(limit_of(LimitKind::kCategory, name, value_of(inner), where));
       });
       return;

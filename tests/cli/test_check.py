@@ -222,9 +222,19 @@ def refusals(memsnap, base, cur):
                            (["--max-peak", "5%"], "is a percent, and this limit takes a size"),
                            (["--max-fragmentation", "3"], "is more than 1"),
                            (["--max-category", "activation"], "is not CATEGORY=SIZE"),
+                           (["--max-category", "activaton=1MiB"],
+                            "memsnap: --max-category: 'activaton' is not a category (parameter, optimizer_state, "
+                            "gradient, activation, temporary, input, autograd_detail, communication, workspace, "
+                            "unknown)"),
                            (["--max-peak", "1GiB", "--format", "yaml"], "--format")):
         got = run(memsnap, ["check", cur] + flags)
         check("usage error, exit 2: %s" % message, got.returncode == 2 and message in got.stderr, got.stderr)
+    typo = os.path.join(os.path.dirname(cur), "typo.toml")
+    with open(typo, "w") as f:
+        f.write('[category]\nactivaton = "1MiB"\n')
+    got = run(memsnap, ["check", cur, "--budget", typo])
+    check("a budget's unknown category is a usage error, exit 2",
+          got.returncode == 2 and "[category]: 'activaton' is not a category (parameter," in got.stderr, got.stderr)
     for headroom in ("1e308%", "2000%", "11"):
         got = run(memsnap, ["check", cur, "--write-budget", "--headroom", headroom])
         check("--headroom %s refused, exit 2, nothing written" % headroom,
