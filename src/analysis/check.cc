@@ -113,9 +113,10 @@ Amount parse_amount(std::string_view text, std::string_view what, bool percent_a
 void require_category(const std::string& name, std::string_view where) {
   if (parse_category(name)) return;
   std::vector<std::string_view> known;
-  for (size_t i = 0; i < kCategoryCount; ++i) known.push_back(category_name(static_cast<Category>(i)));
-  throw Error::usage(fmt::format("{}: '{}' is not a category ({})", where, name,
-                                 fmt::join(known, ", ")));
+  for (size_t i = 0; i < kCategoryCount; ++i)
+    known.push_back(category_name(static_cast<Category>(i)));
+  throw Error::usage(
+      fmt::format("{}: '{}' is not a category ({})", where, name, fmt::join(known, ", ")));
 }
 
 CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
@@ -236,8 +237,8 @@ RankedCheck check_ranked(const std::vector<RunSummary>& current,
     // past --max-peak because its baseline is missing).
     std::vector<std::pair<int64_t, CheckReport>> by_rank;
     for (const RankPair& pair : matched.pairs) {
-      by_rank.emplace_back(pair.rank, run_check(current[pair.b], &(*baseline)[pair.a],
-                                                baseline_is_summary, limits));
+      by_rank.emplace_back(
+          pair.rank, run_check(current[pair.b], &(*baseline)[pair.a], baseline_is_summary, limits));
     }
     for (size_t i : matched.only_b) {
       by_rank.emplace_back(current[i].rank.value_or(std::numeric_limits<int64_t>::max()),

@@ -36,6 +36,13 @@ int exit_status(const Error& error) {
   return kExitInput;
 }
 
+// Anything else thrown (a thread that cannot be started, a library's own
+// exception): one line and exit 1, never an abort.
+int internal_error(const std::exception& error) {
+  write_note(std::string("internal error: ") + error.what());
+  return kExitInput;
+}
+
 }  // namespace
 
 // `memsnap FILE [flags]` is `memsnap explain FILE [flags]`: the first
@@ -113,6 +120,8 @@ int run_cli(int argc, char** argv) {
   } catch (const Error& error) {  // a file a flag names (--category-rules) could not be read
     write_note(error.what());
     return exit_status(error);
+  } catch (const std::exception& error) {
+    return internal_error(error);
   }
 
   try {
@@ -133,6 +142,9 @@ int run_cli(int argc, char** argv) {
     std::fflush(stdout);
     write_note("out of memory");
     return kExitInput;
+  } catch (const std::exception& error) {
+    std::fflush(stdout);
+    return internal_error(error);
   }
 }
 

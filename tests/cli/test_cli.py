@@ -174,6 +174,7 @@ def main():
         stacked_views(memsnap, work)
         group_by_annotation_and_pool(memsnap, work)
         usage_in_memsnaps_words(memsnap, work, plain)
+        many_files_few_threads(memsnap, work, plain)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     summary = f"{results['checks']} checks, {len(failures)} failed"
@@ -891,5 +892,25 @@ def usage_in_memsnaps_words(memsnap, work, plain):
     check("ranks of a file that cannot be read exits 1", got.returncode == 1, got.stderr)
 
 
+# ---------------------------------------------------------------------------
+# Hostile input, round three, item 7: `plot DIR` started one thread per file;
+# with 1,500 files and an address-space limit the thread that could not be
+# created aborted memsnap (exit 134). Now a few threads load them all.
+def many_files_few_threads(memsnap, work, plain):
+    with open(memsnap, "rb") as f:
+        if b"__asan_init" in f.read():
+            skip("plot of 1,500 files under ulimit -v", "ASan reserves more address space than the limit")
+            return
+    folder = os.path.join(work, "many")
+    os.makedirs(folder)
+    for i in range(1500):
+        os.symlink(plain, os.path.join(folder, "rank%04d.pickle" % i))
+    got = subprocess.run(["bash", "-c", 'ulimit -v 3000000 && exec "$0" plot --text --width 40 --height 5 "$1"',
+                          memsnap, folder], capture_output=True)
+    check("plot of 1,500 files under a 3 GB address-space limit: exit 0, one chart",
+          got.returncode == 0 and got.stdout.count("absolute peak".encode()) >= 1500, (got.returncode, got.stderr[-300:]))
+
+
 if __name__ == "__main__":
     sys.exit(main())
+

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "expect_error.h"
-#include "memsnap/error.h"
 #include "formats/summary_json.h"
+#include "memsnap/error.h"
 
 namespace memsnap {
 namespace {
