@@ -117,7 +117,14 @@ std::vector<Limit> limits_from(const Object& root, const std::string& path, Valu
 }  // namespace
 
 std::vector<Limit> read_budget(std::string_view text, const std::string& path) {
-  if (looks_like_json(text)) {
+  const bool json = looks_like_json(text);
+  if (text_nesting(text, !json) > kMaxFileNesting) {
+    throw Error::usage(fmt::format(
+        "budget {}: nests deeper than {} levels (tables in tables, or keys of that many parts); "
+        "a budget has two",
+        path, kMaxFileNesting));
+  }
+  if (json) {
     const nlohmann::json root = nlohmann::json::parse(text, nullptr, false);
     if (root.is_discarded() || !root.is_object()) {
       throw Error::usage(fmt::format("budget {}: not a JSON object", path));

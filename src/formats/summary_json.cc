@@ -143,6 +143,50 @@ std::string head_hash(std::span<const uint8_t> head) {
   return fmt::format("{:016x}{:016x}", hash.high64, hash.low64);
 }
 
+int text_nesting(std::string_view text, bool toml, int limit) {
+  std::string open;  // the brackets open now, innermost last
+  int deepest = 0;
+  int key_parts = 1;   // TOML: parts of the key being read
+  bool in_key = toml;  // TOML: a line starts with a key (or a [table] header)
+  for (size_t i = 0; i < text.size() && deepest <= limit; ++i) {
+    const char c = text[i];
+    if (c == '"' || (toml && c == '\'')) {  // a string: skip it (escapes in "..." only)
+      for (++i; i < text.size() && text[i] != c; ++i) {
+        if (c == '"' && text[i] == '\\') ++i;
+      }
+      continue;
+    }
+    if (toml && c == '#') {  // a comment, to the end of the line
+      while (i < text.size() && text[i] != '\n') ++i;
+    }
+    if (c == '\n' || (i < text.size() && text[i] == '\n')) {
+      in_key = toml && open.empty();
+      key_parts = 1;
+      continue;
+    }
+    const bool table = c == '{';
+    if (c == '{' || c == '[') {
+      open.push_back(c);
+      deepest = std::max(deepest, static_cast<int>(open.size()));
+      if (toml && table) {
+        in_key = true;
+        key_parts = 1;
+      }
+    } else if ((c == '}' || c == ']') && !open.empty()) {
+      open.pop_back();
+    } else if (toml && c == '=') {
+      in_key = false;
+    } else if (toml && c == ',' && !open.empty() && open.back() == '{') {
+      in_key = true;
+      key_parts = 1;
+    } else if (toml && in_key && c == '.') {
+      ++key_parts;
+      deepest = std::max(deepest, static_cast<int>(open.size()) + key_parts);
+    }
+  }
+  return deepest;
+}
+
 bool looks_like_json(std::string_view head) {
   const size_t first = head.find_first_not_of(" \t\r\n");
   return first != std::string_view::npos && head[first] == '{';
@@ -212,6 +256,10 @@ RunSummary read_summary_json(std::string_view text, const std::string& where) {
   if (text.size() > kMaxSummaryBytes) {
     throw Error(fmt::format("{}: {} bytes is too large for a memsnap summary (at most {} MiB)",
                             where, text.size(), kMaxSummaryBytes >> 20));
+  }
+  if (text_nesting(text, false) > kMaxFileNesting) {
+    throw Error(fmt::format("{}: nests deeper than {} levels; a memsnap summary has a few", where,
+                            kMaxFileNesting));
   }
   ordered_json doc = ordered_json::parse(text, nullptr, false);
   if (doc.is_discarded()) throw Error(fmt::format("{}: not valid JSON", where));

@@ -31,6 +31,17 @@ std::string head_hash(std::span<const uint8_t> head);
 // Throws memsnap::Error on anything that is not a version-1 summary.
 RunSummary read_summary_json(std::string_view text, const std::string& where);
 
+// How deep the files memsnap reads back may nest: a summary has a few
+// levels, a budget two. The readers refuse more before anything recursive
+// (a JSON copy, toml++) touches the document: 300,000 levels of
+// allocator_settings, or a 50,000-part dotted TOML key, overflowed the stack.
+inline constexpr int kMaxFileNesting = 32;
+
+// The deepest nesting of JSON or TOML text: open brackets and braces outside
+// strings and comments and, for TOML, the parts of a dotted key (a.b.c is 3).
+// Stops counting once past `limit`.
+int text_nesting(std::string_view text, bool toml, int limit = kMaxFileNesting);
+
 // Whether `text` starts like a JSON document (after whitespace, a '{'):
 // a summary rather than a pickle.
 bool looks_like_json(std::string_view head);

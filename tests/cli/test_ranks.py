@@ -158,6 +158,13 @@ def hostile_summaries(memsnap, work, summaries):
         got = run(memsnap, ["ranks", path])
         check("ranks refuses a summary with %s" % name, got.returncode == 1 and message in got.stderr + got.stdout,
               got.stderr + got.stdout[:300])
+    deep = os.path.join(work, "deep.summary.json")
+    with open(deep, "w") as f:  # 300,000 levels of allocator_settings overflowed the stack
+        f.write(json.dumps(good)[:-1] + ', "x": ' + "[" * 300000 + "]" * 300000 + "}")
+    got = run(memsnap, ["ranks", deep])
+    check("ranks refuses a summary nested 300,000 deep, exit 1, listed as unreadable",
+          got.returncode == 1 and "%s: nests deeper than 32 levels; a memsnap summary has a few" % deep
+          in got.stdout, (got.returncode, got.stdout[-300:]))
     path = os.path.join(work, "broken.json")
     with open(path, "w") as f:
         f.write("{\"kind\": \"memsnap-summary\", ")

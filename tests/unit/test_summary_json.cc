@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "expect_error.h"
+#include "formats/budget_file.h"
 #include "formats/summary_json.h"
 #include "memsnap/error.h"
 
@@ -229,6 +230,40 @@ TEST_F(SummaryRefusal, ALargeFileIsNoSummary) {
   testing::expect_error_containing<Error>(
       [&] { read_summary_json(huge, "big.json"); },
       "big.json: 67108865 bytes is too large for a memsnap summary");
+}
+
+// Nesting is counted before anything recursive touches the document: a
+// summary whose allocator_settings nest 300,000 levels, or a budget with a
+// 50,000-part dotted key, overflowed the stack (in a JSON copy, in toml++).
+TEST(FileNesting, CountsBracketsAndKeyPartsOutsideStrings) {
+  EXPECT_EQ(text_nesting(R"({"a": [1, {"b": "[[[{{{"}]})", false), 3);
+  EXPECT_EQ(text_nesting("max_peak = \"1.5GiB\"\nmax_fragmentation = 0.3\n", true), 0);
+  EXPECT_EQ(text_nesting("[category]\nactivation = \"1GiB\" # a.b.c.d\n", true), 1);
+  EXPECT_EQ(text_nesting("a.b.c = 1\n", true), 3);
+  EXPECT_EQ(text_nesting("x = {a.b = 1, c.d.e = [1.5, 2.5]}\n", true), 4);
+  EXPECT_EQ(text_nesting("s = 'a.b.c.d.e'\n", true), 0);
+}
+
+TEST(FileNesting, DeepSummariesAndBudgetsAreRefused) {
+  const std::string deep_json = R"({"kind": "memsnap-summary", "allocator_settings": )" +
+                                std::string(300000, '[') + std::string(300000, ']') + "}";
+  testing::expect_error_containing<Error>(
+      [&] { read_summary_json(deep_json, "deep.json"); },
+      "deep.json: nests deeper than 32 levels; a memsnap summary has a few");
+  std::string dotted = "a";
+  for (int i = 0; i < 50000; ++i) dotted += ".a";
+  testing::expect_error_containing<Error>(
+      [&] { read_budget(dotted + " = 1\n", "b.toml"); },
+      "budget b.toml: nests deeper than 32 levels (tables in tables, or keys of that many parts)");
+  testing::expect_error_containing<Error>(
+      [&] { read_budget("x = " + std::string(100000, '{'), "b.toml"); }, "nests deeper than 32");
+  testing::expect_error_containing<Error>(
+      [&] { read_budget("{\"category\": " + std::string(100000, '['), "b.json"); },
+      "budget b.json: nests deeper than 32 levels");
+  // A budget of the usual shape still reads.
+  EXPECT_EQ(
+      read_budget("max_peak = \"12GiB\"\n[category]\nactivation = \"4GiB\"\n", "ok.toml").size(),
+      2U);
 }
 
 }  // namespace
