@@ -314,15 +314,43 @@ TEST(CheckRanked, RanksArePairedByNumberAndTheRestListed) {
                                            ranked(0, 1 << 30, "b0"), ranked(2, 1 << 30, "b2")};
   const RankedCheck checked =
       check_ranked(current, &baseline, false, {limit(LimitKind::kMaxGrowth, 10, true)});
-  ASSERT_EQ(checked.ranks.size(), 2u);
-  EXPECT_EQ(checked.ranks[0].rank, 0);  // by rank, whatever the order of the files
+  // Every current rank, by rank whatever the order of the files; rank 2 has
+  // no baseline rank: checked against the absolute limits alone (none here).
+  ASSERT_EQ(checked.ranks.size(), 3u);
+  EXPECT_EQ(checked.ranks[0].rank, 0);
   EXPECT_EQ(checked.ranks[0].baseline_file, "a0");
   EXPECT_EQ(checked.ranks[1].rank, 1);
   EXPECT_EQ(checked.ranks[1].current_file, "b1");
   EXPECT_EQ(checked.ranks[1].failed, 1u);  // rank 1 doubled
+  EXPECT_EQ(checked.ranks[2].rank, 2);
+  EXPECT_EQ(checked.ranks[2].baseline_file, "");
+  EXPECT_EQ(checked.ranks[2].not_checked, 1u);  // max_growth: no baseline rank
+  EXPECT_EQ(checked.ranks[2].failed, 0u);
   EXPECT_EQ(checked.failed_ranks, 1u);
   EXPECT_EQ(checked.only_current, std::vector<std::string>{"b2"});
   EXPECT_EQ(checked.only_baseline, std::vector<std::string>{"a3"});
+}
+
+// A current rank whose baseline rank is missing may not slip past an
+// absolute limit (it passed --max-peak before).
+TEST(CheckRanked, ARankWithoutItsBaselineRankIsHeldToAbsoluteLimits) {
+  auto ranked = [](int64_t rank, int64_t peak, const std::string& path) {
+    RunSummary s = run(peak, path);
+    s.rank = rank;
+    return s;
+  };
+  const std::vector<RunSummary> baseline = {ranked(0, 1 << 30, "a0")};
+  const std::vector<RunSummary> current = {ranked(0, 1 << 30, "b0"),
+                                           ranked(1, int64_t{3} << 30, "b1")};
+  const RankedCheck checked = check_ranked(
+      current, &baseline, false,
+      {limit(LimitKind::kMaxPeak, 2.0 * (1 << 30)), limit(LimitKind::kMaxGrowth, 10, true)});
+  ASSERT_EQ(checked.ranks.size(), 2u);
+  EXPECT_EQ(checked.ranks[1].rank, 1);
+  EXPECT_EQ(checked.ranks[1].failed, 1u);       // max_peak: 3 GiB > 2 GiB
+  EXPECT_EQ(checked.ranks[1].not_checked, 1u);  // max_growth
+  EXPECT_EQ(checked.ranks[1].results[1].note, "no baseline rank");
+  EXPECT_EQ(checked.failed_ranks, 1u);
 }
 
 }  // namespace
