@@ -187,6 +187,19 @@ void check_folders(const CheckFlags& flags) {
 
 void run_check_command(const CheckFlags& flags) {
   std::error_code error;
+  if (!flags.output.empty()) {
+    // -o onto the run, the baseline or the budget would replace what the
+    // gate reads (a folder: any file in it).
+    std::vector<std::string> inputs;
+    for (const std::string& input : {flags.current, flags.baseline, flags.budget}) {
+      if (input.empty()) continue;
+      if (std::filesystem::is_directory(input, error)) {
+        for (const std::string& file : expand_inputs({input})) inputs.push_back(file);
+      }
+      inputs.push_back(input);
+    }
+    refuse_overwriting_inputs(flags.output, inputs);
+  }
   if (std::filesystem::is_directory(flags.current, error)) {
     check_folders(flags);
     return;

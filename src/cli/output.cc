@@ -1,9 +1,15 @@
 #include "cli/output.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <string>
+#include <system_error>
 
 #include "memsnap/error.h"
 
@@ -63,18 +69,56 @@ void finish_output() {
   if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) fail_output(errno != 0 ? errno : EIO);
 }
 
+void refuse_overwriting_inputs(const std::string& output, const std::vector<std::string>& inputs) {
+  if (output.empty()) throw Error::usage("-o needs a file name");
+  std::error_code error;
+  for (const std::string& input : inputs) {
+    if (input.empty()) continue;
+    const bool same = input == output || (input != "-" && std::filesystem::exists(output, error) &&
+                                          std::filesystem::equivalent(input, output, error));
+    if (same) {
+      throw Error::usage("-o " + output + " is one of the input files; refusing to overwrite it");
+    }
+  }
+}
+
 void write_file(const std::string& path, std::string_view contents) {
-  std::FILE* out = std::fopen(path.c_str(), "wb");
-  if (out == nullptr)
+  const std::filesystem::path target(path);
+  const std::filesystem::path folder =
+      target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");
+  std::string name = ".";
+  name += target.filename().string();
+  name += ".XXXXXX";  // mkstemp's pattern
+  std::string temporary = (folder / name).string();
+  const int fd = ::mkstemp(temporary.data());
+  if (fd < 0) {
     throw Error::output("cannot write output: " + path + ": " + std::strerror(errno));
+  }
+  std::FILE* out = ::fdopen(fd, "wb");
+  if (out == nullptr) {
+    const int why = errno;
+    ::close(fd);
+    ::unlink(temporary.c_str());
+    throw Error::output("cannot write output: " + path + ": " + std::strerror(why));
+  }
   errno = 0;
   bool written = std::fwrite(contents.data(), 1, contents.size(), out) == contents.size();
   int write_errno = errno;
+  // mkstemp makes it 0600; a report is as readable as any file the user writes.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, 0666 & ~mask);
   bool closed = std::fclose(out) == 0;
   if (!written || !closed) {
     int why = !written ? write_errno : errno;
+    ::unlink(temporary.c_str());
     throw Error::output("cannot write output: " + path + ": " +
                         std::strerror(why != 0 ? why : EIO));
+  }
+  if (::rename(temporary.c_str(), path.c_str()) != 0) {
+    const int why = errno;
+    ::unlink(temporary.c_str());
+    throw Error::output("cannot write output: " + path + ": " + std::strerror(why));
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -39,7 +40,15 @@ std::string json_text(const nlohmann::ordered_json& value, int indent);
 // Flushes stdout and throws like write_out if anything buffered failed.
 void finish_output();
 
-// Writes a whole file (plot's HTML); errors name the path.
+// -o must name a file, and never one the command reads (a snapshot, a
+// baseline, a budget): a usage error saying so ("-o X is one of the input
+// files; refusing to overwrite it").
+void refuse_overwriting_inputs(const std::string& output, const std::vector<std::string>& inputs);
+
+// Writes a whole file (plot's HTML, check -o, summarize -o) through a
+// temporary file in the same folder renamed over the target: a reader never
+// sees half a file, and a symlink at the target is replaced, never followed.
+// Errors name the path.
 void write_file(const std::string& path, std::string_view contents);
 
 }  // namespace memsnap::cli

@@ -27,20 +27,6 @@ std::string basename_of(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// -o must name a file, and never one of the snapshots being read.
-void check_output_path(const std::string& output, const std::vector<std::string>& inputs) {
-  if (output.empty()) throw Error::usage("-o needs a file name");
-  std::error_code error;
-  for (const std::string& input : inputs) {
-    bool same = input == output || (input != "-" && std::filesystem::exists(output, error) &&
-                                    std::filesystem::equivalent(input, output, error));
-    if (same) {
-      throw Error::usage(
-          fmt::format("-o {} is one of the input files; refusing to overwrite a snapshot", output));
-    }
-  }
-}
-
 struct PlotFlags {
   std::vector<std::string> files;
   std::vector<std::string> labels;
@@ -67,7 +53,7 @@ void run_plot(const PlotFlags& flags) {
       (flags.width < 20 || flags.width > 1000 || flags.height < 5 || flags.height > 500)) {
     throw Error::usage("--width must be 20 to 1000 columns and --height 5 to 500 rows");
   }
-  if (!flags.text) check_output_path(flags.output, files);
+  if (!flags.text) refuse_overwriting_inputs(flags.output, files);
   if (!flags.text && !html_plot_available()) {
     throw Error::usage(
         "this memsnap was built without the HTML plot (MEMSNAP_HTML_PLOT=OFF); use plot --text");

@@ -263,7 +263,7 @@ std::string rank_label(const CheckReport& r) {
 
 // One <testsuite> per checked file, its <testcase> per limit.
 void append_junit_suite(pugi::xml_node suites, const CheckReport& r, int top) {
-  const std::string suite_name = "memsnap check " + r.current_file;
+  const std::string suite_name = xml_safe("memsnap check " + r.current_file);
   auto suite = suites.append_child("testsuite");
   suite.append_attribute("name") = suite_name.c_str();
   suite.append_attribute("tests") = static_cast<unsigned long long>(r.results.size());
@@ -283,14 +283,14 @@ void append_junit_suite(pugi::xml_node suites, const CheckReport& r, int top) {
     test.append_attribute("classname") = "memsnap.check";
     const std::string name =
         r.rank ? fmt::format("rank {}: {}", *r.rank, result.limit.name()) : result.limit.name();
-    test.append_attribute("name") = name.c_str();
+    test.append_attribute("name") = xml_safe(name).c_str();
     test.append_attribute("time") = "0";
-    const std::string sentence = limit_sentence(result);
+    const std::string sentence = xml_safe(limit_sentence(result));
     if (result.status == LimitStatus::kFail) {
       auto failure = test.append_child("failure");
       failure.append_attribute("message") = sentence.c_str();
       failure.append_attribute("type") = "memsnap.limit";
-      failure.append_child(pugi::node_pcdata).set_value((sentence + explanation).c_str());
+      failure.append_child(pugi::node_pcdata).set_value((sentence + xml_safe(explanation)).c_str());
     } else if (result.status == LimitStatus::kNotApplicable) {
       test.append_child("skipped").append_attribute("message") = sentence.c_str();
     } else {

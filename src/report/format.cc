@@ -146,6 +146,52 @@ std::string printable(std::string_view text) {
   return out;
 }
 
+std::string xml_safe(std::string_view text) {
+  static constexpr std::string_view kReplacement = "\xef\xbf\xbd";  // U+FFFD
+  std::string out;
+  out.reserve(text.size());
+  size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      if (c == '\t' || c == '\n' || c == '\r' || (c >= 0x20 && c != 0x7f)) {
+        out.push_back(static_cast<char>(c));
+      } else {
+        out += fmt::format("\\x{:02x}", c);
+      }
+      ++i;
+      continue;
+    }
+    // A UTF-8 sequence: its length from the lead byte, then its code point.
+    const size_t length = c >= 0xc2 && c <= 0xdf   ? 2
+                          : c >= 0xe0 && c <= 0xef ? 3
+                          : c >= 0xf0 && c <= 0xf4 ? 4
+                                                   : 0;
+    uint32_t code = length == 2 ? (c & 0x1fU) : length == 3 ? (c & 0x0fU) : (c & 0x07U);
+    bool valid = length != 0 && i + length <= text.size();
+    for (size_t k = 1; valid && k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + k]);
+      valid = (next & 0xc0) == 0x80;
+      code = (code << 6) | (next & 0x3fU);
+    }
+    const uint32_t smallest = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000;
+    valid = valid && code >= smallest && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff) &&
+            code != 0xfffe && code != 0xffff;
+    if (!valid) {
+      out += kReplacement;
+      ++i;
+      continue;
+    }
+    if (code <= 0x9f) {  // C1 controls (CSI, OSC)
+      out += fmt::format("\\u{:04x}", code);
+    } else {
+      out.append(text.substr(i, length));
+    }
+    i += length;
+  }
+  return out;
+}
+
 std::string shell_quote(const std::string& word) {
   bool safe = !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '.' || c == '_' || c == '-' ||

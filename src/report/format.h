@@ -22,6 +22,12 @@ std::string format_percent(double fraction);
 // Text renderers pass every string from the file through it; JSON stays exact.
 std::string printable(std::string_view text);
 
+// Text that XML 1.0 can carry (JUnit): invalid UTF-8, surrogates, U+FFFE and
+// U+FFFF become U+FFFD; control characters but tab, LF and CR are shown as
+// printable() shows them (`\x1b`, `\u009b`). pugixml would write `&#27;`,
+// which no XML 1.0 parser accepts.
+std::string xml_safe(std::string_view text);
+
 // A path as a shell word: as is when it is made of safe characters, else in
 // single quotes, so printed command lines can be pasted.
 std::string shell_quote(const std::string& word);

@@ -9,6 +9,7 @@ by line; usage errors exit 2, unreadable input 1."""
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -229,6 +230,50 @@ def refusals(memsnap, base, cur):
                            (["--max-peak", "1GiB", "--format", "yaml"], "--format")):
         got = run(memsnap, ["check", cur] + flags)
         check("usage error, exit 2: %s" % message, got.returncode == 2 and message in got.stderr, got.stderr)
+    # -o never replaces what the gate reads, and never writes through a symlink (issue: round three, 17).
+    folder = os.path.dirname(cur)
+    budget_file = os.path.join(folder, "kept.toml")
+    with open(budget_file, "w") as f:
+        f.write('max_peak = "100GiB"\n')
+    before = {p: open(p, "rb").read() for p in (cur, base, budget_file)}
+    for args, target in (([cur, "--max-peak", "1GiB", "-o", cur], cur),
+                         ([cur, "--write-budget", "-o", cur], cur),
+                         ([cur, "--baseline", base, "--max-growth", "5%", "-o", base], base),
+                         ([cur, "--budget", budget_file, "-o", budget_file], budget_file)):
+        got = run(memsnap, ["check"] + args)
+        check("-o onto an input (%s) is refused, exit 2, the file untouched" % os.path.basename(target),
+              got.returncode == 2
+              and got.stderr == "memsnap: -o %s is one of the input files; refusing to overwrite it\n" % target
+              and open(target, "rb").read() == before[target], (got.returncode, got.stderr))
+    victim = os.path.join(folder, "victim.txt")
+    with open(victim, "w") as f:
+        f.write("keep me")
+    link = os.path.join(folder, "linked_report.json")
+    os.symlink(victim, link)
+    got = run(memsnap, ["check", cur, "--max-peak", "100GiB", "--format", "json", "-o", link])
+    check("check -o onto a symlink replaces the link, never writes through it",
+          got.returncode == 0 and open(victim).read() == "keep me" and not os.path.islink(link)
+          and json.load(open(link))["passed"], (got.returncode, got.stderr))
+    summaries = os.path.join(folder, "sums")
+    os.makedirs(summaries)
+    name = os.path.basename(cur).replace(".pickle", ".summary.json")
+    os.symlink(victim, os.path.join(summaries, name))
+    got = run(memsnap, ["summarize", cur, "-o", summaries])
+    check("summarize -o DIR over an existing symlink replaces it, the target untouched",
+          got.returncode == 0 and open(victim).read() == "keep me"
+          and not os.path.islink(os.path.join(summaries, name)), (got.returncode, got.stderr))
+    # JUnit carries what XML 1.0 can: a file name with ESC, an invalid UTF-8 byte and U+FFFE
+    # made the report not well-formed (&#27; is no XML 1.0 character).
+    hostile = os.path.join(folder, os.fsdecode(b"run\x1b[31m\xff\xef\xbf\xbe.pickle"))
+    shutil.copy(cur, hostile)
+    got = subprocess.run([memsnap, "check", hostile, "--max-peak", "1KiB", "--format", "junit"],
+                         capture_output=True)
+    try:
+        suite = ET.fromstring(got.stdout).find("testsuite").get("name")
+    except ET.ParseError as error:
+        suite = "not well-formed: %s" % error
+    check("junit: a hostile file name gives well-formed XML, ESC shown as \\x1b, bad bytes as U+FFFD",
+          got.returncode == 3 and "run\\x1b[31m\ufffd" in suite and "\ufffe" not in suite, (got.returncode, suite))
     typo = os.path.join(os.path.dirname(cur), "typo.toml")
     with open(typo, "w") as f:
         f.write('[category]\nactivaton = "1MiB"\n')
@@ -332,7 +377,6 @@ def generated(memsnap, work):
 def duplicate_ranks(memsnap, work):
     """node1_rank0 and node2_rank0 share rank 0: check refuses (exit 1, both named), ranks and
     compare warn; --rank-from tells them apart."""
-    import shutil
     made = os.path.join(work, "dup_gen")
     subprocess.run([sys.executable, GEN, "--out", made, "--ranks", "2", "--stages", "1", "--events", "300",
                     "--function", "forward"], check=True)

@@ -525,7 +525,7 @@ def hostile_round_two(memsnap, work, plain):
 
     # 16. plot -o never overwrites an input and always names path and reason.
     check_error("plot -o an input file is refused", run(memsnap, ["plot", plain, "-o", plain]),
-                f"memsnap: -o {plain} is one of the input files; refusing to overwrite a snapshot", status=2)
+                f"memsnap: -o {plain} is one of the input files; refusing to overwrite it", status=2)
     check_error("plot -o '' is refused", run(memsnap, ["plot", plain, "-o", ""]), "memsnap: -o needs a file name", status=2)
     missing_dir = os.path.join(work, "no", "such", "dir", "t.html")
     check_error("plot -o into a missing folder names path and reason", run(memsnap, ["plot", plain, "-o", missing_dir]),
