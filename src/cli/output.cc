@@ -82,7 +82,34 @@ void refuse_overwriting_inputs(const std::string& output, const std::vector<std:
   }
 }
 
+namespace {
+
+// Writes into an existing file that is no regular file (/dev/null, a FIFO,
+// /dev/stdout): replacing it would be wrong, writing is what was asked.
+void write_in_place(const std::string& path, std::string_view contents) {
+  std::FILE* out = std::fopen(path.c_str(), "wb");
+  if (out == nullptr)
+    throw Error::output("cannot write output: " + path + ": " + std::strerror(errno));
+  errno = 0;
+  const bool written = std::fwrite(contents.data(), 1, contents.size(), out) == contents.size();
+  const int write_errno = errno;
+  const bool closed = std::fclose(out) == 0;
+  if (!written || !closed) {
+    const int why = !written ? write_errno : errno;
+    throw Error::output("cannot write output: " + path + ": " +
+                        std::strerror(why != 0 ? why : EIO));
+  }
+}
+
+}  // namespace
+
 void write_file(const std::string& path, std::string_view contents) {
+  std::error_code status_error;
+  const std::filesystem::file_status status = std::filesystem::status(path, status_error);
+  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+    write_in_place(path, contents);
+    return;
+  }
   const std::filesystem::path target(path);
   const std::filesystem::path folder =
       target.has_parent_path() ? target.parent_path() : std::filesystem::path(".");

@@ -48,7 +48,8 @@ void refuse_overwriting_inputs(const std::string& output, const std::vector<std:
 // Writes a whole file (plot's HTML, check -o, summarize -o) through a
 // temporary file in the same folder renamed over the target: a reader never
 // sees half a file, and a symlink at the target is replaced, never followed.
-// Errors name the path.
+// A target that exists and is no regular file (/dev/null, a FIFO,
+// /dev/stdout) is written in place. Errors name the path.
 void write_file(const std::string& path, std::string_view contents);
 
 }  // namespace memsnap::cli

@@ -10,6 +10,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -254,6 +255,13 @@ def refusals(memsnap, base, cur):
     check("check -o onto a symlink replaces the link, never writes through it",
           got.returncode == 0 and open(victim).read() == "keep me" and not os.path.islink(link)
           and json.load(open(link))["passed"], (got.returncode, got.stderr))
+
+    got = run(memsnap, ["check", cur, "--max-peak", "100GiB", "--format", "json", "-o", "/dev/stdout"])
+    check("-o /dev/stdout writes to stdout (a file that is no regular file is written in place)",
+          got.returncode == 0 and json.loads(got.stdout)["passed"], (got.returncode, got.stderr))
+    got = run(memsnap, ["check", cur, "--max-peak", "100GiB", "-o", "/dev/null"])
+    check("-o /dev/null leaves /dev/null a device", got.returncode == 0
+          and stat.S_ISCHR(os.stat("/dev/null").st_mode), (got.returncode, got.stderr))
     summaries = os.path.join(folder, "sums")
     os.makedirs(summaries)
     name = os.path.basename(cur).replace(".pickle", ".summary.json")
