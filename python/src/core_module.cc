@@ -159,9 +159,9 @@ nb::dict event_columns(Loaded& self, std::optional<int> device) {
       view(reinterpret_cast<const uint32_t*>(events.stack.data()) + begin, count, owner);
   nb::dict other;
   for (const auto& [index, name] : events.other_action) {
-    if (index >= trace.begin && index < trace.end)
-      other[nb::int_(index - trace.begin)] =
-          nb::str(std::string(self.model().strings.get(name)).c_str());
+    if (index < trace.begin || index >= trace.end) continue;
+    const std::string_view label = self.model().strings.get(name);
+    other[nb::int_(index - trace.begin)] = nb::str(label.data(), label.size());
   }
   columns["other_action"] = other;
   return columns;

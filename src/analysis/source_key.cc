@@ -551,19 +551,10 @@ bool group_picks_frames(GroupBy group) {
 }
 
 std::optional<GroupBy> parse_group_by(std::string_view name) {
-  static constexpr std::pair<std::string_view, GroupBy> kGroups[] = {
-      {"source", GroupBy::kSource},
-      {"file", GroupBy::kFile},
-      {"function", GroupBy::kFunction},
-      {"stack", GroupBy::kStack},
-      {"category", GroupBy::kCategory},
-      {"user_metadata", GroupBy::kUserMetadata},
-      {"compile_context", GroupBy::kCompileContext},
-      {"annotation", GroupBy::kAnnotation},
-      {"pool", GroupBy::kPool},
-  };
-  for (const auto& [group_name, group] : kGroups) {
-    if (group_name == name) return group;
+  // GroupBy's values run from kSource to kPool; group_label names each.
+  for (int i = 0; i <= static_cast<int>(GroupBy::kPool); ++i) {
+    const auto group = static_cast<GroupBy>(i);
+    if (group_label(group) == name) return group;
   }
   return std::nullopt;
 }

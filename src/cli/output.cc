@@ -84,30 +84,31 @@ void refuse_overwriting_inputs(const std::string& output, const std::vector<std:
 
 namespace {
 
-// Writes into an existing file that is no regular file (/dev/null, a FIFO,
-// /dev/stdout): replacing it would be wrong, writing is what was asked.
-void write_in_place(const std::string& path, std::string_view contents) {
-  std::FILE* out = std::fopen(path.c_str(), "wb");
-  if (out == nullptr)
-    throw Error::output("cannot write output: " + path + ": " + std::strerror(errno));
+[[noreturn]] void fail_file(const std::string& path, int error_number) {
+  throw Error::output("cannot write output: " + path + ": " +
+                      std::strerror(error_number != 0 ? error_number : EIO));
+}
+
+// Writes all of `contents` to `out` and closes it; the error names `path`.
+void write_and_close(std::FILE* out, const std::string& path, std::string_view contents) {
   errno = 0;
   const bool written = std::fwrite(contents.data(), 1, contents.size(), out) == contents.size();
   const int write_errno = errno;
   const bool closed = std::fclose(out) == 0;
-  if (!written || !closed) {
-    const int why = !written ? write_errno : errno;
-    throw Error::output("cannot write output: " + path + ": " +
-                        std::strerror(why != 0 ? why : EIO));
-  }
+  if (!written || !closed) fail_file(path, !written ? write_errno : errno);
 }
 
 }  // namespace
 
 void write_file(const std::string& path, std::string_view contents) {
+  // An existing file that is no regular file (/dev/null, a FIFO,
+  // /dev/stdout) is written in place: replacing it would be wrong.
   std::error_code status_error;
   const std::filesystem::file_status status = std::filesystem::status(path, status_error);
   if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
-    write_in_place(path, contents);
+    std::FILE* out = std::fopen(path.c_str(), "wb");
+    if (out == nullptr) fail_file(path, errno);
+    write_and_close(out, path, contents);
     return;
   }
   const std::filesystem::path target(path);
@@ -118,34 +119,28 @@ void write_file(const std::string& path, std::string_view contents) {
   name += ".XXXXXX";  // mkstemp's pattern
   std::string temporary = (folder / name).string();
   const int fd = ::mkstemp(temporary.data());
-  if (fd < 0) {
-    throw Error::output("cannot write output: " + path + ": " + std::strerror(errno));
-  }
+  if (fd < 0) fail_file(path, errno);
+  // mkstemp makes it 0600; a report is as readable as any file the user writes.
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  ::fchmod(fd, 0666 & ~mask);
   std::FILE* out = ::fdopen(fd, "wb");
   if (out == nullptr) {
     const int why = errno;
     ::close(fd);
     ::unlink(temporary.c_str());
-    throw Error::output("cannot write output: " + path + ": " + std::strerror(why));
+    fail_file(path, why);
   }
-  errno = 0;
-  bool written = std::fwrite(contents.data(), 1, contents.size(), out) == contents.size();
-  int write_errno = errno;
-  // mkstemp makes it 0600; a report is as readable as any file the user writes.
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  ::fchmod(fd, 0666 & ~mask);
-  bool closed = std::fclose(out) == 0;
-  if (!written || !closed) {
-    int why = !written ? write_errno : errno;
+  try {
+    write_and_close(out, path, contents);
+  } catch (const Error&) {
     ::unlink(temporary.c_str());
-    throw Error::output("cannot write output: " + path + ": " +
-                        std::strerror(why != 0 ? why : EIO));
+    throw;
   }
   if (::rename(temporary.c_str(), path.c_str()) != 0) {
     const int why = errno;
     ::unlink(temporary.c_str());
-    throw Error::output("cannot write output: " + path + ": " + std::strerror(why));
+    fail_file(path, why);
   }
 }
 

@@ -156,10 +156,11 @@ int text_nesting(std::string_view text, bool toml, int limit) {
       }
       continue;
     }
-    if (toml && c == '#') {  // a comment, to the end of the line
-      while (i < text.size() && text[i] != '\n') ++i;
+    if (toml && c == '#') {  // a comment: skip to its end (the newline is read next)
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+      continue;
     }
-    if (c == '\n' || (i < text.size() && text[i] == '\n')) {
+    if (c == '\n') {
       in_key = toml && open.empty();
       key_parts = 1;
       continue;
