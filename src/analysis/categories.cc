@@ -175,12 +175,11 @@ Categorizer::Categorizer(const Snapshot& snapshot, std::span<const CategoryRuleS
   for (const CategoryRuleSpec& spec : user_rules) {
     UserRule rule{parse_category(spec.category).value_or(Category::kUnknown),
                   static_cast<uint8_t>(spec.where),
-                  std::regex(spec.pattern, std::regex::ECMAScript | std::regex::optimize),
+                  Pattern(spec.pattern, "--category-rules"),
                   {}};
     if (spec.where == CategoryRuleSpec::Where::kAnnotation) {
-      rule.intervals = intervals_of(snapshot, [&rule](std::string_view name) {
-        return std::regex_search(name.begin(), name.end(), rule.pattern);
-      });
+      rule.intervals = intervals_of(
+          snapshot, [&rule](std::string_view name) { return rule.pattern.search(name); });
     }
     user_rules_.push_back(std::move(rule));
   }
@@ -267,7 +266,7 @@ uint64_t Categorizer::user_frame_rule_matches(StackId stack) {
       const auto where = static_cast<CategoryRuleSpec::Where>(user_rules_[k].where);
       const bool applies =
           cpp ? where == CategoryRuleSpec::Where::kCpp : where == CategoryRuleSpec::Where::kFrame;
-      if (applies && std::regex_search(subject, user_rules_[k].pattern)) mask |= uint64_t{1} << k;
+      if (applies && user_rules_[k].pattern.search(subject)) mask |= uint64_t{1} << k;
     }
   }
   user_matches_by_stack_[stack.value] = mask;
@@ -294,7 +293,7 @@ std::optional<Category> Categorizer::user_category(uint64_t event, StackId stack
         if (auto found = snapshot_.events.user_metadata.find(event);
             found != snapshot_.events.user_metadata.end()) {
           std::string_view text = snapshot_.strings.get(found->second);
-          if (std::regex_search(text.begin(), text.end(), rule.pattern)) return rule.category;
+          if (rule.pattern.search(text)) return rule.category;
         }
         break;
     }

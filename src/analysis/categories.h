@@ -13,12 +13,12 @@
 #include <array>
 #include <cstdint>
 #include <optional>
-#include <regex>
 #include <span>
 #include <string_view>
 #include <vector>
 
 #include "memsnap/model.h"
+#include "util/pattern.h"
 
 namespace memsnap {
 
@@ -95,7 +95,7 @@ class Categorizer {
   struct UserRule {
     Category category;
     uint8_t where;  // CategoryRuleSpec::Where
-    std::regex pattern;
+    Pattern pattern;
     std::vector<Intervals> intervals;  // annotation rules
   };
   std::vector<UserRule> user_rules_;

@@ -4,11 +4,11 @@
 #include <fmt/ranges.h>
 #include <algorithm>
 #include <cmath>
-#include <regex>
 #include <set>
 
 #include "memsnap/error.h"
 #include "snapshot/allocator_settings.h"
+#include "util/pattern.h"
 
 namespace memsnap {
 namespace {
@@ -37,10 +37,10 @@ bool looks_truncated(const ReplayTotals& t) {
 std::optional<std::string> rank_of(const std::string& path) {
   // "snapshot_3.pickle", "rank3.pickle", "mem_rank_12.pkl.gz"; not dates or
   // run ids ("run_20240101"): a rank has at most 6 digits.
-  static const std::regex kRank(R"((?:rank|_)(\d{1,6})(\.[A-Za-z0-9]+)*$)", std::regex::icase);
-  std::string name = path.substr(path.find_last_of('/') + 1);
-  std::smatch match;
-  if (std::regex_search(name, match, kRank)) return match[1].str();
+  static const Pattern kRank(R"((?:rank|_)(\d{1,6})(\.[A-Za-z0-9]+)*$)", "rank pattern",
+                             /*ignore_case=*/true);
+  const std::string_view name = std::string_view(path).substr(path.find_last_of('/') + 1);
+  if (std::optional<std::string_view> rank = kRank.first_group(name)) return std::string(*rank);
   return std::nullopt;
 }
 

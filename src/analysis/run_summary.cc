@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 #include <algorithm>
-#include <regex>
 
 #include "analysis/file_analysis.h"
 #include "analysis/parse_report.h"
 #include "analysis/steps.h"
 #include "memsnap/error.h"
+#include "util/pattern.h"
 
 namespace memsnap {
 
@@ -103,27 +103,21 @@ RunSummary run_summary(const FileAnalysis& file, const SummaryOptions& options) 
 }
 
 std::optional<int64_t> rank_from_name(const std::string& path, const std::string& pattern) {
-  std::regex regex;
-  try {
-    regex = std::regex(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& error) {
-    throw Error::usage(
-        fmt::format("--rank-from '{}' is not a valid regex: {}", pattern, error.what()));
-  }
-  if (regex.mark_count() < 1) {
+  const Pattern regex(pattern, "--rank-from");
+  if (regex.capture_groups() < 1) {
     throw Error::usage(fmt::format(
         "--rank-from '{}' has no capture group: put the rank's digits in ( )", pattern));
   }
   const size_t slash = path.find_last_of("/\\");
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
-  std::smatch match;
-  if (!std::regex_search(name, match, regex) || !match[1].matched) return std::nullopt;
-  const std::string digits = match[1].str();
+  const std::optional<std::string_view> group = regex.first_group(name);
+  if (!group) return std::nullopt;
+  const std::string_view digits = *group;
   if (digits.empty() || digits.size() > 18 ||
       !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
     return std::nullopt;
   }
-  return std::stoll(digits);
+  return std::stoll(std::string(digits));
 }
 
 }  // namespace memsnap

@@ -613,11 +613,7 @@ std::vector<CategoryRuleSpec> parse_category_rules(std::string_view text, std::s
       throw fail(fmt::format("'{}' is not frame, cpp, annotation or metadata", where));
     }
     if (rule.pattern.empty()) throw fail("no regex");
-    try {
-      std::regex check(rule.pattern, std::regex::ECMAScript);
-    } catch (const std::regex_error& error) {
-      throw fail(fmt::format("'{}' is no regular expression: {}", rule.pattern, error.what()));
-    }
+    Pattern(rule.pattern, fmt::format("{}:{}:", file, number));  // refuses what is no regex
     rule.line = number;
     rules.push_back(std::move(rule));
   }
@@ -625,16 +621,65 @@ std::vector<CategoryRuleSpec> parse_category_rules(std::string_view text, std::s
   return rules;
 }
 
+namespace {
+
+// One traceback line at `at` (which starts with 'File "'):
+// 'File "/home/u/model.py", line 42, in forward'. Read by hand, in one pass:
+// the trace is the snapshot's text, of any length.
+struct TraceEntry {
+  std::string_view file;
+  std::string_view line;
+  std::string_view function;
+  size_t end = 0;
+};
+
+std::optional<TraceEntry> trace_entry_at(std::string_view text, size_t at) {
+  constexpr std::string_view kFile = "File \"";
+  constexpr std::string_view kLine = "\", line ";
+  constexpr std::string_view kIn = ", in ";
+  TraceEntry entry;
+  size_t pos = at + kFile.size();
+  const size_t file_end = text.find_first_of("\"\n", pos);
+  if (file_end == std::string_view::npos || file_end == pos || text[file_end] != '"') {
+    return std::nullopt;
+  }
+  entry.file = text.substr(pos, file_end - pos);
+  pos = file_end;
+  if (text.substr(pos, kLine.size()) != kLine) return std::nullopt;
+  pos += kLine.size();
+  const size_t digits = pos;
+  while (pos < text.size() && text[pos] >= '0' && text[pos] <= '9') ++pos;
+  if (pos == digits) return std::nullopt;
+  entry.line = text.substr(digits, pos - digits);
+  if (text.substr(pos, kIn.size()) != kIn) return std::nullopt;
+  pos += kIn.size();
+  const size_t name = pos;
+  const auto space = [](char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+  };
+  while (pos < text.size() && !space(text[pos])) ++pos;
+  if (pos == name) return std::nullopt;
+  entry.function = text.substr(name, pos - name);
+  entry.end = pos;
+  return entry;
+}
+
+}  // namespace
+
 std::string fx_origin(std::string_view original_trace) {
-  // Python's traceback lines: '  File "/home/u/model.py", line 42, in forward'.
-  static const std::regex kEntry(R"re(File "([^"\n]+)", line (\d+), in ([^\s]+))re");
+  // Python's traceback lines: '  File "/home/u/model.py", line 42, in forward';
+  // the last one outside the libraries is the model's line.
   std::string origin;
-  const std::string text(original_trace);
-  for (auto it = std::sregex_iterator(text.begin(), text.end(), kEntry);
-       it != std::sregex_iterator(); ++it) {
-    const std::smatch& entry = *it;
-    if (is_library_file(entry[1].str())) continue;
-    origin = fmt::format("{}@{}:{}", entry[3].str(), any_basename(entry[1].str()), entry[2].str());
+  size_t pos = 0;
+  while ((pos = original_trace.find("File \"", pos)) != std::string_view::npos) {
+    const std::optional<TraceEntry> entry = trace_entry_at(original_trace, pos);
+    if (!entry) {
+      ++pos;
+      continue;
+    }
+    pos = entry->end;
+    if (is_library_file(entry->file)) continue;
+    origin = fmt::format("{}@{}:{}", entry->function, any_basename(entry->file), entry->line);
   }
   return origin;
 }
@@ -649,15 +694,9 @@ SourceKeys::SourceKeys(const Snapshot& snapshot, const SourceKeyOptions& options
     throw Error::usage("--group-by other than source needs memsnap's keys (--keys user)");
   }
   const auto compile = [](const std::vector<std::string>& patterns, const char* flag) {
-    std::vector<std::regex> compiled;
-    for (const std::string& pattern : patterns) {
-      try {
-        compiled.emplace_back(pattern, std::regex::ECMAScript | std::regex::optimize);
-      } catch (const std::regex_error& error) {
-        throw Error::usage(
-            fmt::format("{} '{}' is no regular expression: {}", flag, pattern, error.what()));
-      }
-    }
+    std::vector<Pattern> compiled;
+    compiled.reserve(patterns.size());
+    for (const std::string& pattern : patterns) compiled.emplace_back(pattern, flag);
     return compiled;
   };
   skip_ = compile(options_.skip, "--skip");
@@ -703,10 +742,9 @@ SourceKeys::FrameClass SourceKeys::classify(FrameId id) {
   }
   if (!skip_.empty() || !keep_.empty()) {
     std::string subject = fmt::format("{}@{}:{}", name, filename, frame.line);
-    const auto matches = [&subject](const std::vector<std::regex>& patterns) {
-      return std::any_of(patterns.begin(), patterns.end(), [&subject](const std::regex& pattern) {
-        return std::regex_search(subject, pattern);
-      });
+    const auto matches = [&subject](const std::vector<Pattern>& patterns) {
+      return std::any_of(patterns.begin(), patterns.end(),
+                         [&subject](const Pattern& pattern) { return pattern.search(subject); });
     };
     if (matches(keep_)) {
       known = kUser;

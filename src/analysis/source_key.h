@@ -15,7 +15,6 @@
 #include <deque>
 #include <memory>
 #include <optional>
-#include <regex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -24,6 +23,7 @@
 #include <absl/container/flat_hash_map.h>
 
 #include "memsnap/model.h"
+#include "util/pattern.h"
 
 namespace memsnap {
 
@@ -151,8 +151,8 @@ class SourceKeys {
 
   const Snapshot& snapshot_;
   SourceKeyOptions options_;
-  std::vector<std::regex> skip_;
-  std::vector<std::regex> keep_;
+  std::vector<Pattern> skip_;
+  std::vector<Pattern> keep_;
   std::vector<FrameClass> frame_class_;                    // by frame id, computed on first use
   absl::flat_hash_map<uint32_t, std::string> fx_origins_;  // frame id -> the line FX names
   std::deque<std::string> cache_;                          // by stack id

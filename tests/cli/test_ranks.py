@@ -220,7 +220,7 @@ def options_and_refusals(memsnap, work, folder):
     got = run(memsnap, ["ranks", named])
     check("ranks: job-r4-final and job-r11-final are r4 and r11", got.returncode == 0
           and re.search(r"\n\s*r4 ", got.stdout) and re.search(r"\n\s*r11 ", got.stdout), got.stdout[-800:])
-    for pattern, message in ((r"-r\d+-", "has no capture group"), ("(", "is not a valid regex")):
+    for pattern, message in ((r"-r\d+-", "has no capture group"), ("(", "is no regular expression")):
         got = run(memsnap, ["ranks", "--rank-from", pattern, named])
         check("ranks --rank-from %r is a usage error" % pattern, got.returncode == 2 and message in got.stderr,
               got.stderr)

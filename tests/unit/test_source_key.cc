@@ -324,6 +324,27 @@ TEST(SourceKey, FxProvenanceNamesTheModelLine) {
   EXPECT_EQ(fx_origin("not a traceback"), "");
 }
 
+TEST(SourceKey, FxProvenanceScannerReadsWhatTheTracebackRegexRead) {
+  // A broken entry ('File "' with no line number, a newline in the file
+  // name) is passed over and the search goes on; the function name runs to
+  // the next whitespace.
+  EXPECT_EQ(fx_origin("File \"/a/m.py\", line x, in f\nFile \"/a/n.py\", line 3, in g(h) tail"),
+            "g(h)@n.py:3");
+  EXPECT_EQ(fx_origin("File \"/a/\nm.py\", line 3, in f"), "");
+  EXPECT_EQ(fx_origin("File \"\", line 3, in f"), "");
+  EXPECT_EQ(fx_origin("File \"/a/m.py\", line 3, in "), "");
+  EXPECT_EQ(fx_origin("File \"/a/m.py\", line 3, in f"), "f@m.py:3");
+  EXPECT_EQ(fx_origin("File \"File \"/a/m.py\", line 3, in f"), "f@m.py:3");
+}
+
+TEST(SourceKey, FxProvenanceOfAnyLengthInOnePass) {
+  // std::regex recursed per character: a 30 KB trace overflowed the stack.
+  std::string trace;
+  for (int i = 0; i < 20000; ++i) trace += "  File \"/home/me/model.py\", line 42, in forward\n";
+  trace += "File \"" + std::string(size_t{4} << 20, 'x');  // 4 MiB of an unfinished entry
+  EXPECT_EQ(fx_origin(trace), "forward@model.py:42");
+}
+
 TEST(SourceKey, SkipAndKeepPatterns) {
   testing::ModelBuilder b;
   StackId stack = b.stack({{"checkpoint", "/home/me/utils/wrappers.py", 12},
