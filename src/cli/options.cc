@@ -50,7 +50,7 @@ LoadOptions load_options(const std::string& path, const CommonOptions& common, b
   options.allow_objects = common.allow_objects;
   options.max_input_bytes = common.max_input_bytes;
   if (show_progress && !output_captured() && ::isatty(STDERR_FILENO) != 0) {
-    options.on_progress = [path, last_percent = -1, last_mib = uint64_t{0}](
+    options.on_progress = [path = printable(path), last_percent = -1, last_mib = uint64_t{0}](
                               uint64_t done, uint64_t total) mutable {
       if (total == 0) {  // still inflating: the size is not known yet
         if (done < kProgressThreshold || done >> 24 == last_mib) return;  // every 16 MiB
@@ -207,7 +207,9 @@ void add_source_key_flags(CLI::App& command, CommonOptions& options) {
                   parse_category_rules(read_text_file(path, "--category-rules"), path);
             } catch (const Error& error) {
               if (error.kind() != Error::Kind::kUsage) throw;
-              return error.message();
+              // CLI11 keeps the message as a C string: shown now, so that a
+              // NUL in the file does not cut it.
+              return printable(error.message());
             }
             return {};
           },

@@ -12,6 +12,7 @@
 #include <system_error>
 
 #include "memsnap/error.h"
+#include "report/format.h"
 
 namespace memsnap::cli {
 namespace {
@@ -37,11 +38,16 @@ bool output_captured() {
 }
 
 void write_note(std::string_view line) {
+  // Every stderr line passes here: file names, patterns and rules lines in it
+  // come from the user or the file system, so control characters are shown
+  // (printable), never sent: no raw newline forges a second line (a CI
+  // runner's "::error" command), no ESC reaches the terminal, no NUL cuts it.
+  const std::string shown = printable(line);
   if (g_captured != nullptr) {
-    g_captured->notes.append(line).push_back('\n');
+    g_captured->notes.append(shown).push_back('\n');
     return;
   }
-  std::fprintf(stderr, "memsnap: %.*s\n", static_cast<int>(line.size()), line.data());
+  std::fprintf(stderr, "memsnap: %s\n", shown.c_str());
 }
 
 void write_out(std::string_view text) {

@@ -117,18 +117,62 @@ std::string github_property(std::string_view text) {
   return out;
 }
 
-// Markdown table cells: a | would end the cell, a newline the row.
+// Markdown text (a heading, a table cell) from strings of the input: one line
+// (printable()); HTML shown, never rendered (&lt;img&gt;); Markdown's own
+// characters escaped, so that a file name can neither end the cell (|) nor
+// open a code span, emphasis, a link or an image.
 std::string md_cell(std::string_view text) {
   std::string out;
   for (char c : printable(text)) {
-    if (c == '|')
-      out += "\\|";
-    else if (c == '\n')
-      out += ' ';
-    else
-      out += c;
+    switch (c) {
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '&': out += "&amp;"; break;
+      case '|':
+      case '\\':
+      case '`':
+      case '*':
+      case '_':
+      case '[':
+      case ']':
+      case '~':
+        out += '\\';
+        out += c;
+        break;
+      default: out += c;
+    }
   }
   return out;
+}
+
+// The longest run of `c` in `text`.
+size_t longest_run(std::string_view text, char c) {
+  size_t longest = 0;
+  size_t run = 0;
+  for (char k : text) {
+    run = k == c ? run + 1 : 0;
+    longest = std::max(longest, run);
+  }
+  return longest;
+}
+
+// A code span (names, paths: shown as they are, HTML inert): its fence is one
+// backtick longer than any run inside, so a backtick in a frame name cannot
+// close it. In a table cell a | still ends the cell unless escaped (GFM).
+std::string md_code(std::string_view text, bool in_table = true) {
+  std::string content = printable(text);
+  if (in_table) {
+    std::string escaped;
+    for (char c : content) {
+      if (c == '|') escaped += '\\';
+      escaped += c;
+    }
+    content = std::move(escaped);
+  }
+  const std::string fence(longest_run(content, '`') + 1, '`');
+  // A span that starts or ends with a backtick needs a space inside its fence.
+  const bool pad = !content.empty() && (content.front() == '`' || content.back() == '`');
+  return fence + (pad ? " " : "") + content + (pad ? " " : "") + fence;
 }
 
 }  // namespace
@@ -459,9 +503,8 @@ std::string render_check_markdown(const RankedCheck& r, int top) {
     std::string violated;
     for (const LimitResult& result : report.results) {
       if (result.status == LimitStatus::kFail) {
-        violated += violated.empty() ? "`" : ", `";
-        violated += result.limit.name();
-        violated += '`';
+        violated += violated.empty() ? "" : ", ";
+        violated += md_code(result.limit.name());
       }
     }
     out += fmt::format("| {} | {} | {} | {} |\n", md_cell(rank_label(report)),
@@ -481,8 +524,8 @@ std::string render_check_markdown(const RankedCheck& r, int top) {
 std::string render_check_markdown(const CheckReport& r, int top) {
   std::string out = fmt::format("### {}\n\n", md_cell(headline(r)));
   if (!r.baseline_file.empty()) {
-    out += fmt::format("Baseline `{}`: absolute peak {}; current {} ({}).\n\n",
-                       md_cell(r.baseline_file), format_level_bytes(r.baseline_peak.value_or(0)),
+    out += fmt::format("Baseline {}: absolute peak {}; current {} ({}).\n\n",
+                       md_code(r.baseline_file, /*in_table=*/false), format_level_bytes(r.baseline_peak.value_or(0)),
                        format_level_bytes(r.peak),
                        format_signed_bytes(r.peak - r.baseline_peak.value_or(0)));
   }
@@ -493,13 +536,13 @@ std::string render_check_markdown(const CheckReport& r, int top) {
                        : result.status == LimitStatus::kNotApplicable ? ":heavy_minus_sign:"
                                                                       : ":white_check_mark:";
     out += fmt::format(
-        "| {} | `{}` | {} | {} |\n", mark, md_cell(result.limit.name()),
+        "| {} | {} | {} | {} |\n", mark, md_code(result.limit.name()),
         result.status == LimitStatus::kNotApplicable
             ? md_cell(result.note)
-            : md_cell(value_text(result.measured, unit) +
-                      (result.subject.empty() || result.limit.kind == LimitKind::kCategory
-                           ? ""
-                           : " (" + result.subject + ")")),
+            : md_cell(value_text(result.measured, unit)) +
+                  (result.subject.empty() || result.limit.kind == LimitKind::kCategory
+                       ? ""
+                       : " (" + md_code(result.subject) + ")"),
         md_cell(threshold_text(result)));
   }
   if (r.failed > 0 && !r.baseline_file.empty()) {
@@ -508,20 +551,23 @@ std::string render_check_markdown(const CheckReport& r, int top) {
         "| B - A |\n|---|---:|---:|---:|\n";
     for (const SourceDiff* row : grown(r.sources, top)) {
       out +=
-          fmt::format("| `{}` | {} | {} | {} |\n", md_cell(row->source), format_bytes(row->bytes_a),
+          fmt::format("| {} | {} | {} | {} |\n", md_code(row->source), format_bytes(row->bytes_a),
                       format_bytes(row->bytes_b), format_signed_bytes(row->delta()));
     }
     out += "\n| category | baseline | current | B - A |\n|---|---:|---:|---:|\n";
     for (const SourceDiff* row : grown(r.categories, top)) {
       out +=
-          fmt::format("| `{}` | {} | {} | {} |\n", md_cell(row->source), format_bytes(row->bytes_a),
+          fmt::format("| {} | {} | {} | {} |\n", md_code(row->source), format_bytes(row->bytes_a),
                       format_bytes(row->bytes_b), format_signed_bytes(row->delta()));
     }
   }
   if (r.failed > 0) {
-    out += "\nTo look closer:\n\n```sh\n";
-    for (const std::string& command : investigate_commands(r)) out += command + "\n";
-    out += "```\n";
+    // Commands are one line each (shell_quote); the fence is longer than any
+    // backtick run in them, so no file name can close the block.
+    std::string commands;
+    for (const std::string& command : investigate_commands(r)) commands += command + "\n";
+    const std::string fence(std::max<size_t>(3, longest_run(commands, '`') + 1), '`');
+    out += "\nTo look closer:\n\n" + fence + "sh\n" + commands + fence + "\n";
   }
   return out;
 }

@@ -198,6 +198,17 @@ std::string shell_quote(const std::string& word) {
            c == '/' || c == '+' || c == ':' || c == '@' || c == ',';
   });
   if (safe) return word;
+  if (printable(word) != word) {
+    // A control character (a newline, ESC) in single quotes would reach the
+    // terminal or a CI log raw and split the command line: bash's $'...'
+    // quoting spells it as printable() shows it, and the line still pastes.
+    std::string escaped;
+    for (char c : word) {
+      if (c == '\\' || c == '\'') escaped += '\\';
+      escaped += c;
+    }
+    return "$'" + printable(escaped) + "'";
+  }
   std::string quoted = "'";
   for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return quoted + "'";

@@ -29,7 +29,8 @@ std::string printable(std::string_view text);
 std::string xml_safe(std::string_view text);
 
 // A path as a shell word: as is when it is made of safe characters, else in
-// single quotes, so printed command lines can be pasted.
+// single quotes, or in bash's $'...' with printable()'s escapes when it holds
+// control characters; printed command lines can be pasted and stay one line.
 std::string shell_quote(const std::string& word);
 
 // A text table with a header row; numeric-looking columns align right.

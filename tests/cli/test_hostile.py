@@ -122,6 +122,114 @@ def regexes(memsnap, work):
                "--keep '(?=x)' is no regular expression: invalid perl operator: (?=")
 
 
+# ---------------------------------------------------------------------------
+# Items 14-16: strings from the input and the file system (frame names,
+# metadata, annotations, file names, a summary's path, a budget's category, a
+# rules file's name) never reach a line's start raw: no forged "::error"
+# workflow command, no ESC, no HTML or broken code span in Markdown, JUnit
+# that XML parsers read.
+
+EVIL = "x\n::error title=pwned::owned\x1b[31m`<img src=x>``\n```\n### PASS\n"
+
+
+def strip_code_spans(text):
+    """Markdown with its code spans and fenced blocks removed."""
+    import re
+    text = re.sub(r"(?ms)^(`{3,})sh\n.*?^\1\n", "", text)
+    out, i = [], 0
+    while i < len(text):
+        if text[i] == "`":
+            j = i
+            while j < len(text) and text[j] == "`":
+                j += 1
+            fence = text[i:j]
+            end = text.find(fence, j)
+            while end != -1 and (text[end + len(fence):end + len(fence) + 1] == "`"):
+                end = text.find(fence, end + len(fence) + 1)
+            if end == -1:
+                out.append(text[i:])
+                break
+            i = end + len(fence)
+            continue
+        out.append(text[i])
+        i += 1
+    return "".join(out)
+
+
+def injection(memsnap, work):
+    import xml.etree.ElementTree as ET
+    folder = os.path.join(work, "inject")
+    os.makedirs(os.path.join(folder, "dir"))
+    os.makedirs(os.path.join(folder, "sums"))
+    evil_file = os.path.join(folder, "dir", "rank0" + EVIL.replace("/", "_") + ".pickle")
+    snapshot(evil_file, [frame("f" + EVIL, "/home/me/t" + EVIL + ".py", 3)], user_metadata=EVIL,
+             annotations=[{"stage": "START", "name": EVIL, "device": 0, "time_us": 10}])
+    plain = snapshot(os.path.join(folder, "plain.pickle"), [frame("f", "/home/me/t.py", 3)])
+    summary = json.loads(subprocess.run([memsnap, "summarize", "--json", plain], capture_output=True).stdout)
+    summary["file"]["path"] = EVIL
+    with open(os.path.join(folder, "sums", "rank1.summary.json"), "w") as f:
+        json.dump(summary, f)
+    budget = os.path.join(folder, "budget.toml")
+    with open(budget, "w") as f:
+        f.write('max_peak = "1GiB"\n[max_category]\n"act\\nivation\\n::error::x" = "1MiB"\n')
+    rules = os.path.join(folder, "rules" + EVIL.replace("/", "_"))
+    with open(rules, "w") as f:
+        f.write("bogus" + EVIL.replace("\n", "\x1b") + " frame x\n")
+    commands = []
+    for target in (evil_file, os.path.join(folder, "dir"), os.path.join(folder, "sums")):
+        for command in (["parse"], ["explain"], ["oom"], ["segments"], ["replay-to-time", "--time", "0"],
+                        ["replay-step", "--step", "3"], ["compare", plain], ["plot", "--text"], ["summarize"],
+                        ["ranks"], ["events"], ["parse", "--category-rules", rules],
+                        ["parse", "--group-by", "user_metadata"], ["parse", "--group-by", "annotation"],
+                        ["compare", plain, "--group-by", "annotation"], ["check", "--budget", budget]) + tuple(
+                ["check", "--max-peak", "1", "--format", form] for form in ("text", "markdown", "junit", "github")):
+            commands.append(command + [target])
+    leaks = []
+    for command in commands:
+        got = subprocess.run([memsnap] + command, capture_output=True, timeout=TIMEOUT)
+        github = "github" in command
+        for stream, data in (("stdout", got.stdout), ("stderr", got.stderr)):
+            for line in data.split(b"\n"):
+                ours = github and stream == "stdout" and line.split(b" ", 1)[0] in (b"::error", b"::notice")
+                if line.startswith(b"::") and not ours:
+                    leaks.append((command[0], stream, "a line starts with '::'", line[:60]))
+            if b"\x1b" in data or b"\x00" in data:
+                leaks.append((command[0], stream, "a control byte", data[:60]))
+        if "markdown" in command:
+            outside = strip_code_spans(got.stdout.decode())
+            if "<" in outside or "\n### PASS" in outside:
+                leaks.append(("markdown", "stdout", "HTML or a forged heading outside code", outside[:200]))
+        if "junit" in command:
+            try:
+                ET.fromstring(got.stdout)
+            except ET.ParseError as error:
+                leaks.append(("junit", "stdout", "not well-formed XML", str(error)))
+    check("items 14-16: %d commands x formats on hostile names: nothing raw reaches a line's start" % len(commands),
+          not leaks, leaks[:5])
+    rc, out, _ = run(memsnap, ["check", "--max-peak", "1", evil_file])
+    check("item 14: a hint's file name is one line in bash's $'...' quoting",
+          rc == 3 and "memsnap parse $'" in out and "\\n::error title=pwned::owned\\x1b[31m" in out, out[-600:])
+    with open(rules, "w") as f:
+        f.write("bogus\x00name frame x\n")
+    check_exit("item 21: a NUL in a rules file does not cut the message", run(
+        memsnap, ["parse", plain, "--category-rules", rules]), 2, "'bogus\\x00name' is no category (a rule is")
+
+    # XML 1.0 cannot carry U+FFFE, lone surrogates or invalid UTF-8: the
+    # JUnit report replaces them.
+    odd = os.path.join(folder, "odd").encode() + b"\xff\xef\xbf\xbe\xed\xa0\x80\x1b.pickle"
+    with open(plain, "rb") as src, open(odd, "wb") as dst:
+        dst.write(src.read())
+    got = subprocess.run([memsnap.encode(), b"check", b"--max-peak", b"1", b"--format", b"junit", odd],
+                         capture_output=True, timeout=TIMEOUT)
+    try:
+        suites = ET.fromstring(got.stdout)
+        well_formed = suites.tag == "testsuites"
+    except ET.ParseError:
+        well_formed = False
+    check("item 16: JUnit of a file name with invalid UTF-8, U+FFFE, a surrogate and ESC is well-formed XML",
+          got.returncode == 3 and well_formed, got.stdout[:300])
+
+
 def main():
     parser = __import__("argparse").ArgumentParser(description=__doc__)
     parser.add_argument("--memsnap", required=True)
@@ -132,6 +240,7 @@ def main():
         return 1
     try:
         regexes(memsnap, work)
+        injection(memsnap, work)
     finally:
         if scratch:
             scratch.cleanup()
