@@ -117,7 +117,7 @@ void every_report(const memsnap::Snapshot& snapshot, std::optional<int> device) 
   consume(render_ranks_json(ranked, {}));
   std::vector<Limit> limits = budget_from_run(summary, 0.05);
   limits.push_back(Limit{LimitKind::kMaxSourceGrowth, Amount{1, true}, {}, false});
-  CheckReport checked = run_check(again, &summary, true, limits);
+  CheckReport checked = run_check(again, &summary, limits, {.baseline_is_summary = true});
   (void)render_check_text(checked, 5);
   consume(render_check_json(checked, 5));
   (void)render_check_junit(checked, 5);

@@ -119,16 +119,48 @@ void require_category(const std::string& name, std::string_view where) {
       fmt::format("{}: '{}' is not a category ({})", where, name, fmt::join(known, ", ")));
 }
 
+namespace {
+
+// Why the run (or, for a growth limit, its baseline) cannot give this limit's
+// value; empty when it can.
+std::string doubt_of(LimitKind kind, const RunSummary& current, const RunSummary* baseline) {
+  const SummaryDoubts& doubts = current.doubts;
+  const auto either = [&](const std::string SummaryDoubts::*measure) {
+    if (!(doubts.*measure).empty()) return doubts.*measure;
+    if (baseline != nullptr && !(baseline->doubts.*measure).empty()) {
+      return "the baseline: " + baseline->doubts.*measure;
+    }
+    return std::string();
+  };
+  switch (kind) {
+    case LimitKind::kMaxPeak:
+    case LimitKind::kStepMaxPeak: return doubts.absolute;
+    case LimitKind::kMaxGrowth: return either(&SummaryDoubts::absolute);
+    case LimitKind::kMaxSourceGrowth: return either(&SummaryDoubts::trace);
+    case LimitKind::kMaxReserved: return doubts.reserved;
+    case LimitKind::kMaxFragmentation: return doubts.fragmentation;
+    case LimitKind::kMaxPeakDelta:
+    case LimitKind::kMaxUnmatchedFrees:
+    case LimitKind::kNoOom:
+    case LimitKind::kCategory: return doubts.trace;
+  }
+  return {};
+}
+
+}  // namespace
+
 CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
-                      bool baseline_is_summary, const std::vector<Limit>& limits,
-                      const char* missing_baseline) {
+                      const std::vector<Limit>& limits, const CheckOptions& options) {
+  const char* missing_baseline = options.missing_baseline;
   CheckReport report;
+  report.findings = current.findings;
+  report.warnings = current.warnings;
   report.current_file = current.path;
   report.rank = current.rank;
   report.peak = current.absolute_peak;
   if (baseline != nullptr) {
     report.baseline_file = baseline->path;
-    report.baseline_is_summary = baseline_is_summary;
+    report.baseline_is_summary = options.baseline_is_summary;
     report.baseline_peak = baseline->absolute_peak;
     report.sources = compare_sources(baseline->live_at_peak, current.live_at_peak);
     report.categories =
@@ -148,6 +180,13 @@ CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
       }
       r.status = LimitStatus::kNotApplicable;
       r.note = missing_baseline != nullptr ? missing_baseline : "it needs --baseline";
+      report.results.push_back(std::move(r));
+      continue;
+    }
+    if (std::string doubt = doubt_of(limit.kind, current, baseline); !doubt.empty()) {
+      r.measurable = false;
+      r.note = std::move(doubt);
+      r.status = options.allow_unmeasured ? LimitStatus::kNotApplicable : LimitStatus::kFail;
       report.results.push_back(std::move(r));
       continue;
     }
@@ -223,12 +262,13 @@ CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
 }
 
 RankedCheck check_ranked(const std::vector<RunSummary>& current,
-                         const std::vector<RunSummary>* baseline, bool baseline_is_summary,
-                         const std::vector<Limit>& limits) {
+                         const std::vector<RunSummary>* baseline, const std::vector<Limit>& limits,
+                         const CheckOptions& options) {
   RankedCheck out;
   if (baseline == nullptr) {
     for (const RunSummary& run : current) {
-      out.ranks.push_back(run_check(run, nullptr, false, limits));
+      out.ranks.push_back(
+          run_check(run, nullptr, limits, {.allow_unmeasured = options.allow_unmeasured}));
     }
   } else {
     const RunComparison matched = compare_runs(*baseline, current);
@@ -237,12 +277,14 @@ RankedCheck check_ranked(const std::vector<RunSummary>& current,
     // past --max-peak because its baseline is missing).
     std::vector<std::pair<int64_t, CheckReport>> by_rank;
     for (const RankPair& pair : matched.pairs) {
-      by_rank.emplace_back(
-          pair.rank, run_check(current[pair.b], &(*baseline)[pair.a], baseline_is_summary, limits));
+      by_rank.emplace_back(pair.rank,
+                           run_check(current[pair.b], &(*baseline)[pair.a], limits, options));
     }
     for (size_t i : matched.only_b) {
       by_rank.emplace_back(current[i].rank.value_or(std::numeric_limits<int64_t>::max()),
-                           run_check(current[i], nullptr, false, limits, "no baseline rank"));
+                           run_check(current[i], nullptr, limits,
+                                     {.allow_unmeasured = options.allow_unmeasured,
+                                      .missing_baseline = "no baseline rank"}));
       out.only_current.push_back(current[i].path);
     }
     std::stable_sort(by_rank.begin(), by_rank.end(),
@@ -287,6 +329,11 @@ std::vector<Limit> budget_from_run(const RunSummary& run, double headroom) {
     limit.category = row.source;
     limits.push_back(limit);
   }
+  // A measure the run cannot give is no starting point: left out, so that
+  // the budget holds only what was measured (parse says why).
+  std::erase_if(limits, [&run](const Limit& limit) {
+    return !doubt_of(limit.kind, run, nullptr).empty();
+  });
   return limits;
 }
 

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "analysis/findings.h"
 #include "analysis/run_summary.h"
 #include "analysis/sources.h"
 
@@ -66,7 +67,10 @@ struct LimitResult {
   double measured = 0;  // in the limit's unit: bytes, count or fraction
   double allowed = 0;   // the threshold in that unit (a percent resolved against the baseline)
   std::string subject;  // what the value is about: the source, the step, the category
-  std::string note;     // why it does not apply (no steps, no categories)
+  std::string note;     // why it does not apply (no steps, no categories) or cannot be measured
+  // False when the file cannot give the value (RunSummary::doubts): a fail
+  // unless --allow-unmeasured, then not checked; `measured` means nothing.
+  bool measurable = true;
 };
 
 struct CheckReport {
@@ -85,6 +89,18 @@ struct CheckReport {
   // At each run's peak, baseline -> current (B - A), by source and category.
   SourceComparison sources;
   SourceComparison categories;
+  // The current run's warnings (parse's), then the baseline's: in every format.
+  std::vector<Finding> findings;
+  std::vector<std::string> warnings;  // read from summary files, in words
+};
+
+struct CheckOptions {
+  bool baseline_is_summary = false;
+  // A limit the file cannot measure is not checked instead of failed.
+  bool allow_unmeasured = false;
+  // Why there is no baseline (a rank of a folder without its baseline rank):
+  // growth limits are then not checked, absolute ones still hold.
+  const char* missing_baseline = nullptr;
 };
 
 // A category limit names one of analysis/categories.h's categories; anything
@@ -94,11 +110,10 @@ void require_category(const std::string& name, std::string_view where);
 
 // Throws a usage Error when a flag's limit needs a baseline and none is
 // given; a budget file's such limit is reported as not checked instead, and
-// so is every growth limit when `missing_baseline` says why there is none (a
-// rank of a folder without its baseline rank: its absolute limits still hold).
+// so is every growth limit when options.missing_baseline says why there is
+// none.
 CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
-                      bool baseline_is_summary, const std::vector<Limit>& limits,
-                      const char* missing_baseline = nullptr);
+                      const std::vector<Limit>& limits, const CheckOptions& options = {});
 
 // Many ranks: each rank of the current run checked against the same rank of
 // the baseline run (or alone without one), by rank number.
@@ -110,11 +125,12 @@ struct RankedCheck {
   size_t failed_limits = 0;  // the ranks' `failed`, summed
 };
 RankedCheck check_ranked(const std::vector<RunSummary>& current,
-                         const std::vector<RunSummary>* baseline, bool baseline_is_summary,
-                         const std::vector<Limit>& limits);
+                         const std::vector<RunSummary>* baseline, const std::vector<Limit>& limits,
+                         const CheckOptions& options = {});
 
 // A starting budget from a good run: each of its measures plus `headroom`
 // (a fraction), sizes rounded up to the MiB; max_growth = headroom as a percent.
+// Measures the run cannot give (RunSummary::doubts) are left out.
 std::vector<Limit> budget_from_run(const RunSummary& run, double headroom);
 
 }  // namespace memsnap

@@ -13,12 +13,61 @@ namespace memsnap {
 
 namespace {
 
+// A source name cut to kSummarySourceBytes, at the start of a UTF-8 character.
+std::string clipped(std::string name) {
+  if (name.size() <= kSummarySourceBytes) return name;
+  size_t cut = kSummarySourceBytes - 3;
+  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xc0) == 0x80) --cut;
+  name.resize(cut);
+  return name + "...";
+}
+
 // Keeps the first kSummarySources rows; returns the sums over all of them.
 void keep_top(std::vector<SourceUsage>& rows, uint64_t& distinct, uint64_t& bytes) {
   distinct = rows.size();
   bytes = 0;
   for (const SourceUsage& row : rows) bytes += row.bytes;
   if (rows.size() > kSummarySources) rows.resize(kSummarySources);
+  for (SourceUsage& row : rows) row.source = clipped(std::move(row.source));
+}
+
+SummaryDoubts doubts_of(const ParseReport& parsed, const DecodeAnomalies& anomalies,
+                        int64_t absolute_peak) {
+  SummaryDoubts doubts;
+  if (anomalies.malformed_segments != 0 || anomalies.malformed_blocks != 0) {
+    const std::string skipped =
+        fmt::format("{} malformed segments and {} malformed blocks were skipped",
+                    anomalies.malformed_segments, anomalies.malformed_blocks);
+    doubts.reserved = doubts.fragmentation = doubts.absolute = skipped;
+  }
+  if (anomalies.malformed_entries != 0) {
+    doubts.trace =
+        fmt::format("{} malformed trace entries were skipped", anomalies.malformed_entries);
+    if (doubts.absolute.empty()) doubts.absolute = doubts.trace;
+  }
+  if (parsed.baseline.baseline_at_start < 0) {
+    // The replay walks back from the dump: a dump holding less than the trace
+    // leaves live puts the start below zero, and every level with it.
+    const std::string mismatch = fmt::format(
+        "the dump's segments hold {} bytes less than the trace leaves live (the dump does not "
+        "match the trace)",
+        -parsed.baseline.baseline_at_start);
+    if (doubts.absolute.empty()) doubts.absolute = mismatch;
+    if (doubts.fragmentation.empty()) doubts.fragmentation = mismatch;
+  }
+  if (doubts.reserved.empty() && parsed.reserved.start < 0) {
+    doubts.reserved = fmt::format(
+        "the trace releases {} bytes more segment memory than the dump holds (the dump does not "
+        "match the trace)",
+        -parsed.reserved.start);
+  }
+  if (doubts.reserved.empty() && doubts.absolute.empty() && absolute_peak > 0 &&
+      parsed.reserved.peak < static_cast<uint64_t>(absolute_peak)) {
+    doubts.reserved = fmt::format(
+        "the reserved peak ({} bytes) is below the absolute peak ({} bytes): segments are missing",
+        parsed.reserved.peak, absolute_peak);
+  }
+  return doubts;
 }
 
 }  // namespace
@@ -53,8 +102,10 @@ RunSummary run_summary(const FileAnalysis& file, const SummaryOptions& options) 
   out.has_time = parsed.has_time;
   out.trace_duration_s = parsed.trace_duration_s;
   out.throughput_sources = parsed.distinct_sources;
+  out.doubts = doubts_of(parsed, snapshot.anomalies, out.absolute_peak);
+  out.findings = parsed.warnings;
   for (const SourceThroughput& row : parsed.top_sources) {
-    out.throughput.push_back({row.source, row.throughput_bytes, row.alloc_count});
+    out.throughput.push_back({clipped(row.source), row.throughput_bytes, row.alloc_count});
   }
   const DeviceTrace& trace = file.trace();
   for (const OomEntry& oom : parsed.ooms) {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/file_analysis.h"
+#include "analysis/findings.h"
 #include "analysis/segments.h"
 #include "analysis/source_key.h"
 #include "analysis/sources.h"
@@ -24,6 +25,10 @@ namespace memsnap {
 // within a few hundred KB whatever the trace's length.
 constexpr size_t kSummarySources = 200;
 constexpr size_t kSummarySteps = 1024;
+// A source name in a summary is cut to this many bytes (at a character's
+// start, then "..."): a frame name of a megabyte would otherwise make the
+// summary hundreds of MB. Two names that agree this far become one row.
+constexpr size_t kSummarySourceBytes = 1024;
 
 struct SummaryStep {
   int64_t number = 0;
@@ -38,6 +43,19 @@ struct SummaryOom {
   uint64_t requested = 0;
   std::optional<uint64_t> device_free;
   std::optional<double> time_s;
+};
+
+// Measures a file cannot give, each with why (empty: the measure holds): its
+// numbers contradict each other (the dump holds less than the trace leaves
+// live) or parts of it were skipped as malformed. `memsnap check` fails a
+// limit on such a measure unless --allow-unmeasured: "reserved peak 0 B,
+// PASS" from a file whose segments were all unreadable would slip a
+// regression past the gate.
+struct SummaryDoubts {
+  std::string absolute;       // absolute peak, growth, step peaks
+  std::string reserved;       // reserved peak
+  std::string fragmentation;  // fragmentation at the dump
+  std::string trace;          // anything from the trace entries: peak delta, what grew, OOMs
 };
 
 struct SummaryThroughput {
@@ -86,6 +104,11 @@ struct RunSummary {
   std::vector<SummaryThroughput> throughput;  // top kSummarySources by allocated bytes
   uint64_t throughput_sources = 0;
   std::vector<SummaryOom> ooms;
+  SummaryDoubts doubts;
+  // What parse warns of, for check's reports: typed for a summary made from a
+  // snapshot, in words (`warnings`) for one read from a summary file.
+  std::vector<Finding> findings;
+  std::vector<std::string> warnings;
 };
 
 struct SummaryOptions {

@@ -32,6 +32,7 @@ struct CheckFlags {
   std::map<LimitKind, std::string> sizes;  // --max-peak and the rest, as given
   std::vector<std::string> categories;     // --max-category NAME=SIZE
   bool no_oom = false;
+  bool allow_unmeasured = false;
   std::string format = "text";
   std::string output;
   bool write_budget = false;
@@ -177,8 +178,9 @@ void check_folders(const CheckFlags& flags) {
   if (limits.empty()) {
     throw Error::usage("no limit to check: give --budget FILE or limits such as --max-peak 12GiB");
   }
-  const RankedCheck report = check_ranked(current, flags.baseline.empty() ? nullptr : &baseline,
-                                          baseline_is_summary, limits);
+  const RankedCheck report = check_ranked(
+      current, flags.baseline.empty() ? nullptr : &baseline, limits,
+      {.baseline_is_summary = baseline_is_summary, .allow_unmeasured = flags.allow_unmeasured});
   write_in_format(flags, report);
   if (report.failed_ranks > 0) {
     throw Error::limit(check_verdict(report));
@@ -244,8 +246,9 @@ void run_check_command(const CheckFlags& flags) {
         "no limit to check: give --budget FILE or limits such as --max-peak 12GiB, "
         "--max-growth 5% --baseline FILE (memsnap check --help lists them)");
   }
-  const CheckReport report =
-      run_check(current, baseline ? &*baseline : nullptr, baseline_is_summary, limits);
+  const CheckReport report = run_check(
+      current, baseline ? &*baseline : nullptr, limits,
+      {.baseline_is_summary = baseline_is_summary, .allow_unmeasured = flags.allow_unmeasured});
   write_in_format(flags, report);
   if (report.failed > 0) {
     throw Error::limit(check_verdict(report));
@@ -312,6 +315,9 @@ Command check_command() {
                             "(activation=20GiB); repeatable")
                 ->option_text("CATEGORY=SIZE");
             command.add_flag("--no-oom", flags->no_oom, "Fail when the run has an oom entry");
+            command.add_flag("--allow-unmeasured", flags->allow_unmeasured,
+                             "A limit the file cannot measure (its dump contradicts its trace, "
+                             "parts were malformed) is not checked; without it, it fails");
             command
                 .add_option("--format", flags->format,
                             "text (default), json, junit (JUnit XML), github (Actions annotations) "

@@ -10,6 +10,7 @@
 
 #include "memsnap/error.h"
 #include "memsnap/version.h"
+#include "report/findings.h"
 #include "report/format.h"
 #include "report/json_fields.h"
 
@@ -106,12 +107,24 @@ class Reader {
                      const std::string& path) const {
     const ordered_json& value = field(parent, key, path);
     if (!value.is_string()) fail(path + key, "is not a string");
+    if (value.get_ref<const std::string&>().size() > kMaxSummaryString) {
+      fail(path + key, fmt::format("is longer than {} bytes", kMaxSummaryString));
+    }
     return value.get<std::string>();
+  }
+  // A list of at most `most` items (what summarize writes).
+  const ordered_json& array(const ordered_json& parent, const std::string& key,
+                            const std::string& path, size_t most) const {
+    const ordered_json& list = array(parent, key, path);
+    if (list.size() > most) {
+      fail(path + key, fmt::format("has {} items; summarize writes at most {}", list.size(), most));
+    }
+    return list;
   }
   std::vector<SourceUsage> usage(const ordered_json& parent, const std::string& key,
                                  const std::string& path) const {
     std::vector<SourceUsage> rows;
-    const ordered_json& list = array(parent, key, path);
+    const ordered_json& list = array(parent, key, path, kSummarySources);
     for (size_t i = 0; i < list.size(); ++i) {
       const std::string at = fmt::format("{}{}[{}].", path, key, i);
       if (!list[i].is_object()) fail(at, "is not an object");
@@ -210,6 +223,15 @@ ordered_json render_summary_json(const RunSummary& s) {
          {"device_free", oom.device_free ? ordered_json(*oom.device_free) : ordered_json(nullptr)},
          {"time_s", optional_number(oom.time_s)}});
   }
+  std::vector<std::string> warnings = phrase_all(s.findings);
+  warnings.insert(warnings.end(), s.warnings.begin(), s.warnings.end());
+  if (warnings.size() > kMaxSummaryWarnings) warnings.resize(kMaxSummaryWarnings);
+  for (std::string& warning : warnings) {
+    if (warning.size() > kMaxSummaryString) warning = printable(warning.substr(0, 1000)) + "...";
+  }
+  const auto doubt = [](const std::string& why) {
+    return why.empty() ? ordered_json(nullptr) : ordered_json(why);
+  };
   ordered_json throughput = ordered_json::array();
   for (const SummaryThroughput& row : s.throughput) {
     throughput.push_back(
@@ -250,7 +272,13 @@ ordered_json render_summary_json(const RunSummary& s) {
         {"by_source", usage_rows(s.live_at_peak)},
         {"by_category", usage_rows(s.live_at_peak_by_category)}}},
       {"throughput", {{"sources", s.throughput_sources}, {"by_source", throughput}}},
-      {"ooms", ooms}};
+      {"ooms", ooms},
+      {"unmeasurable",
+       {{"absolute", doubt(s.doubts.absolute)},
+        {"reserved", doubt(s.doubts.reserved)},
+        {"fragmentation", doubt(s.doubts.fragmentation)},
+        {"trace", doubt(s.doubts.trace)}}},
+      {"warnings", warnings}};
 }
 
 RunSummary read_summary_json(std::string_view text, const std::string& where) {
@@ -322,7 +350,7 @@ RunSummary read_summary_json(std::string_view text, const std::string& where) {
   s.has_time = r.boolean(doc, "has_time", "");
   s.trace_duration_s = r.number(doc, "trace_duration_s", "");
   s.step_count = r.count(doc, "step_count", "");
-  const ordered_json& steps = r.array(doc, "steps", "");
+  const ordered_json& steps = r.array(doc, "steps", "", kSummarySteps);
   for (size_t i = 0; i < steps.size(); ++i) {
     const std::string at = fmt::format("steps[{}].", i);
     if (!steps[i].is_object()) r.fail(at, "is not an object");
@@ -338,7 +366,7 @@ RunSummary read_summary_json(std::string_view text, const std::string& where) {
   s.live_at_peak_by_category = r.usage(live, "by_category", "live_at_peak.");
   const ordered_json& throughput = r.object(doc, "throughput", "");
   s.throughput_sources = r.count(throughput, "sources", "throughput.");
-  const ordered_json& rows = r.array(throughput, "by_source", "throughput.");
+  const ordered_json& rows = r.array(throughput, "by_source", "throughput.", kSummarySources);
   for (size_t i = 0; i < rows.size(); ++i) {
     const std::string at = fmt::format("throughput.by_source[{}].", i);
     if (!rows[i].is_object()) r.fail(at, "is not an object");
@@ -359,6 +387,27 @@ RunSummary read_summary_json(std::string_view text, const std::string& where) {
     }
     oom.time_s = r.optional_number(ooms[i], "time_s", at);
     s.ooms.push_back(oom);
+  }
+  // Added after version 1 was first written: absent in older summaries.
+  if (doc.contains("warnings")) {
+    const ordered_json& warnings = r.array(doc, "warnings", "", kMaxSummaryWarnings);
+    for (size_t i = 0; i < warnings.size(); ++i) {
+      const std::string at = fmt::format("warnings[{}]", i);
+      if (!warnings[i].is_string()) r.fail(at, "is not a string");
+      if (warnings[i].get_ref<const std::string&>().size() > kMaxSummaryString) {
+        r.fail(at, fmt::format("is longer than {} bytes", kMaxSummaryString));
+      }
+      s.warnings.push_back(warnings[i].get<std::string>());
+    }
+  }
+  if (doc.contains("unmeasurable")) {
+    const ordered_json& doubts = r.object(doc, "unmeasurable", "");
+    const auto reason = [&](const char* key) {
+      if (!doubts.contains(key) || doubts[key].is_null()) return std::string();
+      return r.string(doubts, key, "unmeasurable.");
+    };
+    s.doubts = SummaryDoubts{reason("absolute"), reason("reserved"), reason("fragmentation"),
+                             reason("trace")};
   }
   return s;
 }

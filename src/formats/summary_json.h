@@ -18,8 +18,15 @@ namespace memsnap {
 // "memsnap-summary": the value of the document's `kind`; `version` is 1.
 inline constexpr std::string_view kSummaryKind = "memsnap-summary";
 inline constexpr int kSummaryVersion = 1;
-// Summaries are a few KB to a few hundred KB; a larger file is not one.
-inline constexpr uint64_t kMaxSummaryBytes = uint64_t{64} << 20;
+// Summaries are a few KB to a few hundred KB (200 rows of names cut at 1 KiB,
+// 1,024 steps); a larger file is not one. The bound also bounds the parsed
+// document (about 10x the text) that each reading thread holds.
+inline constexpr uint64_t kMaxSummaryBytes = uint64_t{8} << 20;
+// What the reader accepts beyond what summarize writes is refused: lists
+// longer than it writes, strings longer than kMaxSummaryString, more than
+// kMaxSummaryWarnings warnings.
+inline constexpr size_t kMaxSummaryString = 4096;
+inline constexpr size_t kMaxSummaryWarnings = 64;
 
 nlohmann::ordered_json render_summary_json(const RunSummary& summary);
 

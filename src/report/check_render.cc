@@ -6,6 +6,7 @@
 
 #include <pugixml.hpp>
 
+#include "report/findings.h"
 #include "report/format.h"
 #include "report/source_tables.h"
 
@@ -175,6 +176,19 @@ std::string md_code(std::string_view text, bool in_table = true) {
   return fence + (pad ? " " : "") + content + (pad ? " " : "") + fence;
 }
 
+// The run's warnings in words: what parse warns of, so that a gate never
+// passes silently on a file whose numbers parse would doubt.
+std::vector<std::string> warnings_of(const CheckReport& r) {
+  std::vector<std::string> out = phrase_all(r.findings);
+  out.insert(out.end(), r.warnings.begin(), r.warnings.end());
+  return out;
+}
+
+// Ranked reports list at most this many warnings in text and Markdown (JSON,
+// JUnit and GitHub carry all): a thousand ranks with one note each would bury
+// the verdict.
+constexpr size_t kRankedWarningsShown = 20;
+
 }  // namespace
 
 std::string limit_sentence(const LimitResult& r) {
@@ -183,6 +197,10 @@ std::string limit_sentence(const LimitResult& r) {
   std::string what = r.limit.kind == LimitKind::kCategory
                          ? fmt::format("{} live at the peak", r.limit.category)
                          : std::string(info.what);
+  if (!r.measurable) {
+    return fmt::format("{}: not measurable on this file: {}{}", r.limit.name(), printable(r.note),
+                       r.status == LimitStatus::kFail ? " (--allow-unmeasured skips it)" : "");
+  }
   if (r.status == LimitStatus::kNotApplicable) {
     return fmt::format("{}: not checked, {}", r.limit.name(), r.note);
   }
@@ -232,6 +250,8 @@ std::string render_check_text(const CheckReport& r, int top) {
                        format_level_bytes(r.peak),
                        format_signed_bytes(r.peak - r.baseline_peak.value_or(0)));
   }
+  for (const std::string& warning : warnings_of(r))
+    out += "  warning: " + printable(warning) + "\n";
   out += "\n";
   for (const LimitResult& result : r.results) {
     const char* mark = result.status == LimitStatus::kFail            ? "FAIL"
@@ -258,15 +278,15 @@ ordered_json render_check_json(const CheckReport& r, int top) {
   ordered_json limits = ordered_json::array();
   for (const LimitResult& result : r.results) {
     const Unit unit = unit_of(result.limit.kind);
+    const bool measured = result.measurable && result.status != LimitStatus::kNotApplicable;
     limits.push_back(
         {{"name", result.limit.name()},
          {"status", status_name(result.status)},
-         {"measured", result.status == LimitStatus::kNotApplicable ? ordered_json(nullptr)
-                                                                   : ordered_json(result.measured)},
+         {"measurable", result.measurable},
+         {"measured", !measured ? ordered_json(nullptr) : ordered_json(result.measured)},
          {"allowed", result.allowed},
-         {"margin", result.status == LimitStatus::kNotApplicable
-                        ? ordered_json(nullptr)
-                        : ordered_json(result.allowed - result.measured)},
+         {"margin",
+          !measured ? ordered_json(nullptr) : ordered_json(result.allowed - result.measured)},
          {"unit", unit_name(unit)},
          {"given", result.limit.amount.percent
                        ? ordered_json(fmt::format("{:g}%", result.limit.amount.value))
@@ -291,6 +311,7 @@ ordered_json render_check_json(const CheckReport& r, int top) {
                                       {"is_summary", r.baseline_is_summary},
                                       {"absolute_peak", r.baseline_peak.value_or(0)}}},
       {"limits", limits},
+      {"warnings", warnings_of(r)},
       {"sources",
        r.baseline_file.empty() ? ordered_json(nullptr) : diff_json(r.sources.rows, top, false)},
       {"categories",
@@ -303,6 +324,26 @@ namespace {
 
 std::string rank_label(const CheckReport& r) {
   return r.rank ? fmt::format("rank {}", *r.rank) : printable(r.current_file);
+}
+
+// "rank 3: <warning>" for the warnings of the ranks that passed (a failed
+// rank's own section lists its warnings), at most kRankedWarningsShown and
+// then how many more.
+std::vector<std::string> passed_ranks_warnings(const RankedCheck& r) {
+  std::vector<std::string> out;
+  size_t more = 0;
+  for (const CheckReport& report : r.ranks) {
+    if (report.failed > 0) continue;
+    for (const std::string& warning : warnings_of(report)) {
+      if (out.size() < kRankedWarningsShown) {
+        out.push_back(rank_label(report) + ": " + warning);
+      } else {
+        ++more;
+      }
+    }
+  }
+  if (more > 0) out.push_back(fmt::format("... and {} more (--format json lists all)", more));
+  return out;
 }
 
 // One <testsuite> per checked file, its <testcase> per limit.
@@ -322,6 +363,13 @@ void append_junit_suite(pugi::xml_node suites, const CheckReport& r, int top) {
   }
   explanation += "\nTo look closer:";
   for (const std::string& command : investigate_commands(r)) explanation += "\n  " + command;
+  if (const std::vector<std::string> warnings = warnings_of(r); !warnings.empty()) {
+    std::string text;
+    for (const std::string& warning : warnings) text += "warning: " + warning + "\n";
+    suite.append_child("system-err")
+        .append_child(pugi::node_pcdata)
+        .set_value(xml_safe(text).c_str());
+  }
   for (const LimitResult& result : r.results) {
     auto test = suite.append_child("testcase");
     test.append_attribute("classname") = "memsnap.check";
@@ -385,6 +433,11 @@ std::string github_lines(const CheckReport& r, const std::string& prefix) {
                          github_property("memsnap check: " + prefix + result.limit.name()),
                          github_data(prefix), github_data(limit_sentence(result)));
     }
+  }
+  for (const std::string& warning : warnings_of(r)) {
+    out += fmt::format("::warning title={}::{}{}\n",
+                       github_property("memsnap check: " + prefix + "file"), github_data(prefix),
+                       github_data(printable(warning)));
   }
   return out;
 }
@@ -455,6 +508,10 @@ std::string render_check_text(const RankedCheck& r, int top) {
                    std::to_string(report.checked()), violated.empty() ? "-" : violated});
   }
   out += table.render();
+  if (const std::vector<std::string> warnings = passed_ranks_warnings(r); !warnings.empty()) {
+    out += "\nWarnings of the ranks that passed\n";
+    for (const std::string& warning : warnings) out += "  " + printable(warning) + "\n";
+  }
   if (!r.only_current.empty()) {
     out += "\nNot checked against a baseline (no rank to match in the baseline run)\n";
     for (const std::string& path : r.only_current) out += "  " + printable(path) + "\n";
@@ -512,6 +569,10 @@ std::string render_check_markdown(const RankedCheck& r, int top) {
                        report.baseline_peak ? format_level_bytes(*report.baseline_peak) : "-",
                        violated.empty() ? ":white_check_mark:" : ":x: " + violated);
   }
+  if (const std::vector<std::string> warnings = passed_ranks_warnings(r); !warnings.empty()) {
+    out += "\n";
+    for (const std::string& warning : warnings) out += "> :warning: " + md_cell(warning) + "\n>\n";
+  }
   for (const CheckReport& report : r.ranks) {
     if (report.failed == 0) continue;
     out += "\n#### " + md_cell(rank_label(report)) + "\n\n";
@@ -525,25 +586,27 @@ std::string render_check_markdown(const CheckReport& r, int top) {
   std::string out = fmt::format("### {}\n\n", md_cell(headline(r)));
   if (!r.baseline_file.empty()) {
     out += fmt::format("Baseline {}: absolute peak {}; current {} ({}).\n\n",
-                       md_code(r.baseline_file, /*in_table=*/false), format_level_bytes(r.baseline_peak.value_or(0)),
-                       format_level_bytes(r.peak),
+                       md_code(r.baseline_file, /*in_table=*/false),
+                       format_level_bytes(r.baseline_peak.value_or(0)), format_level_bytes(r.peak),
                        format_signed_bytes(r.peak - r.baseline_peak.value_or(0)));
   }
+  for (const std::string& warning : warnings_of(r))
+    out += "> :warning: " + md_cell(warning) + "\n\n";
   out += "| | limit | measured | allowed |\n|---|---|---:|---:|\n";
   for (const LimitResult& result : r.results) {
     const Unit unit = unit_of(result.limit.kind);
     const char* mark = result.status == LimitStatus::kFail            ? ":x:"
                        : result.status == LimitStatus::kNotApplicable ? ":heavy_minus_sign:"
                                                                       : ":white_check_mark:";
-    out += fmt::format(
-        "| {} | {} | {} | {} |\n", mark, md_code(result.limit.name()),
-        result.status == LimitStatus::kNotApplicable
-            ? md_cell(result.note)
-            : md_cell(value_text(result.measured, unit)) +
-                  (result.subject.empty() || result.limit.kind == LimitKind::kCategory
-                       ? ""
-                       : " (" + md_code(result.subject) + ")"),
-        md_cell(threshold_text(result)));
+    out +=
+        fmt::format("| {} | {} | {} | {} |\n", mark, md_code(result.limit.name()),
+                    result.status == LimitStatus::kNotApplicable
+                        ? md_cell(result.note)
+                        : md_cell(value_text(result.measured, unit)) +
+                              (result.subject.empty() || result.limit.kind == LimitKind::kCategory
+                                   ? ""
+                                   : " (" + md_code(result.subject) + ")"),
+                    md_cell(threshold_text(result)));
   }
   if (r.failed > 0 && !r.baseline_file.empty()) {
     out +=

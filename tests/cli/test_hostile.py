@@ -230,6 +230,103 @@ def injection(memsnap, work):
           got.returncode == 3 and well_formed, got.stdout[:300])
 
 
+# ---------------------------------------------------------------------------
+# Item 10: a limit the file cannot measure fails the gate (unless
+# --allow-unmeasured), and the decoder's warnings reach every format.
+# Item 19: a summary is read only as large as summarize writes it.
+
+def unmeasurable(memsnap, work):
+    import xml.etree.ElementTree as ET
+    folder = os.path.join(work, "unmeasured")
+    os.makedirs(folder)
+    base = snapshot(os.path.join(folder, "base.pickle"), [frame("f", "/home/me/t.py", 3)])
+    with open(base, "rb") as f:
+        data = pickle.load(f)
+    # segments: [] while the trace leaves 3 MiB live: the dump contradicts the trace.
+    trace = [e for e in data["device_traces"][0] if e["action"] == "alloc"]
+    trace = [dict(trace[0], addr=(1 << 30) + i * (1 << 20), time_us=100 + i) for i in range(3)]
+    no_segments = os.path.join(folder, "no_segments.pickle")
+    with open(no_segments, "wb") as f:
+        pickle.dump(dict(data, segments=[], device_traces=[trace]), f)
+    # 26 segments no reader can use: reserved would read 0 B.
+    bad_segments = os.path.join(folder, "bad_segments.pickle")
+    with open(bad_segments, "wb") as f:
+        pickle.dump(dict(data, segments=[{"device": 0, "address": "x", "total_size": -5}] * 26), f)
+
+    limits = ["--max-peak", "1GiB", "--max-reserved", "1GiB", "--max-fragmentation", "100%"]
+    rc, out, err = run(memsnap, ["check", no_segments] + limits)
+    check("item 10: segments [] with live memory in the trace: max_peak is not measurable, exit 3",
+          rc == 3 and "FAIL  max_peak: not measurable on this file: the dump's segments hold 3145728 bytes "
+          "less than the trace leaves live" in out and "warning: baseline is negative" in out, out)
+    rc, out, err = run(memsnap, ["check", bad_segments] + limits)
+    check("item 10: 26 malformed segments: max_reserved is not measurable, exit 3, the warning shown",
+          rc == 3 and "FAIL  max_reserved: not measurable on this file: 26 malformed segments and 0 malformed "
+          "blocks were skipped (--allow-unmeasured skips it)" in out
+          and "warning: 26 malformed segments and 0 malformed blocks were skipped" in out, out)
+    rc, out, err = run(memsnap, ["check", bad_segments, "--allow-unmeasured"] + limits)
+    check("item 10: --allow-unmeasured: not checked, exit 0",
+          rc == 0 and "skip  max_reserved: not measurable on this file" in out, out)
+    check_exit("item 10: a good file still passes", run(memsnap, ["check", base] + limits), 0)
+
+    rc, out, _ = run(memsnap, ["check", bad_segments, "--format", "json"] + limits)
+    report = json.loads(out) if out else {}
+    reserved = next((l for l in report.get("limits", []) if l["name"] == "max_reserved"), {})
+    check("item 10: JSON: measurable false, measured null, status fail, the warnings listed",
+          rc == 3 and reserved.get("measurable") is False and reserved.get("measured") is None
+          and reserved.get("status") == "fail" and any("malformed segments" in w for w in report["warnings"]),
+          out[:400])
+    rc, out, _ = run(memsnap, ["check", bad_segments, "--format", "markdown"] + limits)
+    check("item 10: Markdown shows the warning", rc == 3 and "> :warning: 26 malformed segments" in out, out[:400])
+    rc, out, _ = run(memsnap, ["check", bad_segments, "--format", "github"] + limits)
+    check("item 10: GitHub: a ::warning line for the file's warning",
+          rc == 3 and any(l.startswith("::warning title=memsnap check%3A file::26 malformed segments")
+                          for l in out.splitlines()), out[:600])
+    rc, out, _ = run(memsnap, ["check", bad_segments, "--format", "junit"] + limits)
+    suite = ET.fromstring(out).find("testsuite") if rc == 3 else None
+    check("item 10: JUnit: the warning in the suite's system-err",
+          suite is not None and "26 malformed segments" in (suite.findtext("system-err") or ""), out[:600])
+
+    # Through a summary: the doubt and the warnings travel with it.
+    rc, out, _ = run(memsnap, ["summarize", "--json", bad_segments])
+    summary = json.loads(out) if rc == 0 else {}
+    check("item 10: the summary says what it cannot measure and why",
+          summary.get("unmeasurable", {}).get("reserved", "").startswith("26 malformed segments")
+          and summary.get("warnings"), out[:300])
+    saved = os.path.join(folder, "bad.summary.json")
+    with open(saved, "w") as f:
+        f.write(out)
+    rc, out, _ = run(memsnap, ["check", saved] + limits)
+    check("item 10: check of the summary fails as check of the snapshot", rc == 3
+          and "max_reserved: not measurable on this file" in out and "warning: 26 malformed" in out, out)
+    rc, out, _ = run(memsnap, ["check", "--write-budget", bad_segments])
+    check("item 10: --write-budget leaves out what the run cannot measure",
+          rc == 0 and "\nmax_reserved =" not in out and "\nmax_peak_delta =" in out, out)
+
+    # Item 19: rows beyond what summarize writes are refused, not held.
+    big = dict(summary)
+    big["live_at_peak"] = dict(summary["live_at_peak"],
+                               by_source=[{"source": "s%d" % i, "bytes": 1, "count": 1} for i in range(201)])
+    with open(saved, "w") as f:
+        json.dump(big, f)
+    check_exit("item 19: a summary with 201 live rows is refused", run(memsnap, ["check", saved, "--max-peak", "1GiB"]), 1,
+               "not a memsnap summary: live_at_peak.by_source has 201 items; summarize writes at most 200")
+    big = dict(summary, file=dict(summary["file"], path="p" * 5000))
+    with open(saved, "w") as f:
+        json.dump(big, f)
+    check_exit("item 19: a 5,000-byte string is refused", run(memsnap, ["check", saved, "--max-peak", "1GiB"]), 1,
+               "not a memsnap summary: file.path is longer than 4096 bytes")
+    with open(saved, "w") as f:
+        f.write("{" + " " * (8 << 20) + "}")
+    check_exit("item 19: a summary over 8 MiB is refused", run(memsnap, ["check", saved, "--max-peak", "1GiB"]), 1,
+               "is too large for a memsnap summary (at most 8 MiB)")
+    long_name = snapshot(os.path.join(folder, "long_name.pickle"), [frame("n" * 100000, "/home/me/t.py", 3)])
+    rc, out, _ = run(memsnap, ["summarize", "--json", long_name])
+    rows = json.loads(out)["live_at_peak"]["by_source"] if rc == 0 else []
+    check("item 19: a 100 KB source name is cut to 1 KiB in the summary",
+          rc == 0 and rows and len(rows[0]["source"].encode()) <= 1024 and rows[0]["source"].endswith("..."),
+          [len(r["source"]) for r in rows])
+
+
 def main():
     parser = __import__("argparse").ArgumentParser(description=__doc__)
     parser.add_argument("--memsnap", required=True)
@@ -241,6 +338,7 @@ def main():
     try:
         regexes(memsnap, work)
         injection(memsnap, work)
+        unmeasurable(memsnap, work)
     finally:
         if scratch:
             scratch.cleanup()

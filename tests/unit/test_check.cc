@@ -82,12 +82,11 @@ TEST(CheckAmount, RefusalsNameTheFlagAndWhatIsWrong) {
 
 TEST(Check, ASizeLimitPassesAtItsThresholdAndFailsAByteAbove) {
   const RunSummary current = run(int64_t{8} << 30);
-  const CheckReport at = run_check(current, nullptr, false, {limit(LimitKind::kMaxPeak, 8 * kGiB)});
+  const CheckReport at = run_check(current, nullptr, {limit(LimitKind::kMaxPeak, 8 * kGiB)});
   EXPECT_EQ(only(at).status, LimitStatus::kPass);
   EXPECT_EQ(only(at).measured, 8 * kGiB);
   EXPECT_EQ(at.failed, 0u);
-  const CheckReport below =
-      run_check(current, nullptr, false, {limit(LimitKind::kMaxPeak, 8 * kGiB - 1)});
+  const CheckReport below = run_check(current, nullptr, {limit(LimitKind::kMaxPeak, 8 * kGiB - 1)});
   EXPECT_EQ(only(below).status, LimitStatus::kFail);
   EXPECT_EQ(only(below).allowed, 8 * kGiB - 1);
   EXPECT_EQ(below.failed, 1u);
@@ -100,7 +99,7 @@ TEST(Check, EachMeasureComesFromItsField) {
       limit(LimitKind::kMaxPeakDelta, 0), limit(LimitKind::kMaxReserved, 0),
       limit(LimitKind::kMaxFragmentation, 25, true), limit(LimitKind::kMaxUnmatchedFrees, 3),
       limit(LimitKind::kStepMaxPeak, 0)};
-  const CheckReport report = run_check(current, nullptr, false, limits);
+  const CheckReport report = run_check(current, nullptr, limits);
   ASSERT_EQ(report.results.size(), limits.size());
   EXPECT_EQ(report.results[0].measured, static_cast<double>(current.peak_delta));
   EXPECT_EQ(report.results[1].measured, static_cast<double>(current.reserved_peak));
@@ -118,23 +117,21 @@ TEST(Check, EachMeasureComesFromItsField) {
 TEST(Check, GrowthIsAgainstTheBaselineAndAPercentIsOfItsPeak) {
   const RunSummary baseline = run(int64_t{1000} << 20, "a.pickle");
   const RunSummary current = run(int64_t{1100} << 20, "b.pickle");
-  const CheckReport ten =
-      run_check(current, &baseline, true, {limit(LimitKind::kMaxGrowth, 10, true)});
+  const CheckReport ten = run_check(current, &baseline, {limit(LimitKind::kMaxGrowth, 10, true)},
+                                    {.baseline_is_summary = true});
   EXPECT_EQ(only(ten).measured, 100 * kMiB);
   EXPECT_DOUBLE_EQ(only(ten).allowed, 100 * kMiB);
   EXPECT_EQ(only(ten).status, LimitStatus::kPass);
   EXPECT_EQ(ten.baseline_file, "a.pickle");
   EXPECT_TRUE(ten.baseline_is_summary);
   EXPECT_EQ(ten.baseline_peak, baseline.absolute_peak);
-  const CheckReport nine =
-      run_check(current, &baseline, false, {limit(LimitKind::kMaxGrowth, 9, true)});
+  const CheckReport nine = run_check(current, &baseline, {limit(LimitKind::kMaxGrowth, 9, true)});
   EXPECT_EQ(only(nine).status, LimitStatus::kFail);
   const CheckReport bytes =
-      run_check(current, &baseline, false, {limit(LimitKind::kMaxGrowth, 100 * kMiB - 1)});
+      run_check(current, &baseline, {limit(LimitKind::kMaxGrowth, 100 * kMiB - 1)});
   EXPECT_EQ(only(bytes).status, LimitStatus::kFail);
   // Shrinking is no growth.
-  const CheckReport shrunk =
-      run_check(baseline, &current, false, {limit(LimitKind::kMaxGrowth, 0)});
+  const CheckReport shrunk = run_check(baseline, &current, {limit(LimitKind::kMaxGrowth, 0)});
   EXPECT_EQ(only(shrunk).status, LimitStatus::kPass);
   EXPECT_LT(only(shrunk).measured, 0);
 }
@@ -146,7 +143,7 @@ TEST(Check, SourceGrowthNamesTheSourceThatGrewMost) {
                           {"load@data.py:3", baseline.live_at_peak[1].bytes + (300 << 20), 2},
                           {"new@x.py:1", 10 << 20, 1}};
   const CheckReport report =
-      run_check(current, &baseline, false, {limit(LimitKind::kMaxSourceGrowth, 256 * kMiB)});
+      run_check(current, &baseline, {limit(LimitKind::kMaxSourceGrowth, 256 * kMiB)});
   EXPECT_EQ(only(report).subject, "load@data.py:3");
   EXPECT_EQ(only(report).measured, 300 * kMiB);
   EXPECT_EQ(only(report).status, LimitStatus::kFail);
@@ -158,18 +155,18 @@ TEST(Check, SourceGrowthNamesTheSourceThatGrewMost) {
 
 TEST(Check, AGrowthFlagWithoutABaselineIsAUsageError) {
   try {
-    run_check(run(1 << 30), nullptr, false, {limit(LimitKind::kMaxGrowth, 5, true)});
+    run_check(run(1 << 30), nullptr, {limit(LimitKind::kMaxGrowth, 5, true)});
     ADD_FAILURE() << "no error";
   } catch (const Error& error) {
     EXPECT_EQ(error.kind(), Error::Kind::kUsage);
     EXPECT_STREQ(error.what(), "--max-growth: needs a baseline to grow from (--baseline FILE)");
   }
   testing::expect_error_containing<Error>(
-      [] { run_check(run(1 << 30), nullptr, false, {limit(LimitKind::kMaxSourceGrowth, 1)}); },
+      [] { run_check(run(1 << 30), nullptr, {limit(LimitKind::kMaxSourceGrowth, 1)}); },
       "--max-source-growth: needs a baseline");
   // From a budget file, the same limit is reported as not checked, and fails nothing.
   const CheckReport report =
-      run_check(run(1 << 30), nullptr, false, {limit(LimitKind::kMaxGrowth, 5, true, true)});
+      run_check(run(1 << 30), nullptr, {limit(LimitKind::kMaxGrowth, 5, true, true)});
   EXPECT_EQ(only(report).status, LimitStatus::kNotApplicable);
   EXPECT_EQ(only(report).note, "it needs --baseline");
   EXPECT_EQ(report.failed, 0u);
@@ -182,7 +179,7 @@ TEST(Check, LimitsOnWhatARunLacksDoNotApply) {
   Limit category = limit(LimitKind::kCategory, 0);
   category.category = "activation";
   const CheckReport report =
-      run_check(bare, nullptr, false, {limit(LimitKind::kStepMaxPeak, 0), category});
+      run_check(bare, nullptr, {limit(LimitKind::kStepMaxPeak, 0), category});
   ASSERT_EQ(report.results.size(), 2u);
   EXPECT_EQ(report.results[0].status, LimitStatus::kNotApplicable);
   EXPECT_EQ(report.results[0].note, "the run has no profiler steps");
@@ -196,7 +193,7 @@ TEST(Check, OneCountForTheReportAndTheExitMessage) {
   RunSummary current = run(1 << 30);
   current.steps.clear();
   const CheckReport report =
-      run_check(current, nullptr, false,
+      run_check(current, nullptr,
                 {limit(LimitKind::kMaxPeak, 512 * kMiB), limit(LimitKind::kMaxReserved, 8 * kGiB),
                  limit(LimitKind::kMaxUnmatchedFrees, 0), limit(LimitKind::kStepMaxPeak, 0),
                  limit(LimitKind::kMaxGrowth, 5, true, true)});
@@ -218,15 +215,14 @@ TEST(Check, OneCountForTheReportAndTheExitMessage) {
   EXPECT_EQ(json["checked"], 3);
   EXPECT_EQ(json["not_checked"], 2);
 
-  const CheckReport passing =
-      run_check(current, nullptr, false,
-                {limit(LimitKind::kMaxPeak, 2 * kGiB), limit(LimitKind::kStepMaxPeak, 0)});
+  const CheckReport passing = run_check(
+      current, nullptr, {limit(LimitKind::kMaxPeak, 2 * kGiB), limit(LimitKind::kStepMaxPeak, 0)});
   EXPECT_EQ(check_verdict(passing), "1 limit holds (1 not checked)");
 
   RunSummary small = run(256 << 20, "rank_1.pickle");
   small.unmatched_free_count = 0;
   const RankedCheck ranked = check_ranked(
-      {run(1 << 30, "rank_0.pickle"), small, run(1 << 30, "rank_2.pickle")}, nullptr, false,
+      {run(1 << 30, "rank_0.pickle"), small, run(1 << 30, "rank_2.pickle")}, nullptr,
       {limit(LimitKind::kMaxPeak, 512 * kMiB), limit(LimitKind::kMaxUnmatchedFrees, 0)});
   EXPECT_EQ(ranked.failed_ranks, 2u);
   EXPECT_EQ(ranked.failed_limits, 4u);
@@ -244,14 +240,14 @@ TEST(Check, CategoryAndOomLimits) {
   gradient.category = "gradient";  // nothing of it live: 0 bytes
   EXPECT_EQ(activation.name(), "category.activation");
   const CheckReport clean =
-      run_check(current, nullptr, false, {activation, gradient, limit(LimitKind::kNoOom, 0)});
+      run_check(current, nullptr, {activation, gradient, limit(LimitKind::kNoOom, 0)});
   EXPECT_EQ(clean.results[0].status, LimitStatus::kPass);  // exactly 512 MiB
   EXPECT_EQ(clean.results[0].subject, "activation");
   EXPECT_EQ(clean.results[1].measured, 0.0);
   EXPECT_EQ(clean.results[1].status, LimitStatus::kPass);
   EXPECT_EQ(clean.results[2].status, LimitStatus::kPass);
   current.ooms.push_back(SummaryOom{7, 1 << 30, std::nullopt, std::nullopt});
-  const CheckReport oom = run_check(current, nullptr, false, {limit(LimitKind::kNoOom, 0)});
+  const CheckReport oom = run_check(current, nullptr, {limit(LimitKind::kNoOom, 0)});
   EXPECT_EQ(only(oom).status, LimitStatus::kFail);
   EXPECT_EQ(only(oom).measured, 1.0);
 }
@@ -269,7 +265,7 @@ TEST(CheckBudget, ARunPassesItsOwnBudgetAndAGrownOneFailsIt) {
     }
     EXPECT_EQ(std::fmod(l.amount.value, kMiB), 0.0) << l.name();
   }
-  const CheckReport same = run_check(good, nullptr, false, budget);
+  const CheckReport same = run_check(good, nullptr, budget);
   EXPECT_EQ(same.failed, 0u);
   for (const LimitResult& r : same.results) {
     EXPECT_NE(r.status, LimitStatus::kFail) << r.limit.name();
@@ -288,8 +284,8 @@ TEST(CheckBudget, ARunPassesItsOwnBudgetAndAGrownOneFailsIt) {
   // 20% more peak: max_peak fails, and against the good run, max_growth (10%) too.
   RunSummary grown = run(static_cast<int64_t>(3.6 * kGiB));
   grown.steps = good.steps;
-  const CheckReport alone = run_check(grown, nullptr, false, budget);
-  const CheckReport against = run_check(grown, &good, false, budget);
+  const CheckReport alone = run_check(grown, nullptr, budget);
+  const CheckReport against = run_check(grown, &good, budget);
   auto status_of = [](const CheckReport& report, LimitKind kind) {
     for (const LimitResult& r : report.results) {
       if (r.limit.kind == kind) return r.status;
@@ -313,7 +309,7 @@ TEST(CheckRanked, RanksArePairedByNumberAndTheRestListed) {
   const std::vector<RunSummary> current = {ranked(1, int64_t{2} << 30, "b1"),
                                            ranked(0, 1 << 30, "b0"), ranked(2, 1 << 30, "b2")};
   const RankedCheck checked =
-      check_ranked(current, &baseline, false, {limit(LimitKind::kMaxGrowth, 10, true)});
+      check_ranked(current, &baseline, {limit(LimitKind::kMaxGrowth, 10, true)});
   // Every current rank, by rank whatever the order of the files; rank 2 has
   // no baseline rank: checked against the absolute limits alone (none here).
   ASSERT_EQ(checked.ranks.size(), 3u);
@@ -343,7 +339,7 @@ TEST(CheckRanked, ARankWithoutItsBaselineRankIsHeldToAbsoluteLimits) {
   const std::vector<RunSummary> current = {ranked(0, 1 << 30, "b0"),
                                            ranked(1, int64_t{3} << 30, "b1")};
   const RankedCheck checked = check_ranked(
-      current, &baseline, false,
+      current, &baseline,
       {limit(LimitKind::kMaxPeak, 2.0 * (1 << 30)), limit(LimitKind::kMaxGrowth, 10, true)});
   ASSERT_EQ(checked.ranks.size(), 2u);
   EXPECT_EQ(checked.ranks[1].rank, 1);

@@ -229,7 +229,7 @@ TEST_F(SummaryRefusal, ALargeFileIsNoSummary) {
   const std::string huge(kMaxSummaryBytes + 1, ' ');
   testing::expect_error_containing<Error>(
       [&] { read_summary_json(huge, "big.json"); },
-      "big.json: 67108865 bytes is too large for a memsnap summary");
+      "big.json: 8388609 bytes is too large for a memsnap summary (at most 8 MiB)");
 }
 
 // Nesting is counted before anything recursive touches the document: a
