@@ -229,7 +229,16 @@ struct DecodeAnomalies {
   uint64_t malformed_annotations = 0;
   uint64_t malformed_blocks = 0;  // blocks with implausible sizes, left out of their segment
   uint64_t unusable_times = 0;    // time_us that is no timestamp (float, negative, huge): kept as 0
+  // Strings (frame names, file names, annotations, metadata, settings) longer
+  // than kMaxStringBytes, kept cut to it.
+  uint64_t truncated_strings = 0;
 };
+
+// The longest string the model keeps (1 MiB): a frame name or setting longer
+// than that is cut, at a character's start, and counted in
+// DecodeAnomalies::truncated_strings. Real ones are under a few KB; a 1 GiB
+// name in a 33 KB .zst took 6 GiB to print.
+inline constexpr size_t kMaxStringBytes = size_t{1} << 20;
 
 // The allocator_settings dict, decoded once: the fields memsnap's analyses
 // use, typed, and the whole dict as text for display and comparison.

@@ -50,6 +50,9 @@ struct MalformedSegments {  // segments and blocks with implausible sizes or dev
 struct MalformedAnnotations {
   uint64_t count = 0;
 };
+struct TruncatedStrings {  // strings beyond kMaxStringBytes, kept cut
+  uint64_t count = 0;
+};
 struct UnusableTimes {  // time_us that is no timestamp: the entries count as untimed
   uint64_t count = 0;
 };
@@ -69,8 +72,8 @@ struct OtherDevices {
   std::optional<Side> side;  // compare: which file; parse: none
   int analysed = 0;
   DeviceReason reason = DeviceReason::kNoData;  // why that one (file_analysis.h)
-  std::vector<int> devices;      // all with data
-  std::vector<int> oom_devices;  // other devices whose trace has an oom entry
+  std::vector<int> devices;                     // all with data
+  std::vector<int> oom_devices;                 // other devices whose trace has an oom entry
 };
 
 // ---- two files (compare) ----
@@ -115,10 +118,11 @@ using Finding =
     std::variant<finding::NoHistory, finding::TruncatedTrace, finding::LargeBaseline,
                  finding::NegativeBaseline, finding::NoTimestamps, finding::OutOfMemory,
                  finding::MalformedEntries, finding::MalformedSegments,
-                 finding::MalformedAnnotations, finding::UnusableTimes, finding::MalformedField,
-                 finding::FlatDeviceTraces, finding::TimesGoBackwards, finding::StepsEndBeforeStart,
-                 finding::OtherDevices, finding::CudaGraphsLikely, finding::TopSourcesShare,
-                 finding::SideTruncated, finding::BaselinesDiffer, finding::DifferentDevices,
-                 finding::DifferentRanks, finding::PrivatePoolsOneSide, finding::NoTrace>;
+                 finding::MalformedAnnotations, finding::UnusableTimes, finding::TruncatedStrings,
+                 finding::MalformedField, finding::FlatDeviceTraces, finding::TimesGoBackwards,
+                 finding::StepsEndBeforeStart, finding::OtherDevices, finding::CudaGraphsLikely,
+                 finding::TopSourcesShare, finding::SideTruncated, finding::BaselinesDiffer,
+                 finding::DifferentDevices, finding::DifferentRanks, finding::PrivatePoolsOneSide,
+                 finding::NoTrace>;
 
 }  // namespace memsnap

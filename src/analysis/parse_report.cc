@@ -205,6 +205,9 @@ ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options) 
   if (anomalies.malformed_annotations != 0) {
     warnings.emplace_back(finding::MalformedAnnotations{anomalies.malformed_annotations});
   }
+  if (anomalies.truncated_strings != 0) {
+    warnings.emplace_back(finding::TruncatedStrings{anomalies.truncated_strings});
+  }
   if (anomalies.unusable_times != 0) {
     warnings.emplace_back(finding::UnusableTimes{anomalies.unusable_times});
   }

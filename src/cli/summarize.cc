@@ -69,6 +69,8 @@ Command summarize_command() {
                         "them to different folders",
                         it->second, paths[i], outputs[i]));
                   }
+                  // r0.pickle's summary is r0.summary.json: never over an input.
+                  refuse_overwriting_inputs(outputs[i], paths);
                 }
                 std::error_code error;
                 std::filesystem::create_directories(flags->output, error);

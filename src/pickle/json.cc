@@ -96,7 +96,26 @@ std::vector<Value> set_members(const Vm& vm, const Value& set, int depth) {
   return members;
 }
 
-ordered_json plain(const Vm& vm, const Value& raw, int depth) {
+// The text of strings (and bytes as hex) a plain tree may hold in all; what
+// is beyond it is cut and counted.
+struct TextBudget {
+  uint64_t left = 0;
+  uint64_t cut = 0;
+
+  std::string take(std::string_view text, bool utf8) {
+    if (text.size() <= left) {
+      left -= text.size();
+      return std::string(text);
+    }
+    ++cut;
+    size_t keep = left;
+    while (utf8 && keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xc0) == 0x80) --keep;
+    left -= keep;
+    return std::string(text.substr(0, keep));
+  }
+};
+
+ordered_json plain(const Vm& vm, const Value& raw, int depth, TextBudget& text) {
   check_depth(depth);
   Value value = vm.resolve(raw);
   switch (value.kind) {
@@ -107,21 +126,21 @@ ordered_json plain(const Vm& vm, const Value& raw, int depth) {
     case Kind::kUInt: return value.payload;
     case Kind::kBigInt: return big_int_decimal(vm, value);
     case Kind::kFloat: return as_double(value);
-    case Kind::kStr: return std::string(vm.view(value));
+    case Kind::kStr: return text.take(vm.view(value), true);
     case Kind::kBytes:
-    case Kind::kByteArray: return hex(vm.view(value));
-    case Kind::kObject: return "<object " + std::string(vm.view(value)) + ">";
+    case Kind::kByteArray: return text.take(hex(vm.view(value)), false);
+    case Kind::kObject: return "<object " + text.take(vm.view(value), true) + ">";
     case Kind::kList:
     case Kind::kTuple: {
       ordered_json out = ordered_json::array();
-      for (const Value& item : vm.items(value)) out.push_back(plain(vm, item, depth + 1));
+      for (const Value& item : vm.items(value)) out.push_back(plain(vm, item, depth + 1, text));
       return out;
     }
     case Kind::kSet:
     case Kind::kFrozenSet: {
       ordered_json out = ordered_json::array();
       for (const Value& item : set_members(vm, value, depth))
-        out.push_back(plain(vm, item, depth + 1));
+        out.push_back(plain(vm, item, depth + 1, text));
       return out;
     }
     case Kind::kDict: {
@@ -129,10 +148,10 @@ ordered_json plain(const Vm& vm, const Value& raw, int depth) {
       for (const auto& [key, item] : dict_entries(vm, value, depth)) {
         Value k = vm.resolve(key);
         std::string name = k.kind == Kind::kStr
-                               ? std::string(vm.view(k))
-                               : plain(vm, k, depth + 1)
+                               ? text.take(vm.view(k), true)
+                               : plain(vm, k, depth + 1, text)
                                      .dump(-1, ' ', false, ordered_json::error_handler_t::replace);
-        out[name] = plain(vm, item, depth + 1);
+        out[name] = plain(vm, item, depth + 1, text);
       }
       return out;
     }
@@ -320,8 +339,12 @@ class TaggedWriter {
 
 }  // namespace
 
-ordered_json to_plain_json(const Vm& vm, const Value& value) {
-  return plain(vm, value, 0);
+ordered_json to_plain_json(const Vm& vm, const Value& value, uint64_t max_text,
+                           uint64_t* cut_strings) {
+  TextBudget text{max_text, 0};
+  ordered_json out = plain(vm, value, 0, text);
+  if (cut_strings != nullptr) *cut_strings = text.cut;
+  return out;
 }
 
 void write_tagged_json(const Vm& vm, const Value& value, const TextSink& sink,

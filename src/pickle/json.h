@@ -17,7 +17,11 @@ constexpr int kMaxNesting = 200;
 
 // Plain JSON: tuples and sets as arrays, wide ints as decimal strings, bytes as
 // hex strings, placeholders as "<object name>". Dict keys become strings.
-nlohmann::ordered_json to_plain_json(const Vm& vm, const Value& value);
+// Strings hold at most `max_text` bytes in all (the tree is the file's: a
+// setting of a gigabyte is cut); `cut_strings` receives how many were cut.
+nlohmann::ordered_json to_plain_json(const Vm& vm, const Value& value,
+                                     uint64_t max_text = UINT64_MAX,
+                                     uint64_t* cut_strings = nullptr);
 
 // Receives the text in order, a block at a time; may throw to stop the writer.
 using TextSink = std::function<void(std::string_view)>;

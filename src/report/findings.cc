@@ -68,6 +68,12 @@ std::string say(const finding::MalformedAnnotations& f) {
       "time_us that is no timestamp)",
       f.count);
 }
+std::string say(const finding::TruncatedStrings& f) {
+  return fmt::format(
+      "{} strings (frame names, annotations, metadata, settings) were longer than {} MiB and are "
+      "cut to it",
+      f.count, kMaxStringBytes >> 20);
+}
 std::string say(const finding::MalformedField& f) {
   return fmt::format("'{}' is {}, not a list: left out", f.field, f.found);
 }

@@ -231,18 +231,18 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     std::string_view action_text = vm.view(f.action);
     std::optional<Action> parsed = parse_action(action_text);
     events.action.push_back(parsed.value_or(Action::kOther));
-    if (!parsed) events.other_action.emplace(index, model_.strings.intern(action_text));
+    if (!parsed) events.other_action.emplace(index, intern_text(action_text));
     if (f.category.kind == Kind::kStr) {
-      events.category.emplace(index, model_.strings.intern(vm.view(f.category)));
+      events.category.emplace(index, intern_text(vm.view(f.category)));
     }
     // PyTorch writes these on every entry: "" and "N/A" when nothing was set,
     // which must cost nothing (the maps hold only entries that say something).
     if (f.user_metadata.kind == Kind::kStr && f.user_metadata.size != 0) {
-      events.user_metadata.emplace(index, model_.strings.intern(vm.view(f.user_metadata)));
+      events.user_metadata.emplace(index, intern_text(vm.view(f.user_metadata)));
     }
     if (f.compile_context.kind == Kind::kStr && f.compile_context.size != 0 &&
         vm.view(f.compile_context) != "N/A") {
-      events.compile_context.emplace(index, model_.strings.intern(vm.view(f.compile_context)));
+      events.compile_context.emplace(index, intern_text(vm.view(f.compile_context)));
     }
     if (present(f.pool_id)) {
       std::vector<Value> pair = list_items(vm, f.pool_id);
@@ -343,11 +343,11 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
       }
     }
     Frame frame;
-    if (name.kind == Kind::kStr) frame.name = model_.strings.intern(vm.view(name));
-    if (file.kind == Kind::kStr) frame.filename = model_.strings.intern(vm.view(file));
+    if (name.kind == Kind::kStr) frame.name = intern_text(vm.view(name));
+    if (file.kind == Kind::kStr) frame.filename = intern_text(vm.view(file));
     if (line.kind != Kind::kUndefined) frame.line = as_i64(line).value_or(0);
     if (fx_original_trace.kind == Kind::kStr) {
-      frame.fx_original_trace = model_.strings.intern(vm.view(fx_original_trace));
+      frame.fx_original_trace = intern_text(vm.view(fx_original_trace));
     }
     FrameId id = model_.frames.intern(frame);
     vm.replace_container(value, Value::external(kFrameTag, id.value), /*reuse_slot=*/false);
@@ -405,7 +405,10 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
       if (is_list(vm, *notes, "external_annotations")) decode_annotations(vm, *notes);
     }
     if (const Value* settings = vm.find(root, "allocator_settings")) {
-      model_.allocator_settings = decode_allocator_settings(pickle::to_plain_json(vm, *settings));
+      uint64_t cut = 0;
+      model_.allocator_settings =
+          decode_allocator_settings(pickle::to_plain_json(vm, *settings, kMaxStringBytes, &cut));
+      model_.anomalies.truncated_strings += cut;
     }
   }
 
@@ -482,7 +485,7 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
       }
       segment.stream = u64_field(vm, dict, "stream");
       if (const Value* type = vm.find(dict, "segment_type"); type && type->kind == Kind::kStr) {
-        segment.segment_type = model_.strings.intern(vm.view(*type));
+        segment.segment_type = intern_text(vm.view(*type));
       }
       std::vector<Value> pool = list_items(vm, *or_none(vm.find(dict, "segment_pool_id")));
       if (pool.size() == 2) {
@@ -645,7 +648,7 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
         continue;
       }
       Annotation note;
-      note.name = model_.strings.intern(vm.view(*name));
+      note.name = intern_text(vm.view(*name));
       if (const Value* stage = vm.find(dict, "stage"); stage && stage->kind == Kind::kStr) {
         std::string_view text = vm.view(*stage);
         note.stage = text == "START" ? Stage::kStart : text == "END" ? Stage::kEnd : Stage::kOther;
@@ -673,6 +676,17 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     EntryKey id = EntryKey::kOther;
   };
   bool flat_;
+  // Interns `text` into the model, cut to kMaxStringBytes (counted).
+  StringId intern_text(std::string_view text) {
+    if (text.size() > kMaxStringBytes) [[unlikely]] {
+      ++model_.anomalies.truncated_strings;
+      size_t cut = kMaxStringBytes;
+      while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
+      text = text.substr(0, cut);
+    }
+    return model_.strings.intern(text);
+  }
+
   Snapshot& model_;
   std::array<KeySlot, 16> key_slots_{};
   std::vector<FrameId> scratch_frames_;

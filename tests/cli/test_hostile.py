@@ -327,6 +327,48 @@ def unmeasurable(memsnap, work):
           [len(r["source"]) for r in rows])
 
 
+# ---------------------------------------------------------------------------
+# Item 18: memory is bounded by the inflated input: no string the model keeps
+# is longer than 1 MiB (a 1 GiB frame name in a 33 KB .zst took 6 GiB).
+
+def long_strings(memsnap, work):
+    import shutil
+    folder = os.path.join(work, "long")
+    os.makedirs(folder)
+    size = 64 << 20
+    plain = snapshot(os.path.join(folder, "long.pickle"), [frame("n" * size, "/home/me/t.py", 3)],
+                     user_metadata="m" * (2 << 20))
+    with open(plain, "rb") as f:
+        data = pickle.load(f)
+    data["allocator_settings"] = {"PYTORCH_CUDA_ALLOC_CONF": "s" * (3 << 20)}
+    with open(plain, "wb") as f:
+        pickle.dump(data, f, protocol=4)
+    if shutil.which("zstd"):
+        subprocess.run(["zstd", "-q", "-f", "--rm", plain, "-o", plain + ".zst"], check=True)
+        target = plain + ".zst"
+    else:
+        target = plain
+    got = subprocess.run([memsnap, "parse", "--json", target], capture_output=True, timeout=TIMEOUT)
+    report = json.loads(got.stdout) if got.returncode == 0 else {}
+    sources = [row["source"] for row in report.get("top_sources", [])]
+    check("item 18: a 64 MiB frame name, 2 MiB metadata, a 3 MiB setting: parsed, each cut to 1 MiB, warned",
+          got.returncode == 0 and sources and len(sources[0]) < (1 << 20) + 100
+          and (1 << 20) - 100 < len(report["allocator_settings"]["PYTORCH_CUDA_ALLOC_CONF"]) <= 1 << 20
+          and any("longer than 1 MiB and are cut to it" in w for w in report["warnings"]),
+          (got.returncode, got.stderr[-300:], [len(s) for s in sources]))
+    # Peak RSS of that one run: measured in a fresh interpreter, whose only
+    # child it is (ru_maxrss of the children is the largest so far).
+    if os.environ.get("MEMSNAP_SANITIZED") == "1":
+        print("SKIP item 18 peak memory: ASan keeps freed memory in quarantine")
+        return
+    measure = ("import resource, subprocess, sys; subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL); "
+               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+    peak_kib = int(subprocess.run([sys.executable, "-c", measure, memsnap, "parse", target],
+                                  capture_output=True, text=True, timeout=TIMEOUT).stdout)
+    check("item 18: peak memory within 1.5x the inflated pickle (+ 64 MiB): %d MiB for %d MiB"
+          % (peak_kib >> 10, size >> 20), (peak_kib << 10) < size * 1.5 + (64 << 20), peak_kib)
+
+
 def main():
     parser = __import__("argparse").ArgumentParser(description=__doc__)
     parser.add_argument("--memsnap", required=True)
@@ -339,6 +381,7 @@ def main():
         regexes(memsnap, work)
         injection(memsnap, work)
         unmeasurable(memsnap, work)
+        long_strings(memsnap, work)
     finally:
         if scratch:
             scratch.cleanup()
