@@ -188,6 +188,7 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
   const std::vector<uint64_t>& ooms = file.trace_analysis().counts.oom_events;
   report.oom_count = ooms.size();
   report.event_count = trace.count();
+  report.malformed_entries = snapshot.anomalies.malformed_entries;
   OomCase c;
   const int64_t t0 = trace_start_us(snapshot, trace);
   // The moment: after `at` entries of the trace; `e` the entry there (an oom

@@ -122,6 +122,9 @@ struct OomAnalysis {
   int device = 0;
   uint64_t oom_count = 0;    // oom entries on the device
   uint64_t event_count = 0;  // trace entries on the device
+  // Trace entries of the file skipped as malformed (an oom entry with a size
+  // that is no size among them): "no oom entry" is then not the whole truth.
+  uint64_t malformed_entries = 0;
   double window_s = 1.0;
   std::optional<uint64_t> capacity;
   std::vector<int> devices_with_oom;

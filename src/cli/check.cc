@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -138,9 +139,11 @@ std::vector<RunSummary> summaries_of_folder(const std::string& folder, const Sum
   std::vector<SummaryOutcome> outcomes = summarize_all(expand_inputs({folder}), inputs);
   SummarySet read = split_outcomes(outcomes, 0, outcomes.size());
   if (!read.unread.empty()) {
-    std::string unread;
-    for (const UnreadableFile& file : read.unread) unread += "\n  " + file.error;
-    throw Error(fmt::format("{}: files that could not be read:{}", folder, unread));
+    // One line: the first file's error, then how many more.
+    const size_t more = read.unread.size() - 1;
+    throw Error(fmt::format("{}: {} of {} files could not be read: {}{}", folder,
+                            read.unread.size(), outcomes.size(), read.unread.front().error,
+                            more == 0 ? "" : fmt::format(" (and {} more)", more)));
   }
   any_summary = any_summary ||
                 std::find(read.from_summary_file.begin(), read.from_summary_file.end(), true) !=
@@ -189,6 +192,10 @@ void check_folders(const CheckFlags& flags) {
 
 void run_check_command(const CheckFlags& flags) {
   std::error_code error;
+  const std::array inputs_read = {flags.current, flags.baseline, flags.budget};
+  if (std::count(inputs_read.begin(), inputs_read.end(), std::string("-")) > 1) {
+    throw Error::usage("stdin ('-') can be read once; give the other inputs as files");
+  }
   if (!flags.output.empty()) {
     // -o onto the run, the baseline or the budget would replace what the
     // gate reads (a folder: any file in it).

@@ -21,9 +21,10 @@ Command check_command();
 
 const std::vector<Command>& command_table() {
   static const std::vector<Command> table = {
-      explain_command(),        parse_command(),          dump_command(),        events_command(), compare_command(),
-      replay_to_time_command(), replay_step_command(), plot_command(),   oom_command(),
-      segments_command(),       summarize_command(),   ranks_command(),  check_command(),
+      explain_command(), parse_command(),          dump_command(),        events_command(),
+      compare_command(), replay_to_time_command(), replay_step_command(), plot_command(),
+      oom_command(),     segments_command(),       summarize_command(),   ranks_command(),
+      check_command(),
   };
   return table;
 }

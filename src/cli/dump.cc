@@ -46,9 +46,16 @@ Command dump_command() {
                 if (input.changed()) throw file_changed_error().in_file(name);
                 throw error.in_file(name);
               }
-              pickle::write_tagged_json(*vm, root, write_out,
-                                        flags->inline_shared ? pickle::SharedObjects::kInline
-                                                             : pickle::SharedObjects::kOnce);
+              try {
+                pickle::write_tagged_json(*vm, root, write_out,
+                                          flags->inline_shared ? pickle::SharedObjects::kInline
+                                                               : pickle::SharedObjects::kOnce);
+              } catch (const Error& error) {
+                // The pickle's own faults (nesting too deep) name the file;
+                // output errors (a closed pipe) stay as they are.
+                if (error.kind() != Error::Kind::kInput) throw;
+                throw error.in_file(flags->file == "-" ? "<stdin>" : flags->file);
+              }
               write_out("\n");
             };
           }};

@@ -125,10 +125,12 @@ CLI::Validator finite_number() {
 }
 
 void add_device_flag(CLI::App& command, CommonOptions& options) {
-  command.add_option("--device", options.device,
-                     "CUDA device ordinal to analyse (default: the device with an oom entry, "
-                     "else the one with the most trace entries, else the one that reserves "
-                     "the most; stderr names it when the file has others)");
+  command
+      .add_option("--device", options.device,
+                  "CUDA device ordinal to analyse (default: the device with an oom entry, "
+                  "else the one with the most trace entries, else the one that reserves "
+                  "the most; stderr names it when the file has others)")
+      ->check(whole_number_at_least(0));
 }
 
 void add_json_flag(CLI::App& command, CommonOptions& options) {

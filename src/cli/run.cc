@@ -135,6 +135,17 @@ int run_cli(int argc, char** argv) {
     return 0;
   } catch (const Error& error) {
     if (error.kind() == Error::Kind::kBrokenPipe) return kExitBrokenPipe;
+    if (error.kind() == Error::Kind::kLimit) {
+      // The report of a failed gate must have been written: a full disk or a
+      // closed pipe is that error (exit 1), not the gate's 3.
+      try {
+        finish_output();
+      } catch (const Error& unwritten) {
+        if (unwritten.kind() == Error::Kind::kBrokenPipe) return kExitBrokenPipe;
+        write_note(unwritten.what());
+        return exit_status(unwritten);
+      }
+    }
     std::fflush(stdout);
     write_note(error.what());
     return exit_status(error);

@@ -130,11 +130,23 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& arguments
 
 RunSummary summary_of(const std::string& path, const SummaryInputs& inputs, bool& from_summary) {
   from_summary = false;
+  // stdin is read whole first: a summary or a snapshot, told by its bytes.
+  const std::vector<uint8_t> piped =
+      path == "-" ? read_stdin(inputs.common.max_input_bytes != 0 ? inputs.common.max_input_bytes
+                                                                  : default_max_input_bytes())
+                  : std::vector<uint8_t>{};
   const std::vector<uint8_t> head =
-      path == "-" ? std::vector<uint8_t>{} : read_file_head(path, kHeadBytes);
+      path == "-" ? std::vector<uint8_t>(
+                        piped.begin(), piped.begin() + static_cast<std::ptrdiff_t>(std::min<size_t>(
+                                                           piped.size(), kHeadBytes)))
+                  : read_file_head(path, kHeadBytes);
   const std::string_view head_text(reinterpret_cast<const char*>(head.data()), head.size());
   if (looks_like_json(head_text)) {
     from_summary = true;
+    if (path == "-") {
+      return read_summary_json(
+          std::string_view(reinterpret_cast<const char*>(piped.data()), piped.size()), "<stdin>");
+    }
     if (head.size() < kHeadBytes) return read_summary_json(head_text, path);
     std::vector<uint8_t> whole = read_file_head(path, kMaxSummaryBytes + 1);
     return read_summary_json(
@@ -145,7 +157,8 @@ RunSummary summary_of(const std::string& path, const SummaryInputs& inputs, bool
   load.max_input_bytes = inputs.common.max_input_bytes;
   RunSummary summary;
   {
-    const Snapshot snapshot = load_snapshot(path, load);
+    const Snapshot snapshot =
+        path == "-" ? load_snapshot_bytes(piped, "<stdin>", load) : load_snapshot(path, load);
     const FileAnalysis file = analyze(path, snapshot, inputs.common);
     summary = run_summary(
         file, SummaryOptions{inputs.common.keys, rank_from_name(path, inputs.rank_pattern)});

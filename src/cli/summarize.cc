@@ -83,11 +83,10 @@ Command summarize_command() {
               std::vector<RunSummary> done;
               std::vector<std::string> written;
               nlohmann::ordered_json documents = nlohmann::ordered_json::array();
-              size_t failed = 0;
+              std::vector<std::string> failures;
               for (size_t i = 0; i < outcomes.size(); ++i) {
                 if (!outcomes[i].summary) {
-                  write_note(outcomes[i].error);
-                  ++failed;
+                  failures.push_back(outcomes[i].error);
                   continue;
                 }
                 nlohmann::ordered_json document = render_summary_json(*outcomes[i].summary);
@@ -101,9 +100,11 @@ Command summarize_command() {
               } else if (!done.empty()) {
                 write_out(render_summaries_text(done, written));
               }
-              if (failed > 0) {
-                throw Error(fmt::format("{} of {} files could not be summarised (above)", failed,
-                                        paths.size()));
+              // One line per file that could not be read, the last with the count.
+              for (size_t i = 0; i + 1 < failures.size(); ++i) write_note(failures[i]);
+              if (!failures.empty()) {
+                throw Error(fmt::format("{} ({} of {} files could not be summarised)",
+                                        failures.back(), failures.size(), paths.size()));
               }
             };
           }};

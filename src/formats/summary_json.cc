@@ -202,6 +202,7 @@ int text_nesting(std::string_view text, bool toml, int limit) {
 }
 
 bool looks_like_json(std::string_view head) {
+  if (head.starts_with("\xef\xbb\xbf")) head.remove_prefix(3);  // a UTF-8 byte order mark
   const size_t first = head.find_first_not_of(" \t\r\n");
   return first != std::string_view::npos && head[first] == '{';
 }

@@ -27,6 +27,8 @@ namespace memsnap {
 namespace {
 
 constexpr size_t kChunk = size_t{1} << 20;
+// The largest zstd window read (2 GiB: `zstd --long=31`).
+constexpr int kMaxZstdWindowLog = 31;
 
 class FileDescriptor {
  public:
@@ -404,6 +406,10 @@ void unzstd_into(std::span<const uint8_t> compressed, uint64_t max_output,
   std::unique_ptr<ZSTD_DCtx, ZstdContextDeleter> owner(ZSTD_createDCtx());
   ZSTD_DCtx* context = owner.get();
   if (context == nullptr) throw Error("zstd: cannot create a decompression context");
+  // Files written with `zstd --long` (or -19 --long=31) need a window beyond
+  // the decoder's default 128 MiB: any window up to 2 GiB is read. The window
+  // is memory the decoder holds, within what the inflated pickle takes.
+  ZSTD_DCtx_setParameter(context, ZSTD_d_windowLogMax, kMaxZstdWindowLog);
   ZSTD_inBuffer input{compressed.data(), compressed.size(), 0};
   size_t last = 1;
   while (input.pos < input.size || last != 0) {
@@ -580,7 +586,8 @@ void check_looks_like_pickle(std::span<const uint8_t> bytes) {
         "this is a zip archive (a torch.save zip archive?), not a memory snapshot pickle; "
         "write snapshots with torch.cuda.memory._dump_snapshot()");
   }
-  size_t i = 0;
+  // A UTF-8 byte order mark, as some editors write before JSON text.
+  size_t i = starts_with(bytes, {0xef, 0xbb, 0xbf}) ? 3 : 0;
   while (i < bytes.size() && i < 64 &&
          (bytes[i] == ' ' || bytes[i] == '\n' || bytes[i] == '\r' || bytes[i] == '\t')) {
     ++i;
@@ -697,6 +704,10 @@ InputBuffer open_memory(std::span<const uint8_t> bytes, std::string name,
   buffer.file_size_ = bytes.size();
   buffer.borrowed_ = true;
   return inflate_if_compressed(std::move(buffer), max_bytes, check_pickle_start);
+}
+
+std::vector<uint8_t> read_stdin(uint64_t max_bytes) {
+  return read_stream(STDIN_FILENO, "stdin", max_bytes, [](std::span<const uint8_t>) {});
 }
 
 std::vector<uint8_t> read_file_head(const std::string& path, uint64_t bytes) {

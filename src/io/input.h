@@ -131,6 +131,10 @@ std::vector<uint8_t> unzstd(std::span<const uint8_t> compressed, uint64_t max_ou
 // is held in memory), and never more than kMaxInputBytes.
 uint64_t default_max_input_bytes();
 
+// All of stdin, as it comes (not decompressed), refused beyond `max_bytes`:
+// for the callers that tell a summary from a snapshot by its first bytes.
+std::vector<uint8_t> read_stdin(uint64_t max_bytes);
+
 // The first `bytes` of a file read as it lies on disk (not decompressed), at
 // most that many: a summary's file identity and a cheap sniff of its kind.
 std::vector<uint8_t> read_file_head(const std::string& path, uint64_t bytes);

@@ -129,6 +129,12 @@ std::string no_oom_text(const OomAnalysis& r) {
         fmt::format(" (devices with one: {}; use --device)", fmt::join(r.devices_with_oom, ", "));
   }
   out += ".\n";
+  if (r.malformed_entries != 0) {
+    out += fmt::format(
+        "{} malformed trace entries were skipped (an oom entry with a size or address that is "
+        "none is one); `memsnap parse` lists the file's warnings.\n",
+        r.malformed_entries);
+  }
   if (r.event_count == 0) {
     out +=
         "This file records no allocation history for the device (a segments-only snapshot, "
@@ -323,6 +329,7 @@ ordered_json render_oom_json(const OomAnalysis& r, int top) {
   ordered_json out{{"file", r.file},
                    {"device", r.device},
                    {"oom_count", r.oom_count},
+                   {"malformed_entries", r.malformed_entries},
                    {"devices_with_oom", r.devices_with_oom},
                    {"window_s", r.window_s},
                    {"capacity", r.capacity ? ordered_json(*r.capacity) : ordered_json(nullptr)},

@@ -369,6 +369,101 @@ def long_strings(memsnap, work):
           % (peak_kib >> 10, size >> 20), (peak_kib << 10) < size * 1.5 + (64 << 20), peak_kib)
 
 
+# ---------------------------------------------------------------------------
+# Items 17 and 21: no output over an input; one "memsnap: ..." line naming the
+# file, with the right exit status, everywhere.
+
+def messages(memsnap, work):
+    import shutil
+    folder = os.path.join(work, "messages")
+    os.makedirs(folder)
+    good = snapshot(os.path.join(folder, "r0.pickle"), [frame("f", "/home/me/t.py", 3)])
+
+    # Item 17: summarize -o never writes over an input, nor through a symlink.
+    rc, out, _ = run(memsnap, ["summarize", "--json", good])
+    summary_file = os.path.join(folder, "r0.summary.json")
+    with open(summary_file, "w") as f:
+        f.write(out)
+    check_exit("item 17: summarize -o onto an input summary is refused",
+               run(memsnap, ["summarize", good, summary_file, "-o", folder]), 2,
+               "-o %s is one of the input files; refusing to overwrite it" % summary_file)
+    target = os.path.join(folder, "victim.txt")
+    with open(target, "w") as f:
+        f.write("untouched")
+    out_dir = os.path.join(folder, "out")
+    os.makedirs(out_dir)
+    os.symlink(target, os.path.join(out_dir, "r0.summary.json"))
+    rc, _, _ = run(memsnap, ["summarize", good, "-o", out_dir])
+    check("item 17: summarize -o replaces a symlink in its way, never writes through it",
+          rc == 0 and open(target).read() == "untouched"
+          and not os.path.islink(os.path.join(out_dir, "r0.summary.json")), rc)
+
+    # Item 21.
+    if os.path.exists("/dev/full"):
+        got = subprocess.run("'%s' check --max-peak 1 '%s' > /dev/full" % (memsnap, good), shell=True,
+                             capture_output=True, timeout=TIMEOUT)
+        lines = got.stderr.decode().splitlines()
+        check("item 21: a failing gate whose report cannot be written exits 1 with the write error",
+              got.returncode == 1 and lines == ["memsnap: cannot write output: No space left on device"],
+              (got.returncode, lines))
+    bad_dir = os.path.join(folder, "ranks")
+    os.makedirs(bad_dir)
+    shutil.copy(good, os.path.join(bad_dir, "r0.pickle"))
+    for name in ("r1.pickle", "r2.pickle"):
+        with open(os.path.join(bad_dir, name), "wb") as f:
+            f.write(b"junk")
+    check_exit("item 21: check DIR with unreadable ranks: one line naming the first and the count",
+               run(memsnap, ["check", bad_dir, "--max-peak", "1GiB"]), 1,
+               "%s: 2 of 3 files could not be read: %s/r1.pickle: " % (bad_dir, bad_dir))
+    check_exit("item 21: summarize with one bad file: one line naming it, with the count",
+               run(memsnap, ["summarize", good, os.path.join(bad_dir, "r1.pickle")]), 1,
+               "(1 of 2 files could not be summarised)")
+    check_exit("item 21: a usage error in CLI11's domain is memsnap's one line",
+               run(memsnap, ["parse", "--device", "x", good]), 2, "parse: --device: expects a whole number")
+    with open(summary_file, "rb") as f:
+        summary_bytes = f.read()
+    bom = os.path.join(folder, "bom.summary.json")
+    with open(bom, "wb") as f:
+        f.write(b"\xef\xbb\xbf" + summary_bytes)
+    check_exit("item 21: a summary with a UTF-8 byte order mark is read", run(
+        memsnap, ["check", bom, "--max-peak", "1GiB"]), 0)
+    check_exit("item 21: a snapshot command on it says JSON, not 'first byte 0xef'", run(
+        memsnap, ["parse", bom]), 1, "this looks like JSON, not a pickle")
+    with open(good, "rb") as f:
+        pickled = f.read()
+    check_exit("item 21: check - --baseline - is a usage error", run(
+        memsnap, ["check", "-", "--baseline", "-", "--max-peak", "1GiB"], stdin=pickled), 2,
+        "stdin ('-') can be read once")
+    check_exit("item 21: a summary on stdin is read as a summary", run(
+        memsnap, ["check", "-", "--max-peak", "1GiB"], stdin=summary_bytes), 0)
+    check_exit("item 21: a snapshot on stdin still is", run(memsnap, ["check", "-", "--max-peak", "1GiB"],
+                                                            stdin=pickled), 0)
+    if shutil.which("zstd"):
+        long_window = subprocess.run(["zstd", "-q", "--long=31", "-c"], input=pickled, capture_output=True).stdout
+        with open(os.path.join(folder, "long.zst"), "wb") as f:
+            f.write(long_window)
+        check_exit("item 21: zstd --long=31 (a 2 GiB window) is read",
+                   run(memsnap, ["parse", os.path.join(folder, "long.zst")]), 0)
+    with open(good, "rb") as f:
+        data = pickle.load(f)
+    deep = []
+    for _ in range(250):
+        deep = [deep]
+    nested = os.path.join(folder, "deep.pickle")
+    with open(nested, "wb") as f:
+        pickle.dump(dict(data, allocator_settings={"deep": deep}), f)
+    check_exit("item 21: dump's nesting error names the file", run(memsnap, ["dump", nested]), 1,
+               "%s: nesting deeper than 200 levels" % nested)
+    data["device_traces"][0].append({"action": "oom", "addr": 0, "size": 2 ** 63, "stream": 0,
+                                     "time_us": 300, "device_free": 5, "frames": []})
+    oom = os.path.join(folder, "oom63.pickle")
+    with open(oom, "wb") as f:
+        pickle.dump(data, f)
+    rc, out, _ = run(memsnap, ["oom", oom])
+    check("item 21: oom says that a malformed entry (an oom of size 2^63) was skipped",
+          rc == 0 and "1 malformed trace entries were skipped" in out, out[:300])
+
+
 def main():
     parser = __import__("argparse").ArgumentParser(description=__doc__)
     parser.add_argument("--memsnap", required=True)
@@ -382,6 +477,7 @@ def main():
         injection(memsnap, work)
         unmeasurable(memsnap, work)
         long_strings(memsnap, work)
+        messages(memsnap, work)
     finally:
         if scratch:
             scratch.cleanup()
