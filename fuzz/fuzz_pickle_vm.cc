@@ -11,12 +11,15 @@
 
 #include "io/input.h"
 #include "memsnap/error.h"
+#include "text_inputs.h"
 #include "model_digest.h"
 #include "pickle/json.h"
 #include "pickle/vm.h"
 #include "snapshot/decoder.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // Summaries, budgets, rules files and patterns (fuzz/text_inputs.h).
+  if (memsnap::fuzz::exercise_text_input(data, size)) return 0;
   // MEMSNAP_FUZZ_FIXTURES (set by the test over the real fixtures, whose
   // `memsnap dump` the differential test already checks): only the flat
   // against generic comparison below, and once. An input the plain pass

@@ -20,6 +20,7 @@
 #include "formats/summary_json.h"
 #include "io/input.h"
 #include "memsnap/error.h"
+#include "text_inputs.h"
 #include "report/check_render.h"
 #include "report/compare_render.h"
 #include "report/event_render.h"
@@ -129,6 +130,8 @@ void every_report(const memsnap::Snapshot& snapshot, std::optional<int> device) 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  // Summaries, budgets, rules files and patterns (fuzz/text_inputs.h).
+  if (memsnap::fuzz::exercise_text_input(data, size)) return 0;
   memsnap::Snapshot snapshot;
   try {
     memsnap::InputBuffer input =
