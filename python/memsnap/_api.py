@@ -592,7 +592,8 @@ def check(
     ``current``: a snapshot, a summary, or a folder of rank files; ``baseline``: the
     run to compare with; ``budget``: a TOML/JSON file of limits; ``limits``: the CLI's
     flags, e.g. ``max_peak="12GiB"``, ``max_growth="5%"``, ``no_oom=True``,
-    ``max_category={"activation": "4GiB"}``.
+    ``max_category={"activation": "4GiB"}``, ``allow_unmeasured=True`` (a limit the
+    file cannot measure is then not checked instead of failed).
     """
     flags = _flags({"baseline": baseline, "budget": budget, **limits})
     if "--format" in flags or "--output" in flags or "--write-budget" in flags:

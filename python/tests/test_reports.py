@@ -108,6 +108,22 @@ def test_check_equals_cli_and_says_whether_it_passed() -> None:
     assert category.passed is True
 
 
+def test_check_fails_what_a_file_cannot_measure_unless_allowed(tmp_path) -> None:
+    # 26 segments no reader can use: the reserved peak would read 0 B.
+    import pickle
+    with open(EXAMPLE_A, "rb") as f:
+        data = pickle.loads(__import__("gzip").decompress(f.read()))
+    data["segments"] = [{"device": 0, "address": "x", "total_size": -5}] * 26
+    path = tmp_path / "bad_segments.pickle"
+    path.write_bytes(pickle.dumps(data))
+    failed = memsnap.check(str(path), max_reserved="1TiB")
+    reserved = failed.report["limits"][0]
+    assert failed.passed is False and reserved["measurable"] is False and reserved["status"] == "fail"
+    assert any("malformed segments" in w for w in failed.report["warnings"])
+    allowed = memsnap.check(str(path), max_reserved="1TiB", allow_unmeasured=True)
+    assert allowed.passed is True and allowed.report["limits"][0]["status"] == "not_applicable"
+
+
 def test_usage_errors_carry_the_cli_message() -> None:
     with pytest.raises(ValueError) as raised:
         memsnap.check(str(EXAMPLE_A), max_peak="lots")
