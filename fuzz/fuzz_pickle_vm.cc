@@ -11,11 +11,11 @@
 
 #include "io/input.h"
 #include "memsnap/error.h"
-#include "text_inputs.h"
 #include "model_digest.h"
 #include "pickle/json.h"
 #include "pickle/vm.h"
 #include "snapshot/decoder.h"
+#include "text_inputs.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Summaries, budgets, rules files and patterns (fuzz/text_inputs.h).

@@ -20,7 +20,6 @@
 #include "formats/summary_json.h"
 #include "io/input.h"
 #include "memsnap/error.h"
-#include "text_inputs.h"
 #include "report/check_render.h"
 #include "report/compare_render.h"
 #include "report/event_render.h"
@@ -33,6 +32,7 @@
 #include "report/text_chart.h"
 #include "report/time_render.h"
 #include "snapshot/decoder.h"
+#include "text_inputs.h"
 
 namespace {
 

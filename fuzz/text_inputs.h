@@ -33,17 +33,16 @@ inline void exercise_summary(std::string_view text) {
   const RunSummary summary = read_summary_json(text, "fuzz.summary.json");
   const RanksReport ranked = analyze_ranks({summary, summary});
   (void)render_ranks_text(ranked, {}, 5);
-  (void)render_ranks_json(ranked, {}).dump(-1, ' ', false,
-                                           nlohmann::ordered_json::error_handler_t::replace);
+  (void)render_ranks_json(ranked, {})
+      .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   std::vector<Limit> limits = budget_from_run(summary, 0.05);
   limits.push_back(Limit{LimitKind::kMaxSourceGrowth, Amount{1, true}, {}, false});
   for (const bool allow : {false, true}) {
-    const CheckReport checked =
-        run_check(summary, &summary, limits,
-                  {.baseline_is_summary = true, .allow_unmeasured = allow});
+    const CheckReport checked = run_check(summary, &summary, limits,
+                                          {.baseline_is_summary = true, .allow_unmeasured = allow});
     (void)render_check_text(checked, 5);
-    (void)render_check_json(checked, 5).dump(-1, ' ', false,
-                                             nlohmann::ordered_json::error_handler_t::replace);
+    (void)render_check_json(checked, 5)
+        .dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
     (void)render_check_junit(checked, 5);
     (void)render_check_github(checked, 5);
     (void)render_check_markdown(checked, 5);
