@@ -331,9 +331,8 @@ std::vector<Limit> budget_from_run(const RunSummary& run, double headroom) {
   }
   // A measure the run cannot give is no starting point: left out, so that
   // the budget holds only what was measured (parse says why).
-  std::erase_if(limits, [&run](const Limit& limit) {
-    return !doubt_of(limit.kind, run, nullptr).empty();
-  });
+  std::erase_if(limits,
+                [&run](const Limit& limit) { return !doubt_of(limit.kind, run, nullptr).empty(); });
   return limits;
 }
 
