@@ -63,7 +63,7 @@ struct CategoryRuleSpec {
   enum class Where : uint8_t { kFrame, kCpp, kAnnotation, kMetadata };
   std::string category;  // one of the category names
   Where where = Where::kFrame;
-  std::string pattern;  // ECMAScript regex
+  std::string pattern;  // a regex in RE2 syntax (util/pattern.h)
   int line = 0;         // in the file, for messages
 };
 
@@ -71,7 +71,7 @@ struct SourceKeyOptions {
   int depth = 1;  // frames per key, joined with " -> "
   KeyRule rule = KeyRule::kUserCode;
   GroupBy group = GroupBy::kSource;
-  // ECMAScript regexes searched in "name@path:line" of each Python frame
+  // Regexes (RE2 syntax, util/pattern.h) searched in "name@path:line" of each Python frame
   // (path as recorded, any separator). --skip marks matching frames as
   // library code (the user's own wrappers); --keep marks them as the user's
   // (a library the user wants to see); keep wins. v2 only.
