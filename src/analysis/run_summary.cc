@@ -8,6 +8,7 @@
 #include "analysis/steps.h"
 #include "memsnap/error.h"
 #include "util/pattern.h"
+#include "util/utf8.h"
 
 namespace memsnap {
 
@@ -16,10 +17,7 @@ namespace {
 // A source name cut to kSummarySourceBytes, at the start of a UTF-8 character.
 std::string clipped(std::string name) {
   if (name.size() <= kSummarySourceBytes) return name;
-  size_t cut = kSummarySourceBytes - 3;
-  while (cut > 0 && (static_cast<unsigned char>(name[cut]) & 0xc0) == 0x80) --cut;
-  name.resize(cut);
-  return name + "...";
+  return std::string(utf8_prefix(name, kSummarySourceBytes - 3)) + "...";
 }
 
 // Keeps the first kSummarySources rows; returns the sums over all of them.

@@ -200,7 +200,7 @@ void run_check_command(const CheckFlags& flags) {
     // -o onto the run, the baseline or the budget would replace what the
     // gate reads (a folder: any file in it).
     std::vector<std::string> inputs;
-    for (const std::string& input : {flags.current, flags.baseline, flags.budget}) {
+    for (const std::string& input : inputs_read) {
       if (input.empty()) continue;
       if (std::filesystem::is_directory(input, error)) {
         for (const std::string& file : expand_inputs({input})) inputs.push_back(file);

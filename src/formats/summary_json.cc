@@ -13,6 +13,7 @@
 #include "report/findings.h"
 #include "report/format.h"
 #include "report/json_fields.h"
+#include "util/utf8.h"
 
 namespace memsnap {
 
@@ -228,7 +229,9 @@ ordered_json render_summary_json(const RunSummary& s) {
   warnings.insert(warnings.end(), s.warnings.begin(), s.warnings.end());
   if (warnings.size() > kMaxSummaryWarnings) warnings.resize(kMaxSummaryWarnings);
   for (std::string& warning : warnings) {
-    if (warning.size() > kMaxSummaryString) warning = printable(warning.substr(0, 1000)) + "...";
+    if (warning.size() > kMaxSummaryString) {
+      warning = std::string(utf8_prefix(warning, kMaxSummaryString - 3)) + "...";
+    }
   }
   const auto doubt = [](const std::string& why) {
     return why.empty() ? ordered_json(nullptr) : ordered_json(why);

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "memsnap/error.h"
+#include "util/utf8.h"
 
 namespace memsnap::pickle {
 namespace {
@@ -108,10 +109,9 @@ struct TextBudget {
       return std::string(text);
     }
     ++cut;
-    size_t keep = left;
-    while (utf8 && keep > 0 && (static_cast<unsigned char>(text[keep]) & 0xc0) == 0x80) --keep;
-    left -= keep;
-    return std::string(text.substr(0, keep));
+    const std::string_view kept = utf8 ? utf8_prefix(text, left) : text.substr(0, left);
+    left -= kept.size();
+    return std::string(kept);
   }
 };
 

@@ -10,6 +10,7 @@
 #include "pickle/json.h"
 #include "pickle/vm.h"
 #include "snapshot/allocator_settings.h"
+#include "util/utf8.h"
 
 namespace memsnap {
 namespace {
@@ -680,9 +681,7 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
   StringId intern_text(std::string_view text) {
     if (text.size() > kMaxStringBytes) [[unlikely]] {
       ++model_.anomalies.truncated_strings;
-      size_t cut = kMaxStringBytes;
-      while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;
-      text = text.substr(0, cut);
+      text = utf8_prefix(text, kMaxStringBytes);
     }
     return model_.strings.intern(text);
   }
