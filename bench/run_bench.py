@@ -17,6 +17,13 @@ the same size (--seed 2). Then, for each size and in the same run, measures
   * `memsnap plot A -o A.html`: wall time (median of 3), peak RSS, HTML size,
     and the time until the page is ready in headless Chromium (median of 3
     page loads; needs node, /usr/bin/chromium and playwright-core);
+  * a second shape from 100k events: a real snapshot (--replicate-from,
+    default a C++-stack training step from ../shared/fixtures/real/)
+    repeated to N entries by make_snapshot.py --replicate; its parse row
+    beside the generated one, each with `cat A > /dev/null` as the read limit;
+  * from 1M events, the commands table: every command (parse, explain,
+    compare, replay-to-time, replay-step, plot, oom, segments, summarize) on
+    each shape, wall, peak RSS and seconds per million entries;
 
 and checks the targets: parse >= 30x faster than the Python load of A,
 memsnap parse peak RSS <= 1.5x the file size (DESIGN.md, Performance);
@@ -27,6 +34,7 @@ it exits 0 when a target is missed, but says MISSED.
 
     python3 bench/run_bench.py --memsnap build/memsnap
         [--sizes 100k,1m,5m] [--work DIR] [--keep] [--markdown] [--no-browser]
+        [--replicate-from PATH | --no-replicated] [--commands-min 1m]
 
 Standard library only (plus node for the Chromium step). See bench/README.md.
 """
@@ -61,6 +69,15 @@ PY_SECOND_RUN_UNDER_S = 60.0    # run the Python load a second time if fast
 SPEED_TARGET = 30.0
 RSS_TARGET = 1.5
 SITES = 4000                    # forward call sites: ~1,200 frames, ~1,750 stacks at 1M events
+# The second shape: a real snapshot (C++ + Python stacks, one full training
+# step) repeated to N entries by make_snapshot.py --replicate. The fixtures
+# live beside the repository; without them the replicated rows are skipped.
+FIXTURES = os.path.join(os.path.dirname(ROOT), 'shared', 'fixtures', 'real')
+REPLICATE_FIXTURE = os.path.join(
+    FIXTURES, 'kkaitlyn111_cs336-a2-systems__memory_files_memory_ctx512_fullstep_.pickle')
+REPLICATE_MIN_EVENTS = 100_000  # replicated files for the sizes from here (~0.5 s at 100k)
+COMMANDS_MIN_EVENTS = 1_000_000  # the commands table for the sizes from here
+REPLICATED_BYTES_PER_EVENT_GUESS = 80   # measured ~68 on the default fixture
 HTML_TARGET_BYTES = 32 << 20     # plot HTML <= 32 MiB whatever the number of events
 READY_TARGET_S = 3.0            # page ready in Chromium < 3 s, at every size
 PLOT_RSS_TARGET = 1.5           # plot's peak RSS <= 1.5x parse's on the same file
@@ -264,90 +281,154 @@ def snapshot_path(work, events, seed):
 def generate(events, work, runner, gen_hash, seed):
     """Returns (path, generated: bool, seconds, gen RSS KiB)."""
     path = snapshot_path(work, events, seed)
-    sidecar = path + '.params'
     args = gen_args(events, seed)
     params = {'generator_args': args, 'generator_sha256': gen_hash}
+    return generate_file(path, args, params, runner)[:4]
+
+
+def replicated_path(work, events):
+    return os.path.join(work, f'replicated-{size_label(events)}.pickle')
+
+
+def generate_replicated(events, work, runner, gen_hash, fixture, fixture_hash):
+    """make_snapshot.py --replicate FIXTURE --events N, cached like the
+    generated files (the sidecar also holds the fixture's SHA-256 and the
+    generator's manifest). Returns (path, generated, seconds, gen RSS KiB, manifest)."""
+    path = replicated_path(work, events)
+    args = ['--replicate', fixture, '--events', str(events)]
+    params = {'generator_args': ['--replicate', os.path.basename(fixture), '--events', str(events)],
+              'fixture_sha256': fixture_hash, 'generator_sha256': gen_hash}
+    return generate_file(path, args, params, runner, manifest=True)
+
+
+def generate_file(path, args, params, runner, manifest=False):
+    """Runs the generator with `args` unless `path` and its .params sidecar
+    (equal to `params`) are there. Returns (path, generated, seconds, gen RSS
+    KiB, the generator's manifest or None)."""
+    sidecar = path + '.params'
     if os.path.exists(path) and os.path.exists(sidecar):
         try:
             with open(sidecar) as f:
-                if json.load(f) == params:
-                    return path, False, 0.0, 0
-        except (OSError, ValueError):
+                cached = json.load(f)
+            kept = cached.pop('manifest', None)
+            if cached == params:
+                return path, False, 0.0, 0, kept
+        except (OSError, ValueError, AttributeError):
             pass
     for stale in (path, sidecar):
         if os.path.exists(stale):
             os.remove(stale)
     tmp = path + '.tmp'
     argv = [sys.executable, GENERATOR, '--out', tmp] + args
+    if manifest:
+        argv += ['--manifest', tmp + '.manifest']
     log(f'generating {path}: make_snapshot.py {" ".join(args)}')
     rc, wall, rss, _, err = runner.run(argv)
     if rc != 0:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        for t in (tmp, tmp + '.manifest'):
+            if os.path.exists(t):
+                os.remove(t)
         sys.exit(f'run_bench: generator failed (exit {rc}): {" ".join(argv)}\n{err}')
+    got = None
+    if manifest:
+        with open(tmp + '.manifest') as f:
+            got = json.load(f)
+        os.remove(tmp + '.manifest')
     os.replace(tmp, path)
     with open(sidecar, 'w') as f:
-        json.dump(params, f, indent=1)
+        json.dump(dict(params, manifest=got) if manifest else params, f, indent=1)
         f.write('\n')
-    return path, True, wall, rss
+    return path, True, wall, rss, got
 
 
 # ---------------------------------------------------------------------------
 # Measurement
 
 
-def check_output(memsnap, path, events):
-    """One untimed run whose JSON is read by a child (to keep this process small)."""
+def check_output(memsnap, path, events, history_exact=None):
+    """One untimed `parse --json` whose JSON is read by a child (to keep this
+    process small). Returns (text for the report, info): info has the trace
+    duration in seconds, the profiler steps and whether the allocator history
+    reproduces the dump (fragmentation.exact), or is {} when parse failed.
+
+    history_exact: None for a generated file (any warning is ODD); for a
+    replicated one the fixture's exactness, which the file must keep (its
+    warnings are the fixture's, and a cut first repetition's)."""
     code = r'''
 import json, subprocess, sys
 p = subprocess.run([sys.argv[1], 'parse', sys.argv[2], '--json'], capture_output=True)
 if p.returncode != 0:
-    print('exit %d: %s' % (p.returncode, p.stderr.decode('utf-8', 'replace').strip()[-400:]))
+    print(json.dumps({'text': 'exit %d: %s' % (
+        p.returncode, p.stderr.decode('utf-8', 'replace').strip()[-400:])}))
     sys.exit(0)
 try:
     d = json.loads(p.stdout)
 except ValueError as e:
-    print('stdout is not JSON: %s' % e)
+    print(json.dumps({'text': 'stdout is not JSON: %s' % e}))
     sys.exit(0)
 dt = d.get('device_traces') or {}
 n = dt.get('event_count')
 steps = d.get('profiler_steps') or {}
 inter = d.get('interned') or {}
+exact = (d.get('fragmentation') or {}).get('exact')
+expect_exact = json.loads(sys.argv[4])
 problems = []
 if n != int(sys.argv[3]):
     problems.append('event_count %r, expected %s' % (n, sys.argv[3]))
-if d.get('warnings'):
+if expect_exact is None and d.get('warnings'):
     problems.append('warnings: %s' % str(d['warnings'])[:200])
+if expect_exact is not None and exact != expect_exact:
+    problems.append('allocator history exact %r, the fixture %r' % (exact, expect_exact))
 anom = {k: v for k, v in (d.get('anomalies') or {}).items() if v}
 if anom:
     problems.append('anomalies: %s' % anom)
-print('%s events, %d profiler steps, %s frames / %s stacks interned%s' % (
-    n, len(steps), inter.get('frames'), inter.get('stacks'),
-    ('; ODD: ' + '; '.join(problems)) if problems else ''))
+text = '%s events, %d profiler steps, %s frames / %s stacks interned' % (
+    n, len(steps), inter.get('frames'), inter.get('stacks'))
+if expect_exact is not None:
+    text += ', allocator history %s' % ('exact' if exact else 'not exact')
+if problems:
+    text += '; ODD: ' + '; '.join(problems)
+print(json.dumps({'text': text, 'info': {'duration_s': d.get('trace_duration_s'),
+                                         'steps': len(steps), 'exact': exact}}))
 '''
-    p = subprocess.run([sys.executable, '-c', code, memsnap, path, str(events)],
-                       capture_output=True, text=True)
-    return (p.stdout.strip() or p.stderr.strip()[-400:])
+    p = subprocess.run([sys.executable, '-c', code, memsnap, path, str(events),
+                        json.dumps(history_exact)], capture_output=True, text=True)
+    try:
+        got = json.loads(p.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        return (p.stdout.strip() or p.stderr.strip()[-400:]), {}
+    return got['text'], got.get('info', {})
 
 
-def run_timed(runner, argv, what, runs=MEMSNAP_RUNS, before_each=None):
-    """Runs argv `runs` times. Returns {walls, wall (median), rss (max), rss_floor} or {error}."""
+def run_timed(runner, argv, what, runs=MEMSNAP_RUNS, before_each=None, accept_exit=False):
+    """Runs argv `runs` times. Returns {walls, wall (median), rss (max), rss_floor} or {error}.
+
+    accept_exit: a non-zero exit status is a result too (a command that
+    refuses the file, timed all the same): {..., rc, message}."""
     walls, rsss, floors = [], [], []
+    refused = None
     for i in range(runs):
         if before_each:
             before_each()
         rc, wall, rss, at_floor, err = runner.run(argv)
-        if rc != 0:
+        if rc != 0 and not accept_exit:
             error = f'exit {rc}: {err.strip()[-600:]}'
             log(f'  {what} run {i + 1}: FAILED, {error}')
             return {'error': error}
+        if rc != 0:
+            lines = err.strip().splitlines()
+            refused = {'rc': rc, 'message': lines[-1][:200] if lines else ''}
         walls.append(wall)
         rsss.append(rss)
         floors.append(at_floor)
         log(f'  {what} run {i + 1}/{runs}: {wall:.3f} s, {rss / 1024:.1f} MiB'
+            + (f' (exit {rc})' if rc != 0 else '')
             + (' (first run: warms the page cache)' if i == 0 else ''))
-    return {'walls': walls, 'wall': statistics.median(walls), 'rss': max(rsss),
-            'rss_floor': all(floors)}
+    out = {'walls': walls, 'wall': statistics.median(walls), 'rss': max(rsss),
+           'rss_floor': all(floors)}
+    if refused:
+        out.update(refused)
+    return out
 
 
 PICKLE_LOAD = "import pickle,sys; pickle.load(open(sys.argv[1],'rb'))"
@@ -387,7 +468,7 @@ def python_load(path, runner, py_runs_max, what='python load', code=PICKLE_LOAD)
     return out
 
 
-def measure(path, events, memsnap, runner, py_runs_max):
+def measure(path, events, memsnap, runner, py_runs_max, history_exact=None):
     size = os.path.getsize(path)
     r = {'events': events, 'path': path, 'size': size}
 
@@ -399,8 +480,13 @@ def measure(path, events, memsnap, runner, py_runs_max):
         r['memsnap_wall'] = got['wall']
         r['memsnap_rss'] = got['rss']
         r['memsnap_rss_floor'] = got['rss_floor']
-        r['check'] = check_output(memsnap, path, events)
+        r['check'], r['parse_info'] = check_output(memsnap, path, events, history_exact)
         log(f'  memsnap output: {r["check"]}')
+
+    # The read limit: the same bytes through `cat` to /dev/null (page cache warm).
+    got = run_timed(runner, ['cat', path], 'cat')
+    if 'error' not in got:
+        r['cat_wall'] = got['wall']
 
     for k, v in python_load(path, runner, py_runs_max, 'python load A').items():
         r['py_' + k] = v
@@ -670,6 +756,156 @@ def measure_more(r, path_b, memsnap, runner, py_runs_max, work, browser):
     return r
 
 
+def oom_note(argv):
+    """What `memsnap oom --json` said, from one untimed run (its JSON is small)."""
+    p = subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL)
+    if p.returncode != 0:
+        lines = p.stderr.decode('utf-8', 'replace').strip().splitlines()
+        return f'refused (exit {p.returncode}): {lines[-1][:120] if lines else ""}'
+    try:
+        d = json.loads(p.stdout)
+    except ValueError:
+        return 'stdout is not JSON'
+    n = d.get('oom_count')
+    if d.get('moment') == 'peak':
+        return f'at the absolute peak ({n or 0} oom entries in the file)'
+    if not n:
+        return 'no oom entry in the file: report says "oom": null (exit 0)'
+    return f'{n} oom entries, the first reported'
+
+
+def measure_commands(r, shape, memsnap, runner, work, path_b=None):
+    """The commands table's rows for one file (r: its parse-table result).
+
+    For the generated shape, the commands the other tables already ran on the
+    same file (parse, compare A B, replay-step, plot) are taken from them;
+    every other command runs MEMSNAP_RUNS times here. Each row: {shape,
+    events, size, command, got (run_timed's result, or None), entries read,
+    bytes read, note}."""
+    path, events, size = r['path'], r['events'], r['size']
+    label = size_label(events)
+    info = r.get('parse_info') or {}
+    rows = []
+
+    def add(command, got, files=1, note=''):
+        rows.append({'shape': shape, 'events': events, 'size': size, 'command': command,
+                     'got': got, 'entries': events * files, 'bytes': size * files,
+                     'note': note})
+
+    def timed(command, argv, **kw):
+        return run_timed(runner, argv, f'{shape} {label} {command}', **kw)
+
+    if 'memsnap_wall' in r:
+        add('parse --json', {'wall': r['memsnap_wall'], 'rss': r['memsnap_rss'],
+                             'rss_floor': r.get('memsnap_rss_floor')}, note='the parse table')
+    else:
+        add('parse --json', {'error': r.get('memsnap_error', '?')})
+    add('explain --json', timed('explain', [memsnap, 'explain', path, '--json']))
+
+    if shape == 'generated' and 'compare' in r:
+        add('compare A B --json', r['compare'], 2, 'B: same options, --seed 2 (compare table)')
+    elif shape == 'generated':
+        add('compare A B --json', None, 2, r.get('b_skip', 'B skipped'))
+    else:
+        add('compare A A --json', timed('compare A A', [memsnap, 'compare', path, path, '--json']),
+            2, 'the file against itself (both read and analysed)')
+
+    duration = info.get('duration_s')
+    if duration:
+        t = round(duration / 2, 6)
+        add('replay-to-time --json', timed('replay-to-time',
+                                           [memsnap, 'replay-to-time', path, '--time', str(t),
+                                            '--json']), note=f'--time {t:g} (mid-trace)')
+    else:
+        add('replay-to-time --json', None, note='no trace duration from parse')
+
+    if not info.get('steps'):
+        add('replay-step --all-steps --json', None, note='no steps')
+    elif shape == 'generated' and 'replay' in r:
+        add('replay-step --all-steps --json', r['replay'],
+            note=f'{info["steps"]} steps (compare table)')
+    else:
+        add('replay-step --all-steps --json',
+            timed('replay-step', [memsnap, 'replay-step', '--all-steps', path, '--json']),
+            note=f'{info["steps"]} steps')
+
+    if shape == 'generated' and 'plot' in r:
+        note = (f'{fmt_size(r["html_size"])} HTML, drill-down by {r.get("drill_mode", "?")} '
+                '(plot table)') if 'html_size' in r else 'plot table'
+        add('plot -o X.html', r['plot'], note=note)
+    else:
+        html = os.path.join(work, f'plot-{shape}-{label}.html')
+
+        def remove_html():
+            if os.path.exists(html):
+                os.remove(html)
+
+        got = timed('plot', [memsnap, 'plot', path, '-o', html], before_each=remove_html)
+        note = ''
+        if 'error' not in got and os.path.exists(html):
+            with open(html, 'rb') as f:
+                page = f.read()
+            mode = 'moments' if b'"replaced_by_moments"' in page else 'lifetimes'
+            note = f'{fmt_size(len(page))} HTML, drill-down by {mode}'
+            del page
+        r.setdefault('extra_paths', []).append(html)
+        add('plot -o X.html', got, note=note)
+
+    for command, extra in (('oom --json', []), ('oom --at peak --json', ['--at', 'peak'])):
+        argv = [memsnap, 'oom', path] + extra + ['--json']
+        got = timed(command, argv, accept_exit=True)
+        note = oom_note(argv) if 'error' not in got and 'rc' not in got else ''
+        add(command, got, note=note)
+
+    add('segments --json', timed('segments', [memsnap, 'segments', path, '--json']))
+
+    out_dir = os.path.join(work, f'summary-{shape}-{label}')
+
+    def remove_summary():
+        shutil.rmtree(out_dir, ignore_errors=True)
+
+    got = timed('summarize', [memsnap, 'summarize', path, '-o', out_dir],
+                before_each=remove_summary)
+    note = ''
+    if 'error' not in got and os.path.isdir(out_dir):
+        total = sum(os.path.getsize(os.path.join(out_dir, n)) for n in os.listdir(out_dir))
+        note = f'summary {total / 1024:.1f} KiB'
+    remove_summary()
+    add('summarize -o DIR', got, note=note)
+    return rows
+
+
+def commands_rows(rows):
+    header = ['shape', 'command', 'events', 'file(s) read', 'wall (s)', 'peak RSS (x files)',
+              's / 1M entries', 'note']
+    out, missed = [], []
+    order = {}
+    for row in rows:
+        order.setdefault((row['shape'], row['command']), len(order))
+    for row in sorted(rows, key=lambda x: (x['shape'] != 'generated', x['shape'],
+                                           order[(x['shape'], x['command'])], x['events'])):
+        label = size_label(row['events'])
+        if row.get('skip'):
+            out.append([row['shape'], '-', label, row['skip'], '-', '-', '-', '-'])
+            continue
+        cells = [row['shape'], row['command'], label, fmt_size(row['bytes'])]
+        got = row['got']
+        note = row['note']
+        if got is None:
+            cells += ['-', '-', '-']
+        elif 'error' in got:
+            cells += ['FAILED', '-', '-']
+            missed.append(f'{label} {row["shape"]}: {row["command"]} failed: {got["error"]}')
+        else:
+            cells += [f'{got["wall"]:.3f}', fmt_rss(got, row['bytes']),
+                      f'{got["wall"] / row["entries"] * 1e6:.3f}']
+            if 'rc' in got:
+                note = (f'refused (exit {got["rc"]}): {got.get("message", "")}; ' + note).strip('; ')
+        cells.append(note or '-')
+        out.append(cells)
+    return header, out, missed
+
+
 # ---------------------------------------------------------------------------
 # Report
 
@@ -681,18 +917,23 @@ def fmt_size(n):
 
 
 def table_rows(results):
-    header = ['events', 'file', 'memsnap wall (s)', 'memsnap peak RSS', 'python load (s)',
-              'python peak RSS', 'speedup', f'>= {SPEED_TARGET:g}x faster',
-              f'RSS <= {RSS_TARGET:g}x file']
+    """The parse table; `results` holds both shapes (r['shape'], generated when absent)."""
+    header = ['events', 'shape', 'file', 'memsnap wall (s)', 'memsnap peak RSS', 'python load (s)',
+              'python peak RSS', 'speedup', 'cat (s)', 'memsnap / cat',
+              f'>= {SPEED_TARGET:g}x faster', f'RSS <= {RSS_TARGET:g}x file']
     rows = []
     missed = []
     for r in results:
+        shape = r.get('shape', 'generated')
         label = size_label(r['events'])
+        row = [label, shape]
+        if shape != 'generated':
+            label = f'{label} {shape}'
         if 'skip' in r:
-            rows.append([label, 'skipped (disk)', '-', '-', '-', '-', '-', '-', '-'])
+            rows.append(row + [r.get('skip_cell', 'skipped (disk)')] + ['-'] * (len(header) - 3))
             continue
         size = r['size']
-        row = [label, fmt_size(size)]
+        row.append(fmt_size(size))
         if 'memsnap_wall' in r:
             ratio = r['memsnap_rss'] * 1024 / size
             le = '<= ' if r.get('memsnap_rss_floor') else ''
@@ -707,15 +948,20 @@ def table_rows(results):
             row += ['skipped (memory)', '-']
         else:
             row += ['FAILED', '-']
+        cat = r.get('cat_wall')
+        speed_cells = [f'{cat:.3f}' if cat else '-',
+                       f'{r["memsnap_wall"] / cat:.1f}x' if cat and 'memsnap_wall' in r else '-']
         if 'memsnap_wall' in r and 'py_wall' in r:
             speed = r['py_wall'] / r['memsnap_wall']
             row.append(f'{speed:.1f}x')
+            row += speed_cells
             ok = speed >= SPEED_TARGET
             row.append('ok' if ok else 'MISSED')
             if not ok:
                 missed.append(f'{label}: speedup {speed:.1f}x < {SPEED_TARGET:g}x')
         else:
-            row += ['-', 'n/a' if 'memsnap_wall' in r else 'MISSED (memsnap failed)']
+            row += ['-'] + speed_cells
+            row.append('n/a' if 'memsnap_wall' in r else 'MISSED (memsnap failed)')
             if 'memsnap_wall' not in r:
                 missed.append(f'{label}: memsnap failed: {r.get("memsnap_error", "?")}')
         if 'memsnap_wall' in r:
@@ -1055,6 +1301,18 @@ def main(argv=None):
                     help='leave out the .gz / .zst parse of each size')
     ap.add_argument('--no-browser', action='store_true',
                     help='skip the time-to-ready of the plot page in headless Chromium')
+    ap.add_argument('--replicate-from', metavar='PATH', default=None,
+                    help='the real snapshot the replicated shape repeats (make_snapshot.py '
+                         '--replicate; default: ../shared/fixtures/real/'
+                         f'{os.path.basename(REPLICATE_FIXTURE)}, rows skipped when absent)')
+    ap.add_argument('--no-replicated', action='store_true',
+                    help='leave out the replicated shape (its parse rows and commands rows)')
+    ap.add_argument('--replicate-min', type=parse_size, default=REPLICATE_MIN_EVENTS,
+                    help='replicated files for the sizes of at least this many events '
+                         f'(default {size_label(REPLICATE_MIN_EVENTS)})')
+    ap.add_argument('--commands-min', type=parse_size, default=COMMANDS_MIN_EVENTS,
+                    help='the commands table for the sizes of at least this many events '
+                         f'(default {size_label(COMMANDS_MIN_EVENTS)})')
     args = ap.parse_args(argv)
 
     sizes = [parse_size(s) for s in args.sizes.split(',') if s.strip()]
@@ -1068,6 +1326,18 @@ def main(argv=None):
 
     wait_for_generator()
     gen_hash = file_sha256(GENERATOR)
+    fixture = None          # the replicated shape's source, when there is one
+    fixture_skip = None     # why its rows are skipped
+    if args.no_replicated:
+        pass
+    elif args.replicate_from:
+        fixture = os.path.abspath(args.replicate_from)
+        if not os.path.isfile(fixture):
+            sys.exit(f'run_bench: --replicate-from {args.replicate_from}: no such file')
+    elif os.path.isfile(REPLICATE_FIXTURE):
+        fixture = REPLICATE_FIXTURE
+    else:
+        fixture_skip = f'no fixture: {REPLICATE_FIXTURE} is absent'
 
     log(f'machine: {machine_line()}')
     log(f'memsnap: {memsnap}; python: {sys.executable} {platform.python_version()}')
@@ -1119,6 +1389,46 @@ def main(argv=None):
         results.append(pending)
     log()
 
+    # The replicated shape: a real snapshot repeated to N entries.
+    rep_results = []
+    rep_sizes = [] if args.no_replicated else [n for n in sorted(sizes) if n >= args.replicate_min]
+    fixture_exact = None
+    if rep_sizes and fixture:
+        fixture_hash = file_sha256(fixture)
+        # The replicated files must keep the fixture's allocator-history exactness.
+        fixture_exact = check_output(memsnap, fixture, -1, False)[1].get('exact')
+        log(f'replicated shape: {fixture} (allocator history '
+            f'{"exact" if fixture_exact else "not exact"} on the fixture itself)')
+        rep_bytes_per_event = REPLICATED_BYTES_PER_EVENT_GUESS
+        for events in rep_sizes:
+            label = size_label(events)
+            expected = events * rep_bytes_per_event
+            free = shutil.disk_usage(work).free
+            if not os.path.exists(replicated_path(work, events)) and free < DISK_FACTOR * expected:
+                log(f'{label} replicated: skipped: {fmt_size(free)} free in {work}, need '
+                    f'{DISK_FACTOR}x the expected {fmt_size(expected)}')
+                rep_results.append({'events': events, 'shape': 'replicated', 'skip': 'disk',
+                                    'skip_cell': 'skipped (disk)'})
+                continue
+            path, fresh, secs, rss, manifest = generate_replicated(events, work, runner, gen_hash,
+                                                                   fixture, fixture_hash)
+            size = os.path.getsize(path)
+            rep_bytes_per_event = size / events * 1.1
+            files.append(path)
+            if fresh:
+                log(f'{label} replicated: generated {fmt_size(size)} in {secs:.1f} s '
+                    f'(generator peak RSS {rss / 1024:.0f} MiB; not part of the measurement)')
+            else:
+                log(f'{label} replicated: reusing {path} ({fmt_size(size)}, same parameters)')
+            rep_results.append({'events': events, 'shape': 'replicated', 'pending': path,
+                                'manifest': manifest or {}, 'gen_wall': secs if fresh else None,
+                                'gen_rss': rss if fresh else None})
+    elif rep_sizes:
+        log(f'replicated shape skipped: {fixture_skip}')
+        rep_results = [{'events': n, 'shape': 'replicated', 'skip': fixture_skip,
+                        'skip_cell': 'skipped (no fixture)'} for n in rep_sizes]
+    log()
+
     for i, r in enumerate(results):
         if 'pending' not in r:
             continue
@@ -1132,6 +1442,29 @@ def main(argv=None):
         results[i] = measure_more(m, r['pending_b'], memsnap, runner, args.python_runs, work,
                                   browser_skip)
     log()
+    for i, r in enumerate(rep_results):
+        if 'pending' not in r:
+            continue
+        log(f'measuring {size_label(r["events"])} replicated ({fmt_size(os.path.getsize(r["pending"]))})')
+        m = measure(r['pending'], r['events'], memsnap, runner, args.python_runs, fixture_exact)
+        m.update(shape='replicated', manifest=r['manifest'], gen_wall=r['gen_wall'],
+                 gen_rss=r['gen_rss'])
+        rep_results[i] = m
+    log()
+
+    # The commands table: every command on both shapes, from --commands-min up.
+    command_rows = []
+    for r in results + rep_results:
+        if r['events'] < args.commands_min:
+            continue
+        shape = r.get('shape', 'generated')
+        if 'skip' in r:
+            command_rows.append({'shape': shape, 'events': r['events'], 'command': '',
+                                 'skip': r.get('skip_cell', 'skipped')})
+            continue
+        log(f'commands on {size_label(r["events"])} {shape}')
+        command_rows += measure_commands(r, shape, memsnap, runner, work)
+    log()
     many_steps = measure_many_steps(memsnap, runner, work, args.many_steps) if args.many_steps else []
     log()
     ranks = measure_ranks(memsnap, runner, work, args.ranks, args.rank_events) if args.ranks else None
@@ -1141,6 +1474,7 @@ def main(argv=None):
         leftovers = [p for path in files for p in (path, path + '.params')]
         leftovers += [r['path'] for r in many_steps]
         leftovers += [r['html_path'] for r in results if 'html_path' in r]
+        leftovers += [p for r in results + rep_results for p in r.get('extra_paths', [])]
         if ranks:
             shutil.rmtree(ranks['path'], ignore_errors=True)
         for p in leftovers:
@@ -1159,6 +1493,13 @@ def main(argv=None):
     print(f'python: {platform.python_version()}; snapshots: make_snapshot.py --stacks all '
           f'--steps events/{EVENTS_PER_STEP} --protocol {PROTOCOL}, A --seed {SEED}, '
           f'B --seed {SEED_B}')
+    if fixture and rep_sizes:
+        print(f'replicated shape: make_snapshot.py --replicate {os.path.basename(fixture)} '
+              f'--events N (a real snapshot\'s trace repeated to N entries, each repetition in '
+              f'its own address range; allocator history on the fixture: '
+              f'{"exact" if fixture_exact else "not exact"})')
+    elif rep_sizes:
+        print(f'replicated shape: skipped ({fixture_skip})')
     print(f'memsnap: median of {MEMSNAP_RUNS} runs of each command, output to /dev/null '
           f'(page cache warm); python: min of up to {args.python_runs} pickle.load runs; '
           f'{runner.describe()}')
@@ -1168,11 +1509,15 @@ def main(argv=None):
     print()
 
     all_missed = []
-    header, rows, missed = table_rows(results)
+    both = sorted(results + rep_results,
+                  key=lambda r: (r['events'], r.get('shape', 'generated') != 'generated'))
+    header, rows, missed = table_rows(both)
     all_missed += missed
-    print('parse: `memsnap parse A --json` vs `pickle.load(A)`')
+    print('parse: `memsnap parse A --json` vs `pickle.load(A)`; shapes: generated (make_snapshot.py '
+          '--sites) and replicated (a real snapshot repeated); cat = `cat A > /dev/null`, the '
+          'read limit (page cache warm), memsnap / cat = how far parse is from it')
     print()
-    print_table(header, rows, args.markdown, 7)
+    print_table(header, rows, args.markdown, 10)
     print()
     header, rows = compressed_rows(results)
     if rows:
@@ -1235,8 +1580,37 @@ def main(argv=None):
                 print(f'{label}: memsnap {name} FAILED: {r[key]["error"]}')
         if r.get('ready', {}).get('error'):
             print(f'{label}: page in Chromium FAILED: {r["ready"]["error"]}')
+    for r in rep_results:
+        label = f'{size_label(r["events"])} replicated'
+        m = r.get('manifest') or {}
+        if m:
+            first = m.get('first_repetition_entries')
+            cut = (f', the first cut to its last {first:,}' if first and first != m.get('fixture_entries')
+                   else '')
+            gen = (f'; generated in {r["gen_wall"]:.1f} s (peak RSS {r["gen_rss"] / 1024:.0f} MiB)'
+                   if r.get('gen_wall') is not None else '; cached')
+            print(f'{label}: {m.get("repetitions")} repetitions of {m.get("fixture_entries", 0):,} '
+                  f'entries{cut}, {m.get("segments", 0):,} segments in the dump{gen}')
+        if r.get('py_skip'):
+            print(f'{label}: python load {r["py_skip"]}')
+        if r.get('check'):
+            print(f'{label}: memsnap parse reports {r["check"]}')
+        if r.get('memsnap_error'):
+            print(f'{label}: memsnap parse FAILED: {r["memsnap_error"]}')
+        if r.get('py_error'):
+            print(f'{label}: python load FAILED: {r["py_error"]}')
     if browser_skip:
         print(f'Chromium ready column not measured: {browser_skip}')
+    if command_rows:
+        header, rows, missed = commands_rows(command_rows)
+        all_missed += missed
+        print()
+        print(f'commands: every command on each shape, from {size_label(args.commands_min)} events; '
+              f'wall = median of {MEMSNAP_RUNS}, peak RSS x the bytes read (compare reads two '
+              'files); s / 1M entries = wall / entries read * 1e6, to read the growth from one size '
+              'to the next; rows taken from the tables above say so')
+        print()
+        print_table(header, rows, args.markdown, len(header) - 1)
     if many_steps:
         print()
         print('many profiler steps (time linear in events + steps, however the windows overlap):')

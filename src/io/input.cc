@@ -307,6 +307,8 @@ class OutputSink {
   [[nodiscard]] virtual std::span<const uint8_t> written() const = 0;
   // Checked between steps: true when the reader has gone (stop early).
   [[nodiscard]] virtual bool cancelled() const { return false; }
+  // The compressed bytes before `offset` have been decompressed.
+  virtual void input_read(uint64_t /*offset*/) {}
 };
 
 // Runs a start check once the sink holds enough bytes.
@@ -378,6 +380,7 @@ void gunzip_into(std::span<const uint8_t> compressed, uint64_t max_output,
     stream.avail_out = grow;
     status = inflate(&stream, Z_NO_FLUSH);
     out.produced(grow - stream.avail_out);
+    out.input_read(consumed - stream.avail_in);
     check_output_limit(out, max_output);
     gate.see(out, status == Z_STREAM_END);
     if (status == Z_STREAM_END) {
@@ -420,6 +423,7 @@ void unzstd_into(std::span<const uint8_t> compressed, uint64_t max_output,
     size_t before = input.pos;
     last = ZSTD_decompressStream(context, &output, &input);
     out.produced(output.pos);
+    out.input_read(input.pos);
     check_output_limit(out, max_output);
     if (ZSTD_isError(last) != 0u) {
       throw Error(std::string("zstd: ") + ZSTD_getErrorName(last));
@@ -485,7 +489,11 @@ class InflatingStream final : public OutputSink {
   InflatingStream(const InflatingStream&) = delete;
   InflatingStream& operator=(const InflatingStream&) = delete;
   ~InflatingStream() override {
-    stop_.store(true, std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_.store(true, std::memory_order_relaxed);
+      reader_moved_.notify_all();
+    }
     if (thread_.joinable()) thread_.join();
     if (region_ != nullptr) ::munmap(region_, capacity_);
   }
@@ -499,6 +507,9 @@ class InflatingStream final : public OutputSink {
     uint64_t have = available_.load(std::memory_order_acquire);
     if (have >= end) return have;
     std::unique_lock<std::mutex> lock(mutex_);
+    // However far ahead the inflating thread is, the reader needs these.
+    wanted_ = std::max(wanted_, end);
+    reader_moved_.notify_all();
     changed_.wait(lock, [&] { return done_ || available_.load(std::memory_order_acquire) >= end; });
     have = available_.load(std::memory_order_acquire);
     if (have < end && error_) std::rethrow_exception(error_);
@@ -510,8 +521,18 @@ class InflatingStream final : public OutputSink {
     return done_;
   }
 
+  // The reader will not read before `offset` again (InputBuffer::discard_before):
+  // from then on the inflating thread keeps at most kMaxAhead bytes ahead
+  // of it, so that the inflated pickle is never resident whole.
+  void consumed(uint64_t offset) {
+    consumed_.store(offset, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(mutex_);
+    reader_moved_.notify_all();
+  }
+
   // OutputSink, on the inflating thread.
   std::span<uint8_t> room(uint64_t at_least) override {
+    wait_for_reader();
     const uint64_t size = produced_;
     const uint64_t step = std::max<uint64_t>(at_least, kChunk);
     if (size >= capacity_) throw Error(too_large_message("decompressed data", capacity_));
@@ -530,6 +551,8 @@ class InflatingStream final : public OutputSink {
     return {region_, static_cast<size_t>(produced_)};
   }
   [[nodiscard]] bool cancelled() const override { return stop_.load(std::memory_order_relaxed); }
+  // The compressed file's pages, like the inflated ones, need not stay.
+  void input_read(uint64_t offset) override { compressed_.release_before(offset); }
 
  private:
   // Address space for the largest pickle allowed; pages cost memory only
@@ -551,6 +574,19 @@ class InflatingStream final : public OutputSink {
         fmt::format("cannot reserve address space to decompress into: {}", std::strerror(errno)));
   }
 
+  // Holds the inflating thread while it is kMaxAhead past what the reader
+  // consumed, unless the reader waits for more than that (a long string).
+  void wait_for_reader() {
+    const uint64_t consumed = consumed_.load(std::memory_order_relaxed);
+    if (consumed == 0 || produced_ < consumed + kMaxAhead) return;
+    std::unique_lock<std::mutex> lock(mutex_);
+    reader_moved_.wait(lock, [&] {
+      return stop_.load(std::memory_order_relaxed) || wanted_ > produced_ ||
+             produced_ < consumed_.load(std::memory_order_relaxed) + kMaxAhead;
+    });
+  }
+
+  static constexpr uint64_t kMaxAhead = uint64_t{32} << 20;
   InputBuffer compressed_;
   uint8_t* region_ = nullptr;
   uint64_t capacity_ = 0;
@@ -560,10 +596,27 @@ class InflatingStream final : public OutputSink {
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
   std::condition_variable changed_;
-  bool done_ = false;  // under mutex_
+  std::condition_variable reader_moved_;  // consumed_ or wanted_ grew, or stop_
+  std::atomic<uint64_t> consumed_{0};     // InputBuffer::discard_before's offset
+  uint64_t wanted_ = 0;                   // under mutex_: the most a reader waited for
+  bool done_ = false;                     // under mutex_
   std::exception_ptr error_;
   std::thread thread_;
 };
+
+void InputBuffer::discard_before(uint64_t offset) {
+  if (!stream_) {
+    release_before(offset);
+    return;
+  }
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  // Never past what has been handed out: the inflating thread writes there.
+  const uint64_t end = std::min(offset, size_) / page * page;
+  if (end <= released_) return;
+  ::madvise(const_cast<uint8_t*>(data_) + released_, end - released_, MADV_DONTNEED);
+  released_ = end;
+  stream_->consumed(end);
+}
 
 std::span<const uint8_t> InputBuffer::wait_for(uint64_t end) {
   if (stream_) size_ = stream_->wait_for(end);

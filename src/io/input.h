@@ -55,6 +55,14 @@ class InputBuffer {
   // page cache if touched again, which keeps peak RSS near the model size
   // rather than model plus file. A no-op for memory the buffer owns.
   void release_before(uint64_t offset);
+  // Bytes before `offset` will never be read again. An inflated file's pages
+  // are freed: they are the only copy and read as zeros afterwards, so only
+  // a reader that keeps no views into them may call this (the VM with
+  // VmOptions::release_before). For other input, release_before(offset).
+  void discard_before(uint64_t offset);
+  // Whether discard_before frees memory that release_before keeps: the
+  // bytes inflate into memory of their own.
+  [[nodiscard]] bool inflated() const { return stream_ != nullptr; }
 
   // A mapped file that shrank while it was read: the pages past its new end
   // read as zeros (instead of killing the process with SIGBUS) and this turns

@@ -82,9 +82,8 @@ Vm::Vm(std::span<const uint8_t> input, VmOptions options)
   const uint64_t expected = std::max<uint64_t>(input.size(), options_.expected_input_bytes);
   stack_.on_grow = [this](uint64_t added_bytes) { charge(added_bytes); };
   flat_dicts_ = options_.observer != nullptr && options_.observer->reads_flat_dicts();
+  releases_input_ = static_cast<bool>(options_.release_before);
   stack_.reserve(1024);
-  // Protocol 4 memoizes every container: about one slot per trace entry.
-  memo_.reserve(std::min<size_t>(expected / 48 + 1024, size_t{1} << 26));
   // Frame lists converted in place keep their slot: up to one per entry.
   // Reserving address space avoids copying the table as it grows.
   containers_.reserve(std::min<size_t>(expected / 128 + 64, size_t{1} << 24));
@@ -549,6 +548,9 @@ Value Vm::run() {
     if (pos_ >= next_progress) [[unlikely]] {
       next_progress = pos_ + kProgressInterval;
       if (options_.on_progress) options_.on_progress(pos_);
+      // Between opcodes nothing is in flight, and (kept()) no value points
+      // into the input: everything before pos_ is read for good.
+      if (releases_input_) options_.release_before(pos_);
     }
     read_opcode();
     switch (kOpFamilies[op_]) {
@@ -645,7 +647,7 @@ Value Vm::stop() {
     case kBinFloat: arguments::read_bin_float(in, value); break;
     default: break;
   }
-  push(value);
+  push(kept(value));
 }
 
 [[gnu::always_inline]] inline Value Vm::read_long4() {
@@ -685,7 +687,7 @@ Value Vm::stop() {
     default: break;
   }
   if (!fits) fail("string or bytes longer than 4 GiB");
-  push(value);
+  push(kept(value));
 }
 
 // BINSTRING and SHORT_BINSTRING: Python 2 str, ASCII only. `length` is the

@@ -20,6 +20,7 @@
 
 #include "pickle/arguments.h"
 #include "pickle/value.h"
+#include "util/chunked_array.h"
 
 namespace memsnap::pickle {
 
@@ -140,6 +141,13 @@ struct VmOptions {
   // The input's expected size when it is still arriving (for reservations);
   // 0: its size now.
   uint64_t expected_input_bytes = 0;
+  // Set when the input is dropped behind the reader (an inflated file, whose
+  // pages read as zeros once released): then no value the VM keeps points
+  // into the input (strings, bytes and wide integers are copied into the
+  // VM's own store as they are read, or as they are memoized when the flat
+  // reader read them), and release_before(offset) is called every few MiB
+  // with the offset before which nothing will be read again.
+  std::function<void(uint64_t offset)> release_before;
 };
 
 // The VM's memory bound: kHeldBytesPerInputByte per input byte, and at least
@@ -277,7 +285,9 @@ class Vm {
   Value owned_value(Kind kind, std::string_view bytes, uint8_t extra_flags = 0);
 
   // MEMOIZE and in-order PUTs append; anything else takes the slow path.
-  [[gnu::always_inline]] void memo_put(uint64_t index, const Value& value) {
+  [[gnu::always_inline]] void memo_put(uint64_t index, const Value& put) {
+    // The flat reader's pending puts may be views into the input.
+    const Value value = kept(put);
     if (index == memo_.size() && sparse_memo_.empty()) [[likely]] {
       charge(sizeof(Value));
       memo_.push_back(value);
@@ -288,6 +298,16 @@ class Vm {
     memo_put_slow(index, value);
   }
   void memo_put_slow(uint64_t index, const Value& value);
+  // A value as the VM may keep it: when the input is released behind the
+  // reader, a view into the input becomes a copy in the VM's own store.
+  [[gnu::always_inline]] Value kept(const Value& value) {
+    if (!releases_input_ || (value.flags & Value::kOwnedBytes) != 0 ||
+        (value.kind != Kind::kStr && value.kind != Kind::kBytes && value.kind != Kind::kByteArray &&
+         value.kind != Kind::kBigInt)) [[likely]] {
+      return value;
+    }
+    return owned_value(value.kind, view(value), value.flags);
+  }
   void note_memoized(const Value& value, uint64_t index) {
     Container& slot = container(value);
     slot.memo_slot = index;
@@ -369,9 +389,10 @@ class Vm {
   // Item vectors of converted containers, kept with their capacity so the
   // next list does not go back to malloc (one frames list per trace entry).
   std::vector<std::vector<Value>> recycled_items_;
-  std::vector<Value> memo_;
+  ChunkedArray<Value> memo_;  // grows without copying: see chunked_array.h
   absl::flat_hash_map<uint64_t, Value> sparse_memo_;
   uint64_t memo_count_ = 0;
+  bool releases_input_ = false;  // options_.release_before is set
   std::string owned_;
   uint64_t held_bytes_ = 0;
   uint64_t max_held_bytes_ = 0;

@@ -714,6 +714,12 @@ Snapshot decode_snapshot(InputBuffer& input, const LoadOptions& options, EntryRe
   };
   // (Only slow paths call it: for a plain file, it returns what is there.)
   vm_options.more_input = [&input](uint64_t end) { return input.wait_for(end); };
+  // An inflated pickle is memory of its own, as large as the plain file:
+  // freed behind the reader, it never is resident whole (the VM then copies
+  // the few strings it keeps; a snapshot's are memoized keys and frames).
+  if (input.inflated()) {
+    vm_options.release_before = [&input](uint64_t offset) { input.discard_before(offset); };
+  }
   uint64_t expected = input.available().size();
   if (input.streaming()) {
     // Snapshot pickles deflate about 8-15x; reservations are address space only.

@@ -18,6 +18,32 @@ where the baseline is what was live when recording started (0 unless
 added back gives the bytes live just before the first kept event; --corpus
 writes those expected baselines to manifest.json.
 
+--replicate FIXTURE scales a real snapshot up instead of simulating one: the
+fixture (a data-only pickle, e.g. from ../shared/fixtures/real/; one that needs
+a global is refused, nothing in it is called; .gz is read too) is loaded with
+CPython's pickle, and the trace of its busiest device is repeated K =
+ceil(N / entries) times, N = --events, so that this device's trace has exactly
+N entries (other devices' traces and segments, and every other top-level key,
+are kept as they are). Repetition k (from 0) has its addresses moved up by k x a
+stride (the device's address span, trace and dump, rounded up to 2**40) and its
+times by k x the trace's duration plus one mean gap, so each repetition is an
+independent allocator history after the previous one. The dump's segments of
+the device are the union of the repetitions' shifted copies (blocks too), so
+walking the trace back from the dump stays as exact as on the fixture. The
+count is exact: when N is not a multiple, the first repetition is the
+fixture's trace without its first entries (what a wrapped ring buffer
+keeps; it still ends in the state the dump describes), the others are whole.
+The device's annotations are repeated with the times. Frame dicts and frame
+lists stay the fixture's objects in every repetition, so pickle memoizes them
+once as PyTorch's files do; an entry of a later repetition then costs a memo
+reference where the fixture wrote its list (the file is ~2.3x smaller per
+entry than the fixture). --fresh-frame-lists gives each repetition its own
+lists of the same frame dicts, as a long real run has them (about the
+fixture's bytes per entry). A string only one entry holds (PyTorch's 'N/A')
+is a new object per repetition, written again as PyTorch writes it. Written
+with the fixture's pickle protocol (4 for PyTorch's files) unless --protocol
+is given. --manifest writes the repetition count, stride and period.
+
 Standard library only. Deterministic for a given set of arguments.
 
     make_snapshot.py --out PATH [--events N] [--protocol P] [--devices K]
@@ -25,6 +51,8 @@ Standard library only. Deterministic for a given set of arguments.
                      [--expandable] [--ring-buffer K] [--late-start] [--legacy]
                      [--big-addresses] [--graph-pool] [--no-time] [--seed S]
                      [--gzip] [--top-level-list] [--empty]
+    make_snapshot.py --replicate FIXTURE --events N --out PATH [--gzip]
+                     [--fresh-frame-lists] [--protocol P] [--manifest PATH]
     make_snapshot.py --corpus DIR
 """
 
@@ -1173,15 +1201,248 @@ def build_snapshot(opts):
 
 def write_snapshot(opts, path):
     obj, manifest = build_snapshot(opts)
+    write_object(obj, path, opts.protocol, opts.gzip)
+    return manifest
+
+
+# ---------------------------------------------------------------------------
+# Replicating a real snapshot (--replicate FIXTURE): a real allocator history,
+# repeated until the trace has --events entries.
+
+# Trace actions whose 'addr' is a device address (shifted per repetition);
+# 'oom' and 'snapshot' entries keep theirs.
+ADDRESS_ACTIONS = frozenset(('alloc', 'free_requested', 'free_completed', 'segment_alloc',
+                             'segment_free', 'segment_map', 'segment_unmap'))
+ADDRESS_GRANULE = 1 << 40   # repetitions are this many bytes (or a multiple) apart
+MAX_ADDRESS = (1 << 63) - 1
+
+
+class ReplicateError(Exception):
+    pass
+
+
+class GlobalRefused(pickle.UnpicklingError):
+    pass
+
+
+class DataOnlyUnpickler(pickle.Unpickler):
+    """Loads only data: any opcode that would import a global (and so could
+    call code) is refused, as memsnap refuses it."""
+
+    def find_class(self, module, name):
+        raise GlobalRefused(
+            'the pickle needs the global %s.%s; --replicate reads only data-only pickles '
+            '(dicts, lists, strings, numbers), as torch.cuda.memory._dump_snapshot writes them'
+            % (module, name))
+
+
+def load_fixture(path):
+    """(snapshot object, the file's pickle protocol or None)."""
+    with open(path, 'rb') as f:
+        magic = f.read(4)
+    if magic.startswith(b'\x28\xb5\x2f\xfd'):
+        raise ReplicateError('%s: zstd-compressed; decompress it first (zstd -d)' % path)
+    opener = gzip.open if magic.startswith(b'\x1f\x8b') else open
+    try:
+        with opener(path, 'rb') as f:
+            head = f.read(2)
+            f.seek(0)
+            snap = DataOnlyUnpickler(f).load()
+    except GlobalRefused as e:
+        raise ReplicateError('%s: %s' % (path, e))
+    except (pickle.UnpicklingError, EOFError, OSError, ValueError, TypeError, IndexError,
+            KeyError, MemoryError) as e:
+        raise ReplicateError('%s: not a readable pickle: %s: %s' % (path, type(e).__name__, e))
+    protocol = head[1] if len(head) == 2 and head[0] == 0x80 else None
+    return snap, protocol
+
+
+def fresh_str(s):
+    """An equal str that is another object, so that pickle writes it again
+    (as PyTorch writes a new 'N/A' per entry) instead of a memo reference."""
+    return s.encode('utf-8', 'surrogatepass').decode('utf-8', 'surrogatepass')
+
+
+def shift_segment(segment, delta):
+    out = dict(segment)    # same key order; frames and other values stay shared
+    out['address'] = segment['address'] + delta
+    blocks = segment.get('blocks')
+    if isinstance(blocks, list):
+        shifted = []
+        for block in blocks:
+            b = dict(block)
+            if type(b.get('address')) is int:
+                b['address'] += delta
+            shifted.append(b)
+        out['blocks'] = shifted
+    return out
+
+
+def replicate_snapshot(path, events, fresh_frame_lists=False):
+    """The fixture's busiest device trace repeated until it has `events`
+    entries, each repetition in its own address range and after the previous
+    one in time, with the dump's segments of that device repeated alike.
+    fresh_frame_lists: each repetition gets its own copies of the frame lists
+    (still of the shared frame dicts; lists shared inside the fixture stay
+    shared inside each repetition).
+
+    Returns (snapshot object, pickle protocol of the fixture or None, manifest)."""
+    snap, protocol = load_fixture(path)
+    if not isinstance(snap, dict) or not isinstance(snap.get('device_traces'), list):
+        raise ReplicateError('%s: no device_traces list (a segments-only dump, or not a '
+                             'memory snapshot)' % path)
+    traces = snap['device_traces']
+    lengths = [len(t) if isinstance(t, list) else 0 for t in traces]
+    if not lengths or max(lengths) == 0:
+        raise ReplicateError('%s: every device trace is empty (recorded without '
+                             '_record_memory_history): nothing to replicate' % path)
+    device = lengths.index(max(lengths))
+    source = traces[device]
+    if not all(isinstance(e, dict) for e in source):
+        raise ReplicateError('%s: device %d has trace entries that are not dicts' % (path, device))
+    segments = snap.get('segments')
+    segments = segments if isinstance(segments, list) else []
+
+    def on_device(s):
+        return isinstance(s, dict) and s.get('device', 0) == device
+
+    own = [s for s in segments if on_device(s)]
+    for s in own:
+        if type(s.get('address')) is not int or type(s.get('total_size')) is not int:
+            raise ReplicateError('%s: a segment of device %d has no integer address/total_size'
+                                 % (path, device))
+
+    # Address range of the device: trace addresses and the dump's segments.
+    lo, hi = None, None
+    for e in source:
+        a = e.get('addr')
+        if e.get('action') in ADDRESS_ACTIONS and type(a) is int:
+            end = a + max(0, e.get('size', 0) if type(e.get('size')) is int else 0)
+            lo = a if lo is None else min(lo, a)
+            hi = end if hi is None else max(hi, end)
+    for s in own:
+        lo = s['address'] if lo is None else min(lo, s['address'])
+        end = s['address'] + s['total_size']
+        hi = end if hi is None else max(hi, end)
+    if lo is None:
+        lo = hi = 0
+    if lo < 0:
+        raise ReplicateError('%s: negative (int64) addresses are not supported' % path)
+    stride = max(ADDRESS_GRANULE, round_up(hi - lo, ADDRESS_GRANULE))
+
+    # Time period: the trace and the device's annotations, plus one mean gap.
+    anns = snap.get('external_annotations')
+    own_anns, other_anns = [], []
+    if isinstance(anns, list):
+        for a in anns:
+            if (isinstance(a, dict) and a.get('device', device) == device
+                    and type(a.get('time_us')) is int):
+                own_anns.append(a)
+            else:
+                other_anns.append(a)
+    times = [e['time_us'] for e in source if type(e.get('time_us')) is int]
+    period = 0
+    if times:
+        span_times = times + [a['time_us'] for a in own_anns]
+        gap = max(1, (max(times) - min(times)) // max(1, len(times) - 1))
+        period = max(span_times) - min(span_times) + gap
+
+    n_source = len(source)
+    events = max(1, events)
+    reps = -(-events // n_source)
+    first = events - (reps - 1) * n_source   # entries of the first repetition, 1..n_source
+    if hi + (reps - 1) * stride > MAX_ADDRESS:
+        raise ReplicateError('%s: %d repetitions %#x apart would pass 2**63' % (path, reps, stride))
+
+    # Strings that only one entry holds are written once per entry in the
+    # fixture (PyTorch makes a new 'N/A' each time): copy them per repetition.
+    # Frame dicts and frame lists are shared, as in the fixture, so pickle
+    # memoizes them once for the whole file.
+    holders = {}
+    for e in source:
+        for v in e.values():
+            if type(v) is str and len(v) > 1:
+                holders[id(v)] = holders.get(id(v), 0) + 1
+    plan = []
+    for e in source:
+        shift_addr = e.get('action') in ADDRESS_ACTIONS and type(e.get('addr')) is int
+        shift_time = type(e.get('time_us')) is int
+        fresh = tuple(k for k, v in e.items()
+                      if type(v) is str and len(v) > 1 and holders[id(v)] == 1)
+        frames = fresh_frame_lists and type(e.get('frames')) is list
+        plan.append((e, shift_addr, shift_time, fresh, frames))
+
+    # The first repetition is the fixture's trace minus its first entries (a
+    # suffix, as a wrapped ring buffer keeps), so every repetition still ends
+    # in the state the dump describes; the others are whole.
+    trace = source[n_source - first:]
+    for k in range(1, reps):
+        da, dt = k * stride, k * period
+        append = trace.append
+        lists = {}   # id of a fixture frame list -> its copy in this repetition
+        for e, shift_addr, shift_time, fresh, frames in plan:
+            c = dict(e)
+            if frames:
+                copy = lists.get(id(e['frames']))
+                if copy is None:
+                    copy = lists[id(e['frames'])] = list(e['frames'])
+                c['frames'] = copy
+            if shift_addr:
+                c['addr'] += da
+            if shift_time:
+                c['time_us'] += dt
+            for key in fresh:
+                c[key] = fresh_str(c[key])
+            append(c)
+
+    out_segments, placed = [], False
+    for s in segments:
+        if not on_device(s):
+            out_segments.append(s)
+        elif not placed:
+            placed = True
+            for k in range(reps):
+                out_segments.extend(own if k == 0 else [shift_segment(x, k * stride) for x in own])
+
+    out = {}
+    for key, value in snap.items():
+        if key == 'segments':
+            out[key] = out_segments
+        elif key == 'device_traces':
+            out[key] = [trace if d == device else t for d, t in enumerate(traces)]
+        elif key == 'external_annotations' and isinstance(value, list):
+            copies = list(other_anns)
+            for k in range(reps):
+                for a in own_anns:
+                    if k == 0:
+                        copies.append(a)
+                    else:
+                        c = dict(a)
+                        c['time_us'] += k * period
+                        copies.append(c)
+            if all(isinstance(a, dict) and type(a.get('time_us')) is int for a in copies):
+                copies.sort(key=lambda a: a['time_us'])
+            out[key] = copies
+        else:
+            out[key] = value
+    manifest = {'fixture': os.path.basename(path), 'device': device,
+                'fresh_frame_lists': bool(fresh_frame_lists),
+                'fixture_entries': n_source, 'events': [len(t) for t in out['device_traces']],
+                'repetitions': reps, 'first_repetition_entries': first,
+                'address_stride': stride, 'time_period_us': period,
+                'segments': len(out_segments)}
+    return out, protocol, manifest
+
+
+def write_object(obj, path, protocol, compress):
     tmp = path + '.tmp'
     with open(tmp, 'wb') as f:
-        if opts.gzip:
+        if compress:
             with gzip.GzipFile(filename='', mode='wb', fileobj=f, mtime=0) as g:
-                pickle.dump(obj, g, protocol=opts.protocol)
+                pickle.dump(obj, g, protocol=protocol)
         else:
-            pickle.dump(obj, f, protocol=opts.protocol)
+            pickle.dump(obj, f, protocol=protocol)
     os.replace(tmp, path)
-    return manifest
 
 
 # ---------------------------------------------------------------------------
@@ -1251,7 +1512,8 @@ def main(argv=None):
     ap.add_argument('--out')
     ap.add_argument('--corpus', metavar='DIR')
     ap.add_argument('--events', type=int, default=2000)
-    ap.add_argument('--protocol', type=int, default=4, choices=range(0, 6))
+    ap.add_argument('--protocol', type=int, default=None, choices=range(0, 6),
+                    help='pickle protocol (default 4; with --replicate, the fixture\'s)')
     ap.add_argument('--devices', type=int, default=1)
     ap.add_argument('--stacks', choices=['python', 'all'], default='python')
     ap.add_argument('--steps', type=int, default=0)
@@ -1282,6 +1544,13 @@ def main(argv=None):
                     help="add 'snapshot' and unknown 'user_defined' trace entries")
     ap.add_argument('--open-last-step', action='store_true',
                     help='leave the ProfilerStep cut by the end of the trace without END')
+    ap.add_argument('--replicate', metavar='FIXTURE',
+                    help='repeat the trace of a real (data-only) snapshot until it has --events '
+                         'entries, each repetition in its own address range (see above)')
+    ap.add_argument('--fresh-frame-lists', action='store_true',
+                    help='with --replicate: new frame list objects per repetition (of the '
+                         'same frame dicts), so that each entry\'s list is written again as in '
+                         'a long real run, not as a memo reference to the first repetition\'s')
     ap.add_argument('--manifest', metavar='PATH', help='write expected values as JSON')
     args = ap.parse_args(argv)
     if args.corpus:
@@ -1289,9 +1558,41 @@ def main(argv=None):
         return 0
     if not args.out:
         ap.error('one of --out or --corpus is required')
+    if args.replicate:
+        # The simulation's options mean nothing for a real history: refuse them.
+        own = {'out', 'corpus', 'manifest', 'replicate', 'events', 'protocol', 'gzip',
+               'fresh_frame_lists'}
+        ignored = sorted('--' + k.replace('_', '-') for k, v in vars(args).items()
+                         if k not in own and v != ap.get_default(k))
+        if ignored:
+            ap.error('--replicate takes only --events, --out, --gzip, --protocol, '
+                     '--fresh-frame-lists and --manifest, not ' + ', '.join(ignored))
+        if args.events < 1:
+            ap.error('--replicate needs --events >= 1')
+        try:
+            obj, protocol, manifest = replicate_snapshot(args.replicate, args.events,
+                                                         args.fresh_frame_lists)
+        except ReplicateError as e:
+            print('make_snapshot.py: error: %s' % e, file=sys.stderr)
+            return 1
+        if args.protocol is not None:
+            protocol = args.protocol
+        elif protocol is None or protocol < 2:
+            protocol = 4
+        write_object(obj, args.out, protocol, args.gzip)
+        if args.manifest:
+            manifest['protocol'] = protocol
+            with open(args.manifest, 'w') as f:
+                json.dump(manifest, f, indent=1, sort_keys=True)
+        return 0
+    if args.protocol is None:
+        args.protocol = 4
+    if args.fresh_frame_lists:
+        ap.error('--fresh-frame-lists goes with --replicate')
     if args.devices < 1:
         ap.error('--devices must be >= 1')
-    kw = {k: v for k, v in vars(args).items() if k not in ('out', 'corpus', 'manifest')}
+    kw = {k: v for k, v in vars(args).items()
+          if k not in ('out', 'corpus', 'manifest', 'replicate', 'fresh_frame_lists')}
     opts = Options(**kw)
     manifest = write_snapshot(opts, args.out)
     if args.manifest:
