@@ -416,6 +416,7 @@ AllocatorHistory::AllocatorHistory(const Snapshot& snapshot, int device)
     HistoryCheck cuda = check_;
     AllocatorState cuda_start = start_;
     PeakFree cuda_peak = peak_free_;
+    std::vector<Checkpoint> cuda_checkpoints = std::move(checkpoints_);
     replay(dump, RoundingRule::kNpu);
     const auto misses = [](const HistoryCheck& h) {
       return h.differences + h.misfits_back + h.misfits_forward;
@@ -424,6 +425,7 @@ AllocatorHistory::AllocatorHistory(const Snapshot& snapshot, int device)
       check_ = std::move(cuda);
       start_ = std::move(cuda_start);
       peak_free_ = cuda_peak;
+      checkpoints_ = std::move(cuda_checkpoints);
     }
   }
   rule_.rounding = check_.rounding;  // the walks after this one use the rule that won
@@ -449,13 +451,28 @@ void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding)
   check_.ranges_at_start = start_.ranges.size();
   check_.blocks_at_start = start_.blocks.size();
   check_.inferred_sizes = inferred;
-  // Forward again to the dump, deriving every traced block's size anew.
+  // Forward again to the dump, deriving every traced block's size anew, and
+  // keeping checkpoints on the way.
   AllocatorState end = start_;
   Walker forth{snapshot, rule_};
   peak_free_ = PeakFree{free_bytes(end), 0, end.reserved};
+  checkpoints_.clear();
+  const uint64_t every = std::max(kMinCheckpointEvery, trace_.count() / kMaxCheckpoints);
+  // Held blocks and ranges the checkpoints may copy in all: an eighth of an
+  // element per trace entry, about 8 bytes per entry beside the 37 of its columns.
+  uint64_t budget = trace_.count() / 8 + kMinCheckpointEvery;
+  uint64_t until_checkpoint = every;
   for (uint64_t i = trace_.begin; i < trace_.end; ++i) {
     if (forth.forward(end, i) && free_bytes(end) > peak_free_.bytes) {
       peak_free_ = PeakFree{free_bytes(end), i + 1 - trace_.begin, end.reserved};
+    }
+    if (--until_checkpoint == 0) {
+      until_checkpoint = every;
+      const uint64_t elements = end.ranges.size() + end.blocks.size();
+      if (elements <= budget) {
+        budget -= elements;
+        checkpoints_.push_back(Checkpoint{i + 1 - trace_.begin, end});
+      }
     }
   }
   check_.misfits_forward = forth.misfits;
@@ -497,12 +514,38 @@ void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding)
   check_.exact = check_.possible && check_.differences == 0;
 }
 
+const AllocatorHistory::Checkpoint* AllocatorHistory::checkpoint_before(uint64_t position) const {
+  auto after = std::upper_bound(
+      checkpoints_.begin(), checkpoints_.end(), position,
+      [](uint64_t wanted, const Checkpoint& checkpoint) { return wanted < checkpoint.position; });
+  return after == checkpoints_.begin() ? nullptr : &*std::prev(after);
+}
+
 AllocatorState AllocatorHistory::at(uint64_t position) const {
-  AllocatorState state = start_;
+  const uint64_t target = std::min(position, trace_.count());
+  const Checkpoint* nearest = checkpoint_before(target);
+  AllocatorState state = nearest != nullptr ? nearest->state : start_;
   Walker walker{*snapshot_, rule_};
-  const uint64_t stop = trace_.begin + std::min(position, trace_.count());
-  for (uint64_t i = trace_.begin; i < stop; ++i) walker.forward(state, i);
+  const uint64_t stop = trace_.begin + target;
+  for (uint64_t i = trace_.begin + (nearest != nullptr ? nearest->position : 0); i < stop; ++i) {
+    walker.forward(state, i);
+  }
   return state;
+}
+
+bool AllocatorHistory::observed(uint64_t position) const {
+  if (position == 0) return true;
+  if (position > trace_.count()) return false;
+  switch (snapshot_->events.action[trace_.begin + position - 1]) {
+    case Action::kAlloc:
+    case Action::kFreeRequested:
+    case Action::kFreeCompleted:
+    case Action::kSegmentAlloc:
+    case Action::kSegmentMap:
+    case Action::kSegmentFree:
+    case Action::kSegmentUnmap: return true;
+    default: return false;
+  }
 }
 
 FragmentationHistory fragmentation_history(const AllocatorHistory& history,
@@ -517,17 +560,22 @@ FragmentationHistory fragmentation_history(const AllocatorHistory& history,
   out.peak_free_position = peak.position;
   out.reserved_at_peak_free = peak.reserved;
   // The largest free block is a scan of every block, so only at the two
-  // moments, in one walk that stops at the later.
-  const auto note = [&](uint64_t position, const AllocatorState& state) {
-    if (position == reserved_peak_position) {
-      out.reserved_peak = state.reserved;
-      out.free_at_reserved_peak = free_bytes(state);
-      out.largest_free_at_reserved_peak = state.largest_free();
+  // moments, each from the checkpoint before it. (Both are moments after an
+  // allocator entry; a position that is not one is not a moment of the walk
+  // and stays unknown, 0.)
+  if (history.observed(reserved_peak_position)) {
+    const AllocatorState state = history.at(reserved_peak_position);
+    out.reserved_peak = state.reserved;
+    out.free_at_reserved_peak = free_bytes(state);
+    out.largest_free_at_reserved_peak = state.largest_free();
+    if (peak.position == reserved_peak_position) {
+      out.largest_free_at_peak_free = out.largest_free_at_reserved_peak;
+      return out;
     }
-    if (position == peak.position) out.largest_free_at_peak_free = state.largest_free();
-  };
-  note(0, history.start());
-  history.walk(std::max(reserved_peak_position, peak.position), note);
+  }
+  if (history.observed(peak.position)) {
+    out.largest_free_at_peak_free = history.at(peak.position).largest_free();
+  }
   return out;
 }
 

@@ -144,7 +144,8 @@ class AllocatorHistory {
   [[nodiscard]] AllocatorState at(uint64_t position) const;
   [[nodiscard]] const AllocatorState& start() const { return start_; }
   // One forward walk that calls at(position, state) for each position of the
-  // ascending list, with the state after that many entries.
+  // ascending list, with the state after that many entries (from the latest
+  // checkpoint where that is nearer than walking on).
   template <typename At>
   void states_at(const std::vector<uint64_t>& positions, At&& at) const {
     AllocatorState state = start_;
@@ -152,10 +153,18 @@ class AllocatorHistory {
     uint64_t applied = 0;
     for (uint64_t position : positions) {
       const uint64_t target = std::min(position, trace_.count());
+      if (const Checkpoint* nearest = checkpoint_before(target);
+          nearest != nullptr && nearest->position > applied) {
+        state = nearest->state;
+        applied = nearest->position;
+      }
       for (; applied < target; ++applied) walker.forward(state, trace_.begin + applied);
       at(position, state);
     }
   }
+  // Whether `position` (entries applied) is one that walk() observes: the
+  // start, or just after an allocator entry.
+  [[nodiscard]] bool observed(uint64_t position) const;
 
   // Walks forward from the start, calling observe(position, state) after each
   // allocator entry up to `last_position`, for facts over time in one pass.
@@ -199,12 +208,28 @@ class AllocatorHistory {
   // Back from the dump, forward again, and the comparison, under one rule.
   void replay(const AllocatorState& dump, RoundingRule rounding);
 
+  // Copies of the state the checking walk passed, every so many entries, so
+  // that at(position) walks from the nearest one before it rather than from
+  // the start: the fragmentation facts, oom, segments --time and replay
+  // reports ask for states deep in the trace, and each walk from the start
+  // cost as much as the replay itself. At most kMaxCheckpoints, and no more
+  // held blocks and ranges in all than a few bytes per trace entry.
+  struct Checkpoint {
+    uint64_t position = 0;  // entries applied
+    AllocatorState state;
+  };
+  static constexpr uint64_t kMaxCheckpoints = 32;
+  static constexpr uint64_t kMinCheckpointEvery = uint64_t{1} << 14;
+  // The latest checkpoint at or before `position`, or null.
+  [[nodiscard]] const Checkpoint* checkpoint_before(uint64_t position) const;
+
   const Snapshot* snapshot_;
   DeviceTrace trace_;
   SplitRule rule_;  // the file's settings; rounding as the history found it (check_.rounding)
   AllocatorState start_;
   HistoryCheck check_;
   PeakFree peak_free_;
+  std::vector<Checkpoint> checkpoints_;  // ascending positions
 };
 
 // Free (inactive) memory over the trace: reserved bytes no block holds.

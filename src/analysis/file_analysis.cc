@@ -141,6 +141,14 @@ void FileAnalysis::start_allocator_history() const {
 
 const AllocatorHistory* FileAnalysis::allocator_history() const {
   start_allocator_history();
+  // The replay runs beside the other parts; what this thread then waits for
+  // it is time a command spends on it too (--timings says so).
+  if (observer_ && parts_->history.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+    const auto start = std::chrono::steady_clock::now();
+    parts_->history.wait();
+    const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
+    observer_(PartTiming{"waiting for the allocator history", path_, choice_.device, took.count()});
+  }
   return parts_->history.get().get();
 }
 

@@ -1,5 +1,6 @@
 #include "cli/options.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include <exception>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <system_error>
 #include <thread>
@@ -254,6 +256,29 @@ void add_analysis_flags(CLI::App& command, CommonOptions& options, int default_t
 
 namespace {
 
+// What --timings adds up for its total line: the command's own thread only
+// (files loaded or parts computed on other threads overlap with it).
+struct TimingLedger {
+  std::mutex mutex;
+  bool on = false;
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  std::thread::id command_thread = std::this_thread::get_id();
+  double read = 0;
+  double analysis = 0;
+};
+
+TimingLedger& ledger() {
+  static TimingLedger instance;
+  return instance;
+}
+
+void add_timing(double TimingLedger::*field, double seconds) {
+  TimingLedger& l = ledger();
+  std::lock_guard<std::mutex> lock(l.mutex);
+  l.on = true;
+  if (std::this_thread::get_id() == l.command_thread) l.*field += seconds;
+}
+
 // Loads one file; with --timings, says how long reading and decoding took.
 Snapshot load_timed(const std::string& path, const CommonOptions& options, bool show_progress) {
   const auto start = std::chrono::steady_clock::now();
@@ -261,11 +286,36 @@ Snapshot load_timed(const std::string& path, const CommonOptions& options, bool 
   if (options.timings) {
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     write_note(fmt::format("timings: {}: read and decode {:.3f} s", path, took.count()));
+    add_timing(&TimingLedger::read, took.count());
   }
   return snapshot;
 }
 
 }  // namespace
+
+void restart_timings() {
+  TimingLedger& l = ledger();
+  std::lock_guard<std::mutex> lock(l.mutex);
+  l.on = false;
+  l.start = std::chrono::steady_clock::now();
+  l.command_thread = std::this_thread::get_id();
+  l.read = 0;
+  l.analysis = 0;
+}
+
+void note_timings_total() {
+  TimingLedger& l = ledger();
+  std::lock_guard<std::mutex> lock(l.mutex);
+  if (!l.on) return;
+  const std::chrono::duration<double> total = std::chrono::steady_clock::now() - l.start;
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  write_note(fmt::format(
+      "timings: total {:.3f} s: read and decode {:.3f} s, analysis {:.3f} s, results, rendering "
+      "and writing {:.3f} s; peak RSS {} MiB",
+      total.count(), l.read, l.analysis, std::max(0.0, total.count() - l.read - l.analysis),
+      usage.ru_maxrss / 1024));
+}
 
 Snapshot load_with_progress(const std::string& path, const CommonOptions& options) {
   return load_timed(path, options, true);
@@ -283,6 +333,7 @@ FileAnalysis analyze(const std::string& path, const Snapshot& snapshot,
     observer = [](const PartTiming& timing) {
       write_note(fmt::format("timings: {} device {}: {} {:.3f} s", timing.file, timing.device,
                              timing.part, timing.seconds));
+      add_timing(&TimingLedger::analysis, timing.seconds);
     };
   }
   FileAnalysis file(path, snapshot, options.device, std::move(observer));

@@ -75,6 +75,12 @@ void note_device_choice(const std::string& path, const DeviceChoice& choice);
 // the device chosen (note_device_choice).
 FileAnalysis analyze(const std::string& path, const Snapshot& snapshot,
                      const CommonOptions& options);
+// With --timings, after the command: its wall time split into reading and
+// decoding, the analysis parts computed on its own thread (waits for a part
+// on another included), and the rest (building the results, rendering and
+// writing them), with the peak RSS. restart_timings() at each command's start.
+void restart_timings();
+void note_timings_total();
 // Loads several files at once: each file after the first on its own thread.
 std::vector<Snapshot> load_all(const std::vector<std::string>& paths, const CommonOptions& options);
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/options.h"
 #include "cli/output.h"
 #include "cli/usage.h"
 #include "memsnap/error.h"
@@ -125,6 +126,7 @@ int run_cli(int argc, char** argv) {
   }
 
   try {
+    restart_timings();
     for (auto& [sub, run] : runners) {
       if (sub->parsed()) {
         run();
@@ -132,6 +134,7 @@ int run_cli(int argc, char** argv) {
       }
     }
     finish_output();
+    note_timings_total();
     return 0;
   } catch (const Error& error) {
     if (error.kind() == Error::Kind::kBrokenPipe) return kExitBrokenPipe;

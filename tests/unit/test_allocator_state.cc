@@ -4,6 +4,7 @@
 // dump and the trace disagree or cannot be compared.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -168,6 +169,75 @@ TEST(AllocatorHistory, EveryStateOfTheWalkIsConsistentAndTilesItsRanges) {
   history.states_at({0, 2, 5}, [&](uint64_t position, const AllocatorState& state) {
     expect_same_state(state, history.at(position));
   });
+}
+
+// 120,000 entries: four segments, allocations that come and go at shifting
+// addresses, a segment freed and made again now and then; the dump is what
+// the walk ends with. Long enough for several checkpoints.
+Snapshot long_trace() {
+  testing::ModelBuilder b;
+  int64_t t = 1;
+  for (uint64_t s = 0; s < 4; ++s)
+    b.event(Action::kSegmentAlloc, kBase + s * 64 * kMiB, 20 * kMiB, t++);
+  std::vector<uint64_t> live;
+  uint64_t seed = 12345;
+  while (b.model.events.count() < 120'000) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    const uint64_t segment = (seed >> 33) % 4;
+    const uint64_t slot = (seed >> 40) % 16;
+    const uint64_t address = kBase + segment * 64 * kMiB + slot * kMiB;
+    auto it = std::find(live.begin(), live.end(), address);
+    if (it == live.end()) {
+      b.alloc(address, 1000 + (seed >> 50) % 4000, t++);
+      live.push_back(address);
+    } else {
+      b.event(Action::kFreeRequested, address, 1, t++);
+      b.event(Action::kFreeCompleted, address, 1, t++);
+      live.erase(it);
+    }
+  }
+  AllocatorHistory walked(b.model, 0);
+  const AllocatorState end = walked.at(walked.trace_entries());
+  for (const auto& [address, range] : end.ranges) {
+    std::vector<DumpBlock> blocks;
+    end.for_each_block(address, range, [&](uint64_t at, uint64_t size, const HeldBlock* held) {
+      blocks.push_back(held == nullptr ? DumpBlock{at, size, 0, BlockState::kInactive}
+                                       : DumpBlock{at, size, held->requested, held->state});
+    });
+    dump_segment(b.model, address, range.size, blocks);
+  }
+  return std::move(b.model);
+}
+
+TEST(AllocatorHistory, StatesFromCheckpointsEqualTheWalkFromTheStart) {
+  const Snapshot s = long_trace();
+  AllocatorHistory history(s, 0);
+  ASSERT_TRUE(history.check().exact) << history.check().first_difference;
+  // Positions around where checkpoints fall (every 2^14 entries here) and in between.
+  std::vector<uint64_t> positions;
+  for (uint64_t k = 1; k * 16384 <= history.trace_entries(); ++k) {
+    for (uint64_t p : {k * 16384 - 1, k * 16384, k * 16384 + 1, k * 16384 + 5000}) {
+      positions.push_back(p);
+    }
+  }
+  positions.push_back(history.trace_entries());
+  std::vector<AllocatorState> walked(positions.size());
+  size_t next = 0;
+  history.walk(history.trace_entries(), [&](uint64_t position, const AllocatorState& state) {
+    // walk() observes allocator entries only, and every entry here is one.
+    while (next < positions.size() && positions[next] == position) walked[next++] = state;
+  });
+  ASSERT_EQ(next, positions.size());
+  for (size_t i = 0; i < positions.size(); ++i) {
+    SCOPED_TRACE("position " + std::to_string(positions[i]));
+    expect_same_state(history.at(positions[i]), walked[i]);
+  }
+  size_t seen = 0;
+  history.states_at(positions, [&](uint64_t position, const AllocatorState& state) {
+    EXPECT_EQ(position, positions[seen]);
+    expect_same_state(state, walked[seen++]);
+  });
+  EXPECT_EQ(seen, positions.size());
 }
 
 TEST(AllocatorHistory, ATraceThatStartsMidRunInfersWhatWasThere) {
