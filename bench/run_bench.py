@@ -77,7 +77,7 @@ REPLICATE_FIXTURE = os.path.join(
     FIXTURES, 'kkaitlyn111_cs336-a2-systems__memory_files_memory_ctx512_fullstep_.pickle')
 REPLICATE_MIN_EVENTS = 100_000  # replicated files for the sizes from here (~0.5 s at 100k)
 COMMANDS_MIN_EVENTS = 1_000_000  # the commands table for the sizes from here
-REPLICATED_BYTES_PER_EVENT_GUESS = 80   # measured ~68 on the default fixture
+REPLICATED_BYTES_PER_EVENT_GUESS = 160  # measured ~143 on the default fixture
 HTML_TARGET_BYTES = 32 << 20     # plot HTML <= 32 MiB whatever the number of events
 READY_TARGET_S = 3.0            # page ready in Chromium < 3 s, at every size
 PLOT_RSS_TARGET = 1.5           # plot's peak RSS <= 1.5x parse's on the same file
@@ -353,7 +353,7 @@ def check_output(memsnap, path, events, history_exact=None):
 
     history_exact: None for a generated file (any warning is ODD); for a
     replicated one the fixture's exactness, which the file must keep (its
-    warnings are the fixture's, and a cut first repetition's)."""
+    warnings are the fixture's, a cut first repetition's and the close-outs')."""
     code = r'''
 import json, subprocess, sys
 p = subprocess.run([sys.argv[1], 'parse', sys.argv[2], '--json'], capture_output=True)
@@ -1496,7 +1496,8 @@ def main(argv=None):
     if fixture and rep_sizes:
         print(f'replicated shape: make_snapshot.py --replicate {os.path.basename(fixture)} '
               f'--events N (a real snapshot\'s trace repeated to N entries, each repetition in '
-              f'its own address range; allocator history on the fixture: '
+              f'its own address range and closed out but the last, whose dump the file has; '
+              f'allocator history on the fixture: '
               f'{"exact" if fixture_exact else "not exact"})')
     elif rep_sizes:
         print(f'replicated shape: skipped ({fixture_skip})')
@@ -1585,12 +1586,14 @@ def main(argv=None):
         m = r.get('manifest') or {}
         if m:
             first = m.get('first_repetition_entries')
-            cut = (f', the first cut to its last {first:,}' if first and first != m.get('fixture_entries')
-                   else '')
+            closeout = m.get('closeout_entries', 0) if (m.get('repetitions') or 0) > 1 else 0
+            whole = m.get('fixture_entries', 0) + closeout
+            cut = f', the first cut to its last {first:,}' if first and first != whole else ''
+            closed = (f', each but the last closed out by {closeout:,} more' if closeout else '')
             gen = (f'; generated in {r["gen_wall"]:.1f} s (peak RSS {r["gen_rss"] / 1024:.0f} MiB)'
                    if r.get('gen_wall') is not None else '; cached')
             print(f'{label}: {m.get("repetitions")} repetitions of {m.get("fixture_entries", 0):,} '
-                  f'entries{cut}, {m.get("segments", 0):,} segments in the dump{gen}')
+                  f'entries{closed}{cut}, {m.get("segments", 0):,} segments in the dump{gen}')
         if r.get('py_skip'):
             print(f'{label}: python load {r["py_skip"]}')
         if r.get('check'):

@@ -8,9 +8,22 @@ real fixture must be what the option promises.
   * times never go backwards on any device;
   * every block lies inside its segment, and no two segments of a device
     overlap (the repetitions' address ranges are disjoint);
+  * the dump holds exactly one repetition's segments: the device's segments
+    and blocks are the fixture's, moved to the last repetition's range (the
+    other devices' are the fixture's);
+  * the trace leaves nothing live outside the dump: every block it allocates
+    and every segment it creates (segment_alloc) is freed again unless the
+    dump holds it (the repetitions before the last are closed out);
+  * every entry has the keys of one of the fixture's entries (the close-out
+    entries too);
   * the frame dicts are the fixture's, shared (as many distinct objects);
+    the frame lists are new in every repetition (at least (repetitions - 1)
+    x the fixture's distinct lists), and with --shared-frame-lists no more
+    than the fixture's plus the close-out's;
   * `memsnap parse --json` counts the entries and finds the allocator history
-    as exact as on the fixture itself (fragmentation.exact);
+    as exact as on the fixture itself (fragmentation.exact), and `memsnap
+    segments --json` no more entries that do not fit (misfits) than the
+    fixture's own, once per repetition;
   * a pickle that needs a global is refused with a clear message.
 
 Skips (exit 77, a 'skipped' line: CTest's SKIP_RETURN_CODE) when the fixtures folder is absent.
@@ -19,6 +32,7 @@ Skips (exit 77, a 'skipped' line: CTest's SKIP_RETURN_CODE) when the fixtures fo
                        [--events 50000]
 """
 import argparse
+import bisect
 import collections
 import json
 import os
@@ -44,17 +58,52 @@ def load(path):
         return DataOnly(f).load()
 
 
-def parse_json(memsnap, path):
-    p = subprocess.run([memsnap, 'parse', path, '--json'], capture_output=True, timeout=600)
+def memsnap_json(memsnap, command, path, device):
+    p = subprocess.run([memsnap, command, path, '--json', '--device', str(device)],
+                       capture_output=True, timeout=600)
     if p.returncode != 0:
-        raise RuntimeError(f'memsnap parse {path}: exit {p.returncode}: '
+        raise RuntimeError(f'memsnap {command} {path}: exit {p.returncode}: '
                            f'{p.stderr.decode("utf-8", "replace").strip()[-300:]}')
     return json.loads(p.stdout)
 
 
-def generate(fixture, events, out):
+def generate(fixture, events, out, *extra):
     return subprocess.run([sys.executable, GENERATOR, '--replicate', fixture, '--events',
-                           str(events), '--out', out], capture_output=True, text=True, timeout=600)
+                           str(events), '--out', out] + list(extra),
+                          capture_output=True, text=True, timeout=600)
+
+
+def segment_key(seg, shift):
+    """A segment and its blocks, addresses moved down by `shift`."""
+    blocks = tuple((b['address'] - shift if 'address' in b else None, b.get('size'),
+                    b.get('requested_size'), b.get('state')) for b in seg.get('blocks', []))
+    return (seg['address'] - shift, seg['total_size'], seg.get('is_expandable'), blocks)
+
+
+def left_live(trace, segments):
+    """(blocks, segments) the trace allocates (creates) and leaves live that
+    no dump segment holds. A free without its alloc (a cut first repetition)
+    is ignored."""
+    ranges = sorted((s['address'], s['address'] + s['total_size']) for s in segments)
+    starts = [lo for lo, _ in ranges]
+
+    def in_dump(addr):
+        i = bisect.bisect_right(starts, addr) - 1
+        return i >= 0 and addr < ranges[i][1]
+
+    blocks, segs = set(), set()
+    for e in trace:
+        action, addr = e.get('action'), e.get('addr')
+        if action == 'alloc':
+            blocks.add(addr)
+        elif action == 'free_completed':
+            blocks.discard(addr)
+        elif action == 'segment_alloc':
+            segs.add(addr)
+        elif action == 'segment_free':
+            segs.discard(addr)
+    return (sum(1 for a in blocks if not in_dump(a)),
+            sum(1 for a in segs if not in_dump(a)))
 
 
 def main():
@@ -84,7 +133,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix='memsnap-replicate-') as tmp:
         out = os.path.join(tmp, 'replicated.pickle')
         again = os.path.join(tmp, 'again.pickle')
-        p = generate(fixture, args.events, out)
+        manifest_path = os.path.join(tmp, 'manifest.json')
+        p = generate(fixture, args.events, out, '--manifest', manifest_path)
         if p.returncode != 0:
             print(f'FAIL generator exit {p.returncode}: {p.stderr.strip()[-400:]}')
             return 1
@@ -92,10 +142,13 @@ def main():
         with open(out, 'rb') as a, open(again, 'rb') as b:
             check('deterministic (same bytes twice)', q.returncode == 0 and a.read() == b.read())
 
+        with open(manifest_path) as f:
+            manifest = json.load(f)
         src, rep = load(fixture), load(out)
         src_traces, rep_traces = src['device_traces'], rep['device_traces']
         lengths = [len(t) for t in src_traces]
         device = lengths.index(max(lengths))
+        reps = manifest['repetitions']
         check('one trace per device, as in the fixture', len(rep_traces) == len(src_traces))
         check(f'device {device} has exactly {args.events} entries',
               len(rep_traces[device]) == args.events, str(len(rep_traces[device])))
@@ -112,6 +165,8 @@ def main():
             lo, hi = seg['address'], seg['address'] + seg['total_size']
             by_device.setdefault(seg.get('device', 0), []).append((lo, hi))
             for b in seg.get('blocks', []):
+                if 'address' not in b:   # PyTorch 2.0 blocks: laid out in order, no address
+                    continue
                 if not (lo <= b['address'] and b['address'] + b['size'] <= hi):
                     outside += 1
         for ranges in by_device.values():
@@ -119,23 +174,72 @@ def main():
             overlaps += sum(1 for (_, h), (l, _) in zip(ranges, ranges[1:]) if l < h)
         check('every block inside its segment', outside == 0, f'{outside} outside')
         check('no two segments of a device overlap', overlaps == 0, f'{overlaps} overlaps')
+
+        def on(seg, d):
+            return seg.get('device', 0) == d
+        shift = (reps - 1) * manifest['address_stride']
+        src_own = sorted(segment_key(s, 0) for s in src['segments'] if on(s, device))
+        rep_own = sorted(segment_key(s, shift) for s in rep['segments'] if on(s, device))
+        check(f'the dump holds one repetition\'s segments ({len(src_own)}: the last one\'s)',
+              rep_own == src_own, f'{len(rep_own)} segments, the fixture {len(src_own)}'
+              + ('' if len(rep_own) != len(src_own) else ', not the fixture\'s shifted'))
+        check('the other devices keep their segments',
+              [s for s in rep['segments'] if not on(s, device)]
+              == [s for s in src['segments'] if not on(s, device)])
+        dump_own = [s for s in rep['segments'] if on(s, device)]
+        blocks_left, segs_left = left_live(rep_traces[device], dump_own)
+        check('the trace leaves nothing live outside the dump (repetitions closed out)',
+              blocks_left == 0 and segs_left == 0,
+              f'{blocks_left} blocks and {segs_left} segments live outside the dump at the end')
+        src_keys = {tuple(e) for t in src_traces for e in t}
+        odd_keys = {tuple(e) for t in rep_traces for e in t} - src_keys
+        check('every entry has the keys of a fixture entry', not odd_keys, str(odd_keys)[:300])
+
         src_frames = {id(f) for e in src_traces[device] for f in e.get('frames', [])}
         rep_frames = {id(f) for e in rep_traces[device] for f in e.get('frames', [])}
         check('frame dicts shared as in the fixture (no copies)',
               len(rep_frames) <= len(src_frames), f'{len(rep_frames)} vs {len(src_frames)}')
+        src_lists = len({id(e['frames']) for e in src_traces[device] if 'frames' in e})
+        rep_lists = len({id(e['frames']) for e in rep_traces[device] if 'frames' in e})
+        check('frame lists new in every repetition',
+              rep_lists >= (reps - 1) * src_lists,
+              f'{rep_lists} distinct lists, {reps} repetitions of {src_lists}')
         del src, rep, src_traces, rep_traces
 
+        shared = os.path.join(tmp, 'shared.pickle')
+        p = generate(fixture, args.events, shared, '--shared-frame-lists')
+        if p.returncode != 0:
+            check('--shared-frame-lists', False, p.stderr.strip()[-400:])
+        else:
+            trace = load(shared)['device_traces'][device]
+            lists = len({id(e['frames']) for e in trace if 'frames' in e})
+            closeout = manifest['closeout_entries']
+            check('--shared-frame-lists: the fixture\'s lists (and the close-out\'s) only',
+                  lists <= src_lists + closeout, f'{lists} distinct lists')
+            smaller = os.path.getsize(shared) < os.path.getsize(out)
+            check('--shared-frame-lists: a smaller file' if src_lists else
+                  '--shared-frame-lists: the same file (the fixture has no frame lists)',
+                  smaller if src_lists else os.path.getsize(shared) == os.path.getsize(out),
+                  f'{os.path.getsize(shared)} vs {os.path.getsize(out)} bytes')
+            del trace
+
         try:
-            a, b = parse_json(args.memsnap, fixture), parse_json(args.memsnap, out)
-        except (RuntimeError, ValueError) as e:
+            a, b = (memsnap_json(args.memsnap, 'parse', f, device) for f in (fixture, out))
+            ha, hb = (memsnap_json(args.memsnap, 'segments', f, device)['history']
+                      for f in (fixture, out))
+        except (RuntimeError, ValueError, KeyError) as e:
             print(f'FAIL {e}')
             return 1
         check('memsnap parse counts the entries',
               b['device_traces']['event_count'] == args.events, str(b['device_traces']))
-        fa, fb = a['fragmentation'].get('exact'), b['fragmentation'].get('exact')
+        fa, fb = ((d.get('fragmentation') or {}).get('exact') for d in (a, b))
         check('allocator history as exact as on the fixture', fa == fb,
               f'fixture {fa}, replicated {fb}')
         check('no anomalies', not any(b['anomalies'].values()), str(b['anomalies']))
+        fits = [(h or {}).get('misfits_backward', 0) + (h or {}).get('misfits_forward', 0)
+                for h in (ha, hb)]
+        check('no more entries that do not fit than the fixture\'s, once per repetition',
+              fits[1] <= reps * fits[0], f'fixture {fits[0]}, replicated {fits[1]}')
 
         bad = os.path.join(tmp, 'global.pickle')
         with open(bad, 'wb') as f:

@@ -21,28 +21,53 @@ writes those expected baselines to manifest.json.
 --replicate FIXTURE scales a real snapshot up instead of simulating one: the
 fixture (a data-only pickle, e.g. from ../shared/fixtures/real/; one that needs
 a global is refused, nothing in it is called; .gz is read too) is loaded with
-CPython's pickle, and the trace of its busiest device is repeated K =
-ceil(N / entries) times, N = --events, so that this device's trace has exactly
-N entries (other devices' traces and segments, and every other top-level key,
-are kept as they are). Repetition k (from 0) has its addresses moved up by k x a
-stride (the device's address span, trace and dump, rounded up to 2**40) and its
-times by k x the trace's duration plus one mean gap, so each repetition is an
-independent allocator history after the previous one. The dump's segments of
-the device are the union of the repetitions' shifted copies (blocks too), so
-walking the trace back from the dump stays as exact as on the fixture. The
-count is exact: when N is not a multiple, the first repetition is the
-fixture's trace without its first entries (what a wrapped ring buffer
-keeps; it still ends in the state the dump describes), the others are whole.
-The device's annotations are repeated with the times. Frame dicts and frame
-lists stay the fixture's objects in every repetition, so pickle memoizes them
-once as PyTorch's files do; an entry of a later repetition then costs a memo
-reference where the fixture wrote its list (the file is ~2.3x smaller per
-entry than the fixture). --fresh-frame-lists gives each repetition its own
-lists of the same frame dicts, as a long real run has them (about the
-fixture's bytes per entry). A string only one entry holds (PyTorch's 'N/A')
-is a new object per repetition, written again as PyTorch writes it. Written
-with the fixture's pickle protocol (4 for PyTorch's files) unless --protocol
-is given. --manifest writes the repetition count, stride and period.
+CPython's pickle, and the trace of its busiest device is repeated until this
+device's trace has exactly N = --events entries (other devices' traces and
+segments, and every other top-level key, are kept as they are). Repetition k
+(from 0) has its addresses moved up by k x a stride (the device's address span,
+trace and dump, rounded up to 2**40) and its times by k x a period, so each
+repetition is an independent allocator history after the previous one.
+
+Every repetition but the last is closed out, as the allocator would write it
+if the program released everything (freed every tensor, then
+torch.cuda.empty_cache()): for each block of the fixture's dump that is
+allocated a free_requested then a free_completed (for one awaiting free just
+the free_completed), in address order, with the block's requested size as
+PyTorch writes it; then a segment_free of each of the dump's segments, or
+for an expandable segment a segment_unmap of its mapped range (what the dump
+lists as a segment). These entries are the repetition's, shifted like it;
+their keys are those of the fixture's last allocator entry (the others, e.g.
+compile_context and user_metadata, copied from it), their times one mean gap
+apart after the repetition's last entry (the period is the trace's duration,
+annotations included, plus one mean gap per close-out entry and one more),
+their frames the fixture's last free stack (its last segment release's for
+the segment entries) in one list per block and one for the segments, as
+PyTorch shares a call's context. The dump's `segments` of the device are
+then the last repetition's (the fixture's, shifted): one dump, as a long
+capture has, and walking the trace back from it stays as exact as on the
+fixture (each earlier repetition's state is rebuilt from its close-out,
+blocks allocated before the fixture's trace began with the split rule's
+size). The close-out entries count in N. The count is exact: the last
+repetition is the fixture's trace, each one before it that trace plus its
+close-out, and the first is cut to what is left of N from its start (what a
+wrapped ring buffer keeps: a suffix of the fixture's trace and the whole
+close-out, or only the close-out's last entries; it still ends released).
+
+The device's annotations are repeated with the times. Frame dicts stay the
+fixture's objects in every repetition, so pickle memoizes them once as
+PyTorch's files do; frame lists are new objects in each repetition (lists
+the fixture shares, e.g. a free_requested's and its free_completed's, stay
+shared inside it), so each entry's list is written again with memo
+references to the frame dicts, as a long real run writes it (1M entries from
+the default bench fixture: ~143 bytes per entry; the fixture's own file is
+~164, its close-out entries cost less than its trace's).
+--shared-frame-lists keeps the fixture's list objects in every repetition
+instead (a later repetition's entry then writes its list as one memo
+reference: ~62 bytes per entry, unlike a real file). A string only one
+entry holds (PyTorch's 'N/A') is a new object per entry, written again as
+PyTorch writes it. Written with the fixture's pickle protocol (4 for
+PyTorch's files) unless --protocol is given. --manifest writes the
+repetition count, the close-out's length, stride and period.
 
 Standard library only. Deterministic for a given set of arguments.
 
@@ -52,7 +77,7 @@ Standard library only. Deterministic for a given set of arguments.
                      [--big-addresses] [--graph-pool] [--no-time] [--seed S]
                      [--gzip] [--top-level-list] [--empty]
     make_snapshot.py --replicate FIXTURE --events N --out PATH [--gzip]
-                     [--fresh-frame-lists] [--protocol P] [--manifest PATH]
+                     [--shared-frame-lists] [--protocol P] [--manifest PATH]
     make_snapshot.py --corpus DIR
 """
 
@@ -1278,13 +1303,63 @@ def shift_segment(segment, delta):
     return out
 
 
-def replicate_snapshot(path, events, fresh_frame_lists=False):
+# Dump blocks the program still holds: the close-out frees them.
+LIVE_BLOCK_STATES = ('active_allocated', 'active_pending_free')
+
+
+def closeout_plan(own):
+    """The entries with which the allocator would release everything the
+    device's dump holds, as if the program freed every tensor and then
+    called torch.cuda.empty_cache(): each block that is allocated or
+    awaiting free, in address order, gets a free_requested and a
+    free_completed (a block awaiting free only the free_completed); then each
+    segment is returned, a segment_free of its whole size, or for an
+    expandable segment a segment_unmap of its mapped range (what the dump
+    lists as a segment), as PyTorch unmaps the free pages of an expandable
+    segment. A block without an address (PyTorch 2.0) is placed after its
+    predecessor, as its segment lays the blocks out.
+
+    Returns [(action, addr, size, stream, segment, group)]: the entries of one
+    group share one frames list, as one call's context does in PyTorch's
+    files (a block's two frees; all the segments of one empty_cache)."""
+    frees, releases = [], []
+    for seg in sorted(own, key=lambda s: s['address']):
+        stream = seg.get('stream') if type(seg.get('stream')) is int else 0
+        at = seg['address']
+        blocks = seg.get('blocks')
+        for b in blocks if isinstance(blocks, list) else ():
+            if not isinstance(b, dict):
+                continue
+            size = b.get('size') if type(b.get('size')) is int else 0
+            addr = b.get('address') if type(b.get('address')) is int else at
+            at = addr + size
+            state = b.get('state')
+            if state not in LIVE_BLOCK_STATES:
+                continue
+            # PyTorch's free entries carry the block's requested size, as its alloc did
+            req = b.get('requested_size') if type(b.get('requested_size')) is int else size
+            frees.append((addr, state == 'active_allocated', req, stream, seg))
+        releases.append(('segment_unmap' if seg.get('is_expandable') is True else 'segment_free',
+                         seg['address'], seg['total_size'], stream, seg, -1))
+    plan = []
+    for group, (addr, allocated, req, stream, seg) in enumerate(sorted(frees, key=lambda f: f[0])):
+        if allocated:
+            plan.append(('free_requested', addr, req, stream, seg, group))
+        plan.append(('free_completed', addr, req, stream, seg, group))
+    return plan + releases
+
+
+def replicate_snapshot(path, events, shared_frame_lists=False):
     """The fixture's busiest device trace repeated until it has `events`
     entries, each repetition in its own address range and after the previous
-    one in time, with the dump's segments of that device repeated alike.
-    fresh_frame_lists: each repetition gets its own copies of the frame lists
-    (still of the shared frame dicts; lists shared inside the fixture stay
-    shared inside each repetition).
+    one in time, every repetition but the last closed out by entries that
+    release what the dump holds, and the dump (segments) of that device the
+    last repetition's.
+    shared_frame_lists: every repetition uses the fixture's frame list
+    objects (and the close-outs one list per call), so that pickle writes a
+    later repetition's list as a memo reference; by default each repetition
+    has its own lists (of the shared frame dicts; lists shared inside the
+    fixture stay shared inside each repetition), as a long real run has them.
 
     Returns (snapshot object, pickle protocol of the fixture or None, manifest)."""
     snap, protocol = load_fixture(path)
@@ -1330,7 +1405,11 @@ def replicate_snapshot(path, events, fresh_frame_lists=False):
         raise ReplicateError('%s: negative (int64) addresses are not supported' % path)
     stride = max(ADDRESS_GRANULE, round_up(hi - lo, ADDRESS_GRANULE))
 
-    # Time period: the trace and the device's annotations, plus one mean gap.
+    closeout = closeout_plan(own)
+    n_source, n_close = len(source), len(closeout)
+
+    # Time period: the trace and the device's annotations, plus one mean gap
+    # per close-out entry and one more before the next repetition.
     anns = snap.get('external_annotations')
     own_anns, other_anns = [], []
     if isinstance(anns, list):
@@ -1341,41 +1420,101 @@ def replicate_snapshot(path, events, fresh_frame_lists=False):
             else:
                 other_anns.append(a)
     times = [e['time_us'] for e in source if type(e.get('time_us')) is int]
-    period = 0
+    period, gap, last_time = 0, 0, 0
     if times:
         span_times = times + [a['time_us'] for a in own_anns]
         gap = max(1, (max(times) - min(times)) // max(1, len(times) - 1))
-        period = max(span_times) - min(span_times) + gap
+        period = max(span_times) - min(span_times) + gap * (n_close + 1)
+        last_time = max(times)
 
-    n_source = len(source)
+    # Repetitions: the last is the fixture's trace, each one before it that
+    # trace and its close-out; the first is cut to what is left of N, from
+    # its start (what a wrapped ring buffer keeps: it still ends in the state
+    # the dump describes, and released).
     events = max(1, events)
-    reps = -(-events // n_source)
-    first = events - (reps - 1) * n_source   # entries of the first repetition, 1..n_source
+    if events <= n_source:
+        reps, first = 1, events
+    else:
+        reps = 1 + -(-(events - n_source) // (n_source + n_close))
+        first = events - n_source - (reps - 2) * (n_source + n_close)   # 1..n_source + n_close
     if hi + (reps - 1) * stride > MAX_ADDRESS:
         raise ReplicateError('%s: %d repetitions %#x apart would pass 2**63' % (path, reps, stride))
 
     # Strings that only one entry holds are written once per entry in the
     # fixture (PyTorch makes a new 'N/A' each time): copy them per repetition.
-    # Frame dicts and frame lists are shared, as in the fixture, so pickle
-    # memoizes them once for the whole file.
+    # Frame dicts are shared, as in the fixture, so pickle memoizes them once
+    # for the whole file; frame lists are new per repetition unless shared.
     holders = {}
     for e in source:
         for v in e.values():
             if type(v) is str and len(v) > 1:
                 holders[id(v)] = holders.get(id(v), 0) + 1
+
+    def fresh_keys(e):
+        return tuple(k for k, v in e.items()
+                     if type(v) is str and len(v) > 1 and holders[id(v)] == 1)
+
     plan = []
     for e in source:
         shift_addr = e.get('action') in ADDRESS_ACTIONS and type(e.get('addr')) is int
         shift_time = type(e.get('time_us')) is int
-        fresh = tuple(k for k, v in e.items()
-                      if type(v) is str and len(v) > 1 and holders[id(v)] == 1)
-        frames = fresh_frame_lists and type(e.get('frames')) is list
-        plan.append((e, shift_addr, shift_time, fresh, frames))
+        frames = not shared_frame_lists and type(e.get('frames')) is list
+        plan.append((e, shift_addr, shift_time, fresh_keys(e), frames))
 
-    # The first repetition is the fixture's trace minus its first entries (a
-    # suffix, as a wrapped ring buffer keeps), so every repetition still ends
-    # in the state the dump describes; the others are whole.
-    trace = source[n_source - first:]
+    # The close-out's entries: the keys (and other values) of the fixture's
+    # last allocator entry; the frames of its last free (of its last segment
+    # release for the releases), in a new list per call.
+    template = next((e for e in reversed(source) if e.get('action') in ADDRESS_ACTIONS), source[-1])
+    template_fresh = fresh_keys(template)
+    template_time = type(template.get('time_us')) is int
+    template_frames = 'frames' in template
+
+    def last_frames(actions):
+        e = next((e for e in reversed(source)
+                  if e.get('action') in actions and type(e.get('frames')) is list), None)
+        return e['frames'] if e is not None else None
+
+    free_frames = last_frames(('free_requested', 'free_completed'))
+    if free_frames is None:
+        free_frames = template['frames'] if type(template.get('frames')) is list else []
+    release_frames = last_frames(('segment_free', 'segment_unmap'))
+    if release_frames is None:
+        release_frames = free_frames
+    pool_key = 'pool_id' in template
+    shared_lists = {}
+
+    def close(k):
+        """Repetition k's close-out entries."""
+        da, t0 = k * stride, last_time + k * period
+        lists = shared_lists if shared_frame_lists else {}
+        out = []
+        for j, (action, addr, size, stream, seg, group) in enumerate(closeout):
+            c = dict(template)
+            c['action'] = action
+            c['addr'] = addr + da
+            c['size'] = size
+            c['stream'] = stream
+            if template_time:
+                c['time_us'] = t0 + (j + 1) * gap
+            if template_frames:
+                frames = lists.get(group)
+                if frames is None:
+                    frames = lists[group] = list(release_frames if group < 0 else free_frames)
+                c['frames'] = frames
+            if pool_key and isinstance(seg.get('segment_pool_id'), (list, tuple)):
+                kind = type(template['pool_id'])   # the fixture's pool_id type
+                c['pool_id'] = (kind if kind in (list, tuple) else tuple)(seg['segment_pool_id'])
+            for key in template_fresh:
+                c[key] = fresh_str(c[key])
+            out.append(c)
+        return out
+
+    if reps == 1:
+        trace = source[n_source - first:]
+    elif first > n_close:
+        trace = source[n_source + n_close - first:] + close(0)
+    else:
+        trace = close(0)[n_close - first:]
     for k in range(1, reps):
         da, dt = k * stride, k * period
         append = trace.append
@@ -1394,15 +1533,18 @@ def replicate_snapshot(path, events, fresh_frame_lists=False):
             for key in fresh:
                 c[key] = fresh_str(c[key])
             append(c)
+        if k < reps - 1:
+            trace.extend(close(k))
 
+    # The dump is the last repetition's: the device's segments, shifted.
+    last = (reps - 1) * stride
     out_segments, placed = [], False
     for s in segments:
         if not on_device(s):
             out_segments.append(s)
         elif not placed:
             placed = True
-            for k in range(reps):
-                out_segments.extend(own if k == 0 else [shift_segment(x, k * stride) for x in own])
+            out_segments.extend(own if last == 0 else [shift_segment(x, last) for x in own])
 
     out = {}
     for key, value in snap.items():
@@ -1426,11 +1568,13 @@ def replicate_snapshot(path, events, fresh_frame_lists=False):
         else:
             out[key] = value
     manifest = {'fixture': os.path.basename(path), 'device': device,
-                'fresh_frame_lists': bool(fresh_frame_lists),
-                'fixture_entries': n_source, 'events': [len(t) for t in out['device_traces']],
+                'shared_frame_lists': bool(shared_frame_lists),
+                'fixture_entries': n_source, 'closeout_entries': n_close,
+                'events': [len(t) for t in out['device_traces']],
                 'repetitions': reps, 'first_repetition_entries': first,
                 'address_stride': stride, 'time_period_us': period,
-                'segments': len(out_segments)}
+                'dump_shift': last, 'segments': len(out_segments),
+                'device_segments': len(own)}
     return out, protocol, manifest
 
 
@@ -1547,10 +1691,12 @@ def main(argv=None):
     ap.add_argument('--replicate', metavar='FIXTURE',
                     help='repeat the trace of a real (data-only) snapshot until it has --events '
                          'entries, each repetition in its own address range (see above)')
-    ap.add_argument('--fresh-frame-lists', action='store_true',
-                    help='with --replicate: new frame list objects per repetition (of the '
-                         'same frame dicts), so that each entry\'s list is written again as in '
-                         'a long real run, not as a memo reference to the first repetition\'s')
+    ap.add_argument('--shared-frame-lists', action='store_true',
+                    help='with --replicate: every repetition uses the fixture\'s frame list '
+                         'objects, so that a later repetition\'s entry writes its list as a memo '
+                         'reference (a smaller file than a real run\'s); by default each '
+                         'repetition has its own lists (of the same frame dicts), as a long '
+                         'real run has them')
     ap.add_argument('--manifest', metavar='PATH', help='write expected values as JSON')
     args = ap.parse_args(argv)
     if args.corpus:
@@ -1561,17 +1707,17 @@ def main(argv=None):
     if args.replicate:
         # The simulation's options mean nothing for a real history: refuse them.
         own = {'out', 'corpus', 'manifest', 'replicate', 'events', 'protocol', 'gzip',
-               'fresh_frame_lists'}
+               'shared_frame_lists'}
         ignored = sorted('--' + k.replace('_', '-') for k, v in vars(args).items()
                          if k not in own and v != ap.get_default(k))
         if ignored:
             ap.error('--replicate takes only --events, --out, --gzip, --protocol, '
-                     '--fresh-frame-lists and --manifest, not ' + ', '.join(ignored))
+                     '--shared-frame-lists and --manifest, not ' + ', '.join(ignored))
         if args.events < 1:
             ap.error('--replicate needs --events >= 1')
         try:
             obj, protocol, manifest = replicate_snapshot(args.replicate, args.events,
-                                                         args.fresh_frame_lists)
+                                                         args.shared_frame_lists)
         except ReplicateError as e:
             print('make_snapshot.py: error: %s' % e, file=sys.stderr)
             return 1
@@ -1587,12 +1733,12 @@ def main(argv=None):
         return 0
     if args.protocol is None:
         args.protocol = 4
-    if args.fresh_frame_lists:
-        ap.error('--fresh-frame-lists goes with --replicate')
+    if args.shared_frame_lists:
+        ap.error('--shared-frame-lists goes with --replicate')
     if args.devices < 1:
         ap.error('--devices must be >= 1')
     kw = {k: v for k, v in vars(args).items()
-          if k not in ('out', 'corpus', 'manifest', 'replicate', 'fresh_frame_lists')}
+          if k not in ('out', 'corpus', 'manifest', 'replicate', 'shared_frame_lists')}
     opts = Options(**kw)
     manifest = write_snapshot(opts, args.out)
     if args.manifest:
