@@ -543,10 +543,12 @@ constexpr std::array<OpFamily, 256> kOpFamilies = [] {
 }  // namespace
 
 Value Vm::run() {
-  uint64_t next_progress = kProgressInterval;
+  const uint64_t interval =
+      options_.progress_interval != 0 ? options_.progress_interval : kProgressInterval;
+  uint64_t next_progress = interval;
   for (;;) {
     if (pos_ >= next_progress) [[unlikely]] {
-      next_progress = pos_ + kProgressInterval;
+      next_progress = pos_ + interval;
       if (options_.on_progress) options_.on_progress(pos_);
       // Between opcodes nothing is in flight, and (kept()) no value points
       // into the input: everything before pos_ is read for good.

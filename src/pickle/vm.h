@@ -148,6 +148,9 @@ struct VmOptions {
   // reader read them), and release_before(offset) is called every few MiB
   // with the offset before which nothing will be read again.
   std::function<void(uint64_t offset)> release_before;
+  // Input bytes between calls of on_progress and release_before; 0 means
+  // every 2 MiB (tests release at every opcode).
+  uint64_t progress_interval = 0;
 };
 
 // The VM's memory bound: kHeldBytesPerInputByte per input byte, and at least

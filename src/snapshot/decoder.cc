@@ -702,7 +702,7 @@ Snapshot decode_snapshot(InputBuffer& input, const LoadOptions& options, EntryRe
   model.compression = input.compression() == Compression::kGzip   ? "gzip"
                       : input.compression() == Compression::kZstd ? "zstd"
                                                                   : "none";
-  SnapshotDecoder decoder(model, reading == EntryReading::kFlat);
+  SnapshotDecoder decoder(model, reading != EntryReading::kGenericOnly);
   pickle::VmOptions vm_options;
   vm_options.allow_objects = options.allow_objects;
   vm_options.observer = &decoder;
@@ -719,6 +719,17 @@ Snapshot decode_snapshot(InputBuffer& input, const LoadOptions& options, EntryRe
   // the few strings it keeps; a snapshot's are memoized keys and frames).
   if (input.inflated()) {
     vm_options.release_before = [&input](uint64_t offset) { input.discard_before(offset); };
+  } else if (reading == EntryReading::kFlatScrubbed) {
+    vm_options.progress_interval = 1;
+    vm_options.release_before = [&input, scrubbed = uint64_t{0}](uint64_t offset) mutable {
+      const std::span<const uint8_t> bytes = input.available();
+      offset = std::min<uint64_t>(offset, bytes.size());
+      if (offset <= scrubbed) return;
+      // The buffer is from_memory's own vector (see EntryReading).
+      std::fill(const_cast<uint8_t*>(bytes.data()) + scrubbed,
+                const_cast<uint8_t*>(bytes.data()) + offset, uint8_t{0});
+      scrubbed = offset;
+    };
   }
   uint64_t expected = input.available().size();
   if (input.streaming()) {

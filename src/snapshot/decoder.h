@@ -9,10 +9,13 @@
 
 namespace memsnap {
 
-// How trace entries are read: flat (the fast path, Vm::try_flat_dict) or
-// only the generic way. Both give the same model; the generic-only mode is
-// there so that tests and the fuzzer can check that they do.
-enum class EntryReading { kFlat, kGenericOnly };
+// How trace entries are read: flat (the fast path, Vm::try_flat_dict), only
+// the generic way, or flat with the input given up behind the reader at
+// every opcode and its bytes overwritten (what an inflated file's freed
+// pages read as). All give the same model; the other two modes are there so
+// that tests and the fuzzer can check that they do (kFlatScrubbed writes
+// into the input: only for a buffer made from_memory).
+enum class EntryReading { kFlat, kGenericOnly, kFlatScrubbed };
 
 Snapshot decode_snapshot(InputBuffer& input, const LoadOptions& options,
                          EntryReading reading = EntryReading::kFlat);
