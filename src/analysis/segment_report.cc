@@ -304,13 +304,18 @@ AllocatorMoments allocator_moments(const FileAnalysis& file, const std::vector<d
     return out;
   }
   out.available = true;
-  // As many even moments as the block budget allows, judged by the dump's
-  // size (a state's block count stays near it over a run).
+  // As many even moments as the block budget allows, judged by the larger
+  // of the dump's size and the state's before the trace (a state's size
+  // mostly stays between them; a trace that releases much of what was there
+  // at its start, as a long run's repeated steps can, would otherwise make
+  // 40 moments of tens of thousands of segments each).
   uint64_t dump_blocks = 1;
   for (const Segment& segment : snapshot.segments) {
     if (segment.device == file.device()) dump_blocks += segment.block_count;
   }
-  const uint64_t even = std::clamp<uint64_t>(kMomentBlocks / dump_blocks, 2, kMaxEvenMoments);
+  const uint64_t state_size =
+      std::max(dump_blocks, 1 + history.start().ranges.size() + history.start().blocks.size());
+  const uint64_t even = std::clamp<uint64_t>(kMomentBlocks / state_size, 2, kMaxEvenMoments);
   const double duration_s = static_cast<double>(trace_end_us(snapshot, trace) - start) / 1e6;
   std::vector<double> chosen;
   for (uint64_t k = 0; k < even; ++k) {
