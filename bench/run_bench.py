@@ -77,7 +77,7 @@ REPLICATE_FIXTURE = os.path.join(
     FIXTURES, 'kkaitlyn111_cs336-a2-systems__memory_files_memory_ctx512_fullstep_.pickle')
 REPLICATE_MIN_EVENTS = 100_000  # replicated files for the sizes from here (~0.5 s at 100k)
 COMMANDS_MIN_EVENTS = 1_000_000  # the commands table for the sizes from here
-REPLICATED_BYTES_PER_EVENT_GUESS = 160  # measured ~143 on the default fixture
+REPLICATED_BYTES_PER_EVENT_GUESS = 160  # measured ~140 on the default fixture
 HTML_TARGET_BYTES = 32 << 20     # plot HTML <= 32 MiB whatever the number of events
 READY_TARGET_S = 3.0            # page ready in Chromium < 3 s, at every size
 PLOT_RSS_TARGET = 1.5           # plot's peak RSS <= 1.5x parse's on the same file
@@ -1586,10 +1586,13 @@ def main(argv=None):
         m = r.get('manifest') or {}
         if m:
             first = m.get('first_repetition_entries')
-            closeout = m.get('closeout_entries', 0) if (m.get('repetitions') or 0) > 1 else 0
-            whole = m.get('fixture_entries', 0) + closeout
+            several = (m.get('repetitions') or 0) > 1
+            closeout = m.get('closeout_entries', 0) if several else 0
+            opening = m.get('opening_entries', 0) if several else 0
+            whole = opening + m.get('fixture_entries', 0) + closeout
             cut = f', the first cut to its last {first:,}' if first and first != whole else ''
             closed = (f', each but the last closed out by {closeout:,} more' if closeout else '')
+            closed += (f', each but the first opened by {opening:,} more' if opening else '')
             gen = (f'; generated in {r["gen_wall"]:.1f} s (peak RSS {r["gen_rss"] / 1024:.0f} MiB)'
                    if r.get('gen_wall') is not None else '; cached')
             print(f'{label}: {m.get("repetitions")} repetitions of {m.get("fixture_entries", 0):,} '

@@ -24,6 +24,15 @@ real fixture must be what the option promises.
     as exact as on the fixture itself (fragmentation.exact), and `memsnap
     segments --json` no more entries that do not fit (misfits) than the
     fixture's own, once per repetition;
+  * the state before the trace (segments and blocks, walked back from the
+    dump) is one repetition's, not one per repetition (every repetition but
+    the first opens with entries that create the fixture's pre-trace state):
+    memsnap counts the segments (mapped ranges) and blocks at the start that
+    the walk finds; and with N chosen so that the first repetition is the
+    whole fixture trace and its close-out, the state at the start is the
+    fixture's (the same addresses, sizes, requested sizes and states), and
+    memsnap's history of that file is as exact as the fixture's, with as
+    many misfits each way and as many segments and blocks at the start;
   * a pickle that needs a global is refused with a clear message.
 
 Skips (exit 77, a 'skipped' line: CTest's SKIP_RETURN_CODE) when the fixtures folder is absent.
@@ -40,6 +49,9 @@ import pickle
 import subprocess
 import sys
 import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_snapshot import pre_trace_state  # noqa: E402  (the same walk memsnap does)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -213,9 +225,9 @@ def main():
         else:
             trace = load(shared)['device_traces'][device]
             lists = len({id(e['frames']) for e in trace if 'frames' in e})
-            closeout = manifest['closeout_entries']
-            check('--shared-frame-lists: the fixture\'s lists (and the close-out\'s) only',
-                  lists <= src_lists + closeout, f'{lists} distinct lists')
+            extra = manifest['closeout_entries'] + manifest['opening_entries']
+            check('--shared-frame-lists: the fixture\'s lists (and the close-out\'s and '
+                  'opening\'s) only', lists <= src_lists + extra, f'{lists} distinct lists')
             smaller = os.path.getsize(shared) < os.path.getsize(out)
             check('--shared-frame-lists: a smaller file' if src_lists else
                   '--shared-frame-lists: the same file (the fixture has no frame lists)',
@@ -240,6 +252,59 @@ def main():
                 for h in (ha, hb)]
         check('no more entries that do not fit than the fixture\'s, once per repetition',
               fits[1] <= reps * fits[0], f'fixture {fits[0]}, replicated {fits[1]}')
+
+        def start_state(snap):
+            trace = snap['device_traces'][device]
+            own = [s for s in snap.get('segments', []) if on(s, device)]
+            ranges, blocks = pre_trace_state(trace, own)
+            return ({a: tuple(r) for a, r in ranges.items()},
+                    {a: tuple(b) for a, b in blocks.items()})
+
+        rep = load(out)
+        ranges, blocks = start_state(rep)
+        del rep
+        at = (hb.get('segments_at_start'), hb.get('blocks_at_start'))
+        check('memsnap finds the state at the start that the walk back finds',
+              at == (len(ranges), len(blocks)),
+              f'memsnap {at}, the walk {len(ranges)} ranges, {len(blocks)} blocks')
+        src = load(fixture)
+        src_ranges, src_blocks = start_state(src)
+        lo = min([e['addr'] for e in src['device_traces'][device]
+                  if isinstance(e.get('addr'), int) and e.get('action') != 'oom']
+                 + [s['address'] for s in src.get('segments', []) if on(s, device)] or [0])
+        del src
+        later = sum(1 for a in list(ranges) + list(blocks)
+                    if a >= lo + manifest['address_stride'])
+        check('the state at the start is one repetition\'s (the first\'s), not one per repetition',
+              later == 0, f'{later} of {len(ranges)} ranges and {len(blocks)} blocks at the start '
+              'lie in later repetitions\' address ranges')
+
+        # The first repetition whole (the fixture's trace and its close-out):
+        # the state before it is the fixture's.
+        whole_events = (args.events - manifest['first_repetition_entries']
+                        + manifest['fixture_entries'] + manifest['closeout_entries'])
+        whole = os.path.join(tmp, 'whole.pickle')
+        p = generate(fixture, whole_events, whole)
+        if p.returncode != 0:
+            check(f'--events {whole_events} (the first repetition whole)', False,
+                  p.stderr.strip()[-400:])
+        else:
+            ranges, blocks = start_state(load(whole))
+            check(f'--events {whole_events} (the first repetition whole): the state at the '
+                  f'start is the fixture\'s ({len(src_ranges)} ranges, {len(src_blocks)} blocks)',
+                  (ranges, blocks) == (src_ranges, src_blocks),
+                  f'{len(ranges)} ranges, {len(blocks)} blocks')
+            try:
+                hw = memsnap_json(args.memsnap, 'segments', whole, device)['history']
+            except (RuntimeError, ValueError, KeyError) as e:
+                hw = {'error': str(e)}
+            keys = ('exact', 'misfits_backward', 'misfits_forward', 'segments_at_start',
+                    'blocks_at_start')
+            want = {k: (ha or {}).get(k) for k in keys}
+            got = {k: (hw or {}).get(k) for k in keys}
+            check(f'--events {whole_events}: memsnap\'s history as the fixture\'s (exact, '
+                  'misfits each way, segments and blocks at the start)', got == want,
+                  f'fixture {want}, replicated {got}')
 
         bad = os.path.join(tmp, 'global.pickle')
         with open(bad, 'wb') as f:

@@ -35,23 +35,38 @@ allocated a free_requested then a free_completed (for one awaiting free just
 the free_completed), in address order, with the block's requested size as
 PyTorch writes it; then a segment_free of each of the dump's segments, or
 for an expandable segment a segment_unmap of its mapped range (what the dump
-lists as a segment). These entries are the repetition's, shifted like it;
-their keys are those of the fixture's last allocator entry (the others, e.g.
-compile_context and user_metadata, copied from it), their times one mean gap
-apart after the repetition's last entry (the period is the trace's duration,
-annotations included, plus one mean gap per close-out entry and one more),
-their frames the fixture's last free stack (its last segment release's for
-the segment entries) in one list per block and one for the segments, as
-PyTorch shares a call's context. The dump's `segments` of the device are
-then the last repetition's (the fixture's, shifted): one dump, as a long
-capture has, and walking the trace back from it stays as exact as on the
-fixture (each earlier repetition's state is rebuilt from its close-out,
-blocks allocated before the fixture's trace began with the split rule's
-size). The close-out entries count in N. The count is exact: the last
-repetition is the fixture's trace, each one before it that trace plus its
-close-out, and the first is cut to what is left of N from its start (what a
-wrapped ring buffer keeps: a suffix of the fixture's trace and the whole
-close-out, or only the close-out's last entries; it still ends released).
+lists as a segment). Mirroring it, every repetition but the first is opened
+with what the fixture held before its trace began (its pre-trace state: the
+dump's segments and live blocks walked back through the trace, as memsnap's
+replay walks it): a segment_alloc of each segment, or a segment_map of each
+mapped range of an expandable segment (adjacent pages of one stream and
+pool as one range), in address order; then for each block, in address
+order, an alloc of its requested size (the replay derives the block's size
+from it with the split rule) and, for a block awaiting free, a
+free_requested. These entries are the repetition's, shifted like it; their
+keys are those of the fixture's last allocator entry (the others, e.g.
+compile_context and user_metadata, copied from it); the close-out's times
+one mean gap apart after the repetition's last entry, the opening's one
+mean gap apart ending one gap before its first (the period is the trace's
+duration, annotations included, plus one mean gap per close-out and
+opening entry and one more); their frames the fixture's last free stack
+(its last segment release's for the segment entries), for the opening its
+last alloc stack (its last segment_alloc's or segment_map's), in one list
+per block and one for the segments, as PyTorch shares a call's context.
+The dump's `segments` of the device are then the last repetition's (the
+fixture's, shifted): one dump, as a long capture has, and one pre-trace
+state, the first repetition's: walking the trace back from the dump stays
+as exact as on the fixture (each repetition's opening is undone to an empty
+allocator, each earlier repetition's end state is rebuilt from its
+close-out, blocks allocated before the fixture's trace began with the split
+rule's size), and the state it reaches at the start is the fixture's where
+the first repetition is cut (the fixture's own pre-trace state when the
+first repetition is its trace and close-out whole), not one per
+repetition. The opening and close-out entries count in N. The count is
+exact: the last repetition is the opening and the fixture's trace, each
+one before it opening, trace and close-out, and the first is cut to what
+is left of N from its start (what a wrapped ring buffer keeps: a suffix of
+the opening, trace and close-out; it still ends released).
 
 The device's annotations are repeated with the times. Frame dicts stay the
 fixture's objects in every repetition, so pickle memoizes them once as
@@ -59,15 +74,15 @@ PyTorch's files do; frame lists are new objects in each repetition (lists
 the fixture shares, e.g. a free_requested's and its free_completed's, stay
 shared inside it), so each entry's list is written again with memo
 references to the frame dicts, as a long real run writes it (1M entries from
-the default bench fixture: ~143 bytes per entry; the fixture's own file is
-~164, its close-out entries cost less than its trace's).
+the default bench fixture: ~140 bytes per entry; the fixture's own file is
+~164, its opening and close-out entries cost less than its trace's).
 --shared-frame-lists keeps the fixture's list objects in every repetition
 instead (a later repetition's entry then writes its list as one memo
 reference: ~62 bytes per entry, unlike a real file). A string only one
 entry holds (PyTorch's 'N/A') is a new object per entry, written again as
 PyTorch writes it. Written with the fixture's pickle protocol (4 for
 PyTorch's files) unless --protocol is given. --manifest writes the
-repetition count, the close-out's length, stride and period.
+repetition count, the close-out's and opening's lengths, stride and period.
 
 Standard library only. Deterministic for a given set of arguments.
 
@@ -82,6 +97,7 @@ Standard library only. Deterministic for a given set of arguments.
 """
 
 import argparse
+import bisect
 import gzip
 import json
 import math
@@ -1349,12 +1365,137 @@ def closeout_plan(own):
     return plan + releases
 
 
+def _pool(value):
+    """A pool id as a tuple; none given is the default pool (0, 0), as memsnap reads it."""
+    return tuple(value) if isinstance(value, (list, tuple)) else (0, 0)
+
+
+def pre_trace_state(source, own):
+    """What the allocator held before the device's trace began: the dump's
+    segments and live blocks, walked back through the trace (as memsnap's
+    replay walks it). Returns (ranges, blocks): ranges {address: [size,
+    stream, pool, expandable]} (what the allocator had mapped: a
+    segment, or an expandable segment's adjacent mapped pages of one stream
+    and pool as one range, as memsnap joins them); blocks {address:
+    [requested size, allocated]} (allocated, or awaiting free when False).
+    An entry that does not fit (a misfit) changes nothing."""
+    starts, ranges, blocks = [], {}, {}
+
+    def owner(r):
+        return (r[1], r[2])
+
+    def containing(addr):
+        i = bisect.bisect_right(starts, addr) - 1
+        return starts[i] if i >= 0 and addr < starts[i] + ranges[starts[i]][0] else None
+
+    def add(addr, size, stream, pool, expandable):
+        i = bisect.bisect_left(starts, addr)
+        if i < len(starts) and starts[i] < addr + size:
+            return
+        if i > 0 and starts[i - 1] + ranges[starts[i - 1]][0] > addr:
+            return
+        r = [size, stream, pool, expandable]
+        if expandable and i < len(starts) and starts[i] == addr + size:
+            nxt = ranges[starts[i]]
+            if nxt[3] and owner(nxt) == owner(r):
+                r[0] += nxt[0]
+                del ranges[starts[i]], starts[i]
+        if expandable and i > 0:
+            prev = ranges[starts[i - 1]]
+            if prev[3] and owner(prev) == owner(r) and starts[i - 1] + prev[0] == addr:
+                prev[0] += r[0]
+                return
+        starts.insert(i, addr)
+        ranges[addr] = r
+
+    def remove(addr, size):
+        at = containing(addr)
+        if at is None or addr + size > at + ranges[at][0]:
+            return
+        r = ranges.pop(at)
+        i = bisect.bisect_left(starts, at)
+        del starts[i]
+        if at < addr:
+            starts.insert(i, at)
+            ranges[at] = [addr - at] + r[1:]
+            i += 1
+        if addr + size < at + r[0]:
+            starts.insert(i, addr + size)
+            ranges[addr + size] = [at + r[0] - addr - size] + r[1:]
+        for b in [b for b in blocks if addr <= b < addr + size]:
+            del blocks[b]
+
+    for seg in own:
+        stream = seg.get('stream') if type(seg.get('stream')) is int else 0
+        add(seg['address'], seg['total_size'], stream, _pool(seg.get('segment_pool_id')),
+            seg.get('is_expandable') is True)
+        at = seg['address']
+        for b in seg.get('blocks') if isinstance(seg.get('blocks'), list) else ():
+            if not isinstance(b, dict):
+                continue
+            size = b.get('size') if type(b.get('size')) is int else 0
+            addr = b.get('address') if type(b.get('address')) is int else at
+            at = addr + size
+            if b.get('state') in LIVE_BLOCK_STATES:
+                req = b.get('requested_size') if type(b.get('requested_size')) is int else size
+                blocks[addr] = [req, b.get('state') == 'active_allocated']
+    for e in reversed(source):
+        action, addr, size = e.get('action'), e.get('addr'), e.get('size')
+        if action not in ADDRESS_ACTIONS or type(addr) is not int:
+            continue
+        size = size if type(size) is int else 0
+        if action == 'alloc':
+            blocks.pop(addr, None)
+        elif action == 'free_requested':
+            if addr in blocks:
+                blocks[addr][1] = True
+        elif action == 'free_completed':
+            if addr not in blocks and containing(addr) is not None:
+                blocks[addr] = [size, False]
+        elif action in ('segment_alloc', 'segment_map'):
+            remove(addr, size)
+        else:   # segment_free, segment_unmap
+            stream = e.get('stream') if type(e.get('stream')) is int else 0
+            add(addr, size, stream, _pool(e.get('pool_id')), action == 'segment_unmap')
+    return ranges, blocks
+
+
+def opening_plan(ranges, blocks):
+    """The entries with which the allocator would come to hold the pre-trace
+    state (pre_trace_state) from nothing, mirroring closeout_plan: a
+    segment_alloc of each range (a segment_map for an expandable one), in
+    address order; then each block, in address order, an alloc of its
+    requested size (the replay derives its size with the split rule) and,
+    for a block awaiting free, a free_requested. A block outside every range
+    is left out.
+
+    Returns [(action, addr, size, stream, pool, group)], as
+    closeout_plan (group -1: the ranges, one call's context)."""
+    plan = []
+    for addr in sorted(ranges):
+        size, stream, pool, expandable = ranges[addr]
+        plan.append(('segment_map' if expandable else 'segment_alloc', addr, size, stream,
+                     pool, -1))
+    starts = sorted(ranges)
+    for group, addr in enumerate(sorted(blocks)):
+        i = bisect.bisect_right(starts, addr) - 1
+        if i < 0 or addr >= starts[i] + ranges[starts[i]][0]:
+            continue
+        _, stream, pool, _ = ranges[starts[i]]
+        req, allocated = blocks[addr]
+        plan.append(('alloc', addr, req, stream, pool, group))
+        if not allocated:
+            plan.append(('free_requested', addr, req, stream, pool, group))
+    return plan
+
+
 def replicate_snapshot(path, events, shared_frame_lists=False):
     """The fixture's busiest device trace repeated until it has `events`
     entries, each repetition in its own address range and after the previous
     one in time, every repetition but the last closed out by entries that
-    release what the dump holds, and the dump (segments) of that device the
-    last repetition's.
+    release what the dump holds, every one but the first opened by entries
+    that create what the fixture held before its trace began, and the dump
+    (segments) of that device the last repetition's.
     shared_frame_lists: every repetition uses the fixture's frame list
     objects (and the close-outs one list per call), so that pickle writes a
     later repetition's list as a memo reference; by default each repetition
@@ -1406,10 +1547,11 @@ def replicate_snapshot(path, events, shared_frame_lists=False):
     stride = max(ADDRESS_GRANULE, round_up(hi - lo, ADDRESS_GRANULE))
 
     closeout = closeout_plan(own)
-    n_source, n_close = len(source), len(closeout)
+    opening = opening_plan(*pre_trace_state(source, own))
+    n_source, n_close, n_open = len(source), len(closeout), len(opening)
 
     # Time period: the trace and the device's annotations, plus one mean gap
-    # per close-out entry and one more before the next repetition.
+    # per close-out and opening entry and one more between the two.
     anns = snap.get('external_annotations')
     own_anns, other_anns = [], []
     if isinstance(anns, list):
@@ -1420,23 +1562,25 @@ def replicate_snapshot(path, events, shared_frame_lists=False):
             else:
                 other_anns.append(a)
     times = [e['time_us'] for e in source if type(e.get('time_us')) is int]
-    period, gap, last_time = 0, 0, 0
+    period, gap, first_time, last_time = 0, 0, 0, 0
     if times:
         span_times = times + [a['time_us'] for a in own_anns]
         gap = max(1, (max(times) - min(times)) // max(1, len(times) - 1))
-        period = max(span_times) - min(span_times) + gap * (n_close + 1)
-        last_time = max(times)
+        period = max(span_times) - min(span_times) + gap * (n_close + n_open + 1)
+        first_time, last_time = min(times), max(times)
 
-    # Repetitions: the last is the fixture's trace, each one before it that
-    # trace and its close-out; the first is cut to what is left of N, from
-    # its start (what a wrapped ring buffer keeps: it still ends in the state
-    # the dump describes, and released).
+    # Repetitions: each is its opening, the fixture's trace and its close-out;
+    # the last has no close-out, and the first is cut to what is left of N,
+    # from its start (what a wrapped ring buffer keeps: it still ends in the
+    # state the dump describes, and released; cut past its opening, as it is
+    # unless N is small, the state before it is the fixture's at the cut).
     events = max(1, events)
-    if events <= n_source:
+    full = n_open + n_source + n_close
+    if events <= n_open + n_source:
         reps, first = 1, events
     else:
-        reps = 1 + -(-(events - n_source) // (n_source + n_close))
-        first = events - n_source - (reps - 2) * (n_source + n_close)   # 1..n_source + n_close
+        reps = 2 + max(0, -(-(events - n_open - n_source - full) // full))
+        first = events - n_open - n_source - (reps - 2) * full   # 1..full
     if hi + (reps - 1) * stride > MAX_ADDRESS:
         raise ReplicateError('%s: %d repetitions %#x apart would pass 2**63' % (path, reps, stride))
 
@@ -1483,6 +1627,43 @@ def replicate_snapshot(path, events, shared_frame_lists=False):
     pool_key = 'pool_id' in template
     shared_lists = {}
 
+    # The opening's: the same keys; the frames of the fixture's last alloc
+    # (of its last segment_alloc or segment_map for the ranges).
+    alloc_frames = last_frames(('alloc',))
+    if alloc_frames is None:
+        alloc_frames = free_frames
+    create_frames = last_frames(('segment_alloc', 'segment_map'))
+    if create_frames is None:
+        create_frames = alloc_frames
+    shared_open_lists = {}
+
+    def open_(k):
+        """Repetition k's opening entries, one mean gap apart, the last one
+        gap before the repetition's first entry."""
+        da, t0 = k * stride, first_time + k * period - (n_open + 1) * gap
+        lists = shared_open_lists if shared_frame_lists else {}
+        out = []
+        for j, (action, addr, size, stream, pool, group) in enumerate(opening):
+            c = dict(template)
+            c['action'] = action
+            c['addr'] = addr + da
+            c['size'] = size
+            c['stream'] = stream
+            if template_time:
+                c['time_us'] = t0 + (j + 1) * gap
+            if template_frames:
+                frames = lists.get(group)
+                if frames is None:
+                    frames = lists[group] = list(create_frames if group < 0 else alloc_frames)
+                c['frames'] = frames
+            if pool_key:
+                kind = type(template['pool_id'])   # the fixture's pool_id type
+                c['pool_id'] = (kind if kind in (list, tuple) else tuple)(pool)
+            for key in template_fresh:
+                c[key] = fresh_str(c[key])
+            out.append(c)
+        return out
+
     def close(k):
         """Repetition k's close-out entries."""
         da, t0 = k * stride, last_time + k * period
@@ -1510,13 +1691,17 @@ def replicate_snapshot(path, events, shared_frame_lists=False):
         return out
 
     if reps == 1:
-        trace = source[n_source - first:]
+        trace = (open_(0)[n_open + n_source - first:] if first > n_source else []) \
+            + source[max(0, n_source - first):]
+    elif first > n_source + n_close:
+        trace = open_(0)[full - first:] + source + close(0)
     elif first > n_close:
         trace = source[n_source + n_close - first:] + close(0)
     else:
         trace = close(0)[n_close - first:]
     for k in range(1, reps):
         da, dt = k * stride, k * period
+        trace.extend(open_(k))
         append = trace.append
         lists = {}   # id of a fixture frame list -> its copy in this repetition
         for e, shift_addr, shift_time, fresh, frames in plan:
@@ -1570,6 +1755,7 @@ def replicate_snapshot(path, events, shared_frame_lists=False):
     manifest = {'fixture': os.path.basename(path), 'device': device,
                 'shared_frame_lists': bool(shared_frame_lists),
                 'fixture_entries': n_source, 'closeout_entries': n_close,
+                'opening_entries': n_open,
                 'events': [len(t) for t in out['device_traces']],
                 'repetitions': reps, 'first_repetition_entries': first,
                 'address_stride': stride, 'time_period_us': period,
