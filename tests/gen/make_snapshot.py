@@ -1637,13 +1637,13 @@ def replicate_snapshot(path, events, shared_frame_lists=False):
         create_frames = alloc_frames
     shared_open_lists = {}
 
-    def open_(k):
-        """Repetition k's opening entries, one mean gap apart, the last one
-        gap before the repetition's first entry."""
-        da, t0 = k * stride, first_time + k * period - (n_open + 1) * gap
-        lists = shared_open_lists if shared_frame_lists else {}
+    def made(rows, da, t0, lists, frames_for, pool_for):
+        """Entries on the template's keys from (action, addr, size, stream,
+        extra, group) rows, one mean gap apart after t0; `group` shares a
+        frames list (frames_for(group) copied, once per group in `lists`),
+        pool_for(extra) is the pool (None: the template's)."""
         out = []
-        for j, (action, addr, size, stream, pool, group) in enumerate(opening):
+        for j, (action, addr, size, stream, extra, group) in enumerate(rows):
             c = dict(template)
             c['action'] = action
             c['addr'] = addr + da
@@ -1654,9 +1654,10 @@ def replicate_snapshot(path, events, shared_frame_lists=False):
             if template_frames:
                 frames = lists.get(group)
                 if frames is None:
-                    frames = lists[group] = list(create_frames if group < 0 else alloc_frames)
+                    frames = lists[group] = list(frames_for(group))
                 c['frames'] = frames
-            if pool_key:
+            pool = pool_for(extra)
+            if pool_key and pool is not None:
                 kind = type(template['pool_id'])   # the fixture's pool_id type
                 c['pool_id'] = (kind if kind in (list, tuple) else tuple)(pool)
             for key in template_fresh:
@@ -1664,31 +1665,22 @@ def replicate_snapshot(path, events, shared_frame_lists=False):
             out.append(c)
         return out
 
+    def open_(k):
+        """Repetition k's opening entries, one mean gap apart, the last one
+        gap before the repetition's first entry."""
+        return made(opening, k * stride, first_time + k * period - (n_open + 1) * gap,
+                    shared_open_lists if shared_frame_lists else {},
+                    lambda group: create_frames if group < 0 else alloc_frames,
+                    lambda pool: pool)
+
     def close(k):
         """Repetition k's close-out entries."""
-        da, t0 = k * stride, last_time + k * period
-        lists = shared_lists if shared_frame_lists else {}
-        out = []
-        for j, (action, addr, size, stream, seg, group) in enumerate(closeout):
-            c = dict(template)
-            c['action'] = action
-            c['addr'] = addr + da
-            c['size'] = size
-            c['stream'] = stream
-            if template_time:
-                c['time_us'] = t0 + (j + 1) * gap
-            if template_frames:
-                frames = lists.get(group)
-                if frames is None:
-                    frames = lists[group] = list(release_frames if group < 0 else free_frames)
-                c['frames'] = frames
-            if pool_key and isinstance(seg.get('segment_pool_id'), (list, tuple)):
-                kind = type(template['pool_id'])   # the fixture's pool_id type
-                c['pool_id'] = (kind if kind in (list, tuple) else tuple)(seg['segment_pool_id'])
-            for key in template_fresh:
-                c[key] = fresh_str(c[key])
-            out.append(c)
-        return out
+        def pool_for(seg):
+            pool = seg.get('segment_pool_id')
+            return pool if isinstance(pool, (list, tuple)) else None
+        return made(closeout, k * stride, last_time + k * period,
+                    shared_lists if shared_frame_lists else {},
+                    lambda group: release_frames if group < 0 else free_frames, pool_for)
 
     if reps == 1:
         trace = (open_(0)[n_open + n_source - first:] if first > n_source else []) \
