@@ -249,15 +249,19 @@ InputBuffer::~InputBuffer() {
   unmap();
 }
 
-void InputBuffer::release_before(uint64_t offset) {
-  if (!mapped_) return;
+bool InputBuffer::drop_pages_before(uint64_t offset) {
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  uint64_t end = offset / page * page;
-  if (end <= released_) return;
-  // MADV_DONTNEED on a private read-only file mapping only drops the pages;
-  // the data stays correct because a later touch faults it back in.
+  const uint64_t end = offset / page * page;
+  if (end <= released_) return false;
   ::madvise(const_cast<uint8_t*>(data_) + released_, end - released_, MADV_DONTNEED);
   released_ = end;
+  return true;
+}
+
+void InputBuffer::release_before(uint64_t offset) {
+  // MADV_DONTNEED on a private read-only file mapping only drops the pages;
+  // the data stays correct because a later touch faults it back in.
+  if (mapped_) drop_pages_before(offset);
 }
 
 InputBuffer InputBuffer::from_memory(std::vector<uint8_t> bytes, std::string name) {
@@ -609,13 +613,8 @@ void InputBuffer::discard_before(uint64_t offset) {
     release_before(offset);
     return;
   }
-  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   // Never past what has been handed out: the inflating thread writes there.
-  const uint64_t end = std::min(offset, size_) / page * page;
-  if (end <= released_) return;
-  ::madvise(const_cast<uint8_t*>(data_) + released_, end - released_, MADV_DONTNEED);
-  released_ = end;
-  stream_->consumed(end);
+  if (drop_pages_before(std::min(offset, size_))) stream_->consumed(released_);
 }
 
 std::span<const uint8_t> InputBuffer::wait_for(uint64_t end) {

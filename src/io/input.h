@@ -80,6 +80,9 @@ class InputBuffer {
   friend InputBuffer inflate_if_compressed(InputBuffer buffer, uint64_t max_bytes,
                                            const StartCheck& check_pickle_start);
   void unmap();
+  // MADV_DONTNEED on the whole pages before `offset` not dropped yet;
+  // returns whether there were any (released_ is then past them).
+  bool drop_pages_before(uint64_t offset);
 
   const uint8_t* data_ = nullptr;
   mutable uint64_t size_ = 0;  // grows while a stream inflates

@@ -21,7 +21,6 @@ class ChunkedArray {
   static constexpr uint64_t kChunkSize = uint64_t{1} << kChunkBits;
 
   [[nodiscard]] uint64_t size() const { return size_; }
-  [[nodiscard]] bool empty() const { return size_ == 0; }
   [[nodiscard]] T& operator[](uint64_t index) {
     return chunks_[index >> kChunkBits][index & (kChunkSize - 1)];
   }
@@ -33,8 +32,6 @@ class ChunkedArray {
     (*this)[size_] = value;
     ++size_;
   }
-  // Bytes held, for memory accounting: whole chunks.
-  [[nodiscard]] uint64_t capacity_bytes() const { return chunks_.size() * kChunkSize * sizeof(T); }
 
  private:
   std::vector<std::unique_ptr<T[]>> chunks_;
