@@ -196,7 +196,9 @@ class Snapshot:
         segment_alloc, ...), ``address``, ``size``, ``stream``, ``time_us``, ``stack``
         (an id into :attr:`stacks`) as views of the snapshot's memory, and ``source``
         and ``category`` (categorical) as the reports name each entry under the
-        snapshot's keys (:meth:`with_keys`).
+        snapshot's keys (:meth:`with_keys`): a free by the allocation it frees, a
+        free of memory from before the trace as ``freed at ... (allocated before the
+        trace)`` (``stack`` is always the entry's own).
         """
         wanted = self._device if device is None else _device(device)
         columns = self._core.events(wanted)

@@ -25,6 +25,7 @@
 
 #include "analysis/categories.h"
 #include "analysis/compare.h"
+#include "analysis/event_list.h"
 #include "analysis/explain.h"
 #include "analysis/file_analysis.h"
 #include "analysis/oom_report.h"
@@ -184,12 +185,11 @@ EntryGroups entry_groups(Loaded& self, std::optional<int> device, const SourceKe
   EntryGroups groups;
   groups.source.reserve(trace.count());
   groups.category.reserve(trace.count());
-  for (uint64_t event = trace.begin; event < trace.end; ++event) {
-    const StackId stack = model.events.stack[event];
-    LiveAllocation entry{model.events.size[event], stack, event, event - trace.begin};
-    groups.source.push_back(sources.of(entry));
-    groups.category.push_back(static_cast<uint8_t>(categories.of(event, stack)));
-  }
+  name_entries(model, trace, file.trace_analysis().counts.free_frames.kind(), sources, categories,
+               [&groups](uint64_t /*event*/, uint32_t source, Category category) {
+                 groups.source.push_back(source);
+                 groups.category.push_back(static_cast<uint8_t>(category));
+               });
   groups.source_names.reserve(sources.size());
   for (uint32_t i = 0; i < sources.size(); ++i) groups.source_names.push_back(sources.name(i));
   return groups;

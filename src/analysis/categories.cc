@@ -58,6 +58,32 @@ constexpr std::array kRules = {
     CategoryRule{C::kActivation, {}, "_call_impl", {}, {}, false,
                  "allocated inside a module call"},
 };
+// Searched from the innermost frame out to the innermost Python frame, each
+// frame against every rule (Categorizer::of_free_site).
+constexpr std::array kFreeSiteRules = {
+    CategoryRule{C::kGradient, {}, "zero_grad", {}, {}, false,
+                 "freed by zero_grad() (Optimizer's or Module's): with set_to_none=True, the "
+                 "default since PyTorch 2.0, it drops each parameter's .grad"},
+    CategoryRule{C::kActivation, {}, "_engine_run_backward", {}, {}, false,
+                 "freed while autograd's engine runs the backward pass, which releases each "
+                 "node's saved tensors (the forward's activations) once the node has run"},
+    CategoryRule{C::kActivation, {}, {}, "torch/autograd/__init__.py", {}, false,
+                 "freed inside torch.autograd.backward (older PyTorch calls the engine from here)"},
+    CategoryRule{C::kActivation, {}, {}, {}, "torch::autograd::Engine", false,
+                 "freed by autograd's engine (a C++ stack without the Python frames above it)"},
+    CategoryRule{C::kTemporary, {}, {}, "torch/optim/", {}, false,
+                 "freed inside a torch.optim step: its optimizers update their state in place, "
+                 "so what a step frees are its own intermediates"},
+};
+// Then, anywhere in the stack: what the freeing code ran inside.
+constexpr std::array kFreeContextRules = {
+    CategoryRule{C::kActivation, {}, "forward", {}, {}, false,
+                 "freed while a module's forward runs: a forward frees intermediates it made "
+                 "itself (what it keeps for backward is freed in the backward pass), and the "
+                 "allocation rules call what a forward allocates activation"},
+    CategoryRule{C::kActivation, {}, "_call_impl", {}, {}, false,
+                 "freed inside a module call (the same, for modules whose forward has another name)"},
+};
 // clang-format on
 static_assert(kRules.size() <= 64, "frame rule matches are a 64-bit mask");
 
@@ -140,6 +166,14 @@ std::optional<Category> parse_category(std::string_view name) {
 
 std::span<const CategoryRule> category_rules() {
   return kRules;
+}
+
+std::span<const CategoryRule> free_site_rules() {
+  return kFreeSiteRules;
+}
+
+std::span<const CategoryRule> free_context_rules() {
+  return kFreeContextRules;
 }
 
 template <typename Match>
@@ -310,6 +344,49 @@ Category Categorizer::of_stack(StackId stack) {
     }
   }
   return Category::kUnknown;
+}
+
+Category Categorizer::of_free_site(StackId free_stack) {
+  if (free_stack.value >= free_site_by_stack_.size())
+    free_site_by_stack_.resize(free_stack.value + 1, 0);
+  uint8_t& known = free_site_by_stack_[free_stack.value];
+  if (known != 0) return static_cast<Category>(known - 1);
+  // Only the code that let the block go decides: the C++ frames inside the
+  // innermost Python frame, and that frame. Outer frames are what called it
+  // (a user's optimizer subclass runs inside torch.optim's step wrapper, yet
+  // what its own line frees is its state).
+  Category category = Category::kUnknown;
+  for (FrameId id : snapshot_.stacks.get(free_stack)) {
+    const Frame& frame = snapshot_.frames.get(id);
+    std::string_view name = snapshot_.strings.get(frame.name);
+    std::string path(snapshot_.strings.get(frame.filename));
+    std::replace(path.begin(), path.end(), '\\', '/');
+    const bool cpp = is_cpp_frame(path, frame.line);
+    auto rule =
+        std::find_if(kFreeSiteRules.begin(), kFreeSiteRules.end(),
+                     [&](const CategoryRule& r) { return matches_frame(r, name, path, cpp); });
+    if (rule != kFreeSiteRules.end()) {
+      category = rule->category;
+      break;
+    }
+    if (!cpp) break;
+  }
+  if (category == Category::kUnknown) {
+    for (FrameId id : snapshot_.stacks.get(free_stack)) {
+      const Frame& frame = snapshot_.frames.get(id);
+      const bool cpp = is_cpp_frame(snapshot_.strings.get(frame.filename), frame.line);
+      std::string_view name = snapshot_.strings.get(frame.name);
+      auto rule =
+          std::find_if(kFreeContextRules.begin(), kFreeContextRules.end(),
+                       [&](const CategoryRule& r) { return matches_frame(r, name, {}, cpp); });
+      if (rule != kFreeContextRules.end()) {
+        category = rule->category;
+        break;
+      }
+    }
+  }
+  known = static_cast<uint8_t>(static_cast<uint8_t>(category) + 1);
+  return category;
 }
 
 }  // namespace memsnap

@@ -56,6 +56,18 @@ struct CategoryRule {
 // In order: the first match wins.
 std::span<const CategoryRule> category_rules();
 
+// Rules for memory allocated before the trace and known only by the free of
+// its block, whose frames are the freeing code's (analysis/free_frames.h):
+// what the code that lets a block go says of what the block held. Frame
+// rules only (an annotation open at the free says nothing of the
+// allocation), on the innermost Python frame and the C++ frames inside it;
+// the first match wins; none: unknown. The allocation rules
+// never apply to a free's frames.
+std::span<const CategoryRule> free_site_rules();
+// Then, when none matched: rules on any frame of the free's stack (the code
+// the freeing code ran inside), the first match wins.
+std::span<const CategoryRule> free_context_rules();
+
 struct CategoryRuleSpec;  // analysis/source_key.h: a user's rule
 
 class Categorizer {
@@ -66,6 +78,9 @@ class Categorizer {
   Category of(uint64_t event, StackId stack);
   // From the frames alone (blocks of the segments, which have no event).
   Category of_stack(StackId stack);
+  // Memory from before the trace, from the frames of the code that freed it
+  // (free_site_rules; --category-rules, which describe allocations, do not apply).
+  Category of_free_site(StackId free_stack);
 
  private:
   // Bit k set: frame rule k matches one of the stack's frames.
@@ -99,6 +114,7 @@ class Categorizer {
     std::vector<Intervals> intervals;  // annotation rules
   };
   std::vector<UserRule> user_rules_;
+  std::vector<uint8_t> free_site_by_stack_;  // by stack id: category + 1 (0: not yet computed)
   std::vector<uint64_t> user_matches_by_stack_;
   std::vector<bool> user_computed_;
 };

@@ -14,7 +14,10 @@
 #include <string_view>
 #include <vector>
 
+#include <absl/functional/function_ref.h>
+
 #include "analysis/categories.h"
+#include "analysis/free_frames.h"
 #include "analysis/source_key.h"
 #include "memsnap/model.h"
 
@@ -60,6 +63,7 @@ class EventListing {
   friend EventListing list_events(const Snapshot&, std::optional<int>, uint64_t,
                                   const SourceKeyOptions&);
   [[nodiscard]] uint64_t index_of(uint64_t k) const;
+  [[nodiscard]] uint64_t index_of_row(uint64_t k, uint64_t rows) const;
 
   uint64_t first_ = 0;                // the device's first entry in the columns
   int64_t origin_us_ = 0;             // time_us of its first timed entry
@@ -73,5 +77,18 @@ class EventListing {
 
 EventListing list_events(const Snapshot& snapshot, std::optional<int> device, uint64_t stride,
                          const SourceKeyOptions& key_options);
+
+class SourceIndex;
+// How the reports name each entry of one device's trace, in one replay: an
+// alloc, a segment entry and the rest by their own frames; a free by the
+// allocation it frees (the alloc a free_completed matches, the live one at a
+// free_requested's address), never by the freeing code's frames; a free of
+// memory allocated before the trace as SourceIndex::of_free and
+// Categorizer::of_free_site, unless the file's frees carry their
+// allocation's frames (`free_frames`). Calls `visit` for every entry, in order.
+void name_entries(
+    const Snapshot& snapshot, const DeviceTrace& trace, FreeFrames free_frames,
+    SourceIndex& sources, Categorizer& categories,
+    absl::FunctionRef<void(uint64_t event, uint32_t source, Category category)> visit);
 
 }  // namespace memsnap

@@ -112,8 +112,10 @@ const Baseline& FileAnalysis::baseline() const {
 
 const BaselinePieces& FileAnalysis::baseline_pieces() const {
   std::call_once(parts_->baseline_pieces_once, [this] {
-    compute("baseline pieces",
-            [&] { parts_->baseline_pieces = memsnap::baseline_pieces(*snapshot_, trace_); });
+    compute("baseline pieces", [&] {
+      parts_->baseline_pieces =
+          memsnap::baseline_pieces(*snapshot_, trace_, trace_analysis().counts.free_frames.kind());
+    });
   });
   return parts_->baseline_pieces;
 }

@@ -68,6 +68,7 @@ ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options) 
   const TraceAnalysis& analysis = file.trace_analysis();
   const TraceCounts& counts = analysis.counts;
   result.replay = analysis.totals;
+  result.free_frames = analysis.counts.free_frames;
   // Reports count events within the device's trace, not the model's columns.
   if (result.replay.peak_event != kNoEvent) result.replay.peak_event -= trace.begin;
   result.baseline = file.baseline();

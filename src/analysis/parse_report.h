@@ -69,6 +69,7 @@ struct ParseReport {
   std::optional<double> peak_free_time_s;  // when the most free memory came from a timed entry
   Baseline baseline;
   ReplayTotals replay;                // peak_event counts within the device's trace
+  FreeFrameEvidence free_frames;      // whose stack the frees carry
   std::optional<double> peak_time_s;  // seconds from the trace start, when entries have time_us
   std::vector<ProfilerStep> steps;
   uint64_t event_count = 0;

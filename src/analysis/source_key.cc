@@ -777,6 +777,25 @@ std::string SourceKeys::render(FrameId id) const {
   return fmt::format("{}@{}:{}", name, any_basename(filename), frame.line);
 }
 
+std::string SourceKeys::freeing_code(StackId stack) {
+  std::string user_key = key(stack);
+  if (options_.rule != KeyRule::kUserCode || options_.group != GroupBy::kSource) return user_key;
+  // The innermost Python frame, when it is library code and a user's frame
+  // lies below it (the key names that one).
+  std::optional<FrameId> library_frame;
+  for (FrameId id : snapshot_.stacks.get(stack)) {
+    const FrameClass frame_class = classify(id);
+    if (frame_class == kCpp || frame_class == kMachinery) continue;
+    if (frame_class == kLibrary) {
+      if (!library_frame) library_frame = id;
+      continue;
+    }
+    if (!library_frame) break;  // the user's own line freed it
+    return fmt::format("{} -> {}", render(*library_frame), user_key);
+  }
+  return user_key;
+}
+
 // v2: the user's frames (under --root, when given; then the user's others);
 // else the autograd node; else Python library frames; else C++ frames that
 // are no machinery; else nothing usable.

@@ -138,6 +138,12 @@ class SourceKeys {
   // The reference stays valid as long as this object: the cache is a deque,
   // which never moves its elements as it grows.
   const std::string& key(StackId stack);
+  // What a free's stack says of the code that freed the block: its key, led
+  // by the innermost Python library frame when the key is the user's line
+  // below it ("zero_grad@optimizer.py:975 -> train_step@train.py:105": what
+  // the user called, and the library code inside it that let the block go).
+  // With --group-by file, function or stack, the key alone.
+  std::string freeing_code(StackId stack);
 
  private:
   // kOutsideRoot: the user's code, but under none of the --root folders.

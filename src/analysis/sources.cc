@@ -3,10 +3,21 @@
 #include <algorithm>
 #include <map>
 
+#include <fmt/format.h>
+
 #include "analysis/segment_report.h"
 #include "memsnap/replay.h"
 
 namespace memsnap {
+
+std::string_view key_kind_name(KeyKind kind) {
+  switch (kind) {
+    case KeyKind::kAllocationSite: return "allocation_site";
+    case KeyKind::kFreeSite: return "free_site";
+    case KeyKind::kOther: break;
+  }
+  return "other";
+}
 
 SourceIndex::SourceIndex(const Snapshot& snapshot, const SourceKeyOptions& key_options)
     : snapshot_(snapshot),
@@ -121,10 +132,38 @@ uint32_t SourceIndex::of_block(const Segment& segment, const Block& block) {
   return of(LiveAllocation{block.size, block.stack, kNoEvent, 0});
 }
 
-uint32_t SourceIndex::id_of(const std::string& name) {
+uint32_t SourceIndex::id_of(const std::string& name, KeyKind kind) {
   auto [it, inserted] = ids_.try_emplace(name, static_cast<uint32_t>(names_.size()));
-  if (inserted) names_.push_back(name);
+  if (inserted) {
+    names_.push_back(name);
+    kinds_.push_back(kind);
+  }
   return it->second;
+}
+
+uint32_t SourceIndex::of_free(uint64_t event, uint64_t size) {
+  const StackId stack = snapshot_.events.stack[event];
+  switch (group_) {
+    case GroupBy::kPool: return pool_of(LiveAllocation{size, stack, event, 0});
+    case GroupBy::kAnnotation:
+    case GroupBy::kUserMetadata:
+    case GroupBy::kCompileContext: return id_of(std::string(kBeforeTraceGroup));
+    case GroupBy::kCategory:
+      return id_of(std::string(category_name(categories_->of_free_site(stack))));
+    case GroupBy::kSource:
+    case GroupBy::kFile:
+    case GroupBy::kFunction:
+    case GroupBy::kStack: break;
+  }
+  if (!stack.valid()) return id_of(std::string(kNoFrames));
+  if (stack.value >= freed_by_stack_.size()) freed_by_stack_.resize(stack.value + 1, 0);
+  uint32_t& cached = freed_by_stack_[stack.value];
+  if (cached == 0) {
+    cached = id_of(fmt::format("{}{}{}", kFreedAtPrefix, keys_.freeing_code(stack), kFreedAtSuffix),
+                   KeyKind::kFreeSite) +
+             1;
+  }
+  return cached - 1;
 }
 
 uint32_t SourceIndex::of(const LiveAllocation& allocation) {
@@ -151,7 +190,10 @@ uint32_t SourceIndex::of(StackId stack) {
   if (categories_) return id_of(std::string(category_name(categories_->of_stack(stack))));
   if (stack.value >= by_stack_.size()) by_stack_.resize(stack.value + 1, 0);  // model grew
   uint32_t& cached = by_stack_[stack.value];
-  if (cached == 0) cached = id_of(keys_.key(stack)) + 1;
+  if (cached == 0) {
+    const std::string& key = keys_.key(stack);
+    cached = id_of(key, key == kNoFrames ? KeyKind::kOther : KeyKind::kAllocationSite) + 1;
+  }
   return cached - 1;
 }
 
@@ -192,8 +234,10 @@ class LiveBySource {
   [[nodiscard]] std::vector<SourceUsage> rows() const {
     std::vector<SourceUsage> rows;
     for (size_t s = 0; s < bytes_.size(); ++s) {
-      if (counts_[s] != 0)
-        rows.push_back(SourceUsage{sources_.name(static_cast<uint32_t>(s)), bytes_[s], counts_[s]});
+      if (counts_[s] != 0) {
+        const auto id = static_cast<uint32_t>(s);
+        rows.push_back(SourceUsage{sources_.name(id), bytes_[s], counts_[s], sources_.kind(id)});
+      }
     }
     std::sort(rows.begin(), rows.end(), [](const SourceUsage& a, const SourceUsage& b) {
       return a.bytes != b.bytes ? a.bytes > b.bytes : a.source < b.source;
@@ -279,8 +323,10 @@ struct UnmatchedFrees {
 
 }  // namespace
 
-BaselinePieces baseline_pieces(const Snapshot& snapshot, const DeviceTrace& trace) {
+BaselinePieces baseline_pieces(const Snapshot& snapshot, const DeviceTrace& trace,
+                               FreeFrames free_frames) {
   BaselinePieces pieces;
+  pieces.free_frames = free_frames;
   UnmatchedFrees frees{pieces.unmatched_frees};
   Replay replay(snapshot);
   replay.run(trace.begin, trace.end, frees);
@@ -323,9 +369,12 @@ BaselineSources baseline_sources(const Snapshot& snapshot, const BaselinePieces&
     baseline.bytes[source] += size;
     ++baseline.counts[source];
   };
+  const bool frees_name_allocations = pieces.free_frames == FreeFrames::kAllocation;
   for (const BaselinePieces::Free& free : pieces.unmatched_frees) {
     const StackId stack = snapshot.events.stack[free.event];
-    const uint32_t source = sources.of(LiveAllocation{free.size, stack, free.event, 0});
+    const uint32_t source = frees_name_allocations
+                                ? sources.of(LiveAllocation{free.size, stack, free.event, 0})
+                                : sources.of_free(free.event, free.size);
     baseline.freed_source.emplace(free.event, source);
     baseline.known = baseline.known || stack.valid() || !sources.blocks_need_frames();
     add(source, free.size);
@@ -344,7 +393,8 @@ std::vector<SourceUsage> BaselineSources::rows(const SourceIndex& sources) const
   std::vector<SourceUsage> rows;
   for (size_t s = 0; s < bytes.size(); ++s) {
     if (counts[s] != 0) {
-      rows.push_back(SourceUsage{sources.name(static_cast<uint32_t>(s)), bytes[s], counts[s]});
+      const auto id = static_cast<uint32_t>(s);
+      rows.push_back(SourceUsage{sources.name(id), bytes[s], counts[s], sources.kind(id)});
     }
   }
   std::sort(rows.begin(), rows.end(), [](const SourceUsage& a, const SourceUsage& b) {
@@ -374,12 +424,14 @@ std::vector<SourceDiff> diff_sources(const std::vector<SourceUsage>& a,
   for (const SourceUsage& row : a) {
     SourceDiff& d = joined[row.source];
     d.source = row.source;
+    d.kind = row.kind;
     d.bytes_a = row.bytes;
     d.count_a = row.count;
   }
   for (const SourceUsage& row : b) {
     SourceDiff& d = joined[row.source];
     d.source = row.source;
+    d.kind = row.kind;
     d.bytes_b = row.bytes;
     d.count_b = row.count;
   }

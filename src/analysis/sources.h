@@ -11,11 +11,27 @@
 #include <absl/container/flat_hash_map.h>
 
 #include "analysis/categories.h"
+#include "analysis/free_frames.h"
 #include "analysis/source_key.h"
 #include "memsnap/model.h"
 #include "memsnap/replay.h"
 
 namespace memsnap {
+
+// What a row's name claims (JSON `key_kind`).
+enum class KeyKind : uint8_t {
+  kAllocationSite,  // frames of the allocation: the memory was allocated there
+  kFreeSite,        // frames of the free: allocated before the trace, freed there
+  kOther,           // no site: a category, pool, annotation, metadata, or a placeholder
+};
+// "allocation_site", "free_site", "other".
+std::string_view key_kind_name(KeyKind kind);
+
+// The name of memory from before the trace known only by its free.
+inline constexpr std::string_view kFreedAtPrefix = "freed at ";
+inline constexpr std::string_view kFreedAtSuffix = " (allocated before the trace)";
+// Its group where the free says nothing of it (its annotation, metadata).
+inline constexpr std::string_view kBeforeTraceGroup = "<allocated before the trace>";
 
 // Source keys of one snapshot, numbered densely so that per-source totals are
 // a flat array. Source ids are per file: diff by name, never by id.
@@ -28,16 +44,22 @@ class SourceIndex {
   uint32_t of(StackId stack);
   // The group of a block of the segments at the dump.
   uint32_t of_block(const Segment& segment, const Block& block);
+  // The group of memory allocated before the trace that only its free
+  // (trace entry `event`) shows, where the free's frames are the freeing
+  // code's (FreeFrames::kFree or kUnknown): "freed at <code> (allocated before
+  // the trace)", or a free-site category (categories.h: free_site_rules).
+  uint32_t of_free(uint64_t event, uint64_t size);
   // Whether a block's group comes from its frames (every group but pool),
   // so that blocks without frames say nothing.
   [[nodiscard]] bool blocks_need_frames() const { return group_ != GroupBy::kPool; }
   // A group of the caller's own naming (e.g. memory no block names).
   uint32_t intern(std::string_view name) { return id_of(std::string(name)); }
   [[nodiscard]] const std::string& name(uint32_t source) const { return names_[source]; }
+  [[nodiscard]] KeyKind kind(uint32_t source) const { return kinds_[source]; }
   [[nodiscard]] size_t size() const { return names_.size(); }
 
  private:
-  uint32_t id_of(const std::string& name);
+  uint32_t id_of(const std::string& name, KeyKind kind = KeyKind::kOther);
   uint32_t pool_of(const LiveAllocation& allocation);
   uint32_t annotation_of(const LiveAllocation& allocation);
   uint32_t pool_name(PoolId pool);
@@ -48,7 +70,9 @@ class SourceIndex {
   SourceKeys keys_;
   std::optional<Categorizer> categories_;  // --group-by category
   std::vector<uint32_t> by_stack_;         // stack id value -> source id + 1 (0: not yet computed)
+  std::vector<uint32_t> freed_by_stack_;   // the same for of_free
   std::vector<std::string> names_;
+  std::vector<KeyKind> kinds_;  // by source id
   absl::flat_hash_map<std::string, uint32_t> ids_;
 
   // --group-by pool, for entries without their own pool_id: the segments at
@@ -74,14 +98,17 @@ struct SourceUsage {
   std::string source;
   uint64_t bytes = 0;
   uint64_t count = 0;
+  KeyKind kind = KeyKind::kAllocationSite;
 };
 
 // Memory allocated before the trace began, by source (or category: whatever
-// the SourceIndex groups by). Two parts, both with the frames of the
-// allocation: the dump's active blocks that the trace did not allocate (still
-// live at the dump), and the trace's frees without an alloc (their entries
-// carry the freed block's allocation frames). Their sum is the baseline at the
-// trace start when the trace replays to the dump; each unmatched free takes its
+// the SourceIndex groups by). Two parts: the dump's active blocks that the
+// trace did not allocate (still live at the dump), named by their own frames
+// (the allocation's), and the trace's frees without an alloc, named by the
+// free's frames: as an allocation site only where the file's frees carry
+// their allocation's frames (FreeFrames::kAllocation), else as the code that
+// freed it (SourceIndex::of_free). Their sum is the baseline at the trace
+// start when the trace replays to the dump; each unmatched free takes its
 // bytes out again where it happens.
 // The row of baseline bytes that no block names (see baseline_sources).
 inline constexpr std::string_view kBaselineUnmatched = "<before the trace: no block matches>";
@@ -109,11 +136,13 @@ struct BaselinePieces {
     uint32_t block = 0;    // index in snapshot.blocks
   };
   std::vector<HeldBlock> blocks;  // active at the dump, no live traced allocation at its address
+  FreeFrames free_frames = FreeFrames::kUnknown;  // whose frames the frees carry
   // Baseline bytes that no block names: a traced allocation whose size
   // differs from its block's, or that has none (see baseline_sources).
   uint64_t unnamed = 0;
 };
-BaselinePieces baseline_pieces(const Snapshot& snapshot, const DeviceTrace& trace);
+BaselinePieces baseline_pieces(const Snapshot& snapshot, const DeviceTrace& trace,
+                               FreeFrames free_frames);
 BaselineSources baseline_sources(const Snapshot& snapshot, const BaselinePieces& pieces,
                                  SourceIndex& sources);
 
@@ -147,6 +176,7 @@ std::vector<SourceUsage> live_at_dump_by_source(const Snapshot& snapshot, int de
 
 struct SourceDiff {
   std::string source;
+  KeyKind kind = KeyKind::kAllocationSite;
   uint64_t bytes_a = 0, count_a = 0, bytes_b = 0, count_b = 0;
   [[nodiscard]] int64_t delta() const {
     return static_cast<int64_t>(bytes_b) - static_cast<int64_t>(bytes_a);

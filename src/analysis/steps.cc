@@ -129,6 +129,7 @@ struct PeakCandidate {
 // one replay of the trace.
 struct SweepObserver {
   const Replay& replay;
+  const EventColumns& events;
   const std::vector<uint64_t>& sorted_begins;
   RunningCounts& counts;
   // The running delta after each alloc, kept only while no later alloc
@@ -137,6 +138,7 @@ struct SweepObserver {
   // event is >= b (and the earliest of equal highs, as a forward scan finds).
   std::vector<PeakCandidate>& candidates;
   FreesByAllocationRank& frees;
+  FreeFrameEvidence& free_frames;
 
   void on_alloc(uint64_t event, const LiveAllocation& added) {
     ++counts.alloc_count;
@@ -145,7 +147,8 @@ struct SweepObserver {
     while (!candidates.empty() && candidates.back().delta < delta) candidates.pop_back();
     candidates.push_back({delta, event});
   }
-  void on_free(uint64_t /*event*/, const LiveAllocation& freed) {
+  void on_free(uint64_t event, const LiveAllocation& freed) {
+    free_frames.tally(events, event, freed);
     ++counts.free_count;
     counts.matched_free_bytes += freed.size;
     auto rank = static_cast<size_t>(
@@ -216,7 +219,8 @@ TraceAnalysis analyze_trace(const Snapshot& snapshot, const DeviceTrace& trace,
   std::vector<RunningCounts> counts_at_start(steps.size());
   std::vector<PeakCandidate> candidates;
   FreesByAllocationRank frees(steps.size());
-  SweepObserver sweep{replay, sorted_begins, counts, candidates, frees};
+  SweepObserver sweep{
+      replay, events, sorted_begins, counts, candidates, frees, analysis.counts.free_frames};
   size_t next_open = 0;
   size_t next_close = 0;
   size_t open_windows = 0;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/free_frames.h"
 #include "memsnap/model.h"
 #include "memsnap/replay.h"
 
@@ -62,6 +63,7 @@ struct TraceCounts {
   int64_t latest_time_us = 0;
   uint64_t times_backwards = 0;      // entries earlier than the timed entry before
   std::vector<uint64_t> oom_events;  // model indices of the oom entries
+  FreeFrameEvidence free_frames;     // whose stack the frees carry
 };
 
 struct TraceAnalysis {

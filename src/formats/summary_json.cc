@@ -28,9 +28,22 @@ ordered_json optional_number(std::optional<double> value) {
 ordered_json usage_rows(const std::vector<SourceUsage>& rows) {
   ordered_json out = ordered_json::array();
   for (const SourceUsage& row : rows) {
-    out.push_back({{"source", row.source}, {"bytes", row.bytes}, {"count", row.count}});
+    out.push_back({{"source", row.source},
+                   {"bytes", row.bytes},
+                   {"count", row.count},
+                   {"key_kind", key_kind_name(row.kind)}});
   }
   return out;
+}
+
+// A row's key_kind; summaries written before it had none: an allocation site.
+KeyKind key_kind_of(const ordered_json& row) {
+  auto found = row.find("key_kind");
+  if (found == row.end() || !found->is_string()) return KeyKind::kAllocationSite;
+  for (KeyKind kind : {KeyKind::kAllocationSite, KeyKind::kFreeSite, KeyKind::kOther}) {
+    if (found->get_ref<const std::string&>() == key_kind_name(kind)) return kind;
+  }
+  return KeyKind::kAllocationSite;
 }
 
 // Typed access to a summary document: each accessor names the key's path in
@@ -130,7 +143,7 @@ class Reader {
       const std::string at = fmt::format("{}{}[{}].", path, key, i);
       if (!list[i].is_object()) fail(at, "is not an object");
       rows.push_back({string(list[i], "source", at), count(list[i], "bytes", at),
-                      count(list[i], "count", at)});
+                      count(list[i], "count", at), key_kind_of(list[i])});
     }
     return rows;
   }

@@ -18,6 +18,24 @@ constexpr std::string_view kNoStepsHint =
     "prof.step() each iteration (Megatron Bridge: use_pytorch_profiler=True in "
     "ProfilingConfig) to get step boundaries";
 
+// Whose stack the frees carry, and what follows for memory from before the trace.
+std::string free_frames_text(const FreeFrameEvidence& evidence) {
+  switch (evidence.kind()) {
+    case FreeFrames::kAllocation:
+      return fmt::format(
+          "the allocation's (all {} matched pairs agree: context=\"alloc\"); a free without "
+          "its alloc names where the memory was allocated",
+          format_count(evidence.pairs));
+    case FreeFrames::kFree:
+      return fmt::format(
+          "the freeing code's ({} of {} matched pairs differ: context=\"all\"); memory from "
+          "before the trace that only a free shows is named \"freed at ...\"",
+          format_count(evidence.pairs - evidence.agreeing), format_count(evidence.pairs));
+    case FreeFrames::kUnknown: break;
+  }
+  return "unknown (no matched pair has frames at both ends): taken as the freeing code's";
+}
+
 std::string settings_value(const ordered_json& value) {
   if (value.is_string())
     return value.get<std::string>().empty() ? "(empty)" : value.get<std::string>();
@@ -161,6 +179,8 @@ std::string render_parse_text(const ParseReport& r) {
   }
   line(fmt::format("  unmatched frees  {} ({})", format_count(t.unmatched_free_count),
                    format_bytes(t.unmatched_free_bytes)));
+  if (t.free_count != 0)
+    line(fmt::format("  free frames      {}", free_frames_text(r.free_frames)));
   if (!r.annotation_kinds.empty()) {
     std::vector<std::string> parts;
     for (const auto& [name, count] : r.annotation_kinds)
@@ -295,6 +315,9 @@ ordered_json render_parse_json(const ParseReport& r) {
       {"live_count_at_end", r.replay.live_count_at_end}};
   out["unmatched_frees"] = {{"count", r.replay.unmatched_free_count},
                             {"bytes", r.replay.unmatched_free_bytes}};
+  out["free_frames"] = {{"kind", free_frames_name(r.free_frames.kind())},
+                        {"matched_pairs", r.free_frames.pairs},
+                        {"agreeing", r.free_frames.agreeing}};
   out["trace_duration_s"] = r.has_time ? ordered_json(r.trace_duration_s) : ordered_json(nullptr);
   ordered_json sources = ordered_json::array();
   for (const auto& row : r.top_sources) {

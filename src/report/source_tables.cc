@@ -17,7 +17,10 @@ size_t limit(int top, size_t size) {
 ordered_json usage_json(const std::vector<SourceUsage>& rows, int top) {
   ordered_json out = ordered_json::array();
   for (size_t i = 0; i < limit(top, rows.size()); ++i) {
-    out.push_back({{"source", rows[i].source}, {"bytes", rows[i].bytes}, {"count", rows[i].count}});
+    out.push_back({{"source", rows[i].source},
+                   {"bytes", rows[i].bytes},
+                   {"count", rows[i].count},
+                   {"key_kind", key_kind_name(rows[i].kind)}});
   }
   return out;
 }
@@ -54,14 +57,16 @@ ordered_json diff_json(const std::vector<SourceDiff>& rows, int top, bool counts
                      {"bytes_b", r.bytes_b},
                      {"count_b", r.count_b},
                      {"delta", static_cast<int64_t>(r.bytes_a) - static_cast<int64_t>(r.bytes_b)},
-                     {"bytes_diff", r.delta()}});
+                     {"bytes_diff", r.delta()},
+                     {"key_kind", key_kind_name(r.kind)}});
     } else {
       out.push_back({{"source", r.source},
                      {"peak_a", r.bytes_a},
                      {"peak_b", r.bytes_b},
                      {"delta", r.delta()},
                      {"count_a", r.count_a},
-                     {"count_b", r.count_b}});
+                     {"count_b", r.count_b},
+                     {"key_kind", key_kind_name(r.kind)}});
     }
   }
   return out;

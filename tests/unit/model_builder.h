@@ -46,9 +46,11 @@ class ModelBuilder {
   void alloc(uint64_t addr, uint64_t size, int64_t time_us = 0, StackId stack = {}) {
     event(Action::kAlloc, addr, size, time_us, stack);
   }
-  void free(uint64_t addr, uint64_t size, int64_t time_us = 0) {
-    event(Action::kFreeRequested, addr, size, time_us);
-    event(Action::kFreeCompleted, addr, size, time_us);
+  // `stack`: the frames the free entries carry (with context="all", the
+  // freeing code's).
+  void free(uint64_t addr, uint64_t size, int64_t time_us = 0, StackId stack = {}) {
+    event(Action::kFreeRequested, addr, size, time_us, stack);
+    event(Action::kFreeCompleted, addr, size, time_us, stack);
   }
   void segment(int device, uint64_t total, uint64_t active) {
     Segment s;
