@@ -173,12 +173,22 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
   SourceIndex sources_b(b.snapshot(), key_options);
   std::vector<uint64_t> pa{position_a};
   std::vector<uint64_t> pb{position_b};
-  // Without a trace on either side the only live sets are the dump's: the
-  // segments' blocks, named by their own frames.
-  r.drill_from_blocks = a.trace().count() == 0 && b.trace().count() == 0;
-  auto live_a = r.drill_from_blocks ? live_at_dump_by_source(a.snapshot(), a.device(), sources_a)
+  // Where neither trace says anything of its peak (no trace, or a PyTorch
+  // 2.0 dump's single entry: its allocations reach under a tenth of the absolute
+  // peak), the only live sets worth comparing are the dumps': the segments'
+  // blocks, by their own frames, frameless ones by size class.
+  const auto trace_says_little = [](const FileAnalysis& file) {
+    return file.trace().count() == 0 ||
+           file.trace_analysis().totals.peak_delta * 10 < file.absolute_peak();
+  };
+  r.drill_from_blocks = trace_says_little(a) && trace_says_little(b);
+  const auto from_blocks = [](const FileAnalysis& file, SourceIndex& sources) {
+    return live_at_dump_by_source(file.snapshot(), file.device(), sources,
+                                  FramelessBlocks::kBySizeClass);
+  };
+  auto live_a = r.drill_from_blocks ? from_blocks(a, sources_a)
                                     : live_by_source(a.snapshot(), a.trace(), sources_a, pa)[0];
-  auto live_b = r.drill_from_blocks ? live_at_dump_by_source(b.snapshot(), b.device(), sources_b)
+  auto live_b = r.drill_from_blocks ? from_blocks(b, sources_b)
                                     : live_by_source(b.snapshot(), b.trace(), sources_b, pb)[0];
   r.drill = compare_sources(live_a, live_b);
 
@@ -213,7 +223,8 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
     for (int i = 0; i < kTopShareSources; ++i)
       top += magnitude(rows[static_cast<size_t>(i)].delta());
     found.emplace_back(finding::TopSourcesShare{
-        kTopShareSources, static_cast<double>(top) / static_cast<double>(total_diff)});
+        kTopShareSources, static_cast<double>(top) / static_cast<double>(total_diff),
+        r.drill_from_blocks});
   }
   for (const auto& [side, totals] : {std::pair{Side::kA, &ta}, std::pair{Side::kB, &tb}}) {
     if (looks_truncated(*totals)) {
@@ -224,7 +235,8 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
   int64_t base_a = r.baseline_a.baseline_at_start;
   int64_t base_b = r.baseline_b.baseline_at_start;
   uint64_t gap = magnitude(base_b - base_a);
-  if (!no_trace_a && !no_trace_b && gap >= kBaselineGapBytes &&
+  // Advice about peak deltas is only worth giving where the traces have peaks.
+  if (!r.drill_from_blocks && !no_trace_a && !no_trace_b && gap >= kBaselineGapBytes &&
       static_cast<double>(gap) >=
           kBaselineGapShare * static_cast<double>(std::max(magnitude(base_a), magnitude(base_b)))) {
     found.emplace_back(finding::BaselinesDiffer{base_a, base_b});

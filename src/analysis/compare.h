@@ -56,7 +56,7 @@ struct CompareResult {
   // When the peaks happened, in seconds from each trace's start (no time_us: none).
   std::optional<double> drill_peak_time_a, drill_peak_time_b;
   SourceComparison drill;          // live sets at the two peaks, joined
-  bool drill_from_blocks = false;  // no trace in either file: live at the dump, from blocks
+  bool drill_from_blocks = false;  // neither trace shows its peak: live at the dump, from blocks
   std::vector<Finding> findings;
 };
 CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,

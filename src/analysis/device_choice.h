@@ -39,5 +39,4 @@ struct DeviceChoice {
 // a clear Error listing the devices in use when the ordinal is absent.
 DeviceChoice choose_device(const Snapshot& snapshot, std::optional<int> requested);
 
-
 }  // namespace memsnap

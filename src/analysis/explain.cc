@@ -82,6 +82,10 @@ ExplainReport explain_file(const FileAnalysis& file, const ExplainOptions& optio
     r.devices.push_back(row);
   }
 
+  r.empty =
+      snapshot.segments.empty() && std::all_of(snapshot.devices.begin(), snapshot.devices.end(),
+                                               [](const DeviceTrace& t) { return t.count() == 0; });
+
   const TraceAnalysis& analysis = file.trace_analysis();
   const ReplayTotals& totals = analysis.totals;
   r.event_count = trace.count();
@@ -110,18 +114,15 @@ ExplainReport explain_file(const FileAnalysis& file, const ExplainOptions& optio
   const BaselineSources baseline = baseline_sources(snapshot, file.baseline_pieces(), sources);
   const BaselineSources baseline_categories =
       baseline_sources(snapshot, file.baseline_pieces(), categories);
-  peak.includes_baseline = baseline.known;
-  peak.by_source = top_rows(
-      live_at(snapshot, trace, sources, position, baseline.known ? &baseline : nullptr).sources,
-      options.top);
-  peak.by_category = top_rows(live_at(snapshot, trace, categories, position,
-                                      baseline_categories.known ? &baseline_categories : nullptr)
-                                  .sources,
-                              options.top);
-  if (baseline.known) r.baseline_by_source = top_rows(baseline.rows(sources), options.top);
-  if (baseline_categories.known) {
-    r.baseline_by_category = top_rows(baseline_categories.rows(categories), options.top);
-  }
+  // Always counted, so that the tables add up to the figure above them:
+  // bytes without frames are one `<no frames>` row (category unknown).
+  r.baseline_by_source = top_rows(baseline.rows(sources), options.top);
+  r.baseline_by_category = top_rows(baseline_categories.rows(categories), options.top);
+  peak.includes_baseline = !r.baseline_by_source.rows.empty();
+  peak.by_source =
+      top_rows(live_at(snapshot, trace, sources, position, &baseline).sources, options.top);
+  peak.by_category = top_rows(
+      live_at(snapshot, trace, categories, position, &baseline_categories).sources, options.top);
 
   const ReservedHistory& reserved = file.reserved();
   peak.reserved = reserved.at_position(trace, position);
@@ -160,9 +161,15 @@ ExplainReport explain_file(const FileAnalysis& file, const ExplainOptions& optio
   if (peak.baseline >= worth && !baseline.known) r.lacks.push_back(Lack::kNoBlockFrames);
 
   if (r.oom) r.next.push_back(NextCommand::kOom);
-  if (has_trace && peak.time_s) r.next.push_back(NextCommand::kReplayToTime);
+  // replay-to-time lists the trace's allocations: all that was live at the
+  // peak only where memory from before the trace is under 1% of it.
+  if (has_trace && peak.time_s) {
+    r.next.push_back(peak.baseline * 100 <= peak.absolute ? NextCommand::kReplayToTime
+                                                          : NextCommand::kReplayToTimeTraced);
+  }
   if (r.steps.highest) r.next.push_back(NextCommand::kReplayStep);
-  if (has_trace) r.next.push_back(NextCommand::kPlot);
+  // A plot of a trace whose line never moves (one entry, a 2.0 dump) is a flat line.
+  if (totals.alloc_count + totals.free_count >= 2) r.next.push_back(NextCommand::kPlot);
   r.next.push_back(NextCommand::kSegments);
   for (int device : r.choice.oom_devices) {
     if (device != r.choice.device) {

@@ -91,8 +91,9 @@ std::string_view lack_name(Lack lack);
 // spells them).
 enum class NextCommand : uint8_t {
   kOom,           // memsnap oom FILE
-  kReplayToTime,  // at the peak's time
-  kReplayStep,    // the highest step
+  kReplayToTime,  // at the peak's time: every source live then (the trace holds nearly all of it)
+  kReplayToTimeTraced,  // the same command where much predates the trace: the traced part
+  kReplayStep,          // the highest step
   kPlot,
   kSegments,
   kOtherDevice,  // explain --device D for another device's OOM
@@ -116,6 +117,8 @@ struct ExplainReport {
   std::vector<Lack> lacks;
   std::vector<NextCommand> next;
   std::optional<int> other_oom_device;  // for kOtherDevice
+  // No segments and no trace entry on any device: nothing to explain.
+  bool empty = false;
 };
 
 ExplainReport explain_file(const FileAnalysis& file, const ExplainOptions& options);

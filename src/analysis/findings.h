@@ -85,7 +85,8 @@ struct CudaGraphsLikely {
 };
 struct TopSourcesShare {
   int sources = 0;
-  double share = 0;  // of the summed |per-source difference| at the peak
+  double share = 0;      // of the summed |per-source difference| at the peak
+  bool at_dump = false;  // the live sets are the dump's blocks, not the peaks'
 };
 struct SideTruncated {
   Side side = Side::kA;

@@ -246,10 +246,10 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
   replay.run(trace.begin + before, trace.begin + at, awaiting);
   // Deltas stay within +-2^61 (the decoder's byte budgets), so these sums cannot overflow.
   c.growth_bytes = replay.delta() - delta_before;
-  // Memory allocated before the trace counts under its own source, where
-  // the dump's blocks and the unmatched frees carry frames.
+  // Memory allocated before the trace counts under its own source (its
+  // frameless bytes as `<no frames>`), so that the tables add up.
   BaselineSources baseline = baseline_sources(snapshot, file.baseline_pieces(), sources);
-  const BaselineSources* with_baseline = baseline.known ? &baseline : nullptr;
+  const BaselineSources* with_baseline = &baseline;
   auto rows =
       live_by_source(snapshot, trace, sources, std::vector<uint64_t>{before, at}, with_baseline);
   c.live_by_source = rows[1];
@@ -264,10 +264,8 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
   SourceIndex category_index(snapshot, by_category);
   BaselineSources baseline_categories =
       baseline_sources(snapshot, file.baseline_pieces(), category_index);
-  c.live_by_category = live_at(snapshot, trace, category_index, at,
-                               baseline_categories.known ? &baseline_categories : nullptr)
-                           .sources;
-  c.live_includes_baseline = with_baseline != nullptr;
+  c.live_by_category = live_at(snapshot, trace, category_index, at, &baseline_categories).sources;
+  c.live_includes_baseline = !baseline.rows(sources).empty();
 
   // Steps: the one the moment fell in, and the highest complete step before it.
   if (c.has_time && e != kNoEvent) {

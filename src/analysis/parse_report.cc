@@ -157,7 +157,10 @@ ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options) 
     }
     result.live_at_dump = std::move(live);
   }
-  bool from_blocks = result.live_at_dump_sources > 0;
+  // The blocks name it only where some carry frames (else one <no frames> row).
+  const bool from_blocks =
+      std::any_of(result.live_at_dump.begin(), result.live_at_dump.end(),
+                  [](const SourceUsage& row) { return row.source != kNoFrames; });
 
   // Warnings a user needs before trusting the numbers.
   auto& warnings = result.warnings;

@@ -1,6 +1,7 @@
 #include "analysis/sources.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include <fmt/format.h>
@@ -403,19 +404,35 @@ std::vector<SourceUsage> BaselineSources::rows(const SourceIndex& sources) const
   return rows;
 }
 
+std::string frameless_size_class(uint64_t size) {
+  // The power of two at or below the size, and the next: units of 1024.
+  int exponent = 0;
+  while (exponent < 63 && (uint64_t{1} << (exponent + 1)) <= size) ++exponent;
+  static constexpr std::array<std::string_view, 7> kUnits = {"B",   "KiB", "MiB", "GiB",
+                                                             "TiB", "PiB", "EiB"};
+  const auto bound = [](int power) {
+    return fmt::format("{} {}", uint64_t{1} << (power % 10),
+                       kUnits[static_cast<size_t>(power / 10)]);
+  };
+  return fmt::format("<no frames: blocks of {} to {}>", bound(exponent), bound(exponent + 1));
+}
+
 std::vector<SourceUsage> live_at_dump_by_source(const Snapshot& snapshot, int device,
-                                                SourceIndex& sources) {
+                                                SourceIndex& sources, FramelessBlocks frameless) {
   LiveBySource live(sources);
-  bool any_stack = false;
   for (const Segment& segment : snapshot.segments) {
     if (segment.device != device) continue;
     for (const Block& block : snapshot.blocks_of(segment)) {
       if (block.state != BlockState::kActiveAllocated) continue;
-      any_stack = any_stack || block.stack.valid() || !sources.blocks_need_frames();
-      live.add(sources.of_block(segment, block), block.size);
+      if (frameless == FramelessBlocks::kBySizeClass && !block.stack.valid() &&
+          sources.blocks_need_frames()) {
+        live.add(sources.intern(frameless_size_class(block.size)), block.size);
+      } else {
+        live.add(sources.of_block(segment, block), block.size);
+      }
     }
   }
-  return any_stack ? live.rows() : std::vector<SourceUsage>{};
+  return live.rows();
 }
 
 std::vector<SourceDiff> diff_sources(const std::vector<SourceUsage>& a,

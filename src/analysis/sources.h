@@ -170,9 +170,16 @@ LiveAt live_at(const Snapshot& snapshot, const DeviceTrace& trace, SourceIndex& 
 // (a block's own frames, or the newest entry of a PyTorch 2.0 `history`):
 // what the trace cannot show when it is missing or started after the
 // allocations. Active allocated blocks only; rows sorted like live_by_source.
-// Empty when no block of the device carries frames.
-std::vector<SourceUsage> live_at_dump_by_source(const Snapshot& snapshot, int device,
-                                                SourceIndex& sources);
+// Blocks without frames are one `<no frames>` row, or with
+// kBySizeClass one row per power-of-two size class
+// ("<no frames: blocks of 2-4 MiB>"), so that two frameless dumps still
+// compare by something.
+enum class FramelessBlocks : uint8_t { kOneRow, kBySizeClass };
+std::vector<SourceUsage> live_at_dump_by_source(
+    const Snapshot& snapshot, int device, SourceIndex& sources,
+    FramelessBlocks frameless = FramelessBlocks::kOneRow);
+// The row of frameless blocks of `size` bytes under kBySizeClass.
+std::string frameless_size_class(uint64_t size);
 
 struct SourceDiff {
   std::string source;

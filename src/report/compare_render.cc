@@ -95,8 +95,8 @@ std::string render_compare_text(const CompareResult& r, int top) {
 
   if (r.drill_from_blocks) {
     out +=
-        "\nDrill-down: live at the dump, from the segments' blocks (neither file has a trace), by "
-        "source, sorted by |B - A|\n";
+        "\nDrill-down: live at the dump, from the segments' blocks (neither trace shows its peak), "
+        "by source, sorted by |B - A|\n";
   } else {
     out += fmt::format("\nDrill-down: live at each side's peak {}, by source, sorted by |B - A|\n",
                        r.drill_step ? fmt::format("in step {}", *r.drill_step)

@@ -87,6 +87,13 @@ std::vector<std::pair<std::string, std::string>> next_commands(const ExplainRepo
             fmt::format("memsnap replay-to-time {}{} --time {:.6f}", file, device, *r.peak.time_s),
             "every source live at the peak");
         break;
+      case NextCommand::kReplayToTimeTraced:
+        out.emplace_back(
+            fmt::format("memsnap replay-to-time {}{} --time {:.6f}", file, device, *r.peak.time_s),
+            fmt::format("the trace's allocations live at the peak, by source ({} of the {}; the "
+                        "rest was allocated before the trace: the tables above name it)",
+                        format_signed_bytes(r.peak.delta), format_level_bytes(r.peak.absolute)));
+        break;
       case NextCommand::kReplayStep:
         out.emplace_back(
             fmt::format("memsnap replay-step {}{} --step {}", file, device, *r.steps.highest),
@@ -125,6 +132,13 @@ std::string device_list(const ExplainReport& r) {
 std::string render_explain_text(const ExplainReport& r) {
   std::string out;
   auto line = [&out](const std::string& text) { out += text + "\n"; };
+  if (r.empty) {
+    line(
+        fmt::format("{}: no segments and no trace entries: nothing to explain (a snapshot taken "
+                    "before any CUDA allocation, or with recording off)",
+                    printable(r.file)));
+    return out;
+  }
   line(printable(r.file));
   line(fmt::format("  device     {} ({})", r.choice.device, device_reason_text(r.choice.reason)));
   if (r.devices.size() > 1) line(fmt::format("  devices    {}", device_list(r)));

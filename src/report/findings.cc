@@ -135,8 +135,8 @@ std::string say(const finding::CudaGraphsLikely& f) {
       format_count(f.fewer_count));
 }
 std::string say(const finding::TopSourcesShare& f) {
-  return fmt::format("the top {} sources account for {} of the per-source difference at the peak",
-                     f.sources, format_percent(f.share));
+  return fmt::format("the top {} sources account for {} of the per-source difference {}", f.sources,
+                     format_percent(f.share), f.at_dump ? "at the dump" : "at the peak");
 }
 std::string say(const finding::SideTruncated& f) {
   return fmt::format(

@@ -136,14 +136,31 @@ TEST(LiveAtDump, GroupsActiveBlocksBySource) {
   EXPECT_EQ(rows[1].source, "load@data.py:3");
   EXPECT_EQ(rows[1].bytes, 30u);
   EXPECT_EQ(rows[1].count, 1u);
-  // Blocks without frames name nothing: no rows rather than one "<no frames>".
+  // Blocks without frames are one "<no frames>" row, so that the table adds
+  // up to what was live; by size class for compare.
   testing::ModelBuilder bare;
   Segment segment;
-  segment.block_count = 1;
-  bare.model.blocks.push_back(Block{0x0, 10, 10, BlockState::kActiveAllocated, StackId{}});
+  segment.block_count = 3;
+  bare.model.blocks.push_back(
+      Block{0x0, 3u << 20, 3u << 20, BlockState::kActiveAllocated, StackId{}});
+  bare.model.blocks.push_back(
+      Block{0x0, 2u << 20, 2u << 20, BlockState::kActiveAllocated, StackId{}});
+  bare.model.blocks.push_back(Block{0x0, 512, 512, BlockState::kActiveAllocated, StackId{}});
   bare.model.segments.push_back(segment);
   SourceIndex bare_sources(bare.model, SourceKeyOptions{});
-  EXPECT_TRUE(live_at_dump_by_source(bare.model, 0, bare_sources).empty());
+  const std::vector<SourceUsage> one = live_at_dump_by_source(bare.model, 0, bare_sources);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0].source, kNoFrames);
+  EXPECT_EQ(one[0].bytes, (5u << 20) + 512);
+  EXPECT_EQ(one[0].kind, KeyKind::kOther);
+  const std::vector<SourceUsage> by_size =
+      live_at_dump_by_source(bare.model, 0, bare_sources, FramelessBlocks::kBySizeClass);
+  ASSERT_EQ(by_size.size(), 2u);
+  EXPECT_EQ(by_size[0].source, "<no frames: blocks of 2 MiB to 4 MiB>");
+  EXPECT_EQ(by_size[0].count, 2u);
+  EXPECT_EQ(by_size[1].source, "<no frames: blocks of 512 B to 1 KiB>");
+  EXPECT_EQ(frameless_size_class(1), "<no frames: blocks of 1 B to 2 B>");
+  EXPECT_EQ(frameless_size_class(uint64_t{1} << 40), "<no frames: blocks of 1 TiB to 2 TiB>");
 }
 
 }  // namespace
