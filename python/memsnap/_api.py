@@ -193,8 +193,11 @@ class Snapshot:
         """The device's trace entries (default: :attr:`device`) in file order.
 
         Columns: ``action`` (categorical: alloc, free_requested, free_completed,
-        segment_alloc, ...), ``address``, ``size``, ``stream``, ``time_us``, ``stack``
-        (an id into :attr:`stacks`) as views of the snapshot's memory, and ``source``
+        segment_alloc, ...), ``address`` and ``size`` (signed int64, so that ``-size``
+        and address differences mean what they say), ``stream``, ``time_us``, ``stack``
+        (an id into :attr:`stacks`) as views of the snapshot's memory, ``time_s``
+        (float seconds from the device's first timed entry, as ``replay_to_time`` and
+        ``--time`` take them; NaN for an entry without a time), and ``source``
         and ``category`` (categorical) as the reports name each entry under the
         snapshot's keys (:meth:`with_keys`): a free by the allocation it frees, a
         free of memory from before the trace as ``freed at ... (allocated before the
@@ -255,7 +258,9 @@ class Snapshot:
     @property
     def frames(self) -> Table:
         """Frames by id (row 0 is "no frame"): ``name``, ``filename``, ``line``,
-        ``fx_original_trace`` (strings are Python lists)."""
+        ``fx_original_trace`` (strings are Python lists), ``machinery`` (1: a C++ frame of
+        stack capture, the caching allocator or the interpreter, which :meth:`stack`
+        leaves out at the top of a stack)."""
         return Table(self._core.frames())
 
     @property
@@ -265,24 +270,50 @@ class Snapshot:
         columns = self._core.stacks()
         return columns["offsets"], columns["frames"]
 
-    def stack(self, stack_id: int) -> List[Dict[str, Any]]:
-        """One stack's frames, innermost first, as dicts (name, filename, line)."""
+    def stack(self, stack_id: int, *, machinery: bool = False) -> List[Dict[str, Any]]:
+        """One stack's frames, innermost first, as dicts (name, filename, line).
+
+        The innermost frames of stack capture and of the caching allocator itself
+        (``torch::unwind``, ``CUDACachingAllocator``, ...: the ``machinery`` column of
+        :attr:`frames`) are left out, so that the stack starts at the code that asked
+        for the memory; ``machinery=True`` keeps every frame."""
         offsets, frames = self.stacks
         table = self._core.frames()
         if not 0 <= stack_id < len(offsets) - 1:
             raise ValueError(f"no stack {stack_id} (ids 0 to {len(offsets) - 2})")
+        ids = list(frames[offsets[stack_id] : offsets[stack_id + 1]])
+        if not machinery:
+            first = 0
+            while first < len(ids) and table["machinery"][ids[first]]:
+                first += 1
+            ids = ids[first:]
         return [
             {"name": table["name"][f], "filename": table["filename"][f], "line": int(table["line"][f])}
-            for f in frames[offsets[stack_id] : offsets[stack_id + 1]]
+            for f in ids
         ]
 
     # ---- reports: the CLI's --json documents ------------------------------
     def explain(self, *, top: int = 5) -> Dict[str, Any]:
-        """``memsnap explain --json``: what matters, on one page."""
+        """``memsnap explain --json``: what matters, on one page.
+
+        Main keys: ``device``, ``event_count``, ``duration_s``; ``peak`` (``absolute``,
+        ``baseline``, ``delta``, ``time_s``, ``by_category`` and ``by_source`` tables of
+        ``rows`` [``source``, ``bytes``, ``count``, ``key_kind``] and ``rest``);
+        ``baseline`` (memory from before the trace, the same tables); ``oom`` (None or
+        the first OOM's verdicts and numbers); ``dump``; ``steps``; ``lacks``; ``next``
+        (commands worth running). Schema: ``tests/schema/explain.schema.json``, described
+        in ``docs/json-schema.md``."""
         return json.loads(self._core.explain(self._device, _whole(top, "top", 0), self._keys))
 
     def parse(self, *, top: int = 15) -> Dict[str, Any]:
-        """``memsnap parse --json``: what is in the file."""
+        """``memsnap parse --json``: what is in the file.
+
+        Main keys: ``segments`` (count, total/allocated/active sizes), ``baseline``,
+        ``replay`` (``absolute_peak``, ``peak_delta``, ``peak_time_s``, ...),
+        ``profiler_steps``, ``device_traces`` (``actions`` counts), ``unmatched_frees``,
+        ``free_frames`` (whose stack the frees carry), ``top_sources``, ``oom``,
+        ``per_device``, ``warnings``. Schema: ``tests/schema/parse.schema.json``
+        (``docs/json-schema.md``)."""
         return json.loads(self._core.parse(self._device, _whole(top, "top", 0), self._keys))
 
     def oom(
@@ -295,7 +326,14 @@ class Snapshot:
     ) -> Dict[str, Any]:
         """``memsnap oom --json``: why the device's ``at``-th OOM happened (``at="peak"``:
         the same analysis at the absolute peak). ``capacity``: the device's memory
-        (bytes or '80GiB') to tell memory held outside PyTorch."""
+        (bytes or '80GiB') to tell memory held outside PyTorch.
+
+        Main keys: ``oom_count``, ``moment``, and ``oom`` (None without one) or, with
+        ``at="peak"``, ``peak``: ``request``, ``request_source``, ``verdict`` and
+        ``verdicts`` (capacity, fragmentation, pool, outside, spike), ``state``
+        (``reserved``, ``live``, ``free``, ``largest_usable_block``, ``pools``),
+        ``live_by_source`` and ``live_by_category`` (rows with ``key_kind``), ``growth``. Schema: ``tests/schema/oom.schema.json``
+        (``docs/json-schema.md``)."""
         at_peak = at == "peak"
         entry = 1 if at_peak else _whole(at, "at", 1)
         return json.loads(
@@ -312,7 +350,12 @@ class Snapshot:
 
     def segments(self, time: Optional[float] = None, *, top: int = 15) -> Dict[str, Any]:
         """``memsnap segments --json``: what the allocator held at the dump, or ``time``
-        seconds after the device's first trace entry. (The table is :attr:`segment_table`.)"""
+        seconds after the device's first trace entry. (The table is :attr:`segment_table`.)
+
+        Main keys: ``at``, ``time_s``, ``segment_count``, ``totals`` (``reserved``,
+        ``allocated``, ``awaiting_free``, ``free``, ``largest_free_block``, ...),
+        ``external_fragmentation``, ``internal_fragmentation``, ``pools``, ``segments``. Schema:
+        ``tests/schema/segments.schema.json`` (``docs/json-schema.md``)."""
         seconds = None if time is None else _seconds(time, "time")
         return json.loads(
             self._core.segments_report(self._device, seconds, _whole(top, "top", 0))
@@ -320,7 +363,12 @@ class Snapshot:
 
     def replay_to_time(self, time: float, *, top: int = 25) -> Dict[str, Any]:
         """``memsnap replay-to-time --time T --json``: what was live ``time`` seconds after
-        the device's first trace entry (past the end: clamped, with a warning)."""
+        the device's first trace entry (past the end: clamped, with a warning).
+
+        Main keys: ``time_s``, ``absolute`` (baseline + delta), ``delta``, ``baseline``,
+        ``live_count``, ``live_bytes``, ``sources`` (rows of ``source``, ``bytes``,
+        ``count``, ``key_kind``: the trace's allocations live then), ``clamped``. Schema:
+        ``tests/schema/replay_to_time.schema.json`` (``docs/json-schema.md``)."""
         report = json.loads(
             self._core.replay_to_time(
                 self._device, _seconds(time, "time"), _whole(top, "top", 0), self._keys
@@ -335,23 +383,44 @@ class Snapshot:
             )
         return report
 
-    def replay_step(self, step: int, *, top: int = 15) -> Dict[str, Any]:
-        """``memsnap replay-step --step N --json``: profiler step ``step``."""
+    def replay_step(self, step: int, *, top: int = 15) -> List[Dict[str, Any]]:
+        """``memsnap replay-step --step N --json``: profiler step ``step``, as a list of one.
+
+        Each item: ``step``, ``complete``, ``duration_ms``, ``absolute_peak``,
+        ``peak_delta``, ``start_delta``, ``alloc_count``, ``free_count``,
+        ``top_sources_at_peak`` (rows with ``key_kind``), ``annotations``. Schema: ``tests/schema/replay_step.schema.json``
+        (``docs/json-schema.md``)."""
         if isinstance(step, bool) or not isinstance(step, int):
             raise TypeError(f"step must be a whole number, not {type(step).__name__}")
         return json.loads(
             self._core.replay_steps(self._device, step, _whole(top, "top", 0), self._keys)
         )
 
-    def all_steps(self, *, top: int = 15) -> Dict[str, Any]:
-        """``memsnap replay-step --all-steps --json``: every profiler step."""
+    def all_steps(self, *, top: int = 15) -> List[Dict[str, Any]]:
+        """``memsnap replay-step --all-steps --json``: every profiler step, items as
+        :meth:`replay_step`'s. A file without ProfilerStep annotations has none: an
+        empty list, and a :class:`MemsnapWarning` that says where steps come from."""
+        if self._core.step_count(self._device) == 0:
+            warnings.warn(
+                f"{self.name}: no ProfilerStep annotations, so no steps (they come from "
+                "torch.profiler.profile(...) with prof.step() each iteration); the other "
+                "reports work on this file",
+                MemsnapWarning,
+                stacklevel=2,
+            )
+            return []
         return json.loads(
             self._core.replay_steps(self._device, None, _whole(top, "top", 0), self._keys)
         )
 
     def summarize(self, *, rank: Optional[int] = None) -> Dict[str, Any]:
         """``memsnap summarize --json``: the compact summary that ``ranks`` and
-        ``check --baseline`` read (``rank``: default from the file name)."""
+        ``check --baseline`` read (``rank``: default from the file name).
+
+        Main keys: ``kind``, ``version``, ``file``, ``rank``, ``device``, ``segments``,
+        ``baseline``, ``peak_delta``, ``absolute_peak``, ``steps``, ``live_at_peak``
+        (``by_source`` and ``by_category`` rows), ``throughput``, ``ooms``, ``warnings``. Schema: ``tests/schema/summary.schema.json``
+        (``docs/json-schema.md``)."""
         chosen = None if rank is None else _whole(rank, "rank", 0)
         return json.loads(self._core.summarize(self._device, self._keys, chosen, self._head))
 

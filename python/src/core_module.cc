@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -35,6 +36,7 @@
 #include "analysis/source_key.h"
 #include "analysis/sources.h"
 #include "analysis/step_report.h"
+#include "analysis/steps.h"
 #include "analysis/time_report.h"
 #include "analysis/timeline.h"
 #include "cli/command.h"
@@ -152,10 +154,25 @@ nb::dict event_columns(Loaded& self, std::optional<int> device) {
   nb::dict columns;
   columns["action"] =
       view(reinterpret_cast<const uint8_t*>(events.action.data()) + begin, count, owner);
-  columns["address"] = view(events.addr.data() + begin, count, owner);
-  columns["size"] = view(events.size.data() + begin, count, owner);
+  // Addresses and sizes as signed 64-bit ints, so that arithmetic on them
+  // (-size, differences of addresses) means what it says: sizes stay below
+  // 2^61 (the decoder's byte budget), and CUDA addresses below 2^63.
+  static_assert(sizeof(uint64_t) == sizeof(int64_t));
+  columns["address"] =
+      view(reinterpret_cast<const int64_t*>(events.addr.data()) + begin, count, owner);
+  columns["size"] = view(reinterpret_cast<const int64_t*>(events.size.data()) + begin, count, owner);
   columns["stream"] = view(events.stream.data() + begin, count, owner);
   columns["time_us"] = view(events.time_us.data() + begin, count, owner);
+  // Seconds from the device's first timed entry, as --time and replay_to_time
+  // take them; NaN for an entry without a time.
+  const int64_t origin = trace_start_us(self.model(), trace);
+  std::vector<double> seconds(count);
+  for (size_t i = 0; i < count; ++i) {
+    const int64_t t = events.time_us[begin + i];
+    seconds[i] = t == 0 ? std::numeric_limits<double>::quiet_NaN()
+                        : static_cast<double>(t - origin) / 1e6;
+  }
+  columns["time_s"] = owned(std::move(seconds));
   columns["stack"] =
       view(reinterpret_cast<const uint32_t*>(events.stack.data()) + begin, count, owner);
   nb::dict other;
@@ -282,17 +299,21 @@ nb::dict frame_columns(const Loaded& self) {
   const Snapshot& model = self.model();
   std::vector<std::string> name, filename, fx;
   std::vector<int64_t> line;
+  std::vector<uint8_t> machinery;
   for (size_t i = 0; i < model.frames.size(); ++i) {
     const Frame& frame = model.frames.get(FrameId{static_cast<uint32_t>(i)});
     name.emplace_back(model.strings.get(frame.name));
     filename.emplace_back(model.strings.get(frame.filename));
     fx.emplace_back(model.strings.get(frame.fx_original_trace));
     line.push_back(frame.line);
+    machinery.push_back(i != 0 && is_cpp_frame(filename.back(), frame.line) &&
+                        is_capture_machinery(name.back()));
   }
   nb::dict columns;
   columns["name"] = name;
   columns["filename"] = filename;
   columns["line"] = owned(std::move(line));
+  columns["machinery"] = owned(std::move(machinery));
   columns["fx_original_trace"] = fx;
   return columns;
 }
@@ -407,6 +428,12 @@ NB_MODULE(_core, m) {
   nb::class_<Loaded>(m, "Loaded", "A decoded snapshot and its analyses")
       .def_prop_ro("name", &Loaded::name)
       .def("devices", [](const Loaded& self) { return self.model().devices_in_use(); })
+      .def(
+          "step_count",
+          [](Loaded& self, std::optional<int> device) {
+            return self.analysis(device).steps().size();
+          },
+          "device"_a.none())
       .def("default_device", [](const Loaded& self) { return self.model().default_device(); })
       .def(
           "device",

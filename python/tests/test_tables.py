@@ -27,7 +27,7 @@ def test_columns_are_read_only_views_that_keep_the_snapshot_alive() -> None:
     events = snapshot.events()
     sizes = events["size"]
     copy = np.array(sizes)
-    assert sizes.dtype == np.uint64 and not sizes.flags.writeable and not sizes.flags.owndata
+    assert sizes.dtype == np.int64 and not sizes.flags.writeable and not sizes.flags.owndata
     del snapshot, events
     gc.collect()
     assert np.array_equal(sizes, copy)  # the model is still there
@@ -41,7 +41,9 @@ def test_event_columns_match_the_report_counts() -> None:
     actions = events.decoded("action")
     for action, count in report["device_traces"]["actions"].items():
         assert (actions == action).sum() == count
-    assert set(events.columns) == {"action", "address", "size", "stream", "time_us", "stack", "source", "category"}
+    assert set(events.columns) == {
+        "action", "address", "size", "stream", "time_us", "time_s", "stack", "source", "category"
+    }
     assert events.labels("category")[0] == "parameter"
 
 
@@ -83,3 +85,50 @@ def test_with_keys_changes_the_source_column() -> None:
     labels = snapshot.events().labels("source")
     assert "train.py" in labels
     assert snapshot.parse()["top_sources"][0]["source"] in labels
+
+
+def _entry(action: str, addr: int, size: int, time_us: int, frames: list) -> dict:
+    return {"action": action, "addr": addr, "size": size, "stream": 0, "time_us": time_us,
+            "frames": frames}
+
+
+FORWARD = [{"name": "forward", "filename": "/home/me/model.py", "line": 12}]
+FREED_BY = [{"name": "step", "filename": "/home/me/train.py", "line": 40}]
+
+
+def test_sizes_and_addresses_are_signed_and_time_s_is_seconds_from_the_first_entry() -> None:
+    snapshot = memsnap.from_dict({
+        "segments": [],
+        "device_traces": [[
+            _entry("alloc", 0x7F0000000000, 4096, 1_000_000, FORWARD),
+            _entry("free_requested", 0x7F0000000000, 4096, 1_500_000, FREED_BY),
+            _entry("free_completed", 0x7F0000000000, 4096, 3_250_000, FREED_BY),
+        ]],
+    })
+    frame = snapshot.events().to_pandas()
+    assert frame["size"].dtype == np.int64 and frame["address"].dtype == np.int64
+    assert list(-frame["size"]) == [-4096] * 3
+    assert list(frame["time_s"]) == [0.0, 0.5, 2.25]
+    # A free is named by the allocation it frees, never by the freeing code's line.
+    assert list(frame["source"].astype(str)) == ["forward@model.py:12"] * 3
+
+
+def test_time_s_is_nan_without_a_time() -> None:
+    snapshot = memsnap.from_dict({"segments": [], "device_traces": [[
+        _entry("alloc", 0x1000, 512, 0, FORWARD)]]})
+    assert np.isnan(snapshot.events()["time_s"][0])
+
+
+def test_stack_starts_at_the_code_that_asked_for_the_memory() -> None:
+    cpp = [
+        {"name": "torch::unwind::unwind()", "filename": "??", "line": 0},
+        {"name": "torch::CapturedTraceback::gather(bool, bool, bool)", "filename": "??", "line": 0},
+        {"name": "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc(...)",
+         "filename": "??", "line": 0},
+        {"name": "at::native::mm_out(...)", "filename": "??", "line": 0},
+    ] + FORWARD
+    snapshot = memsnap.from_dict({"segments": [], "device_traces": [[
+        _entry("alloc", 0x1000, 512, 10, cpp)]]})
+    stack_id = int(snapshot.events()["stack"][0])
+    assert [f["name"] for f in snapshot.stack(stack_id)] == ["at::native::mm_out(...)", "forward"]
+    assert len(snapshot.stack(stack_id, machinery=True)) == 5

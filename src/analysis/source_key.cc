@@ -308,6 +308,11 @@ constexpr std::array kMachineryParts = {
     std::string_view("PyVectorcall"),
     std::string_view("_start"),
     std::string_view("__libc_start"),
+    // The C library's and libstdc++'s thread start: every thread's outermost frames.
+    std::string_view("clone3"),
+    std::string_view("__clone"),
+    std::string_view("start_thread"),
+    std::string_view("execute_native_thread_routine"),
     std::string_view("c10::cuda::"),
     std::string_view("c10::Dispatcher"),
     std::string_view("c10::BoxedKernel"),
@@ -532,9 +537,19 @@ bool is_cpp_frame(std::string_view filename, int64_t line) {
   if (filename.empty() || filename == "??") return true;
   if (ends_with(filename, ".py")) return false;
   if (filename.front() == '<') return false;  // <string>, <frozen runpy>, <eval_with_key>
-  for (std::string_view suffix :
-       {".cpp", ".cc", ".cxx", ".c", ".h", ".hpp", ".cu", ".cuh", ".so"}) {
+  // C, C++, CUDA and assembly sources (glibc's clone3.S, libstdc++'s
+  // thread.cc), headers, and shared objects, versioned ones too (libc.so.6).
+  for (std::string_view suffix : {".cpp", ".cc", ".cxx", ".c++", ".c", ".h", ".hh", ".hpp", ".hxx",
+                                  ".inl", ".ipp", ".tcc", ".cu", ".cuh", ".S", ".s", ".asm",
+                                  ".so"}) {
     if (ends_with(filename, suffix)) return true;
+  }
+  if (const size_t so = filename.rfind(".so."); so != std::string_view::npos) {
+    const std::string_view version = filename.substr(so + 4);
+    if (!version.empty() &&
+        version.find_first_not_of("0123456789.") == std::string_view::npos) {
+      return true;
+    }
   }
   return line == 0;
 }

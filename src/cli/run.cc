@@ -54,8 +54,12 @@ std::vector<char*> explain_bare_file(int argc, char** argv) {
   const std::string first = argv[1];
   const bool is_command = std::any_of(command_table().begin(), command_table().end(),
                                       [&](const Command& c) { return c.name == first; });
+  // A name that is no command but looks like a path (rank0.pickel) is a
+  // file too: explain then says what is wrong with it ("No such file").
   std::error_code error;
-  const bool is_file = first == "-" || (first[0] != '-' && std::filesystem::exists(first, error));
+  const bool is_file = first == "-" ||
+                       (first[0] != '-' && std::filesystem::exists(first, error)) ||
+                       looks_like_path(first);
   if (is_command || !is_file) return args;
   static char explain[] = "explain";
   args.insert(args.begin() + 1, explain);

@@ -158,6 +158,11 @@ std::vector<std::string> nearest_words(std::string_view typed,
   return out;
 }
 
+bool looks_like_path(std::string_view word) {
+  return !word.empty() && word.front() != '-' &&
+         (word.find('/') != std::string_view::npos || word.find('.') != std::string_view::npos);
+}
+
 std::string unknown_command_message(std::string_view asked) {
   std::vector<std::string> names;
   for (const Command& command : command_table()) names.emplace_back(command.name);
@@ -187,6 +192,18 @@ std::string usage_message(const CLI::App& app, const CLI::ParseError& error) {
 
   if (dynamic_cast<const CLI::ExtrasError*>(&error) != nullptr) {
     const std::vector<std::string>& left = command_left.empty() ? root_left : command_left;
+    // `memsnap a.pickle b.pickle`: two runs are compare's.
+    if (command != nullptr && command->get_name() == "explain" && left.size() == 1 &&
+        looks_like_path(left.front())) {
+      std::string first = "A";
+      for (const CLI::Option* option : command->get_options()) {
+        if (option->get_positional() && option->count() > 0) first = option->results().front();
+      }
+      return fmt::format(
+          "explain reads one file, and '{}' is a second: to see why one run peaks higher than "
+          "the other, memsnap compare {} {} (see memsnap compare --help)",
+          shown(left.front()), shown(first), shown(left.front()));
+    }
     if (!left.empty()) {
       return fmt::format("{}unexpected argument '{}'{} (see {})", prefix, shown(left.front()),
                          left.size() > 1 ? fmt::format(" and {} more", left.size() - 1) : "",

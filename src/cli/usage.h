@@ -22,6 +22,9 @@ namespace memsnap::cli {
 std::vector<std::string> nearest_words(std::string_view typed,
                                        const std::vector<std::string>& candidates);
 
+// A word with a '/' or a '.' that is no flag: a file's name, not a command.
+bool looks_like_path(std::string_view word);
+
 // "unknown command 'pars'; did you mean parse? (commands: ...)", without
 // the "memsnap: " every message starts with.
 std::string unknown_command_message(std::string_view asked);

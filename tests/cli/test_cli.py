@@ -331,6 +331,11 @@ def drop_in_defects(memsnap, work, plain, no_steps, two_devices):
                 "--precision: expects a finite number, not 'nan'", status=2)
     check_error("an unknown command is named", run(memsnap, ["frobnicate"]),
                 "memsnap: unknown command 'frobnicate' (commands: explain, parse, dump", status=2)
+    check_error("a name that looks like a path is a file, with the file's own error",
+                run(memsnap, ["rank0.pickel"]), "memsnap: rank0.pickel: No such file", status=1)
+    check_error("two files to a bare memsnap: compare is suggested", run(memsnap, [plain, plain]),
+                f"is a second: to see why one run peaks higher than the other, memsnap compare {plain} {plain}",
+                status=2)
     got = run(memsnap, ["replay-to-time", plain, "--time", "1e300"])
     check("a huge --time is printed short", got.returncode == 0 and b"--time 1e+300 is past the end" in got.stderr,
           got.stderr[-300:])

@@ -206,9 +206,12 @@ def generated(memsnap, work):
     alone = run(memsnap, [])
     check("memsnap alone prints the help (exit 0)", alone.returncode == 0 and "explain" in alone.stdout
           and "memsnap rank0.pickle" in alone.stdout, alone.stderr)
-    missing = run(memsnap, ["no_such_file.pickle"])
-    check("memsnap NAME that is neither a command nor a file: a usage error", missing.returncode == 2,
+    missing = run(memsnap, ["no_such_thing"])
+    check("memsnap NAME that is neither a command nor a path: a usage error", missing.returncode == 2,
           missing.stderr)
+    missing = run(memsnap, ["no_such_file.pickle"])
+    check("memsnap PATH that does not exist: the file's own error", missing.returncode == 1
+          and "no_such_file.pickle: No such file" in missing.stderr, missing.stderr)
     lines = named.stdout.splitlines()
     check("the page fits one screen for a typical file", len(lines) <= 60, len(lines))
 

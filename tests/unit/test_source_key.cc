@@ -377,6 +377,29 @@ TEST(SourceKey, BackwardThreadStackNamesTheAutogradNode) {
   EXPECT_EQ(keys.key(stack), "MeanBackward0 (backward)");
 }
 
+// glibc's thread start is written in assembly with a line number
+// (`__clone3@clone3.S:81`): a C frame, never the user's code, and never the
+// answer while the backward node is known.
+TEST(SourceKey, CAndAssemblyFramesOfTheRuntimeAreNeverTheAnswer) {
+  testing::ModelBuilder b;
+  StackId backward = b.stack(
+      {{"torch::unwind::unwind()", "??", 0},
+       {"torch::autograd::generated::MeanBackward0::apply(std::vector<at::Tensor>&&)", "??", 0},
+       {"execute_native_thread_routine", "/build/gcc/libstdc++-v3/src/c++11/thread.cc", 82},
+       {"start_thread", "./nptl/pthread_create.c", 442},
+       {"__clone3", "../sysdeps/unix/sysv/linux/x86_64/clone3.S", 81}});
+  SourceKeys keys(b.model, depth(1));
+  EXPECT_EQ(keys.key(backward), "MeanBackward0 (backward)");
+  StackId threads_only = b.stack({{"start_thread", "./nptl/pthread_create.c", 442},
+                                  {"__clone3", "../sysdeps/unix/sysv/linux/x86_64/clone3.S", 81},
+                                  {"cudaLaunchKernel", "/usr/lib/libcudart.so.12", 5}});
+  EXPECT_EQ(keys.key(threads_only), "cudaLaunchKernel@libcudart.so.12:5");
+  EXPECT_TRUE(is_cpp_frame("clone3.S", 81));
+  EXPECT_TRUE(is_cpp_frame("/usr/lib/x86_64-linux-gnu/libc.so.6", 3));
+  EXPECT_FALSE(is_cpp_frame("/opt/conda/bin/torchrun", 8));  // a console script is Python
+  EXPECT_FALSE(is_cpp_frame("/home/me/not.so.py", 3));
+}
+
 TEST(SourceKey, NoFrames) {
   testing::ModelBuilder b;
   SourceKeys keys(b.model, depth(1));
