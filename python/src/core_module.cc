@@ -160,7 +160,8 @@ nb::dict event_columns(Loaded& self, std::optional<int> device) {
   static_assert(sizeof(uint64_t) == sizeof(int64_t));
   columns["address"] =
       view(reinterpret_cast<const int64_t*>(events.addr.data()) + begin, count, owner);
-  columns["size"] = view(reinterpret_cast<const int64_t*>(events.size.data()) + begin, count, owner);
+  columns["size"] =
+      view(reinterpret_cast<const int64_t*>(events.size.data()) + begin, count, owner);
   columns["stream"] = view(events.stream.data() + begin, count, owner);
   columns["time_us"] = view(events.time_us.data() + begin, count, owner);
   // Seconds from the device's first timed entry, as --time and replay_to_time
@@ -169,8 +170,8 @@ nb::dict event_columns(Loaded& self, std::optional<int> device) {
   std::vector<double> seconds(count);
   for (size_t i = 0; i < count; ++i) {
     const int64_t t = events.time_us[begin + i];
-    seconds[i] = t == 0 ? std::numeric_limits<double>::quiet_NaN()
-                        : static_cast<double>(t - origin) / 1e6;
+    seconds[i] =
+        t == 0 ? std::numeric_limits<double>::quiet_NaN() : static_cast<double>(t - origin) / 1e6;
   }
   columns["time_s"] = owned(std::move(seconds));
   columns["stack"] =

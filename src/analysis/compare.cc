@@ -53,6 +53,22 @@ std::optional<double> time_of_position(const FileAnalysis& file, uint64_t positi
 
 }  // namespace
 
+PeakPhase phase_of(Category category) {
+  switch (category) {
+    case Category::kActivation: return PeakPhase::kForward;
+    case Category::kGradient:
+    case Category::kAutogradDetail: return PeakPhase::kBackward;
+    case Category::kOptimizerState: return PeakPhase::kOptimizerStep;
+    case Category::kInput: return PeakPhase::kDataLoading;
+    case Category::kParameter:
+    case Category::kTemporary:
+    case Category::kCommunication:
+    case Category::kWorkspace: return PeakPhase::kOther;
+    case Category::kUnknown: break;
+  }
+  return PeakPhase::kUnknown;
+}
+
 CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
                             std::optional<int64_t> step, const SourceKeyOptions& key_options) {
   // The allocator replays (for fragmentation, read last) run beside the rest.
@@ -191,6 +207,26 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
   auto live_b = r.drill_from_blocks ? from_blocks(b, sources_b)
                                     : live_by_source(b.snapshot(), b.trace(), sources_b, pb)[0];
   r.drill = compare_sources(live_a, live_b);
+  // The same live sets by category, and what each side was doing at its peak.
+  SourceKeyOptions by_category = key_options;
+  by_category.group = GroupBy::kCategory;
+  SourceIndex categories_a(a.snapshot(), by_category);
+  SourceIndex categories_b(b.snapshot(), by_category);
+  r.drill_by_category = compare_sources(
+      r.drill_from_blocks ? from_blocks(a, categories_a)
+                          : live_by_source(a.snapshot(), a.trace(), categories_a, pa)[0],
+      r.drill_from_blocks ? from_blocks(b, categories_b)
+                          : live_by_source(b.snapshot(), b.trace(), categories_b, pb)[0]);
+  const auto phase_at = [&](const FileAnalysis& file,
+                            uint64_t position) -> std::optional<PeakPhase> {
+    if (r.drill_from_blocks || position == 0) return std::nullopt;
+    const uint64_t event = file.trace().begin + position - 1;
+    if (file.snapshot().events.action[event] != Action::kAlloc) return std::nullopt;
+    Categorizer categorizer(file.snapshot(), key_options.category_rules);
+    return phase_of(categorizer.of(event, file.snapshot().events.stack[event]));
+  };
+  r.peak_phase_a = phase_at(a, position_a);
+  r.peak_phase_b = phase_at(b, position_b);
 
   // Findings, in the order a reader needs them.
   auto& found = r.findings;

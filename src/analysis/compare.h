@@ -15,6 +15,15 @@
 
 namespace memsnap {
 
+enum class PeakPhase : uint8_t {
+  kForward,        // an activation: inside a module's forward
+  kBackward,       // a gradient or a backward node's output
+  kOptimizerStep,  // optimizer state or the step's temporaries
+  kDataLoading,    // an input
+  kOther,          // parameters, communication, workspace, temporaries
+  kUnknown,        // no rule names the allocation
+};
+
 struct StepComparison {
   int64_t step = 0;
   int64_t peak_delta_a = 0, peak_delta_b = 0;
@@ -55,10 +64,18 @@ struct CompareResult {
   int64_t drill_peak_delta_a = 0, drill_peak_delta_b = 0;  // peak deltas of the same scope
   // When the peaks happened, in seconds from each trace's start (no time_us: none).
   std::optional<double> drill_peak_time_a, drill_peak_time_b;
-  SourceComparison drill;          // live sets at the two peaks, joined
+  SourceComparison drill;              // live sets at the two peaks, joined
+  SourceComparison drill_by_category;  // the same live sets by category
+  // What each side was doing when it peaked: from the category of the
+  // allocation that reached the peak (nullopt: the peak is the scope's start,
+  // or the live sets are the dumps').
+  std::optional<PeakPhase> peak_phase_a, peak_phase_b;
   bool drill_from_blocks = false;  // neither trace shows its peak: live at the dump, from blocks
   std::vector<Finding> findings;
 };
+// From the category of the allocation that reached a peak.
+PeakPhase phase_of(Category category);
+
 CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
                             std::optional<int64_t> step, const SourceKeyOptions& key_options);
 

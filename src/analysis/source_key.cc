@@ -539,15 +539,14 @@ bool is_cpp_frame(std::string_view filename, int64_t line) {
   if (filename.front() == '<') return false;  // <string>, <frozen runpy>, <eval_with_key>
   // C, C++, CUDA and assembly sources (glibc's clone3.S, libstdc++'s
   // thread.cc), headers, and shared objects, versioned ones too (libc.so.6).
-  for (std::string_view suffix : {".cpp", ".cc", ".cxx", ".c++", ".c", ".h", ".hh", ".hpp", ".hxx",
-                                  ".inl", ".ipp", ".tcc", ".cu", ".cuh", ".S", ".s", ".asm",
-                                  ".so"}) {
+  for (std::string_view suffix :
+       {".cpp", ".cc", ".cxx", ".c++", ".c", ".h", ".hh", ".hpp", ".hxx", ".inl", ".ipp", ".tcc",
+        ".cu", ".cuh", ".S", ".s", ".asm", ".so"}) {
     if (ends_with(filename, suffix)) return true;
   }
   if (const size_t so = filename.rfind(".so."); so != std::string_view::npos) {
     const std::string_view version = filename.substr(so + 4);
-    if (!version.empty() &&
-        version.find_first_not_of("0123456789.") == std::string_view::npos) {
+    if (!version.empty() && version.find_first_not_of("0123456789.") == std::string_view::npos) {
       return true;
     }
   }

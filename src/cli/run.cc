@@ -57,8 +57,7 @@ std::vector<char*> explain_bare_file(int argc, char** argv) {
   // A name that is no command but looks like a path (rank0.pickel) is a
   // file too: explain then says what is wrong with it ("No such file").
   std::error_code error;
-  const bool is_file = first == "-" ||
-                       (first[0] != '-' && std::filesystem::exists(first, error)) ||
+  const bool is_file = first == "-" || (first[0] != '-' && std::filesystem::exists(first, error)) ||
                        looks_like_path(first);
   if (is_command || !is_file) return args;
   static char explain[] = "explain";

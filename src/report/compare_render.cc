@@ -15,6 +15,36 @@ using nlohmann::ordered_json;
 
 namespace {
 
+// "forward", "backward", ... (JSON), and the text's words.
+std::string_view phase_name(PeakPhase phase) {
+  switch (phase) {
+    case PeakPhase::kForward: return "forward";
+    case PeakPhase::kBackward: return "backward";
+    case PeakPhase::kOptimizerStep: return "optimizer_step";
+    case PeakPhase::kDataLoading: return "data_loading";
+    case PeakPhase::kOther: return "other";
+    case PeakPhase::kUnknown: break;
+  }
+  return "unknown";
+}
+
+std::string phase_text(const std::optional<PeakPhase>& phase) {
+  if (!phase) return "(at its start)";
+  switch (*phase) {
+    case PeakPhase::kForward: return "the forward pass";
+    case PeakPhase::kBackward: return "the backward pass";
+    case PeakPhase::kOptimizerStep: return "the optimizer step";
+    case PeakPhase::kDataLoading: return "data loading";
+    case PeakPhase::kOther: return "none of forward, backward or optimizer step";
+    case PeakPhase::kUnknown: break;
+  }
+  return "an unknown phase";
+}
+
+nlohmann::ordered_json phase_json(const std::optional<PeakPhase>& phase) {
+  return phase ? nlohmann::ordered_json(phase_name(*phase)) : nlohmann::ordered_json(nullptr);
+}
+
 ordered_json optional_json(const std::optional<double>& value) {
   return value ? ordered_json(*value) : ordered_json(nullptr);
 }
@@ -118,6 +148,17 @@ std::string render_compare_text(const CompareResult& r, int top) {
   out += fmt::format("  only in A (> 1 MiB): {} sources, {}; only in B (> 1 MiB): {} sources, {}\n",
                      r.drill.only_a.sources, format_bytes(r.drill.only_a.bytes),
                      r.drill.only_b.sources, format_bytes(r.drill.only_b.bytes));
+  // Rows under different sources that cancel out (the same optimizer state
+  // named twice) still show as one category.
+  if (r.group != GroupBy::kCategory) {
+    out += "\nBy category, the same live sets\n";
+    out += diff_table(r.drill_by_category.rows, top, "category");
+  }
+  if (r.peak_phase_a || r.peak_phase_b) {
+    out += fmt::format(
+        "  peaked in: A {}, B {} (the category of the allocation that reached each peak)\n",
+        phase_text(r.peak_phase_a), phase_text(r.peak_phase_b));
+  }
   if (!r.findings.empty()) {
     out += "\nObservations\n";
     for (const Finding& finding : r.findings) out += "  - " + printable(phrase(finding)) + "\n";
@@ -212,6 +253,9 @@ ordered_json render_compare_json(const CompareResult& r, int top) {
            {{"step", r.drill_step ? ordered_json(*r.drill_step) : ordered_json("full-trace")},
             {"peak_diff", r.drill_peak_delta_b - r.drill_peak_delta_a},
             {"sources", diff_json(r.drill.rows, top, false)},
+            {"categories", diff_json(r.drill_by_category.rows, top, false)},
+            {"peak_phase_a", phase_json(r.peak_phase_a)},
+            {"peak_phase_b", phase_json(r.peak_phase_b)},
             {"live_from", r.drill_from_blocks ? "segment_blocks" : "trace"},
             {"peak_delta_a", r.drill_peak_delta_a},
             {"peak_delta_b", r.drill_peak_delta_b},

@@ -187,8 +187,31 @@ def frameless_and_legacy(memsnap, work):
               live == oom["state"]["live"], (live, oom["state"]["live"]))
 
 
+def compare_by_category(memsnap):
+    """compare's by-category section holds the same live sets as its by-source
+    rows, and says what each side was doing at its peak."""
+    larger = os.path.join(REPO, "examples", "training_steps_larger_batch.pickle.gz")
+    for extra in ([], ["--step", "2"]):
+        got = run(memsnap, ["compare", "--json", "--top", "100000", EXAMPLE, larger, *extra])
+        if not check(f"compare {extra}: exits 0", got.returncode == 0, got.stderr[-300:]):
+            continue
+        drill = json.loads(got.stdout)["drill_down"]
+        for side in ("a", "b"):
+            by_source = sum(r[f"peak_{side}"] for r in drill["sources"])
+            by_category = sum(r[f"peak_{side}"] for r in drill["categories"])
+            check(f"compare {extra}: side {side.upper()}'s categories add up to its sources",
+                  by_source == by_category and by_source > 0, (by_source, by_category))
+        check(f"compare {extra}: both peaks are in the forward pass (the example's activations peak)",
+              drill["peak_phase_a"] == "forward" and drill["peak_phase_b"] == "forward",
+              (drill["peak_phase_a"], drill["peak_phase_b"]))
+    text = run(memsnap, ["compare", EXAMPLE, larger]).stdout
+    check("compare: the text has the by-category section and the phases",
+          "By category, the same live sets" in text and "peaked in: A the forward pass" in text, text[-800:])
+
+
 def generated(memsnap, work):
     reserved_without_segment_entries(memsnap, work)
+    compare_by_category(memsnap)
     frameless_and_legacy(memsnap, work)
     steps = make(work, "steps.pickle", "--events", "1500", "--steps", "5", "--marks", "--seed", "41")
     two = make(work, "two_devices.pickle", "--events", "1500", "--devices", "2", "--oom", "--seed", "42")
