@@ -254,7 +254,11 @@
     $('y-mode').title = view.stacked ? 'The stacked view always shows absolute memory' : '';
     $('stack-run-control').hidden = !view.stacked || RUNS.length < 2;
     info.stack = view.stacked ? { mode: state.stack, run: view.runs[0].ordinal, layers: view.names.slice() } : null;
-    $('show-steps').disabled = state.xMode !== 'time';
+    // A file without ProfilerStep markers has nothing to show: unticked, disabled.
+    const anySteps = RUNS.some((r) => r.steps.length > 0);
+    $('show-steps').disabled = state.xMode !== 'time' || !anySteps;
+    if (!anySteps) $('show-steps').checked = false;
+    $('show-steps').title = anySteps ? '' : 'No run has ProfilerStep annotations';
     $('show-annotations').disabled = state.xMode !== 'time';
     renderLegend();
 
@@ -962,7 +966,7 @@
     ySel.value = state.yMode;
     prec.value = String(state.precisionRequestedMs);
     ann.checked = state.showAnnotations;
-    steps.checked = state.showSteps;
+    steps.checked = state.showSteps && RUNS.some((r) => r.steps.length > 0);
     if (!hasTime()) {
       xSel.querySelector('option[value="time"]').disabled = true;
       xSel.title = 'Wall clock needs timestamps (time_us) in every file';

@@ -973,6 +973,12 @@ async function testHostileLabel(browser, file) {
     const shown = title.length > 160 ? `${title.slice(0, 160)}...` : title;
     check(title.includes(HOSTILE_LABEL), `${p.name}: <title> ${JSON.stringify(shown)} (${title.length} chars) lacks the label verbatim`);
     check(await p.page.evaluate(() => !!window.memsnapPlot), `${p.name}: no chart drawn`);
+    // Where no run has ProfilerStep markers, the box is unticked and disabled.
+    const box = await p.page.$eval('#show-steps', (e) => ({ checked: e.checked, disabled: e.disabled }));
+    const anySteps = await p.page.evaluate(() => JSON.parse(document.querySelector('#memsnap-data').textContent)
+      .runs.some((r) => Array.isArray(r.steps) && r.steps.length > 0));
+    check(anySteps ? box.checked && !box.disabled : !box.checked && box.disabled,
+      `${p.name}: the Profiler steps box is ${JSON.stringify(box)} on runs ${anySteps ? 'with' : 'without'} steps`);
   } finally {
     await closePage(p);
   }
@@ -1144,7 +1150,7 @@ async function sampleScenarios(browser) {
 
   section('hostile label');
   const hostile = path.join(opts.outDir, 'hostile.html');
-  const h = makeRun({ label: HOSTILE_LABEL, seed: 9, allocs: 2000 });
+  const h = makeRun({ label: HOSTILE_LABEL, seed: 9, allocs: 2000, steps: 0 });
   fs.writeFileSync(hostile, assemblePage(assets, `memsnap: ${HOSTILE_LABEL}`, makeData([h.run])));
   await testHostileLabel(browser, hostile);
 }
