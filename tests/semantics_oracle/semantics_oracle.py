@@ -96,7 +96,10 @@ LIBRARY_PARTS = ('/torch/', '/triton/', 'torchinductor_', '<eval_with_key', '<fr
                  '/hydra/', '/cuda/', 'importlib', 'runpy.py')
 HELPER_PARTS = ('/einops/', '/opt_einsum/', '/einx/', '/torch_npu/', '/accelerate/hooks.py')
 THIRD_PARTY_PARTS = ('site-packages/', 'dist-packages/')
-CPP_SUFFIXES = ('.cpp', '.cc', '.cxx', '.c', '.h', '.hpp', '.cu', '.cuh', '.so')
+# C, C++, CUDA and assembly sources (glibc's clone3.S), headers, shared objects.
+CPP_SUFFIXES = ('.cpp', '.cc', '.cxx', '.c++', '.c', '.h', '.hh', '.hpp', '.hxx', '.inl', '.ipp',
+                '.tcc', '.cu', '.cuh', '.S', '.s', '.asm', '.so')
+VERSIONED_SO = re.compile(r'\.so\.[0-9.]+$')
 # This interpreter's own list, plus modules later versions dropped.
 STDLIB_MODULES = {m.lower() for m in getattr(sys, 'stdlib_module_names', ())} | {
     'asynchat', 'asyncore', 'distutils', 'imp', 'smtpd', 'binhex', 'formatter', 'symbol',
@@ -135,7 +138,8 @@ def is_python_frame(frame):
         return False
     if filename.endswith('.py') or filename.startswith('<'):
         return True
-    return not filename.endswith(CPP_SUFFIXES) and frame.get('line') != 0
+    return (not filename.endswith(CPP_SUFFIXES) and not VERSIONED_SO.search(filename)
+            and frame.get('line') != 0)
 
 
 def render_frame(frame):
