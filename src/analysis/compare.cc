@@ -202,21 +202,21 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
     return live_at_dump_by_source(file.snapshot(), file.device(), sources,
                                   FramelessBlocks::kBySizeClass);
   };
-  auto live_a = r.drill_from_blocks ? from_blocks(a, sources_a)
-                                    : live_by_source(a.snapshot(), a.trace(), sources_a, pa)[0];
-  auto live_b = r.drill_from_blocks ? from_blocks(b, sources_b)
-                                    : live_by_source(b.snapshot(), b.trace(), sources_b, pb)[0];
-  r.drill = compare_sources(live_a, live_b);
+  // One side's live set at its drill-down moment, grouped by `sources`.
+  const auto live_set = [&](const FileAnalysis& file, SourceIndex& sources,
+                            const std::vector<uint64_t>& position) {
+    return r.drill_from_blocks
+               ? from_blocks(file, sources)
+               : live_by_source(file.snapshot(), file.trace(), sources, position)[0];
+  };
+  r.drill = compare_sources(live_set(a, sources_a, pa), live_set(b, sources_b, pb));
   // The same live sets by category, and what each side was doing at its peak.
   SourceKeyOptions by_category = key_options;
   by_category.group = GroupBy::kCategory;
   SourceIndex categories_a(a.snapshot(), by_category);
   SourceIndex categories_b(b.snapshot(), by_category);
-  r.drill_by_category = compare_sources(
-      r.drill_from_blocks ? from_blocks(a, categories_a)
-                          : live_by_source(a.snapshot(), a.trace(), categories_a, pa)[0],
-      r.drill_from_blocks ? from_blocks(b, categories_b)
-                          : live_by_source(b.snapshot(), b.trace(), categories_b, pb)[0]);
+  r.drill_by_category =
+      compare_sources(live_set(a, categories_a, pa), live_set(b, categories_b, pb));
   const auto phase_at = [&](const FileAnalysis& file,
                             uint64_t position) -> std::optional<PeakPhase> {
     if (r.drill_from_blocks || position == 0) return std::nullopt;
