@@ -81,6 +81,8 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
   r.device_a = a.device();
   r.device_b = b.device();
   r.device_requested = a.device_requested() || b.device_requested();
+  r.steps_origin_a = a.step_windows().inference();
+  r.steps_origin_b = b.step_windows().inference();
 
   // Settings: compared as values, key order ignored (nested dicts included).
   const nlohmann::ordered_json settings_a =
@@ -194,8 +196,10 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
   // peak), the only live sets worth comparing are the dumps': the segments'
   // blocks, by their own frames, frameless ones by size class.
   const auto trace_says_little = [](const FileAnalysis& file) {
+    // In doubles: deltas reach 2^60, and ten times that is no int64.
     return file.trace().count() == 0 ||
-           file.trace_analysis().totals.peak_delta * 10 < file.absolute_peak();
+           static_cast<double>(file.trace_analysis().totals.peak_delta) * 10.0 <
+               static_cast<double>(file.absolute_peak());
   };
   r.drill_from_blocks = trace_says_little(a) && trace_says_little(b);
   const auto from_blocks = [](const FileAnalysis& file, SourceIndex& sources) {
