@@ -47,8 +47,11 @@ check: build
 
 # Everything: unit tests, differential tests against CPython's pickle, refusal
 # corpus, golden outputs, real fixtures, browser, cluster, fuzz corpus; then
-# the same under ASan and UBSan (less the golden outputs and the two reference
-# comparisons on the real fixtures: label `reference`, tests/CMakeLists.txt).
+# the same under ASan and UBSan, less the golden outputs, the reference
+# comparisons on the real fixtures (label `reference`, tests/CMakeLists.txt),
+# the page in Chromium and the Slurm cluster (labels `browser`, `cluster`: the
+# binary they run writes the same page and summaries as the cli tests that do
+# run under ASan; they cost about 150 s of the CI machine's budget there).
 test: test-release test-python test-asan
 
 test-release: build
@@ -68,7 +71,7 @@ $(ASAN_BUILD)/build.ninja:
 test-asan: setup $(ASAN_BUILD)/build.ninja
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-	  ctest --output-on-failure -j $(JOBS) -LE '^(golden|reference)$$'
+	  ctest --output-on-failure -j $(JOBS) -LE '^(golden|reference|browser|cluster)$$'
 
 # The Python package (pyproject.toml): `pip wheel .` with build isolation, as
 # `pip install .` builds it (scikit-build-core and nanobind come from PyPI,
