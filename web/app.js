@@ -32,9 +32,15 @@
     parameter: '#2563eb', optimizer_state: '#7c3aed', gradient: '#db2777', activation: '#ea580c', temporary: '#ca8a04',
     input: '#0891b2', autograd_detail: '#65a30d', communication: '#059669', workspace: '#b45309', unknown: '#e2e8f0',
   };
-  const SOURCE_COLORS = ['#2563eb', '#ea580c', '#059669', '#7c3aed', '#db2777', '#0891b2', '#65a30d', '#ca8a04'];
+  const SOURCE_COLORS = ['#2563eb', '#ea580c', '#059669', '#7c3aed', '#db2777', '#0891b2', '#65a30d', '#ca8a04',
+    '#93c5fd', '#fdba74', '#6ee7b7', '#c4b5fd', '#f9a8d4', '#67e8f9', '#bef264', '#fde047'];
+  // Stacked by source: how many sources get a layer of their own, unless the user picks.
+  const DEFAULT_STACK_SOURCES = 8;
   const STACK_NAMES = { category: 'Stacked by category', source: 'Stacked by source' };
   const CLICK_COLOR = '#111827';
+  // The drill-down row (and stacked layer) of allocations the replay still
+  // counts after their address was reused without a free.
+  const REUSED_ROW = 'address reused without a free';
 
   const $ = (id) => document.getElementById(id);
 
@@ -53,6 +59,7 @@
     showSteps: true,
     stack: 'lines', // 'lines' | 'category' | 'source'
     stackRun: 0, // the run the stacked view shows
+    stackSources: DEFAULT_STACK_SOURCES, // stacked by source: sources with a layer of their own
     clickedTime: null,
     clickedEvent: null,
   };
@@ -82,10 +89,12 @@
 
   // ---------------------------------------------------------------- chart data
 
-  function layerColor(name, k) {
+  // A source keeps its colour whatever the order and the number of layers:
+  // `rank` is its place in the data's ranking (stackLayout).
+  function layerColor(name, rank) {
     if (LAYER_GREYS[name]) return LAYER_GREYS[name];
     if (state.stack === 'category') return CATEGORY_COLORS[name] || '#64748b';
-    return SOURCE_COLORS[(k - 1) % SOURCE_COLORS.length];
+    return SOURCE_COLORS[Math.max(0, rank) % SOURCE_COLORS.length];
   }
 
   const hasStacks = () => RUNS.some((r) => r.stacks);
@@ -125,17 +134,23 @@
       v.x = edges;
     }
     const total = T.regroup(buckets, edges, run.baseline);
-    const g = T.regroupStacked(sv, width, edges);
+    const bySource = state.stack === 'source';
+    const layout = T.stackLayout(stacks, isTime ? 'time' : 'index', bySource ? state.stackSources : Infinity);
+    const g = T.regroupStacked({ layers: layout.layers, count: sv.count }, width, edges);
     T.cumulative(g.layers).forEach((values, k) => {
-      v.series.push({ run, kind: 'layer', layer: k, name: stacks.names[k], values, own: g.layers[k] });
+      v.series.push({ run, kind: 'layer', layer: k, name: layout.names[k], rank: layout.rank[k], values, own: g.layers[k] });
     });
-    v.names = stacks.names;
+    v.names = layout.names;
+    v.ranks = layout.rank;
+    v.steadiness = layout.steadiness;
+    v.sources = bySource ? { shown: layout.shown, available: layout.available } : null;
     v.series.push({ run, kind: 'total', values: total.hi });
     if (isTime && run.reserved) v.series.push({ run, kind: 'reserved', values: T.regroupSteps(run.reserved, edges, total.last) });
     if (isTime && run.free) v.series.push({ run, kind: 'free', values: T.regroupSteps(run.free, edges, total.last) });
     const per = isTime ? `${formatMs(v.G / 1000)} ms per bucket` : `${formatCount(v.fineG)} event${v.fineG === 1 ? '' : 's'} per bucket`;
     v.note = `${STACK_NAMES[state.stack]}, ${per}: each bucket shows what was live at its highest point, so the layers add up to the max line. `
-      + 'Absolute memory; the lowest layer is what was allocated before the trace began.';
+      + 'Absolute memory; the lowest layer is what was allocated before the trace began, then the steadiest layers (mean ÷ max over the run near 1: memory that stays), and what rises and falls on top.'
+      + (bySource ? ` ${formatCount(layout.shown)} of the ${formatCount(layout.available)} sources this page holds have a layer of their own (Sources); the rest are other sources.` : '');
     if (!isTime && !hasTime()) v.note += ' No timestamps (time_us), so no wall-clock view.';
     return v;
   }
@@ -253,7 +268,15 @@
     $('y-mode').disabled = !!view.stacked;
     $('y-mode').title = view.stacked ? 'The stacked view always shows absolute memory' : '';
     $('stack-run-control').hidden = !view.stacked || RUNS.length < 2;
-    info.stack = view.stacked ? { mode: state.stack, run: view.runs[0].ordinal, layers: view.names.slice() } : null;
+    const sourcesControl = !!view.stacked && state.stack === 'source' && !!view.sources;
+    $('stack-sources-control').hidden = !sourcesControl;
+    if (sourcesControl) {
+      $('stack-sources').max = String(Math.max(1, view.sources.available));
+      $('stack-sources').value = String(view.sources.shown);
+    }
+    info.stack = view.stacked
+      ? { mode: state.stack, run: view.runs[0].ordinal, layers: view.names.slice(), steadiness: (view.steadiness || []).slice(), sources: view.sources || null }
+      : null;
     // A file without ProfilerStep markers has nothing to show: unticked, disabled.
     const anySteps = RUNS.some((r) => r.steps.length > 0);
     $('show-steps').disabled = state.xMode !== 'time' || !anySteps;
@@ -288,8 +311,8 @@
       const base = { scale: 'y', paths: stepped, points: { show: false }, spanGaps: false };
       if (s.kind === 'layer') {
         // Layer 0 fills down to zero; each later one fills down to the one below.
-        const fill = withAlpha(layerColor(s.name, s.layer), 0.75);
-        series.push({ ...base, label: s.name, stroke: withAlpha(layerColor(s.name, s.layer), 1), width: 0.5, ...(s.layer === 0 ? { fill } : {}) });
+        const fill = withAlpha(layerColor(s.name, s.rank), 0.75);
+        series.push({ ...base, label: s.name, stroke: withAlpha(layerColor(s.name, s.rank), 1), width: 0.5, ...(s.layer === 0 ? { fill } : {}) });
         if (s.layer > 0) bands.push({ series: [idx, idx - 1], fill });
       } else if (s.kind === 'total') series.push({ ...base, label: `${s.run.label} (max)`, stroke: '#111827', width: 1.5 });
       else if (s.kind === 'max') series.push({ ...base, label: `${s.run.label} (max)`, stroke: c, width: 1.6 });
@@ -506,7 +529,7 @@
       const items = [];
       for (let k = view.names.length - 1; k >= 0; k--) {
         const name = view.names[k];
-        items.push(`<span class="legend-item layer" data-layer="${k}" style="--run-color:${layerColor(name, k)}" title="${esc(name)}">`
+        items.push(`<span class="legend-item layer" data-layer="${k}" style="--run-color:${layerColor(name, view.ranks[k])}" title="${esc(name)}">`
           + `<span class="swatch block"></span><span class="legend-label" data-label="${esc(name)}">${esc(name)}</span>`
           + `<span class="legend-value" id="legend-layer-${k}"></span></span>`);
       }
@@ -709,8 +732,18 @@
     if (!byEvent && live.length > 0 && live.every((l) => l.momentUs != null && l.momentUs === live[0].momentUs)) {
       at = { timeS: live[0].momentUs / 1e6, snapped: true };
     }
+    // What the line counts beside those allocations (memory from before the
+    // trace, reused addresses), at the same moment, so the table adds up to it.
+    live.forEach((l, r) => {
+      const run = runs[r];
+      if (!l) return;
+      if (byEvent) l.unlisted = T.unlistedAt(run.unlisted, at.event, true);
+      else if (!run.time) l.unlisted = T.unlistedAt(null, 0);
+      else l.unlisted = T.unlistedAt(run.unlisted, l.momentUs != null ? l.momentUs : Math.round(at.timeS * 1e6));
+    });
     const rows = T.liveRows(live);
-    renderDrill(at, live, rows);
+    const unlistedRows = T.liveRows(live, (l) => l.unlisted && l.unlisted.bySource);
+    renderDrill(at, live, rows, unlistedRows);
     state.clickedTime = byEvent ? null : at.timeS;
     state.clickedEvent = byEvent ? at.event : null;
     info.drilldownMs = performance.now() - t0;
@@ -725,7 +758,20 @@
     if (plot) plot.redraw(false, false);
   }
 
-  function renderDrill(at, live, rows) {
+  // The summary of one run's drill-down: the allocations listed, what the
+  // line counts beside them, and the sum, which is the line's absolute value.
+  function drillSummary(l) {
+    const unlisted = l.unlisted || { bySource: new Map(), bytes: 0 };
+    const reused = (unlisted.bySource.get(REUSED_ROW) || { bytes: 0 }).bytes;
+    const before = unlisted.bytes - reused;
+    const parts = [`${formatCount(l.liveCount)} live allocations, ${formatBytes(l.liveBytes)}`];
+    const bytes = (v) => (v < 0 ? `−${formatBytes(-v)}` : formatBytes(v));
+    if (before !== 0 || unlisted.bySource.size > (reused !== 0 ? 1 : 0)) parts.push(`${bytes(before)} allocated before the trace`);
+    if (reused !== 0) parts.push(`${formatBytes(reused)} at addresses reused without a free`);
+    return parts.length > 1 ? `${parts.join(' + ')} = ${bytes(l.liveBytes + unlisted.bytes)}` : parts[0];
+  }
+
+  function renderDrill(at, live, rows, unlistedRows) {
     const runs = RUNS;
     const two = runs.length === 2;
     const byEvent = at.event != null;
@@ -737,16 +783,19 @@
       : at.snapped
         ? ` The click snapped to t = ${formatSeconds(at.timeS)}, the nearest of ${formatCount(momentRuns[0].moments.count)} moments this page keeps (the run has more allocations than plot --max-lifetimes embeds one by one); memsnap replay-to-time --time ${at.timeS} gives the same.`
         : ` Runs with many allocations snap to their nearest kept moment: ${momentRuns.map((r) => `${r.name} at t = ${formatSeconds(live[runs.indexOf(r)].momentUs / 1e6)}`).join(', ')}.`;
+    const unlistedNote = unlistedRows.length === 0 ? ''
+      : ' The first rows are what the line counts beside the trace\'s allocations: memory allocated before the trace, named as memsnap explain names it (by the dump\'s blocks, else by the free that released it), less what was freed since, and allocations at addresses reused without a free. The summary and the rows add up to the line (absolute).';
     $('drill-hint').textContent = (two
       ? `Sorted by |B − A|. Each run is replayed to the same ${byEvent ? 'event index in' : 'number of seconds after the start of'} its own trace.`
-      : 'Sorted by bytes. Click elsewhere on the chart to move.') + snapNote;
+      : 'Sorted by bytes. Click elsewhere on the chart to move.') + unlistedNote + snapNote;
     $('drill-summary').innerHTML = runs.map((run, r) => {
       const l = live[r];
       const events = Number(run.stats.event_count) || 0;
       const past = (byEvent ? at.event >= events : run.time && at.timeS > run.durationS) ? ' (after the end of its trace)' : '';
       const noTime = byEvent || run.time ? '' : ' (no timestamps: not available)';
-      return `<span class="drill-run" data-run="${r}" data-live-count="${l.liveCount}" data-live-bytes="${l.liveBytes}" style="--run-color:${run.color}" title="${esc(fullName(run))}">`
-        + `<span class="swatch"></span><b>${esc(run.name)}</b> <span>${formatCount(l.liveCount)} live allocations, ${formatBytes(l.liveBytes)}${past}${noTime}</span></span>`;
+      const unlistedBytes = l.unlisted ? l.unlisted.bytes : 0;
+      return `<span class="drill-run" data-run="${r}" data-live-count="${l.liveCount}" data-live-bytes="${l.liveBytes}" data-unlisted-bytes="${unlistedBytes}" data-total-bytes="${l.liveBytes + unlistedBytes}" style="--run-color:${run.color}" title="${esc(fullName(run))}">`
+        + `<span class="swatch"></span><b>${esc(run.name)}</b> <span>${drillSummary(l)}${past}${noTime}</span></span>`;
     }).join('');
     const table = $('drilldown');
     const head = ['<tr><th class="src">Source</th>'];
@@ -757,12 +806,14 @@
     head.push('</tr>');
     table.tHead.innerHTML = head.join('');
     const body = [];
-    for (const row of rows) {
-      let attrs = ` data-source="${esc(row.source)}"`;
+    const columns = 1 + runs.length * 2 + (two ? 1 : 0);
+    const bytesText = (b) => (b < 0 ? `−${formatBytes(-b)}` : formatBytes(b));
+    const addRow = (row, unlisted) => {
+      let attrs = ` data-source="${esc(row.source)}"${unlisted ? ' data-unlisted="1"' : ''}`;
       let cells = `<td class="src">${esc(row.source)}</td>`;
       row.bytes.forEach((b, r) => {
         attrs += ` data-bytes-${r}="${b}" data-count-${r}="${row.count[r]}"`;
-        cells += `<td class="${b === 0 ? 'zero' : ''}" title="${b} bytes">${formatBytes(b)}</td><td class="${row.count[r] === 0 ? 'zero' : ''}">${formatCount(row.count[r])}</td>`;
+        cells += `<td class="${b === 0 ? 'zero' : ''}" title="${b} bytes">${bytesText(b)}</td><td class="${row.count[r] === 0 ? 'zero' : ''}">${formatCount(row.count[r])}</td>`;
       });
       if (runs.length === 1) attrs += ` data-bytes="${row.bytes[0]}"`;
       if (two) {
@@ -770,9 +821,20 @@
         attrs += ` data-delta="${d}"`;
         cells += `<td class="${d > 0 ? 'pos' : d < 0 ? 'neg' : 'zero'}" title="${d} bytes">${formatSignedBytes(d)}</td>`;
       }
-      body.push(`<tr${attrs}>${cells}</tr>`);
+      body.push(`<tr${attrs}${unlisted ? ' class="unlisted"' : ''}>${cells}</tr>`);
+    };
+    // The few rows the trace's allocations leave out come first, under their
+    // own heading, so that the long list below never hides them.
+    if (unlistedRows.length > 0) {
+      const what = [];
+      if (unlistedRows.some((row) => row.source !== REUSED_ROW)) what.push('memory allocated before the trace, less what was freed since');
+      if (unlistedRows.some((row) => row.source === REUSED_ROW)) what.push('allocations at addresses reused without a free');
+      body.push(`<tr class="group-row"><td class="src" colspan="${columns}">Not among the trace's allocations: ${what.join(', and ')}</td></tr>`);
+      for (const row of unlistedRows) addRow(row, true);
+      body.push(`<tr class="group-row"><td class="src" colspan="${columns}">The trace's allocations</td></tr>`);
     }
-    if (rows.length === 0) body.push(`<tr class="empty-row"><td class="src" colspan="${1 + runs.length * 2 + (two ? 1 : 0)}">Nothing live ${byEvent ? 'after this event' : 'at this time'}.</td></tr>`);
+    for (const row of rows) addRow(row, false);
+    if (rows.length === 0) body.push(`<tr class="empty-row"><td class="src" colspan="${columns}">No allocation of the trace live ${byEvent ? 'after this event' : 'at this time'}.</td></tr>`);
     table.tBodies[0].innerHTML = body.join('');
     table.hidden = false;
   }
@@ -827,7 +889,7 @@
 
   // ---------------------------------------------------------------- allocator panel
 
-  const MAX_ALLOC_RUNS = 4; // runs shown side by side in the allocator panel
+  const MAX_ALLOC_RUNS = 4; // runs shown side by side in the allocator panel (kAllocatorPanelRuns in timeline.h)
 
   // The allocator's segments and blocks at the page's moment nearest to tS,
   // for each run (the C++ side replayed them from the dump: memsnap segments
@@ -844,17 +906,18 @@
         return `<div class="alloc-run" data-run="${run.ordinal}">${title}<p class="hint">Not available: ${esc(run.allocatorReason || 'no allocator state in this run')}.</p></div>`;
       }
       const moments = run.allocator.moments;
-      const k = T.nearestMoment(moments, tS);
-      const m = moments[k];
+      const at = T.allocatorMomentAt(run.allocator, tS);
+      const m = at.moment;
+      const drawn = at.segments;
       const t = Number(m.t_s);
       shown.push({ run: run.ordinal, t_s: t, position: m.position, reserved: m.reserved, allocated: m.allocated,
         awaiting_free: m.awaiting_free, free: m.free, largest_free_block: m.largest_free_block,
-        segment_count: m.segment_count, bars: m.segments.length });
+        segment_count: m.segment_count, bars: drawn.length, exact: at.exact });
       const exact = run.allocator.exact ? '' : ' The replay of this run does not reproduce its dump exactly, so this state is approximate (see memsnap segments).';
       const totals = `reserved ${formatBytes(m.reserved)} · allocated ${formatBytes(m.allocated)} · awaiting free ${formatBytes(m.awaiting_free)} · free ${formatBytes(m.free)} · largest free block ${formatBytes(m.largest_free_block)} · ${formatCount(m.segment_count)} segments`;
-      const widest = Math.max(1, ...m.segments.map((g) => Number(g.size)));
+      const widest = Math.max(1, ...drawn.map((g) => Number(g.size)));
       let outlined = false; // one largest free block per moment, the first in bar order
-      const rows = m.segments.map((g) => {
+      const rows = drawn.map((g) => {
         const size = Number(g.size);
         const decoded = T.segmentBlocks(g.blocks, outlined ? 0 : Number(m.largest_free_block));
         if (decoded.some((b) => b.largest)) outlined = true;
@@ -869,11 +932,16 @@
         return `<div class="alloc-row" data-address="${esc(g.address)}"><span class="seg-label" title="${label}">${label}</span>`
           + `<span class="seg-bar-wrap"><span class="seg-bar" style="display:block;width:${barWidth}%">${blocks}</span></span></div>`;
       }).join('');
-      const more = m.segment_count > m.segments.length
-        ? `<p class="hint">… ${formatCount(m.segment_count - m.segments.length)} smaller segments not drawn.</p>` : '';
-      const cmd = `memsnap segments ${run.file}${run.device != null ? ` --device ${run.device}` : ''} --time ${t}`;
+      const more = m.segment_count > drawn.length
+        ? `<p class="hint">… ${formatCount(m.segment_count - drawn.length)} smaller segments not drawn.</p>` : '';
+      // Holding every change, the state at the click is exact: name the click's time.
+      const shownS = at.exact ? tS : t;
+      const cmd = `memsnap segments ${run.file}${run.device != null ? ` --device ${run.device}` : ''} --time ${shownS}`;
+      const which = at.exact
+        ? `At t = ${formatSeconds(tS)}: the allocator as it was then (this page holds ${formatCount(moments.length)} moments, one after each change; the last before the click came at t = ${formatSeconds(t)}, after ${formatCount(Number(m.position))} trace entries; <code>${esc(cmd)}</code> shows the same).`
+        : `At t = ${formatSeconds(t)}: the nearest of the ${formatCount(moments.length)} moments this page holds for this run (after ${formatCount(Number(m.position))} trace entries; <code>${esc(cmd)}</code> shows the same).`;
       return `<div class="alloc-run" data-run="${run.ordinal}" data-time="${t}" style="--run-color:${run.color}">${title}`
-        + `<p class="hint">At t = ${formatSeconds(t)}: the nearest of the ${formatCount(moments.length)} moments this page holds for this run (after ${formatCount(Number(m.position))} trace entries; <code>${esc(cmd)}</code> shows the same).${exact}</p>`
+        + `<p class="hint">${which}${exact}</p>`
         + `<div class="alloc-totals">${totals}</div>${rows}${more}</div>`;
     }).join('');
     const extra = RUNS.length > runs.length ? `<p class="hint">The first ${runs.length} runs are shown.</p>` : '';
@@ -955,6 +1023,14 @@
     });
     runSel.addEventListener('change', () => {
       state.stackRun = Number(runSel.value);
+      render();
+    });
+    const sourcesInput = $('stack-sources');
+    sourcesInput.value = String(state.stackSources);
+    sourcesInput.addEventListener('change', () => {
+      const n = Math.floor(Number(sourcesInput.value));
+      if (!(n >= 0) || n === state.stackSources) return;
+      state.stackSources = n;
       render();
     });
     const xSel = $('x-mode');

@@ -381,6 +381,59 @@
     return result;
   }
 
+  // What the line counts that no lifetime lists (`unlisted` in the data;
+  // absent from older pages): memory from before the trace by source, which
+  // its frees take out, and allocations at reused addresses, which the replay
+  // keeps counting. { names, startBytes, startCount, count, us, event, row,
+  // bytes, allocCount }: row r starts at startBytes[r], change k adds
+  // bytes[k] (allocCount[k] allocations) to row[k] at us[k] / after event[k].
+  function decodeUnlisted(raw, what) {
+    if (!raw || typeof raw !== 'object' || !Array.isArray(raw.rows)) return null;
+    const names = raw.rows.map(String);
+    const n = count(raw);
+    const u = {
+      names,
+      startBytes: column(raw.start_bytes, names.length, 'f64', `${what}.start_bytes`),
+      startCount: column(raw.start_count, names.length, 'f64', `${what}.start_count`),
+      count: n,
+      us: column(raw.change_us, n, 'f64', `${what}.change_us`),
+      event: column(raw.change_event, n, 'u32', `${what}.change_event`),
+      row: column(raw.change_row, n, 'u32', `${what}.change_row`),
+      bytes: column(raw.change_bytes, n, 'f64', `${what}.change_bytes`),
+      allocCount: column(raw.change_count, n, 'f64', `${what}.change_count`),
+    };
+    for (let k = 0; k < n; k++) if (u.row[k] >= names.length) throw new Error(`${what}: change ${k} names row ${u.row[k]} of ${names.length}`);
+    return u;
+  }
+
+  // The unlisted rows at µs offset x (byEvent false: every change at or
+  // before x applied, as replay-to-time --time applies the entries up to
+  // then) or after event x (byEvent true): { bySource: Map name -> { bytes,
+  // count } (rows holding nothing left out), bytes: their sum }. A linear
+  // scan: changes are few next to the lifetimes.
+  function unlistedAt(u, x, byEvent = false) {
+    const result = { bySource: new Map(), bytes: 0 };
+    if (!u) return result;
+    const bytes = Float64Array.from(u.startBytes);
+    const counts = Float64Array.from(u.startCount);
+    const at = byEvent ? u.event : u.us;
+    for (let k = 0; k < u.count; k++) {
+      if (at[k] > x) continue;
+      bytes[u.row[k]] += u.bytes[k];
+      counts[u.row[k]] += u.allocCount[k];
+    }
+    u.names.forEach((name, r) => {
+      if (bytes[r] === 0 && counts[r] === 0) return;
+      const have = result.bySource.get(name);
+      if (have) {
+        have.bytes += bytes[r];
+        have.count += counts[r];
+      } else result.bySource.set(name, { bytes: bytes[r], count: counts[r] });
+      result.bytes += bytes[r];
+    });
+    return result;
+  }
+
   // The stacked views (`stacks` in the data; absent from older pages):
   // { category, source }, each { names, time, index } where a view is null
   // or { per, count, layers: [Float64Array per layer] } and per is the number
@@ -403,9 +456,124 @@
         }
         return { per, count: n, layers: v.layers.map((b, k) => column(b, n, 'f64', `${where}.layers[${k}]`)) };
       };
-      out[mode] = { names, time: view(m.time, `${what}.${mode}.time`), index: view(m.index, `${what}.${mode}.index`) };
+      out[mode] = { names, time: view(m.time, `${what}.${mode}.time`), index: view(m.index, `${what}.${mode}.index`), parts: null };
+      // Optional: the sources ranked after the top ones, each a part of
+      // "other sources" in the same buckets (absent from older pages).
+      const p = m.other_parts;
+      if (p && Array.isArray(p.layers) && p.layers.length > 0) {
+        const partNames = p.layers.map(String);
+        const partView = (v, main, where) => {
+          if (!main) return null;
+          if (!v || count(v) !== main.count || Number(v.per_bucket) !== main.per || !Array.isArray(v.layers) || v.layers.length !== partNames.length) {
+            throw new Error(`${where}: other_parts must have one column of ${main.count} buckets per part`);
+          }
+          return { per: main.per, count: main.count, layers: v.layers.map((b, k) => column(b, main.count, 'f64', `${where}.layers[${k}]`)) };
+        };
+        out[mode].parts = {
+          names: partNames,
+          time: partView(p.time, out[mode].time, `${what}.${mode}.other_parts.time`),
+          index: partView(p.index, out[mode].index, `${what}.${mode}.other_parts.index`),
+        };
+      }
     }
     return Object.keys(out).length ? out : null;
+  }
+
+  // Layers of the stacked views that are not one source (or category).
+  const BEFORE_TRACE_LAYER = 'before the trace';
+  const OTHER_SOURCES_LAYER = 'other sources';
+  const REUSED_LAYER = 'address reused without a free';
+
+  // How long-lived a layer is: mean / max of its bytes over the buckets, 1
+  // for memory that stays (parameters, optimizer state) and near 0 for what
+  // spikes; 0 for a layer that never holds anything.
+  function steadiness(values) {
+    let max = 0;
+    let sum = 0;
+    for (const v of values) {
+      if (v > max) max = v;
+      sum += v;
+    }
+    return max > 0 && values.length > 0 ? sum / values.length / max : 0;
+  }
+
+  // The layers a stacked view draws, bottom to top, for one mode's decoded
+  // stack (decodeStacks) in view `viewKey` ('time' | 'index'), with `sources`
+  // of its sources in a layer each (stacked by source; pass Infinity to keep
+  // the data's layers): the data's top sources first, then the parts of
+  // "other sources" taken out of it (or, for fewer, the top sources beyond
+  // `sources` folded into it), so the layers always sum to the same total.
+  // Order: "before the trace" at the bottom (older than anything the trace
+  // allocated), then the rest by steadiness, steadiest lowest: long-lived
+  // memory at the bottom, what rises and falls on top. Steadiness is taken
+  // over the wall-clock view's buckets where the run has them (else the
+  // event-index view's), so both x axes stack alike; ties keep the data's
+  // order. Returns { names, layers: [Float64Array], rank (a source's place
+  // in the data's ranking, for its colour; -1 for the other layers),
+  // steadiness, shown (sources with a layer), available (the most it can
+  // have) }, or null when the view has no buckets.
+  function stackLayout(stack, viewKey, sources = Infinity) {
+    if (!stack || !stack[viewKey]) return null;
+    const fixed = new Set([BEFORE_TRACE_LAYER, OTHER_SOURCES_LAYER, REUSED_LAYER]);
+    const own = [];
+    stack.names.forEach((name, k) => { if (!fixed.has(name)) own.push(k); });
+    const partNames = stack.parts ? stack.parts.names : [];
+    const available = own.length + partNames.length;
+    const shown = Math.max(0, Math.min(available, Number.isFinite(sources) ? Math.floor(sources) : available));
+    const build = (key) => {
+      const sv = stack[key];
+      if (!sv) return null;
+      const parts = stack.parts && stack.parts[key];
+      const entries = [];
+      let other = null;
+      const otherIndex = stack.names.indexOf(OTHER_SOURCES_LAYER);
+      const otherValues = () => {
+        if (!other) {
+          other = { name: OTHER_SOURCES_LAYER, values: otherIndex >= 0 ? Float64Array.from(sv.layers[otherIndex]) : new Float64Array(sv.count), rank: -1 };
+        }
+        return other.values;
+      };
+      stack.names.forEach((name, k) => {
+        if (name === BEFORE_TRACE_LAYER) entries.push({ name, values: sv.layers[k], rank: -1 });
+      });
+      own.forEach((k, rank) => {
+        if (rank < shown) {
+          entries.push({ name: stack.names[k], values: sv.layers[k], rank });
+        } else {
+          const o = otherValues();
+          for (let b = 0; b < sv.count; b++) o[b] += sv.layers[k][b];
+        }
+      });
+      for (let j = 0; j < shown - own.length && parts; j++) {
+        const o = otherValues();
+        for (let b = 0; b < sv.count; b++) o[b] -= parts.layers[j][b];
+        entries.push({ name: partNames[j], values: parts.layers[j], rank: own.length + j });
+      }
+      if (otherIndex >= 0) otherValues();
+      if (other && other.values.some((v) => v !== 0)) entries.push(other);
+      stack.names.forEach((name, k) => {
+        if (name === REUSED_LAYER) entries.push({ name, values: sv.layers[k], rank: -1 });
+      });
+      return entries;
+    };
+    const entries = build(viewKey);
+    const reference = (stack.time ? build('time') : entries) || entries;
+    const steady = new Map(reference.map((e) => [e.name, steadiness(e.values)]));
+    const order = entries.map((e, i) => ({ e, i, s: steady.has(e.name) ? steady.get(e.name) : steadiness(e.values) }));
+    order.sort((a, b) => {
+      const ab = a.e.name === BEFORE_TRACE_LAYER;
+      const bb = b.e.name === BEFORE_TRACE_LAYER;
+      if (ab !== bb) return ab ? -1 : 1;
+      return b.s - a.s || a.i - b.i;
+    });
+    return {
+      names: order.map((o) => o.e.name),
+      layers: order.map((o) => o.e.values),
+      rank: order.map((o) => o.e.rank),
+      steadiness: order.map((o) => o.s),
+      shown: Math.min(shown, available),
+      available,
+    };
   }
 
   function hasEventColumns(raw) {
@@ -490,6 +658,7 @@
       sources: Array.isArray(raw.sources) ? raw.sources.map(String) : [],
       life: decodeLifetimes(raw.lifetimes, `${what}.lifetimes`),
       moments: decodeMoments(raw.moments, `${what}.moments`),
+      unlisted: decodeUnlisted(raw.unlisted, `${what}.unlisted`),
       stacks: decodeStacks(raw.stacks, `${what}.stacks`),
       // `memsnap oom --json`'s "oom" for each oom entry (the first 8), for the OOM panel.
       oomAnalyses: Array.isArray(raw.oom_analyses) ? raw.oom_analyses : [],
@@ -710,6 +879,45 @@
     return best;
   }
 
+  // The allocator panel's moment for a click at tS (seconds from the trace
+  // start): where the page holds a moment after every change of the
+  // allocator (`every_change`), the last one at or before tS, which is the
+  // state at tS; else the nearest one (nearestMoment). Returns { index,
+  // moment, segments, exact } with the segments the moment draws, rebuilt
+  // from each moment's `drawn` [slot, segment, ...] changes; null when the
+  // allocator data has no moment.
+  function allocatorMomentAt(allocator, tS) {
+    const moments = (allocator && allocator.moments) || [];
+    if (moments.length === 0) return null;
+    let k;
+    if (allocator.every_change) {
+      let lo = 0;
+      let hi = moments.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (Number(moments[mid].t_s) <= tS) lo = mid + 1;
+        else hi = mid;
+      }
+      k = Math.max(0, lo - 1);
+    } else {
+      k = nearestMoment(moments, tS);
+    }
+    const table = allocator.segments || [];
+    const ids = [];
+    for (let j = 0; j <= k; j++) {
+      const m = moments[j];
+      const changes = m.drawn || [];
+      for (let i = 0; i + 1 < changes.length; i += 2) ids[Number(changes[i])] = Number(changes[i + 1]);
+      ids.length = Number(m.drawn_count) || 0;
+    }
+    const segments = [];
+    for (const id of ids) {
+      if (!(id >= 0 && id < table.length)) throw new Error(`allocator: moment ${k} draws segment ${id} of ${table.length}`);
+      segments.push(table[id]);
+    }
+    return { index: k, moment: moments[k], segments, exact: !!allocator.every_change };
+  }
+
   // A segment's blocks as [{ offset, size, state }] from the page's flat
   // [offset, size, state, ...] triples (state 0 allocated, 1 awaiting free,
   // 2 free), and the first free block of `largest` bytes marked.
@@ -786,13 +994,16 @@
   // The drill-down table: one row per source live in any run, in the order of
   // `memsnap replay-to-time ... --json` "sources": one run by bytes desc, two
   // by |B − A| desc, more by the largest bytes; ties by name (UTF-8 order).
-  function liveRows(live) {
+  // `pick(l)` gives the Map of one run's entry (default: its bySource), so
+  // the unlisted rows (unlistedAt) sort the same way.
+  function liveRows(live, pick = (l) => l.bySource) {
+    const maps = live.map((l) => (l && pick(l)) || new Map());
     const names = new Set();
-    for (const l of live) for (const name of l.bySource.keys()) names.add(name);
+    for (const m of maps) for (const name of m.keys()) names.add(name);
     const rows = Array.from(names, (name) => ({
       source: name,
-      bytes: live.map((l) => (l.bySource.get(name) || { bytes: 0 }).bytes),
-      count: live.map((l) => (l.bySource.get(name) || { count: 0 }).count),
+      bytes: maps.map((m) => (m.get(name) || { bytes: 0 }).bytes),
+      count: maps.map((m) => (m.get(name) || { count: 0 }).count),
     }));
     if (live.length === 1) {
       rows.sort((a, b) => b.bytes[0] - a.bytes[0] || compareNames(a.source, b.source));
@@ -848,6 +1059,7 @@
     indexGrid,
     yRange,
     nearestMoment,
+    allocatorMomentAt,
     segmentBlocks,
     liveAt,
     liveAtMoment,
@@ -855,6 +1067,10 @@
     hasEventIndex,
     liveAtEvent,
     liveRows,
+    decodeUnlisted,
+    unlistedAt,
+    steadiness,
+    stackLayout,
   });
   if (typeof module !== 'undefined' && module.exports) module.exports = api;
   else globalThis.MemsnapTransforms = api;

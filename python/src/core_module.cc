@@ -368,7 +368,7 @@ std::vector<RunTimeline> plot_runs(const std::vector<Loaded*>& snapshots,
   std::vector<RunTimeline> runs;
   for (size_t i = 0; i < snapshots.size(); ++i) {
     runs.push_back(plot_run(snapshots[i]->analysis(device), labels[i], precision_ms, keys,
-                            max_lifetimes, page));
+                            max_lifetimes, page, PagePlace{i, snapshots.size()}));
   }
   return runs;
 }

@@ -40,7 +40,7 @@ struct SegmentRow {
   // allocated (rounded down, at least 1), ' ' no block covers it.
   std::string fill;
   // Every block, free ones included, in address order: kept only for the
-  // plot page's allocator panel (segments_at_state with keep_blocks).
+  // plot page's allocator panel (AllocatorMoments::segments).
   std::vector<Block> blocks;
 };
 
@@ -82,17 +82,32 @@ SegmentReport segments_report(const FileAnalysis& file, std::optional<double> se
 // Throws when the trace carries no times or the dump's blocks are unknown.
 SegmentReport segments_at_time(const FileAnalysis& file, double seconds);
 // The same report for a reconstructed state (free blocks are its gaps).
-SegmentReport segments_at_state(const std::string& file, int device, const AllocatorState& state,
-                                bool keep_blocks = false);
+SegmentReport segments_at_state(const std::string& file, int device, const AllocatorState& state);
 
 // The allocator at chosen moments of one run, for the plot page's allocator
-// panel: evenly over the trace, plus the given times (the reserved peak, the
-// OOMs). Each moment's report is what `segments --time T` gives for its time;
-// the largest kMomentSegments segments keep their blocks, and the number of
-// even moments shrinks so that all moments keep about kMomentBlocks blocks.
+// panel. Each moment holds what `segments --time T` gives for its time: the
+// totals, the number of segments, and its largest kMomentSegments segments
+// with their blocks, as indices into AllocatorMoments::segments, where a
+// segment is stored once for each change of its blocks (most moments share
+// all their segments but one with the moment before). As many moments as
+// fit in the page's budget (kAllocatorPageBytes, shared by the runs of the
+// page): one after each change of the allocator where they all fit (a
+// trace of tens of thousands of entries), else evenly over the trace, plus
+// the given times (the reserved peak, the OOMs); at most kMaxAllocatorMoments.
 constexpr size_t kMomentSegments = 48;
-constexpr uint64_t kMomentBlocks = 120000;
-constexpr uint64_t kMaxEvenMoments = 40;
+constexpr uint64_t kAllocatorPageBytes = uint64_t{6} << 20;
+constexpr uint64_t kMaxAllocatorMoments = uint64_t{1} << 16;
+// A moment costs a walk over the whole state (its segments and blocks):
+// kMomentWork bounds their sum over the moments, so that a state of tens of
+// thousands of blocks gets a few thousand moments, not a minute of plot.
+constexpr uint64_t kMomentWork = uint64_t{1} << 26;
+struct AllocatorMoment {
+  double time_s = 0;
+  uint64_t position = 0;  // trace entries applied
+  BlockBytes totals;
+  uint64_t segment_count = 0;
+  std::vector<uint32_t> drawn;  // the largest segments, largest first (then by address)
+};
 // A step function over the trace's time: bytes[k] holds from t_us[k] (µs
 // after the first entry) until the next point.
 struct StepSeries {
@@ -130,10 +145,16 @@ struct AllocatorMoments {
   bool available = false;
   std::string unavailable_reason;  // when not: no trace, no times, or no block addresses
   HistoryCheck check;
-  std::vector<SegmentReport> moments;  // ascending time; at_dump false, time_s and position set
-  StepSeries free;                     // reserved bytes no block holds (inactive), over the trace
-  StepSeries largest_free;             // the largest free block, at kLargestFreeSamples moments
+  // One moment at the time of every entry that changed the allocator (and at
+  // the start): the state at any time is the last moment at or before it.
+  bool every_change = false;
+  std::vector<SegmentRow> segments;      // drawn segments, blocks kept, fill left empty
+  std::vector<AllocatorMoment> moments;  // ascending time
+  StepSeries free;                       // reserved bytes no block holds (inactive), over the trace
+  StepSeries largest_free;               // the largest free block, at kLargestFreeSamples moments
 };
-AllocatorMoments allocator_moments(const FileAnalysis& file, const std::vector<double>& times_s);
+// `page_bytes`: this run's share of the page's budget.
+AllocatorMoments allocator_moments(const FileAnalysis& file, const std::vector<double>& times_s,
+                                   uint64_t page_bytes = kAllocatorPageBytes);
 
 }  // namespace memsnap

@@ -91,8 +91,20 @@ struct TimelineObserver {
     source_live[source] = add_bytes(source_live[source], added.size);
     source_most[source] = std::max(source_most[source], source_live[source]);
   }
+  // Allocations whose address was reused without a free: the replay keeps
+  // counting them, so the drill-down lists them apart (UnlistedMemory).
+  struct Replaced {
+    uint64_t event = 0;  // model index of the alloc that took the address
+    uint64_t offset_us = 0;
+    uint64_t size = 0;
+  };
+  std::vector<Replaced> replaced;
+
   // Lifetimes are appended in alloc order, so an alloc's ordinal is its index.
-  void on_replace(uint64_t event, const LiveAllocation& replaced) { end(event, replaced); }
+  void on_replace(uint64_t event, const LiveAllocation& replaced_allocation) {
+    end(event, replaced_allocation);
+    replaced.push_back({event, offset_us, replaced_allocation.size});
+  }
   void on_free(uint64_t event, const LiveAllocation& freed) { end(event, freed); }
   void end(uint64_t event, const LiveAllocation& gone) {
     life.end_us[gone.ordinal] = offset_us;
@@ -261,20 +273,53 @@ constexpr std::string_view kBeforeTraceLayer = "before the trace";
 constexpr std::string_view kOtherSourcesLayer = "other sources";
 constexpr std::string_view kReplacedLayer = "address reused without a free";
 
+// The layers [first, first + count) that are parts of the other sources'
+// layer `other` (stacked by source), or none.
+struct OtherParts {
+  size_t first = 0;
+  size_t count = 0;
+  size_t other = 0;
+};
+
 // The layers worth a place in the view: "before the trace" always, the others
-// when some bucket holds bytes in them.
+// when some bucket holds bytes in them. Parts of the other sources go to
+// other_parts and count in "other sources" too, which then stays in the view.
 StackedView finish_view(std::vector<std::string> names, const LayerSampler& time,
-                        const LayerSampler& index) {
+                        const LayerSampler& index, OtherParts parts = {}) {
+  const auto is_part = [&](size_t layer) {
+    return layer >= parts.first && layer < parts.first + parts.count;
+  };
+  const auto used = [&](size_t layer) { return time.layer_used(layer) || index.layer_used(layer); };
   std::vector<size_t> kept;
+  std::vector<size_t> kept_parts;
+  size_t other_row = SIZE_MAX;
   StackedView view;
   for (size_t layer = 0; layer < names.size(); ++layer) {
-    if (layer == 0 || time.layer_used(layer) || index.layer_used(layer)) {
+    if (is_part(layer)) {
+      if (used(layer)) {
+        kept_parts.push_back(layer);
+        view.other_parts.push_back(names[layer]);
+      }
+    } else if (layer == 0 || used(layer) || (layer == parts.other && !kept_parts.empty())) {
+      if (layer == parts.other && !kept_parts.empty()) other_row = kept.size();
       kept.push_back(layer);
       view.names.push_back(names[layer]);
     }
   }
   view.time = time.take(kept);
   view.index = index.take(kept);
+  view.other_parts_time = time.take(kept_parts);
+  view.other_parts_index = index.take(kept_parts);
+  if (other_row != SIZE_MAX) {
+    for (auto [whole, split] : {std::pair{&view.time, &view.other_parts_time},
+                                std::pair{&view.index, &view.other_parts_index}}) {
+      if (whole->layers.empty()) continue;
+      std::vector<double>& other = whole->layers[other_row];
+      for (const std::vector<double>& part : split->layers) {
+        for (size_t b = 0; b < other.size(); ++b) other[b] += part[b];
+      }
+    }
+  }
   return view;
 }
 
@@ -302,10 +347,18 @@ void add_stacked_views(RunTimeline& run, const Snapshot& snapshot, const DeviceT
   });
   size_t top = 0;
   while (top < std::min(kStackedTopSources, source_count) && most(order[top]) > 0) ++top;
-  const auto other_layer = static_cast<uint32_t>(1 + top);
+  size_t parts = 0;
+  while (parts < kStackedOtherParts && top + parts < source_count && most(order[top + parts]) > 0)
+    ++parts;
+  // Layers: before the trace, the top sources, the other sources' parts, the
+  // rest of the other sources, reused addresses. The parts are sampled as
+  // layers of their own and folded back into "other sources" when the view
+  // is taken (finish_view).
+  const auto first_part = static_cast<uint32_t>(1 + top);
+  const auto other_layer = static_cast<uint32_t>(1 + top + parts);
   std::vector<uint32_t> source_layer(source_count, other_layer);
   std::vector<std::string> source_names{std::string(kBeforeTraceLayer)};
-  for (size_t k = 0; k < top; ++k) {
+  for (size_t k = 0; k < top + parts; ++k) {
     source_layer[order[k]] = static_cast<uint32_t>(1 + k);
     source_names.push_back(run.sources[order[k]]);
   }
@@ -318,7 +371,7 @@ void add_stacked_views(RunTimeline& run, const Snapshot& snapshot, const DeviceT
 
   const std::vector<uint32_t> layer_of_source = source_layer;
   StackObserver stacks(snapshot, key_options, run.lifetimes.source, std::move(source_layer),
-                       top + 1, run.baseline);
+                       top + parts + 1, run.baseline);
   StackObserver::seed(
       stacks.by_source, baseline.by_source,
       [&](uint32_t s) { return s < layer_of_source.size() ? layer_of_source[s] : other_layer; },
@@ -363,10 +416,157 @@ void add_stacked_views(RunTimeline& run, const Snapshot& snapshot, const DeviceT
   for (LayerSampler* sampler : {&source_time, &source_index})
     sampler->finish(by_source, replay.delta());
   run.by_category = finish_view(std::move(category_names), category_time, category_index);
-  run.by_source = finish_view(std::move(source_names), source_time, source_index);
+  run.by_source = finish_view(std::move(source_names), source_time, source_index,
+                              OtherParts{first_part, parts, other_layer});
+}
+
+// Memory from before the trace and at reused addresses, as the drill-down's
+// rows and their changes over the trace (UnlistedMemory), from the baseline's
+// pieces named by the run's own SourceIndex (as explain names them).
+constexpr std::string_view kOtherBeforeTraceRow = "other memory from before the trace";
+template <typename OffsetOf>
+UnlistedMemory unlisted_memory(const FileAnalysis& file, const BaselineSources& baseline,
+                               const SourceIndex& sources,
+                               const std::vector<TimelineObserver::Replaced>& replaced,
+                               OffsetOf offset_of) {
+  struct Candidate {
+    std::string name;
+    int64_t bytes = 0;
+    int64_t count = 0;
+  };
+  std::vector<Candidate> candidates;
+  constexpr size_t kNone = SIZE_MAX;
+  std::vector<size_t> candidate_of_source(baseline.bytes.size(), kNone);
+  int64_t named = 0;
+  for (size_t s = 0; s < baseline.bytes.size(); ++s) {
+    if (baseline.counts[s] == 0) continue;
+    candidate_of_source[s] = candidates.size();
+    candidates.push_back({sources.name(static_cast<uint32_t>(s)),
+                          static_cast<int64_t>(baseline.bytes[s]),
+                          static_cast<int64_t>(baseline.counts[s])});
+    named = add_bytes(named, baseline.bytes[s]);
+  }
+  // The pieces miss the baseline by what the segments' own active_size and
+  // their blocks disagree on (or a traced allocation larger than its
+  // block): that residual, either sign, joins the row of bytes no block
+  // names, so that the rows start at exactly the line's baseline.
+  const int64_t residual =
+      sub_bytes(file.baseline().baseline_at_start, static_cast<uint64_t>(named));
+  if (residual != 0) {
+    auto unnamed = std::find_if(candidates.begin(), candidates.end(),
+                                [](const Candidate& c) { return c.name == kBaselineUnmatched; });
+    if (unnamed == candidates.end()) {
+      candidates.push_back({std::string(kBaselineUnmatched), 0, 0});
+      unnamed = std::prev(candidates.end());
+    }
+    unnamed->bytes = add_bytes(unnamed->bytes, static_cast<uint64_t>(residual));
+  }
+  std::vector<size_t> order(candidates.size());
+  for (size_t c = 0; c < order.size(); ++c) order[c] = c;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (candidates[a].bytes != candidates[b].bytes)
+      return candidates[a].bytes > candidates[b].bytes;
+    return candidates[a].name < candidates[b].name;
+  });
+  UnlistedMemory out;
+  auto add_row = [&out](std::string name, int64_t bytes, int64_t count) {
+    out.rows.push_back(std::move(name));
+    out.start_bytes.push_back(bytes);
+    out.start_count.push_back(count);
+    return static_cast<uint32_t>(out.rows.size() - 1);
+  };
+  // The largest get a row each; one more would be an "other" of one.
+  const size_t own =
+      candidates.size() <= kUnlistedTopSources + 1 ? candidates.size() : kUnlistedTopSources;
+  std::vector<uint32_t> row_of_candidate(candidates.size(), 0);
+  for (size_t k = 0; k < order.size(); ++k) {
+    const Candidate& candidate = candidates[order[k]];
+    if (k < own) {
+      row_of_candidate[order[k]] = add_row(candidate.name, candidate.bytes, candidate.count);
+      continue;
+    }
+    if (k == own) add_row(std::string(kOtherBeforeTraceRow), 0, 0);
+    const size_t other = out.rows.size() - 1;
+    out.start_bytes[other] =
+        add_bytes(out.start_bytes[other], static_cast<uint64_t>(candidate.bytes));
+    out.start_count[other] += candidate.count;
+    row_of_candidate[order[k]] = static_cast<uint32_t>(other);
+  }
+  const uint32_t replaced_row = replaced.empty() ? 0 : add_row(std::string(kReplacedLayer), 0, 0);
+
+  // The changes in trace order: each unmatched free leaves the row its
+  // bytes started in; each reused address adds the allocation it replaced.
+  const std::vector<BaselinePieces::Free>& frees = file.baseline_pieces().unmatched_frees;
+  const uint64_t trace_begin = file.trace().begin;
+  auto add_change = [&](uint64_t event, uint32_t row, int64_t bytes, int64_t count) {
+    out.change_us.push_back(static_cast<uint64_t>(std::max<int64_t>(offset_of(event), 0)));
+    out.change_event.push_back(event - trace_begin);
+    out.change_row.push_back(row);
+    out.change_bytes.push_back(bytes);
+    out.change_count.push_back(count);
+  };
+  size_t f = 0;
+  size_t r = 0;
+  while (f < frees.size() || r < replaced.size()) {
+    if (r == replaced.size() || (f < frees.size() && frees[f].event < replaced[r].event)) {
+      const BaselinePieces::Free& free = frees[f++];
+      // Every unmatched free is named (baseline_sources), so it has a row.
+      auto found = baseline.freed_source.find(free.event);
+      const size_t candidate =
+          found == baseline.freed_source.end() || found->second >= candidate_of_source.size()
+              ? kNone
+              : candidate_of_source[found->second];
+      const uint32_t row = candidate == kNone ? 0 : row_of_candidate[candidate];
+      add_change(free.event, row, sub_bytes(0, free.size), -1);
+    } else {
+      const TimelineObserver::Replaced& reuse = replaced[r++];
+      add_change(reuse.event, replaced_row, static_cast<int64_t>(reuse.size), 1);
+    }
+  }
+  return out;
 }
 
 }  // namespace
+
+void merge_changes_at_moments(UnlistedMemory& unlisted, const std::vector<uint64_t>& moment_us) {
+  // Change k shows from the first moment at or after its time; one after
+  // the last moment never shows.
+  struct Placed {
+    size_t moment = 0;
+    size_t change = 0;
+  };
+  std::vector<Placed> placed;
+  for (size_t k = 0; k < unlisted.change_us.size(); ++k) {
+    const auto at = std::lower_bound(moment_us.begin(), moment_us.end(), unlisted.change_us[k]) -
+                    moment_us.begin();
+    if (static_cast<size_t>(at) < moment_us.size()) placed.push_back({static_cast<size_t>(at), k});
+  }
+  std::stable_sort(placed.begin(), placed.end(), [&](const Placed& a, const Placed& b) {
+    if (a.moment != b.moment) return a.moment < b.moment;
+    return unlisted.change_row[a.change] < unlisted.change_row[b.change];
+  });
+  UnlistedMemory merged;
+  merged.rows = std::move(unlisted.rows);
+  merged.start_bytes = std::move(unlisted.start_bytes);
+  merged.start_count = std::move(unlisted.start_count);
+  for (size_t i = 0; i < placed.size(); ++i) {
+    const size_t k = placed[i].change;
+    const bool same = i > 0 && placed[i - 1].moment == placed[i].moment &&
+                      unlisted.change_row[placed[i - 1].change] == unlisted.change_row[k];
+    if (!same) {
+      merged.change_us.push_back(moment_us[placed[i].moment]);
+      merged.change_event.push_back(unlisted.change_event[k]);
+      merged.change_row.push_back(unlisted.change_row[k]);
+      merged.change_bytes.push_back(0);
+      merged.change_count.push_back(0);
+    }
+    merged.change_event.back() = std::max(merged.change_event.back(), unlisted.change_event[k]);
+    merged.change_bytes.back() =
+        add_bytes(merged.change_bytes.back(), static_cast<uint64_t>(unlisted.change_bytes[k]));
+    merged.change_count.back() += unlisted.change_count[k];
+  }
+  unlisted = std::move(merged);
+}
 
 LiveMoments live_moments(const Lifetimes& life, size_t source_count, uint64_t duration_us) {
   // Live at t: start <= t < end (what the page's scan and replay-to-time
@@ -500,11 +700,16 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
                                 events_per_bucket, kMaxIndexBuckets);
 
   add_stacked_views(run, snapshot, trace, key_options, source_most, baseline, offset_of);
-  if (run.has_time && run.lifetimes.start_us.size() > max_lifetimes) {
+  run.unlisted = unlisted_memory(file, baseline.by_source, sources, observer.replaced, offset_of);
+  // The page's size grows with the lifetimes and the changes of the rest:
+  // past the budget both go, for moments and the changes merged at them.
+  if (run.has_time &&
+      run.lifetimes.start_us.size() + run.unlisted.change_us.size() > max_lifetimes) {
     run.moments = live_moments(run.lifetimes, run.sources.size(),
                                static_cast<uint64_t>(std::llround(run.duration_s * 1e6)));
     run.moments->allocations = run.lifetimes.start_us.size();
     run.lifetimes = Lifetimes{};  // the page does not get them: their memory goes now
+    merge_changes_at_moments(run.unlisted, run.moments->time_us);
   }
 
   // Reserved memory, as the file's reserved history walked it, at most
@@ -560,8 +765,13 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
   return run;
 }
 
+uint64_t allocator_budget(PagePlace place) {
+  if (place.ordinal >= kAllocatorPanelRuns) return 0;
+  return kAllocatorPageBytes / std::clamp<size_t>(place.runs, 1, kAllocatorPanelRuns);
+}
+
 void add_page_panels(const FileAnalysis& file, const SourceKeyOptions& key_options,
-                     RunTimeline& run) {
+                     RunTimeline& run, PagePlace place) {
   file.start_allocator_history();
   for (size_t k = 1; k <= std::min(run.ooms.size(), kMaxOomPanels); ++k) {
     run.oom_analyses.push_back(
@@ -573,14 +783,15 @@ void add_page_panels(const FileAnalysis& file, const SourceKeyOptions& key_optio
     moments.push_back(*peak);
   }
   for (const OomMarker& oom : run.ooms) moments.push_back(oom.t_s);
-  run.allocator = allocator_moments(file, moments);
+  run.allocator = allocator_moments(file, moments, allocator_budget(place));
 }
 
 RunTimeline plot_run(const FileAnalysis& file, const std::string& label, double precision_ms,
-                     const SourceKeyOptions& key_options, uint64_t max_lifetimes, bool page) {
+                     const SourceKeyOptions& key_options, uint64_t max_lifetimes, bool page,
+                     PagePlace place) {
   if (page) file.start_allocator_history();
   RunTimeline run = build_timeline(file, label, precision_ms, key_options, max_lifetimes);
-  if (page) add_page_panels(file, key_options, run);
+  if (page) add_page_panels(file, key_options, run, place);
   return run;
 }
 

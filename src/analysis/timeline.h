@@ -68,10 +68,39 @@ struct LiveMoments {
 // At most this many moments, fewer when their rows would pass the row budget.
 constexpr uint64_t kMaxLiveMoments = 2048;
 constexpr uint64_t kMaxLiveMomentRows = uint64_t{1} << 19;
-// Runs with more allocations than this embed moments (the default of plot's
-// --max-lifetimes: ~16 MiB of lifetimes in the page).
+// Runs with more allocations (plus changes of UnlistedMemory) than this embed
+// moments (the default of plot's --max-lifetimes: ~16 MiB of lifetimes in
+// the page).
 constexpr uint64_t kDefaultMaxLifetimes = 500'000;
 LiveMoments live_moments(const Lifetimes& lifetimes, size_t source_count, uint64_t duration_us);
+
+// What the line counts that no allocation's lifetime lists, so that the
+// drill-down adds up to the line: memory allocated before the trace, named
+// as explain names it (BaselineSources: the dump's blocks by their frames, a
+// free without its alloc by the code that freed it), which each unmatched
+// free takes out where it happens; and allocations whose address another
+// alloc reused without a free, which the replay keeps counting from then on.
+// Row r holds start_bytes[r] (start_count[r] allocations) at the trace start;
+// change k adds change_bytes[k] (change_count[k] allocations; both negative
+// for a free) to row change_row[k] at change_us[k] / after event
+// change_event[k]. So at any moment the rows plus the live lifetimes sum to
+// baseline + delta.
+struct UnlistedMemory {
+  std::vector<std::string> rows;
+  std::vector<int64_t> start_bytes;  // signed: see kUnlistedResidual in timeline.cc
+  std::vector<int64_t> start_count;
+  std::vector<uint64_t> change_us;     // offsets from the trace start, ascending when times are
+  std::vector<uint64_t> change_event;  // indices within the device's trace, ascending
+  std::vector<uint32_t> change_row;
+  std::vector<int64_t> change_bytes;
+  std::vector<int64_t> change_count;
+};
+// Memory from before the trace gets this many rows by source (the largest at
+// the trace start); the rest is one row, so the table stays short and exact.
+constexpr size_t kUnlistedTopSources = 8;
+// Where a run embeds moments instead of lifetimes, its changes are merged
+// per moment and row (a click snaps to a moment, where they are exact).
+void merge_changes_at_moments(UnlistedMemory& unlisted, const std::vector<uint64_t>& moment_us);
 
 // The stacked view: what filled memory, layer by layer. Each stack bucket
 // spans `per_bucket` of the view's buckets and holds every layer's bytes at
@@ -92,10 +121,19 @@ struct StackedView {
   std::vector<std::string> names;
   StackedBuckets time;  // empty when the trace has no time_us
   StackedBuckets index;
+  // By source only: the sources ranked next after the top ones, each with its
+  // bytes in the same buckets. They are parts of "other sources", which
+  // still holds them, so the page can give the user's choice of sources a
+  // layer each, within what it embeds.
+  std::vector<std::string> other_parts;
+  StackedBuckets other_parts_time;
+  StackedBuckets other_parts_index;
 };
 // The sources that held the most at any one moment get a layer each; the rest
-// share "other sources".
+// share "other sources", of which the next kStackedOtherParts are kept apart
+// too (at most 4,096 stack buckets per view: about 1.4 MB of page per run).
 constexpr size_t kStackedTopSources = 8;
+constexpr size_t kStackedOtherParts = 16;
 
 struct Marker {
   std::string name;
@@ -134,6 +172,7 @@ struct RunTimeline {
   // Set (and the page gets these instead of the lifetimes) when the run has
   // more allocations than max_lifetimes and timestamps.
   std::optional<LiveMoments> moments;
+  UnlistedMemory unlisted;  // what the lifetimes (or moments) leave out of the line
   StackedView by_category;
   StackedView by_source;  // by the run's group (source, file, ... per --group-by)
   // `memsnap oom` for the first kMaxOomPanels oom entries, for the page's OOM
@@ -149,15 +188,27 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
                            const SourceKeyOptions& key_options,
                            uint64_t max_lifetimes = kDefaultMaxLifetimes);
 
+// Where a run sits on the page: its place among the page's runs. The
+// allocator panel shows the first kAllocatorPanelRuns runs (web/app.js's
+// MAX_ALLOC_RUNS), which share the page's budget for it
+// (kAllocatorPageBytes); the others get no more than the fewest moments.
+struct PagePlace {
+  size_t ordinal = 0;
+  size_t runs = 1;
+};
+constexpr size_t kAllocatorPanelRuns = 4;
+uint64_t allocator_budget(PagePlace place);
+
 // What the HTML page shows beside the lines: the OOM panels (memsnap oom for
 // the first kMaxOomPanels oom entries) and the allocator panel's moments
 // (the reserved peak and each OOM). Starts the allocator replay first.
 void add_page_panels(const FileAnalysis& file, const SourceKeyOptions& key_options,
-                     RunTimeline& run);
+                     RunTimeline& run, PagePlace place = {});
 
 // One run of `plot`: its timeline, and for the HTML page (`page`) the panels,
 // with the allocator replay begun first so that it runs beside the timeline.
 RunTimeline plot_run(const FileAnalysis& file, const std::string& label, double precision_ms,
-                     const SourceKeyOptions& key_options, uint64_t max_lifetimes, bool page);
+                     const SourceKeyOptions& key_options, uint64_t max_lifetimes, bool page,
+                     PagePlace place = {});
 
 }  // namespace memsnap

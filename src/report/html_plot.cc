@@ -53,9 +53,15 @@ ordered_json stacked_buckets_json(const StackedBuckets& buckets) {
 }
 
 ordered_json stacked_json(const StackedView& view) {
-  return {{"layers", view.names},
-          {"time", stacked_buckets_json(view.time)},
-          {"index", stacked_buckets_json(view.index)}};
+  ordered_json out{{"layers", view.names},
+                   {"time", stacked_buckets_json(view.time)},
+                   {"index", stacked_buckets_json(view.index)}};
+  if (!view.other_parts.empty()) {
+    out["other_parts"] = {{"layers", view.other_parts},
+                          {"time", stacked_buckets_json(view.other_parts_time)},
+                          {"index", stacked_buckets_json(view.other_parts_index)}};
+  }
+  return out;
 }
 
 // What `memsnap oom --json` says about each oom entry, for the OOM panel.
@@ -69,36 +75,47 @@ ordered_json oom_analyses_json(const std::vector<OomAnalysis>& analyses) {
 }
 
 // The allocator panel's moments: totals as `segments --time --json` gives
-// them, and per segment its blocks as flat [offset, size, state] triples
-// (state 0 allocated, 1 awaiting free, 2 free), addresses in hex (they can
-// exceed a double's exact range).
+// them, and the segments drawn as indices into one list of segments (each
+// stored once per change of its blocks), its blocks as flat [offset, size,
+// state] triples (state 0 allocated, 1 awaiting free, 2 free), addresses in
+// hex (they can exceed a double's exact range). A moment's `drawn` holds
+// [slot, segment, ...] pairs for the slots that differ from the moment
+// before, and `drawn_count` how many it draws: most moments change one slot.
 ordered_json allocator_json(const AllocatorMoments& moments) {
   if (!moments.available) return {{"available", false}, {"reason", moments.unavailable_reason}};
-  ordered_json list = ordered_json::array();
-  for (const SegmentReport& m : moments.moments) {
-    ordered_json segments = ordered_json::array();
-    for (const SegmentRow& row : m.segments) {
-      if (segments.size() >= kMomentSegments) break;
-      ordered_json blocks = ordered_json::array();
-      for (const Block& block : row.blocks) {
-        const int state = block.state == BlockState::kActiveAllocated     ? 0
-                          : block.state == BlockState::kActivePendingFree ? 1
-                                                                          : 2;
-        blocks.push_back(block.address - row.address);
-        blocks.push_back(block.size);
-        blocks.push_back(state);
-      }
-      segments.push_back({{"address", fmt::format("0x{:x}", row.address)},
-                          {"size", row.bytes.reserved},
-                          {"pool", pool_label(row.pool)},
-                          {"stream", row.stream},
-                          {"kind", row.kind},
-                          {"expandable", row.expandable},
-                          {"allocated", row.bytes.allocated},
-                          {"free", row.bytes.free},
-                          {"largest_free_block", row.bytes.largest_free},
-                          {"blocks", blocks}});
+  ordered_json segments = ordered_json::array();
+  for (const SegmentRow& row : moments.segments) {
+    ordered_json blocks = ordered_json::array();
+    for (const Block& block : row.blocks) {
+      const int state = block.state == BlockState::kActiveAllocated     ? 0
+                        : block.state == BlockState::kActivePendingFree ? 1
+                                                                        : 2;
+      blocks.push_back(block.address - row.address);
+      blocks.push_back(block.size);
+      blocks.push_back(state);
     }
+    segments.push_back({{"address", fmt::format("0x{:x}", row.address)},
+                        {"size", row.bytes.reserved},
+                        {"pool", pool_label(row.pool)},
+                        {"stream", row.stream},
+                        {"kind", row.kind},
+                        {"expandable", row.expandable},
+                        {"allocated", row.bytes.allocated},
+                        {"free", row.bytes.free},
+                        {"largest_free_block", row.bytes.largest_free},
+                        {"blocks", blocks}});
+  }
+  ordered_json list = ordered_json::array();
+  const std::vector<uint32_t>* previous = nullptr;
+  for (const AllocatorMoment& m : moments.moments) {
+    ordered_json drawn = ordered_json::array();
+    for (size_t slot = 0; slot < m.drawn.size(); ++slot) {
+      if (previous != nullptr && slot < previous->size() && (*previous)[slot] == m.drawn[slot])
+        continue;
+      drawn.push_back(slot);
+      drawn.push_back(m.drawn[slot]);
+    }
+    previous = &m.drawn;
     const BlockBytes& t = m.totals;
     list.push_back({{"t_s", m.time_s},
                     {"position", m.position},
@@ -107,12 +124,15 @@ ordered_json allocator_json(const AllocatorMoments& moments) {
                     {"awaiting_free", t.awaiting_free},
                     {"free", t.free},
                     {"largest_free_block", t.largest_free},
-                    {"segment_count", m.segments.size()},
-                    {"segments", segments}});
+                    {"segment_count", m.segment_count},
+                    {"drawn_count", m.drawn.size()},
+                    {"drawn", drawn}});
   }
   return {{"available", true},
           {"exact", moments.check.exact},
           {"rounding", rounding_rule_name(moments.check.rounding)},
+          {"every_change", moments.every_change},
+          {"segments", segments},
           {"moments", list}};
 }
 
@@ -140,6 +160,33 @@ ordered_json moments_json(const LiveMoments& moments) {
       {"row_begin", base64_of(row_begin)},   {"rows", moments.source.size()},
       {"source", base64_of(moments.source)}, {"bytes", base64_of(as_doubles(moments.bytes))},
       {"alloc_count", base64_of(counts)}};
+}
+
+std::vector<double> signed_doubles(const std::vector<int64_t>& values) {
+  return {values.begin(), values.end()};
+}
+
+// Event indices as u32; 0xFFFFFFFF = still live (a trace of 2^32 events
+// would saturate, far beyond what one file holds in practice).
+std::vector<uint32_t> events_u32(const std::vector<uint64_t>& events) {
+  std::vector<uint32_t> out(events.size());
+  for (size_t i = 0; i < events.size(); ++i) {
+    out[i] =
+        static_cast<uint32_t>(std::min<uint64_t>(events[i], std::numeric_limits<uint32_t>::max()));
+  }
+  return out;
+}
+
+ordered_json unlisted_json(const UnlistedMemory& unlisted) {
+  return {{"rows", unlisted.rows},
+          {"start_bytes", base64_of(signed_doubles(unlisted.start_bytes))},
+          {"start_count", base64_of(signed_doubles(unlisted.start_count))},
+          {"count", unlisted.change_us.size()},
+          {"change_us", base64_of(as_doubles(unlisted.change_us))},
+          {"change_event", base64_of(events_u32(unlisted.change_event))},
+          {"change_row", base64_of(unlisted.change_row)},
+          {"change_bytes", base64_of(signed_doubles(unlisted.change_bytes))},
+          {"change_count", base64_of(signed_doubles(unlisted.change_count))}};
 }
 
 ordered_json lifetimes_json(const Lifetimes& life) {
@@ -181,16 +228,6 @@ ordered_json lifetimes_json(const Lifetimes& life) {
     out["size"] = base64_of(as_doubles(sizes));
   }
   out["source"] = base64_of(life.source);
-  // Event indices as u32; 0xFFFFFFFF = still live (a trace of 2^32 events
-  // would saturate, far beyond what one file holds in practice).
-  auto events_u32 = [](const std::vector<uint64_t>& events) {
-    std::vector<uint32_t> out32(events.size());
-    for (size_t i = 0; i < events.size(); ++i) {
-      out32[i] = static_cast<uint32_t>(
-          std::min<uint64_t>(events[i], std::numeric_limits<uint32_t>::max()));
-    }
-    return out32;
-  };
   out["start_event"] = base64_of(events_u32(life.start_event));
   out["end_event"] = base64_of(events_u32(life.end_event));
   return out;
@@ -300,6 +337,7 @@ ordered_json plot_data_json(const std::vector<RunTimeline>& runs, double precisi
                                                   {"replaced_by_moments", run.moments->allocations}}
                                    : lifetimes_json(run.lifetimes)},
          {"moments", run.moments ? moments_json(*run.moments) : ordered_json(nullptr)},
+         {"unlisted", unlisted_json(run.unlisted)},
          {"oom_analyses", oom_analyses_json(run.oom_analyses)},
          {"allocator", allocator_json(run.allocator)},
          {"free", step_series_json(run.allocator.free.t_us, run.allocator.free.bytes)},

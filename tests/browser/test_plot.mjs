@@ -279,19 +279,65 @@ async function clickChart(page, fraction, key = 'clickedTime') {
   return page.evaluate((k) => document.body.dataset[k] || null, key);
 }
 
+// The drill-down as the page shows it: `rows` are the trace's allocations
+// (what replay-to-time lists), `unlisted` the rows below them (memory from
+// before the trace, reused addresses), `live` each run's summary with the
+// total it states (the line's absolute value).
 async function drilldownFromPage(page, nRuns) {
   return page.evaluate((n) => {
-    const rows = [...document.querySelectorAll('#drilldown tbody tr[data-source]')].map((tr) => ({
+    const read = (tr) => ({
       source: tr.dataset.source,
       bytes: Array.from({ length: n }, (_, r) => Number(tr.getAttribute(`data-bytes-${r}`))),
       count: Array.from({ length: n }, (_, r) => Number(tr.getAttribute(`data-count-${r}`))),
-    }));
+    });
+    const rows = [...document.querySelectorAll('#drilldown tbody tr[data-source]:not([data-unlisted])')].map(read);
+    const unlisted = [...document.querySelectorAll('#drilldown tbody tr[data-source][data-unlisted]')].map(read);
     const live = [...document.querySelectorAll('#drill-summary [data-run]')].map((el) => ({
       count: Number(el.dataset.liveCount),
       bytes: Number(el.dataset.liveBytes),
+      total: el.dataset.totalBytes == null ? null : Number(el.dataset.totalBytes),
+      text: el.textContent,
     }));
-    return { rows, live, ms: Number(document.body.dataset.drilldownMs) };
+    return { rows, unlisted, live, ms: Number(document.body.dataset.drilldownMs) };
   }, nRuns);
+}
+
+// The plotted line of each run (by label) at time T (seconds; wall-clock
+// view): { min, max } of the display bucket that holds T.
+async function plottedAt(page, T) {
+  return page.evaluate((t) => {
+    const u = window.memsnapPlot;
+    const xs = u.data[0];
+    let j = -1;
+    for (let i = 0; i < xs.length; i++) if (xs[i] <= t + 1e-9) j = i;
+    const out = {};
+    u.series.forEach((s, i) => {
+      const m = / \((max|min)\)$/.exec(String(s.label));
+      if (i === 0 || !m) return;
+      const label = String(s.label).slice(0, -m[0].length);
+      (out[label] = out[label] || {})[m[1]] = j >= 0 ? u.data[i][j] : null;
+    });
+    return out;
+  }, Number(T));
+}
+
+// The drill-down adds up to the line: for each run, the rows (the trace's
+// allocations and the unlisted ones) sum to the total the summary states,
+// which is replay-to-time's absolute (baseline + delta) at the moment, and
+// lies between the min and max the chart plots for that moment's bucket
+// (`plotted`, by run label, when given).
+function checkAddsUp(where, got, absolute, plotted = null, labels = []) {
+  absolute.forEach((want, r) => {
+    const live = got.live[r] || {};
+    const listed = got.rows.reduce((a, row) => a + row.bytes[r], 0);
+    const unlisted = (got.unlisted || []).reduce((a, row) => a + row.bytes[r], 0);
+    check(live.total === want, `${where}: run ${r}: the drill-down states ${live.total} bytes in all, the line (replay-to-time absolute) is ${want}: "${live.text}"`);
+    check(listed + unlisted === want, `${where}: run ${r}: its rows sum to ${listed} + ${unlisted} = ${listed + unlisted} bytes, the line is ${want}`);
+    const line = plotted && plotted[labels[r]];
+    if (line && line.max != null) {
+      check(line.min <= want && want <= line.max, `${where}: run ${r}: ${want} bytes lies outside the plotted bucket [${line.min}, ${line.max}]`);
+    }
+  });
 }
 
 function compareDrilldown(name, got, expected) {
@@ -317,8 +363,10 @@ function compareDrilldown(name, got, expected) {
     check(g.count === e.count, `${where}: run ${r}: live count ${g.count} on the page, ${e.count} expected`);
     if (e.bytes != null) check(g.bytes === e.bytes, `${where}: run ${r}: live bytes ${g.bytes} on the page, ${e.bytes} expected`);
   });
+  if (expected.absolute) checkAddsUp(where, got, expected.absolute, expected.plotted, expected.labels);
   check(got.ms < 200, `${where}: drill-down took ${got.ms} ms (limit 200 ms)`);
-  console.log(`  ${where}: ${got.rows.length} sources match (${got.ms.toFixed(1)} ms in the page)`);
+  const extra = got.unlisted && got.unlisted.length ? ` + ${got.unlisted.length} rows from before the trace` : '';
+  console.log(`  ${where}: ${got.rows.length} sources match${extra}${expected.absolute ? ', adding up to the line' : ''} (${got.ms.toFixed(1)} ms in the page)`);
 }
 
 // What `memsnap replay-to-time --json` says, in the page's row shape.
@@ -330,11 +378,13 @@ function expectedFromMemsnap(files, T, device) {
     return {
       rows: j.sources.map((s) => ({ source: s.source, bytes: [s.bytes], count: [s.count] })),
       live: [{ count: j.live_count, bytes: j.live_bytes }],
+      absolute: [j.absolute],
     };
   }
   return {
     rows: j.sources.map((s) => ({ source: s.source, bytes: [s.bytes_a, s.bytes_b], count: [s.count_a, s.count_b] })),
     live: [{ count: j.live_count_a }, { count: j.live_count_b }],
+    absolute: [j.absolute_a, j.absolute_b],
   };
 }
 
@@ -473,11 +523,11 @@ async function checkEventDrill(page, name, nRuns, expectedEvent) {
     } else {
       want.perRun.forEach((w, r) => {
         if (!w) return;
-        const mine = got.rows.filter((row) => row.count[r] > 0)
-          .map((row) => ({ source: row.source, bytes: [row.bytes[r]], count: [row.count[r]] })).sort(bySource);
+        const one = (row) => ({ source: row.source, bytes: [row.bytes[r]], count: [row.count[r]] });
+        const mine = got.rows.filter((row) => row.count[r] > 0).map(one).sort(bySource);
         compareDrilldown(`${name} run ${r} after event ${E} (replay-to-time --time ${w.T})`,
-          { rows: mine, live: [got.live[r]], ms: got.ms },
-          { rows: w.rows.filter((row) => row.count[0] > 0).sort(bySource), live: w.live });
+          { rows: mine, unlisted: got.unlisted.map(one), live: [got.live[r]], ms: got.ms },
+          { rows: w.rows.filter((row) => row.count[0] > 0).sort(bySource), live: w.live, absolute: w.absolute });
         compared += 1;
       });
     }
@@ -535,9 +585,37 @@ const CATEGORY_LAYERS = new Set(['before the trace', 'parameter', 'optimizer_sta
 // comes from the run's own buckets, the layers from the stack data), that
 // line's top is the run's absolute peak, the legend names the layers top
 // down, the y axis is fixed to absolute; back to lines restores the chart.
+// The steadiness of each source that has a column of its own in a run's
+// stacked-by-source data (the top sources and the other sources' parts):
+// mean / max over the stack buckets of the wall-clock view (else the
+// event-index view), computed here from the raw columns.
+function sourceSteadiness(runData) {
+  const stack = runData.stacks && runData.stacks.source;
+  if (!stack) return new Map();
+  const key = stack.time && stack.time.count > 0 ? 'time' : 'index';
+  const out = new Map();
+  const add = (names, view) => names.forEach((n, k) => {
+    const v = decodeColumn(view.layers[k], 'f64');
+    const max = Math.max(0, ...v);
+    out.set(n, max > 0 ? v.reduce((a, b) => a + b, 0) / v.length / max : 0);
+  });
+  add(stack.layers, stack[key]);
+  if (stack.other_parts) add(stack.other_parts.layers, stack.other_parts[key]);
+  return out;
+}
+
+const FIXED_LAYERS = new Set(['before the trace', 'other sources', 'address reused without a free']);
+
+// The stacked views, for every run, both modes and both x axes: the layers
+// stack up to exactly the plotted max line in every bucket (the max line
+// comes from the run's own buckets, the layers from the stack data), the
+// bottom layer is memory from before the trace and the others go from the
+// steadiest up; stacked by source, for several choices of Sources (the
+// default 8, one, and all the page holds), that many sources get a layer.
 async function checkStacked(page, name, nRuns, xModes) {
   const h0 = await dataHash(page);
   const x0 = (await pageState(page)).xMode;
+  const runsData = await page.evaluate(() => JSON.parse(document.getElementById('memsnap-data').textContent).runs);
   let checked = 0;
   for (const mode of ['category', 'source']) {
     await selectAndWait(page, 'view-mode', mode, 'stack');
@@ -547,55 +625,87 @@ async function checkStacked(page, name, nRuns, xModes) {
         await page.waitForFunction((v) => window.memsnapState.stackRun === v, r, { timeout: 5000 }).catch(() => {});
         await nextFrame(page);
       }
+      const stackData = runsData[r].stacks && runsData[r].stacks.source;
+      const available = stackData
+        ? stackData.layers.filter((l) => !FIXED_LAYERS.has(l)).length + (stackData.other_parts ? stackData.other_parts.layers.length : 0) : 0;
+      const steady = sourceSteadiness(runsData[r]);
       for (const x of xModes) {
         await selectAndWait(page, 'x-mode', x, 'xMode');
-        const where = `${name} (stacked by ${mode}, run ${r}, ${x})`;
-        const got = await page.evaluate(() => {
-          const u = window.memsnapPlot;
-          const stack = window.memsnapInfo.stack;
-          if (!u || !stack) {
+        const choices = mode === 'source' ? [8, 1, available] : [null];
+        for (const sources of choices) {
+          if (sources != null) {
+            // As typing would, also where the control is hidden (no stacked data to draw).
+            await page.$eval('#stack-sources', (el, n) => {
+              el.value = String(n);
+              el.dispatchEvent(new Event('change'));
+            }, sources);
+            await page.waitForFunction((n) => window.memsnapState.stackSources === n, sources, { timeout: 5000 }).catch(() => {});
+            await nextFrame(page);
+          }
+          const where = `${name} (stacked by ${mode}, run ${r}, ${x}${sources != null ? `, ${sources} sources` : ''})`;
+          const got = await page.evaluate(() => {
+            const u = window.memsnapPlot;
+            const stack = window.memsnapInfo.stack;
+            if (!u || !stack) {
+              const data = JSON.parse(document.getElementById('memsnap-data').textContent);
+              const empty = document.querySelector('#chart .empty');
+              return { noChart: true, events: Number(data.runs[window.memsnapState.stackRun].stats.event_count), empty: empty ? empty.textContent : '' };
+            }
+            const K = stack.layers.length;
+            const top = u.data[K];
+            const total = u.data[K + 1];
+            let bad = -1;
+            let max = -Infinity;
+            for (let j = 0; j < total.length; j++) {
+              if (bad < 0 && top[j] !== total[j]) bad = j;
+              if (total[j] != null && total[j] > max) max = total[j];
+            }
             const data = JSON.parse(document.getElementById('memsnap-data').textContent);
-            const empty = document.querySelector('#chart .empty');
-            return { noChart: true, events: Number(data.runs[window.memsnapState.stackRun].stats.event_count), empty: empty ? empty.textContent : '' };
+            const control = document.getElementById('stack-sources-control');
+            return {
+              run: stack.run, layers: stack.layers, steadiness: stack.steadiness, sources: stack.sources,
+              labels: u.series.slice(1, K + 2).map((s) => String(s.label)),
+              points: total.length, bad, top: bad >= 0 ? top[bad] : null, total: bad >= 0 ? total[bad] : null, max,
+              stats: data.runs[stack.run].stats,
+              legend: [...document.querySelectorAll('#legend .legend-item.layer:not(.total) .legend-label')].map((e) => e.textContent),
+              runPicker: getComputedStyle(document.getElementById('stack-run-control')).display !== 'none',
+              sourcesControl: !!control && getComputedStyle(control).display !== 'none',
+              yDisabled: document.getElementById('y-mode').disabled,
+            };
+          });
+          if (got.noChart) {
+            // A run without trace events has nothing to stack: the page says so.
+            check(got.events === 0 && /No trace events/.test(got.empty), `${where}: no chart or no stacked view drawn (${got.events} events; "${got.empty}")`);
+            continue;
           }
-          const K = stack.layers.length;
-          const top = u.data[K];
-          const total = u.data[K + 1];
-          let bad = -1;
-          let max = -Infinity;
-          for (let j = 0; j < total.length; j++) {
-            if (bad < 0 && top[j] !== total[j]) bad = j;
-            if (total[j] != null && total[j] > max) max = total[j];
+          checked += 1;
+          check(got.run === r, `${where}: shows run ${got.run}`);
+          check(got.points > 1, `${where}: ${got.points} points`);
+          check(got.bad < 0, `${where}: bucket ${got.bad}: layers stack to ${got.top}, the max line is at ${got.total}`);
+          const peak = Math.max(got.max, Number(got.stats.baseline));
+          check(peak === Number(got.stats.absolute_peak), `${where}: the max line peaks at ${peak}, absolute_peak ${got.stats.absolute_peak}`);
+          check(got.layers[0] === 'before the trace', `${where}: bottom layer ${got.layers[0]}`);
+          check(JSON.stringify(got.labels.slice(0, -1)) === JSON.stringify(got.layers) && got.labels.at(-1).endsWith(' (max)'),
+            `${where}: series ${JSON.stringify(got.labels)} for layers ${JSON.stringify(got.layers)}`);
+          check(JSON.stringify(got.legend) === JSON.stringify([...got.layers].reverse()), `${where}: legend ${JSON.stringify(got.legend)}`);
+          // Long-lived memory at the bottom, what rises and falls on top.
+          const s = got.steadiness || [];
+          check(s.length === got.layers.length && s.slice(1).every((v, k) => k === 0 || v <= s[k]),
+            `${where}: layers above the first are not ordered steadiest first: ${JSON.stringify(got.layers.map((l, k) => [l, s[k]]))}`);
+          check(got.sourcesControl === (mode === 'source'), `${where}: the Sources control is ${got.sourcesControl ? 'shown' : 'hidden'}`);
+          if (mode === 'category') {
+            check(got.layers.every((l) => CATEGORY_LAYERS.has(l)), `${where}: layers ${JSON.stringify(got.layers)}`);
+          } else {
+            const own = got.layers.filter((l) => !FIXED_LAYERS.has(l));
+            check(own.length === Math.min(sources, available) && got.sources && got.sources.available === available,
+              `${where}: ${own.length} sources with a layer of their own (${JSON.stringify(got.sources)}), expected ${Math.min(sources, available)} of ${available}`);
+            const mine = own.map((l) => steady.get(l));
+            check(mine.every((v, k) => v != null && (k === 0 || v <= mine[k - 1] + 1e-12)),
+              `${where}: the sources' layers are not in order of their steadiness (mean / max) from the data: ${JSON.stringify(own.map((l, k) => [l, mine[k]]))}`);
           }
-          const data = JSON.parse(document.getElementById('memsnap-data').textContent);
-          return {
-            run: stack.run, layers: stack.layers, labels: u.series.slice(1, K + 2).map((s) => String(s.label)),
-            points: total.length, bad, top: bad >= 0 ? top[bad] : null, total: bad >= 0 ? total[bad] : null, max,
-            stats: data.runs[stack.run].stats,
-            legend: [...document.querySelectorAll('#legend .legend-item.layer:not(.total) .legend-label')].map((e) => e.textContent),
-            runPicker: getComputedStyle(document.getElementById('stack-run-control')).display !== 'none',
-            yDisabled: document.getElementById('y-mode').disabled,
-          };
-        });
-        if (got.noChart) {
-          // A run without trace events has nothing to stack: the page says so.
-          check(got.events === 0 && /No trace events/.test(got.empty), `${where}: no chart or no stacked view drawn (${got.events} events; "${got.empty}")`);
-          continue;
+          check(got.yDisabled, `${where}: the y axis can be switched to delta`);
+          check(got.runPicker === (nRuns > 1), `${where}: run picker ${got.runPicker ? 'shown' : 'hidden'} for ${nRuns} runs`);
         }
-        checked += 1;
-        check(got.run === r, `${where}: shows run ${got.run}`);
-        check(got.points > 1, `${where}: ${got.points} points`);
-        check(got.bad < 0, `${where}: bucket ${got.bad}: layers stack to ${got.top}, the max line is at ${got.total}`);
-        const peak = Math.max(got.max, Number(got.stats.baseline));
-        check(peak === Number(got.stats.absolute_peak), `${where}: the max line peaks at ${peak}, absolute_peak ${got.stats.absolute_peak}`);
-        check(got.layers[0] === 'before the trace', `${where}: bottom layer ${got.layers[0]}`);
-        check(JSON.stringify(got.labels.slice(0, -1)) === JSON.stringify(got.layers) && got.labels.at(-1).endsWith(' (max)'),
-          `${where}: series ${JSON.stringify(got.labels)} for layers ${JSON.stringify(got.layers)}`);
-        check(JSON.stringify(got.legend) === JSON.stringify([...got.layers].reverse()), `${where}: legend ${JSON.stringify(got.legend)}`);
-        if (mode === 'category') check(got.layers.every((l) => CATEGORY_LAYERS.has(l)), `${where}: layers ${JSON.stringify(got.layers)}`);
-        else check(got.layers.length <= 11, `${where}: ${got.layers.length} layers (top 8 sources, other, before the trace, reused)`);
-        check(got.yDisabled, `${where}: the y axis can be switched to delta`);
-        check(got.runPicker === (nRuns > 1), `${where}: run picker ${got.runPicker ? 'shown' : 'hidden'} for ${nRuns} runs`);
       }
     }
   }
@@ -651,7 +761,7 @@ async function testOomPanel(browser, file, files) {
 // allocator at the page's nearest moment; its numbers equal what
 // `memsnap segments --time T --json` gives for the time the panel states, and
 // it draws one bar per segment it holds, the largest free block outlined.
-async function testAllocatorPanel(browser, file, files) {
+async function testAllocatorPanel(browser, file, files, expectEveryChange = false) {
   const p = await openPage(browser, file, `${path.basename(file)} (allocator panel)`);
   const { page } = p;
   try {
@@ -684,9 +794,17 @@ async function testAllocatorPanel(browser, file, files) {
     await nextFrame(page);
     const hovered = await page.evaluate(() => (document.getElementById('legend-free-0') || {}).textContent || '');
     check(/^[\d.]+ [KMG]?i?B \(largest block [\d.]+ [KMG]?i?B\)$/.test(hovered), `${p.name}: hovering shows free in segments as "${hovered}"`);
+    // A run of some 10k entries alone on its page fits its every change in
+    // the page's budget: the panel then shows the state at the clicked time
+    // itself (checked below), not the nearest of a few moments.
+    const allocators = await page.evaluate(() => JSON.parse(document.getElementById('memsnap-data').textContent).runs.map((r) => r.allocator));
+    if (expectEveryChange) {
+      allocators.forEach((a, r) => check(a && a.every_change === true,
+        `${p.name}: run ${r} (${files[r] && path.basename(files[r])}) holds ${a && a.moments ? a.moments.length : 0} allocator moments, not one per change`));
+    }
     let compared = 0;
-    for (const fraction of [0.25, 0.7]) {
-      await clickChart(page, fraction);
+    for (const fraction of [0.25, 0.7, 0.4137]) {
+      const clicked = await clickChart(page, fraction);
       await page.waitForFunction(() => window.memsnapInfo.allocPanel, null, { timeout: 5000 }).catch(() => {});
       const got = await page.evaluate(() => ({
         hidden: document.getElementById('alloc-panel').hidden,
@@ -713,6 +831,15 @@ async function testAllocatorPanel(browser, file, files) {
         const drawnHasLargest = t.largest_free_block > 0 && expected.segments.slice(0, 48).some((g) => g.largest_free_block === t.largest_free_block);
         check(row && row.largest === (drawnHasLargest ? 1 : 0), `${where}: run ${shown.run} outlines ${row && row.largest} largest free blocks, expected ${drawnHasLargest ? 1 : 0}`);
         check(row && row.text.includes(MT.formatBytes(t.reserved)), `${where}: run ${shown.run}'s panel does not show reserved ${MT.formatBytes(t.reserved)}`);
+        if (shown.exact && clicked != null && Number(clicked) !== shown.t_s) {
+          // The state at the click: what memsnap segments says at that time.
+          const atClick = memsnapJson(['segments', '--time', String(clicked), '--top', '100000', file], `segments --time ${clicked}`);
+          const c = atClick.totals;
+          check(c.reserved === shown.reserved && c.allocated === shown.allocated && c.awaiting_free === shown.awaiting_free
+            && c.free === shown.free && c.largest_free_block === shown.largest_free_block && atClick.segment_count === shown.segment_count,
+          `${where}: run ${shown.run} panel at t=${clicked} ${JSON.stringify(shown)} vs memsnap segments --time ${clicked} ${JSON.stringify({ ...c, segment_count: atClick.segment_count })}`);
+          check(row && row.text.includes(`--time ${clicked}`), `${where}: run ${shown.run}'s panel does not name the clicked time ${clicked}`);
+        }
         compared += 1;
       }
     }
@@ -858,11 +985,12 @@ async function testOverlay(browser, file, nRuns, expected, shotName, expectedEve
     await checkStacked(page, name, nRuns, ['time', 'index']);
 
     // drill-down at three places (the last past the end of the shorter run)
+    const runLabels = await page.evaluate(() => JSON.parse(document.getElementById('memsnap-data').textContent).runs.map((r) => r.label));
     for (const fraction of [0.3, 0.72, 0.93]) {
       const T = await clickChart(page, fraction);
       if (!check(T != null && T !== '', `${name}: click at ${fraction} of the width set no document.body.dataset.clickedTime`)) continue;
       const got = await drilldownFromPage(page, nRuns);
-      compareDrilldown(`${name} at t=${T}`, got, expected(T));
+      compareDrilldown(`${name} at t=${T}`, got, { ...expected(T), plotted: await plottedAt(page, T), labels: runLabels });
     }
 
     // drill-down in the event-index view (or why there is none)
@@ -1026,7 +1154,7 @@ async function testLarge(browser, file, files) {
 }
 
 // A real fixture: opens cleanly; optional extra checks.
-async function testFixture(browser, fixture, { device, expectOom, expectNoTime, drill } = {}) {
+async function testFixture(browser, fixture, { device, expectOom, expectNoTime, drill, allocatorEveryChange } = {}) {
   const base = path.basename(fixture).replace(/\.[^.]+$/, '');
   const out = path.join(opts.outDir, `fixture-${base}${device != null ? `-device${device}` : ''}.html`);
   const args = ['plot', fixture, '-o', out];
@@ -1054,9 +1182,31 @@ async function testFixture(browser, fixture, { device, expectOom, expectNoTime, 
     if (!expectNoTime) await checkStacked(page, p.name, 1, state.xMode === 'time' ? ['time', 'index'] : ['index']);
     if (drill && state.xMode === 'time') {
       await checkPeaks(page, p.name, 'time, absolute');
-      const T = await clickChart(page, 0.5);
-      if (check(T, `${p.name}: click set no clicked time`)) {
-        compareDrilldown(`${p.name} at t=${T}`, await drilldownFromPage(page, 1), expectedFromMemsnap([fixture], T, device));
+      const label = await page.evaluate(() => JSON.parse(document.getElementById('memsnap-data').textContent).runs[0].label);
+      for (const fraction of [0.2, 0.5, 0.85]) {
+        const T = await clickChart(page, fraction);
+        if (check(T, `${p.name}: click at ${fraction} of the width set no clicked time`)) {
+          compareDrilldown(`${p.name} at t=${T}`, await drilldownFromPage(page, 1),
+            { ...expectedFromMemsnap([fixture], T, device), plotted: await plottedAt(page, T), labels: [label] });
+        }
+      }
+    }
+    if (allocatorEveryChange) {
+      // About 22k entries: the page holds the allocator after every change,
+      // so a click shows the state at its time (as memsnap segments --time).
+      const a = await page.evaluate(() => JSON.parse(document.getElementById('memsnap-data').textContent).runs[0].allocator);
+      check(a && a.every_change === true, `${p.name}: ${a && a.moments ? a.moments.length : 0} allocator moments, not one per change`);
+      const clicked = await clickChart(page, 0.437);
+      await page.waitForFunction(() => window.memsnapInfo.allocPanel, null, { timeout: 5000 }).catch(() => {});
+      const shown = ((await pageInfo(page)).allocPanel || { runs: [] }).runs[0];
+      if (check(clicked != null && shown, `${p.name}: no allocator panel after a click`)) {
+        const args = ['segments', '--time', String(clicked), '--top', '100000', fixture];
+        if (device != null) args.push('--device', String(device));
+        const e = memsnapJson(args, `segments --time ${clicked}`);
+        check(shown.exact && e.totals.reserved === shown.reserved && e.totals.allocated === shown.allocated
+          && e.totals.free === shown.free && e.totals.largest_free_block === shown.largest_free_block && e.segment_count === shown.segment_count,
+        `${p.name}: allocator panel at t=${clicked} ${JSON.stringify(shown)} vs memsnap segments ${JSON.stringify({ ...e.totals, segment_count: e.segment_count })}`);
+        console.log(`  ${p.name}: the allocator panel at t=${clicked} is memsnap segments --time ${clicked} (${a.moments.length} moments, one per change)`);
       }
     }
     await page.evaluate(() => window.scrollTo(0, 0));
@@ -1173,6 +1323,29 @@ async function generatedScenarios(browser) {
   await testOomPanel(browser, overlay, [A, B]);
   await testAllocatorPanel(browser, overlay, [A, B]);
 
+  section('memory from before the trace (late start, ring buffer): the drill-down adds up to the line');
+  // Runs whose line starts above zero: the drill-down lists the trace's
+  // allocations (as replay-to-time does) and, below them, the memory from
+  // before the trace that is still live, by source, so that every click adds
+  // up to the line (checkAddsUp, in the wall-clock and event-index views, and
+  // with moments instead of lifetimes).
+  const late = path.join(opts.outDir, 'gen_late.pickle');
+  const ring = path.join(opts.outDir, 'gen_ring.pickle');
+  run(opts.python, [gen, '--out', late, '--events', '3000', '--late-start', '--steps', '3', '--marks', '--seed', '13'], 'generate late start');
+  run(opts.python, [gen, '--out', ring, '--events', '4000', '--ring-buffer', '1500', '--steps', '4', '--marks', '--seed', '21'], 'generate ring buffer');
+  const beforeTrace = path.join(opts.outDir, 'before-trace.html');
+  memsnap(['plot', late, ring, '--labels', 'late', 'ring', '-o', beforeTrace], 'plot late ring');
+  const beforeData = extractPage(fs.readFileSync(beforeTrace, 'utf8')).data.runs;
+  check(beforeData.every((r) => r.stats.baseline > 0 && r.unlisted && r.unlisted.rows.length > 0),
+    `before-trace.html: the runs should start above zero with rows for memory from before the trace (${JSON.stringify(beforeData.map((r) => [r.stats.baseline, r.unlisted && r.unlisted.rows]))})`);
+  check(!!beforeData[1].unlisted && beforeData[1].unlisted.count > 0, 'before-trace.html: the ring buffer run frees memory from before the trace, its data holds no such change');
+  const beforeListings = [listEvents(late), listEvents(ring)];
+  await testOverlay(browser, beforeTrace, 2, (T) => expectedFromMemsnap([late, ring], T), 'before-trace.png',
+    (E) => ({ perRun: [late, ring].map((f, r) => expectedRunAtEvent(f, beforeListings[r], E)) }));
+  const ringMoments = path.join(opts.outDir, 'before-trace-moments.html');
+  memsnap(['plot', ring, '--max-lifetimes', '100', '-o', ringMoments], 'plot ring --max-lifetimes 100');
+  await testOverlay(browser, ringMoments, 1, (T) => expectedFromMemsnap([ring], T), null);
+
   section('many runs (64 ranks of a 4-stage pipeline, one outlier)');
   const ranksDir = path.join(opts.outDir, 'ranks');
   run(opts.python, [path.join(ROOT, 'tests', 'gen', 'make_ranks.py'), '--out', ranksDir, '--ranks', '64', '--stages', '4',
@@ -1218,6 +1391,7 @@ async function generatedScenarios(browser) {
   const single = path.join(opts.outDir, 'single.html');
   memsnap(['plot', A, '-o', single], 'plot A');
   await testOverlay(browser, single, 1, (T) => expectedFromMemsnap([A], T), 'single.png');
+  await testAllocatorPanel(browser, single, [A], true);
 
   section('moments instead of lifetimes (plot --max-lifetimes)');
   // The page keeps live-by-source at moments, not every allocation: a click
@@ -1270,7 +1444,7 @@ async function fixtureScenarios(browser) {
     ['Constructor-Sun_code_location__memory_snapshot.pickle', { drill: true }], // device 0: expandable segments
     ['cranberrii_ftcourse__memory_snapshot.pickle', { expectNoTime: true }],
     ['albi2_thesis-text-to-SQL__dump_snapshot@677c1c0.pickle', {}], // expandable, segments only (no trace)
-    ['Wedsonlin_assignment2-systems__medium_512_training_memory_snapshot.pickle', { drill: true }],
+    ['Wedsonlin_assignment2-systems__medium_512_training_memory_snapshot.pickle', { drill: true, allocatorEveryChange: true }],
   ];
   for (const [file, options] of cases) {
     const full = path.join(dir, file);

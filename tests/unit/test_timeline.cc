@@ -93,6 +93,88 @@ TEST(Timeline, LifetimesReproduceTheReplay) {
 
 // Past max_lifetimes the page gets moments: each moment's rows are what
 // replay-to-time gives at that moment's time, source by source.
+// The drill-down adds up to the line: at any time the lifetimes live then
+// plus the unlisted rows (memory from before the trace less its frees so
+// far, allocations at reused addresses) are baseline + delta, what
+// replay-to-time calls absolute; with moments instead of lifetimes, at every
+// moment.
+TEST(Timeline, UnlistedMemoryAddsUpToTheLine) {
+  testing::ModelBuilder b;
+  const StackId sites[] = {b.stack({{"forward", "/home/me/model.py", 10}}),
+                           b.stack({{"backward", "/home/me/model.py", 20}})};
+  std::vector<StackId> freed_by;
+  for (int line = 1; line <= 12; ++line) {
+    freed_by.push_back(b.stack({{"zero_grad", "/usr/lib/torch/optim/optimizer.py", 975},
+                                {"train", "/home/me/train.py", 100 + line}}));
+  }
+  std::mt19937_64 random(21);
+  std::vector<uint64_t> live;
+  int64_t time = 3'000'000;
+  uint64_t before = 0x70000000;  // blocks from before the trace, freed as it runs
+  for (int i = 0; i < 5000; ++i) {
+    time += static_cast<int64_t>(random() % 30);
+    const uint64_t pick = random() % 10;
+    if (pick == 0 && before < 0x70000000 + 0x1000 * 300) {
+      b.free(before, 4096 * (1 + random() % 64), time, freed_by[random() % freed_by.size()]);
+      before += 0x1000;
+    } else if (!live.empty() && pick < 4) {
+      const size_t at = random() % live.size();
+      b.free(live[at], 0, time);
+      live.erase(live.begin() + static_cast<ptrdiff_t>(at));
+    } else {
+      const uint64_t addr = 0x1000 * (1 + random() % 600);  // reuse happens: replaced blocks
+      b.alloc(addr, 512 + random() % 8192, time, sites[random() % 2]);
+      if (std::find(live.begin(), live.end(), addr) == live.end()) live.push_back(addr);
+    }
+  }
+  b.segment(0, uint64_t{1} << 34, uint64_t{3} << 30);  // no blocks: the rest is "no block matches"
+  FileAnalysis file = analyze_file("test", b.model, std::nullopt);
+  ASSERT_GT(file.baseline().baseline_at_start, 0);
+
+  const auto unlisted_at = [](const UnlistedMemory& u, uint64_t t_us) {
+    int64_t bytes = 0;
+    for (int64_t start : u.start_bytes) bytes += start;
+    for (size_t k = 0; k < u.change_us.size(); ++k) {
+      if (u.change_us[k] <= t_us) bytes += u.change_bytes[k];
+    }
+    return bytes;
+  };
+  RunTimeline run = build_timeline(file, "test", 1.0, SourceKeyOptions{});
+  const UnlistedMemory& u = run.unlisted;
+  ASSERT_FALSE(run.moments);
+  EXPECT_LE(u.rows.size(), kUnlistedTopSources + 2);  // + other, + reused addresses
+  EXPECT_NE(std::find(u.rows.begin(), u.rows.end(), "address reused without a free"), u.rows.end());
+  EXPECT_EQ(u.change_us.size(), file.trace_analysis().totals.unmatched_free_count +
+                                    std::count(u.change_row.begin(), u.change_row.end(),
+                                               static_cast<uint32_t>(u.rows.size() - 1)));
+  EXPECT_TRUE(std::is_sorted(u.change_event.begin(), u.change_event.end()));
+  const Lifetimes& life = run.lifetimes;
+  for (double seconds : {0.0, 0.001, 0.01, 0.02, 0.04, 0.07, 1.0}) {
+    TimeSide side = replay_to_time(file, seconds, SourceKeyOptions{});
+    const auto t = static_cast<uint64_t>(std::llround(side.time_s * 1e6));
+    int64_t listed = 0;
+    for (size_t i = 0; i < life.start_us.size(); ++i) {
+      if (life.start_us[i] <= t && (life.end_us[i] == Lifetimes::kStillLive || life.end_us[i] > t))
+        listed += static_cast<int64_t>(life.size[i]);
+    }
+    EXPECT_EQ(listed, static_cast<int64_t>(side.live_bytes)) << seconds;
+    EXPECT_EQ(listed + unlisted_at(u, t), side.absolute) << seconds;
+  }
+
+  RunTimeline sparse = build_timeline(file, "test", 1.0, SourceKeyOptions{}, /*max_lifetimes=*/100);
+  ASSERT_TRUE(sparse.moments);
+  const LiveMoments& m = *sparse.moments;
+  EXPECT_LE(sparse.unlisted.change_us.size(), m.time_us.size() * sparse.unlisted.rows.size());
+  for (size_t k = 0; k < m.time_us.size(); k += 61) {
+    TimeSide side =
+        replay_to_time(file, static_cast<double>(m.time_us[k]) / 1e6, SourceKeyOptions{});
+    int64_t listed = 0;
+    for (uint64_t row = m.row_begin[k]; row < m.row_begin[k + 1]; ++row)
+      listed += static_cast<int64_t>(m.bytes[row]);
+    EXPECT_EQ(listed + unlisted_at(sparse.unlisted, m.time_us[k]), side.absolute) << m.time_us[k];
+  }
+}
+
 TEST(Timeline, MomentsAreTheReplayAtTheirTimes) {
   testing::ModelBuilder b;
   const StackId sites[] = {b.stack({{"forward", "/home/me/model.py", 10}}),

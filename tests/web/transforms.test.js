@@ -1026,6 +1026,119 @@ test('liveAtMoment snaps to the nearest moment and sums its rows by source name'
   assert.deepEqual([...T.liveAtMoment(m, sources, 9e9).bySource.keys()], [T.UNKNOWN_SOURCE], 'an id past the sources');
 });
 
+test('unlistedAt: rows from before the trace less the frees so far, by time or by event, summing to the line', () => {
+  const f64 = (values) => b64(new Float64Array(values));
+  const u32 = (values) => b64(new Uint32Array(values));
+  const raw = {
+    rows: ['load@train.py:3', 'freed at step@optim.py:9 (allocated before the trace)', 'address reused without a free'],
+    start_bytes: f64([4096, 2048, 0]),
+    start_count: f64([2, 2, 0]),
+    count: 3,
+    change_us: f64([100, 250, 250]),
+    change_event: u32([4, 9, 10]),
+    change_row: u32([1, 2, 1]),
+    change_bytes: f64([-1024, 512, -1024]),
+    change_count: f64([-1, 1, -1]),
+  };
+  const u = T.decodeUnlisted(raw, 'unlisted');
+  const at = (x, byEvent) => Object.fromEntries([...T.unlistedAt(u, x, byEvent).bySource].map(([n, v]) => [n, v.bytes]));
+  assert.deepEqual(at(0), { 'load@train.py:3': 4096, 'freed at step@optim.py:9 (allocated before the trace)': 2048 });
+  assert.deepEqual(at(100), { 'load@train.py:3': 4096, 'freed at step@optim.py:9 (allocated before the trace)': 1024 }, 'a change at the time counts');
+  assert.deepEqual(at(250), { 'load@train.py:3': 4096, 'address reused without a free': 512 }, 'a row that holds nothing is left out');
+  assert.equal(T.unlistedAt(u, 250).bytes, 4608);
+  assert.deepEqual(at(9, true), { 'load@train.py:3': 4096, 'freed at step@optim.py:9 (allocated before the trace)': 1024, 'address reused without a free': 512 });
+  assert.equal(T.unlistedAt(null, 5).bytes, 0);
+  assert.equal(T.decodeUnlisted(undefined, 'u'), null, 'older pages have none');
+  // The lifetimes and the unlisted rows together are the line: a random
+  // trace with memory from before it, checked against a replay.
+  const rand = mulberry32(5);
+  const before = [[0, 3000], [1, 5000], [0, 700], [1, 900]];  // [row, bytes] live at the start
+  const changes = [];
+  let line = before.reduce((a, [, b]) => a + b, 0);
+  const lineAt = [[0, line]];
+  for (let t = 10, k = 0; k < before.length; k++, t += 10 + randInt(rand, 50)) {
+    changes.push([t, before[k][0], -before[k][1]]);
+    line -= before[k][1];
+    lineAt.push([t, line]);
+  }
+  const v = T.decodeUnlisted({
+    rows: ['a', 'b'], start_bytes: f64([3700, 5900]), start_count: f64([2, 2]), count: changes.length,
+    change_us: f64(changes.map((c) => c[0])), change_event: u32(changes.map((_, k) => k)),
+    change_row: u32(changes.map((c) => c[1])), change_bytes: f64(changes.map((c) => c[2])), change_count: f64(changes.map(() => -1)),
+  }, 'v');
+  for (const [t, want] of lineAt) assert.equal(T.unlistedAt(v, t).bytes, want, `at ${t}`);
+  assert.throws(() => T.decodeUnlisted({ ...raw, change_row: u32([1, 2, 3]) }, 'u'), /row 3 of 3/);
+});
+
+test('stackLayout: the chosen number of sources, layers summing as before, before the trace at the bottom, steadiest next', () => {
+  const f64 = (values) => Buffer.from(new Float64Array(values).buffer).toString('base64');
+  // Four buckets. "params" stays (steadiness 1), "acts" rises and falls,
+  // "tmp" spikes once; the parts are the sources ranked after the top ones,
+  // all that "other sources" holds here.
+  const raw = {
+    source: {
+      layers: ['before the trace', 'acts', 'params', 'other sources'],
+      time: { per_bucket: 1, count: 4, layers: [f64([5, 5, 5, 5]), f64([0, 4, 8, 2]), f64([6, 6, 6, 6]), f64([1, 1, 1, 9])] },
+      index: { per_bucket: 1, count: 4, layers: [f64([5, 5, 5, 5]), f64([0, 4, 8, 2]), f64([6, 6, 6, 6]), f64([1, 1, 1, 9])] },
+      other_parts: {
+        layers: ['tmp', 'cache'],
+        time: { per_bucket: 1, count: 4, layers: [f64([0, 0, 0, 8]), f64([1, 1, 1, 1])] },
+        index: { per_bucket: 1, count: 4, layers: [f64([0, 0, 0, 8]), f64([1, 1, 1, 1])] },
+      },
+    },
+  };
+  const stack = T.decodeStacks(raw, 'stacks').source;
+  const sums = (layout) => [0, 1, 2, 3].map((b) => layout.layers.reduce((a, l) => a + l[b], 0));
+  const whole = [12, 16, 20, 22];
+  const two = T.stackLayout(stack, 'time', 2);
+  // Steadiness: params 1, acts 3.5 / 8, other sources (its parts) 3 / 9.
+  assert.deepEqual(two.names, ['before the trace', 'params', 'acts', 'other sources']);
+  assert.deepEqual(sums(two), whole);
+  assert.deepEqual(two.rank, [-1, 1, 0, -1], 'a source keeps its rank in the data (its colour)');
+  assert.equal(two.available, 4);
+  const all = T.stackLayout(stack, 'time', 4);
+  assert.deepEqual(all.names, ['before the trace', 'params', 'cache', 'acts', 'tmp'], 'other sources is gone once its parts are all out');
+  assert.deepEqual(sums(all), whole);
+  const one = T.stackLayout(stack, 'index', 1);
+  assert.deepEqual(one.names.filter((n) => n !== 'before the trace' && n !== 'other sources'), ['acts']);
+  assert.deepEqual(Array.from(one.layers[one.names.indexOf('other sources')]), [7, 7, 7, 15], 'params folded into other sources');
+  assert.deepEqual(sums(one), whole);
+  assert.equal(T.stackLayout(stack, 'time', 99).shown, 4);
+  assert.equal(T.stackLayout(stack, 'time', 0).names.length, 2);
+  for (const layout of [one, two, all]) {
+    const s = layout.steadiness.slice(1);
+    assert.ok(s.every((v, k) => k === 0 || v <= s[k - 1]), `steadiest first: ${layout.names} ${s}`);
+  }
+  assert.equal(T.steadiness([2, 2, 2]), 1);
+  assert.equal(T.steadiness([0, 0]), 0);
+  assert.equal(T.steadiness([0, 4, 0, 0]), 0.25);
+  assert.equal(T.stackLayout({ names: [], time: null, index: null }, 'time'), null);
+  assert.throws(() => T.decodeStacks({ source: { ...raw.source, other_parts: { ...raw.source.other_parts, time: { per_bucket: 1, count: 3, layers: [] } } } }, 's'), /other_parts/);
+});
+
+test('allocatorMomentAt: the state at a time where every change is held, else the nearest; drawn segments rebuilt from changes', () => {
+  const segments = [{ address: '0x1' }, { address: '0x2' }, { address: '0x2', v: 2 }, { address: '0x3' }];
+  const moments = [
+    { t_s: 0, drawn_count: 2, drawn: [0, 0, 1, 1] },
+    { t_s: 0.5, drawn_count: 2, drawn: [1, 2] },
+    { t_s: 0.9, drawn_count: 3, drawn: [2, 3] },
+    { t_s: 1.0, drawn_count: 1, drawn: [] },
+  ];
+  const every = { every_change: true, segments, moments };
+  const ids = (at) => at.segments.map((g) => segments.indexOf(g));
+  assert.equal(T.allocatorMomentAt(every, 0.89).index, 1, 'the last change at or before the time, not the nearest');
+  assert.deepEqual(ids(T.allocatorMomentAt(every, 0.89)), [0, 2]);
+  assert.deepEqual(ids(T.allocatorMomentAt(every, 0.9)), [0, 2, 3]);
+  assert.deepEqual(ids(T.allocatorMomentAt(every, 5)), [0]);
+  assert.equal(T.allocatorMomentAt(every, -1).index, 0);
+  assert.equal(T.allocatorMomentAt(every, 0.2).exact, true);
+  const sparse = { every_change: false, segments, moments };
+  assert.equal(T.allocatorMomentAt(sparse, 0.89).index, 2, 'the nearest');
+  assert.equal(T.allocatorMomentAt(sparse, 0.89).exact, false);
+  assert.equal(T.allocatorMomentAt({ moments: [] }, 1), null);
+  assert.throws(() => T.allocatorMomentAt({ segments, moments: [{ t_s: 0, drawn_count: 1, drawn: [0, 9] }] }, 0), /segment 9 of 4/);
+});
+
 test('segmentBlocks decodes triples and marks the first free block of the largest size only', () => {
   const blocks = T.segmentBlocks([0, 512, 0, 512, 1024, 2, 1536, 512, 1, 2048, 1024, 2], 1024);
   assert.deepEqual(blocks.map((b) => [b.offset, b.size, b.state, b.largest]),
