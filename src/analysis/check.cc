@@ -227,7 +227,8 @@ CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
       case LimitKind::kStepMaxPeak:
         if (current.steps.empty()) {
           r.status = LimitStatus::kNotApplicable;
-          r.note = "the run has no profiler steps";
+          r.note =
+              "the run has no steps (no ProfilerStep marks, and none inferred from the optimizer)";
           break;
         }
         for (const SummaryStep& step : current.steps) {
@@ -235,6 +236,13 @@ CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
             r.measured = static_cast<double>(step.absolute_peak);
             r.subject = fmt::format("step {}", step.number);
           }
+        }
+        // Say where an inferred iteration came from: its number is not the profiler's.
+        if (current.steps_origin.origin == StepOrigin::kOptimizerAnnotations) {
+          r.subject +=
+              fmt::format(", an iteration inferred from the '{}' marks", current.steps_origin.from);
+        } else if (current.steps_origin.origin == StepOrigin::kOptimizerFrames) {
+          r.subject += ", an iteration inferred from torch/optim frames";
         }
         break;
       case LimitKind::kCategory: {

@@ -55,6 +55,7 @@ struct CompareResult {
   ReservedHistory reserved_a, reserved_b;
   FragmentationHistory fragmentation_a, fragmentation_b;
   Baseline baseline_a, baseline_b;
+  StepsInference steps_origin_a, steps_origin_b;
   std::vector<int64_t> matching_steps;
   std::vector<StepComparison> step_results;
   std::vector<int64_t> steps_only_a, steps_only_b, incomplete_a, incomplete_b;

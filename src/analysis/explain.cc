@@ -139,6 +139,7 @@ ExplainReport explain_file(const FileAnalysis& file, const ExplainOptions& optio
 
   if (!counts.oom_events.empty()) r.oom = first_oom(file, options);
 
+  r.steps.origin = file.step_windows().inference();
   for (const StepStats& stats : analysis.steps) {
     if (!stats.step.complete) continue;
     ++r.steps.count;

@@ -72,7 +72,8 @@ struct ExplainOom {
 };
 
 struct ExplainSteps {
-  uint64_t count = 0;  // complete ProfilerStep windows
+  uint64_t count = 0;  // complete step windows
+  StepsInference origin;
   std::optional<int64_t> highest;
   int64_t highest_peak = 0;  // absolute
 };

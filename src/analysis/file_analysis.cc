@@ -20,8 +20,7 @@ struct FileAnalysis::Parts {
   std::once_flag reserved_once;
   ReservedHistory reserved;
   std::once_flag steps_once;
-  std::vector<ProfilerStep> steps;
-  std::vector<int64_t> steps_ending_before_start;
+  StepWindows steps;
   std::once_flag trace_once;
   TraceAnalysis trace;
   std::once_flag baseline_once;
@@ -35,11 +34,12 @@ struct FileAnalysis::Parts {
 };
 
 FileAnalysis::FileAnalysis(std::string path, const Snapshot& snapshot, std::optional<int> device,
-                           PartObserver observer)
+                           PartObserver observer, StepSource step_source)
     : path_(std::move(path)),
       snapshot_(&snapshot),
       choice_(choose_device(snapshot, device)),
       trace_(trace_or_empty(snapshot, choice_.device)),
+      step_source_(step_source),
       observer_(std::move(observer)),
       parts_(std::make_unique<Parts>()) {}
 
@@ -78,19 +78,11 @@ const ReservedHistory& FileAnalysis::reserved() const {
   return parts_->reserved;
 }
 
-const std::vector<ProfilerStep>& FileAnalysis::steps() const {
+const StepWindows& FileAnalysis::step_windows() const {
   std::call_once(parts_->steps_once, [this] {
-    compute("steps", [this] {
-      parts_->steps =
-          profiler_steps(*snapshot_, choice_.device, &parts_->steps_ending_before_start);
-    });
+    compute("steps", [this] { parts_->steps = find_steps(*snapshot_, trace_, step_source_); });
   });
   return parts_->steps;
-}
-
-const std::vector<int64_t>& FileAnalysis::steps_ending_before_start() const {
-  (void)steps();  // computes both
-  return parts_->steps_ending_before_start;
 }
 
 const TraceAnalysis& FileAnalysis::trace_analysis() const {
@@ -184,8 +176,9 @@ std::optional<double> FileAnalysis::seconds_at(uint64_t event) const {
 }
 
 FileAnalysis analyze_file(const std::string& path, const Snapshot& snapshot,
-                          std::optional<int> device, PartObserver observer) {
-  return FileAnalysis(path, snapshot, device, std::move(observer));
+                          std::optional<int> device, PartObserver observer,
+                          StepSource step_source) {
+  return FileAnalysis(path, snapshot, device, std::move(observer), step_source);
 }
 
 DeviceTrace trace_or_empty(const Snapshot& snapshot, int device) {

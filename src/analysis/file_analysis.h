@@ -48,8 +48,10 @@ class FileAnalysis {
   // Resolves the device (choose_device) at once: an unknown --device is an
   // error before any work. `observer` (may be empty) hears of every part
   // computed; it must outlive the analysis.
+  // `step_source` chooses the step windows (--steps; kAuto: ProfilerStep
+  // markers, else the optimizer's iterations).
   FileAnalysis(std::string path, const Snapshot& snapshot, std::optional<int> device,
-               PartObserver observer = {});
+               PartObserver observer = {}, StepSource step_source = StepSource::kAuto);
   FileAnalysis(FileAnalysis&&) noexcept;
   FileAnalysis& operator=(FileAnalysis&&) noexcept;
   FileAnalysis(const FileAnalysis&) = delete;
@@ -68,9 +70,16 @@ class FileAnalysis {
   // Parts, each computed on first use.
   [[nodiscard]] const SegmentTotals& segments() const;
   [[nodiscard]] const ReservedHistory& reserved() const;
-  [[nodiscard]] const std::vector<ProfilerStep>& steps() const;
-  // Numbers of the steps whose END came before their START (ignored).
-  [[nodiscard]] const std::vector<int64_t>& steps_ending_before_start() const;
+  // The step windows and where they came from (ProfilerStep markers or the
+  // optimizer's iterations).
+  [[nodiscard]] const StepWindows& step_windows() const;
+  [[nodiscard]] const std::vector<ProfilerStep>& steps() const { return step_windows().steps; }
+  [[nodiscard]] StepOrigin step_origin() const { return step_windows().origin; }
+  [[nodiscard]] StepSource step_source() const { return step_source_; }  // what was asked
+  // Numbers of the ProfilerSteps whose END came before their START (ignored).
+  [[nodiscard]] const std::vector<int64_t>& steps_ending_before_start() const {
+    return step_windows().ending_before_start;
+  }
   [[nodiscard]] const TraceAnalysis& trace_analysis() const;
   [[nodiscard]] const Baseline& baseline() const;
   // Memory from before the trace, unnamed: one replay, however many ways
@@ -112,13 +121,15 @@ class FileAnalysis {
   const Snapshot* snapshot_ = nullptr;
   DeviceChoice choice_;
   DeviceTrace trace_;
+  StepSource step_source_ = StepSource::kAuto;
   PartObserver observer_;
   std::unique_ptr<Parts> parts_;
 };
 
 // The usual entry: FileAnalysis(path, snapshot, device).
 FileAnalysis analyze_file(const std::string& path, const Snapshot& snapshot,
-                          std::optional<int> device, PartObserver observer = {});
+                          std::optional<int> device, PartObserver observer = {},
+                          StepSource step_source = StepSource::kAuto);
 
 // The device's trace, or an empty one when the device has none.
 DeviceTrace trace_or_empty(const Snapshot& snapshot, int device);

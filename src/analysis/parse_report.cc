@@ -109,6 +109,7 @@ ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options) 
   result.top_sources = std::move(sources);
 
   result.steps = file.steps();
+  result.steps_origin = file.step_windows().inference();
   result.steps_ending_before_start = file.steps_ending_before_start();
   for (const Annotation& note : snapshot.annotations) {
     if (note.device != result.device) continue;

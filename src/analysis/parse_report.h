@@ -72,6 +72,7 @@ struct ParseReport {
   FreeFrameEvidence free_frames;      // whose stack the frees carry
   std::optional<double> peak_time_s;  // seconds from the trace start, when entries have time_us
   std::vector<ProfilerStep> steps;
+  StepsInference steps_origin;
   uint64_t event_count = 0;
   std::map<std::string, uint64_t> actions;
   bool has_time = false;

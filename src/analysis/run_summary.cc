@@ -123,6 +123,7 @@ RunSummary run_summary(const FileAnalysis& file, const SummaryOptions& options) 
                     stats.peak_delta});
   }
   out.step_count = out.steps.size();
+  out.steps_origin = file.step_windows().inference();
   if (out.steps.size() > kSummarySteps) {
     std::stable_sort(out.steps.begin(), out.steps.end(),
                      [](const SummaryStep& a, const SummaryStep& b) {

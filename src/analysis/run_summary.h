@@ -95,6 +95,7 @@ struct RunSummary {
   double trace_duration_s = 0;
   std::vector<SummaryStep> steps;  // by number; the kSummarySteps highest when there are more
   uint64_t step_count = 0;         // steps in the trace
+  StepsInference steps_origin;     // ProfilerStep marks, or iterations inferred from the optimizer
   // Live at the absolute peak, top kSummarySources, largest first; sums of
   // every row (the list may be cut).
   std::vector<SourceUsage> live_at_peak;

@@ -19,11 +19,22 @@ ReplayStepResult replay_steps(const FileAnalysis& file, std::optional<int64_t> s
                                       "(replay-to-time needs time_us, which it lacks)"
                                     : "parse, compare, plot and replay-to-time still work on "
                                       "this file";
+    if (file.step_source() == StepSource::kNone) {
+      throw Error(fmt::format(
+          "{} has no steps: --steps none turns step detection off (--steps auto, the default, "
+          "reads ProfilerStep annotations or infers iterations from Optimizer.step). {}.",
+          file.path(), works));
+    }
     throw Error(fmt::format(
-        "{} has no ProfilerStep annotations. The file is fine: step boundaries come from the "
-        "PyTorch profiler (run the loop under torch.profiler.profile(...) and call prof.step() "
-        "each iteration; in Megatron Bridge, use_pytorch_profiler=True in ProfilingConfig). {}.",
-        file.path(), works));
+        "{} has no steps: no ProfilerStep annotations{}. The file is fine: step boundaries "
+        "come from the PyTorch profiler (run the loop under torch.profiler.profile(...) and "
+        "call prof.step() each iteration; in Megatron Bridge, use_pytorch_profiler=True in "
+        "ProfilingConfig). {}.",
+        file.path(),
+        file.step_source() == StepSource::kProfiler
+            ? " (--steps profiler)"
+            : ", and no Optimizer.step marks or torch.optim allocations to infer iterations from",
+        works));
   }
   std::vector<const StepStats*> chosen;
   if (step) {
@@ -58,6 +69,7 @@ ReplayStepResult replay_steps(const FileAnalysis& file, std::optional<int64_t> s
   result.file = file.path();
   result.device = file.device();
   result.baseline = file.baseline().baseline_at_start;
+  result.steps_origin = file.step_windows().inference();
   result.steps.resize(chosen.size());
   for (size_t k = 0; k < order.size(); ++k) {
     size_t i = order[k];

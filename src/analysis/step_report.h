@@ -27,6 +27,7 @@ struct ReplayStepResult {
   std::string file;
   int device = 0;
   int64_t baseline = 0;
+  StepsInference steps_origin;
   std::vector<StepReport> steps;
 };
 

@@ -47,6 +47,174 @@ std::vector<ProfilerStep> profiler_steps(const Snapshot& snapshot, int device,
   return out;
 }
 
+namespace {
+
+constexpr std::string_view kOptimizerStepPrefix = "Optimizer.step#";
+constexpr std::string_view kDataLoaderPrefix = "enumerate(DataLoader)#";
+
+// A stack that passes through torch.optim's code, zero_grad aside (it frees
+// gradients; it does not update anything).
+class OptimizerStacks {
+ public:
+  explicit OptimizerStacks(const Snapshot& snapshot)
+      : snapshot_(snapshot), known_(snapshot.stacks.size(), 0) {}
+  bool contains(StackId stack) {
+    if (stack.value >= known_.size()) return false;
+    uint8_t& known = known_[stack.value];
+    if (known == 0) known = inside_optimizer(stack) ? 1 : 2;
+    return known == 1;
+  }
+
+ private:
+  [[nodiscard]] bool inside_optimizer(StackId stack) const {
+    for (FrameId id : snapshot_.stacks.get(stack)) {
+      const Frame& frame = snapshot_.frames.get(id);
+      std::string path(snapshot_.strings.get(frame.filename));
+      std::replace(path.begin(), path.end(), '\\', '/');
+      if (path.find("torch/optim/") != std::string::npos &&
+          snapshot_.strings.get(frame.name) != "zero_grad") {
+        return true;
+      }
+    }
+    return false;
+  }
+  const Snapshot& snapshot_;
+  std::vector<uint8_t> known_;  // by stack id: 0 not looked at, 1 inside, 2 not
+};
+
+}  // namespace
+
+StepWindows optimizer_steps_from_annotations(const Snapshot& snapshot, const DeviceTrace& trace) {
+  StepWindows out;
+  const int64_t first_time = trace_start_us(snapshot, trace);
+  if (first_time == 0) return out;
+  // Only one optimizer's marks count (a GAN steps two per iteration): the
+  // name with the most START marks, the first seen on a tie.
+  std::vector<const Annotation*> marks;
+  absl::flat_hash_map<StringId, uint64_t> starts_by_name;
+  std::vector<StringId> names_in_order;
+  std::vector<int64_t> loader_starts;
+  for (const Annotation& note : snapshot.annotations) {
+    if (note.device != trace.device || note.time_us <= 0) continue;
+    std::string_view name = snapshot.strings.get(note.name);
+    if (name.starts_with(kDataLoaderPrefix) && note.stage == Stage::kStart) {
+      loader_starts.push_back(note.time_us);
+    } else if (name.starts_with(kOptimizerStepPrefix)) {
+      marks.push_back(&note);
+      if (note.stage == Stage::kStart && starts_by_name[note.name]++ == 0) {
+        names_in_order.push_back(note.name);
+      }
+    }
+  }
+  if (names_in_order.empty()) return out;
+  StringId chosen = names_in_order.front();
+  for (StringId name : names_in_order) {
+    if (starts_by_name[name] > starts_by_name[chosen]) chosen = name;
+  }
+  out.origin = StepOrigin::kOptimizerAnnotations;
+  out.inferred_from = std::string(snapshot.strings.get(chosen));
+  std::stable_sort(marks.begin(), marks.end(), [](const Annotation* a, const Annotation* b) {
+    return a->time_us < b->time_us;
+  });
+  std::sort(loader_starts.begin(), loader_starts.end());
+
+  size_t next_loader = 0;
+  int64_t previous_end = 0;  // 0: no iteration has ended yet
+  // Where the iteration after `previous_end` begins, given the optimizer's
+  // START (INT64_MAX: none).
+  const auto iteration_start = [&](int64_t optimizer_start) {
+    while (next_loader < loader_starts.size() && previous_end != 0 &&
+           loader_starts[next_loader] <= previous_end) {
+      ++next_loader;
+    }
+    if (next_loader < loader_starts.size() && loader_starts[next_loader] <= optimizer_start) {
+      return loader_starts[next_loader];
+    }
+    return previous_end == 0 ? std::min(first_time, optimizer_start) : previous_end + 1;
+  };
+  int depth = 0;
+  int64_t optimizer_start = 0;
+  for (const Annotation* note : marks) {
+    if (note->name != chosen) continue;
+    if (note->stage == Stage::kStart) {
+      if (depth++ == 0) optimizer_start = note->time_us;
+    } else if (note->stage == Stage::kEnd && depth > 0 && --depth == 0) {
+      ProfilerStep step;
+      step.number = static_cast<int64_t>(out.steps.size());
+      step.start_us = iteration_start(optimizer_start);
+      step.end_us = note->time_us;
+      step.complete = true;
+      out.steps.push_back(step);
+      previous_end = note->time_us;
+    }
+  }
+  // Entries after the last optimizer step: an iteration cut short.
+  if (previous_end != 0 && trace_end_us(snapshot, trace) > previous_end) {
+    ProfilerStep step;
+    step.number = static_cast<int64_t>(out.steps.size());
+    step.start_us = iteration_start(INT64_MAX);
+    out.steps.push_back(step);
+  }
+  return out;
+}
+
+StepWindows optimizer_steps_from_frames(const Snapshot& snapshot, const DeviceTrace& trace) {
+  StepWindows out;
+  int64_t start = trace_start_us(snapshot, trace);
+  if (start == 0) return out;
+  const EventColumns& events = snapshot.events;
+  OptimizerStacks optimizer(snapshot);
+  const auto add_step = [&](int64_t end_us, bool complete) {
+    ProfilerStep step;
+    step.number = static_cast<int64_t>(out.steps.size());
+    step.start_us = start;
+    step.end_us = complete ? std::max(end_us, start) : 0;
+    step.complete = complete;
+    out.steps.push_back(step);
+  };
+  bool in_phase = false;
+  bool entries_since_boundary = false;
+  int64_t last_time = start;  // the latest timestamp seen (entries without one keep it)
+  for (uint64_t i = trace.begin; i < trace.end; ++i) {
+    const int64_t time = events.time_us[i] > 0 ? events.time_us[i] : last_time;
+    if (events.action[i] == Action::kAlloc) {
+      if (optimizer.contains(events.stack[i])) {
+        if (!in_phase && out.steps.empty() && out.inferred_from.empty()) {
+          out.inferred_from = "allocations inside torch/optim/";
+        }
+        in_phase = true;
+      } else if (in_phase) {
+        add_step(last_time, true);
+        start = time;
+        in_phase = false;
+        entries_since_boundary = false;
+      }
+    }
+    entries_since_boundary = true;
+    last_time = time;
+  }
+  if (in_phase) {
+    add_step(last_time, true);
+  } else if (!out.steps.empty() && entries_since_boundary) {
+    add_step(0, false);
+  }
+  if (!out.steps.empty()) out.origin = StepOrigin::kOptimizerFrames;
+  return out;
+}
+
+StepWindows find_steps(const Snapshot& snapshot, const DeviceTrace& trace, StepSource source) {
+  StepWindows windows;
+  if (source == StepSource::kNone) return windows;
+  if (source != StepSource::kOptimizer) {
+    windows.steps = profiler_steps(snapshot, trace.device, &windows.ending_before_start);
+    if (!windows.steps.empty()) windows.origin = StepOrigin::kProfiler;
+    if (!windows.steps.empty() || source == StepSource::kProfiler) return windows;
+  }
+  windows = optimizer_steps_from_annotations(snapshot, trace);
+  if (windows.steps.empty()) windows = optimizer_steps_from_frames(snapshot, trace);
+  return windows;
+}
+
 int64_t trace_start_us(const Snapshot& snapshot, const DeviceTrace& trace) {
   for (uint64_t i = trace.begin; i < trace.end; ++i) {
     if (snapshot.events.time_us[i] > 0) return snapshot.events.time_us[i];
@@ -353,6 +521,29 @@ bool trace_looks_truncated(const ReplayTotals& replay) {
   return replay.unmatched_free_count >= kUnmatchedCount &&
          static_cast<double>(replay.unmatched_free_count) >=
              kUnmatchedShare * static_cast<double>(std::max<uint64_t>(replay.free_count, 1));
+}
+
+namespace {
+constexpr std::array<std::pair<StepOrigin, std::string_view>, 4> kStepOriginNames{{
+    {StepOrigin::kNone, "none"},
+    {StepOrigin::kProfiler, "profiler"},
+    {StepOrigin::kOptimizerAnnotations, "optimizer_annotations"},
+    {StepOrigin::kOptimizerFrames, "optimizer_frames"},
+}};
+}  // namespace
+
+std::string_view step_origin_name(StepOrigin origin) {
+  for (const auto& [value, name] : kStepOriginNames) {
+    if (value == origin) return name;
+  }
+  return "none";
+}
+
+std::optional<StepOrigin> step_origin_from_name(std::string_view name) {
+  for (const auto& [value, word] : kStepOriginNames) {
+    if (word == name) return value;
+  }
+  return std::nullopt;
 }
 
 }  // namespace memsnap

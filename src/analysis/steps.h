@@ -9,7 +9,9 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "analysis/free_frames.h"
@@ -32,6 +34,63 @@ struct ProfilerStep {
 // step's number goes to *ending_before_start when given.
 std::vector<ProfilerStep> profiler_steps(const Snapshot& snapshot, int device,
                                          std::vector<int64_t>* ending_before_start = nullptr);
+
+// Which step windows a command uses (--steps): ProfilerStep markers, the
+// iterations inferred from the optimizer, none, or (kAuto) the markers where
+// the file has them, else the optimizer's iterations.
+enum class StepSource : uint8_t { kAuto, kProfiler, kOptimizer, kNone };
+
+// Where the windows a file's analysis uses came from.
+enum class StepOrigin : uint8_t {
+  kNone,                  // no windows
+  kProfiler,              // ProfilerStep#N START/END marks
+  kOptimizerAnnotations,  // one iteration per Optimizer.step#... mark (Megatron Bridge, Lightning)
+  kOptimizerFrames,       // one iteration per run of allocations inside torch.optim
+};
+
+// Where a report's steps came from, for the line that says they are inferred.
+struct StepsInference {
+  StepOrigin origin = StepOrigin::kNone;
+  std::string from;  // StepWindows::inferred_from
+};
+
+struct StepWindows {
+  std::vector<ProfilerStep> steps;  // ascending number, one per number
+  StepOrigin origin = StepOrigin::kNone;
+  // What the inferred iterations end at: the optimizer mark's name
+  // ("Optimizer.step#FusedAdam.step") or the frame ("step@adam.py"); empty
+  // for ProfilerStep markers.
+  std::string inferred_from;
+  std::vector<int64_t> ending_before_start;  // ProfilerStep numbers whose END precedes START
+  [[nodiscard]] StepsInference inference() const { return {origin, inferred_from}; }
+};
+
+// The JSON word for an origin (`steps_source.kind`: none, profiler,
+// optimizer_annotations, optimizer_frames) and back, for summaries read from
+// disk; an unknown word is nullopt.
+std::string_view step_origin_name(StepOrigin origin);
+std::optional<StepOrigin> step_origin_from_name(std::string_view name);
+[[nodiscard]] inline bool steps_are_inferred(StepOrigin origin) {
+  return origin == StepOrigin::kOptimizerAnnotations || origin == StepOrigin::kOptimizerFrames;
+}
+
+// Training iterations of a trace without ProfilerStep markers, numbered from
+// 0. Iteration k ends at the END of the k-th Optimizer.step#... mark of the
+// device (PyTorch's optimizer hooks record one per step()); it begins at the
+// first enumerate(DataLoader)#... START after iteration k-1 ended and before
+// the optimizer began (the loop fetching its batch), else just after
+// iteration k-1 ended; iteration 0 begins at that mark or at the trace's first
+// entry. After the last optimizer mark, the entries left form an incomplete
+// iteration. Empty when the device has no optimizer marks.
+StepWindows optimizer_steps_from_annotations(const Snapshot& snapshot, const DeviceTrace& trace);
+// The same from frames, for files without annotations: an optimizer phase is
+// a run of allocations whose stacks pass through torch/optim/ (zero_grad
+// aside), ended by the next allocation that does not; iteration k ends at
+// the last entry before that allocation, and the next begins with it.
+// Iteration 0 begins at the trace's first entry. Needs timestamps.
+StepWindows optimizer_steps_from_frames(const Snapshot& snapshot, const DeviceTrace& trace);
+// The windows `source` asks for on one device.
+StepWindows find_steps(const Snapshot& snapshot, const DeviceTrace& trace, StepSource source);
 
 struct StepStats {
   ProfilerStep step;

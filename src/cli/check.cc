@@ -340,6 +340,7 @@ Command check_command() {
                             "With --write-budget: added to every measure (default 5%)")
                 ->option_text("PERCENT");
             add_device_flag(command, flags->inputs.common);
+            add_steps_flag(command, flags->inputs.common);
             add_top_flag(command, flags->inputs.common, "sources in the explanation", 10);
             add_source_key_flags(command, flags->inputs.common);
             add_input_flags(command, flags->inputs.common);

@@ -94,6 +94,7 @@ Command compare_command() {
                                "Drill into this step (default: the step whose absolute peaks "
                                "differ most, else the full trace)");
             add_analysis_flags(command, flags->common, 15);
+            add_steps_flag(command, flags->common);
             add_summary_input_flags(command, flags->folders);
             return [flags] {
               const CommonOptions& common = flags->common;

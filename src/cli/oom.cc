@@ -105,6 +105,7 @@ Command oom_command() {
             ->option_text("SIZE");
         add_json_flag(command, flags->common);
         add_device_flag(command, flags->common);
+        add_steps_flag(command, flags->common);
         add_top_flag(command, flags->common, "rows per table", 10);
         add_source_key_flags(command, flags->common);
         add_input_flags(command, flags->common);

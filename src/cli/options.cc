@@ -135,6 +135,25 @@ void add_device_flag(CLI::App& command, CommonOptions& options) {
       ->check(whole_number_at_least(0));
 }
 
+void add_steps_flag(CLI::App& command, CommonOptions& options) {
+  command
+      .add_option_function<std::string>(
+          "--steps",
+          [&options](const std::string& source) {
+            options.steps = source == "profiler"    ? StepSource::kProfiler
+                            : source == "optimizer" ? StepSource::kOptimizer
+                            : source == "none"      ? StepSource::kNone
+                                                    : StepSource::kAuto;
+          },
+          "Where steps come from: profiler (ProfilerStep#N marks), optimizer (one iteration "
+          "per Optimizer.step#... mark, else per run of allocations inside torch.optim; for "
+          "Megatron Bridge and other runs without the profiler), none, or auto (default: "
+          "profiler where the file has its marks, else optimizer); reports say when steps "
+          "are inferred")
+      ->check(one_of({"auto", "profiler", "optimizer", "none"}))
+      ->option_text("auto|profiler|optimizer|none");
+}
+
 void add_json_flag(CLI::App& command, CommonOptions& options) {
   command.add_flag("--json", options.json, "Print JSON instead of text (report on stdout only)");
 }
@@ -336,7 +355,7 @@ FileAnalysis analyze(const std::string& path, const Snapshot& snapshot,
       add_timing(&TimingLedger::analysis, timing.seconds);
     };
   }
-  FileAnalysis file(path, snapshot, options.device, std::move(observer));
+  FileAnalysis file(path, snapshot, options.device, std::move(observer), options.steps);
   note_device_choice(path, file.device_choice());
   return file;
 }

@@ -28,6 +28,7 @@ struct CommonOptions {
   SourceKeyOptions
       keys;  // --frame-depth, --keys, --skip, --keep, --root, --group-by, --category-rules
   std::string category_rules_file;
+  StepSource steps = StepSource::kAuto;  // --steps
   bool timings = false;  // --timings: what reading and each analysis part took, on stderr
 };
 
@@ -53,6 +54,8 @@ void add_snapshots_argument(CLI::App& command, std::vector<std::string>& files,
                             const std::string& help);
 
 void add_device_flag(CLI::App& command, CommonOptions& options);
+// --steps auto|profiler|optimizer|none: which step windows the analysis uses.
+void add_steps_flag(CLI::App& command, CommonOptions& options);
 void add_json_flag(CLI::App& command, CommonOptions& options);
 // --allow-objects and --max-input: how a file is read.
 void add_input_flags(CLI::App& command, CommonOptions& options);

@@ -21,6 +21,7 @@ Command parse_command() {
             add_snapshot_argument(command, flags->file);
             add_json_flag(command, flags->common);
             add_device_flag(command, flags->common);
+            add_steps_flag(command, flags->common);
             add_top_flag(command, flags->common, "sources", 15);
             add_source_key_flags(command, flags->common);
             add_input_flags(command, flags->common);

@@ -64,8 +64,8 @@ void run_plot(const PlotFlags& flags) {
   for (size_t i = 0; i < files.size(); ++i) {
     FileAnalysis file = analyze(files[i], snapshots[i], common);
     std::string label = flags.labels.empty() ? basename_of(files[i]) : flags.labels[i];
-    runs.push_back(
-        plot_run(file, label, flags.precision_ms, common.keys, flags.max_lifetimes, !flags.text));
+    runs.push_back(plot_run(file, label, flags.precision_ms, common.keys, flags.max_lifetimes,
+                            !flags.text, PagePlace{i, files.size()}));
   }
   if (flags.text) {
     TextChartOptions options;
@@ -115,6 +115,7 @@ Command plot_command() {
         command.add_option("--height", flags->height, "--text: chart rows (default 20)");
         add_source_key_flags(command, flags->common);
         add_device_flag(command, flags->common);
+        add_steps_flag(command, flags->common);
         add_input_flags(command, flags->common);
         return [flags] { run_plot(*flags); };
       }};

@@ -29,6 +29,7 @@ Command ranks_command() {
                 ->required();
             add_json_flag(command, flags->summary.common);
             add_device_flag(command, flags->summary.common);
+            add_steps_flag(command, flags->summary.common);
             add_top_flag(command, flags->summary.common, "rows per table", 20);
             add_source_key_flags(command, flags->summary.common);
             add_input_flags(command, flags->summary.common);

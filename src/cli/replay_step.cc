@@ -28,6 +28,7 @@ Command replay_step_command() {
                 command.add_flag("--all-steps", flags->all_steps, "Replay every step (one table)");
             step->excludes(all);
             add_analysis_flags(command, flags->common, 15);
+            add_steps_flag(command, flags->common);
             return [flags] {
               if (!flags->step && !flags->all_steps)
                 throw Error::usage("replay-step needs --step N or --all-steps");

@@ -52,6 +52,7 @@ Command summarize_command() {
                 ->option_text("DIR");
             add_json_flag(command, flags->inputs.common);
             add_device_flag(command, flags->inputs.common);
+            add_steps_flag(command, flags->inputs.common);
             add_source_key_flags(command, flags->inputs.common);
             add_input_flags(command, flags->inputs.common);
             add_summary_input_flags(command, flags->inputs);

@@ -282,6 +282,7 @@ ordered_json render_summary_json(const RunSummary& s) {
       {"has_time", s.has_time},
       {"trace_duration_s", s.trace_duration_s},
       {"step_count", s.step_count},
+      {"steps_source", steps_source_json(s.steps_origin)},
       {"steps", steps},
       {"live_at_peak",
        {{"sources", s.live_at_peak_sources},
@@ -367,6 +368,16 @@ RunSummary read_summary_json(std::string_view text, const std::string& where) {
   s.has_time = r.boolean(doc, "has_time", "");
   s.trace_duration_s = r.number(doc, "trace_duration_s", "");
   s.step_count = r.count(doc, "step_count", "");
+  // Summaries written before steps could be inferred lack steps_source: their
+  // steps are ProfilerStep marks.
+  s.steps_origin.origin = StepOrigin::kProfiler;
+  if (doc.contains("steps_source")) {
+    const ordered_json& source = r.object(doc, "steps_source", "");
+    const std::string kind = r.string(source, "kind", "steps_source.");
+    const std::optional<StepOrigin> origin = step_origin_from_name(kind);
+    if (!origin) r.fail("steps_source.kind", fmt::format("names no step source ('{}')", kind));
+    s.steps_origin = {*origin, r.string(source, "from", "steps_source.")};
+  }
   const ordered_json& steps = r.array(doc, "steps", "", kSummarySteps);
   for (size_t i = 0; i < steps.size(); ++i) {
     const std::string at = fmt::format("steps[{}].", i);

@@ -94,6 +94,12 @@ std::string render_compare_text(const CompareResult& r, int top) {
   const FullTraceComparison& f = r.full_trace;
   if (!r.step_results.empty()) {
     out += fmt::format("\nSteps complete in both files ({})\n", r.step_results.size());
+    for (const auto& [side, origin] :
+         {std::pair{"A", &r.steps_origin_a}, std::pair{"B", &r.steps_origin_b}}) {
+      if (std::string note = steps_inferred_note(*origin); !note.empty()) {
+        out += fmt::format("  {}: {}\n", side, note);
+      }
+    }
     TextTable steps({"step", "peak delta A", "peak delta B", "B - A", "abs peak A", "abs peak B",
                      "B - A", "allocs A", "allocs B", "throughput A", "throughput B"},
                     {true, true, true, true, true, true, true, true, true, true, true});
@@ -241,6 +247,8 @@ ordered_json render_compare_json(const CompareResult& r, int top) {
           {"baseline_detail_a", baseline_json(r.baseline_a)},
           {"baseline_detail_b", baseline_json(r.baseline_b)},
           {"matching_steps", r.matching_steps},
+          {"steps_source_a", steps_source_json(r.steps_origin_a)},
+          {"steps_source_b", steps_source_json(r.steps_origin_b)},
           {"step_results", steps},
           {"steps_only_a", r.steps_only_a},
           {"steps_only_b", r.steps_only_b},

@@ -1,4 +1,5 @@
 #include "report/explain_render.h"
+#include "report/findings.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -216,9 +217,12 @@ std::string render_explain_text(const ExplainReport& r) {
 
   if (r.steps.count > 0) {
     line("");
-    line(fmt::format("Steps: {} complete; ProfilerStep#{} peaks highest, at {}",
-                     format_count(r.steps.count), *r.steps.highest,
-                     format_level_bytes(r.steps.highest_peak)));
+    line(fmt::format("Steps: {} complete; {}{} peaks highest, at {}", format_count(r.steps.count),
+                     r.steps.origin.origin == StepOrigin::kProfiler ? "ProfilerStep#" : "step ",
+                     *r.steps.highest, format_level_bytes(r.steps.highest_peak)));
+    if (std::string note = steps_inferred_note(r.steps.origin); !note.empty()) {
+      line(fmt::format("  {}", note));
+    }
   }
   if (!r.lacks.empty()) {
     line("");
@@ -298,7 +302,8 @@ ordered_json render_explain_json(const ExplainReport& r) {
       {"count", r.steps.count},
       {"highest", r.steps.highest ? ordered_json(*r.steps.highest) : ordered_json(nullptr)},
       {"highest_peak",
-       r.steps.highest ? ordered_json(r.steps.highest_peak) : ordered_json(nullptr)}};
+       r.steps.highest ? ordered_json(r.steps.highest_peak) : ordered_json(nullptr)},
+      {"source", steps_source_json(r.steps.origin)}};
   ordered_json lacks = ordered_json::array();
   for (Lack lack : r.lacks) lacks.push_back(std::string(lack_name(lack)));
   out["lacks"] = lacks;

@@ -187,4 +187,28 @@ std::vector<std::string> phrase_all(const std::vector<Finding>& findings) {
   return out;
 }
 
+std::string steps_inferred_note(const StepsInference& inference) {
+  switch (inference.origin) {
+    case StepOrigin::kOptimizerAnnotations:
+      return fmt::format(
+          "Steps are inferred (no ProfilerStep marks): one training iteration per '{}' mark, "
+          "from the data loader's next batch (or the previous iteration's end) to the "
+          "optimizer step's end; --steps none leaves them out.",
+          printable(inference.from));
+    case StepOrigin::kOptimizerFrames:
+      return "Steps are inferred (no ProfilerStep or optimizer marks): one training iteration "
+             "per run of allocations inside torch/optim/, ending where the next allocation "
+             "outside it begins; --steps none leaves them out.";
+    case StepOrigin::kNone:
+    case StepOrigin::kProfiler: break;
+  }
+  return {};
+}
+
+nlohmann::ordered_json steps_source_json(const StepsInference& inference) {
+  return {{"kind", step_origin_name(inference.origin)},
+          {"inferred", steps_are_inferred(inference.origin)},
+          {"from", inference.from}};
+}
+
 }  // namespace memsnap

@@ -4,7 +4,10 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "analysis/findings.h"
+#include "analysis/steps.h"
 
 namespace memsnap {
 
@@ -14,5 +17,11 @@ std::vector<std::string> phrase_all(const std::vector<Finding>& findings);
 // its report does not show: "memsnap: FILE: this report is device 1 (it ran
 // out of memory); the file also has data on devices 0, 2 (...)".
 std::string device_choice_note(const std::string& path, const DeviceChoice& choice);
+// Where inferred steps came from, as one sentence ("Steps are inferred: ...");
+// empty for ProfilerStep markers and for no steps.
+std::string steps_inferred_note(const StepsInference& inference);
+// {"kind": "profiler" | "optimizer_annotations" | "optimizer_frames" | "none",
+//  "inferred": bool, "from": string}: every report's `steps_source`.
+nlohmann::ordered_json steps_source_json(const StepsInference& inference);
 
 }  // namespace memsnap

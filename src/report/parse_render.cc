@@ -198,6 +198,9 @@ std::string render_parse_text(const ParseReport& r) {
     for (const auto& step : r.steps) complete += step.complete ? 1 : 0;
     line(fmt::format("  {} steps ({} complete): {} to {}", r.steps.size(), complete,
                      r.steps.front().number, r.steps.back().number));
+    if (std::string note = steps_inferred_note(r.steps_origin); !note.empty()) {
+      line(fmt::format("  {}", note));
+    }
     TextTable steps({"step", "start (s)", "duration (ms)", "complete"}, {true, true, true, false});
     int64_t origin = r.steps.front().start_us;
     // Long runs have thousands of steps: show both ends (replay-step --all-steps lists all).
@@ -297,6 +300,7 @@ ordered_json render_parse_json(const ParseReport& r) {
         {"complete", step.complete}};
   }
   out["profiler_steps"] = steps;
+  out["steps_source"] = steps_source_json(r.steps_origin);
   ordered_json actions = ordered_json::object();
   for (const auto& [action, count] : r.actions) actions[action] = count;
   out["device_traces"] = {

@@ -1,4 +1,5 @@
 #include "report/step_render.h"
+#include "report/findings.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -15,6 +16,9 @@ using nlohmann::ordered_json;
 std::string render_steps_text(const ReplayStepResult& result) {
   std::string out = fmt::format("{}: device {}, baseline {}\n", printable(result.file),
                                 result.device, format_signed_bytes(result.baseline));
+  if (std::string note = steps_inferred_note(result.steps_origin); !note.empty()) {
+    out += note + "\n";
+  }
   if (result.steps.size() > 1) {
     out += "\n";
     TextTable table({"step", "ms", "allocs", "frees", "throughput", "peak delta", "absolute peak",
@@ -78,6 +82,7 @@ ordered_json render_steps_json(const ReplayStepResult& result) {
     for (const auto& [name, count] : s.annotations) marks[name] = count;
     out.push_back({{"step", s.stats.step.number},
                    {"complete", s.stats.step.complete},
+                   {"steps_source", steps_source_json(result.steps_origin)},
                    {"duration_ms",
                     s.stats.step.complete ? ordered_json(s.duration_ms) : ordered_json(nullptr)},
                    {"alloc_count", s.stats.alloc_count},

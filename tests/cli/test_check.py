@@ -87,9 +87,15 @@ def limits(memsnap, base, cur, base_json):
     nosteps = os.path.join(os.path.dirname(cur), "nosteps.pickle")
     subprocess.run([sys.executable, os.path.join(os.path.dirname(HERE), "gen", "make_snapshot.py"), "--out", nosteps,
                     "--events", "800", "--seed", "6"], check=True, stdout=subprocess.DEVNULL)
-    code, report, _ = check_json(memsnap, [nosteps, "--step-max-peak", "1MiB"])
+    code, report, _ = check_json(memsnap, [nosteps, "--step-max-peak", "1MiB", "--steps", "profiler"])
     check("step_max_peak on a run without steps: not checked, not failed", code == 0
-          and report["limits"][0]["status"] == "not_applicable" and "no profiler steps" in report["limits"][0]["note"],
+          and report["limits"][0]["status"] == "not_applicable" and "no steps" in report["limits"][0]["note"],
+          report and report["limits"])
+    # By default the iterations are inferred from the optimizer, and the limit says so.
+    code, report, _ = check_json(memsnap, [nosteps, "--step-max-peak", "1MiB"])
+    check("step_max_peak on inferred iterations is checked and names them as inferred", code == 3
+          and report["limits"][0]["status"] == "fail"
+          and "an iteration inferred from torch/optim frames" in report["limits"][0]["subject"],
           report and report["limits"])
     # A summary baseline gives the same verdicts (CI stores a few KB, not the pickle).
     flags = ["--max-growth", "1%", "--max-source-growth", "100MiB", "--max-peak", str(peak)]

@@ -125,9 +125,18 @@ def main():
                     "memsnap: replay-step needs --step N or --all-steps", status=2)
         check_error("--labels count mismatch is a usage error", run(memsnap, ["plot", plain, no_steps, "--labels", "a"]),
                     "memsnap: --labels has 1 labels for 2 files; give one label per file", status=2)
-        got = run(memsnap, ["replay-step", "--all-steps", no_steps])
-        check_error("replay-step without steps explains", got, f"memsnap: {no_steps} has no ProfilerStep annotations. The file is fine")
+        # Without ProfilerStep marks the default (--steps auto) infers iterations from the
+        # optimizer's frames; --steps profiler asks for the profiler's marks alone.
+        got = run(memsnap, ["replay-step", "--all-steps", "--steps", "profiler", no_steps])
+        check_error("replay-step without steps explains", got,
+                    f"memsnap: {no_steps} has no steps: no ProfilerStep annotations (--steps profiler). The file is fine")
         check("replay-step without steps says what still works", b"compare, plot and replay-to-time still work on this file" in got.stderr, got.stderr)
+        got = run(memsnap, ["replay-step", "--all-steps", "--steps", "none", no_steps])
+        check_error("replay-step with --steps none says the flag turned steps off", got,
+                    f"memsnap: {no_steps} has no steps: --steps none turns step detection off")
+        got = run(memsnap, ["replay-step", "--all-steps", no_steps])
+        check("replay-step infers iterations where the profiler marked none",
+              got.returncode == 0 and b"Steps are inferred" in got.stdout, got.stdout[-400:] + got.stderr[-400:])
         check_error("unknown step lists the steps", run(memsnap, ["replay-step", "--step", "999", plain]),
                     f"memsnap: step 999 is not in {plain}; available steps: 0-4")
         check_error("compare --step not in both", run(memsnap, ["compare", "--step", "999", plain, plain]),
@@ -279,7 +288,7 @@ def drop_in_defects(memsnap, work, plain, no_steps, two_devices):
     check_error("replay-step on a file without time_us does not offer replay-to-time",
                 run(memsnap, ["replay-step", "--all-steps", no_time]), "replay-to-time needs time_us, which it lacks")
     check_error("replay-step on a file with time_us offers replay-to-time",
-                run(memsnap, ["replay-step", "--all-steps", no_steps]),
+                run(memsnap, ["replay-step", "--all-steps", "--steps", "profiler", no_steps]),
                 "parse, compare, plot and replay-to-time still work on this file")
 
     # compare of two files without a trace says so, not "started after model construction".

@@ -537,6 +537,7 @@ class Options:
         self.stacks = 'python'
         self.steps = 0
         self.marks = False
+        self.bridge = False  # implies marks
         self.oom = False
         self.expandable = False
         self.ring_buffer = 0
@@ -945,6 +946,10 @@ class Workload:
         M('enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__', 'START')
         batch = [A(fr, sz) for fr, sz in self.data_sites]
         M('enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__', 'END')
+        # --bridge: Megatron Bridge's marks (its FSDP wrapper, FusedAdam)
+        bridge = getattr(o, 'bridge', False)
+        if bridge:
+            M('CustomFSDP.forward', 'START')
         # forward
         per_item = 3.2
         m = max(2, int(target_events * 0.8 / (per_item * 2)))
@@ -965,6 +970,8 @@ class Workload:
                     F(temps.pop(0), self.free_fwd[k % 3], defer=rng.random() < 0.04)
         while temps:
             F(temps.pop(0), self.free_fwd[0])
+        if bridge:
+            M('CustomFSDP.forward', 'END')
         loss = A(self.loss_site, 512)
         # backward
         for i, (s, size) in enumerate(reversed(acts)):
@@ -983,7 +990,8 @@ class Workload:
                 F(s, self.free_opt, defer=True)
             M('nccl:all_reduce', 'END')
         # optimizer
-        M('Optimizer.step#AdamW.step', 'START')
+        optimizer_mark = 'Optimizer.step#FusedAdam.step' if bridge else 'Optimizer.step#AdamW.step'
+        M(optimizer_mark, 'START')
         if first:
             for i, (_, size) in enumerate(self.weights):
                 for j in range(2):
@@ -994,7 +1002,7 @@ class Workload:
             size = sum(sz for _, sz in self.weights[j * chunk:(j + 1) * chunk]) or 512
             t = A(self.opt_tmp_sites[j], round_up(min(size, 256 * MiB), 512))
             F(t, self.free_opt)
-        M('Optimizer.step#AdamW.step', 'END')
+        M(optimizer_mark, 'END')
         for s in batch:
             F(s, self.free_data)
         ops.append(('c',))   # complete what is still pending
@@ -1095,7 +1103,7 @@ def simulate_device(dev, opts, budget, vbase, t0):
     it = 0
     while not d.full():
         step = it if it < steps else None
-        if step is not None:
+        if step is not None and not opts.bridge:
             d.annotate('ProfilerStep#%d' % step, 'START')
         ops = cycle[it % len(cycle)]
         done = w.run_iteration(first_ops if it == 0 else ops)
@@ -1103,7 +1111,7 @@ def simulate_device(dev, opts, budget, vbase, t0):
         # so that all events after the first step's start are inside a step
         while done and step is not None and step == steps - 1 and not d.full():
             done = w.run_iteration(ops)
-        if step is not None and (done or not opts.open_last_step):
+        if step is not None and not opts.bridge and (done or not opts.open_last_step):
             d.annotate('ProfilerStep#%d' % step, 'END')
         if not done:
             break
@@ -1843,6 +1851,10 @@ def main(argv=None):
                     help='N forward call sites of a model with many modules instead of the '
                          'fixed ~40 (with --stacks all: N distinct stacks, a few hundred frames)')
     ap.add_argument('--marks', action='store_true')
+    ap.add_argument('--bridge', action='store_true',
+                    help="Megatron Bridge's shape: its record_function marks (FusedAdam's "
+                         "Optimizer.step#, CustomFSDP.forward, nccl:all_reduce, the data loader) "
+                         "and no ProfilerStep marks; --steps N still sizes N iterations")
     ap.add_argument('--oom', action='store_true')
     ap.add_argument('--expandable', action='store_true')
     ap.add_argument('--ring-buffer', type=int, default=0, metavar='K')
@@ -1918,6 +1930,7 @@ def main(argv=None):
     kw = {k: v for k, v in vars(args).items()
           if k not in ('out', 'corpus', 'manifest', 'replicate', 'shared_frame_lists')}
     opts = Options(**kw)
+    opts.marks = opts.marks or opts.bridge
     manifest = write_snapshot(opts, args.out)
     if args.manifest:
         with open(args.manifest, 'w') as f:

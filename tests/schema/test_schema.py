@@ -123,7 +123,8 @@ RUNS = [
     ("events inline frames, stride", "events", ["events", "--json", "--inline-frames", "--stride", "50", "two_devices.pickle"]),
     ("compare steps in both", "compare", ["compare", "--json", "steps_a.pickle", "steps_b.pickle"]),
     ("compare --step", "compare", ["compare", "--json", "--step", "2", "--top", "3", "steps_a.pickle", "steps_b.pickle"]),
-    ("compare no steps", "compare", ["compare", "--json", "plain_a.pickle", "plain_b.pickle"]),
+    ("compare no steps", "compare", ["compare", "--json", "--steps", "profiler", "plain_a.pickle", "plain_b.pickle"]),
+    ("compare inferred steps", "compare", ["compare", "--json", "plain_a.pickle", "plain_b.pickle"]),
     ("compare steps in A only", "compare", ["compare", "--json", "steps_a.pickle", "plain_b.pickle"]),
     ("compare open step", "compare", ["compare", "--json", "open_step.pickle", "steps_b.pickle"]),
     ("compare two devices", "compare", ["compare", "--json", "--device", "1", "two_devices.pickle", "two_devices.pickle"]),
@@ -135,6 +136,7 @@ RUNS = [
     ("replay-to-time pair", "replay_to_time_pair", ["replay-to-time", "--json", "--time", "0.01", "steps_a.pickle", "steps_b.pickle"]),
     ("replay-to-time pair no steps", "replay_to_time_pair", ["replay-to-time", "--json", "--time", "0.005", "plain_a.pickle", "plain_b.pickle"]),
     ("replay-step all", "replay_step", ["replay-step", "--json", "--all-steps", "steps_a.pickle"]),
+    ("replay-step inferred", "replay_step", ["replay-step", "--json", "--all-steps", "plain_a.pickle"]),
     ("replay-step one", "replay_step", ["replay-step", "--json", "--step", "2", "steps_a.pickle"]),
     ("replay-step open step", "replay_step", ["replay-step", "--json", "--all-steps", "open_step.pickle"]),
     ("replay-step C++ frames", "replay_step", ["replay-step", "--json", "--all-steps", "all_stacks.pickle"]),
@@ -173,7 +175,7 @@ REFERENCE_RUNS = {
     "compare --json A B (steps in both)":
         ("compare", ["compare", "--json", "steps_a.pickle", "steps_b.pickle"]),
     "compare --json A B (no steps: full trace)":
-        ("compare", ["compare", "--json", "plain_a.pickle", "plain_b.pickle"]),
+        ("compare", ["compare", "--json", "--steps", "profiler", "plain_a.pickle", "plain_b.pickle"]),
     "replay-to-time --json FILE --time T":
         ("replay_to_time", ["replay-to-time", "--json", "--time", "0.01", "steps_a.pickle"]),
     "replay-to-time --json A B --time T":

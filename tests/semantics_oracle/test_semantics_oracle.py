@@ -189,6 +189,12 @@ def source_totals(rows):
 # checks: each returns a detail string, raises Failure or Skip
 
 
+# The reference scripts know ProfilerStep marks only; memsnap infers
+# iterations from the optimizer where those are missing (--steps auto), which
+# tests/cli/test_inferred_steps.py checks.
+STEPS = ['--steps', 'profiler']
+
+
 def dev_args(device):
     return [] if device is None else ['--device', device]
 
@@ -197,12 +203,12 @@ def check_replay_step(memsnap, path, device, real):
     expected = ref.replay_step(snapshot(path), device)
     if not expected:
         try:
-            run(memsnap, ['replay-step', path, '--all-steps', '--json', '--top', TOP]
+            run(memsnap, ['replay-step', path, '--all-steps', '--json', '--top', TOP] + STEPS
                 + dev_args(device))
         except Failure:
             return 'no ProfilerStep: reference [] and memsnap refuses (as documented)'
         raise Failure('reference finds no ProfilerStep but memsnap printed steps')
-    got = run(memsnap, ['replay-step', path, '--all-steps', '--json', '--top', TOP]
+    got = run(memsnap, ['replay-step', path, '--all-steps', '--json', '--top', TOP] + STEPS
               + dev_args(device))
     if real:
         # source keys differ by design on C++ stacks (so does the grouping):
@@ -220,7 +226,7 @@ def check_invariant_a(memsnap, path, device):
     expected = ref.replay_step(snapshot(path), device)
     if not expected:
         raise Skip('no ProfilerStep annotations')
-    got = run(memsnap, ['replay-step', path, '--all-steps', '--json', '--top', TOP]
+    got = run(memsnap, ['replay-step', path, '--all-steps', '--json', '--top', TOP] + STEPS
               + dev_args(device))
     by_step = {s.get('step'): s for s in got if isinstance(s, dict)}
     problems = []
@@ -349,7 +355,7 @@ def check_invariant_c(memsnap, path, device):
 
 def check_compare(memsnap, a, b):
     expected = ref.compare(a, b)
-    got = run(memsnap, ['compare', a, b, '--json', '--top', TOP])
+    got = run(memsnap, ['compare', a, b, '--json', '--top', TOP] + STEPS)
     assert_same(expected, got, 'compare')
     dd = expected['drill_down']
     return 'matching steps %s, drill-down at %s, %d source rows' % (

@@ -182,7 +182,8 @@ TEST(Check, LimitsOnWhatARunLacksDoNotApply) {
       run_check(bare, nullptr, {limit(LimitKind::kStepMaxPeak, 0), category});
   ASSERT_EQ(report.results.size(), 2u);
   EXPECT_EQ(report.results[0].status, LimitStatus::kNotApplicable);
-  EXPECT_EQ(report.results[0].note, "the run has no profiler steps");
+  EXPECT_EQ(report.results[0].note,
+            "the run has no steps (no ProfilerStep marks, and none inferred from the optimizer)");
   EXPECT_EQ(report.results[1].status, LimitStatus::kNotApplicable);
   EXPECT_EQ(report.failed, 0u);
 }
