@@ -281,7 +281,16 @@
     const anySteps = RUNS.some((r) => r.steps.length > 0);
     $('show-steps').disabled = state.xMode !== 'time' || !anySteps;
     if (!anySteps) $('show-steps').checked = false;
-    $('show-steps').title = anySteps ? '' : 'No run has ProfilerStep annotations';
+    // Inferred iterations (no ProfilerStep marks: memsnap --steps) are named as such.
+    const inferred = RUNS.filter((r) => r.steps.length > 0 && r.stepsSource && r.stepsSource.inferred === true);
+    $('show-steps-label').textContent = inferred.length > 0 ? 'Steps (inferred)' : 'Profiler steps';
+    $('show-steps').title = !anySteps
+      ? 'No run has ProfilerStep annotations or optimizer steps to infer iterations from'
+      : inferred.length > 0
+        ? 'Iterations inferred from the optimizer (no ProfilerStep marks): ' +
+          inferred.map((r) => r.label + ': ' + (r.stepsSource.kind === 'optimizer_annotations'
+            ? "'" + String(r.stepsSource.from) + "' marks" : 'torch/optim frames')).join('; ')
+        : '';
     $('show-annotations').disabled = state.xMode !== 'time';
     renderLegend();
 

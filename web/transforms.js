@@ -653,6 +653,7 @@
       free: stepSeries(raw.free, `${what}.free`),
       largestFree: stepSeries(raw.largest_free, `${what}.largest_free`),
       steps: Array.isArray(raw.steps) ? raw.steps : [],
+      stepsSource: raw.steps_source && typeof raw.steps_source === 'object' ? raw.steps_source : null,
       annotations: Array.isArray(raw.annotations) ? raw.annotations : [],
       oom: Array.isArray(raw.oom) ? raw.oom : [],
       sources: Array.isArray(raw.sources) ? raw.sources.map(String) : [],

@@ -733,6 +733,7 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
     run.reserved_bytes = std::move(reserved.bytes);
   }
 
+  run.steps_origin = file.step_windows().inference();
   for (const ProfilerStep& step : file.steps()) {
     Marker marker{std::to_string(step.number), seconds_between(t0, step.start_us), std::nullopt};
     if (step.complete) marker.end_s = seconds_between(t0, step.end_us);

@@ -165,6 +165,7 @@ struct RunTimeline {
   std::vector<int64_t> reserved_t_us;  // empty when no segment events
   std::vector<uint64_t> reserved_bytes;
   std::vector<Marker> steps;        // name = step number
+  StepsInference steps_origin;      // ProfilerStep marks or iterations inferred from the optimizer
   std::vector<Marker> annotations;  // other record_function ranges
   std::vector<OomMarker> ooms;
   std::vector<std::string> sources;

@@ -9,6 +9,7 @@
 
 #include "memsnap/error.h"
 #include "memsnap/version.h"
+#include "report/findings.h"
 #include "report/oom_render.h"
 
 namespace memsnap {
@@ -329,6 +330,7 @@ ordered_json plot_data_json(const std::vector<RunTimeline>& runs, double precisi
          {"index_buckets", buckets_json(run.index_buckets, "bucket_events")},
          {"reserved", reserved},
          {"steps", steps},
+         {"steps_source", steps_source_json(run.steps_origin)},
          {"annotations", notes},
          {"oom", ooms},
          {"sources", run.sources},

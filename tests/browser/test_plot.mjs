@@ -1087,6 +1087,25 @@ async function testShortTrace(browser, file, nRuns, expectedEvent) {
   }
 }
 
+// The steps box: unticked and disabled where no run has steps; named
+// "Steps (inferred)" where a run's steps are iterations inferred from the
+// optimizer, else "Profiler steps". Returns whether any run's are inferred.
+async function checkStepsBox(p) {
+  // Where no run has ProfilerStep markers, the box is unticked and disabled.
+  const box = await p.page.$eval('#show-steps', (e) => ({ checked: e.checked, disabled: e.disabled }));
+  const anySteps = await p.page.evaluate(() => JSON.parse(document.querySelector('#memsnap-data').textContent)
+    .runs.some((r) => Array.isArray(r.steps) && r.steps.length > 0));
+  check(anySteps ? box.checked && !box.disabled : !box.checked && box.disabled,
+    `${p.name}: the Profiler steps box is ${JSON.stringify(box)} on runs ${anySteps ? 'with' : 'without'} steps`);
+  // Iterations inferred from the optimizer are named as such, never as profiler steps.
+  const anyInferred = await p.page.evaluate(() => JSON.parse(document.querySelector('#memsnap-data').textContent)
+    .runs.some((r) => r.steps.length > 0 && r.steps_source && r.steps_source.inferred));
+  const boxLabel = await p.page.$eval('#show-steps-label', (e) => e.textContent);
+  check(boxLabel === (anyInferred ? 'Steps (inferred)' : 'Profiler steps'),
+    `${p.name}: the steps box reads ${JSON.stringify(boxLabel)} on runs ${anyInferred ? 'with' : 'without'} inferred steps`);
+  return anyInferred;
+}
+
 // A label is user data that lands in the <title> and in the embedded JSON:
 // it must come out verbatim and must not break the page.
 const HOSTILE_LABEL = 'x</script><!--<script>{{APP_JS}}&amp;"\'\u2028';
@@ -1101,12 +1120,7 @@ async function testHostileLabel(browser, file) {
     const shown = title.length > 160 ? `${title.slice(0, 160)}...` : title;
     check(title.includes(HOSTILE_LABEL), `${p.name}: <title> ${JSON.stringify(shown)} (${title.length} chars) lacks the label verbatim`);
     check(await p.page.evaluate(() => !!window.memsnapPlot), `${p.name}: no chart drawn`);
-    // Where no run has ProfilerStep markers, the box is unticked and disabled.
-    const box = await p.page.$eval('#show-steps', (e) => ({ checked: e.checked, disabled: e.disabled }));
-    const anySteps = await p.page.evaluate(() => JSON.parse(document.querySelector('#memsnap-data').textContent)
-      .runs.some((r) => Array.isArray(r.steps) && r.steps.length > 0));
-    check(anySteps ? box.checked && !box.disabled : !box.checked && box.disabled,
-      `${p.name}: the Profiler steps box is ${JSON.stringify(box)} on runs ${anySteps ? 'with' : 'without'} steps`);
+    await checkStepsBox(p);
   } finally {
     await closePage(p);
   }
@@ -1419,6 +1433,22 @@ async function generatedScenarios(browser) {
   try {
     memsnap(['plot', A, '--labels', HOSTILE_LABEL, '-o', hostile], 'plot with a hostile label');
     await testHostileLabel(browser, hostile);
+  } catch (err) {
+    check(false, err.message);
+  }
+
+  section('inferred steps (a Megatron-Bridge-shaped run: Optimizer.step marks, no ProfilerStep)');
+  try {
+    const bridge = path.join(opts.outDir, 'gen_bridge.pickle');
+    run(opts.python, [gen, '--out', bridge, '--events', '3000', '--steps', '4', '--bridge', '--seed', '77'], 'generate bridge');
+    const bridgePage = path.join(opts.outDir, 'bridge.html');
+    memsnap(['plot', bridge, '-o', bridgePage], 'plot bridge');
+    const p = await openPage(browser, bridgePage, 'bridge.html');
+    try {
+      check(await checkStepsBox(p), 'bridge.html: the run carries no inferred steps');
+    } finally {
+      await closePage(p);
+    }
   } catch (err) {
     check(false, err.message);
   }
