@@ -6,7 +6,15 @@ ASAN_BUILD  ?= build-asan
 FUZZ_BUILD  ?= build-fuzz
 JOBS        ?= $(shell nproc)
 CMAKE_FLAGS ?=
-LAUNCHER    := $(if $(shell command -v ccache 2>/dev/null),-DCMAKE_CXX_COMPILER_LAUNCHER=ccache,)
+# ccache when present, decided when CMake configures (scripts/setup installs
+# it: a fresh machine has it only after `setup` ran). The CLI's build and the
+# wheel's (scripts/python_wheel) compile the core with the same flags and the
+# same compiler, $(CXX), exported: the wheel's compile of the core is then
+# ccache hits (its generated include folder differs, which ccache's
+# preprocessor mode does not see), and `make test` compiles the core once
+# for both.
+LAUNCHER     = $$(command -v ccache >/dev/null 2>&1 && echo -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+export CXX
 EXAMPLE     ?= examples/training_steps.pickle.gz
 EXAMPLE_B   ?= examples/training_steps_larger_batch.pickle.gz
 DEMO_HTML   ?= $(BUILD)/demo_overlay.html

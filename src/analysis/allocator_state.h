@@ -145,7 +145,8 @@ class AllocatorHistory {
   [[nodiscard]] const AllocatorState& start() const { return start_; }
   // One forward walk that calls at(position, state) for each position of the
   // ascending list, with the state after that many entries (from the latest
-  // checkpoint where that is nearer than walking on).
+  // checkpoint where that is nearer than walking on), until at() returns
+  // false.
   template <typename At>
   void states_at(const std::vector<uint64_t>& positions, At&& at) const {
     AllocatorState state = start_;
@@ -159,7 +160,7 @@ class AllocatorHistory {
         applied = nearest->position;
       }
       for (; applied < target; ++applied) walker.forward(state, trace_.begin + applied);
-      at(position, state);
+      if (!at(position, state)) return;
     }
   }
   // Whether `position` (entries applied) is one that walk() observes: the

@@ -532,8 +532,11 @@ AllocatorMoments allocator_moments(const FileAnalysis& file, const std::vector<d
         chosen.size() <= given.size() + 2 || attempt >= kMaxAttempts || page_bytes == 0;
     MomentBuilder builder(page_bytes, last);
     size_t next = 0;
+    // A try that overflows the budget stops there: the rest of the walk
+    // would only be thrown away.
     history.states_at(positions, [&](uint64_t position, const AllocatorState& state) {
       builder.add_moment(chosen[next++], position, state);
+      return last || !builder.over();
     });
     // Too many for the budget: as many even moments as the ones built cost,
     // a quarter fewer (moments far apart share fewer segments), down to two.

@@ -168,7 +168,15 @@ TEST(AllocatorHistory, EveryStateOfTheWalkIsConsistentAndTilesItsRanges) {
   // states_at gives what at() gives, in one walk.
   history.states_at({0, 2, 5}, [&](uint64_t position, const AllocatorState& state) {
     expect_same_state(state, history.at(position));
+    return true;
   });
+  // and stops where at() says so.
+  std::vector<uint64_t> visited;
+  history.states_at({0, 2, 5}, [&](uint64_t position, const AllocatorState&) {
+    visited.push_back(position);
+    return position < 2;
+  });
+  EXPECT_EQ(visited, (std::vector<uint64_t>{0, 2}));
 }
 
 // 120,000 entries: four segments, allocations that come and go at shifting
@@ -236,6 +244,7 @@ TEST(AllocatorHistory, StatesFromCheckpointsEqualTheWalkFromTheStart) {
   history.states_at(positions, [&](uint64_t position, const AllocatorState& state) {
     EXPECT_EQ(position, positions[seen]);
     expect_same_state(state, walked[seen++]);
+    return true;
   });
   EXPECT_EQ(seen, positions.size());
 }
