@@ -589,6 +589,41 @@ def _run(args: Sequence[str], ok: Tuple[int, ...] = (0,)) -> Tuple[int, str]:
     raise SnapshotError(message, kind="input")
 
 
+_KEY_OPTIONS = ("frame_depth", "keys", "skip", "keep", "root", "group_by", "category_rules")
+_RUN_OPTIONS = ("device", "steps", "rank_from", "jobs", "allow_objects", "max_input") + _KEY_OPTIONS
+
+
+def _run_options(options: Dict[str, Any], what: str, extra: Tuple[str, ...] = ()) -> Dict[str, Any]:
+    """The keyword arguments of a call over many files, checked and with defaults,
+    as ``_core``'s functions over many files take them."""
+    unknown = sorted(set(options) - set(_RUN_OPTIONS) - set(extra))
+    if unknown:
+        raise TypeError(f"{what}() got unexpected keyword arguments: {', '.join(unknown)} "
+                        f"(it takes {', '.join(_RUN_OPTIONS + extra)})")
+    device = options.get("device")
+    max_input = options.get("max_input")
+    return {
+        "device": None if device is None else _whole(device, "device", 0),
+        "steps": str(options.get("steps", "auto")),
+        "keys": _make_keys({k: v for k, v in options.items() if k in _KEY_OPTIONS}),
+        "rank_from": str(options.get("rank_from") or ""),
+        "jobs": _whole(options.get("jobs", 0), "jobs", 0),
+        "allow_objects": bool(options.get("allow_objects", False)),
+        "max_input": 0 if max_input is None else _whole(max_input, "max_input", 0),
+    }
+
+
+def _answer(answer: Tuple[str, List[str], str]) -> Dict[str, Any]:
+    """A report over many files: its notes as warnings; files it could not read
+    raise SnapshotError after them."""
+    report, notes, error = answer
+    for note in notes:
+        warnings.warn(note, MemsnapWarning, stacklevel=3)
+    if error:
+        raise SnapshotError(error, kind="input")
+    return json.loads(report)
+
+
 def _paths(values: Union[PathLike, Iterable[PathLike]]) -> List[str]:
     if isinstance(values, (str, os.PathLike)):
         return [os.fspath(values)]
@@ -615,8 +650,11 @@ def compare(
         and isinstance(b, (str, os.PathLike))
         and (os.path.isdir(a) or os.path.isdir(b))
     ):
-        flags = _flags({"step": step, "top": _whole(top, "top", 0), **options})
-        return json.loads(_run(["compare", os.fspath(a), os.fspath(b), "--json", *flags])[1])
+        run = _run_options(options, "compare")
+        if step is not None:
+            step = _whole(step, "step", -(1 << 62))
+        return _answer(_core.compare_runs(os.fspath(a), os.fspath(b), step=step,
+                                          top=_whole(top, "top", 0), **run))
     device = options.pop("device", None)
     side_a = _as_snapshot(a, device)
     side_b = _as_snapshot(b, device)
@@ -639,9 +677,15 @@ def compare(
 
 def ranks(files_or_dir: Union[PathLike, Iterable[PathLike]], **options: Any) -> Dict[str, Any]:
     """``memsnap ranks --json``: many ranks of one run (snapshots, summaries, or folders):
-    the highest peak, the spread, outliers, groups. Keyword arguments are the CLI's
-    flags (``top=20``, ``jobs=4``, ``rank_from=r"node\\d+_rank(\\d+)"``)."""
-    return json.loads(_run(["ranks", *_paths(files_or_dir), "--json", *_flags(options)])[1])
+    the highest peak, the spread, outliers, groups (schema: docs/json-schema.md, ranks).
+
+    Keyword arguments: ``jobs`` (files read at once; 0: the core count), ``rank_from``
+    (a regex whose first group is the rank in a file's name), ``device``, ``steps``
+    (``"auto"``, ``"profiler"``, ``"optimizer"``, ``"none"``), ``allow_objects``,
+    ``max_input``, and the naming options of :meth:`Snapshot.with_keys`. Notes (the
+    device chosen, two files with one rank) are ``MemsnapWarning``; files that could
+    not be read raise ``SnapshotError`` after the others were read."""
+    return _answer(_core.ranks(_paths(files_or_dir), **_run_options(options, "ranks")))
 
 
 class CheckResult(NamedTuple):

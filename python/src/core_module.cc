@@ -12,6 +12,7 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <fmt/format.h>
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -49,6 +50,7 @@
 #include "report/compare_render.h"
 #include "report/explain_render.h"
 #include "report/findings.h"
+#include "report/format.h"
 #include "report/html_plot.h"
 #include "report/oom_render.h"
 #include "report/parse_render.h"
@@ -56,6 +58,7 @@
 #include "report/step_render.h"
 #include "report/text_chart.h"
 #include "report/time_render.h"
+#include "runs/run_reports.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -384,6 +387,52 @@ std::vector<char*> argv_of(std::vector<std::string>& args) {
   return argv;
 }
 
+// The reading of many files (ranks, run folders) as keyword arguments give it.
+RunInputs run_inputs_of(std::optional<int> device, const std::string& steps,
+                        const SourceKeyOptions& keys, const std::string& rank_from, int jobs,
+                        bool allow_objects, uint64_t max_input) {
+  const std::optional<StepSource> source = step_source_named(steps);
+  if (!source) {
+    throw Error::usage(fmt::format(
+        "steps must be 'auto', 'profiler', 'optimizer' or 'none', not '{}'", printable(steps)));
+  }
+  if (jobs < 0) throw Error::usage("jobs must be a whole number >= 1 (0: the core count)");
+  RunInputs inputs;
+  inputs.device = device;
+  inputs.steps = *source;
+  inputs.keys = keys;
+  inputs.load = load_options(allow_objects, max_input);
+  inputs.rank_pattern = rank_from.empty() ? std::string(kDefaultRankPattern) : rank_from;
+  inputs.jobs = jobs;
+  return inputs;
+}
+
+// What a run over many files said besides its report: the notes become
+// Python warnings, in the order they came; no output stream is touched.
+class Heard {
+ public:
+  RunListener listener() {
+    RunListener out;
+    out.note = [this](const std::string& note) {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      notes_.push_back(note);
+    };
+    return out;
+  }
+  // (the report as JSON text, the notes, and the error to raise after
+  // warning them: empty when every file was read).
+  std::tuple<std::string, std::vector<std::string>, std::string> answer(
+      const nlohmann::ordered_json& report, size_t unread, size_t files) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return {text_of(report), std::move(notes_),
+            unread == 0 ? std::string() : unread_files_message(unread, files)};
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::string> notes_;
+};
+
 }  // namespace
 }  // namespace memsnap::python
 
@@ -598,6 +647,35 @@ NB_MODULE(_core, m) {
       },
       "snapshots"_a, "labels"_a, "device"_a.none(), "width"_a, "height"_a, "delta"_a, "color"_a,
       "keys"_a, Release());
+  m.def(
+      "ranks",
+      [](const std::vector<std::string>& inputs, std::optional<int> device,
+         const std::string& steps, const SourceKeyOptions& keys, const std::string& rank_from,
+         int jobs, bool allow_objects, uint64_t max_input) {
+        Heard heard;
+        const RanksRun run = ranks_of(
+            inputs, run_inputs_of(device, steps, keys, rank_from, jobs, allow_objects, max_input),
+            heard.listener());
+        return heard.answer(render_ranks_json(run.report, run.unread), run.unread.size(),
+                            run.files);
+      },
+      "inputs"_a, "device"_a.none(), "steps"_a, "keys"_a, "rank_from"_a, "jobs"_a,
+      "allow_objects"_a, "max_input"_a, Release());
+  m.def(
+      "compare_runs",
+      [](const std::string& dir_a, const std::string& dir_b, std::optional<int> device,
+         const std::string& steps, std::optional<int64_t> step, int top,
+         const SourceKeyOptions& keys, const std::string& rank_from, int jobs, bool allow_objects,
+         uint64_t max_input) {
+        Heard heard;
+        const RunFoldersComparison run = compare_run_folders(
+            dir_a, dir_b,
+            run_inputs_of(device, steps, keys, rank_from, jobs, allow_objects, max_input), step,
+            heard.listener());
+        return heard.answer(render_run_compare_json(run.view(), top), run.unread.size(), run.files);
+      },
+      "dir_a"_a, "dir_b"_a, "device"_a.none(), "steps"_a, "step"_a.none(), "top"_a, "keys"_a,
+      "rank_from"_a, "jobs"_a, "allow_objects"_a, "max_input"_a, Release());
   m.def("category_names", &category_names);
   m.def("action_names", &action_names);
   m.def("html_plot_available", &html_plot_available);

@@ -3,6 +3,7 @@ where the CLI refuses, the API raises with the CLI's message."""
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any, Callable, List
 
@@ -99,8 +100,35 @@ def test_ranks_equals_cli(tmp_path: Path) -> None:
         (tmp_path / f"rank{rank}.pickle.gz").symlink_to(source)
     expected, _ = cli_json("ranks", str(tmp_path), "--json")
     assert memsnap.ranks(tmp_path) == expected
-    expected_top, _ = cli_json("ranks", str(tmp_path), "--top", "2", "--jobs", "1", "--json")
-    assert memsnap.ranks([tmp_path], top=2, jobs=1) == expected_top
+    expected_one, _ = cli_json("ranks", str(tmp_path), "--jobs", "1", "--json")
+    assert memsnap.ranks([tmp_path], jobs=1) == expected_one
+
+
+def test_ranks_and_run_folders_run_in_the_package_not_the_command_line(tmp_path: Path) -> None:
+    # Two files with one rank: a warning, the report still given.
+    (tmp_path / "rank3.pickle.gz").symlink_to(EXAMPLE_A)
+    (tmp_path / "snapshot_3.pickle.gz").symlink_to(EXAMPLE_B)
+    with pytest.warns(memsnap.MemsnapWarning, match="both have rank 3"):
+        report = memsnap.ranks(tmp_path)
+    assert len(report["ranks"]) == 2
+    # A file that cannot be read: SnapshotError after the others, with its kind.
+    (tmp_path / "rank9.pickle").write_bytes(b"not a pickle")
+    with pytest.raises(memsnap.SnapshotError, match="1 of 3 files could not be read") as raised:
+        with pytest.warns(memsnap.MemsnapWarning):
+            memsnap.ranks(tmp_path)
+    assert raised.value.kind == "input"
+    # Threads at once (the pool of each call is its own): every answer the same.
+    import concurrent.futures
+    (tmp_path / "rank9.pickle").unlink()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", memsnap.MemsnapWarning)
+        alone = memsnap.ranks(tmp_path, jobs=1)
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            answers = list(pool.map(lambda _: memsnap.ranks(tmp_path, jobs=2), range(8)))
+    assert all(answer == alone for answer in answers)
+    # The package's own code path: no command line inside.
+    source = Path(memsnap.__file__).with_name("_api.py").read_text()
+    assert '_run(["ranks"' not in source and '_run(["compare"' not in source
 
 
 def test_check_equals_cli_and_says_whether_it_passed() -> None:
@@ -137,5 +165,7 @@ def test_usage_errors_carry_the_cli_message() -> None:
     _, message = cli_json("check", str(EXAMPLE_A), "--max-peak", "lots", "--format", "json")
     assert str(raised.value) == message
     assert type(raised.value) is ValueError  # usage, not SnapshotError
-    with pytest.raises(ValueError, match="not a flag|--no-such"):
+    with pytest.raises(TypeError, match="unexpected keyword arguments: no_such"):
         memsnap.ranks(str(EXAMPLE_A), no_such=1)
+    with pytest.raises(ValueError, match="steps must be"):
+        memsnap.ranks(str(EXAMPLE_A), steps="sometimes")

@@ -532,6 +532,19 @@ constexpr std::array<std::pair<StepOrigin, std::string_view>, 4> kStepOriginName
 }};
 }  // namespace
 
+std::optional<StepSource> step_source_named(std::string_view name) {
+  constexpr std::array<std::pair<std::string_view, StepSource>, 4> kNames{{
+      {"auto", StepSource::kAuto},
+      {"profiler", StepSource::kProfiler},
+      {"optimizer", StepSource::kOptimizer},
+      {"none", StepSource::kNone},
+  }};
+  for (const auto& [word, source] : kNames) {
+    if (word == name) return source;
+  }
+  return std::nullopt;
+}
+
 std::string_view step_origin_name(StepOrigin origin) {
   for (const auto& [value, name] : kStepOriginNames) {
     if (value == origin) return name;

@@ -65,6 +65,10 @@ struct StepWindows {
   [[nodiscard]] StepsInference inference() const { return {origin, inferred_from}; }
 };
 
+// A step source by its name (auto, profiler, optimizer, none), as every
+// front end spells it; nullopt for any other word.
+std::optional<StepSource> step_source_named(std::string_view name);
+
 // The JSON word for an origin (`steps_source.kind`: none, profiler,
 // optimizer_annotations, optimizer_frames) and back, for summaries read from
 // disk; an unknown word is nullopt.

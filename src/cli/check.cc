@@ -193,9 +193,7 @@ void check_folders(const CheckFlags& flags) {
 void run_check_command(const CheckFlags& flags) {
   std::error_code error;
   const std::array inputs_read = {flags.current, flags.baseline, flags.budget};
-  if (std::count(inputs_read.begin(), inputs_read.end(), std::string("-")) > 1) {
-    throw Error::usage("stdin ('-') can be read once; give the other inputs as files");
-  }
+  refuse_stdin_twice({inputs_read.begin(), inputs_read.end()});
   if (!flags.output.empty()) {
     // -o onto the run, the baseline or the budget would replace what the
     // gate reads (a folder: any file in it).

@@ -13,6 +13,7 @@
 #include "memsnap/error.h"
 #include "report/compare_render.h"
 #include "report/run_compare_render.h"
+#include "runs/run_reports.h"
 
 namespace memsnap::cli {
 
@@ -23,49 +24,14 @@ namespace {
 void compare_run_folders(const std::string& dir_a, const std::string& dir_b,
                          const SummaryInputs& inputs, std::optional<int64_t> step) {
   const CommonOptions& common = inputs.common;
-  std::vector<std::string> paths = expand_inputs({dir_a});
-  const size_t count_a = paths.size();
-  const std::vector<std::string> paths_b = expand_inputs({dir_b});
-  paths.insert(paths.end(), paths_b.begin(), paths_b.end());
-  std::vector<SummaryOutcome> outcomes = summarize_all(paths, inputs);
-  SummarySet run_a = split_outcomes(outcomes, 0, count_a);
-  SummarySet run_b = split_outcomes(outcomes, count_a, outcomes.size());
-  const std::vector<RunSummary>& a = run_a.summaries;
-  const std::vector<RunSummary>& b = run_b.summaries;
-  const std::vector<bool>& from_summary_a = run_a.from_summary_file;
-  const std::vector<bool>& from_summary_b = run_b.from_summary_file;
-  RunCompareView view;
-  view.dir_a = dir_a;
-  view.dir_b = dir_b;
-  view.unread = std::move(run_a.unread);
-  view.unread.insert(view.unread.end(), run_b.unread.begin(), run_b.unread.end());
-  warn_duplicate_rank(a);
-  warn_duplicate_rank(b);
-  const RunComparison comparison = compare_runs(a, b);
-  view.a = &a;
-  view.b = &b;
-  view.comparison = &comparison;
-  std::optional<CompareResult> drill;
-  if (comparison.grew_most) {
-    const RankPair& pair = comparison.pairs[*comparison.grew_most];
-    if (!from_summary_a[pair.a] && !from_summary_b[pair.b]) {
-      const std::vector<std::string> files{a[pair.a].path, b[pair.b].path};
-      std::vector<Snapshot> snapshots = load_all(files, common);
-      FileAnalysis file_a = analyze(files[0], snapshots[0], common);
-      FileAnalysis file_b = analyze(files[1], snapshots[1], common);
-      drill = compare_files(file_a, file_b, step, common.keys);
-      view.drill = &*drill;
-    }
-  }
+  const RunFoldersComparison run =
+      memsnap::compare_run_folders(dir_a, dir_b, run_inputs(inputs), step, stderr_listener(common));
   if (common.json) {
-    write_json(render_run_compare_json(view, common.top));
+    write_json(render_run_compare_json(run.view(), common.top));
   } else {
-    write_out(render_run_compare_text(view, common.top));
+    write_out(render_run_compare_text(run.view(), common.top));
   }
-  if (!view.unread.empty()) {
-    throw Error(fmt::format("{} of {} files could not be read (listed in the report)",
-                            view.unread.size(), paths.size()));
-  }
+  if (!run.unread.empty()) throw Error(unread_files_message(run.unread.size(), run.files));
 }
 
 }  // namespace

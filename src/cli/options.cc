@@ -27,6 +27,7 @@
 #include "memsnap/error.h"
 #include "report/findings.h"
 #include "report/format.h"
+#include "runs/multi_file.h"
 
 namespace memsnap::cli {
 namespace {
@@ -140,10 +141,7 @@ void add_steps_flag(CLI::App& command, CommonOptions& options) {
       .add_option_function<std::string>(
           "--steps",
           [&options](const std::string& source) {
-            options.steps = source == "profiler"    ? StepSource::kProfiler
-                            : source == "optimizer" ? StepSource::kOptimizer
-                            : source == "none"      ? StepSource::kNone
-                                                    : StepSource::kAuto;
+            options.steps = step_source_named(source).value_or(StepSource::kAuto);
           },
           "Where steps come from: profiler (ProfilerStep#N marks), optimizer (one iteration "
           "per Optimizer.step#... mark, else per run of allocations inside torch.optim; for "
@@ -345,26 +343,25 @@ void note_device_choice(const std::string& path, const DeviceChoice& choice) {
   write_note(printable(device_choice_note(path, choice)));
 }
 
+PartObserver timing_observer(const CommonOptions& options) {
+  if (!options.timings) return {};
+  return [](const PartTiming& timing) {
+    write_note(fmt::format("timings: {} device {}: {} {:.3f} s", timing.file, timing.device,
+                           timing.part, timing.seconds));
+    add_timing(&TimingLedger::analysis, timing.seconds);
+  };
+}
+
 FileAnalysis analyze(const std::string& path, const Snapshot& snapshot,
                      const CommonOptions& options) {
-  PartObserver observer;
-  if (options.timings) {
-    observer = [](const PartTiming& timing) {
-      write_note(fmt::format("timings: {} device {}: {} {:.3f} s", timing.file, timing.device,
-                             timing.part, timing.seconds));
-      add_timing(&TimingLedger::analysis, timing.seconds);
-    };
-  }
-  FileAnalysis file(path, snapshot, options.device, std::move(observer), options.steps);
+  FileAnalysis file(path, snapshot, options.device, timing_observer(options), options.steps);
   note_device_choice(path, file.device_choice());
   return file;
 }
 
 std::vector<Snapshot> load_all(const std::vector<std::string>& paths,
                                const CommonOptions& options) {
-  if (std::count(paths.begin(), paths.end(), std::string("-")) > 1) {
-    throw Error::usage("stdin ('-') can be read once; give the other snapshots as files");
-  }
+  refuse_stdin_twice(paths);
   // The files after the first load on a few threads (one per core, never
   // one per file: `plot DIR` of 10,000 files once made 10,000 threads).
   std::vector<std::optional<Snapshot>> loaded(paths.size());

@@ -74,6 +74,9 @@ Snapshot load_with_progress(const std::string& path, const CommonOptions& option
 // Every command says so, on stderr, when the file holds devices its report
 // leaves out: which device it shows and why (nothing when --device was given).
 void note_device_choice(const std::string& path, const DeviceChoice& choice);
+// With --timings: notes each analysis part's time and adds it to the
+// command's ledger; else empty.
+PartObserver timing_observer(const CommonOptions& options);
 // The file's analysis on --device, reporting its parts with --timings; names
 // the device chosen (note_device_choice).
 FileAnalysis analyze(const std::string& path, const Snapshot& snapshot,

@@ -10,6 +10,7 @@
 #include "cli/summaries.h"
 #include "memsnap/error.h"
 #include "report/ranks_render.h"
+#include "runs/run_reports.h"
 
 namespace memsnap::cli {
 
@@ -35,20 +36,15 @@ Command ranks_command() {
             add_input_flags(command, flags->summary.common);
             add_summary_input_flags(command, flags->summary);
             return [flags] {
-              const std::vector<std::string> paths = expand_inputs(flags->inputs);
-              std::vector<SummaryOutcome> outcomes = summarize_all(paths, flags->summary);
-              const SummarySet read = split_outcomes(outcomes, 0, outcomes.size());
-              const std::vector<UnreadableFile>& unread = read.unread;
-              warn_duplicate_rank(read.summaries);
-              const RanksReport report = analyze_ranks(read.summaries);
+              const RanksRun run = ranks_of(flags->inputs, run_inputs(flags->summary),
+                                            stderr_listener(flags->summary.common));
               if (flags->summary.common.json) {
-                write_json(render_ranks_json(report, unread));
+                write_json(render_ranks_json(run.report, run.unread));
               } else {
-                write_out(render_ranks_text(report, unread, flags->summary.common.top));
+                write_out(render_ranks_text(run.report, run.unread, flags->summary.common.top));
               }
-              if (!unread.empty()) {
-                throw Error(fmt::format("{} of {} files could not be read (listed in the report)",
-                                        unread.size(), paths.size()));
+              if (!run.unread.empty()) {
+                throw Error(unread_files_message(run.unread.size(), run.files));
               }
             };
           }};

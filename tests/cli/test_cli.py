@@ -503,7 +503,7 @@ def hostile_round_two(memsnap, work, plain):
     with open(plain, "rb") as f:
         data = f.read()
     check_error("compare - - is a usage error", run(memsnap, ["compare", "-", "-"], stdin=data),
-                "memsnap: stdin ('-') can be read once; give the other snapshots as files", status=2)
+                "memsnap: stdin ('-') can be read once; give the other inputs as files", status=2)
 
     # 8 (part). The terminal chart's size is bounded.
     check_error("plot --text --width 30000000 is refused", run(memsnap, ["plot", "--text", "--width", "30000000", plain]),

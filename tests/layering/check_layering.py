@@ -2,7 +2,8 @@
 """The layering rule of docs/layering.md, checked on every #include "...".
 
 Layers, bottom up: util, io, pickle, snapshot, analysis, then report and
-formats side by side (one rank), cli, and above them src/main.cc and the Python
+formats side by side (one rank), runs (many files at once, for every front
+end), cli, and above them src/main.cc and the Python
 extension (python/src/: memsnap._core). A file may
 include its own rank and the ranks below, never one above. Public headers (include/memsnap/*.h) belong to the
 layer named in PUBLIC_HEADERS and may include only other public headers,
@@ -21,8 +22,8 @@ import tempfile
 
 # Each rank's layers; report (renderers) and formats (the files memsnap writes
 # and reads back: run summaries, budgets) share one.
-RANKS = [["util"], ["io"], ["pickle"], ["snapshot"], ["analysis"], ["report", "formats"], ["cli"],
-         ["main", "python"]]
+RANKS = [["util"], ["io"], ["pickle"], ["snapshot"], ["analysis"], ["report", "formats"], ["runs"],
+         ["cli"], ["main", "python"]]
 RANK = {name: rank for rank, names in enumerate(RANKS) for name in names}
 
 # Layer of each public header, by what it is about.
