@@ -550,45 +550,6 @@ def _as_snapshot(value: Union[Snapshot, Source], device: Optional[int] = None) -
 # ---- several files: compare, ranks, check --------------------------------
 
 
-def _flags(options: Mapping[str, Any]) -> List[str]:
-    """Keyword arguments as the command's flags: max_peak="1GiB" -> --max-peak 1GiB;
-    True -> the flag; a list -> the flag repeated; a dict -> KEY=VALUE per item."""
-    args: List[str] = []
-    for key, value in options.items():
-        if value is None or value is False:
-            continue
-        flag = "--" + key.replace("_", "-")
-        if value is True:
-            args.append(flag)
-        elif isinstance(value, Mapping):
-            for item_key, item_value in value.items():
-                args += [flag, f"{item_key}={item_value}"]
-        elif isinstance(value, (list, tuple)):
-            for item in value:
-                args += [flag, os.fspath(item) if isinstance(item, os.PathLike) else str(item)]
-        else:
-            args += [flag, os.fspath(value) if isinstance(value, os.PathLike) else str(value)]
-    return args
-
-
-def _run(args: Sequence[str], ok: Tuple[int, ...] = (0,)) -> Tuple[int, str]:
-    """Runs one CLI command in-process; its stderr lines become warnings or the exception."""
-    status, out, notes = _core.run_captured(["memsnap", *args])
-    lines = [line for line in notes.splitlines() if line]
-    if status == 3 and 3 in ok:
-        lines = lines[:-1]  # check's verdict ("1 of 2 limits violated"): in the report
-    if status in ok:
-        for line in lines:
-            warnings.warn(line, MemsnapWarning, stacklevel=3)
-        return status, out
-    message = lines[-1] if lines else f"memsnap {args[0]} failed (exit status {status})"
-    for line in lines[:-1]:
-        warnings.warn(line, MemsnapWarning, stacklevel=3)
-    if status == 2:
-        raise ValueError(message)
-    raise SnapshotError(message, kind="input")
-
-
 _KEY_OPTIONS = ("frame_depth", "keys", "skip", "keep", "root", "group_by", "category_rules")
 _RUN_OPTIONS = ("device", "steps", "rank_from", "jobs", "allow_objects", "max_input") + _KEY_OPTIONS
 
@@ -688,6 +649,10 @@ def ranks(files_or_dir: Union[PathLike, Iterable[PathLike]], **options: Any) -> 
     return _answer(_core.ranks(_paths(files_or_dir), **_run_options(options, "ranks")))
 
 
+_CHECK_AMOUNTS = ("max_peak", "max_peak_delta", "max_reserved", "max_fragmentation", "max_growth",
+                  "max_source_growth", "max_unmatched_frees", "step_max_peak")
+
+
 class CheckResult(NamedTuple):
     """What :func:`check` found: the report (``check --format json``) and whether it passed."""
 
@@ -705,17 +670,45 @@ def check(
     """``memsnap check``: the CI gate, as a value (it never exits).
 
     ``current``: a snapshot, a summary, or a folder of rank files; ``baseline``: the
-    run to compare with; ``budget``: a TOML/JSON file of limits; ``limits``: the CLI's
-    flags, e.g. ``max_peak="12GiB"``, ``max_growth="5%"``, ``no_oom=True``,
-    ``max_category={"activation": "4GiB"}``, ``allow_unmeasured=True`` (a limit the
-    file cannot measure is then not checked instead of failed).
+    run to compare with; ``budget``: a TOML/JSON file of limits (keywords win over
+    its keys). Limits: ``max_peak``, ``max_peak_delta``, ``max_reserved``,
+    ``max_fragmentation``, ``max_growth``, ``max_source_growth``,
+    ``max_unmatched_frees``, ``step_max_peak`` (sizes as ``"12GiB"`` or bytes, or
+    percents as ``"5%"``), ``max_category={"activation": "4GiB"}``, ``no_oom=True``;
+    ``allow_unmeasured=True`` (a limit the file cannot measure is then not checked
+    instead of failed); ``top``: sources in the explanation (10). Also ``jobs``,
+    ``rank_from``, ``device``, ``steps`` and the naming options, as :func:`ranks`.
+    The report's schema: docs/json-schema.md (check, check_ranks). Notes are
+    ``MemsnapWarning``; a malformed limit is ``ValueError`` naming the keyword.
     """
-    flags = _flags({"baseline": baseline, "budget": budget, **limits})
-    if "--format" in flags or "--output" in flags or "--write-budget" in flags:
-        raise ValueError("check() returns the JSON report; format, output and write_budget are "
-                         "the command line's")
-    status, out = _run(["check", *_paths(current), "--format", "json", *flags], ok=(0, 3))
-    return CheckResult(json.loads(out), status == 0)
+    paths = _paths(current)
+    if len(paths) != 1:
+        raise ValueError(f"check() takes one run (a snapshot, a summary or a folder), not {len(paths)}")
+    amounts: Dict[str, str] = {}
+    for name in _CHECK_AMOUNTS:
+        value = limits.pop(name, None)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise TypeError(f"{name} must be a size such as '12GiB' or 1073741824, "
+                            f"or a percent such as '5%', not {type(value).__name__}")
+        amounts[name] = str(value)
+    categories = limits.pop("max_category", None) or {}
+    if not isinstance(categories, Mapping):
+        raise TypeError("max_category must be a dict such as {'activation': '20GiB'}")
+    no_oom = bool(limits.pop("no_oom", False))
+    allow_unmeasured = bool(limits.pop("allow_unmeasured", False))
+    top = _whole(limits.pop("top", 10), "top", 0)
+    run = _run_options(limits, "check", _CHECK_AMOUNTS + ("max_category", "no_oom",
+                                                          "allow_unmeasured", "top"))
+    report, notes, passed = _core.check(
+        paths[0], "" if baseline is None else os.fspath(baseline),
+        "" if budget is None else os.fspath(budget), amounts,
+        [(str(name), str(size)) for name, size in categories.items()], no_oom,
+        allow_unmeasured, top, **run)
+    for note in notes:
+        warnings.warn(note, MemsnapWarning, stacklevel=2)
+    return CheckResult(json.loads(report), passed)
 
 
 # ---- the timeline ----------------------------------------------------------

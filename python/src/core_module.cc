@@ -7,7 +7,9 @@
 // ValueError) here, once. The GIL is released around every piece of work.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
@@ -47,6 +49,7 @@
 #include "memsnap/load.h"
 #include "memsnap/replay.h"
 #include "memsnap/version.h"
+#include "report/check_render.h"
 #include "report/compare_render.h"
 #include "report/explain_render.h"
 #include "report/findings.h"
@@ -58,6 +61,7 @@
 #include "report/step_render.h"
 #include "report/text_chart.h"
 #include "report/time_render.h"
+#include "runs/run_check.h"
 #include "runs/run_reports.h"
 
 namespace nb = nanobind;
@@ -376,9 +380,6 @@ std::vector<RunTimeline> plot_runs(const std::vector<Loaded*>& snapshots,
   return runs;
 }
 
-// One command at a time runs with its output captured.
-std::mutex g_captured_run;
-
 std::vector<char*> argv_of(std::vector<std::string>& args) {
   std::vector<char*> argv;
   argv.reserve(args.size() + 1);
@@ -405,6 +406,17 @@ RunInputs run_inputs_of(std::optional<int> device, const std::string& steps,
   inputs.rank_pattern = rank_from.empty() ? std::string(kDefaultRankPattern) : rank_from;
   inputs.jobs = jobs;
   return inputs;
+}
+
+// A limit given by keyword (max_peak, ...): its kind; the limits that take
+// no amount (no_oom, categories) have keywords of their own.
+LimitKind limit_named(const std::string& name) {
+  for (const LimitInfo& info : all_limit_infos()) {
+    if (info.name == name && info.kind != LimitKind::kNoOom && info.kind != LimitKind::kCategory) {
+      return info.kind;
+    }
+  }
+  throw Error::usage(fmt::format("'{}' is not a limit", printable(name)));
 }
 
 // What a run over many files said besides its report: the notes become
@@ -676,6 +688,28 @@ NB_MODULE(_core, m) {
       },
       "dir_a"_a, "dir_b"_a, "device"_a.none(), "steps"_a, "step"_a.none(), "top"_a, "keys"_a,
       "rank_from"_a, "jobs"_a, "allow_objects"_a, "max_input"_a, Release());
+  m.def(
+      "check",
+      [](const std::string& current, const std::string& baseline, const std::string& budget,
+         const std::map<std::string, std::string>& amounts,
+         const std::vector<std::pair<std::string, std::string>>& categories, bool no_oom,
+         bool allow_unmeasured, int top, std::optional<int> device, const std::string& steps,
+         const SourceKeyOptions& keys, const std::string& rank_from, int jobs, bool allow_objects,
+         uint64_t max_input) {
+        CheckRequest request{current, baseline, budget, {}, categories, no_oom, allow_unmeasured};
+        for (const auto& [name, text] : amounts) request.amounts[limit_named(name)] = text;
+        Heard heard;
+        const CheckRun run = check_run(
+            request, run_inputs_of(device, steps, keys, rank_from, jobs, allow_objects, max_input),
+            heard.listener(), [](std::string_view id) { return std::string(id); });
+        auto [report, notes, error] = heard.answer(
+            run.ranked ? render_check_json(*run.ranked, top) : render_check_json(*run.single, top),
+            0, 0);
+        return std::make_tuple(std::move(report), std::move(notes), run.passed());
+      },
+      "current"_a, "baseline"_a, "budget"_a, "amounts"_a, "categories"_a, "no_oom"_a,
+      "allow_unmeasured"_a, "top"_a, "device"_a.none(), "steps"_a, "keys"_a, "rank_from"_a,
+      "jobs"_a, "allow_objects"_a, "max_input"_a, Release());
   m.def("category_names", &category_names);
   m.def("action_names", &action_names);
   m.def("html_plot_available", &html_plot_available);
@@ -684,16 +718,6 @@ NB_MODULE(_core, m) {
       [](std::vector<std::string> args) {
         std::vector<char*> argv = argv_of(args);
         return cli::run_cli(static_cast<int>(args.size()), argv.data());
-      },
-      "argv"_a, Release());
-  m.def(
-      "run_captured",
-      [](std::vector<std::string> args) {
-        std::vector<char*> argv = argv_of(args);
-        const std::lock_guard<std::mutex> lock(g_captured_run);
-        cli::CapturedOutput captured;
-        const int status = cli::run_cli(static_cast<int>(args.size()), argv.data());
-        return std::make_tuple(status, std::move(captured.out), std::move(captured.notes));
       },
       "argv"_a, Release());
 }

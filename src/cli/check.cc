@@ -19,6 +19,7 @@
 #include "io/input.h"
 #include "memsnap/error.h"
 #include "report/check_render.h"
+#include "runs/run_check.h"
 
 namespace memsnap::cli {
 
@@ -41,70 +42,30 @@ struct CheckFlags {
   SummaryInputs inputs;
 };
 
-// A file that cannot be read is bad input (exit 1) like any other input;
-// what it says, if wrong, is the user's usage error (read_budget).
-std::string read_small_file(const std::string& path, std::string_view what) {
-  std::vector<uint8_t> bytes;
-  try {
-    bytes = read_file_head(path, kMaxBudgetBytes + 1);
-  } catch (const Error& error) {
-    throw Error(fmt::format("{} {}", what, error.what()));
-  }
-  if (bytes.size() > kMaxBudgetBytes) {
-    throw Error(fmt::format("{} {}: larger than 1 MiB", what, path));
-  }
-  return {bytes.begin(), bytes.end()};
+// The command line's spelling of a check parameter: max_peak -> --max-peak.
+std::string flag_of(std::string_view id) {
+  std::string flag = "--" + std::string(id);
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
 }
 
-// The budget file's limits, then the flags' (a flag wins over the file's key).
-std::vector<Limit> limits_of(const CheckFlags& flags) {
-  std::map<std::string, Limit> by_name;
-  std::vector<std::string> order;
-  auto put = [&](Limit limit) {
-    const std::string name = limit.name();
-    if (!by_name.contains(name)) order.push_back(name);
-    by_name.insert_or_assign(name, std::move(limit));
-  };
-  if (!flags.budget.empty()) {
-    for (Limit& limit : read_budget(read_small_file(flags.budget, "--budget"), flags.budget)) {
-      put(std::move(limit));
-    }
-  }
-  for (const auto& [kind, text] : flags.sizes) {
-    const LimitInfo& info = limit_info(kind);
-    std::string flag = "--" + std::string(info.name);
-    std::replace(flag.begin(), flag.end(), '_', '-');
-    Limit limit{kind, parse_amount(text, flag, info.takes_percent), {}, false};
-    if (kind == LimitKind::kMaxFragmentation && !limit.amount.percent && limit.amount.value > 1) {
-      throw Error::usage(
-          fmt::format("{}: '{}' is more than 1: give a fraction (0.3) or a percent "
-                      "(30%)",
-                      flag, text));
-    }
-    put(limit);
-  }
+CheckRequest request_of(const CheckFlags& flags) {
+  CheckRequest request;
+  request.current = flags.current;
+  request.baseline = flags.baseline;
+  request.budget = flags.budget;
+  request.amounts = flags.sizes;
   for (const std::string& spec : flags.categories) {
     const size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0) {
       throw Error::usage(
           fmt::format("--max-category: '{}' is not CATEGORY=SIZE (e.g. activation=20GiB)", spec));
     }
-    require_category(spec.substr(0, eq), "--max-category");
-    Limit limit{LimitKind::kCategory,
-                parse_amount(spec.substr(eq + 1), "--max-category " + spec.substr(0, eq), false),
-                spec.substr(0, eq), false};
-    put(limit);
+    request.categories.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
   }
-  if (flags.no_oom) put(Limit{LimitKind::kNoOom, {}, {}, false});
-  // In the order of the limit table, categories last by name.
-  std::vector<Limit> limits;
-  for (const LimitInfo& info : all_limit_infos()) {
-    for (const std::string& name : order) {
-      const Limit& limit = by_name.at(name);
-      if (limit.kind == info.kind) limits.push_back(limit);
-    }
-  }
-  return limits;
+  request.no_oom = flags.no_oom;
+  request.allow_unmeasured = flags.allow_unmeasured;
+  return request;
 }
 
 void write_report(const CheckFlags& flags, const std::string& text) {
@@ -132,62 +93,32 @@ void write_in_format(const CheckFlags& flags, const Report& report) {
   }
 }
 
-// Every file's summary, or an error naming the files that could not be read
-// (a gate must not pass over a rank it could not read).
-std::vector<RunSummary> summaries_of_folder(const std::string& folder, const SummaryInputs& inputs,
-                                            bool& any_summary) {
-  std::vector<SummaryOutcome> outcomes = summarize_all(expand_inputs({folder}), inputs);
-  SummarySet read = split_outcomes(outcomes, 0, outcomes.size());
-  if (!read.unread.empty()) {
-    // One line: the first file's error, then how many more.
-    const size_t more = read.unread.size() - 1;
-    throw Error(fmt::format("{}: {} of {} files could not be read: {}{}", folder,
-                            read.unread.size(), outcomes.size(), read.unread.front().error,
-                            more == 0 ? "" : fmt::format(" (and {} more)", more)));
-  }
-  any_summary = any_summary ||
-                std::find(read.from_summary_file.begin(), read.from_summary_file.end(), true) !=
-                    read.from_summary_file.end();
-  return std::move(read.summaries);
-}
-
-// CURRENT_DIR [--baseline BASELINE_DIR]: rank N against rank N.
-void check_folders(const CheckFlags& flags) {
+// --write-budget: a starting budget (TOML) from one good run.
+void write_budget(const CheckFlags& flags) {
   std::error_code error;
-  if (flags.write_budget) {
+  if (std::filesystem::is_directory(flags.current, error)) {
     throw Error::usage("--write-budget takes one good run's file, not a folder");
   }
-  if (!flags.baseline.empty() && !std::filesystem::is_directory(flags.baseline, error)) {
-    throw Error::usage(fmt::format(
-        "{} is a folder and --baseline {} is not: give the baseline run's folder, rank by rank",
-        flags.current, flags.baseline));
+  bool current_is_summary = false;
+  const RunSummary current = summary_of(flags.current, flags.inputs, current_is_summary);
+  const Amount headroom = parse_amount(flags.headroom, "--headroom", true);
+  const double fraction = headroom.percent ? headroom.value / 100 : headroom.value;
+  // Beyond 10x a budget says nothing (and 1e308% wrote 'infMiB', which
+  // --budget then refused).
+  if (!std::isfinite(fraction) || fraction < 0 || fraction > 10) {
+    throw Error::usage(
+        fmt::format("--headroom must be 0% to 1000% (or 0 to 10), not '{}'", flags.headroom));
   }
-  bool ignored = false;
-  const std::vector<RunSummary> current = summaries_of_folder(flags.current, flags.inputs, ignored);
-  std::vector<RunSummary> baseline;
-  bool baseline_is_summary = false;
-  if (!flags.baseline.empty()) {
-    baseline = summaries_of_folder(flags.baseline, flags.inputs, baseline_is_summary);
-  }
-  // Matching by rank would check one of two files with the same rank and
-  // leave the other out: a gate refuses that.
-  const std::vector<RunSummary>* runs[] = {&current, &baseline};
-  for (const std::vector<RunSummary>* run : runs) {
-    if (const std::optional<DuplicateRank> duplicate = duplicate_rank(*run)) {
-      throw Error(duplicate_rank_message(*run, *duplicate));
-    }
-  }
-  const std::vector<Limit> limits = limits_of(flags);
-  if (limits.empty()) {
-    throw Error::usage("no limit to check: give --budget FILE or limits such as --max-peak 12GiB");
-  }
-  const RankedCheck report = check_ranked(
-      current, flags.baseline.empty() ? nullptr : &baseline, limits,
-      {.baseline_is_summary = baseline_is_summary, .allow_unmeasured = flags.allow_unmeasured});
-  write_in_format(flags, report);
-  if (report.failed_ranks > 0) {
-    throw Error::limit(check_verdict(report));
-  }
+  const std::vector<Limit> limits = budget_from_run(current, fraction);
+  const std::string comment = fmt::format(
+      "memsnap budget, written by `memsnap check --write-budget` from {}\n"
+      "(absolute peak {} bytes) with {} headroom. Check a run against it with\n"
+      "  memsnap check RUN --budget THIS_FILE [--baseline {}]\n"
+      "Keys: max_peak, max_peak_delta, max_reserved, max_fragmentation, max_growth and\n"
+      "max_source_growth (need --baseline), max_unmatched_frees, no_oom, step_max_peak,\n"
+      "and [category] NAME = SIZE.",
+      current.path, current.absolute_peak, flags.headroom, current.path);
+  write_report(flags, write_budget_toml(limits, comment));
 }
 
 void run_check_command(const CheckFlags& flags) {
@@ -207,57 +138,19 @@ void run_check_command(const CheckFlags& flags) {
     }
     refuse_overwriting_inputs(flags.output, inputs);
   }
-  if (std::filesystem::is_directory(flags.current, error)) {
-    check_folders(flags);
-    return;
-  }
-  bool current_is_summary = false;
-  const RunSummary current = summary_of(flags.current, flags.inputs, current_is_summary);
   if (flags.write_budget) {
-    const Amount headroom = parse_amount(flags.headroom, "--headroom", true);
-    const double fraction = headroom.percent ? headroom.value / 100 : headroom.value;
-    // Beyond 10x a budget says nothing (and 1e308% wrote 'infMiB', which
-    // --budget then refused).
-    if (!std::isfinite(fraction) || fraction < 0 || fraction > 10) {
-      throw Error::usage(
-          fmt::format("--headroom must be 0% to 1000% (or 0 to 10), not '{}'", flags.headroom));
-    }
-    const std::vector<Limit> limits = budget_from_run(current, fraction);
-    const std::string comment = fmt::format(
-        "memsnap budget, written by `memsnap check --write-budget` from {}\n"
-        "(absolute peak {} bytes) with {} headroom. Check a run against it with\n"
-        "  memsnap check RUN --budget THIS_FILE [--baseline {}]\n"
-        "Keys: max_peak, max_peak_delta, max_reserved, max_fragmentation, max_growth and\n"
-        "max_source_growth (need --baseline), max_unmatched_frees, no_oom, step_max_peak,\n"
-        "and [category] NAME = SIZE.",
-        current.path, current.absolute_peak, flags.headroom, current.path);
-    write_report(flags, write_budget_toml(limits, comment));
+    write_budget(flags);
     return;
   }
-  std::optional<RunSummary> baseline;
-  bool baseline_is_summary = false;
-  if (!flags.baseline.empty()) {
-    if (std::filesystem::is_directory(flags.baseline, error)) {
-      throw Error::usage(
-          fmt::format("--baseline {} is a folder: give one file, a snapshot or "
-                      "its summary",
-                      flags.baseline));
-    }
-    baseline = summary_of(flags.baseline, flags.inputs, baseline_is_summary);
+  const CheckRun run = check_run(request_of(flags), run_inputs(flags.inputs),
+                                 stderr_listener(flags.inputs.common), flag_of);
+  if (run.ranked) {
+    write_in_format(flags, *run.ranked);
+    if (!run.passed()) throw Error::limit(check_verdict(*run.ranked));
+    return;
   }
-  const std::vector<Limit> limits = limits_of(flags);
-  if (limits.empty()) {
-    throw Error::usage(
-        "no limit to check: give --budget FILE or limits such as --max-peak 12GiB, "
-        "--max-growth 5% --baseline FILE (memsnap check --help lists them)");
-  }
-  const CheckReport report = run_check(
-      current, baseline ? &*baseline : nullptr, limits,
-      {.baseline_is_summary = baseline_is_summary, .allow_unmeasured = flags.allow_unmeasured});
-  write_in_format(flags, report);
-  if (report.failed > 0) {
-    throw Error::limit(check_verdict(report));
-  }
+  write_in_format(flags, *run.single);
+  if (!run.passed()) throw Error::limit(check_verdict(*run.single));
 }
 
 }  // namespace
