@@ -17,9 +17,9 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/check.h"
-#include "analysis/ranks.h"
-#include "analysis/source_key.h"
+#include "analysis/reports/check.h"
+#include "analysis/reports/ranks.h"
+#include "analysis/core/source_key.h"
 #include "formats/budget_file.h"
 #include "formats/summary_json.h"
 #include "memsnap/error.h"

@@ -9,8 +9,8 @@
 #include <map>
 #include <memory>
 
-#include "analysis/check.h"
-#include "analysis/run_compare.h"
+#include "analysis/reports/check.h"
+#include "analysis/reports/run_compare.h"
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/output.h"

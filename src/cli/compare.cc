@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <memory>
 
-#include "analysis/compare.h"
-#include "analysis/run_compare.h"
+#include "analysis/reports/compare.h"
+#include "analysis/reports/run_compare.h"
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/output.h"

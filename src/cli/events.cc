@@ -2,7 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 
-#include "analysis/event_list.h"
+#include "analysis/reports/event_list.h"
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/output.h"

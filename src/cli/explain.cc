@@ -3,8 +3,8 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 
-#include "analysis/explain.h"
-#include "analysis/file_analysis.h"
+#include "analysis/reports/explain.h"
+#include "analysis/core/file_analysis.h"
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/output.h"

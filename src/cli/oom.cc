@@ -12,10 +12,10 @@
 #include <system_error>
 #include <vector>
 
-#include "analysis/file_analysis.h"
-#include "analysis/oom_report.h"
-#include "analysis/ranks.h"
-#include "analysis/run_summary.h"
+#include "analysis/core/file_analysis.h"
+#include "analysis/reports/oom_report.h"
+#include "analysis/reports/ranks.h"
+#include "analysis/reports/run_summary.h"
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/output.h"

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/file_analysis.h"
-#include "analysis/source_key.h"
+#include "analysis/core/file_analysis.h"
+#include "analysis/core/source_key.h"
 #include "memsnap/load.h"
 #include "memsnap/model.h"
 

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <memory>
 
-#include "analysis/timeline.h"
+#include "analysis/reports/timeline.h"
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/output.h"

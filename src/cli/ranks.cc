@@ -3,7 +3,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 
-#include "analysis/ranks.h"
+#include "analysis/reports/ranks.h"
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/output.h"

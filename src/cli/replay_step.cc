@@ -2,7 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <memory>
 
-#include "analysis/step_report.h"
+#include "analysis/reports/step_report.h"
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/output.h"

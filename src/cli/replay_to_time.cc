@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <memory>
 
-#include "analysis/time_report.h"
+#include "analysis/reports/time_report.h"
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/output.h"

@@ -3,8 +3,8 @@
 #include <memory>
 #include <optional>
 
-#include "analysis/file_analysis.h"
-#include "analysis/segment_report.h"
+#include "analysis/core/file_analysis.h"
+#include "analysis/reports/segment_report.h"
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/output.h"

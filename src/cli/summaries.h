@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/run_summary.h"
+#include "analysis/reports/run_summary.h"
 #include "cli/options.h"
 #include "runs/multi_file.h"
 

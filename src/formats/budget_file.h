@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "analysis/check.h"
+#include "analysis/reports/check.h"
 
 namespace memsnap {
 

@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/run_summary.h"
+#include "analysis/reports/run_summary.h"
 
 namespace memsnap {
 

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/check.h"
+#include "analysis/reports/check.h"
 
 namespace memsnap {
 

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/compare.h"
+#include "analysis/reports/compare.h"
 
 namespace memsnap {
 

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "analysis/event_list.h"
+#include "analysis/reports/event_list.h"
 #include "report/json_stream.h"
 
 namespace memsnap {

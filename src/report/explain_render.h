@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/explain.h"
+#include "analysis/reports/explain.h"
 
 namespace memsnap {
 

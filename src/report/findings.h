@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/findings.h"
-#include "analysis/steps.h"
+#include "analysis/core/findings.h"
+#include "analysis/core/steps.h"
 
 namespace memsnap {
 

@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/timeline.h"
+#include "analysis/reports/timeline.h"
 
 namespace memsnap {
 

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/segments.h"
+#include "analysis/core/segments.h"
 
 namespace memsnap {
 

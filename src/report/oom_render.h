@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/oom_report.h"
+#include "analysis/reports/oom_report.h"
 
 namespace memsnap {
 

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/parse_report.h"
+#include "analysis/reports/parse_report.h"
 
 namespace memsnap {
 

@@ -4,7 +4,7 @@
 #include <fmt/ranges.h>
 #include <algorithm>
 
-#include "analysis/file_analysis.h"
+#include "analysis/core/file_analysis.h"
 #include "memsnap/bytes.h"
 #include "report/format.h"
 #include "report/source_tables.h"

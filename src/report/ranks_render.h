@@ -6,7 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/ranks.h"
+#include "analysis/reports/ranks.h"
 
 namespace memsnap {
 

@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/compare.h"
-#include "analysis/run_compare.h"
+#include "analysis/reports/compare.h"
+#include "analysis/reports/run_compare.h"
 #include "report/ranks_render.h"
 
 namespace memsnap {

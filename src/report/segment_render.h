@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/segment_report.h"
+#include "analysis/reports/segment_report.h"
 
 namespace memsnap {
 

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/sources.h"
+#include "analysis/core/sources.h"
 #include "report/format.h"
 
 namespace memsnap {

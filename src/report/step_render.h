@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/step_report.h"
+#include "analysis/reports/step_report.h"
 
 namespace memsnap {
 

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/run_summary.h"
+#include "analysis/reports/run_summary.h"
 
 namespace memsnap {
 

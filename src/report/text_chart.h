@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/timeline.h"
+#include "analysis/reports/timeline.h"
 
 namespace memsnap {
 

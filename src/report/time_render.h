@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/time_report.h"
+#include "analysis/reports/time_report.h"
 
 namespace memsnap {
 

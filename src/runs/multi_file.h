@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "analysis/file_analysis.h"
-#include "analysis/run_compare.h"
-#include "analysis/run_summary.h"
-#include "analysis/source_key.h"
-#include "analysis/steps.h"
+#include "analysis/core/file_analysis.h"
+#include "analysis/reports/run_compare.h"
+#include "analysis/reports/run_summary.h"
+#include "analysis/core/source_key.h"
+#include "analysis/core/steps.h"
 #include "memsnap/load.h"
 #include "report/ranks_render.h"
 

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "analysis/check.h"
+#include "analysis/reports/check.h"
 #include "runs/multi_file.h"
 
 namespace memsnap {

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "analysis/compare.h"
-#include "analysis/ranks.h"
-#include "analysis/run_compare.h"
+#include "analysis/reports/compare.h"
+#include "analysis/reports/ranks.h"
+#include "analysis/reports/run_compare.h"
 #include "report/ranks_render.h"
 #include "report/run_compare_render.h"
 #include "runs/multi_file.h"

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """The layering rule of docs/layering.md, checked on every #include "...".
 
-Layers, bottom up: util, io, pickle, snapshot, analysis, then report and
+Layers, bottom up: util, io, pickle, snapshot, analysis in two (its core:
+the replay, sources and keys, categories, segments, steps, the allocator's
+state, FileAnalysis; then its reports: one result per report), then report and
 formats side by side (one rank), runs (many files at once, for every front
 end), cli, and above them src/main.cc and the Python
 extension (python/src/: memsnap._core). A file may
@@ -22,8 +24,8 @@ import tempfile
 
 # Each rank's layers; report (renderers) and formats (the files memsnap writes
 # and reads back: run summaries, budgets) share one.
-RANKS = [["util"], ["io"], ["pickle"], ["snapshot"], ["analysis"], ["report", "formats"], ["runs"],
-         ["cli"], ["main", "python"]]
+RANKS = [["util"], ["io"], ["pickle"], ["snapshot"], ["analysis/core"], ["analysis/reports"],
+         ["report", "formats"], ["runs"], ["cli"], ["main", "python"]]
 RANK = {name: rank for rank, names in enumerate(RANKS) for name in names}
 
 # Layer of each public header, by what it is about.
@@ -33,7 +35,7 @@ PUBLIC_HEADERS = {
     "memsnap/version.h": "util",
     "memsnap/model.h": "snapshot",
     "memsnap/load.h": "snapshot",
-    "memsnap/replay.h": "analysis",
+    "memsnap/replay.h": "analysis/core",
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
@@ -44,8 +46,10 @@ def layer_of_include(path):
     """Layer of an include path as written ("analysis/x.h", "memsnap/model.h")."""
     if path.startswith("memsnap/"):
         return PUBLIC_HEADERS.get(path)
-    top = path.split("/", 1)[0]
-    return top if top in RANK and "/" in path else None
+    parts = path.split("/")
+    if parts[0] == "analysis":  # analysis/core/x.h or analysis/reports/x.h, nothing else
+        return "/".join(parts[:2]) if len(parts) == 3 and "/".join(parts[:2]) in RANK else None
+    return parts[0] if parts[0] in RANK and len(parts) > 1 else None
 
 
 def layer_of_file(root, file):
@@ -57,6 +61,9 @@ def layer_of_file(root, file):
     if rel.startswith("python/src/"):
         return "python", False, rel
     parts = rel.split("/")
+    if len(parts) > 3 and parts[1] == "analysis":
+        sub = "analysis/" + parts[2]
+        return (sub if sub in RANK else None), False, rel
     return (parts[1] if len(parts) > 2 and parts[1] in RANK else None), False, rel
 
 
@@ -85,29 +92,31 @@ def check(root):
 
 
 def self_test():
-    """An upward include and a public header reaching into src/ must both fail."""
+    """Upward includes (a report included by the analysis core among them) and a
+    public header reaching into src/ must all fail."""
     work = tempfile.mkdtemp(prefix="memsnap_layering_")
     try:
-        os.makedirs(os.path.join(work, "src", "pickle"))
-        os.makedirs(os.path.join(work, "src", "snapshot"))
-        os.makedirs(os.path.join(work, "include", "memsnap"))
-        os.makedirs(os.path.join(work, "src", "analysis"))
-        os.makedirs(os.path.join(work, "src", "formats"))
-        with open(os.path.join(work, "src", "formats", "summary_json.h"), "w") as f:
-            f.write('#include "analysis/run_summary.h"\n#include "report/format.h"\n')
-        with open(os.path.join(work, "src", "analysis", "run_summary.h"), "w") as f:
-            f.write('#include "formats/summary_json.h"\n')  # analysis reads no file format
-        with open(os.path.join(work, "src", "snapshot", "decoder.h"), "w") as f:
-            f.write('#include "pickle/vm.h"\n#include "memsnap/model.h"\n')
-        with open(os.path.join(work, "src", "pickle", "vm.h"), "w") as f:
-            f.write('#include "snapshot/decoder.h"\n')  # the pickle layer knows no snapshot
-        with open(os.path.join(work, "include", "memsnap", "model.h"), "w") as f:
-            f.write('#include "analysis/sources.h"\n')
+        def plant(rel, text):
+            os.makedirs(os.path.join(work, os.path.dirname(rel)), exist_ok=True)
+            with open(os.path.join(work, rel), "w") as f:
+                f.write(text)
+
+        plant("src/formats/summary_json.h",
+              '#include "analysis/reports/run_summary.h"\n#include "report/format.h"\n')
+        plant("src/analysis/reports/run_summary.h",
+              '#include "formats/summary_json.h"\n')  # analysis reads no file format
+        plant("src/analysis/core/sources.h",
+              '#include "analysis/reports/segment_report.h"\n')  # the core needs no report
+        plant("src/analysis/reports/segment_report.h", '#include "analysis/core/sources.h"\n')
+        plant("src/snapshot/decoder.h", '#include "pickle/vm.h"\n#include "memsnap/model.h"\n')
+        plant("src/pickle/vm.h", '#include "snapshot/decoder.h"\n')  # the pickle layer knows no snapshot
+        plant("include/memsnap/model.h", '#include "analysis/core/sources.h"\n')
         problems, _ = check(work)
         expected = [
             'src/pickle/vm.h (pickle) includes "snapshot/decoder.h" (snapshot): upward include',
-            'include/memsnap/model.h (snapshot) includes "analysis/sources.h" (analysis): upward include',
-            'src/analysis/run_summary.h (analysis) includes "formats/summary_json.h" (formats): upward include',
+            'include/memsnap/model.h (snapshot) includes "analysis/core/sources.h" (analysis/core): upward include',
+            'src/analysis/reports/run_summary.h (analysis/reports) includes "formats/summary_json.h" (formats): upward include',
+            'src/analysis/core/sources.h (analysis/core) includes "analysis/reports/segment_report.h" (analysis/reports): upward include',
         ]
         missing = [e for e in expected if e not in problems]
         for line in problems:

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/allocator_state.h"
+#include "analysis/core/allocator_state.h"
 #include "model_builder.h"
 
 namespace memsnap {

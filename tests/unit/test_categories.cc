@@ -5,7 +5,7 @@
 #include <utility>
 #include <vector>
 
-#include "analysis/categories.h"
+#include "analysis/core/categories.h"
 #include "model_builder.h"
 
 namespace memsnap {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/check.h"
+#include "analysis/reports/check.h"
 #include "expect_error.h"
 #include "memsnap/error.h"
 #include "report/check_render.h"

@@ -12,7 +12,7 @@
 #include "memsnap/error.h"
 #include "pickle_writer.h"
 #include "snapshot/decoder.h"
-#include "analysis/device_choice.h"
+#include "analysis/core/device_choice.h"
 
 namespace memsnap {
 namespace {

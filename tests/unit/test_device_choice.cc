@@ -4,7 +4,7 @@
 #include <optional>
 #include <vector>
 
-#include "analysis/device_choice.h"
+#include "analysis/core/device_choice.h"
 #include "expect_error.h"
 #include "memsnap/error.h"
 #include "memsnap/model.h"

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "analysis/categories.h"
-#include "analysis/event_list.h"
-#include "analysis/sources.h"
-#include "analysis/steps.h"
+#include "analysis/core/categories.h"
+#include "analysis/reports/event_list.h"
+#include "analysis/core/sources.h"
+#include "analysis/core/steps.h"
 #include "model_builder.h"
 
 namespace memsnap {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/ranks.h"
-#include "analysis/run_summary.h"
+#include "analysis/reports/ranks.h"
+#include "analysis/reports/run_summary.h"
 
 namespace memsnap {
 namespace {

@@ -1,8 +1,8 @@
 // Replay semantics on hand-made traces.
 #include <gtest/gtest.h>
 
-#include "analysis/segments.h"
-#include "analysis/steps.h"
+#include "analysis/core/segments.h"
+#include "analysis/core/steps.h"
 #include "memsnap/replay.h"
 #include "model_builder.h"
 

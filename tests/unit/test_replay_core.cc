@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/sources.h"
+#include "analysis/core/sources.h"
 #include "memsnap/replay.h"
 #include "model_builder.h"
 

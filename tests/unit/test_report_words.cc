@@ -1,7 +1,7 @@
 // Small pieces of wording that reports and printed command lines rely on.
 #include <gtest/gtest.h>
 
-#include "analysis/findings.h"
+#include "analysis/core/findings.h"
 #include "pickle/value.h"
 #include "report/findings.h"
 #include "report/format.h"

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <string>
 
-#include "analysis/source_key.h"
+#include "analysis/core/source_key.h"
 #include "memsnap/error.h"
 #include "model_builder.h"
 

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/allocator_state.h"
+#include "analysis/core/allocator_state.h"
 #include "snapshot/allocator_settings.h"
 
 namespace memsnap {

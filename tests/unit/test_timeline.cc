@@ -6,9 +6,9 @@
 #include <map>
 #include <random>
 
-#include "analysis/file_analysis.h"
-#include "analysis/time_report.h"
-#include "analysis/timeline.h"
+#include "analysis/core/file_analysis.h"
+#include "analysis/reports/time_report.h"
+#include "analysis/reports/timeline.h"
 #include "model_builder.h"
 
 namespace memsnap {

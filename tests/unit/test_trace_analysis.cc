@@ -1,8 +1,8 @@
 // Step windows of the replay engine on hand-made traces.
 #include <gtest/gtest.h>
 
-#include "analysis/sources.h"
-#include "analysis/steps.h"
+#include "analysis/core/sources.h"
+#include "analysis/core/steps.h"
 #include "model_builder.h"
 
 namespace memsnap {

@@ -1,0 +1,582 @@
+#include "analysis/core/allocator_state.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+#include <bit>
+#include <iterator>
+
+#include "memsnap/bytes.h"
+
+namespace memsnap {
+
+namespace {
+
+constexpr uint64_t kMinBlockSize = 512;      // every block is a multiple of this
+constexpr uint64_t kSmallSize = 1ULL << 20;  // requests up to this use the small pool
+
+uint64_t range_end(RangeMap::const_iterator range) {
+  return range->first + range->second.size;
+}
+
+RangeMap::iterator range_containing(RangeMap& ranges, uint64_t address) {
+  auto it = ranges.upper_bound(address);
+  if (it == ranges.begin()) return ranges.end();
+  --it;
+  return address < it->first + it->second.size ? it : ranges.end();
+}
+
+PoolId entry_pool(const Snapshot& snapshot, uint64_t i) {
+  auto it = snapshot.events.pool_id.find(i);
+  return it == snapshot.events.pool_id.end() ? PoolId{} : it->second;
+}
+
+// The kind as a static string, so ranges need not point into a snapshot.
+std::string_view kind_name(std::string_view kind) {
+  if (kind == "small") return "small";
+  if (kind == "large") return "large";
+  return {};
+}
+
+// A cudaMalloc'd segment's pool from its size: small-pool segments are
+// kSmallBuffer (2 MiB); large-pool ones are 20 MiB or larger multiples of 2 MiB.
+std::string_view kind_of_segment(uint64_t size) {
+  return size == 2 * kSmallSize ? "small" : "large";
+}
+
+bool same_owner(const MappedRange& a, const MappedRange& b) {
+  return a.expandable && b.expandable && a.stream == b.stream && a.pool.first == b.pool.first &&
+         a.pool.second == b.pool.second;
+}
+
+// Adds [address, address + range.size); an expandable range joins the
+// expandable ranges it touches, as one segment's mapped pages do.
+bool add_range(AllocatorState& state, uint64_t address, MappedRange range) {
+  RangeMap& ranges = state.ranges;
+  auto next = ranges.lower_bound(address);
+  if (next != ranges.end() && next->first < address + range.size) return false;
+  if (next != ranges.begin()) {
+    auto prev = std::prev(next);
+    if (range_end(prev) > address) return false;
+  }
+  state.reserved += range.size;
+  if (next != ranges.end() && next->first == address + range.size &&
+      same_owner(range, next->second)) {
+    if (range.kind.empty()) range.kind = next->second.kind;
+    range.size += next->second.size;
+    next = ranges.erase(next);
+  }
+  if (next != ranges.begin()) {
+    auto prev = std::prev(next);
+    if (range_end(prev) == address && same_owner(prev->second, range)) {
+      prev->second.size += range.size;
+      return true;
+    }
+  }
+  ranges.emplace(address, range);
+  return true;
+}
+
+// Removes [address, address + size) from the range holding it, splitting it
+// when the part is in the middle (an expandable segment's unmapped pages).
+bool remove_range(AllocatorState& state, uint64_t address, uint64_t size) {
+  auto it = range_containing(state.ranges, address);
+  if (it == state.ranges.end() || address + size > range_end(it)) return false;
+  const uint64_t start = it->first;
+  const uint64_t end = range_end(it);
+  MappedRange rest = it->second;
+  state.ranges.erase(it);
+  if (start < address) {
+    MappedRange head = rest;
+    head.size = address - start;
+    state.ranges.emplace(start, head);
+  }
+  if (address + size < end) {
+    rest.size = end - (address + size);
+    state.ranges.emplace(address + size, rest);
+  }
+  state.reserved -= size;
+  // Blocks inside the removed part would be a misfit; drop them so the state
+  // stays well formed.
+  bool clean = true;
+  for (auto b = state.blocks.lower_bound(address);
+       b != state.blocks.end() && b->first < address + size;) {
+    clean = false;
+    state.held -= b->second.size;
+    b = state.blocks.erase(b);
+  }
+  return clean;
+}
+
+uint64_t free_bytes(const AllocatorState& state) {
+  return state.reserved > state.held ? state.reserved - state.held : 0;
+}
+
+// torch_npu rounds request + 32 bytes, so under its rule no block is smaller
+// than that rounded up; one such block in the dump rules it out cheaply.
+bool npu_rounding_possible(const AllocatorState& dump) {
+  return std::all_of(dump.blocks.begin(), dump.blocks.end(), [](const auto& entry) {
+    const HeldBlock& block = entry.second;
+    return block.requested == 0 ||
+           block.size >= carved_block_size(block.requested, 0, SplitRule{RoundingRule::kNpu});
+  });
+}
+
+std::string describe_block(uint64_t address, const HeldBlock* block) {
+  if (block == nullptr) return fmt::format("no block at {:#x}", address);
+  return fmt::format("{} block at {:#x} of {} bytes (requested {})",
+                     block->state == BlockState::kActivePendingFree ? "awaiting-free" : "allocated",
+                     address, block->size, block->requested);
+}
+
+}  // namespace
+
+RangeMap::const_iterator AllocatorState::range_at(uint64_t address) const {
+  auto it = ranges.upper_bound(address);
+  if (it == ranges.begin()) return ranges.end();
+  --it;
+  return address < range_end(it) ? it : ranges.end();
+}
+
+uint64_t AllocatorState::largest_free() const {
+  uint64_t largest = 0;
+  for (const auto& [address, range] : ranges) {
+    for_each_block(address, range, [&](uint64_t, uint64_t size, const HeldBlock* block) {
+      if (block == nullptr) largest = std::max(largest, size);
+    });
+  }
+  return largest;
+}
+
+std::string_view rounding_rule_name(RoundingRule rule) {
+  return rule == RoundingRule::kNpu ? "npu" : "cuda";
+}
+
+namespace {
+
+// PyTorch's roundup_power2_next_division: the next of `divisions` equal steps
+// between the powers of two around size (divisions counted down to a power of two).
+uint64_t next_power2_division(uint64_t size, uint64_t divisions) {
+  if (std::has_single_bit(size)) return size;
+  const uint64_t floor = std::bit_floor(size);
+  const uint64_t step = floor >> (std::bit_width(divisions) - 1);
+  if (step == 0) return floor << 1;
+  const uint64_t rounded_down = size & ~(step - 1);
+  return rounded_down == size ? size : rounded_down + step;
+}
+
+// PyTorch's round_size.
+uint64_t rounded_request(uint64_t size, const SplitRule& rule) {
+  if (size < kMinBlockSize) return kMinBlockSize;
+  constexpr unsigned kFirstInterval = 20;  // log2(1 MiB)
+  const auto log_size = static_cast<unsigned>(std::bit_width(size) - 1);
+  const size_t interval = std::min<size_t>(
+      log_size > kFirstInterval ? log_size - kFirstInterval : 0, kPower2Intervals - 1);
+  const uint64_t divisions = rule.power2_divisions[interval];
+  if (divisions > 1 && size > kMinBlockSize * divisions) {
+    return next_power2_division(size, divisions);
+  }
+  return (size + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
+}
+
+}  // namespace
+
+uint64_t carved_block_size(uint64_t requested, uint64_t free_size, const SplitRule& rule) {
+  constexpr uint64_t kNpuPadding = 32;              // torch_npu's round_size adds this first
+  constexpr uint64_t kLargestRequest = 1ULL << 62;  // keeps the rounding below in range
+  uint64_t size = std::min(requested, kLargestRequest);
+  if (rule.rounding == RoundingRule::kNpu) size += kNpuPadding;
+  const uint64_t rounded = rounded_request(size, rule);
+  if (rounded >= free_size) return rounded;
+  const uint64_t remaining = free_size - rounded;
+  const bool small_pool = rounded <= kSmallSize;
+  const bool split = small_pool || rule.expandable
+                         ? remaining >= kMinBlockSize
+                         : rounded < rule.max_split_size && remaining > kSmallSize;
+  return split ? rounded : free_size;
+}
+
+SplitRule split_rule_from_settings(const AllocatorSettings& settings) {
+  SplitRule rule;
+  if (settings.max_split_size) rule.max_split_size = *settings.max_split_size;
+  if (settings.roundup_power2_divisions) {
+    rule.power2_divisions.fill(*settings.roundup_power2_divisions);  // one value for every size
+  }
+  for (const auto& [mib, divisions] : settings.roundup_power2_divisions_by_mib) {
+    const auto interval = static_cast<size_t>(std::bit_width(mib) - 1);
+    if (interval < kPower2Intervals) rule.power2_divisions[interval] = divisions;
+  }
+  return rule;
+}
+
+AllocatorState state_at_dump(const Snapshot& snapshot, int device) {
+  AllocatorState state;
+  for (const Segment& segment : snapshot.segments) {
+    if (segment.device != device) continue;
+    MappedRange range;
+    range.size = segment.total_size;
+    range.stream = segment.stream;
+    range.pool = PoolId{segment.pool_id_first, segment.pool_id_second};
+    range.kind = kind_name(snapshot.strings.get(segment.segment_type));
+    range.expandable = segment.is_expandable;
+    state.ranges.emplace(segment.address, range);
+    state.reserved += segment.total_size;
+    for (const Block& block : snapshot.blocks_of(segment)) {
+      if (block.state != BlockState::kActiveAllocated &&
+          block.state != BlockState::kActivePendingFree) {
+        continue;
+      }
+      state.blocks[block.address] = HeldBlock{block.size, block.requested_size, block.state, false};
+      state.held += block.size;
+    }
+  }
+  return state;
+}
+
+void AllocatorHistory::Walker::set_block_state(AllocatorState& state, uint64_t address,
+                                               BlockState to) {
+  auto it = state.blocks.find(address);
+  if (it == state.blocks.end()) {
+    ++misfits;
+  } else {
+    it->second.state = to;
+  }
+}
+
+bool AllocatorHistory::Walker::erase_block(AllocatorState& state, uint64_t address,
+                                           bool& was_inferred) {
+  auto it = state.blocks.find(address);
+  if (it == state.blocks.end()) {
+    ++misfits;
+    return false;
+  }
+  was_inferred = it->second.size_inferred;
+  state.held -= it->second.size;
+  state.blocks.erase(it);
+  return true;
+}
+
+void AllocatorHistory::Walker::add_entry_range(AllocatorState& state, uint64_t i, bool expandable) {
+  const EventColumns& events = snapshot.events;
+  MappedRange range;
+  range.size = events.size[i];
+  range.stream = events.stream[i];
+  range.pool = entry_pool(snapshot, i);
+  range.expandable = expandable;
+  if (!expandable) range.kind = kind_of_segment(range.size);
+  if (!add_range(state, events.addr[i], range)) ++misfits;
+}
+
+void AllocatorHistory::Walker::remove_entry_range(AllocatorState& state, uint64_t i,
+                                                  bool whole_segment) {
+  const EventColumns& events = snapshot.events;
+  const uint64_t address = events.addr[i];
+  const uint64_t size = events.size[i];
+  auto it = state.ranges.find(address);
+  const bool whole = it != state.ranges.end() && it->second.size == size;
+  if (whole_segment && !whole) ++misfits;
+  if (!remove_range(state, address, size)) ++misfits;
+}
+
+bool AllocatorHistory::Walker::forward(AllocatorState& state, uint64_t i) {
+  const EventColumns& events = snapshot.events;
+  const uint64_t address = events.addr[i];
+  const uint64_t size = events.size[i];
+  switch (events.action[i]) {
+    case Action::kAlloc: {
+      auto range = state.range_at(address);
+      if (range == state.ranges.end()) {
+        ++misfits;
+        return true;
+      }
+      auto next = state.blocks.lower_bound(address);
+      if (next != state.blocks.begin()) {
+        auto prev = std::prev(next);
+        if (prev->first + prev->second.size > address) {
+          // A block allocated before the trace whose size was inferred ends
+          // here: the allocator carved this one where the free space began.
+          if (prev->second.size_inferred && prev->first < address) {
+            state.held -= prev->second.size - (address - prev->first);
+            prev->second.size = address - prev->first;
+          } else {
+            ++misfits;
+            return true;
+          }
+        }
+      }
+      if (next != state.blocks.end() && next->first == address) {
+        ++misfits;
+        return true;
+      }
+      // The free space ends at the next held block (`next`: none sits at
+      // the address) or at the range's end; one search serves both.
+      const uint64_t limit =
+          next == state.blocks.end() ? range_end(range) : std::min(range_end(range), next->first);
+      const uint64_t free_size = limit - address;
+      HeldBlock block{carved_block_size(size, free_size, rule), size, BlockState::kActiveAllocated,
+                      false};
+      if (block.size > free_size) ++misfits;
+      state.blocks.emplace_hint(next, address, block);
+      state.held += block.size;
+      return true;
+    }
+    case Action::kFreeRequested:
+      set_block_state(state, address, BlockState::kActivePendingFree);
+      return true;
+    case Action::kFreeCompleted: {
+      bool inferred = false;
+      erase_block(state, address, inferred);
+      return true;
+    }
+    case Action::kSegmentAlloc:
+    case Action::kSegmentMap:
+      add_entry_range(state, i, events.action[i] == Action::kSegmentMap);
+      return true;
+    case Action::kSegmentFree:
+    case Action::kSegmentUnmap:
+      remove_entry_range(state, i, events.action[i] == Action::kSegmentFree);
+      return true;
+    default: return false;
+  }
+}
+
+bool AllocatorHistory::Walker::backward(AllocatorState& state, uint64_t i, uint64_t& inferred) {
+  const EventColumns& events = snapshot.events;
+  const uint64_t address = events.addr[i];
+  const uint64_t size = events.size[i];
+  switch (events.action[i]) {
+    case Action::kAlloc: {
+      bool was_inferred = false;
+      if (erase_block(state, address, was_inferred) && was_inferred) --inferred;
+      return true;
+    }
+    case Action::kFreeRequested:
+      set_block_state(state, address, BlockState::kActiveAllocated);
+      return true;
+    case Action::kFreeCompleted: {
+      // The block comes back, awaiting free; its size is the split rule's on
+      // the free space it sat in (its own alloc, when the trace has it,
+      // replaces this on the way forward).
+      auto range = state.range_at(address);
+      auto next = state.blocks.lower_bound(address);
+      bool overlaps = next != state.blocks.end() && next->first == address;
+      if (next != state.blocks.begin()) {
+        auto prev = std::prev(next);
+        overlaps = overlaps || prev->first + prev->second.size > address;
+      }
+      if (range == state.ranges.end() || overlaps) {
+        ++misfits;
+        return true;
+      }
+      const uint64_t limit =
+          next == state.blocks.end() ? range_end(range) : std::min(range_end(range), next->first);
+      const uint64_t free_size = limit - address;
+      HeldBlock block{std::min(carved_block_size(size, free_size, rule), free_size), size,
+                      BlockState::kActivePendingFree, true};
+      state.blocks.emplace_hint(next, address, block);
+      state.held += block.size;
+      ++inferred;
+      return true;
+    }
+    case Action::kSegmentAlloc:
+    case Action::kSegmentMap:
+      remove_entry_range(state, i, events.action[i] == Action::kSegmentAlloc);
+      return true;
+    case Action::kSegmentFree:
+    case Action::kSegmentUnmap:
+      add_entry_range(state, i, events.action[i] == Action::kSegmentUnmap);
+      return true;
+    default: return false;
+  }
+}
+
+AllocatorHistory::AllocatorHistory(const Snapshot& snapshot, int device)
+    : snapshot_(&snapshot), rule_(split_rule_from_settings(snapshot.allocator_settings)) {
+  trace_ = DeviceTrace{device, 0, 0};
+  if (const DeviceTrace* trace = snapshot.trace_of(device)) trace_ = *trace;
+  for (const Segment& segment : snapshot.segments) {
+    if (segment.device != device) continue;
+    if (segment.is_expandable) rule_.expandable = true;
+    if (segment.block_count == 0 && check_.impossible_reason.empty()) {
+      check_.impossible_reason = fmt::format(
+          "segment {:#x} lists no blocks, so the dump's blocks are not known", segment.address);
+    }
+  }
+  for (uint64_t i = trace_.begin; i < trace_.end; ++i) {
+    const Action action = snapshot.events.action[i];
+    if (action == Action::kSegmentMap || action == Action::kSegmentUnmap) rule_.expandable = true;
+  }
+  if (snapshot.legacy_block_history) {
+    check_.impossible_reason = "the dump's blocks have no addresses (PyTorch 2.0 block history)";
+  }
+  const AllocatorState dump = state_at_dump(snapshot, device);
+  check_.possible = check_.impossible_reason.empty();
+  replay(dump, RoundingRule::kCuda);
+  if (check_.possible && !check_.exact && npu_rounding_possible(dump)) {
+    // Not CUDA's rounding, perhaps: try torch_npu's and keep the better.
+    HistoryCheck cuda = check_;
+    AllocatorState cuda_start = start_;
+    PeakFree cuda_peak = peak_free_;
+    std::vector<Checkpoint> cuda_checkpoints = std::move(checkpoints_);
+    replay(dump, RoundingRule::kNpu);
+    const auto misses = [](const HistoryCheck& h) {
+      return h.differences + h.misfits_back + h.misfits_forward;
+    };
+    if (misses(check_) >= misses(cuda)) {
+      check_ = std::move(cuda);
+      start_ = std::move(cuda_start);
+      peak_free_ = cuda_peak;
+      checkpoints_ = std::move(cuda_checkpoints);
+    }
+  }
+  rule_.rounding = check_.rounding;  // the walks after this one use the rule that won
+}
+
+void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding) {
+  const Snapshot& snapshot = *snapshot_;
+  const bool possible = check_.possible;
+  const std::string reason = check_.impossible_reason;
+  check_ = HistoryCheck{};
+  check_.possible = possible;
+  check_.impossible_reason = reason;
+  check_.rounding = rounding;
+  rule_.rounding = rounding;
+  // Back from the dump to the start.
+  start_ = dump;
+  Walker back{snapshot, rule_};
+  uint64_t inferred = 0;
+  for (uint64_t i = trace_.end; i > trace_.begin; --i) {
+    if (back.backward(start_, i - 1, inferred)) ++check_.entries;
+  }
+  check_.misfits_back = back.misfits;
+  check_.ranges_at_start = start_.ranges.size();
+  check_.blocks_at_start = start_.blocks.size();
+  check_.inferred_sizes = inferred;
+  // Forward again to the dump, deriving every traced block's size anew, and
+  // keeping checkpoints on the way.
+  AllocatorState end = start_;
+  Walker forth{snapshot, rule_};
+  peak_free_ = PeakFree{free_bytes(end), 0, end.reserved};
+  checkpoints_.clear();
+  const uint64_t every = std::max(kMinCheckpointEvery, trace_.count() / kMaxCheckpoints);
+  // Held blocks and ranges the checkpoints may copy in all: an eighth of an
+  // element per trace entry, about 8 bytes per entry beside the 37 of its columns.
+  uint64_t budget = trace_.count() / 8 + kMinCheckpointEvery;
+  uint64_t until_checkpoint = every;
+  for (uint64_t i = trace_.begin; i < trace_.end; ++i) {
+    if (forth.forward(end, i) && free_bytes(end) > peak_free_.bytes) {
+      peak_free_ = PeakFree{free_bytes(end), i + 1 - trace_.begin, end.reserved};
+    }
+    if (--until_checkpoint == 0) {
+      until_checkpoint = every;
+      const uint64_t elements = end.ranges.size() + end.blocks.size();
+      if (elements <= budget) {
+        budget -= elements;
+        checkpoints_.push_back(Checkpoint{i + 1 - trace_.begin, end});
+      }
+    }
+  }
+  check_.misfits_forward = forth.misfits;
+  // Compare with the dump, ranges then blocks, in address order.
+  auto note = [&](const std::string& what) {
+    if (check_.differences++ == 0) check_.first_difference = what;
+  };
+  for (const auto& [address, range] : dump.ranges) {
+    auto it = end.ranges.find(address);
+    if (it == end.ranges.end()) {
+      note(fmt::format("segment at {:#x} ({} bytes) is in the dump but not replayed", address,
+                       range.size));
+    } else if (it->second.size != range.size) {
+      note(fmt::format("segment at {:#x} is {} bytes replayed, {} in the dump", address,
+                       it->second.size, range.size));
+    }
+  }
+  for (const auto& [address, range] : end.ranges) {
+    if (!dump.ranges.contains(address)) {
+      note(fmt::format("segment at {:#x} ({} bytes) is replayed but not in the dump", address,
+                       range.size));
+    }
+  }
+  for (const auto& [address, block] : dump.blocks) {
+    auto it = end.blocks.find(address);
+    const HeldBlock* replayed = it == end.blocks.end() ? nullptr : &it->second;
+    if (replayed == nullptr || replayed->size != block.size ||
+        replayed->requested != block.requested || replayed->state != block.state) {
+      note(fmt::format("dump: {}; replayed: {}", describe_block(address, &block),
+                       describe_block(address, replayed)));
+    }
+  }
+  for (const auto& [address, block] : end.blocks) {
+    if (!dump.blocks.contains(address)) {
+      note(fmt::format("dump: {}; replayed: {}", describe_block(address, nullptr),
+                       describe_block(address, &block)));
+    }
+  }
+  check_.exact = check_.possible && check_.differences == 0;
+}
+
+const AllocatorHistory::Checkpoint* AllocatorHistory::checkpoint_before(uint64_t position) const {
+  auto after = std::upper_bound(
+      checkpoints_.begin(), checkpoints_.end(), position,
+      [](uint64_t wanted, const Checkpoint& checkpoint) { return wanted < checkpoint.position; });
+  return after == checkpoints_.begin() ? nullptr : &*std::prev(after);
+}
+
+AllocatorState AllocatorHistory::at(uint64_t position) const {
+  const uint64_t target = std::min(position, trace_.count());
+  const Checkpoint* nearest = checkpoint_before(target);
+  AllocatorState state = nearest != nullptr ? nearest->state : start_;
+  Walker walker{*snapshot_, rule_};
+  const uint64_t stop = trace_.begin + target;
+  for (uint64_t i = trace_.begin + (nearest != nullptr ? nearest->position : 0); i < stop; ++i) {
+    walker.forward(state, i);
+  }
+  return state;
+}
+
+bool AllocatorHistory::observed(uint64_t position) const {
+  if (position == 0) return true;
+  if (position > trace_.count()) return false;
+  switch (snapshot_->events.action[trace_.begin + position - 1]) {
+    case Action::kAlloc:
+    case Action::kFreeRequested:
+    case Action::kFreeCompleted:
+    case Action::kSegmentAlloc:
+    case Action::kSegmentMap:
+    case Action::kSegmentFree:
+    case Action::kSegmentUnmap: return true;
+    default: return false;
+  }
+}
+
+FragmentationHistory fragmentation_history(const AllocatorHistory& history,
+                                           uint64_t reserved_peak_position) {
+  FragmentationHistory out;
+  const HistoryCheck& check = history.check();
+  if (!check.possible || check.entries == 0) return out;
+  out.known = true;
+  out.exact = check.exact;
+  const AllocatorHistory::PeakFree& peak = history.peak_free();
+  out.peak_free = peak.bytes;
+  out.peak_free_position = peak.position;
+  out.reserved_at_peak_free = peak.reserved;
+  // The largest free block is a scan of every block, so only at the two
+  // moments, each from the checkpoint before it. (Both are moments after an
+  // allocator entry; a position that is not one is not a moment of the walk
+  // and stays unknown, 0.)
+  if (history.observed(reserved_peak_position)) {
+    const AllocatorState state = history.at(reserved_peak_position);
+    out.reserved_peak = state.reserved;
+    out.free_at_reserved_peak = free_bytes(state);
+    out.largest_free_at_reserved_peak = state.largest_free();
+    if (peak.position == reserved_peak_position) {
+      out.largest_free_at_peak_free = out.largest_free_at_reserved_peak;
+      return out;
+    }
+  }
+  if (history.observed(peak.position)) {
+    out.largest_free_at_peak_free = history.at(peak.position).largest_free();
+  }
+  return out;
+}
+
+}  // namespace memsnap

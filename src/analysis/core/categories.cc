@@ -1,0 +1,392 @@
+#include "analysis/core/categories.h"
+
+#include <algorithm>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "analysis/core/source_key.h"
+#include "memsnap/replay.h"
+
+namespace memsnap {
+namespace {
+
+constexpr std::array<std::string_view, kCategoryCount> kNames = {
+    "parameter", "optimizer_state", "gradient",      "activation", "temporary",
+    "input",     "autograd_detail", "communication", "workspace",  "unknown",
+};
+
+using C = Category;
+constexpr bool kRaw = true;
+// clang-format off
+constexpr std::array kRules = {
+    CategoryRule{C::kOptimizerState, "Optimizer.step", {}, {}, {}, false,
+                 "allocated while an Optimizer.step#... annotation is active (the profiler marks every step)"},
+    CategoryRule{C::kOptimizerState, {}, {}, "torch/optim/", {}, false,
+                 "allocated by torch.optim (state tensors such as exp_avg, exp_avg_sq)"},
+    CategoryRule{C::kGradient, {}, {}, {}, "AccumulateGrad", false,
+                 "allocated by the AccumulateGrad node, which writes .grad"},
+    CategoryRule{C::kGradient, "Optimizer.zero_grad", {}, {}, {}, false,
+                 "allocated while Optimizer.zero_grad is active (set_to_none=False refills .grad)"},
+    CategoryRule{C::kCommunication, "nccl:", {}, {}, {}, false,
+                 "allocated during a collective (record_function names such as nccl:all_reduce)"},
+    CategoryRule{C::kCommunication, {}, {}, "torch/distributed/", {}, false,
+                 "allocated by torch.distributed (buckets, collectives)"},
+    CategoryRule{C::kCommunication, {}, {}, {}, "c10d::", false,
+                 "allocated by the c10d process group (NCCL buffers)"},
+    CategoryRule{C::kWorkspace, {}, {}, {}, {}, kRaw,
+                 "C++ code took the bytes from the allocator itself, not through a tensor factory or "
+                 "storage: a library's or kernel's scratch (cuBLAS and cuBLASLt workspaces, cuDNN "
+                 "plans' workspaces, CUB temporary storage, reduction buffers). An op's output, "
+                 "cuDNN's and cuBLAS's included, is a tensor and never lands here"},
+    CategoryRule{C::kAutogradDetail, {}, {}, {}, "torch::autograd::generated::", false,
+                 "allocated by a backward node other than AccumulateGrad: PyTorch's memory profiler "
+                 "calls the outputs of backward functions (gradients of activations) "
+                 "autograd_detail; the node's own temporaries land here too"},
+    CategoryRule{C::kParameter, {}, "_apply", {}, {}, false,
+                 "allocated by Module._apply (model.to(), .cuda(), .half()): parameters and buffers moving"},
+    CategoryRule{C::kParameter, {}, "load_state_dict", {}, {}, false,
+                 "allocated while loading a state dict into the model"},
+    CategoryRule{C::kParameter, {}, {}, "torch/nn/parameter.py", {}, false,
+                 "allocated by torch.nn.Parameter"},
+    CategoryRule{C::kParameter, {}, {}, "torch/nn/init.py", {}, false,
+                 "allocated by parameter initialisation (torch.nn.init)"},
+    CategoryRule{C::kInput, {}, {}, "torch/utils/data/", {}, false,
+                 "allocated by the data loader (pinned batches, collate)"},
+    CategoryRule{C::kActivation, {}, "forward", {}, {}, false,
+                 "allocated inside a module's forward (outputs kept for backward, or short-lived)"},
+    CategoryRule{C::kActivation, {}, "_call_impl", {}, {}, false,
+                 "allocated inside a module call"},
+};
+// Searched from the innermost frame out to the innermost Python frame, each
+// frame against every rule (Categorizer::of_free_site).
+constexpr std::array kFreeSiteRules = {
+    CategoryRule{C::kGradient, {}, "zero_grad", {}, {}, false,
+                 "freed by zero_grad() (Optimizer's or Module's): with set_to_none=True, the "
+                 "default since PyTorch 2.0, it drops each parameter's .grad"},
+    CategoryRule{C::kActivation, {}, "_engine_run_backward", {}, {}, false,
+                 "freed while autograd's engine runs the backward pass, which releases each "
+                 "node's saved tensors (the forward's activations) once the node has run"},
+    CategoryRule{C::kActivation, {}, {}, "torch/autograd/__init__.py", {}, false,
+                 "freed inside torch.autograd.backward (older PyTorch calls the engine from here)"},
+    CategoryRule{C::kActivation, {}, {}, {}, "torch::autograd::Engine", false,
+                 "freed by autograd's engine (a C++ stack without the Python frames above it)"},
+    CategoryRule{C::kTemporary, {}, {}, "torch/optim/", {}, false,
+                 "freed inside a torch.optim step: its optimizers update their state in place, "
+                 "so what a step frees are its own intermediates"},
+};
+// Then, anywhere in the stack: what the freeing code ran inside.
+constexpr std::array kFreeContextRules = {
+    CategoryRule{C::kActivation, {}, "forward", {}, {}, false,
+                 "freed while a module's forward runs: a forward frees intermediates it made "
+                 "itself (what it keeps for backward is freed in the backward pass), and the "
+                 "allocation rules call what a forward allocates activation"},
+    CategoryRule{C::kActivation, {}, "_call_impl", {}, {}, false,
+                 "freed inside a module call (the same, for modules whose forward has another name)"},
+};
+// clang-format on
+static_assert(kRules.size() <= 64, "frame rule matches are a 64-bit mask");
+
+// Frames that say how the stack was captured, then the allocator's own
+// (matched in names without their argument lists): the frame past them is
+// the code that asked for the bytes.
+constexpr std::array kCaptureFrameParts = {
+    std::string_view("unwind"),
+    std::string_view("CapturedTraceback"),
+    std::string_view("gather_with_cpp"),
+};
+constexpr std::array kAllocatorFrameParts = {
+    std::string_view("CachingAllocator"),  // CUDACachingAllocator, HIPCachingAllocator, raw_alloc
+    std::string_view("PluggableAllocator"),
+    std::string_view("c10::cuda::"),
+    std::string_view("c10::hip::"),
+};
+// Code that makes a tensor's storage: at::detail::empty_generic and every
+// other factory (empty_strided, empty_cuda, ...), c10::StorageImpl,
+// resize_bytes_cuda. The bytes a factory takes are a tensor, whichever op
+// asked for it.
+constexpr std::array kTensorMakerParts = {
+    std::string_view("empty"),
+    std::string_view("Storage"),
+    std::string_view("resize"),
+};
+
+bool contains_any(std::string_view text, std::span<const std::string_view> parts) {
+  return std::any_of(parts.begin(), parts.end(), [text](std::string_view part) {
+    return text.find(part) != std::string_view::npos;
+  });
+}
+
+// True when the allocator's caller is C++ code that is no tensor maker: the
+// bytes are raw scratch (cuBLAS's getNewWorkspace, cuDNN's run_conv_plan,
+// CUB's temporary storage). A stack that does not show the allocator and its
+// caller (Python frames only, unsymbolised frames) never is.
+bool takes_raw_bytes(const Snapshot& snapshot, std::span<const FrameId> frames) {
+  bool past_allocator = false;
+  for (FrameId id : frames) {
+    const Frame& frame = snapshot.frames.get(id);
+    if (!is_cpp_frame(snapshot.strings.get(frame.filename), frame.line)) return false;
+    const std::string name = trim_cpp_signature(snapshot.strings.get(frame.name));
+    if (contains_any(name, kCaptureFrameParts)) continue;
+    if (contains_any(name, kAllocatorFrameParts)) {
+      past_allocator = true;
+      continue;
+    }
+    if (name.empty() || name == "??") return false;  // unsymbolised: nothing to go on
+    return past_allocator && !contains_any(name, kTensorMakerParts);
+  }
+  return false;
+}
+
+bool matches_frame(const CategoryRule& rule, std::string_view name, std::string_view path,
+                   bool cpp) {
+  if (!rule.cpp_part.empty()) return cpp && name.find(rule.cpp_part) != std::string_view::npos;
+  if (cpp) return false;
+  if (!rule.frame_name.empty()) return name == rule.frame_name;
+  if (!rule.path_part.empty()) return path.find(rule.path_part) != std::string_view::npos;
+  return false;
+}
+
+}  // namespace
+
+std::string_view category_name(Category category) {
+  return kNames[static_cast<size_t>(category)];
+}
+
+std::optional<Category> parse_category(std::string_view name) {
+  std::string lower(name);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) {
+    return static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  });
+  for (size_t i = 0; i < kNames.size(); ++i) {
+    if (lower == kNames[i]) return static_cast<Category>(i);
+  }
+  return std::nullopt;
+}
+
+std::span<const CategoryRule> category_rules() {
+  return kRules;
+}
+
+std::span<const CategoryRule> free_site_rules() {
+  return kFreeSiteRules;
+}
+
+std::span<const CategoryRule> free_context_rules() {
+  return kFreeContextRules;
+}
+
+template <typename Match>
+std::vector<Categorizer::Intervals> Categorizer::intervals_of(const Snapshot& snapshot,
+                                                              Match matches) {
+  std::vector<Intervals> by_device;
+  for (const Annotation& note : snapshot.annotations) {
+    if (note.time_us <= 0 || !matches(snapshot.strings.get(note.name))) continue;
+    auto found = std::find_if(by_device.begin(), by_device.end(),
+                              [&note](const Intervals& i) { return i.device == note.device; });
+    if (found == by_device.end()) {
+      by_device.push_back(Intervals{note.device, {}, {}});
+      found = by_device.end() - 1;
+    }
+    if (note.stage == Stage::kStart) found->starts.push_back(note.time_us);
+    if (note.stage == Stage::kEnd) found->ends.push_back(note.time_us);
+  }
+  for (Intervals& intervals : by_device) {
+    std::sort(intervals.starts.begin(), intervals.starts.end());
+    std::sort(intervals.ends.begin(), intervals.ends.end());
+  }
+  return by_device;
+}
+
+Categorizer::Categorizer(const Snapshot& snapshot, std::span<const CategoryRuleSpec> user_rules)
+    : snapshot_(snapshot), by_rule_(kRules.size()) {
+  for (size_t k = 0; k < kRules.size(); ++k) {
+    if (kRules[k].annotation.empty()) continue;
+    by_rule_[k] = intervals_of(snapshot, [&k](std::string_view name) {
+      return name.find(kRules[k].annotation) != std::string_view::npos;
+    });
+  }
+  for (const CategoryRuleSpec& spec : user_rules) {
+    UserRule rule{parse_category(spec.category).value_or(Category::kUnknown),
+                  static_cast<uint8_t>(spec.where),
+                  Pattern(spec.pattern, "--category-rules"),
+                  {}};
+    if (spec.where == CategoryRuleSpec::Where::kAnnotation) {
+      rule.intervals = intervals_of(
+          snapshot, [&rule](std::string_view name) { return rule.pattern.search(name); });
+    }
+    user_rules_.push_back(std::move(rule));
+  }
+}
+
+uint64_t Categorizer::frame_rule_matches(StackId stack) {
+  if (stack.value >= matches_by_stack_.size()) {
+    matches_by_stack_.resize(stack.value + 1, 0);
+    computed_.resize(stack.value + 1, false);
+  }
+  if (computed_[stack.value]) return matches_by_stack_[stack.value];
+  uint64_t mask = 0;
+  std::span<const FrameId> frames = snapshot_.stacks.get(stack);
+  if (takes_raw_bytes(snapshot_, frames)) {
+    for (size_t k = 0; k < kRules.size(); ++k) {
+      if (kRules[k].raw_bytes) mask |= uint64_t{1} << k;
+    }
+  }
+  for (FrameId id : frames) {
+    const Frame& frame = snapshot_.frames.get(id);
+    std::string_view name = snapshot_.strings.get(frame.name);
+    std::string path(snapshot_.strings.get(frame.filename));
+    std::replace(path.begin(), path.end(), '\\', '/');
+    const bool cpp = is_cpp_frame(path, frame.line);
+    for (size_t k = 0; k < kRules.size(); ++k) {
+      if (matches_frame(kRules[k], name, path, cpp)) mask |= uint64_t{1} << k;
+    }
+  }
+  matches_by_stack_[stack.value] = mask;
+  computed_[stack.value] = true;
+  return mask;
+}
+
+bool Categorizer::active(const std::vector<Intervals>& by_device, int device, int64_t time_us) {
+  for (const Intervals& intervals : by_device) {
+    if (intervals.device != device) continue;
+    auto started = std::upper_bound(intervals.starts.begin(), intervals.starts.end(), time_us) -
+                   intervals.starts.begin();
+    auto ended = std::upper_bound(intervals.ends.begin(), intervals.ends.end(), time_us) -
+                 intervals.ends.begin();
+    return started > ended;
+  }
+  return false;
+}
+
+Category Categorizer::of(uint64_t event, StackId stack) {
+  const EventColumns& events = snapshot_.events;
+  if (auto own = events.category.find(event); own != events.category.end()) {
+    if (auto known = parse_category(snapshot_.strings.get(own->second))) return *known;
+  }
+  const int64_t time_us = event < events.count() ? events.time_us[event] : 0;
+  int device = 0;
+  for (const DeviceTrace& trace : snapshot_.devices) {
+    if (event >= trace.begin && event < trace.end) device = trace.device;
+  }
+  if (auto chosen = user_category(event, stack, device, time_us)) return *chosen;
+  const uint64_t frames = frame_rule_matches(stack);
+  for (size_t k = 0; k < kRules.size(); ++k) {
+    if (!kRules[k].annotation.empty()) {
+      if (time_us > 0 && active(by_rule_[k], device, time_us)) return kRules[k].category;
+    } else if ((frames & (uint64_t{1} << k)) != 0) {
+      return kRules[k].category;
+    }
+  }
+  return Category::kUnknown;
+}
+
+uint64_t Categorizer::user_frame_rule_matches(StackId stack) {
+  if (user_rules_.empty()) return 0;
+  if (stack.value >= user_matches_by_stack_.size()) {
+    user_matches_by_stack_.resize(stack.value + 1, 0);
+    user_computed_.resize(stack.value + 1, false);
+  }
+  if (user_computed_[stack.value]) return user_matches_by_stack_[stack.value];
+  uint64_t mask = 0;
+  for (FrameId id : snapshot_.stacks.get(stack)) {
+    const Frame& frame = snapshot_.frames.get(id);
+    std::string_view name = snapshot_.strings.get(frame.name);
+    std::string_view path = snapshot_.strings.get(frame.filename);
+    const bool cpp = is_cpp_frame(path, frame.line);
+    const std::string subject =
+        cpp ? std::string(name) : fmt::format("{}@{}:{}", name, path, frame.line);
+    for (size_t k = 0; k < user_rules_.size(); ++k) {
+      const auto where = static_cast<CategoryRuleSpec::Where>(user_rules_[k].where);
+      const bool applies =
+          cpp ? where == CategoryRuleSpec::Where::kCpp : where == CategoryRuleSpec::Where::kFrame;
+      if (applies && user_rules_[k].pattern.search(subject)) mask |= uint64_t{1} << k;
+    }
+  }
+  user_matches_by_stack_[stack.value] = mask;
+  user_computed_[stack.value] = true;
+  return mask;
+}
+
+std::optional<Category> Categorizer::user_category(uint64_t event, StackId stack, int device,
+                                                   int64_t time_us) {
+  if (user_rules_.empty()) return std::nullopt;
+  const uint64_t frames = user_frame_rule_matches(stack);
+  for (size_t k = 0; k < user_rules_.size(); ++k) {
+    const UserRule& rule = user_rules_[k];
+    switch (static_cast<CategoryRuleSpec::Where>(rule.where)) {
+      case CategoryRuleSpec::Where::kFrame:
+      case CategoryRuleSpec::Where::kCpp:
+        if ((frames & (uint64_t{1} << k)) != 0) return rule.category;
+        break;
+      case CategoryRuleSpec::Where::kAnnotation:
+        if (time_us > 0 && active(rule.intervals, device, time_us)) return rule.category;
+        break;
+      case CategoryRuleSpec::Where::kMetadata:
+        if (event == kNoEvent) break;
+        if (auto found = snapshot_.events.user_metadata.find(event);
+            found != snapshot_.events.user_metadata.end()) {
+          std::string_view text = snapshot_.strings.get(found->second);
+          if (rule.pattern.search(text)) return rule.category;
+        }
+        break;
+    }
+  }
+  return std::nullopt;
+}
+
+Category Categorizer::of_stack(StackId stack) {
+  if (auto chosen = user_category(kNoEvent, stack, 0, 0)) return *chosen;
+  const uint64_t frames = frame_rule_matches(stack);
+  for (size_t k = 0; k < kRules.size(); ++k) {
+    if (kRules[k].annotation.empty() && (frames & (uint64_t{1} << k)) != 0) {
+      return kRules[k].category;
+    }
+  }
+  return Category::kUnknown;
+}
+
+Category Categorizer::of_free_site(StackId free_stack) {
+  if (free_stack.value >= free_site_by_stack_.size())
+    free_site_by_stack_.resize(free_stack.value + 1, 0);
+  uint8_t& known = free_site_by_stack_[free_stack.value];
+  if (known != 0) return static_cast<Category>(known - 1);
+  // Only the code that let the block go decides: the C++ frames inside the
+  // innermost Python frame, and that frame. Outer frames are what called it
+  // (a user's optimizer subclass runs inside torch.optim's step wrapper, yet
+  // what its own line frees is its state).
+  Category category = Category::kUnknown;
+  for (FrameId id : snapshot_.stacks.get(free_stack)) {
+    const Frame& frame = snapshot_.frames.get(id);
+    std::string_view name = snapshot_.strings.get(frame.name);
+    std::string path(snapshot_.strings.get(frame.filename));
+    std::replace(path.begin(), path.end(), '\\', '/');
+    const bool cpp = is_cpp_frame(path, frame.line);
+    auto rule =
+        std::find_if(kFreeSiteRules.begin(), kFreeSiteRules.end(),
+                     [&](const CategoryRule& r) { return matches_frame(r, name, path, cpp); });
+    if (rule != kFreeSiteRules.end()) {
+      category = rule->category;
+      break;
+    }
+    if (!cpp) break;
+  }
+  if (category == Category::kUnknown) {
+    for (FrameId id : snapshot_.stacks.get(free_stack)) {
+      const Frame& frame = snapshot_.frames.get(id);
+      const bool cpp = is_cpp_frame(snapshot_.strings.get(frame.filename), frame.line);
+      std::string_view name = snapshot_.strings.get(frame.name);
+      auto rule =
+          std::find_if(kFreeContextRules.begin(), kFreeContextRules.end(),
+                       [&](const CategoryRule& r) { return matches_frame(r, name, {}, cpp); });
+      if (rule != kFreeContextRules.end()) {
+        category = rule->category;
+        break;
+      }
+    }
+  }
+  known = static_cast<uint8_t>(static_cast<uint8_t>(category) + 1);
+  return category;
+}
+
+}  // namespace memsnap

@@ -1,0 +1,122 @@
+// What kind of memory an allocation is: PyTorch's memory-profiler categories
+// (torch.profiler._memory_profiler.Category) plus memsnap's communication,
+// workspace and unknown.
+//
+// An entry that carries its own `category` keeps it. Otherwise the first rule
+// of kCategoryRules that matches names it: rules look at the allocation's
+// frames (Python frame names and paths, C++ frame names, and which C++ code
+// called the allocator: a tensor factory, or code taking raw scratch bytes)
+// and at the record_function annotations active on its device when it was
+// allocated. The rules are data, so the README's table is this table.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "memsnap/model.h"
+#include "util/pattern.h"
+
+namespace memsnap {
+
+enum class Category : uint8_t {
+  kParameter,
+  kOptimizerState,
+  kGradient,
+  kActivation,
+  kTemporary,
+  kInput,
+  kAutogradDetail,
+  kCommunication,
+  kWorkspace,
+  kUnknown,
+};
+inline constexpr size_t kCategoryCount = 10;
+
+std::string_view category_name(Category category);
+// PyTorch's spelling ("optimizer_state", "OPTIMIZER_STATE", ...).
+std::optional<Category> parse_category(std::string_view name);
+
+// One rule: exactly one of the match fields is set.
+struct CategoryRule {
+  Category category = Category::kUnknown;
+  std::string_view annotation;  // substring of an annotation active at the allocation
+  std::string_view frame_name;  // a Python frame with exactly this name
+  std::string_view path_part;   // a Python frame whose path (either separator) contains this
+  std::string_view cpp_part;    // a C++ frame whose name contains this
+  // The allocator's caller (the first C++ frame past stack capture and the
+  // allocator) is no tensor factory or storage: it took raw bytes.
+  bool raw_bytes = false;
+  std::string_view evidence;  // why the rule holds, for the README
+};
+
+// In order: the first match wins.
+std::span<const CategoryRule> category_rules();
+
+// Rules for memory allocated before the trace and known only by the free of
+// its block, whose frames are the freeing code's (analysis/free_frames.h):
+// what the code that lets a block go says of what the block held. Frame
+// rules only (an annotation open at the free says nothing of the
+// allocation), on the innermost Python frame and the C++ frames inside it;
+// the first match wins; none: unknown. The allocation rules
+// never apply to a free's frames.
+std::span<const CategoryRule> free_site_rules();
+// Then, when none matched: rules on any frame of the free's stack (the code
+// the freeing code ran inside), the first match wins.
+std::span<const CategoryRule> free_context_rules();
+
+struct CategoryRuleSpec;  // analysis/core/source_key.h: a user's rule
+
+class Categorizer {
+ public:
+  // user_rules (--category-rules) come before the built-in table.
+  explicit Categorizer(const Snapshot& snapshot, std::span<const CategoryRuleSpec> user_rules = {});
+  // The category of the allocation made by trace entry `event`.
+  Category of(uint64_t event, StackId stack);
+  // From the frames alone (blocks of the segments, which have no event).
+  Category of_stack(StackId stack);
+  // Memory from before the trace, from the frames of the code that freed it
+  // (free_site_rules; --category-rules, which describe allocations, do not apply).
+  Category of_free_site(StackId free_stack);
+
+ private:
+  // Bit k set: frame rule k matches one of the stack's frames.
+  uint64_t frame_rule_matches(StackId stack);
+  uint64_t user_frame_rule_matches(StackId stack);
+  struct Intervals;
+  [[nodiscard]] static bool active(const std::vector<Intervals>& by_device, int device,
+                                   int64_t time_us);
+  [[nodiscard]] std::optional<Category> user_category(uint64_t event, StackId stack, int device,
+                                                      int64_t time_us);
+
+  const Snapshot& snapshot_;
+  std::vector<uint64_t> matches_by_stack_;
+  std::vector<bool> computed_;
+  // Per annotation rule and device: sorted START and END times of the
+  // matching annotations (active at t: more STARTs than ENDs at or before t).
+  struct Intervals {
+    int device = 0;
+    std::vector<int64_t> starts;
+    std::vector<int64_t> ends;
+  };
+  // Adds the START/END times of every annotation whose name `matches`.
+  template <typename Match>
+  static std::vector<Intervals> intervals_of(const Snapshot& snapshot, Match matches);
+  std::vector<std::vector<Intervals>> by_rule_;
+
+  struct UserRule {
+    Category category;
+    uint8_t where;  // CategoryRuleSpec::Where
+    Pattern pattern;
+    std::vector<Intervals> intervals;  // annotation rules
+  };
+  std::vector<UserRule> user_rules_;
+  std::vector<uint8_t> free_site_by_stack_;  // by stack id: category + 1 (0: not yet computed)
+  std::vector<uint64_t> user_matches_by_stack_;
+  std::vector<bool> user_computed_;
+};
+
+}  // namespace memsnap

@@ -1,0 +1,302 @@
+#include "analysis/reports/compare.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "memsnap/error.h"
+#include "snapshot/allocator_settings.h"
+#include "util/pattern.h"
+
+namespace memsnap {
+namespace {
+
+constexpr double kCudaGraphAllocRatio = 10.0;
+constexpr int kTopShareSources = 5;
+constexpr double kUnmatchedShare = 0.05;
+constexpr uint64_t kUnmatchedCount = 10;
+constexpr uint64_t kBaselineGapBytes = uint64_t{64} << 20;
+constexpr double kBaselineGapShare = 0.10;
+
+std::vector<int64_t> complete_steps(const FileAnalysis& file) {
+  std::vector<int64_t> out;
+  for (const StepStats& s : file.trace_analysis().steps) {
+    if (s.step.complete) out.push_back(s.step.number);
+  }
+  return out;
+}
+
+bool looks_truncated(const ReplayTotals& t) {
+  return t.unmatched_free_count >= kUnmatchedCount &&
+         static_cast<double>(t.unmatched_free_count) >=
+             kUnmatchedShare * static_cast<double>(std::max<uint64_t>(t.free_count, 1));
+}
+
+std::optional<std::string> rank_of(const std::string& path) {
+  // "snapshot_3.pickle", "rank3.pickle", "mem_rank_12.pkl.gz"; not dates or
+  // run ids ("run_20240101"): a rank has at most 6 digits.
+  static const Pattern kRank(R"((?:rank|_)(\d{1,6})(\.[A-Za-z0-9]+)*$)", "rank pattern",
+                             /*ignore_case=*/true);
+  const std::string_view name = std::string_view(path).substr(path.find_last_of('/') + 1);
+  if (std::optional<std::string_view> rank = kRank.first_group(name)) return std::string(*rank);
+  return std::nullopt;
+}
+
+// Seconds from the trace start of the last event applied after `position`
+// events (the peak's own event), when the trace has time_us.
+std::optional<double> time_of_position(const FileAnalysis& file, uint64_t position) {
+  if (position > 0) return file.seconds_at(file.trace().begin + position - 1);
+  return trace_start_us(file.snapshot(), file.trace()) == 0 ? std::nullopt : std::optional(0.0);
+}
+
+}  // namespace
+
+PeakPhase phase_of(Category category) {
+  switch (category) {
+    case Category::kActivation: return PeakPhase::kForward;
+    case Category::kGradient:
+    case Category::kAutogradDetail: return PeakPhase::kBackward;
+    case Category::kOptimizerState: return PeakPhase::kOptimizerStep;
+    case Category::kInput: return PeakPhase::kDataLoading;
+    case Category::kParameter:
+    case Category::kTemporary:
+    case Category::kCommunication:
+    case Category::kWorkspace: return PeakPhase::kOther;
+    case Category::kUnknown: break;
+  }
+  return PeakPhase::kUnknown;
+}
+
+CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
+                            std::optional<int64_t> step, const SourceKeyOptions& key_options) {
+  // The allocator replays (for fragmentation, read last) run beside the rest.
+  a.start_allocator_history();
+  b.start_allocator_history();
+  CompareResult r;
+  r.group = key_options.group;
+  r.file_a = a.path();
+  r.file_b = b.path();
+  r.device_a = a.device();
+  r.device_b = b.device();
+  r.device_requested = a.device_requested() || b.device_requested();
+  r.steps_origin_a = a.step_windows().inference();
+  r.steps_origin_b = b.step_windows().inference();
+
+  // Settings: compared as values, key order ignored (nested dicts included).
+  const nlohmann::ordered_json settings_a =
+      allocator_settings_json(a.snapshot().allocator_settings);
+  const nlohmann::ordered_json settings_b =
+      allocator_settings_json(b.snapshot().allocator_settings);
+  r.settings_a = settings_a.is_object();
+  r.settings_b = settings_b.is_object();
+  std::set<std::string> keys;
+  if (r.settings_a)
+    for (const auto& [key, value] : settings_a.items()) keys.insert(key);
+  if (r.settings_b)
+    for (const auto& [key, value] : settings_b.items()) keys.insert(key);
+  for (const std::string& key : keys) {
+    nlohmann::json va = r.settings_a && settings_a.contains(key) ? nlohmann::json(settings_a[key])
+                                                                 : nlohmann::json();
+    nlohmann::json vb = r.settings_b && settings_b.contains(key) ? nlohmann::json(settings_b[key])
+                                                                 : nlohmann::json();
+    if (va != vb) {
+      r.config_diffs.push_back(SettingDiff{
+          key,
+          r.settings_a && settings_a.contains(key) ? settings_a[key] : nlohmann::ordered_json(),
+          r.settings_b && settings_b.contains(key) ? settings_b[key] : nlohmann::ordered_json()});
+    }
+  }
+
+  r.segments_a = a.segments();
+  r.reserved_a = a.reserved();
+  r.reserved_b = b.reserved();
+  r.segments_b = b.segments();
+  r.baseline_a = a.baseline();
+  r.baseline_b = b.baseline();
+
+  std::vector<int64_t> complete_a = complete_steps(a);
+  std::vector<int64_t> complete_b = complete_steps(b);
+  std::set_intersection(complete_a.begin(), complete_a.end(), complete_b.begin(), complete_b.end(),
+                        std::back_inserter(r.matching_steps));
+  std::set_difference(complete_a.begin(), complete_a.end(), complete_b.begin(), complete_b.end(),
+                      std::back_inserter(r.steps_only_a));
+  std::set_difference(complete_b.begin(), complete_b.end(), complete_a.begin(), complete_a.end(),
+                      std::back_inserter(r.steps_only_b));
+  for (const StepStats& s : a.trace_analysis().steps)
+    if (!s.step.complete) r.incomplete_a.push_back(s.step.number);
+  for (const StepStats& s : b.trace_analysis().steps)
+    if (!s.step.complete) r.incomplete_b.push_back(s.step.number);
+
+  for (int64_t number : r.matching_steps) {
+    const StepStats& sa = *a.step(number);
+    const StepStats& sb = *b.step(number);
+    r.step_results.push_back(StepComparison{
+        number, sa.peak_delta, sb.peak_delta, a.step_absolute_peak(sa), b.step_absolute_peak(sb),
+        sa.alloc_count, sb.alloc_count, sa.alloc_bytes, sb.alloc_bytes});
+  }
+
+  const ReplayTotals& ta = a.trace_analysis().totals;
+  const ReplayTotals& tb = b.trace_analysis().totals;
+  r.full_trace = FullTraceComparison{
+      ta.peak_delta,           tb.peak_delta,           a.absolute_peak(),
+      b.absolute_peak(),       ta.alloc_bytes,          tb.alloc_bytes,
+      ta.alloc_count,          tb.alloc_count,          ta.unmatched_free_count,
+      tb.unmatched_free_count, ta.unmatched_free_bytes, tb.unmatched_free_bytes};
+
+  // Drill-down scope: --step, else the matching step whose absolute peaks
+  // differ most, else the full trace.
+  if (step) {
+    if (std::find(r.matching_steps.begin(), r.matching_steps.end(), *step) ==
+        r.matching_steps.end()) {
+      throw Error(fmt::format("step {} is not complete in both files; steps complete in both: {}",
+                              *step,
+                              r.matching_steps.empty() ? "none" : step_ranges(r.matching_steps)));
+    }
+    r.drill_step = *step;
+  } else if (!r.step_results.empty()) {
+    const StepComparison* widest = &r.step_results.front();
+    for (const StepComparison& row : r.step_results) {
+      if (magnitude(row.absolute_peak_b - row.absolute_peak_a) >
+          magnitude(widest->absolute_peak_b - widest->absolute_peak_a)) {
+        widest = &row;
+      }
+    }
+    r.drill_step = widest->step;
+  }
+  uint64_t position_a = a.full_peak_position();
+  uint64_t position_b = b.full_peak_position();
+  uint64_t alloc_a = ta.alloc_count;
+  uint64_t alloc_b = tb.alloc_count;
+  r.drill_peak_a = a.absolute_peak();
+  r.drill_peak_b = b.absolute_peak();
+  r.drill_peak_delta_a = ta.peak_delta;
+  r.drill_peak_delta_b = tb.peak_delta;
+  if (r.drill_step) {
+    const StepStats& sa = *a.step(*r.drill_step);
+    const StepStats& sb = *b.step(*r.drill_step);
+    position_a = sa.peak_position(a.trace());
+    position_b = sb.peak_position(b.trace());
+    alloc_a = sa.alloc_count;
+    alloc_b = sb.alloc_count;
+    r.drill_peak_a = a.step_absolute_peak(sa);
+    r.drill_peak_b = b.step_absolute_peak(sb);
+    r.drill_peak_delta_a = sa.peak_delta;
+    r.drill_peak_delta_b = sb.peak_delta;
+  }
+  r.drill_peak_time_a = time_of_position(a, position_a);
+  r.drill_peak_time_b = time_of_position(b, position_b);
+  SourceIndex sources_a(a.snapshot(), key_options);
+  SourceIndex sources_b(b.snapshot(), key_options);
+  std::vector<uint64_t> pa{position_a};
+  std::vector<uint64_t> pb{position_b};
+  // Where neither trace says anything of its peak (no trace, or a PyTorch
+  // 2.0 dump's single entry: its allocations reach under a tenth of the absolute
+  // peak), the only live sets worth comparing are the dumps': the segments'
+  // blocks, by their own frames, frameless ones by size class.
+  const auto trace_says_little = [](const FileAnalysis& file) {
+    // In doubles: deltas reach 2^60, and ten times that is no int64.
+    return file.trace().count() == 0 ||
+           static_cast<double>(file.trace_analysis().totals.peak_delta) * 10.0 <
+               static_cast<double>(file.absolute_peak());
+  };
+  r.drill_from_blocks = trace_says_little(a) && trace_says_little(b);
+  const auto from_blocks = [](const FileAnalysis& file, SourceIndex& sources) {
+    return live_at_dump_by_source(file.snapshot(), file.device(), sources,
+                                  FramelessBlocks::kBySizeClass);
+  };
+  // One side's live set at its drill-down moment, grouped by `sources`.
+  const auto live_set = [&](const FileAnalysis& file, SourceIndex& sources,
+                            const std::vector<uint64_t>& position) {
+    return r.drill_from_blocks
+               ? from_blocks(file, sources)
+               : live_by_source(file.snapshot(), file.trace(), sources, position)[0];
+  };
+  r.drill = compare_sources(live_set(a, sources_a, pa), live_set(b, sources_b, pb));
+  // The same live sets by category, and what each side was doing at its peak.
+  SourceKeyOptions by_category = key_options;
+  by_category.group = GroupBy::kCategory;
+  SourceIndex categories_a(a.snapshot(), by_category);
+  SourceIndex categories_b(b.snapshot(), by_category);
+  r.drill_by_category =
+      compare_sources(live_set(a, categories_a, pa), live_set(b, categories_b, pb));
+  const auto phase_at = [&](const FileAnalysis& file,
+                            uint64_t position) -> std::optional<PeakPhase> {
+    if (r.drill_from_blocks || position == 0) return std::nullopt;
+    const uint64_t event = file.trace().begin + position - 1;
+    if (file.snapshot().events.action[event] != Action::kAlloc) return std::nullopt;
+    Categorizer categorizer(file.snapshot(), key_options.category_rules);
+    return phase_of(categorizer.of(event, file.snapshot().events.stack[event]));
+  };
+  r.peak_phase_a = phase_at(a, position_a);
+  r.peak_phase_b = phase_at(b, position_b);
+
+  // Findings, in the order a reader needs them.
+  auto& found = r.findings;
+  bool no_trace_a = a.trace().count() == 0;
+  bool no_trace_b = b.trace().count() == 0;
+  if (no_trace_a || no_trace_b) found.emplace_back(finding::NoTrace{no_trace_a, no_trace_b});
+  for (const auto& [side, file] : {std::pair{Side::kA, &a}, std::pair{Side::kB, &b}}) {
+    const DeviceChoice& choice = file->device_choice();
+    if (!file->device_requested() && choice.others()) {
+      std::vector<int> oom_devices = choice.oom_devices;
+      std::erase(oom_devices, file->device());
+      found.emplace_back(
+          finding::OtherDevices{side, file->device(), choice.reason, choice.devices, oom_devices});
+    }
+  }
+  if (alloc_a > 0 && alloc_b > 0) {
+    double ratio = static_cast<double>(std::max(alloc_a, alloc_b)) /
+                   static_cast<double>(std::min(alloc_a, alloc_b));
+    if (ratio > kCudaGraphAllocRatio) {
+      found.emplace_back(finding::CudaGraphsLikely{alloc_a > alloc_b ? Side::kA : Side::kB, ratio,
+                                                   r.drill_step, std::max(alloc_a, alloc_b),
+                                                   std::min(alloc_a, alloc_b)});
+    }
+  }
+  const std::vector<SourceDiff>& rows = r.drill.rows;
+  uint64_t total_diff = 0;
+  for (const SourceDiff& row : rows) total_diff += magnitude(row.delta());
+  if (total_diff > 0 && rows.size() > static_cast<size_t>(kTopShareSources)) {
+    uint64_t top = 0;
+    for (int i = 0; i < kTopShareSources; ++i)
+      top += magnitude(rows[static_cast<size_t>(i)].delta());
+    found.emplace_back(finding::TopSourcesShare{
+        kTopShareSources, static_cast<double>(top) / static_cast<double>(total_diff),
+        r.drill_from_blocks});
+  }
+  for (const auto& [side, totals] : {std::pair{Side::kA, &ta}, std::pair{Side::kB, &tb}}) {
+    if (looks_truncated(*totals)) {
+      found.emplace_back(
+          finding::SideTruncated{side, totals->unmatched_free_count, totals->free_count});
+    }
+  }
+  int64_t base_a = r.baseline_a.baseline_at_start;
+  int64_t base_b = r.baseline_b.baseline_at_start;
+  uint64_t gap = magnitude(base_b - base_a);
+  // Advice about peak deltas is only worth giving where the traces have peaks.
+  if (!r.drill_from_blocks && !no_trace_a && !no_trace_b && gap >= kBaselineGapBytes &&
+      static_cast<double>(gap) >=
+          kBaselineGapShare * static_cast<double>(std::max(magnitude(base_a), magnitude(base_b)))) {
+    found.emplace_back(finding::BaselinesDiffer{base_a, base_b});
+  }
+  if (a.device() != b.device())
+    found.emplace_back(finding::DifferentDevices{a.device(), b.device()});
+  if ((a.segments().private_pool_count > 0) != (b.segments().private_pool_count > 0)) {
+    const bool in_a = a.segments().private_pool_count > 0;
+    const SegmentTotals& with = in_a ? a.segments() : b.segments();
+    found.emplace_back(finding::PrivatePoolsOneSide{
+        in_a ? Side::kA : Side::kB, with.private_pool_count, with.private_pool_size});
+  }
+  std::optional<std::string> rank_a = rank_of(a.path());
+  std::optional<std::string> rank_b = rank_of(b.path());
+  if (rank_a && rank_b && *rank_a != *rank_b) {
+    found.emplace_back(finding::DifferentRanks{*rank_a, *rank_b});
+  }
+  r.fragmentation_a = a.fragmentation();
+  r.fragmentation_b = b.fragmentation();
+  return r;
+}
+
+}  // namespace memsnap

@@ -1,0 +1,185 @@
+#include "analysis/reports/explain.h"
+
+#include <algorithm>
+
+#include "analysis/core/segments.h"
+#include "analysis/core/steps.h"
+
+namespace memsnap {
+namespace {
+
+UsageTable top_rows(std::vector<SourceUsage> rows, int top) {
+  UsageTable table;
+  const size_t keep = static_cast<size_t>(std::max(top, 0));
+  for (size_t i = keep; i < rows.size(); ++i) {
+    table.rest_bytes += rows[i].bytes;
+    table.rest_count += rows[i].count;
+    ++table.rest_sources;
+  }
+  if (rows.size() > keep) rows.resize(keep);
+  table.rows = std::move(rows);
+  return table;
+}
+
+bool any_stack(const Snapshot& snapshot, const DeviceTrace& trace) {
+  const auto* first = snapshot.events.stack.data() + trace.begin;
+  return std::any_of(first, first + trace.count(), [](StackId stack) { return stack.valid(); });
+}
+
+ExplainOom first_oom(const FileAnalysis& file, const ExplainOptions& options) {
+  OomOptions oom_options;
+  oom_options.keys = options.keys;
+  const OomAnalysis analysis = analyze_oom(file, oom_options);
+  ExplainOom oom;
+  oom.count = analysis.oom_count;
+  if (!analysis.chosen) return oom;
+  const OomCase& c = *analysis.chosen;
+  oom.event = c.event;
+  if (c.has_time) oom.time_s = c.time_s;
+  oom.request = c.request;
+  oom.device_free = c.device_free;
+  oom.live = c.state.live;
+  oom.reserved = c.state.reserved;
+  oom.free = c.state.free;
+  if (c.state.blocks_known()) oom.largest_usable = c.state.largest_usable;
+  oom.verdicts = c.verdicts;
+  oom.request_source = c.request_source;
+  oom.shortfall = c.shortfall;
+  return oom;
+}
+
+}  // namespace
+
+std::string_view lack_name(Lack lack) {
+  switch (lack) {
+    case Lack::kNoTrace: return "no_trace";
+    case Lack::kTraceTruncated: return "trace_truncated";
+    case Lack::kNoStacks: return "no_stacks";
+    case Lack::kNoTimes: return "no_times";
+    case Lack::kNoBlockFrames: return "no_block_frames";
+  }
+  return "unknown";
+}
+
+ExplainReport explain_file(const FileAnalysis& file, const ExplainOptions& options) {
+  const Snapshot& snapshot = file.snapshot();
+  const DeviceTrace& trace = file.trace();
+  ExplainReport r;
+  r.file = file.path();
+  r.file_size = snapshot.file_size;
+  r.choice = file.device_choice();
+  const bool has_trace = trace.count() > 0;
+  if (has_trace) file.start_allocator_history();  // fragmentation at the reserved peak
+
+  for (int device : r.choice.devices) {
+    ExplainDevice row;
+    row.device = device;
+    if (const DeviceTrace* t = snapshot.trace_of(device)) {
+      row.entries = t->count();
+      row.oom_count = snapshot.count_of(*t, Action::kOom);
+    }
+    row.reserved = segment_totals(snapshot, device).total_size;
+    r.devices.push_back(row);
+  }
+
+  r.empty =
+      snapshot.segments.empty() && std::all_of(snapshot.devices.begin(), snapshot.devices.end(),
+                                               [](const DeviceTrace& t) { return t.count() == 0; });
+
+  const TraceAnalysis& analysis = file.trace_analysis();
+  const ReplayTotals& totals = analysis.totals;
+  r.event_count = trace.count();
+  const TraceCounts& counts = analysis.counts;
+  const bool has_time = counts.first_time_us != 0;
+  if (has_time) {
+    r.duration_s = static_cast<double>(counts.latest_time_us - counts.first_time_us) / 1e6;
+  }
+
+  // The peak, and what was live then: the trace's allocations and, where
+  // the blocks and unmatched frees carry frames, memory from before it.
+  ExplainPeak& peak = r.peak;
+  peak.baseline = file.baseline().baseline_at_start;
+  peak.delta = totals.peak_delta;
+  peak.absolute = file.absolute_peak();
+  peak.at_trace_start = totals.peak_event == kNoEvent;
+  const uint64_t position = file.full_peak_position();
+  if (!peak.at_trace_start) {
+    peak.event = totals.peak_event - trace.begin;
+    peak.time_s = file.seconds_at(totals.peak_event);
+  }
+  SourceIndex sources(snapshot, options.keys);
+  SourceKeyOptions by_category = options.keys;
+  by_category.group = GroupBy::kCategory;
+  SourceIndex categories(snapshot, by_category);
+  const BaselineSources baseline = baseline_sources(snapshot, file.baseline_pieces(), sources);
+  const BaselineSources baseline_categories =
+      baseline_sources(snapshot, file.baseline_pieces(), categories);
+  // Always counted, so that the tables add up to the figure above them:
+  // bytes without frames are one `<no frames>` row (category unknown).
+  r.baseline_by_source = top_rows(baseline.rows(sources), options.top);
+  r.baseline_by_category = top_rows(baseline_categories.rows(categories), options.top);
+  peak.includes_baseline = !r.baseline_by_source.rows.empty();
+  peak.by_source =
+      top_rows(live_at(snapshot, trace, sources, position, &baseline).sources, options.top);
+  peak.by_category = top_rows(
+      live_at(snapshot, trace, categories, position, &baseline_categories).sources, options.top);
+
+  const ReservedHistory& reserved = file.reserved();
+  peak.reserved = reserved.at_position(trace, position);
+  peak.reserved_peak = reserved.peak;
+  r.reserved_at_dump = reserved.at_dump;
+  r.allocated_at_dump = file.segments().allocated_size;
+  if (has_trace) {
+    const FragmentationHistory& fragmentation = file.fragmentation();
+    if (fragmentation.known) {
+      peak.free_at_reserved_peak = fragmentation.free_at_reserved_peak;
+      peak.largest_free_at_reserved_peak = fragmentation.largest_free_at_reserved_peak;
+    }
+  }
+
+  if (!counts.oom_events.empty()) r.oom = first_oom(file, options);
+
+  r.steps.origin = file.step_windows().inference();
+  for (const StepStats& stats : analysis.steps) {
+    if (!stats.step.complete) continue;
+    ++r.steps.count;
+    const int64_t step_peak = file.step_absolute_peak(stats);
+    if (!r.steps.highest || step_peak > r.steps.highest_peak) {
+      r.steps.highest = stats.step.number;
+      r.steps.highest_peak = step_peak;
+    }
+  }
+
+  if (!has_trace) {
+    r.lacks.push_back(Lack::kNoTrace);
+  } else {
+    if (trace_looks_truncated(totals)) r.lacks.push_back(Lack::kTraceTruncated);
+    if (!any_stack(snapshot, trace)) r.lacks.push_back(Lack::kNoStacks);
+    if (!has_time) r.lacks.push_back(Lack::kNoTimes);
+  }
+  // Worth saying only when that memory matters: 1 MiB and 1% of the peak.
+  const int64_t worth = std::max<int64_t>(int64_t{1} << 20, peak.absolute / 100);
+  if (peak.baseline >= worth && !baseline.known) r.lacks.push_back(Lack::kNoBlockFrames);
+
+  if (r.oom) r.next.push_back(NextCommand::kOom);
+  // replay-to-time lists the trace's allocations: all that was live at the
+  // peak only where memory from before the trace is under 1% of it.
+  if (has_trace && peak.time_s) {
+    r.next.push_back(peak.baseline * 100 <= peak.absolute ? NextCommand::kReplayToTime
+                                                          : NextCommand::kReplayToTimeTraced);
+  }
+  if (r.steps.highest) r.next.push_back(NextCommand::kReplayStep);
+  // A plot of a trace whose line never moves (one entry, a 2.0 dump) is a flat line.
+  if (totals.alloc_count + totals.free_count >= 2) r.next.push_back(NextCommand::kPlot);
+  r.next.push_back(NextCommand::kSegments);
+  for (int device : r.choice.oom_devices) {
+    if (device != r.choice.device) {
+      r.other_oom_device = device;
+      r.next.push_back(NextCommand::kOtherDevice);
+      break;
+    }
+  }
+  return r;
+}
+
+}  // namespace memsnap

@@ -1,0 +1,173 @@
+#include "analysis/reports/run_summary.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+
+#include "analysis/core/file_analysis.h"
+#include "analysis/reports/parse_report.h"
+#include "analysis/core/steps.h"
+#include "memsnap/error.h"
+#include "util/pattern.h"
+#include "util/utf8.h"
+
+namespace memsnap {
+
+namespace {
+
+// A source name cut to kSummarySourceBytes, at the start of a UTF-8 character.
+std::string clipped(std::string name) {
+  if (name.size() <= kSummarySourceBytes) return name;
+  return std::string(utf8_prefix(name, kSummarySourceBytes - 3)) + "...";
+}
+
+// Keeps the first kSummarySources rows; returns the sums over all of them.
+void keep_top(std::vector<SourceUsage>& rows, uint64_t& distinct, uint64_t& bytes) {
+  distinct = rows.size();
+  bytes = 0;
+  for (const SourceUsage& row : rows) bytes += row.bytes;
+  if (rows.size() > kSummarySources) rows.resize(kSummarySources);
+  for (SourceUsage& row : rows) row.source = clipped(std::move(row.source));
+}
+
+SummaryDoubts doubts_of(const ParseReport& parsed, const DecodeAnomalies& anomalies,
+                        int64_t absolute_peak) {
+  SummaryDoubts doubts;
+  if (anomalies.malformed_segments != 0 || anomalies.malformed_blocks != 0) {
+    const std::string skipped =
+        fmt::format("{} malformed segments and {} malformed blocks were skipped",
+                    anomalies.malformed_segments, anomalies.malformed_blocks);
+    doubts.reserved = doubts.fragmentation = doubts.absolute = skipped;
+  }
+  if (anomalies.malformed_entries != 0) {
+    doubts.trace =
+        fmt::format("{} malformed trace entries were skipped", anomalies.malformed_entries);
+    if (doubts.absolute.empty()) doubts.absolute = doubts.trace;
+  }
+  if (parsed.baseline.baseline_at_start < 0) {
+    // The replay walks back from the dump: a dump holding less than the trace
+    // leaves live puts the start below zero, and every level with it.
+    const std::string mismatch = fmt::format(
+        "the dump's segments hold {} bytes less than the trace leaves live (the dump does not "
+        "match the trace)",
+        -parsed.baseline.baseline_at_start);
+    if (doubts.absolute.empty()) doubts.absolute = mismatch;
+    if (doubts.fragmentation.empty()) doubts.fragmentation = mismatch;
+  }
+  if (doubts.reserved.empty() && parsed.reserved.start < 0) {
+    doubts.reserved = fmt::format(
+        "the trace releases {} bytes more segment memory than the dump holds (the dump does not "
+        "match the trace)",
+        -parsed.reserved.start);
+  }
+  if (doubts.reserved.empty() && doubts.absolute.empty() && absolute_peak > 0 &&
+      parsed.reserved.peak < static_cast<uint64_t>(absolute_peak)) {
+    doubts.reserved = fmt::format(
+        "the reserved peak ({} bytes) is below the absolute peak ({} bytes): segments are missing",
+        parsed.reserved.peak, absolute_peak);
+  }
+  return doubts;
+}
+
+}  // namespace
+
+RunSummary run_summary(const FileAnalysis& file, const SummaryOptions& options) {
+  const Snapshot& snapshot = file.snapshot();
+  const std::string& path = file.path();
+  ParseReport parsed =
+      parse_report(file, ParseOptions{static_cast<int>(kSummarySources), options.keys});
+  RunSummary out;
+  out.path = path;
+  out.size_bytes = parsed.file_size_bytes;
+  out.compression = parsed.compression;
+  out.rank = options.rank;
+  out.device = parsed.device;
+  out.devices = parsed.devices;
+  out.group = parsed.group;
+  out.allocator_settings = parsed.allocator_settings;
+  out.segments = parsed.segments;
+  out.reserved_peak = parsed.reserved.peak;
+  out.reserved_peak_time_s = parsed.reserved_peak_time_s;
+  out.baseline = parsed.baseline.baseline_at_start;
+  out.peak_delta = parsed.replay.peak_delta;
+  out.absolute_peak =
+      add_bytes(parsed.baseline.baseline_at_start, static_cast<uint64_t>(parsed.replay.peak_delta));
+  out.peak_time_s = parsed.peak_time_s;
+  if (parsed.replay.peak_event != kNoEvent) out.peak_event = parsed.replay.peak_event;
+  out.event_count = parsed.event_count;
+  out.alloc_count = parsed.replay.alloc_count;
+  out.unmatched_free_count = parsed.replay.unmatched_free_count;
+  out.unmatched_free_bytes = parsed.replay.unmatched_free_bytes;
+  out.has_time = parsed.has_time;
+  out.trace_duration_s = parsed.trace_duration_s;
+  out.throughput_sources = parsed.distinct_sources;
+  out.doubts = doubts_of(parsed, snapshot.anomalies, out.absolute_peak);
+  out.findings = parsed.warnings;
+  for (const SourceThroughput& row : parsed.top_sources) {
+    out.throughput.push_back({clipped(row.source), row.throughput_bytes, row.alloc_count});
+  }
+  const DeviceTrace& trace = file.trace();
+  for (const OomEntry& oom : parsed.ooms) {
+    out.ooms.push_back(SummaryOom{oom.event - trace.begin, oom.requested, oom.device_free,
+                                  file.seconds_at(oom.event)});
+  }
+
+  // Per step: the absolute peak, from the trace analysis parse read.
+  const TraceAnalysis& analysis = file.trace_analysis();
+  for (const StepStats& stats : analysis.steps) {
+    const ProfilerStep& step = stats.step;
+    out.steps.push_back(
+        SummaryStep{step.number, step.complete,
+                    step.complete ? static_cast<double>(step.end_us - step.start_us) / 1e3 : 0.0,
+                    add_bytes(add_bytes(out.baseline, static_cast<uint64_t>(stats.start_delta)),
+                              static_cast<uint64_t>(stats.peak_delta)),
+                    stats.peak_delta});
+  }
+  out.step_count = out.steps.size();
+  out.steps_origin = file.step_windows().inference();
+  if (out.steps.size() > kSummarySteps) {
+    std::stable_sort(out.steps.begin(), out.steps.end(),
+                     [](const SummaryStep& a, const SummaryStep& b) {
+                       return a.absolute_peak > b.absolute_peak;
+                     });
+    out.steps.resize(kSummarySteps);
+    std::sort(out.steps.begin(), out.steps.end(),
+              [](const SummaryStep& a, const SummaryStep& b) { return a.number < b.number; });
+  }
+
+  // What was live at the peak, by source and by category. A file without a
+  // trace peaks at its dump: its blocks name what was live.
+  const uint64_t position = out.peak_event ? *out.peak_event + 1 : 0;
+  SourceIndex sources(snapshot, options.keys);
+  SourceKeyOptions by_category = options.keys;
+  by_category.group = GroupBy::kCategory;
+  SourceIndex categories(snapshot, by_category);
+  if (trace.count() == 0) {
+    out.live_at_peak = live_at_dump_by_source(snapshot, out.device, sources);
+    out.live_at_peak_by_category = live_at_dump_by_source(snapshot, out.device, categories);
+  } else {
+    out.live_at_peak = live_at(snapshot, trace, sources, position).sources;
+    out.live_at_peak_by_category = live_at(snapshot, trace, categories, position).sources;
+  }
+  keep_top(out.live_at_peak, out.live_at_peak_sources, out.live_at_peak_bytes);
+  return out;
+}
+
+std::optional<int64_t> rank_from_name(const std::string& path, const std::string& pattern) {
+  const Pattern regex(pattern, "--rank-from");
+  if (regex.capture_groups() < 1) {
+    throw Error::usage(fmt::format(
+        "--rank-from '{}' has no capture group: put the rank's digits in ( )", pattern));
+  }
+  const size_t slash = path.find_last_of("/\\");
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  const std::optional<std::string_view> group = regex.first_group(name);
+  if (!group) return std::nullopt;
+  const std::string_view digits = *group;
+  if (digits.empty() || digits.size() > 18 ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    return std::nullopt;
+  }
+  return std::stoll(std::string(digits));
+}
+
+}  // namespace memsnap

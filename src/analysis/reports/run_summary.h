@@ -1,0 +1,135 @@
+// A compact summary of one run's file (one rank of a distributed job): what
+// `memsnap summarize` writes and `memsnap ranks` reads back. Everything the
+// many-rank reports need comes from it, so a reduce over thousands of ranks
+// never opens a pickle. Plain data; report/summary_json.h writes and reads it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/core/file_analysis.h"
+#include "analysis/core/findings.h"
+#include "analysis/core/segments.h"
+#include "analysis/core/source_key.h"
+#include "analysis/core/sources.h"
+#include "memsnap/model.h"
+
+namespace memsnap {
+
+// How many source rows a summary keeps (live at the peak, throughput), and
+// how many steps (the highest peaks, when a run has more): a summary stays
+// within a few hundred KB whatever the trace's length.
+constexpr size_t kSummarySources = 200;
+constexpr size_t kSummarySteps = 1024;
+// A source name in a summary is cut to this many bytes (at a character's
+// start, then "..."): a frame name of a megabyte would otherwise make the
+// summary hundreds of MB. Two names that agree this far become one row.
+constexpr size_t kSummarySourceBytes = 1024;
+
+struct SummaryStep {
+  int64_t number = 0;
+  bool complete = false;
+  double duration_ms = 0;
+  int64_t absolute_peak = 0;
+  int64_t peak_delta = 0;
+};
+
+struct SummaryOom {
+  uint64_t event = 0;
+  uint64_t requested = 0;
+  std::optional<uint64_t> device_free;
+  std::optional<double> time_s;
+};
+
+// Measures a file cannot give, each with why (empty: the measure holds): its
+// numbers contradict each other (the dump holds less than the trace leaves
+// live) or parts of it were skipped as malformed. `memsnap check` fails a
+// limit on such a measure unless --allow-unmeasured: "reserved peak 0 B,
+// PASS" from a file whose segments were all unreadable would slip a
+// regression past the gate.
+struct SummaryDoubts {
+  std::string absolute;       // absolute peak, growth, step peaks
+  std::string reserved;       // reserved peak
+  std::string fragmentation;  // fragmentation at the dump
+  std::string trace;          // anything from the trace entries: peak delta, what grew, OOMs
+};
+
+struct SummaryThroughput {
+  std::string source;
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+};
+
+// The implicit move is noexcept; clang-tidy cannot see through
+// nlohmann::json's invariant assertions.
+// NOLINTNEXTLINE(bugprone-exception-escape)
+struct RunSummary {
+  // The file: its path as given, size on disk, and a hash of its first MiB
+  // (XXH3-128, hex) that tells two copies of one file apart from two files.
+  std::string path;
+  uint64_t size_bytes = 0;
+  std::string head_hash;
+  std::string compression;  // none, gzip, zstd
+  std::optional<int64_t> rank;
+  int device = 0;
+  std::vector<int> devices;
+  GroupBy group = GroupBy::kSource;           // what the source rows name
+  nlohmann::ordered_json allocator_settings;  // null when the file has none
+  SegmentTotals segments;
+  uint64_t reserved_peak = 0;
+  std::optional<double> reserved_peak_time_s;
+  int64_t baseline = 0;
+  int64_t peak_delta = 0;
+  int64_t absolute_peak = 0;
+  std::optional<double> peak_time_s;
+  std::optional<uint64_t> peak_event;  // within the device's trace; none: the peak is its start
+  uint64_t event_count = 0;
+  uint64_t alloc_count = 0;
+  uint64_t unmatched_free_count = 0;
+  uint64_t unmatched_free_bytes = 0;
+  bool has_time = false;
+  double trace_duration_s = 0;
+  std::vector<SummaryStep> steps;  // by number; the kSummarySteps highest when there are more
+  uint64_t step_count = 0;         // steps in the trace
+  StepsInference steps_origin;     // ProfilerStep marks, or iterations inferred from the optimizer
+  // Live at the absolute peak, top kSummarySources, largest first; sums of
+  // every row (the list may be cut).
+  std::vector<SourceUsage> live_at_peak;
+  uint64_t live_at_peak_sources = 0;
+  uint64_t live_at_peak_bytes = 0;
+  std::vector<SourceUsage> live_at_peak_by_category;
+  std::vector<SummaryThroughput> throughput;  // top kSummarySources by allocated bytes
+  uint64_t throughput_sources = 0;
+  std::vector<SummaryOom> ooms;
+  SummaryDoubts doubts;
+  // What parse warns of, for check's reports: typed for a summary made from a
+  // snapshot, in words (`warnings`) for one read from a summary file.
+  std::vector<Finding> findings;
+  std::vector<std::string> warnings;
+};
+
+struct SummaryOptions {
+  SourceKeyOptions keys;
+  std::optional<int64_t> rank;  // from the file name (see rank_from_name), if any
+};
+
+// The summary of an analysed file: parse's report and the trace analysis'
+// step windows (no second replay), plus what was live at the peak. `head_hash`
+// (the file's bytes on disk) is the caller's to fill.
+RunSummary run_summary(const FileAnalysis& file, const SummaryOptions& options);
+
+// The rank in a file name: the first capture group of `pattern` searched in
+// the name without its folder (throws a usage Error when the pattern is not
+// a valid regex or has no group). The default pattern takes the number at
+// the end of the name, before its extensions (.pickle, .pkl, .json,
+// .summary, .gz, .zst), after `_`, `-`, `.` or `rank`: snapshot_12.pickle,
+// rank3.pkl.gz, trace-0007.pickle.
+inline constexpr const char* kDefaultRankPattern =
+    R"((?:^|[_.\-]|rank)(\d+)(?:\.summary)?(?:\.json|\.pickle|\.pkl)?(?:\.gz|\.zst)?$)";
+std::optional<int64_t> rank_from_name(const std::string& path, const std::string& pattern);
+
+}  // namespace memsnap

@@ -1,0 +1,54 @@
+#include "analysis/reports/time_report.h"
+
+#include <fmt/format.h>
+
+#include "memsnap/error.h"
+
+namespace memsnap {
+
+TimeSide replay_to_time(const FileAnalysis& file, double seconds,
+                        const SourceKeyOptions& key_options) {
+  const Snapshot& snapshot = file.snapshot();
+  TimeSide side;
+  side.group = key_options.group;
+  side.file = file.path();
+  side.device = file.device();
+  int64_t start = trace_start_us(snapshot, file.trace());
+  if (file.trace().count() > 0 && start == 0) {
+    throw Error(
+        fmt::format("{}: trace entries carry no time_us (PyTorch before 2.2), so --time "
+                    "cannot be used; parse and compare still work",
+                    file.path()));
+  }
+  side.trace_duration_s = static_cast<double>(trace_end_us(snapshot, file.trace()) - start) / 1e6;
+  side.requested_s = seconds;
+  side.time_s = seconds;
+  if (seconds > side.trace_duration_s) {
+    side.time_s = side.trace_duration_s;
+    side.clamped = true;
+  }
+  uint64_t position = position_at_time(snapshot, file.trace(), side.time_s);
+  SourceIndex sources(snapshot, key_options);
+  LiveAt at = live_at(snapshot, file.trace(), sources, position);
+  const ReplayTotals& t = at.totals;
+  side.baseline = file.baseline().baseline_at_start;
+  side.delta = t.end_delta;
+  side.absolute = add_bytes(side.baseline, static_cast<uint64_t>(side.delta));
+  side.alloc_count = t.alloc_count;
+  side.free_count = t.free_count;
+  side.live_count = t.live_count_at_end;
+  side.live_bytes = t.live_bytes_at_end;
+  side.sources = std::move(at.sources);
+  return side;
+}
+
+TimePair compare_at_time(TimeSide a, TimeSide b) {
+  TimePair pair;
+  pair.group = a.group;
+  pair.sources = compare_sources(a.sources, b.sources);
+  pair.a = std::move(a);
+  pair.b = std::move(b);
+  return pair;
+}
+
+}  // namespace memsnap
