@@ -28,18 +28,18 @@
 #include <vector>
 
 #include "analysis/core/categories.h"
+#include "analysis/core/file_analysis.h"
+#include "analysis/core/source_key.h"
+#include "analysis/core/sources.h"
+#include "analysis/core/steps.h"
 #include "analysis/reports/compare.h"
 #include "analysis/reports/event_list.h"
 #include "analysis/reports/explain.h"
-#include "analysis/core/file_analysis.h"
 #include "analysis/reports/oom_report.h"
 #include "analysis/reports/parse_report.h"
 #include "analysis/reports/run_summary.h"
 #include "analysis/reports/segment_report.h"
-#include "analysis/core/source_key.h"
-#include "analysis/core/sources.h"
 #include "analysis/reports/step_report.h"
-#include "analysis/core/steps.h"
 #include "analysis/reports/time_report.h"
 #include "analysis/reports/timeline.h"
 #include "cli/command.h"
@@ -496,7 +496,6 @@ NB_MODULE(_core, m) {
             return self.analysis(device).steps().size();
           },
           "device"_a.none())
-      .def("default_device", [](const Loaded& self) { return self.model().default_device(); })
       .def(
           "device",
           [](Loaded& self, std::optional<int> device) { return self.analysis(device).device(); },

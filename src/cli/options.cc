@@ -34,20 +34,6 @@ namespace {
 
 constexpr uint64_t kProgressThreshold = uint64_t{64} << 20;
 
-// A small text file named by a flag (--category-rules): at most 1 MiB. One
-// that cannot be read is bad input (exit 1), as everywhere.
-std::string read_text_file(const std::string& path, std::string_view flag) {
-  constexpr uint64_t kMaxBytes = uint64_t{1} << 20;
-  std::vector<uint8_t> bytes;
-  try {
-    bytes = read_file_head(path, kMaxBytes + 1);
-  } catch (const Error& error) {
-    throw Error(fmt::format("{} {}", flag, error.what()));
-  }
-  if (bytes.size() > kMaxBytes) throw Error(fmt::format("{} {}: larger than 1 MiB", flag, path));
-  return {bytes.begin(), bytes.end()};
-}
-
 LoadOptions load_options(const std::string& path, const CommonOptions& common, bool show_progress) {
   LoadOptions options;
   options.allow_objects = common.allow_objects;
@@ -225,7 +211,7 @@ void add_source_key_flags(CLI::App& command, CommonOptions& options) {
           [&options](std::string& path) -> std::string {
             try {
               options.keys.category_rules =
-                  parse_category_rules(read_text_file(path, "--category-rules"), path);
+                  parse_category_rules(read_small_file(path, "--category-rules"), path);
             } catch (const Error& error) {
               if (error.kind() != Error::Kind::kUsage) throw;
               // CLI11 keeps the message as a C string: shown now, so that a

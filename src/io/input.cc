@@ -449,13 +449,6 @@ std::vector<uint8_t> gunzip(std::span<const uint8_t> compressed, uint64_t max_ou
   return out.take();
 }
 
-std::vector<uint8_t> unzstd(std::span<const uint8_t> compressed, uint64_t max_output,
-                            const StartCheck& check_start) {
-  VectorSink out;
-  unzstd_into(compressed, max_output, check_start, out);
-  return out.take();
-}
-
 // Inflates a .gz or .zst file on a thread of its own into one reserved
 // mapping, which grows (in resident memory) as it is written and never
 // moves: the VM reads the first megabytes while the rest inflates, so a
@@ -772,6 +765,21 @@ std::vector<uint8_t> read_file_head(const std::string& path, uint64_t bytes) {
   if (read_errno != 0) throw Error(fmt::format("{}: {}", path, std::strerror(read_errno)));
   head.resize(got);
   return head;
+}
+
+std::string read_small_file(const std::string& path, std::string_view what) {
+  std::vector<uint8_t> bytes;
+  try {
+    bytes = read_file_head(path, kMaxSmallFileBytes + 1);
+  } catch (const Error& error) {
+    // A file that cannot be read is bad input (exit 1) like any other input;
+    // what it says, if wrong, is the user's usage error (read_budget).
+    throw Error(fmt::format("{} {}", what, error.what()));
+  }
+  if (bytes.size() > kMaxSmallFileBytes) {
+    throw Error(fmt::format("{} {}: larger than 1 MiB", what, path));
+  }
+  return {bytes.begin(), bytes.end()};
 }
 
 }  // namespace memsnap

@@ -132,10 +132,9 @@ void check_looks_like_pickle(std::span<const uint8_t> bytes);
 
 // Decompression with a ceiling on the output, so a small hostile file cannot
 // make memsnap allocate without bound; check_start (may be empty) sees the
-// first inflated bytes before more are inflated.
+// first inflated bytes before more are inflated. (zstd inflates only as a
+// stream, into the reserved mapping of a loaded file.)
 std::vector<uint8_t> gunzip(std::span<const uint8_t> compressed, uint64_t max_output,
-                            const StartCheck& check_start = {});
-std::vector<uint8_t> unzstd(std::span<const uint8_t> compressed, uint64_t max_output,
                             const StartCheck& check_start = {});
 
 // The default input limit: the machine's physical memory (the whole pickle
@@ -150,5 +149,11 @@ std::vector<uint8_t> read_stdin(uint64_t max_bytes);
 // most that many: a summary's file identity and a cheap sniff of its kind.
 std::vector<uint8_t> read_file_head(const std::string& path, uint64_t bytes);
 constexpr uint64_t kMaxInputBytes = uint64_t{64} << 30;
+
+// A small file the user names (a budget, category rules), read whole: at
+// most kMaxSmallFileBytes. `what` ("--budget", "budget") leads every error;
+// one that cannot be read is bad input (exit 1) like any other input.
+constexpr uint64_t kMaxSmallFileBytes = uint64_t{1} << 20;
+std::string read_small_file(const std::string& path, std::string_view what);
 
 }  // namespace memsnap

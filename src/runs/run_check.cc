@@ -13,8 +13,6 @@ namespace memsnap {
 
 namespace {
 
-constexpr uint64_t kMaxBudgetBytes = uint64_t{1} << 20;
-
 // Every file's summary, or an error naming the files that could not be read
 // (a gate must not pass over a rank it could not read).
 std::vector<RunSummary> summaries_of_folder(const std::string& folder, const RunInputs& inputs,
@@ -75,21 +73,6 @@ RankedCheck check_folders(const CheckRequest& request, const RunInputs& inputs,
 }
 
 }  // namespace
-
-std::string read_small_file(const std::string& path, std::string_view what) {
-  std::vector<uint8_t> bytes;
-  try {
-    bytes = read_file_head(path, kMaxBudgetBytes + 1);
-  } catch (const Error& error) {
-    // A file that cannot be read is bad input (exit 1) like any other input;
-    // what it says, if wrong, is the user's usage error (read_budget).
-    throw Error(fmt::format("{} {}", what, error.what()));
-  }
-  if (bytes.size() > kMaxBudgetBytes) {
-    throw Error(fmt::format("{} {}: larger than 1 MiB", what, path));
-  }
-  return {bytes.begin(), bytes.end()};
-}
 
 std::vector<Limit> limits_of(const CheckRequest& request, const SpellParameter& spell) {
   std::map<std::string, Limit> by_name;

@@ -38,9 +38,6 @@ struct CheckRequest {
 // last. A malformed amount or category is a usage error in `spell`'s words.
 std::vector<Limit> limits_of(const CheckRequest& request, const SpellParameter& spell);
 
-// A file of at most 1 MiB (a budget), read whole; `what` names it in errors.
-std::string read_small_file(const std::string& path, std::string_view what);
-
 // The outcome: one run's report, or a folder's rank by rank.
 struct CheckRun {
   std::optional<CheckReport> single;
