@@ -445,15 +445,9 @@ class Heard {
   std::vector<std::string> notes_;
 };
 
-}  // namespace
-}  // namespace memsnap::python
-
-NB_MODULE(_core, m) {
-  using namespace memsnap;
-  using namespace memsnap::python;
-  m.doc() = "memsnap's C++ core (use the memsnap package, not this module)";
-  m.attr("__version__") = std::string(kVersion);
-
+// memsnap::Error becomes ValueError (usage) or memsnap.SnapshotError, with path, offset and kind,
+// once for every function.
+void translate_errors() {
   nb::register_exception_translator([](const std::exception_ptr& thrown, void*) {
     try {
       std::rethrow_exception(thrown);
@@ -470,7 +464,10 @@ NB_MODULE(_core, m) {
       PyErr_SetObject(type.ptr(), value.ptr());
     }
   });
+}
 
+// Keys: how allocations are named (Snapshot.with_keys).
+void bind_keys(nb::module_& m) {
   nb::class_<SourceKeyOptions>(m, "Keys", "How allocations are named (with_keys' options)")
       .def(
           "__init__",
@@ -486,9 +483,11 @@ NB_MODULE(_core, m) {
           "skip"_a = std::vector<std::string>{}, "keep"_a = std::vector<std::string>{},
           "root"_a = std::vector<std::string>{}, "category_rules"_a = nb::none(),
           "category_rules_name"_a = "<category rules>");
+}
 
-  nb::class_<Loaded>(m, "Loaded", "A decoded snapshot and its analyses")
-      .def_prop_ro("name", &Loaded::name)
+// A loaded snapshot: its devices, settings and columns (numpy views).
+void bind_loaded_columns(nb::class_<Loaded>& loaded) {
+  loaded.def_prop_ro("name", &Loaded::name)
       .def("devices", [](const Loaded& self) { return self.model().devices_in_use(); })
       .def(
           "step_count",
@@ -534,7 +533,12 @@ NB_MODULE(_core, m) {
       .def("segments", &segment_columns)
       .def("blocks", &block_columns)
       .def("frames", &frame_columns)
-      .def("stacks", &stack_columns)
+      .def("stacks", &stack_columns);
+}
+
+// A loaded snapshot's reports, each the JSON its command writes.
+void bind_loaded_reports(nb::class_<Loaded>& loaded) {
+  loaded
       .def(
           "explain",
           [](Loaded& self, std::optional<int> device, int top, const SourceKeyOptions& keys) {
@@ -603,7 +607,10 @@ NB_MODULE(_core, m) {
             return text_of(render_summary_json(summary));
           },
           "device"_a.none(), "keys"_a, "rank"_a.none(), "head"_a);
+}
 
+// Loading a file or bytes, and what takes several loaded snapshots (compare, plot).
+void bind_loading(nb::module_& m) {
   m.def(
       "load_path",
       [](const std::string& path, bool allow_objects, uint64_t max_input) {
@@ -658,6 +665,10 @@ NB_MODULE(_core, m) {
       },
       "snapshots"_a, "labels"_a, "device"_a.none(), "width"_a, "height"_a, "delta"_a, "color"_a,
       "keys"_a, Release());
+}
+
+// Reports over many files by path (runs/): ranks, run folders compared, check.
+void bind_many_files(nb::module_& m) {
   m.def(
       "ranks",
       [](const std::vector<std::string>& inputs, std::optional<int> device,
@@ -709,6 +720,10 @@ NB_MODULE(_core, m) {
       "current"_a, "baseline"_a, "budget"_a, "amounts"_a, "categories"_a, "no_oom"_a,
       "allow_unmeasured"_a, "top"_a, "device"_a.none(), "steps"_a, "keys"_a, "rank_from"_a,
       "jobs"_a, "allow_objects"_a, "max_input"_a, Release());
+}
+
+// Names the package lists, and the console script.
+void bind_names_and_cli(nb::module_& m) {
   m.def("category_names", &category_names);
   m.def("action_names", &action_names);
   m.def("html_plot_available", &html_plot_available);
@@ -719,4 +734,24 @@ NB_MODULE(_core, m) {
         return cli::run_cli(static_cast<int>(args.size()), argv.data());
       },
       "argv"_a, Release());
+}
+
+}  // namespace
+}  // namespace memsnap::python
+
+NB_MODULE(_core, m) {
+  using namespace memsnap;
+  using namespace memsnap::python;
+  m.doc() = "memsnap's C++ core (use the memsnap package, not this module)";
+  m.attr("__version__") = std::string(kVersion);
+
+  translate_errors();
+  bind_keys(m);
+  nb::class_<Loaded> loaded =
+      nb::class_<Loaded>(m, "Loaded", "A decoded snapshot and its analyses");
+  bind_loaded_columns(loaded);
+  bind_loaded_reports(loaded);
+  bind_loading(m);
+  bind_many_files(m);
+  bind_names_and_cli(m);
 }
