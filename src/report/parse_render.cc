@@ -60,10 +60,8 @@ std::string compression_note(const ParseReport& r) {
   return fmt::format(" ({}, {} decompressed)", r.compression, format_bytes(r.pickle_bytes));
 }
 
-}  // namespace
-
-std::string render_parse_text(const ParseReport& r) {
-  std::string out;
+// The file: size, protocol, device, format, trace length.
+void write_file_section(const ParseReport& r, std::string& out) {
   auto line = [&out](const std::string& text) { out += text + "\n"; };
   line(printable(r.file));
   line(fmt::format("  file size        {}{}, pickle protocol {}", format_bytes(r.file_size_bytes),
@@ -81,7 +79,11 @@ std::string render_parse_text(const ParseReport& r) {
                    r.event_count == 1 ? "" : "s", span));
   line(fmt::format("  interned         {} frames, {} stacks", format_count(r.distinct_frames),
                    format_count(r.distinct_stacks)));
+}
 
+// The allocator settings the file recorded.
+void write_settings_section(const ParseReport& r, std::string& out) {
+  auto line = [&out](const std::string& text) { out += text + "\n"; };
   line("");
   line("Allocator settings");
   if (r.allocator_settings.is_object() && !r.allocator_settings.empty()) {
@@ -93,7 +95,11 @@ std::string render_parse_text(const ParseReport& r) {
   } else {
     line("  (not recorded in this file)");
   }
+}
 
+// The segments at the dump, the reserved peak and fragmentation over time.
+void write_segments_section(const ParseReport& r, std::string& out) {
+  auto line = [&out](const std::string& text) { out += text + "\n"; };
   const SegmentTotals& s = r.segments;
   line("");
   line(fmt::format("Segments (device {})", r.device));
@@ -137,7 +143,11 @@ std::string render_parse_text(const ParseReport& r) {
                      format_bytes(f.largest_free_at_peak_free), approximate)});
   }
   out += segments.render();
+}
 
+// Baseline, peak delta and absolute peak.
+void write_baseline_section(const ParseReport& r, std::string& out) {
+  auto line = [&out](const std::string& text) { out += text + "\n"; };
   const Baseline& b = r.baseline;
   const ReplayTotals& t = r.replay;
   line("");
@@ -167,7 +177,12 @@ std::string render_parse_text(const ParseReport& r) {
                      r.device_requested ? fmt::format(" --device {}", r.device) : "",
                      *r.peak_time_s));
   }
+}
 
+// Entries by action, unmatched frees, whose frames the frees carry, annotations.
+void write_events_section(const ParseReport& r, std::string& out) {
+  auto line = [&out](const std::string& text) { out += text + "\n"; };
+  const ReplayTotals& t = r.replay;
   line("");
   line(fmt::format("Events (device {})", r.device));
   if (r.actions.empty()) {
@@ -188,7 +203,11 @@ std::string render_parse_text(const ParseReport& r) {
     line(fmt::format("  annotations      {}: {}", format_count(r.annotation_count),
                      fmt::join(parts, ", ")));
   }
+}
 
+// The steps (both ends of a long run), and where inferred ones came from.
+void write_steps_section(const ParseReport& r, std::string& out) {
+  auto line = [&out](const std::string& text) { out += text + "\n"; };
   line("");
   line("Profiler steps");
   if (r.steps.empty()) {
@@ -221,7 +240,11 @@ std::string render_parse_text(const ParseReport& r) {
     }
     out += steps.render();
   }
+}
 
+// Top sources by throughput, and what the dump holds live by source.
+void write_sources_section(const ParseReport& r, std::string& out) {
+  auto line = [&out](const std::string& text) { out += text + "\n"; };
   line("");
   line(fmt::format("Top sources by allocated bytes (throughput; {} distinct)",
                    format_count(r.distinct_sources)));
@@ -245,7 +268,11 @@ std::string render_parse_text(const ParseReport& r) {
         format_count(r.live_at_dump_sources)));
     out += usage_table(r.live_at_dump, -1, group_label(r.group));
   }
+}
 
+// One row per device, when the file has several.
+void write_devices_section(const ParseReport& r, std::string& out) {
+  auto line = [&out](const std::string& text) { out += text + "\n"; };
   if (!r.per_device.empty()) {
     line("");
     line("Per device");
@@ -262,12 +289,31 @@ std::string render_parse_text(const ParseReport& r) {
     }
     out += devices_table.render();
   }
+}
 
+// What parse warns of, in words.
+void write_warnings_section(const ParseReport& r, std::string& out) {
+  auto line = [&out](const std::string& text) { out += text + "\n"; };
   if (!r.warnings.empty()) {
     line("");
     line("Warnings");
     for (const Finding& warning : r.warnings) line("  ! " + printable(phrase(warning)));
   }
+}
+
+}  // namespace
+
+std::string render_parse_text(const ParseReport& r) {
+  std::string out;
+  write_file_section(r, out);
+  write_settings_section(r, out);
+  write_segments_section(r, out);
+  write_baseline_section(r, out);
+  write_events_section(r, out);
+  write_steps_section(r, out);
+  write_sources_section(r, out);
+  write_devices_section(r, out);
+  write_warnings_section(r, out);
   return out;
 }
 
