@@ -51,40 +51,13 @@ std::optional<double> time_of_position(const FileAnalysis& file, uint64_t positi
   return trace_start_us(file.snapshot(), file.trace()) == 0 ? std::nullopt : std::optional(0.0);
 }
 
-}  // namespace
+struct DrillMoment {
+  uint64_t position_a = 0, position_b = 0;  // trace entries applied at each side's peak
+  uint64_t alloc_a = 0, alloc_b = 0;        // allocations in the drill-down's scope
+};
 
-PeakPhase phase_of(Category category) {
-  switch (category) {
-    case Category::kActivation: return PeakPhase::kForward;
-    case Category::kGradient:
-    case Category::kAutogradDetail: return PeakPhase::kBackward;
-    case Category::kOptimizerState: return PeakPhase::kOptimizerStep;
-    case Category::kInput: return PeakPhase::kDataLoading;
-    case Category::kParameter:
-    case Category::kTemporary:
-    case Category::kCommunication:
-    case Category::kWorkspace: return PeakPhase::kOther;
-    case Category::kUnknown: break;
-  }
-  return PeakPhase::kUnknown;
-}
-
-CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
-                            std::optional<int64_t> step, const SourceKeyOptions& key_options) {
-  // The allocator replays (for fragmentation, read last) run beside the rest.
-  a.start_allocator_history();
-  b.start_allocator_history();
-  CompareResult r;
-  r.group = key_options.group;
-  r.file_a = a.path();
-  r.file_b = b.path();
-  r.device_a = a.device();
-  r.device_b = b.device();
-  r.device_requested = a.device_requested() || b.device_requested();
-  r.steps_origin_a = a.step_windows().inference();
-  r.steps_origin_b = b.step_windows().inference();
-
-  // Settings: compared as values, key order ignored (nested dicts included).
+// Settings: compared as values, key order ignored (nested dicts included).
+void compare_settings(const FileAnalysis& a, const FileAnalysis& b, CompareResult& r) {
   const nlohmann::ordered_json settings_a =
       allocator_settings_json(a.snapshot().allocator_settings);
   const nlohmann::ordered_json settings_b =
@@ -108,14 +81,10 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
           r.settings_b && settings_b.contains(key) ? settings_b[key] : nlohmann::ordered_json()});
     }
   }
+}
 
-  r.segments_a = a.segments();
-  r.reserved_a = a.reserved();
-  r.reserved_b = b.reserved();
-  r.segments_b = b.segments();
-  r.baseline_a = a.baseline();
-  r.baseline_b = b.baseline();
-
+// The steps complete in both, in one only, incomplete; the matching ones side by side.
+void compare_steps(const FileAnalysis& a, const FileAnalysis& b, CompareResult& r) {
   std::vector<int64_t> complete_a = complete_steps(a);
   std::vector<int64_t> complete_b = complete_steps(b);
   std::set_intersection(complete_a.begin(), complete_a.end(), complete_b.begin(), complete_b.end(),
@@ -136,17 +105,11 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
         number, sa.peak_delta, sb.peak_delta, a.step_absolute_peak(sa), b.step_absolute_peak(sb),
         sa.alloc_count, sb.alloc_count, sa.alloc_bytes, sb.alloc_bytes});
   }
+}
 
-  const ReplayTotals& ta = a.trace_analysis().totals;
-  const ReplayTotals& tb = b.trace_analysis().totals;
-  r.full_trace = FullTraceComparison{
-      ta.peak_delta,           tb.peak_delta,           a.absolute_peak(),
-      b.absolute_peak(),       ta.alloc_bytes,          tb.alloc_bytes,
-      ta.alloc_count,          tb.alloc_count,          ta.unmatched_free_count,
-      tb.unmatched_free_count, ta.unmatched_free_bytes, tb.unmatched_free_bytes};
-
-  // Drill-down scope: --step, else the matching step whose absolute peaks
-  // differ most, else the full trace.
+// Drill-down scope: the step asked for, else the matching step whose
+// absolute peaks differ most, else the full trace.
+void choose_drill_step(std::optional<int64_t> step, CompareResult& r) {
   if (step) {
     if (std::find(r.matching_steps.begin(), r.matching_steps.end(), *step) ==
         r.matching_steps.end()) {
@@ -165,10 +128,14 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
     }
     r.drill_step = widest->step;
   }
-  uint64_t position_a = a.full_peak_position();
-  uint64_t position_b = b.full_peak_position();
-  uint64_t alloc_a = ta.alloc_count;
-  uint64_t alloc_b = tb.alloc_count;
+}
+
+// Where each side's drill-down looks: the full trace's peak, or the drill
+// step's; sets the peaks it reports.
+DrillMoment drill_moment(const FileAnalysis& a, const FileAnalysis& b, CompareResult& r) {
+  const ReplayTotals& ta = a.trace_analysis().totals;
+  const ReplayTotals& tb = b.trace_analysis().totals;
+  DrillMoment m{a.full_peak_position(), b.full_peak_position(), ta.alloc_count, tb.alloc_count};
   r.drill_peak_a = a.absolute_peak();
   r.drill_peak_b = b.absolute_peak();
   r.drill_peak_delta_a = ta.peak_delta;
@@ -176,21 +143,26 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
   if (r.drill_step) {
     const StepStats& sa = *a.step(*r.drill_step);
     const StepStats& sb = *b.step(*r.drill_step);
-    position_a = sa.peak_position(a.trace());
-    position_b = sb.peak_position(b.trace());
-    alloc_a = sa.alloc_count;
-    alloc_b = sb.alloc_count;
+    m = {sa.peak_position(a.trace()), sb.peak_position(b.trace()), sa.alloc_count, sb.alloc_count};
     r.drill_peak_a = a.step_absolute_peak(sa);
     r.drill_peak_b = b.step_absolute_peak(sb);
     r.drill_peak_delta_a = sa.peak_delta;
     r.drill_peak_delta_b = sb.peak_delta;
   }
-  r.drill_peak_time_a = time_of_position(a, position_a);
-  r.drill_peak_time_b = time_of_position(b, position_b);
+  r.drill_peak_time_a = time_of_position(a, m.position_a);
+  r.drill_peak_time_b = time_of_position(b, m.position_b);
+  return m;
+}
+
+// The two live sets at the drill-down moments, by source and by category,
+// and the phase each side peaked in.
+void compare_live_sets(const FileAnalysis& a, const FileAnalysis& b,
+                       const SourceKeyOptions& key_options, const DrillMoment& m,
+                       CompareResult& r) {
   SourceIndex sources_a(a.snapshot(), key_options);
   SourceIndex sources_b(b.snapshot(), key_options);
-  std::vector<uint64_t> pa{position_a};
-  std::vector<uint64_t> pb{position_b};
+  const std::vector<uint64_t> pa{m.position_a};
+  const std::vector<uint64_t> pb{m.position_b};
   // Where neither trace says anything of its peak (no trace, or a PyTorch
   // 2.0 dump's single entry: its allocations reach under a tenth of the absolute
   // peak), the only live sets worth comparing are the dumps': the segments'
@@ -229,10 +201,17 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
     Categorizer categorizer(file.snapshot(), key_options.category_rules);
     return phase_of(categorizer.of(event, file.snapshot().events.stack[event]));
   };
-  r.peak_phase_a = phase_at(a, position_a);
-  r.peak_phase_b = phase_at(b, position_b);
+  r.peak_phase_a = phase_at(a, m.position_a);
+  r.peak_phase_b = phase_at(b, m.position_b);
+}
 
-  // Findings, in the order a reader needs them.
+// What the comparison found, in the order a reader needs it.
+void add_findings(const FileAnalysis& a, const FileAnalysis& b, const DrillMoment& m,
+                  CompareResult& r) {
+  const ReplayTotals& ta = a.trace_analysis().totals;
+  const ReplayTotals& tb = b.trace_analysis().totals;
+  const uint64_t alloc_a = m.alloc_a;
+  const uint64_t alloc_b = m.alloc_b;
   auto& found = r.findings;
   bool no_trace_a = a.trace().count() == 0;
   bool no_trace_b = b.trace().count() == 0;
@@ -294,6 +273,61 @@ CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
   if (rank_a && rank_b && *rank_a != *rank_b) {
     found.emplace_back(finding::DifferentRanks{*rank_a, *rank_b});
   }
+}
+
+}  // namespace
+
+PeakPhase phase_of(Category category) {
+  switch (category) {
+    case Category::kActivation: return PeakPhase::kForward;
+    case Category::kGradient:
+    case Category::kAutogradDetail: return PeakPhase::kBackward;
+    case Category::kOptimizerState: return PeakPhase::kOptimizerStep;
+    case Category::kInput: return PeakPhase::kDataLoading;
+    case Category::kParameter:
+    case Category::kTemporary:
+    case Category::kCommunication:
+    case Category::kWorkspace: return PeakPhase::kOther;
+    case Category::kUnknown: break;
+  }
+  return PeakPhase::kUnknown;
+}
+
+CompareResult compare_files(const FileAnalysis& a, const FileAnalysis& b,
+                            std::optional<int64_t> step, const SourceKeyOptions& key_options) {
+  // The allocator replays (for fragmentation, read last) run beside the rest.
+  a.start_allocator_history();
+  b.start_allocator_history();
+  CompareResult r;
+  r.group = key_options.group;
+  r.file_a = a.path();
+  r.file_b = b.path();
+  r.device_a = a.device();
+  r.device_b = b.device();
+  r.device_requested = a.device_requested() || b.device_requested();
+  r.steps_origin_a = a.step_windows().inference();
+  r.steps_origin_b = b.step_windows().inference();
+
+  compare_settings(a, b, r);
+  r.segments_a = a.segments();
+  r.reserved_a = a.reserved();
+  r.reserved_b = b.reserved();
+  r.segments_b = b.segments();
+  r.baseline_a = a.baseline();
+  r.baseline_b = b.baseline();
+  compare_steps(a, b, r);
+  const ReplayTotals& ta = a.trace_analysis().totals;
+  const ReplayTotals& tb = b.trace_analysis().totals;
+  r.full_trace = FullTraceComparison{
+      ta.peak_delta,           tb.peak_delta,           a.absolute_peak(),
+      b.absolute_peak(),       ta.alloc_bytes,          tb.alloc_bytes,
+      ta.alloc_count,          tb.alloc_count,          ta.unmatched_free_count,
+      tb.unmatched_free_count, ta.unmatched_free_bytes, tb.unmatched_free_bytes};
+
+  choose_drill_step(step, r);
+  const DrillMoment moment = drill_moment(a, b, r);
+  compare_live_sets(a, b, key_options, moment, r);
+  add_findings(a, b, moment, r);
   r.fragmentation_a = a.fragmentation();
   r.fragmentation_b = b.fragmentation();
   return r;
