@@ -141,12 +141,37 @@ TEST(Vm, BinFloatIsBigEndian) {
   EXPECT_EQ(run_plain(p), "1.5");
 }
 
+// The payloads (container identities) of a list's items.
+std::vector<uint64_t> item_identities(const std::string& pickle) {
+  Vm vm(bytes_of(pickle), VmOptions{});
+  const Value root = vm.run();
+  std::vector<uint64_t> out;
+  for (const Value& item : vm.items(root)) {
+    EXPECT_TRUE(item.is_container());
+    out.push_back(item.payload);
+  }
+  return out;
+}
+
 TEST(Vm, MemoSharesContainers) {
-  // [d, d] where d = {'k': 1}, via MEMOIZE and BINGET (protocol 4).
-  std::string p =
+  // [d, d] where d = {'k': 1}, via MEMOIZE and BINGET (protocol 4): one
+  // dict reached twice, as CPython's pickle gives it (the JSON of a copy
+  // would read the same, so identity is what is compared).
+  const std::string shared =
       P("\x80\x04]\x94(}\x94\x8c\x01k\x94K\x01sh\x01"
         "e.");
-  EXPECT_EQ(run_plain(p), R"([{"k":1},{"k":1}])");
+  EXPECT_EQ(run_plain(shared), R"([{"k":1},{"k":1}])");
+  const std::vector<uint64_t> same = item_identities(shared);
+  ASSERT_EQ(same.size(), 2U);
+  EXPECT_EQ(same[0], same[1]);
+  // [{'k': 1}, {'k': 1}] written twice: two dicts, equal but not one.
+  const std::string apart =
+      P("\x80\x04]\x94(}\x94\x8c\x01k\x94K\x01s}\x94h\x02K\x01s"
+        "e.");
+  EXPECT_EQ(run_plain(apart), R"([{"k":1},{"k":1}])");
+  const std::vector<uint64_t> two = item_identities(apart);
+  ASSERT_EQ(two.size(), 2U);
+  EXPECT_NE(two[0], two[1]);
 }
 
 // [s0, s1, ..., s(n-1), s0, s(n/2), s(n-1)]: n memoized strings, then three
