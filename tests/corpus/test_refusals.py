@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """memsnap refuses hostile and broken files with one clear line, never a crash.
 
-    test_refusals.py --memsnap PATH [--work DIR] [--jobs N]
+    test_refusals.py --memsnap PATH [--batch PATH] [--work DIR] [--jobs N]
 
 Generates the corpus with make_refusals.py, then:
   - every file in expected.json: `memsnap parse FILE` exits with status 1 (no
@@ -16,6 +16,11 @@ Generates the corpus with make_refusals.py, then:
     default_error, parses with --allow-objects, and `dump --allow-objects`
     shows the object as {"__object__": "module.name"}.
 One line per check, a summary, exit status 1 on any failure.
+
+With --batch (tests/corpus/cli_batch.cc), every command runs inside one
+process per job (memsnap's run_cli, output captured) instead of one process
+per command; a command the batch did not run (none, today) starts memsnap.
+A crash then fails the whole batch, which names the command it was running.
 """
 
 import argparse
@@ -39,8 +44,44 @@ TIMEOUT = 30
 FILE_KEYS = {'file', 'file_size_bytes', 'pickle_size_bytes', 'compression', 'pickle_protocol'}
 
 
+# Results of the commands run in batch: tuple(args) -> (returncode, stdout, stderr).
+BATCHED = {}
+
+
+def run_batched(batch, commands, jobs, work):
+    """Runs `commands` (argument lists) in `jobs` batch processes; fills BATCHED.
+    Returns the problems: a batch that crashed or printed the wrong count."""
+    problems = []
+    chunks = [commands[i::jobs] for i in range(jobs) if commands[i::jobs]]
+
+    def one(index, chunk):
+        listing = os.path.join(work, 'batch-%d.jsonl' % index)
+        with open(listing, 'w') as f:
+            for args in chunk:
+                f.write(json.dumps(args) + '\n')
+        p = subprocess.run([batch, listing], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           timeout=TIMEOUT * len(chunk))
+        lines = p.stdout.decode('utf-8', 'replace').splitlines()
+        for args, text in zip(chunk, lines):
+            result = json.loads(text)
+            BATCHED[tuple(args)] = (result['status'], result['out'].encode('utf-8'), result['err'])
+        if p.returncode != 0 or len(lines) != len(chunk):
+            last = p.stderr.decode('utf-8', 'replace').strip().splitlines()[-1:]
+            return ('batch %d: %s after %d of %d commands; the last begun: %s'
+                    % (index, describe_exit(p.returncode), len(lines), len(chunk), last))
+        return None
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=len(chunks) or 1) as pool:
+        for problem in pool.map(lambda item: one(*item), enumerate(chunks)):
+            if problem:
+                problems.append(problem)
+    return problems
+
+
 def run(memsnap, args):
     """(returncode, stdout bytes, stderr text); returncode None on timeout."""
+    if tuple(args) in BATCHED:
+        return BATCHED[tuple(args)]
     try:
         p = subprocess.run([memsnap] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            timeout=TIMEOUT)
@@ -140,6 +181,7 @@ def check_allow_objects(memsnap, path, spec):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
     ap.add_argument('--memsnap', required=True)
+    ap.add_argument('--batch', help='tests/corpus/cli_batch.cc built: every command in-process')
     ap.add_argument('--work', help='directory for the corpus (default: a temp dir)')
     ap.add_argument('--jobs', type=int, default=min(8, 2 * (os.cpu_count() or 1)))
     args = ap.parse_args(argv)
@@ -156,6 +198,24 @@ def main(argv=None):
         expected = json.load(f)
     with open(os.path.join(work, 'must_parse.json')) as f:
         must_parse = json.load(f)
+
+    batch_problems = []
+    if args.batch:
+        commands = []
+        for name in sorted(expected):
+            commands.append(['parse', os.path.join(work, name)])
+        for name in sorted(must_parse):
+            spec, path = must_parse[name], os.path.join(work, name)
+            if spec.get('allow_objects'):
+                commands += [['parse', path], ['parse', path, '--json', '--allow-objects'],
+                             ['dump', path, '--allow-objects']]
+            else:
+                commands += [['parse', path, '--json'],
+                             ['parse', os.path.join(work, spec['same_as']), '--json']]
+        unique = list(dict.fromkeys(tuple(c) for c in commands))
+        batch_problems = run_batched(args.batch, [list(c) for c in unique], max(1, min(args.jobs, os.cpu_count() or 1)), work)
+        print('ran %d commands in %d batch process(es) (%.1f s)'
+              % (len(unique), max(1, min(args.jobs, os.cpu_count() or 1)), time.time() - start))
 
     def refused_job(name):
         spec = expected[name]
@@ -185,6 +245,10 @@ def main(argv=None):
 
     passed = failed = 0
     failures = []
+    for problem in batch_problems:
+        failed += 1
+        failures.append('FAIL batch    ' + problem)
+        print(failures[-1])
     quiet_pass = collections.Counter()
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         futures = [pool.submit(refused_job, n) for n in sorted(expected)]

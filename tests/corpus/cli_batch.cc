@@ -1,0 +1,61 @@
+// Runs many memsnap commands in one process, for the corpus drivers
+// (tests/corpus/test_refusals.py): starting a process per hostile file cost
+// most of that test's time, under ASan most of all.
+//
+//   memsnap_cli_batch COMMANDS.jsonl
+//
+// Each line of COMMANDS.jsonl is a JSON list of arguments (without
+// "memsnap"); for each, one JSON line on stdout: {"status": N, "out": the
+// report, "err": the notes as stderr shows them ("memsnap: ..." lines)}.
+// Bytes that are not UTF-8 become U+FFFD. The command's path goes to stderr
+// first, so that a crash names the file that caused it.
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "cli/output.h"
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: memsnap_cli_batch COMMANDS.jsonl\n");
+    return 2;
+  }
+  std::ifstream commands(argv[1]);
+  if (!commands) {
+    std::fprintf(stderr, "memsnap_cli_batch: cannot read %s\n", argv[1]);
+    return 2;
+  }
+  std::string line;
+  while (std::getline(commands, line)) {
+    if (line.empty()) continue;
+    std::vector<std::string> args{"memsnap"};
+    for (const auto& arg : nlohmann::json::parse(line)) args.push_back(arg.get<std::string>());
+    std::fprintf(stderr, "%s\n", line.c_str());
+    std::vector<char*> pointers;
+    for (std::string& arg : args) pointers.push_back(arg.data());
+    pointers.push_back(nullptr);
+    nlohmann::json result;
+    {
+      memsnap::cli::CapturedOutput captured;
+      result["status"] = memsnap::cli::run_cli(static_cast<int>(args.size()), pointers.data());
+      result["out"] = std::move(captured.out);
+      std::string err;
+      size_t start = 0;
+      while (start < captured.notes.size()) {
+        size_t end = captured.notes.find('\n', start);
+        if (end == std::string::npos) end = captured.notes.size();
+        err += "memsnap: " + captured.notes.substr(start, end - start) + "\n";
+        start = end + 1;
+      }
+      result["err"] = std::move(err);
+    }
+    std::cout << result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+  }
+  std::cout.flush();
+  return std::cout ? 0 : 1;
+}
