@@ -27,7 +27,6 @@ LIMIT = 80
 
 # name -> lines when listed: shrink or split them, then take them off.
 KNOWN_LONG = {
-    'src/analysis/reports/parse_report.cc:parse_report': 185,
     'src/analysis/reports/oom_report.cc:analyze_oom': 143,
     'src/formats/summary_json.cc:read_summary_json': 140,
     'src/analysis/reports/timeline.cc:build_timeline': 138,

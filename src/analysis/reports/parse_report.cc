@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "analysis/core/file_analysis.h"
-#include "analysis/reports/oom_report.h"
 #include "analysis/core/sources.h"
+#include "analysis/reports/oom_report.h"
 #include "snapshot/allocator_settings.h"
 
 namespace memsnap {
@@ -36,29 +36,9 @@ std::vector<SourceThroughput> throughput_by_source(const Snapshot& snapshot,
   return rows;
 }
 
-}  // namespace
-
-ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options) {
-  file.start_allocator_history();
+// The trace: its length, replay totals, baseline, times, actions, OOMs.
+void read_trace(const FileAnalysis& file, ParseReport& result) {
   const Snapshot& snapshot = file.snapshot();
-  ParseReport result;
-  result.group = options.keys.group;
-  result.file = file.path();
-  result.file_size_bytes = snapshot.file_size;
-  result.pickle_bytes = snapshot.pickle_size;
-  result.compression = snapshot.compression;
-  result.pickle_protocol = snapshot.pickle_protocol;
-  result.device = file.device();
-  result.device_requested = file.device_requested();
-  result.devices = snapshot.devices_in_use();
-  result.top_level_list = snapshot.top_level_list;
-  result.legacy_format = snapshot.legacy_block_history;
-  result.allocator_settings = allocator_settings_json(snapshot.allocator_settings);
-  result.segments = file.segments();
-  result.distinct_frames = snapshot.frames.size() - 1;
-  result.distinct_stacks = snapshot.stacks.size();
-  result.anomalies = snapshot.anomalies;
-
   const DeviceTrace& trace = file.trace();
   const EventColumns& events = snapshot.events;
   result.event_count = trace.count();
@@ -95,8 +75,13 @@ ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options) 
     }
     result.ooms.push_back(oom);
   }
+}
 
-  SourceIndex source_ids(snapshot, options.keys);
+// Sources by allocated bytes (the top `options.top`).
+void add_throughput(const FileAnalysis& file, const ParseOptions& options, SourceIndex& source_ids,
+                    ParseReport& result) {
+  const Snapshot& snapshot = file.snapshot();
+  const DeviceTrace& trace = file.trace();
   std::vector<SourceThroughput> sources = throughput_by_source(snapshot, trace, source_ids);
   result.distinct_sources = sources.size();
   std::sort(sources.begin(), sources.end(), [](const auto& a, const auto& b) {
@@ -107,7 +92,11 @@ ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options) 
     sources.resize(static_cast<size_t>(options.top));
   }
   result.top_sources = std::move(sources);
+}
 
+// The steps and the record_function ranges by kind.
+void add_steps_and_annotations(const FileAnalysis& file, ParseReport& result) {
+  const Snapshot& snapshot = file.snapshot();
   result.steps = file.steps();
   result.steps_origin = file.step_windows().inference();
   result.steps_ending_before_start = file.steps_ending_before_start();
@@ -118,7 +107,12 @@ ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options) 
     std::string_view name = snapshot.strings.get(note.name);
     ++result.annotation_kinds[std::string(name.substr(0, name.find('#')))];
   }
+}
 
+// One row per device, where the file has several.
+void add_per_device(const FileAnalysis& file, ParseReport& result) {
+  const Snapshot& snapshot = file.snapshot();
+  const TraceAnalysis& analysis = file.trace_analysis();
   if (result.devices.size() > 1) {
     for (int device : result.devices) {
       DeviceOverview row;
@@ -141,9 +135,14 @@ ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options) 
       result.per_device.push_back(row);
     }
   }
+}
 
-  // Where the trace cannot name the live memory (none, or most of it was
-  // allocated before recording started), the segments' blocks can.
+// Where the trace cannot name the live memory (none, or most of it was
+// allocated before recording started), the segments' blocks can. Returns
+// whether the baseline is large enough to warn of.
+bool add_live_at_dump(const FileAnalysis& file, const ParseOptions& options,
+                      SourceIndex& source_ids, ParseReport& result) {
+  const Snapshot& snapshot = file.snapshot();
   const Baseline& baseline = result.baseline;
   bool large_baseline =
       result.event_count > 0 && baseline.baseline_at_start > 0 &&
@@ -158,12 +157,17 @@ ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options) 
     }
     result.live_at_dump = std::move(live);
   }
-  // The blocks name it only where some carry frames (else one <no frames> row).
+  return large_baseline;
+}
+
+// Warnings a user needs before trusting the numbers.
+void add_warnings(const FileAnalysis& file, bool large_baseline, ParseReport& result) {
+  const Snapshot& snapshot = file.snapshot();
+  const Baseline& baseline = result.baseline;
+  // The blocks name the live memory only where some carry frames (else one <no frames> row).
   const bool from_blocks =
       std::any_of(result.live_at_dump.begin(), result.live_at_dump.end(),
                   [](const SourceUsage& row) { return row.source != kNoFrames; });
-
-  // Warnings a user needs before trusting the numbers.
   auto& warnings = result.warnings;
   if (result.event_count == 0) warnings.emplace_back(finding::NoHistory{from_blocks});
   const ReplayTotals& replay = result.replay;
@@ -216,10 +220,42 @@ ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options) 
   if (anomalies.unusable_times != 0) {
     warnings.emplace_back(finding::UnusableTimes{anomalies.unusable_times});
   }
+}
+
+}  // namespace
+
+ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options) {
+  file.start_allocator_history();
+  const Snapshot& snapshot = file.snapshot();
+  ParseReport result;
+  result.group = options.keys.group;
+  result.file = file.path();
+  result.file_size_bytes = snapshot.file_size;
+  result.pickle_bytes = snapshot.pickle_size;
+  result.compression = snapshot.compression;
+  result.pickle_protocol = snapshot.pickle_protocol;
+  result.device = file.device();
+  result.device_requested = file.device_requested();
+  result.devices = snapshot.devices_in_use();
+  result.top_level_list = snapshot.top_level_list;
+  result.legacy_format = snapshot.legacy_block_history;
+  result.allocator_settings = allocator_settings_json(snapshot.allocator_settings);
+  result.segments = file.segments();
+  result.distinct_frames = snapshot.frames.size() - 1;
+  result.distinct_stacks = snapshot.stacks.size();
+  result.anomalies = snapshot.anomalies;
+
+  read_trace(file, result);
+  SourceIndex source_ids(snapshot, options.keys);
+  add_throughput(file, options, source_ids, result);
+  add_steps_and_annotations(file, result);
+  add_per_device(file, result);
+  const bool large_baseline = add_live_at_dump(file, options, source_ids, result);
+  add_warnings(file, large_baseline, result);
   result.fragmentation = file.fragmentation();
   if (result.fragmentation.peak_free_position > 0) {
     result.peak_free_time_s =
-        file.seconds_at(trace.begin + result.fragmentation.peak_free_position - 1);
+        file.seconds_at(file.trace().begin + result.fragmentation.peak_free_position - 1);
   }
   return result;
 }
