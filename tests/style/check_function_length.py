@@ -27,7 +27,6 @@ LIMIT = 80
 
 # name -> lines when listed: shrink or split them, then take them off.
 KNOWN_LONG = {
-    'src/analysis/reports/oom_report.cc:analyze_oom': 143,
     'src/formats/summary_json.cc:read_summary_json': 140,
     'src/analysis/reports/timeline.cc:build_timeline': 138,
     'src/analysis/core/steps.cc:analyze_trace': 135,

@@ -169,6 +169,177 @@ void judge(const OomAnalysis& report, const OomOptions& options, OomCase& c) {
   if (spike && c.verdicts.front() != OomVerdict::kSpike) c.verdicts.push_back(OomVerdict::kSpike);
 }
 
+// Where an OOM analysis looks: after `at` entries of the device's trace; `e`
+// the entry there (an oom entry, or the allocation that reached the peak),
+// kNoEvent at the start.
+struct OomMoment {
+  uint64_t e = kNoEvent;
+  uint64_t at = 0;
+};
+
+// What the replay up to the moment found.
+struct OomReplay {
+  int64_t delta = 0;                // live memory above the trace's start
+  uint64_t awaiting_free = 0;       // freed, awaiting their streams
+  uint64_t traced_live_at_end = 0;  // bytes the trace's own allocations hold at the moment
+};
+
+// The moment asked for (options.at_peak, or the at-th oom entry); nullopt
+// where the device has no oom entry to look at.
+std::optional<OomMoment> choose_moment(const FileAnalysis& file, const OomOptions& options,
+                                       OomCase& c) {
+  const Snapshot& snapshot = file.snapshot();
+  const DeviceTrace& trace = file.trace();
+  const EventColumns& events = snapshot.events;
+  const std::vector<uint64_t>& ooms = file.trace_analysis().counts.oom_events;
+  const int64_t t0 = trace_start_us(snapshot, trace);
+  // The moment: after `at` entries of the trace; `e` the entry there (an oom
+  // entry, or the allocation that reached the peak), kNoEvent at the start.
+  OomMoment m;
+  if (options.at_peak) {
+    c.ordinal = 0;
+    m.at = file.full_peak_position();
+    c.at_trace_start = m.at == 0;
+    if (m.at > 0) m.e = trace.begin + m.at - 1;
+    c.has_time = t0 != 0;
+  } else {
+    if (ooms.empty()) return std::nullopt;
+    if (options.at < 1 || static_cast<uint64_t>(options.at) > ooms.size()) {
+      throw Error::usage(fmt::format("--at {}: device {} has {} oom entr{} (1-{})", options.at,
+                                     file.device(), ooms.size(), ooms.size() == 1 ? "y" : "ies",
+                                     ooms.size()));
+    }
+    m.e = ooms[static_cast<size_t>(options.at - 1)];
+    m.at = m.e + 1 - trace.begin;
+    c.ordinal = static_cast<uint64_t>(options.at);
+    c.has_time = t0 != 0 && events.time_us[m.e] != 0;
+  }
+  return m;
+}
+
+// The request at the moment: its size, stream, the device's free memory,
+// its source and category.
+void describe_request(const FileAnalysis& file, const OomMoment& m, SourceIndex& sources,
+                      Categorizer& categories, OomCase& c) {
+  const Snapshot& snapshot = file.snapshot();
+  const DeviceTrace& trace = file.trace();
+  const EventColumns& events = snapshot.events;
+  const int64_t t0 = trace_start_us(snapshot, trace);
+  if (m.e == kNoEvent) return;
+  const uint64_t e = m.e;
+  c.event = e - trace.begin;
+  c.time_s = c.has_time ? static_cast<double>(events.time_us[e] - t0) / 1e6 : 0;
+  c.request = events.size[e];
+  c.stream = events.stream[e];
+  if (auto it = events.device_free.find(e); it != events.device_free.end()) {
+    c.device_free = it->second;
+  } else if (events.action[e] == Action::kOom && !events.without_addr.contains(e) &&
+             events.addr[e] != 0) {
+    c.device_free = events.addr[e];  // before device_free had a key of its own
+  }
+  const StackId stack = events.stack[e];
+  c.request_source = sources.name(sources.of(LiveAllocation{c.request, stack, e, 0}));
+  c.request_category = std::string(category_name(categories.of(e, stack)));
+}
+
+// Live memory at the moment and window_s before it (by source, and what grew
+// in the window), by category at the moment, awaiting free then.
+OomReplay replay_to_moment(const FileAnalysis& file, const OomOptions& options, const OomMoment& m,
+                           SourceIndex& sources, SourceIndex& category_index, OomCase& c) {
+  const Snapshot& snapshot = file.snapshot();
+  const DeviceTrace& trace = file.trace();
+  const uint64_t before =
+      c.has_time ? std::min(m.at, position_at_time(snapshot, trace, c.time_s - options.window_s))
+                 : m.at;
+  Replay replay(snapshot);
+  AwaitingFree awaiting{snapshot, &replay.live(), {}, 0};
+  replay.run(trace.begin, trace.begin + before, awaiting);
+  const int64_t delta_before = replay.delta();
+  // A window that starts at the trace's first event has nothing before it.
+  if (c.has_time && before > 0) {
+    c.prior_peak = file.baseline().baseline_at_start + replay.totals().peak_delta;
+  }
+  replay.run(trace.begin + before, trace.begin + m.at, awaiting);
+  // Deltas stay within +-2^61 (the decoder's byte budgets), so these sums cannot overflow.
+  c.growth_bytes = replay.delta() - delta_before;
+  // Memory allocated before the trace counts under its own source (its
+  // frameless bytes as `<no frames>`), so that the tables add up.
+  BaselineSources baseline = baseline_sources(snapshot, file.baseline_pieces(), sources);
+  const BaselineSources* with_baseline = &baseline;
+  auto rows =
+      live_by_source(snapshot, trace, sources, std::vector<uint64_t>{before, m.at}, with_baseline);
+  c.live_by_source = rows[1];
+  SourceComparison grown = compare_sources(rows[0], rows[1]);
+  for (const SourceDiff& row : grown.rows) {
+    if (row.delta() > 0) c.growth.push_back(GrowthRow{row.source, row.delta()});
+  }
+  std::stable_sort(c.growth.begin(), c.growth.end(),
+                   [](const GrowthRow& a, const GrowthRow& b) { return a.bytes > b.bytes; });
+  BaselineSources baseline_categories =
+      baseline_sources(snapshot, file.baseline_pieces(), category_index);
+  c.live_by_category = live_at(snapshot, trace, category_index, m.at, &baseline_categories).sources;
+  c.live_includes_baseline = !baseline.rows(sources).empty();
+  return {replay.delta(), awaiting.bytes, replay.totals().live_bytes_at_end};
+}
+
+// Steps: the one the moment fell in, and the highest complete step before it.
+void find_steps_around(const FileAnalysis& file, const OomMoment& m, OomCase& c) {
+  const EventColumns& events = file.snapshot().events;
+  if (c.has_time && m.e != kNoEvent) {
+    const int64_t moment_us = events.time_us[m.e];
+    for (const StepStats& stats : file.trace_analysis().steps) {
+      const ProfilerStep& step = stats.step;
+      if (step.start_us <= moment_us && (!step.complete || moment_us <= step.end_us)) {
+        c.oom_step = step.number;
+      } else if (step.complete && step.end_us < moment_us) {
+        const int64_t peak = file.step_absolute_peak(stats);
+        if (!c.prior_step_peak || peak > *c.prior_step_peak) {
+          c.prior_step_peak = peak;
+          c.prior_step = step.number;
+        }
+      }
+    }
+  }
+}
+
+// The allocator at the moment.
+void fill_state(const FileAnalysis& file, const OomMoment& m, const OomReplay& replayed,
+                OomCase& c) {
+  const Snapshot& snapshot = file.snapshot();
+  const DeviceTrace& trace = file.trace();
+  const EventColumns& events = snapshot.events;
+  OomState& state = c.state;
+  state.entries_after = static_cast<uint64_t>(std::count_if(
+      events.action.begin() + static_cast<std::ptrdiff_t>(trace.begin + m.at),
+      events.action.begin() + static_cast<std::ptrdiff_t>(trace.end), changes_allocator));
+  state.reserved = file.reserved().at_position(trace, m.at);
+  state.live = file.baseline().baseline_at_start + replayed.delta;
+  state.awaiting_free = replayed.awaiting_free;
+  state.free =
+      static_cast<int64_t>(state.reserved) - state.live - static_cast<int64_t>(state.awaiting_free);
+  state.dump_is_oom_state = state.entries_after == 0;
+  fill_block_facts(file, m.at, c.stream, state);
+}
+
+// When the moment is the dump's state and the trace names less than half of
+// what was live (recording started late, or there is no trace), the dump's
+// blocks name it instead.
+void name_live_from_blocks(const FileAnalysis& file, const OomReplay& replayed,
+                           SourceIndex& sources, SourceIndex& category_index, OomCase& c) {
+  const Snapshot& snapshot = file.snapshot();
+  const OomState& state = c.state;
+  if (state.dump_is_oom_state && state.live > 0 &&
+      2 * replayed.traced_live_at_end < static_cast<uint64_t>(state.live)) {
+    std::vector<SourceUsage> by_source = live_at_dump_by_source(snapshot, file.device(), sources);
+    if (!by_source.empty()) {
+      c.live_by_source = std::move(by_source);
+      c.live_by_category = live_at_dump_by_source(snapshot, file.device(), category_index);
+      c.live_from_blocks = true;
+      c.live_includes_baseline = false;
+    }
+  }
+}
+
 }  // namespace
 
 OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
@@ -184,132 +355,22 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
   report.device = file.device();
   report.expandable_segments = expandable_in_settings(snapshot, file.device());
   const DeviceTrace& trace = file.trace();
-  const EventColumns& events = snapshot.events;
-  const std::vector<uint64_t>& ooms = file.trace_analysis().counts.oom_events;
-  report.oom_count = ooms.size();
+  report.oom_count = file.trace_analysis().counts.oom_events.size();
   report.event_count = trace.count();
   report.malformed_entries = snapshot.anomalies.malformed_entries;
   OomCase c;
-  const int64_t t0 = trace_start_us(snapshot, trace);
-  // The moment: after `at` entries of the trace; `e` the entry there (an oom
-  // entry, or the allocation that reached the peak), kNoEvent at the start.
-  uint64_t e = kNoEvent;
-  uint64_t at = 0;
-  if (options.at_peak) {
-    c.ordinal = 0;
-    at = file.full_peak_position();
-    c.at_trace_start = at == 0;
-    if (at > 0) e = trace.begin + at - 1;
-    c.has_time = t0 != 0;
-  } else {
-    if (ooms.empty()) return report;
-    if (options.at < 1 || static_cast<uint64_t>(options.at) > ooms.size()) {
-      throw Error::usage(fmt::format("--at {}: device {} has {} oom entr{} (1-{})", options.at,
-                                     file.device(), ooms.size(), ooms.size() == 1 ? "y" : "ies",
-                                     ooms.size()));
-    }
-    e = ooms[static_cast<size_t>(options.at - 1)];
-    at = e + 1 - trace.begin;
-    c.ordinal = static_cast<uint64_t>(options.at);
-    c.has_time = t0 != 0 && events.time_us[e] != 0;
-  }
+  const std::optional<OomMoment> moment = choose_moment(file, options, c);
+  if (!moment) return report;
   SourceIndex sources(snapshot, options.keys);
   Categorizer categories(snapshot, options.keys.category_rules);
-  if (e != kNoEvent) {
-    c.event = e - trace.begin;
-    c.time_s = c.has_time ? static_cast<double>(events.time_us[e] - t0) / 1e6 : 0;
-    c.request = events.size[e];
-    c.stream = events.stream[e];
-    if (auto it = events.device_free.find(e); it != events.device_free.end()) {
-      c.device_free = it->second;
-    } else if (events.action[e] == Action::kOom && !events.without_addr.contains(e) &&
-               events.addr[e] != 0) {
-      c.device_free = events.addr[e];  // before device_free had a key of its own
-    }
-    const StackId stack = events.stack[e];
-    c.request_source = sources.name(sources.of(LiveAllocation{c.request, stack, e, 0}));
-    c.request_category = std::string(category_name(categories.of(e, stack)));
-  }
-
-  // Live memory at the moment and window_s before it, awaiting free then.
-  const uint64_t before =
-      c.has_time ? std::min(at, position_at_time(snapshot, trace, c.time_s - options.window_s))
-                 : at;
-  Replay replay(snapshot);
-  AwaitingFree awaiting{snapshot, &replay.live(), {}, 0};
-  replay.run(trace.begin, trace.begin + before, awaiting);
-  const int64_t delta_before = replay.delta();
-  // A window that starts at the trace's first event has nothing before it.
-  if (c.has_time && before > 0) {
-    c.prior_peak = file.baseline().baseline_at_start + replay.totals().peak_delta;
-  }
-  replay.run(trace.begin + before, trace.begin + at, awaiting);
-  // Deltas stay within +-2^61 (the decoder's byte budgets), so these sums cannot overflow.
-  c.growth_bytes = replay.delta() - delta_before;
-  // Memory allocated before the trace counts under its own source (its
-  // frameless bytes as `<no frames>`), so that the tables add up.
-  BaselineSources baseline = baseline_sources(snapshot, file.baseline_pieces(), sources);
-  const BaselineSources* with_baseline = &baseline;
-  auto rows =
-      live_by_source(snapshot, trace, sources, std::vector<uint64_t>{before, at}, with_baseline);
-  c.live_by_source = rows[1];
-  SourceComparison grown = compare_sources(rows[0], rows[1]);
-  for (const SourceDiff& row : grown.rows) {
-    if (row.delta() > 0) c.growth.push_back(GrowthRow{row.source, row.delta()});
-  }
-  std::stable_sort(c.growth.begin(), c.growth.end(),
-                   [](const GrowthRow& a, const GrowthRow& b) { return a.bytes > b.bytes; });
+  describe_request(file, *moment, sources, categories, c);
   SourceKeyOptions by_category = options.keys;
   by_category.group = GroupBy::kCategory;
   SourceIndex category_index(snapshot, by_category);
-  BaselineSources baseline_categories =
-      baseline_sources(snapshot, file.baseline_pieces(), category_index);
-  c.live_by_category = live_at(snapshot, trace, category_index, at, &baseline_categories).sources;
-  c.live_includes_baseline = !baseline.rows(sources).empty();
-
-  // Steps: the one the moment fell in, and the highest complete step before it.
-  if (c.has_time && e != kNoEvent) {
-    const int64_t moment_us = events.time_us[e];
-    for (const StepStats& stats : file.trace_analysis().steps) {
-      const ProfilerStep& step = stats.step;
-      if (step.start_us <= moment_us && (!step.complete || moment_us <= step.end_us)) {
-        c.oom_step = step.number;
-      } else if (step.complete && step.end_us < moment_us) {
-        const int64_t peak = file.step_absolute_peak(stats);
-        if (!c.prior_step_peak || peak > *c.prior_step_peak) {
-          c.prior_step_peak = peak;
-          c.prior_step = step.number;
-        }
-      }
-    }
-  }
-
-  // The allocator at the moment.
-  OomState& state = c.state;
-  state.entries_after = static_cast<uint64_t>(std::count_if(
-      events.action.begin() + static_cast<std::ptrdiff_t>(trace.begin + at),
-      events.action.begin() + static_cast<std::ptrdiff_t>(trace.end), changes_allocator));
-  state.reserved = file.reserved().at_position(trace, at);
-  state.live = file.baseline().baseline_at_start + replay.delta();
-  state.awaiting_free = awaiting.bytes;
-  state.free =
-      static_cast<int64_t>(state.reserved) - state.live - static_cast<int64_t>(state.awaiting_free);
-  state.dump_is_oom_state = state.entries_after == 0;
-  fill_block_facts(file, at, c.stream, state);
-
-  // When the moment is the dump's state and the trace names less than half of
-  // what was live (recording started late, or there is no trace), the dump's
-  // blocks name it instead.
-  if (state.dump_is_oom_state && state.live > 0 &&
-      2 * replay.totals().live_bytes_at_end < static_cast<uint64_t>(state.live)) {
-    std::vector<SourceUsage> by_source = live_at_dump_by_source(snapshot, file.device(), sources);
-    if (!by_source.empty()) {
-      c.live_by_source = std::move(by_source);
-      c.live_by_category = live_at_dump_by_source(snapshot, file.device(), category_index);
-      c.live_from_blocks = true;
-      c.live_includes_baseline = false;
-    }
-  }
+  const OomReplay replayed = replay_to_moment(file, options, *moment, sources, category_index, c);
+  find_steps_around(file, *moment, c);
+  fill_state(file, *moment, replayed, c);
+  name_live_from_blocks(file, replayed, sources, category_index, c);
   judge(report, options, c);
   report.chosen = std::move(c);
   return report;
