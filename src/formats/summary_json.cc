@@ -163,6 +163,152 @@ GroupBy group_named(const Reader& reader, const std::string& name) {
   reader.fail("group", fmt::format("names no grouping ('{}')", name));
 }
 
+// The file, its rank, device and devices, the grouping and the settings.
+void read_identity(const Reader& r, const ordered_json& doc, RunSummary& s) {
+  const ordered_json& file = r.object(doc, "file", "");
+  s.path = r.string(file, "path", "file.");
+  s.size_bytes = r.count(file, "size_bytes", "file.");
+  s.head_hash = r.string(file, "head_xxh3_128", "file.");
+  s.compression = r.string(file, "compression", "file.");
+  s.rank = r.optional_integer(doc, "rank", "");
+  const int64_t device = r.integer(doc, "device", "");
+  if (device < 0 || device > std::numeric_limits<int>::max()) r.fail("device", "is out of range");
+  s.device = static_cast<int>(device);
+  const ordered_json& devices = r.array(doc, "devices", "");
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (!devices[i].is_number_integer() || devices[i].get<int64_t>() < 0 ||
+        devices[i].get<int64_t>() > std::numeric_limits<int>::max()) {
+      r.fail(fmt::format("devices[{}]", i), "is not a device ordinal");
+    }
+    s.devices.push_back(devices[i].get<int>());
+  }
+  s.group = group_named(r, r.string(doc, "group", ""));
+  s.allocator_settings = r.field(doc, "allocator_settings", "");
+}
+
+// The segments at the dump.
+void read_segments(const Reader& r, const ordered_json& doc, RunSummary& s) {
+  const ordered_json& seg = r.object(doc, "segments", "");
+  s.segments.count = r.count(seg, "count", "segments.");
+  s.segments.total_size = r.count(seg, "total_size", "segments.");
+  s.segments.allocated_size = r.count(seg, "allocated_size", "segments.");
+  s.segments.active_size = r.count(seg, "active_size", "segments.");
+  s.segments.awaiting_free_size = r.count(seg, "awaiting_free_size", "segments.");
+  s.segments.inactive_size = r.count(seg, "inactive_size", "segments.");
+  s.segments.fragmentation = r.number(seg, "fragmentation", "segments.");
+  s.segments.expandable_count = r.count(seg, "expandable_count", "segments.");
+  s.segments.private_pool_count = r.count(seg, "private_pool_count", "segments.");
+  s.segments.block_count = r.count(seg, "block_count", "segments.");
+}
+
+// Peaks, baseline, counts and the trace's time.
+void read_peaks(const Reader& r, const ordered_json& doc, RunSummary& s) {
+  s.reserved_peak = r.count(doc, "reserved_peak", "");
+  s.reserved_peak_time_s = r.optional_number(doc, "reserved_peak_time_s", "");
+  s.baseline = r.integer(doc, "baseline", "");
+  s.peak_delta = r.integer(doc, "peak_delta", "");
+  s.absolute_peak = r.integer(doc, "absolute_peak", "");
+  s.peak_time_s = r.optional_number(doc, "peak_time_s", "");
+  if (auto event = r.optional_integer(doc, "peak_event", "")) {
+    if (*event < 0) r.fail("peak_event", "is negative");
+    s.peak_event = static_cast<uint64_t>(*event);
+  }
+  s.event_count = r.count(doc, "event_count", "");
+  s.alloc_count = r.count(doc, "alloc_count", "");
+  const ordered_json& unmatched = r.object(doc, "unmatched_frees", "");
+  s.unmatched_free_count = r.count(unmatched, "count", "unmatched_frees.");
+  s.unmatched_free_bytes = r.count(unmatched, "bytes", "unmatched_frees.");
+  s.has_time = r.boolean(doc, "has_time", "");
+  s.trace_duration_s = r.number(doc, "trace_duration_s", "");
+}
+
+// The steps, and where they came from.
+void read_steps(const Reader& r, const ordered_json& doc, RunSummary& s) {
+  s.step_count = r.count(doc, "step_count", "");
+  // Summaries written before steps could be inferred lack steps_source: their
+  // steps are ProfilerStep marks.
+  s.steps_origin.origin = StepOrigin::kProfiler;
+  if (doc.contains("steps_source")) {
+    const ordered_json& source = r.object(doc, "steps_source", "");
+    const std::string kind = r.string(source, "kind", "steps_source.");
+    const std::optional<StepOrigin> origin = step_origin_from_name(kind);
+    if (!origin) r.fail("steps_source.kind", fmt::format("names no step source ('{}')", kind));
+    s.steps_origin = {*origin, r.string(source, "from", "steps_source.")};
+  }
+  const ordered_json& steps = r.array(doc, "steps", "", kSummarySteps);
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const std::string at = fmt::format("steps[{}].", i);
+    if (!steps[i].is_object()) r.fail(at, "is not an object");
+    s.steps.push_back({r.integer(steps[i], "step", at), r.boolean(steps[i], "complete", at),
+                       r.number(steps[i], "duration_ms", at),
+                       r.integer(steps[i], "absolute_peak", at),
+                       r.integer(steps[i], "peak_delta", at)});
+  }
+}
+
+// Live at the peak by source and category; throughput by source.
+void read_sources(const Reader& r, const ordered_json& doc, RunSummary& s) {
+  const ordered_json& live = r.object(doc, "live_at_peak", "");
+  s.live_at_peak_sources = r.count(live, "sources", "live_at_peak.");
+  s.live_at_peak_bytes = r.count(live, "bytes", "live_at_peak.");
+  s.live_at_peak = r.usage(live, "by_source", "live_at_peak.");
+  s.live_at_peak_by_category = r.usage(live, "by_category", "live_at_peak.");
+  const ordered_json& throughput = r.object(doc, "throughput", "");
+  s.throughput_sources = r.count(throughput, "sources", "throughput.");
+  const ordered_json& rows = r.array(throughput, "by_source", "throughput.", kSummarySources);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const std::string at = fmt::format("throughput.by_source[{}].", i);
+    if (!rows[i].is_object()) r.fail(at, "is not an object");
+    s.throughput.push_back({r.string(rows[i], "source", at),
+                            r.count(rows[i], "throughput_bytes", at),
+                            r.count(rows[i], "alloc_count", at)});
+  }
+}
+
+// The oom entries.
+void read_ooms(const Reader& r, const ordered_json& doc, RunSummary& s) {
+  const ordered_json& ooms = r.array(doc, "ooms", "");
+  for (size_t i = 0; i < ooms.size(); ++i) {
+    const std::string at = fmt::format("ooms[{}].", i);
+    if (!ooms[i].is_object()) r.fail(at, "is not an object");
+    SummaryOom oom;
+    oom.event = r.count(ooms[i], "event", at);
+    oom.requested = r.count(ooms[i], "requested", at);
+    if (auto free = r.optional_integer(ooms[i], "device_free", at)) {
+      if (*free < 0) r.fail(at + "device_free", "is negative");
+      oom.device_free = static_cast<uint64_t>(*free);
+    }
+    oom.time_s = r.optional_number(ooms[i], "time_s", at);
+    s.ooms.push_back(oom);
+  }
+}
+
+// What summaries written after version 1 was first written add: warnings, and what could not be
+// measured.
+void read_warnings_and_doubts(const Reader& r, const ordered_json& doc, RunSummary& s) {
+  // Added after version 1 was first written: absent in older summaries.
+  if (doc.contains("warnings")) {
+    const ordered_json& warnings = r.array(doc, "warnings", "", kMaxSummaryWarnings);
+    for (size_t i = 0; i < warnings.size(); ++i) {
+      const std::string at = fmt::format("warnings[{}]", i);
+      if (!warnings[i].is_string()) r.fail(at, "is not a string");
+      if (warnings[i].get_ref<const std::string&>().size() > kMaxSummaryString) {
+        r.fail(at, fmt::format("is longer than {} bytes", kMaxSummaryString));
+      }
+      s.warnings.push_back(warnings[i].get<std::string>());
+    }
+  }
+  if (doc.contains("unmeasurable")) {
+    const ordered_json& doubts = r.object(doc, "unmeasurable", "");
+    const auto reason = [&](const char* key) {
+      if (!doubts.contains(key) || doubts[key].is_null()) return std::string();
+      return r.string(doubts, key, "unmeasurable.");
+    };
+    s.doubts = SummaryDoubts{reason("absolute"), reason("reserved"), reason("fragmentation"),
+                             reason("trace")};
+  }
+}
+
 }  // namespace
 
 std::string head_hash(std::span<const uint8_t> head) {
@@ -320,123 +466,13 @@ RunSummary read_summary_json(std::string_view text, const std::string& where) {
                                   kSummaryVersion));
   }
   RunSummary s;
-  const ordered_json& file = r.object(doc, "file", "");
-  s.path = r.string(file, "path", "file.");
-  s.size_bytes = r.count(file, "size_bytes", "file.");
-  s.head_hash = r.string(file, "head_xxh3_128", "file.");
-  s.compression = r.string(file, "compression", "file.");
-  s.rank = r.optional_integer(doc, "rank", "");
-  const int64_t device = r.integer(doc, "device", "");
-  if (device < 0 || device > std::numeric_limits<int>::max()) r.fail("device", "is out of range");
-  s.device = static_cast<int>(device);
-  const ordered_json& devices = r.array(doc, "devices", "");
-  for (size_t i = 0; i < devices.size(); ++i) {
-    if (!devices[i].is_number_integer() || devices[i].get<int64_t>() < 0 ||
-        devices[i].get<int64_t>() > std::numeric_limits<int>::max()) {
-      r.fail(fmt::format("devices[{}]", i), "is not a device ordinal");
-    }
-    s.devices.push_back(devices[i].get<int>());
-  }
-  s.group = group_named(r, r.string(doc, "group", ""));
-  s.allocator_settings = r.field(doc, "allocator_settings", "");
-  const ordered_json& seg = r.object(doc, "segments", "");
-  s.segments.count = r.count(seg, "count", "segments.");
-  s.segments.total_size = r.count(seg, "total_size", "segments.");
-  s.segments.allocated_size = r.count(seg, "allocated_size", "segments.");
-  s.segments.active_size = r.count(seg, "active_size", "segments.");
-  s.segments.awaiting_free_size = r.count(seg, "awaiting_free_size", "segments.");
-  s.segments.inactive_size = r.count(seg, "inactive_size", "segments.");
-  s.segments.fragmentation = r.number(seg, "fragmentation", "segments.");
-  s.segments.expandable_count = r.count(seg, "expandable_count", "segments.");
-  s.segments.private_pool_count = r.count(seg, "private_pool_count", "segments.");
-  s.segments.block_count = r.count(seg, "block_count", "segments.");
-  s.reserved_peak = r.count(doc, "reserved_peak", "");
-  s.reserved_peak_time_s = r.optional_number(doc, "reserved_peak_time_s", "");
-  s.baseline = r.integer(doc, "baseline", "");
-  s.peak_delta = r.integer(doc, "peak_delta", "");
-  s.absolute_peak = r.integer(doc, "absolute_peak", "");
-  s.peak_time_s = r.optional_number(doc, "peak_time_s", "");
-  if (auto event = r.optional_integer(doc, "peak_event", "")) {
-    if (*event < 0) r.fail("peak_event", "is negative");
-    s.peak_event = static_cast<uint64_t>(*event);
-  }
-  s.event_count = r.count(doc, "event_count", "");
-  s.alloc_count = r.count(doc, "alloc_count", "");
-  const ordered_json& unmatched = r.object(doc, "unmatched_frees", "");
-  s.unmatched_free_count = r.count(unmatched, "count", "unmatched_frees.");
-  s.unmatched_free_bytes = r.count(unmatched, "bytes", "unmatched_frees.");
-  s.has_time = r.boolean(doc, "has_time", "");
-  s.trace_duration_s = r.number(doc, "trace_duration_s", "");
-  s.step_count = r.count(doc, "step_count", "");
-  // Summaries written before steps could be inferred lack steps_source: their
-  // steps are ProfilerStep marks.
-  s.steps_origin.origin = StepOrigin::kProfiler;
-  if (doc.contains("steps_source")) {
-    const ordered_json& source = r.object(doc, "steps_source", "");
-    const std::string kind = r.string(source, "kind", "steps_source.");
-    const std::optional<StepOrigin> origin = step_origin_from_name(kind);
-    if (!origin) r.fail("steps_source.kind", fmt::format("names no step source ('{}')", kind));
-    s.steps_origin = {*origin, r.string(source, "from", "steps_source.")};
-  }
-  const ordered_json& steps = r.array(doc, "steps", "", kSummarySteps);
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const std::string at = fmt::format("steps[{}].", i);
-    if (!steps[i].is_object()) r.fail(at, "is not an object");
-    s.steps.push_back({r.integer(steps[i], "step", at), r.boolean(steps[i], "complete", at),
-                       r.number(steps[i], "duration_ms", at),
-                       r.integer(steps[i], "absolute_peak", at),
-                       r.integer(steps[i], "peak_delta", at)});
-  }
-  const ordered_json& live = r.object(doc, "live_at_peak", "");
-  s.live_at_peak_sources = r.count(live, "sources", "live_at_peak.");
-  s.live_at_peak_bytes = r.count(live, "bytes", "live_at_peak.");
-  s.live_at_peak = r.usage(live, "by_source", "live_at_peak.");
-  s.live_at_peak_by_category = r.usage(live, "by_category", "live_at_peak.");
-  const ordered_json& throughput = r.object(doc, "throughput", "");
-  s.throughput_sources = r.count(throughput, "sources", "throughput.");
-  const ordered_json& rows = r.array(throughput, "by_source", "throughput.", kSummarySources);
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const std::string at = fmt::format("throughput.by_source[{}].", i);
-    if (!rows[i].is_object()) r.fail(at, "is not an object");
-    s.throughput.push_back({r.string(rows[i], "source", at),
-                            r.count(rows[i], "throughput_bytes", at),
-                            r.count(rows[i], "alloc_count", at)});
-  }
-  const ordered_json& ooms = r.array(doc, "ooms", "");
-  for (size_t i = 0; i < ooms.size(); ++i) {
-    const std::string at = fmt::format("ooms[{}].", i);
-    if (!ooms[i].is_object()) r.fail(at, "is not an object");
-    SummaryOom oom;
-    oom.event = r.count(ooms[i], "event", at);
-    oom.requested = r.count(ooms[i], "requested", at);
-    if (auto free = r.optional_integer(ooms[i], "device_free", at)) {
-      if (*free < 0) r.fail(at + "device_free", "is negative");
-      oom.device_free = static_cast<uint64_t>(*free);
-    }
-    oom.time_s = r.optional_number(ooms[i], "time_s", at);
-    s.ooms.push_back(oom);
-  }
-  // Added after version 1 was first written: absent in older summaries.
-  if (doc.contains("warnings")) {
-    const ordered_json& warnings = r.array(doc, "warnings", "", kMaxSummaryWarnings);
-    for (size_t i = 0; i < warnings.size(); ++i) {
-      const std::string at = fmt::format("warnings[{}]", i);
-      if (!warnings[i].is_string()) r.fail(at, "is not a string");
-      if (warnings[i].get_ref<const std::string&>().size() > kMaxSummaryString) {
-        r.fail(at, fmt::format("is longer than {} bytes", kMaxSummaryString));
-      }
-      s.warnings.push_back(warnings[i].get<std::string>());
-    }
-  }
-  if (doc.contains("unmeasurable")) {
-    const ordered_json& doubts = r.object(doc, "unmeasurable", "");
-    const auto reason = [&](const char* key) {
-      if (!doubts.contains(key) || doubts[key].is_null()) return std::string();
-      return r.string(doubts, key, "unmeasurable.");
-    };
-    s.doubts = SummaryDoubts{reason("absolute"), reason("reserved"), reason("fragmentation"),
-                             reason("trace")};
-  }
+  read_identity(r, doc, s);
+  read_segments(r, doc, s);
+  read_peaks(r, doc, s);
+  read_steps(r, doc, s);
+  read_sources(r, doc, s);
+  read_ooms(r, doc, s);
+  read_warnings_and_doubts(r, doc, s);
   return s;
 }
 

@@ -27,7 +27,6 @@ LIMIT = 80
 
 # name -> lines when listed: shrink or split them, then take them off.
 KNOWN_LONG = {
-    'src/formats/summary_json.cc:read_summary_json': 140,
     'src/analysis/reports/timeline.cc:build_timeline': 138,
     'src/analysis/core/steps.cc:analyze_trace': 135,
     'src/report/compare_render.cc:render_compare_text': 120,
