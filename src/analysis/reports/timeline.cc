@@ -526,6 +526,93 @@ UnlistedMemory unlisted_memory(const FileAnalysis& file, const BaselineSources& 
   return out;
 }
 
+// A run's figures before its lines: label, file, device, baseline, peaks,
+// counts, and the trace's span.
+RunTimeline timeline_of(const FileAnalysis& file, const std::string& label) {
+  const Snapshot& snapshot = file.snapshot();
+  const DeviceTrace& trace = file.trace();
+  const ReplayTotals& totals = file.trace_analysis().totals;
+  RunTimeline run;
+  run.label = label;
+  run.file = file.path();
+  run.device = file.device();
+  run.baseline = file.baseline().baseline_at_start;
+  run.peak_delta = totals.peak_delta;
+  run.absolute_peak = file.absolute_peak();
+  run.alloc_count = totals.alloc_count;
+  run.unmatched_frees = totals.unmatched_free_count;
+  run.unmatched_free_bytes = totals.unmatched_free_bytes;
+  run.event_count = trace.count();
+  const int64_t t0 = trace_start_us(snapshot, trace);
+  run.has_time = t0 != 0;
+  // Clamped: in a hostile file the last timed entry can precede the first.
+  run.duration_s =
+      run.has_time ? std::max(0.0, seconds_between(t0, trace_end_us(snapshot, trace))) : 0;
+  return run;
+}
+
+// Reserved memory, as the file's reserved history walked it, at most
+// kFreeSeriesBuckets buckets' max and last points, like the free line. A
+// trace without segment entries reserved the same all along: the dump's
+// segments, drawn flat from start to end.
+template <typename OffsetOf>
+void add_reserved_line(const FileAnalysis& file, const OffsetOf& offset_of, RunTimeline& run) {
+  if (const ReservedHistory& history = file.reserved();
+      !history.steps.empty() || (history.at_dump > 0 && file.trace().count() > 0)) {
+    StepSeries reserved;
+    BoundedStepSeries series(run.duration_s * 1e6, reserved);
+    series.add(0, history.at_start);
+    for (const ReservedStep& step : history.steps) {
+      series.add(std::max<int64_t>(offset_of(step.event), 0),
+                 static_cast<uint64_t>(std::max<int64_t>(step.reserved, 0)));
+    }
+    if (history.steps.empty()) {
+      series.add(static_cast<int64_t>(run.duration_s * 1e6), history.at_dump);
+    }
+    series.finish();
+    run.reserved_t_us = std::move(reserved.t_us);
+    run.reserved_bytes = std::move(reserved.bytes);
+  }
+}
+
+// The steps, the record_function ranges (ProfilerStep aside) and the oom
+// entries, in seconds from the trace's start.
+void add_markers(const FileAnalysis& file, int64_t t0, RunTimeline& run) {
+  const Snapshot& snapshot = file.snapshot();
+  const EventColumns& events = snapshot.events;
+  const DeviceTrace& trace = file.trace();
+  run.steps_origin = file.step_windows().inference();
+  for (const ProfilerStep& step : file.steps()) {
+    Marker marker{std::to_string(step.number), seconds_between(t0, step.start_us), std::nullopt};
+    if (step.complete) marker.end_s = seconds_between(t0, step.end_us);
+    run.steps.push_back(marker);
+  }
+  std::map<std::string, std::vector<size_t>> open;
+  for (const Annotation& note : snapshot.annotations) {
+    if (note.device != file.device()) continue;
+    std::string name(snapshot.strings.get(note.name));
+    if (name.starts_with("ProfilerStep#")) continue;
+    if (note.stage == Stage::kStart) {
+      open[name].push_back(run.annotations.size());
+      run.annotations.push_back(Marker{name, seconds_between(t0, note.time_us), std::nullopt});
+    } else if (note.stage == Stage::kEnd && note.time_us > 0) {
+      auto it = open.find(name);
+      if (it != open.end() && !it->second.empty()) {
+        run.annotations[it->second.back()].end_s = seconds_between(t0, note.time_us);
+        it->second.pop_back();
+      }
+    }
+  }
+  for (uint64_t i = trace.begin; i < trace.end; ++i) {
+    if (events.action[i] != Action::kOom) continue;
+    OomMarker oom{events.time_us[i] != 0 ? seconds_between(t0, events.time_us[i]) : run.duration_s,
+                  events.size[i], std::nullopt};
+    if (auto it = events.device_free.find(i); it != events.device_free.end())
+      oom.device_free = it->second;
+    run.ooms.push_back(oom);
+  }
+}
+
 }  // namespace
 
 void merge_changes_at_moments(UnlistedMemory& unlisted, const std::vector<uint64_t>& moment_us) {
@@ -632,23 +719,8 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
   const Snapshot& snapshot = file.snapshot();
   const EventColumns& events = snapshot.events;
   const DeviceTrace& trace = file.trace();
-  const ReplayTotals& totals = file.trace_analysis().totals;
-  RunTimeline run;
-  run.label = label;
-  run.file = file.path();
-  run.device = file.device();
-  run.baseline = file.baseline().baseline_at_start;
-  run.peak_delta = totals.peak_delta;
-  run.absolute_peak = file.absolute_peak();
-  run.alloc_count = totals.alloc_count;
-  run.unmatched_frees = totals.unmatched_free_count;
-  run.unmatched_free_bytes = totals.unmatched_free_bytes;
-  run.event_count = trace.count();
-  int64_t t0 = trace_start_us(snapshot, trace);
-  run.has_time = t0 != 0;
-  // Clamped: in a hostile file the last timed entry can precede the first.
-  run.duration_s =
-      run.has_time ? std::max(0.0, seconds_between(t0, trace_end_us(snapshot, trace))) : 0;
+  RunTimeline run = timeline_of(file, label);
+  const int64_t t0 = trace_start_us(snapshot, trace);
 
   // One replay pass: delta after each delta-changing event, lifetimes.
   std::vector<double> time_positions;
@@ -712,57 +784,8 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
     merge_changes_at_moments(run.unlisted, run.moments->time_us);
   }
 
-  // Reserved memory, as the file's reserved history walked it, at most
-  // kFreeSeriesBuckets buckets' max and last points, like the free line. A
-  // trace without segment entries reserved the same all along: the dump's
-  // segments, drawn flat from start to end.
-  if (const ReservedHistory& history = file.reserved();
-      !history.steps.empty() || (history.at_dump > 0 && file.trace().count() > 0)) {
-    StepSeries reserved;
-    BoundedStepSeries series(run.duration_s * 1e6, reserved);
-    series.add(0, history.at_start);
-    for (const ReservedStep& step : history.steps) {
-      series.add(std::max<int64_t>(offset_of(step.event), 0),
-                 static_cast<uint64_t>(std::max<int64_t>(step.reserved, 0)));
-    }
-    if (history.steps.empty()) {
-      series.add(static_cast<int64_t>(run.duration_s * 1e6), history.at_dump);
-    }
-    series.finish();
-    run.reserved_t_us = std::move(reserved.t_us);
-    run.reserved_bytes = std::move(reserved.bytes);
-  }
-
-  run.steps_origin = file.step_windows().inference();
-  for (const ProfilerStep& step : file.steps()) {
-    Marker marker{std::to_string(step.number), seconds_between(t0, step.start_us), std::nullopt};
-    if (step.complete) marker.end_s = seconds_between(t0, step.end_us);
-    run.steps.push_back(marker);
-  }
-  std::map<std::string, std::vector<size_t>> open;
-  for (const Annotation& note : snapshot.annotations) {
-    if (note.device != file.device()) continue;
-    std::string name(snapshot.strings.get(note.name));
-    if (name.starts_with("ProfilerStep#")) continue;
-    if (note.stage == Stage::kStart) {
-      open[name].push_back(run.annotations.size());
-      run.annotations.push_back(Marker{name, seconds_between(t0, note.time_us), std::nullopt});
-    } else if (note.stage == Stage::kEnd && note.time_us > 0) {
-      auto it = open.find(name);
-      if (it != open.end() && !it->second.empty()) {
-        run.annotations[it->second.back()].end_s = seconds_between(t0, note.time_us);
-        it->second.pop_back();
-      }
-    }
-  }
-  for (uint64_t i = trace.begin; i < trace.end; ++i) {
-    if (events.action[i] != Action::kOom) continue;
-    OomMarker oom{events.time_us[i] != 0 ? seconds_between(t0, events.time_us[i]) : run.duration_s,
-                  events.size[i], std::nullopt};
-    if (auto it = events.device_free.find(i); it != events.device_free.end())
-      oom.device_free = it->second;
-    run.ooms.push_back(oom);
-  }
+  add_reserved_line(file, offset_of, run);
+  add_markers(file, t0, run);
   return run;
 }
 
