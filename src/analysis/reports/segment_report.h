@@ -78,7 +78,7 @@ SegmentReport segments_report(const FileAnalysis& file, std::optional<double> se
 // The allocator `seconds` after the device's first trace entry, replayed from
 // the dump (clamped to the trace's end), with the history check filled in.
 // Throws when the trace carries no times or the dump's blocks are unknown.
-SegmentReport segments_at_time(const FileAnalysis& file, double seconds);
+SegmentReport segments_at_time(const FileAnalysis& analysis, double seconds);
 // The same report for a reconstructed state (free blocks are its gaps).
 SegmentReport segments_at_state(const std::string& file, int device, const AllocatorState& state);
 
