@@ -49,11 +49,8 @@ ordered_json optional_json(const std::optional<double>& value) {
   return value ? ordered_json(*value) : ordered_json(nullptr);
 }
 
-}  // namespace
-
-std::string render_compare_text(const CompareResult& r, int top) {
-  std::string out = fmt::format("A: {} (device {})\nB: {} (device {})\n", printable(r.file_a),
-                                r.device_a, printable(r.file_b), r.device_b);
+// The allocator settings that differ.
+void write_settings(const CompareResult& r, std::string& out) {
   out += "\nAllocator settings\n";
   if (!r.settings_a && !r.settings_b) {
     out += "  (recorded in neither file)\n";
@@ -67,7 +64,10 @@ std::string render_compare_text(const CompareResult& r, int top) {
     }
     out += table.render();
   }
+}
 
+// The segments side by side, B - A.
+void write_segments(const CompareResult& r, std::string& out) {
   out += "\nSegments\n";
   TextTable seg({"", "A", "B", "B - A"}, {false, true, true, true});
   const SegmentTotals& sa = r.segments_a;
@@ -90,8 +90,10 @@ std::string render_compare_text(const CompareResult& r, int top) {
        format_signed_bytes(r.baseline_b.baseline_at_start),
        format_signed_bytes(r.baseline_b.baseline_at_start - r.baseline_a.baseline_at_start)});
   out += seg.render();
+}
 
-  const FullTraceComparison& f = r.full_trace;
+// The steps complete in both, and those that are not.
+void write_steps(const CompareResult& r, std::string& out) {
   if (!r.step_results.empty()) {
     out += fmt::format("\nSteps complete in both files ({})\n", r.step_results.size());
     for (const auto& [side, origin] :
@@ -120,6 +122,11 @@ std::string render_compare_text(const CompareResult& r, int top) {
   if (!r.steps_only_b.empty()) out += "  steps only in B: " + short_list(r.steps_only_b) + "\n";
   if (!r.incomplete_a.empty()) out += "  incomplete in A: " + short_list(r.incomplete_a) + "\n";
   if (!r.incomplete_b.empty()) out += "  incomplete in B: " + short_list(r.incomplete_b) + "\n";
+}
+
+// The full trace side by side.
+void write_full_trace(const CompareResult& r, std::string& out) {
+  const FullTraceComparison& f = r.full_trace;
   out += "\nFull trace\n";
   TextTable full({"", "A", "B", "B - A"}, {false, true, true, true});
   add_signed_bytes_row(full, "peak delta", f.peak_delta_a, f.peak_delta_b);
@@ -128,7 +135,10 @@ std::string render_compare_text(const CompareResult& r, int top) {
   add_count_row(full, "allocs", f.alloc_count_a, f.alloc_count_b);
   add_count_row(full, "unmatched frees", f.unmatched_frees_a, f.unmatched_frees_b);
   out += full.render();
+}
 
+// What was live at each side's peak by source and by category, and the phase each peaked in.
+void write_drill_down(const CompareResult& r, int top, std::string& out) {
   if (r.drill_from_blocks) {
     out +=
         "\nDrill-down: live at the dump, from the segments' blocks (neither trace shows its peak), "
@@ -165,6 +175,18 @@ std::string render_compare_text(const CompareResult& r, int top) {
         "  peaked in: A {}, B {} (the category of the allocation that reached each peak)\n",
         phase_text(r.peak_phase_a), phase_text(r.peak_phase_b));
   }
+}
+
+}  // namespace
+
+std::string render_compare_text(const CompareResult& r, int top) {
+  std::string out = fmt::format("A: {} (device {})\nB: {} (device {})\n", printable(r.file_a),
+                                r.device_a, printable(r.file_b), r.device_b);
+  write_settings(r, out);
+  write_segments(r, out);
+  write_steps(r, out);
+  write_full_trace(r, out);
+  write_drill_down(r, top, out);
   if (!r.findings.empty()) {
     out += "\nObservations\n";
     for (const Finding& finding : r.findings) out += "  - " + printable(phrase(finding)) + "\n";

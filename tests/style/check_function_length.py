@@ -28,7 +28,6 @@ LIMIT = 80
 # name -> lines when listed: shrink or split them, then take them off.
 KNOWN_LONG = {
     'src/analysis/core/steps.cc:analyze_trace': 135,
-    'src/report/compare_render.cc:render_compare_text': 120,
     'src/analysis/reports/explain.cc:explain_file': 120,
     'src/analysis/reports/check.cc:run_check': 119,
     'src/analysis/reports/ranks.cc:analyze_ranks': 118,
