@@ -215,14 +215,9 @@ std::string moment_heading(const OomAnalysis& r, const OomCase& c) {
                      format_count(c.event), when);
 }
 
-}  // namespace
-
-std::string render_oom_text(const OomAnalysis& r, int top) {
-  if (!r.chosen) return no_oom_text(r);
-  const OomCase& c = *r.chosen;
-  const OomState& s = c.state;
-  const std::string_view moment = r.at_peak ? "the peak" : "the OOM";
-  std::string out = moment_heading(r, c);
+// The request and the verdict (an OOM), or the allocation that reached the
+// peak and the headroom (--at peak).
+void write_request(const OomAnalysis& r, const OomCase& c, std::string& out) {
   if (!r.at_peak) {
     out += "\nThe request\n";
     TextTable request({"", "", ""}, {false, true, false});
@@ -247,7 +242,13 @@ std::string render_oom_text(const OomAnalysis& r, int top) {
     }
     out += "\nHeadroom\n  " + headroom_sentence(r, c) + "\n";
   }
+}
 
+// The allocator at the moment: reserved, live, free, the largest usable
+// block, the peaks before; by pool and stream where there are several.
+void write_allocator(const OomAnalysis& r, const OomCase& c, std::string& out) {
+  const OomState& s = c.state;
+  const std::string_view moment = r.at_peak ? "the peak" : "the OOM";
   out += fmt::format("\nThe allocator at {}\n", moment);
   TextTable facts({"", "", ""}, {false, true, false});
   facts.add_row({"reserved", format_bytes(s.reserved), ""});
@@ -304,7 +305,11 @@ std::string render_oom_text(const OomAnalysis& r, int top) {
     }
     out += groups.render();
   }
+}
 
+// Live at the moment by category and by source, and what grew in the window.
+void write_live(const OomAnalysis& r, const OomCase& c, int top, std::string& out) {
+  const std::string_view moment = r.at_peak ? "the peak" : "the OOM";
   const std::string from_blocks =
       c.live_from_blocks         ? " (from the dump's blocks: the trace does not cover them)"
       : c.live_includes_baseline ? " (memory from before the trace under its own source)"
@@ -322,6 +327,17 @@ std::string render_oom_text(const OomAnalysis& r, int top) {
     }
     out += growth.empty() ? "  nothing grew\n" : growth.render();
   }
+}
+
+}  // namespace
+
+std::string render_oom_text(const OomAnalysis& r, int top) {
+  if (!r.chosen) return no_oom_text(r);
+  const OomCase& c = *r.chosen;
+  std::string out = moment_heading(r, c);
+  write_request(r, c, out);
+  write_allocator(r, c, out);
+  write_live(r, c, top, out);
   return out;
 }
 
