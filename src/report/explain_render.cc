@@ -128,24 +128,10 @@ std::string device_list(const ExplainReport& r) {
   return fmt::format("{}", fmt::join(parts, "; "));
 }
 
-}  // namespace
-
-std::string render_explain_text(const ExplainReport& r) {
-  std::string out;
+// The OOM, when the file has one: where, the verdict, the request, the
+// allocator then.
+void write_oom(const ExplainReport& r, std::string& out) {
   auto line = [&out](const std::string& text) { out += text + "\n"; };
-  if (r.empty) {
-    line(
-        fmt::format("{}: no segments and no trace entries: nothing to explain (a snapshot taken "
-                    "before any CUDA allocation, or with recording off)",
-                    printable(r.file)));
-    return out;
-  }
-  line(printable(r.file));
-  line(fmt::format("  device     {} ({})", r.choice.device, device_reason_text(r.choice.reason)));
-  if (r.devices.size() > 1) line(fmt::format("  devices    {}", device_list(r)));
-  line(fmt::format("  trace      {} entries{}", format_count(r.event_count),
-                   r.duration_s ? fmt::format(" over {:.3f} s", *r.duration_s) : std::string()));
-
   if (r.oom) {
     const ExplainOom& o = *r.oom;
     line("");
@@ -168,7 +154,12 @@ std::string render_explain_text(const ExplainReport& r) {
     if (o.shortfall > 0)
       line(fmt::format("  short by   {}", format_bytes(static_cast<uint64_t>(o.shortfall))));
   }
+}
 
+// The peak (or the dump, without a trace), live then by category and source,
+// and what was live before the trace.
+void write_peak(const ExplainReport& r, std::string& out) {
+  auto line = [&out](const std::string& text) { out += text + "\n"; };
   const ExplainPeak& p = r.peak;
   line("");
   if (r.event_count == 0) {
@@ -200,7 +191,12 @@ std::string render_explain_text(const ExplainReport& r) {
     out += table_text(r.baseline_by_category, "category");
     out += table_text(r.baseline_by_source, "source");
   }
+}
 
+// The allocator, the steps, what the file lacks and what to run next.
+void write_allocator_and_next(const ExplainReport& r, std::string& out) {
+  auto line = [&out](const std::string& text) { out += text + "\n"; };
+  const ExplainPeak& p = r.peak;
   line("");
   line("Allocator");
   line(fmt::format("  at the peak    {} reserved, {} of it not allocated", format_bytes(p.reserved),
@@ -237,6 +233,29 @@ std::string render_explain_text(const ExplainReport& r) {
     line("  " + printable(command));
     line("      " + what);
   }
+}
+
+}  // namespace
+
+std::string render_explain_text(const ExplainReport& r) {
+  std::string out;
+  auto line = [&out](const std::string& text) { out += text + "\n"; };
+  if (r.empty) {
+    line(
+        fmt::format("{}: no segments and no trace entries: nothing to explain (a snapshot taken "
+                    "before any CUDA allocation, or with recording off)",
+                    printable(r.file)));
+    return out;
+  }
+  line(printable(r.file));
+  line(fmt::format("  device     {} ({})", r.choice.device, device_reason_text(r.choice.reason)));
+  if (r.devices.size() > 1) line(fmt::format("  devices    {}", device_list(r)));
+  line(fmt::format("  trace      {} entries{}", format_count(r.event_count),
+                   r.duration_s ? fmt::format(" over {:.3f} s", *r.duration_s) : std::string()));
+
+  write_oom(r, out);
+  write_peak(r, out);
+  write_allocator_and_next(r, out);
   return out;
 }
 

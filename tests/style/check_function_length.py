@@ -31,7 +31,6 @@ KNOWN_LONG = {
     'src/analysis/reports/explain.cc:explain_file': 120,
     'src/analysis/reports/check.cc:run_check': 119,
     'src/analysis/reports/ranks.cc:analyze_ranks': 118,
-    'src/report/explain_render.cc:render_explain_text': 109,
     'src/report/compare_render.cc:render_compare_json': 104,
     'src/report/parse_render.cc:render_parse_json': 103,
     'src/report/ranks_render.cc:render_ranks_text': 101,
