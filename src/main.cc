@@ -1,20 +1,8 @@
 #include "cli/command.h"
-
-// glibc's own malloc, not a sanitizer's (which replaces it).
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(memory_sanitizer)
-#define MEMSNAP_SANITIZED_MALLOC 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define MEMSNAP_SANITIZED_MALLOC 1
-#endif
-#if defined(__GLIBC__) && !defined(MEMSNAP_SANITIZED_MALLOC)
-#include <malloc.h>
-#endif
+#include "util/glibc_malloc.h"
 
 int main(int argc, char** argv) {
-#if defined(__GLIBC__) && !defined(MEMSNAP_SANITIZED_MALLOC)
+#if defined(MEMSNAP_GLIBC_MALLOC)
   // glibc raises its mmap threshold after each large free, so the next
   // file's columns come from the heap, which then keeps several files' worth
   // of pages; a fixed threshold keeps large buffers in mmap, returned as they
