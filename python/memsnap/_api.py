@@ -75,12 +75,6 @@ def _device(value: Optional[int]) -> Optional[int]:
     return _whole(value, "device", 0)
 
 
-def _seconds(value: Any, what: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{what} must be a number of seconds, not {type(value).__name__}")
-    return float(value)
-
-
 def _strings(value: Union[str, Iterable[str]], what: str) -> List[str]:
     items = [value] if isinstance(value, (str, os.PathLike)) else list(value)
     for item in items:
@@ -89,12 +83,33 @@ def _strings(value: Union[str, Iterable[str]], what: str) -> List[str]:
     return [os.fspath(item) for item in items]
 
 
+def _documented(name: str) -> Any:
+    """A report method's docstring: the report table's description of ``name`` (what
+    the command line's --help says), its parameters, then the method's own words
+    about the dict it returns."""
+    entry = next(e for e in _core.report_table() if e["name"] == name)
+
+    def document(method: Any) -> Any:
+        lines = [f"``memsnap {name} --json``: {entry['summary']}.", "", entry["description"]]
+        if entry["parameters"]:
+            lines += ["", "Parameters:"]
+            lines += [f"    {p['id']}: {p['help']}" for p in entry["parameters"]]
+        lines += [f"    top: {entry['top_rows']} (default {entry['default_top']})", ""]
+        own = (method.__doc__ or "").strip()
+        lines += [own, "", f"Schema: ``tests/schema/{entry['schema']}.schema.json``"
+                  " (``docs/json-schema.md``)."]
+        method.__doc__ = "\n".join(lines)
+        return method
+
+    return document
+
+
 class Snapshot:
     """A PyTorch CUDA memory snapshot, decoded (never executed) by memsnap's C++ core.
 
     Get one with :func:`load` or :func:`from_dict`. Reports are methods that
     return the command line's ``--json`` document as a dict (``explain()``,
-    ``parse()``, ``oom()``, ``segments()``, ``replay_to_time()``,
+    ``parse()``, ``oom()``, ``segments()``, ``streams()``, ``replay_to_time()``,
     ``replay_step()``, ``all_steps()``, ``summarize()``); tables are numpy
     columns (``events()``, ``segment_table``, ``block_table``, ``frames``,
     ``stacks``). A snapshot is about one device (:attr:`device`); the file may
@@ -293,29 +308,34 @@ class Snapshot:
         ]
 
     # ---- reports: the CLI's --json documents ------------------------------
-    def explain(self, *, top: int = 5) -> Dict[str, Any]:
-        """``memsnap explain --json``: what matters, on one page.
+    def _report(self, name: str, **arguments: Any) -> Any:
+        """The report table's entry ``name`` (``_core.report_table()``): its JSON, its
+        notes warned as :class:`MemsnapWarning`."""
+        text, notes = self._core.report(name, self._device, arguments, self._keys)
+        for note in notes:
+            warnings.warn(note, MemsnapWarning, stacklevel=3)
+        return json.loads(text)
 
-        Main keys: ``device``, ``event_count``, ``duration_s``; ``peak`` (``absolute``,
+    @_documented("explain")
+    def explain(self, *, top: int = 5) -> Dict[str, Any]:
+        """Main keys: ``device``, ``event_count``, ``duration_s``; ``peak`` (``absolute``,
         ``baseline``, ``delta``, ``time_s``, ``by_category`` and ``by_source`` tables of
         ``rows`` [``source``, ``bytes``, ``count``, ``key_kind``] and ``rest``);
         ``baseline`` (memory from before the trace, the same tables); ``oom`` (None or
         the first OOM's verdicts and numbers); ``dump``; ``steps``; ``lacks``; ``next``
-        (commands worth running). Schema: ``tests/schema/explain.schema.json``, described
-        in ``docs/json-schema.md``."""
-        return json.loads(self._core.explain(self._device, _whole(top, "top", 0), self._keys))
+        (commands worth running)."""
+        return self._report("explain", top=top)
 
+    @_documented("parse")
     def parse(self, *, top: int = 15) -> Dict[str, Any]:
-        """``memsnap parse --json``: what is in the file.
-
-        Main keys: ``segments`` (count, total/allocated/active sizes), ``baseline``,
+        """Main keys: ``segments`` (count, total/allocated/active sizes), ``baseline``,
         ``replay`` (``absolute_peak``, ``peak_delta``, ``peak_time_s``, ...),
         ``profiler_steps``, ``device_traces`` (``actions`` counts), ``unmatched_frees``,
         ``free_frames`` (whose stack the frees carry), ``top_sources``, ``oom``,
-        ``per_device``, ``warnings``. Schema: ``tests/schema/parse.schema.json``
-        (``docs/json-schema.md``)."""
-        return json.loads(self._core.parse(self._device, _whole(top, "top", 0), self._keys))
+        ``per_device``, ``warnings``."""
+        return self._report("parse", top=top)
 
+    @_documented("oom")
     def oom(
         self,
         at: Union[int, str] = 1,
@@ -324,81 +344,52 @@ class Snapshot:
         capacity: Union[int, str, None] = None,
         top: int = 10,
     ) -> Dict[str, Any]:
-        """``memsnap oom --json``: why the device's ``at``-th OOM happened (``at="peak"``:
-        the same analysis at the absolute peak). ``capacity``: the device's memory
-        (bytes or '80GiB') to tell memory held outside PyTorch.
-
-        Main keys: ``oom_count``, ``moment``, and ``oom`` (None without one) or, with
+        """Main keys: ``oom_count``, ``moment``, and ``oom`` (None without one) or, with
         ``at="peak"``, ``peak``: ``request``, ``request_source``, ``verdict`` and
         ``verdicts`` (capacity, fragmentation, pool, outside, spike), ``state``
         (``reserved``, ``live``, ``free``, ``largest_usable_block``, ``pools``),
-        ``live_by_source`` and ``live_by_category`` (rows with ``key_kind``), ``growth``. Schema: ``tests/schema/oom.schema.json``
-        (``docs/json-schema.md``)."""
-        at_peak = at == "peak"
-        entry = 1 if at_peak else _whole(at, "at", 1)
-        return json.loads(
-            self._core.oom(
-                self._device,
-                at_peak,
-                entry,
-                _seconds(window, "window"),
-                _size_bytes(capacity, "capacity"),
-                _whole(top, "top", 0),
-                self._keys,
-            )
-        )
+        ``live_by_source`` and ``live_by_category`` (rows with ``key_kind``), ``growth``."""
+        return self._report("oom", at=at, window=window, capacity=capacity, top=top)
 
+    @_documented("segments")
     def segments(self, time: Optional[float] = None, *, top: int = 15) -> Dict[str, Any]:
-        """``memsnap segments --json``: what the allocator held at the dump, or ``time``
-        seconds after the device's first trace entry. (The table is :attr:`segment_table`.)
+        """The table of segments is :attr:`segment_table`.
 
         Main keys: ``at``, ``time_s``, ``segment_count``, ``totals`` (``reserved``,
         ``allocated``, ``awaiting_free``, ``free``, ``largest_free_block``, ...),
-        ``external_fragmentation``, ``internal_fragmentation``, ``pools``, ``segments``. Schema:
-        ``tests/schema/segments.schema.json`` (``docs/json-schema.md``)."""
-        seconds = None if time is None else _seconds(time, "time")
-        return json.loads(
-            self._core.segments_report(self._device, seconds, _whole(top, "top", 0))
-        )
+        ``external_fragmentation``, ``internal_fragmentation``, ``pools``, ``segments``."""
+        return self._report("segments", time=time, top=top)
 
+    @_documented("streams")
+    def streams(self, *, top: int = 10) -> Dict[str, Any]:
+        """Main keys: ``device``, ``trace_entries``, ``stream_count``, ``streams`` (per
+        stream: ``stream``, ``dump`` with ``segments`` and the bytes by block state,
+        ``trace`` with ``alloc_count``, ``alloc_bytes``, ``free_count``,
+        ``segment_allocs``, ``peak_live``, ``peak_time_s``, ``end_live``),
+        ``more_streams``."""
+        return self._report("streams", top=top)
+
+    @_documented("replay-to-time")
     def replay_to_time(self, time: float, *, top: int = 25) -> Dict[str, Any]:
-        """``memsnap replay-to-time --time T --json``: what was live ``time`` seconds after
-        the device's first trace entry (past the end: clamped, with a warning).
+        """Past the end of the trace the time is clamped, with a :class:`MemsnapWarning`.
 
         Main keys: ``time_s``, ``absolute`` (baseline + delta), ``delta``, ``baseline``,
         ``live_count``, ``live_bytes``, ``sources`` (rows of ``source``, ``bytes``,
-        ``count``, ``key_kind``: the trace's allocations live then), ``clamped``. Schema:
-        ``tests/schema/replay_to_time.schema.json`` (``docs/json-schema.md``)."""
-        report = json.loads(
-            self._core.replay_to_time(
-                self._device, _seconds(time, "time"), _whole(top, "top", 0), self._keys
-            )
-        )
-        if report.get("clamped"):
-            warnings.warn(
-                f"{self.name}: time {time} is past the end of the trace; clamped to "
-                f"{report.get('time_s')} s",
-                MemsnapWarning,
-                stacklevel=2,
-            )
-        return report
+        ``count``, ``key_kind``: the trace's allocations live then), ``clamped``."""
+        return self._report("replay-to-time", time=time, top=top)
 
+    @_documented("replay-step")
     def replay_step(self, step: int, *, top: int = 15) -> List[Dict[str, Any]]:
-        """``memsnap replay-step --step N --json``: profiler step ``step``, as a list of one.
+        """Step ``step``, as a list of one.
 
         Each item: ``step``, ``complete``, ``duration_ms``, ``absolute_peak``,
         ``peak_delta``, ``start_delta``, ``alloc_count``, ``free_count``,
-        ``top_sources_at_peak`` (rows with ``key_kind``), ``annotations``. Schema: ``tests/schema/replay_step.schema.json``
-        (``docs/json-schema.md``)."""
-        if isinstance(step, bool) or not isinstance(step, int):
-            raise TypeError(f"step must be a whole number, not {type(step).__name__}")
-        return json.loads(
-            self._core.replay_steps(self._device, step, _whole(top, "top", 0), self._keys)
-        )
+        ``top_sources_at_peak`` (rows with ``key_kind``), ``annotations``."""
+        return self._report("replay-step", step=step, top=top)
 
+    @_documented("replay-step")
     def all_steps(self, *, top: int = 15) -> List[Dict[str, Any]]:
-        """``memsnap replay-step --all-steps --json``: every profiler step, items as
-        :meth:`replay_step`'s. A file without ProfilerStep annotations has none: an
+        """Every step, items as :meth:`replay_step`'s. A file without steps has none: an
         empty list, and a :class:`MemsnapWarning` that says where steps come from."""
         if self._core.step_count(self._device) == 0:
             warnings.warn(
@@ -409,9 +400,7 @@ class Snapshot:
                 stacklevel=2,
             )
             return []
-        return json.loads(
-            self._core.replay_steps(self._device, None, _whole(top, "top", 0), self._keys)
-        )
+        return self._report("replay-step", all_steps=True, top=top)
 
     def summarize(self, *, rank: Optional[int] = None) -> Dict[str, Any]:
         """``memsnap summarize --json``: the compact summary that ``ranks`` and

@@ -63,6 +63,8 @@
 #include "report/time_render.h"
 #include "runs/run_check.h"
 #include "runs/run_reports.h"
+#include "service/parameters.h"
+#include "service/report_table.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -536,63 +538,109 @@ void bind_loaded_columns(nb::class_<Loaded>& loaded) {
       .def("stacks", &stack_columns);
 }
 
-// A loaded snapshot's reports, each the JSON its command writes.
+// A report's parameter from a Python object: None is "not given"; a bool,
+// int, float or str goes to the table to be checked (service/parameters.h);
+// any other type, or a bool where no switch is asked for, is a TypeError
+// that says what the parameter takes.
+service::Value value_of_object(const service::Parameter& parameter, nb::handle object) {
+  const bool is_switch = parameter.kind == service::ParameterKind::kSwitch;
+  auto wrong_type = [&] {
+    throw nb::type_error(fmt::format("{} must be {}, not {}", parameter.id,
+                                     service::kind_description(parameter),
+                                     nb::inst_name(object).c_str())
+                             .c_str());
+  };
+  if (object.is_none()) return std::monostate{};
+  if (PyBool_Check(object.ptr())) {
+    if (!is_switch) wrong_type();
+    return object.ptr() == Py_True;
+  }
+  if (is_switch) wrong_type();
+  if (PyLong_Check(object.ptr())) {
+    int64_t value = 0;
+    if (!nb::try_cast(object, value)) {
+      throw Error::usage(fmt::format("{} is out of range", parameter.id));
+    }
+    return value;
+  }
+  if (PyFloat_Check(object.ptr())) return nb::cast<double>(object);
+  if (PyUnicode_Check(object.ptr())) return nb::cast<std::string>(object);
+  wrong_type();
+  return std::monostate{};
+}
+
+// The request for a report from keyword arguments (top among them).
+service::ReportRequest request_of(const service::ReportEntry& entry, const nb::dict& arguments,
+                                  const SourceKeyOptions& keys) {
+  std::vector<std::pair<std::string, service::Value>> given;
+  for (auto [key, object] : arguments) {
+    const std::string id = nb::cast<std::string>(key);
+    const auto& parameters = entry.parameters;
+    auto parameter = std::find_if(parameters.begin(), parameters.end(),
+                                  [&](const service::Parameter& p) { return p.id == id; });
+    const service::Parameter& declared =
+        parameter != parameters.end() ? *parameter : service::top_parameter();
+    if (parameter == parameters.end() && id != declared.id) {
+      throw nb::type_error(
+          fmt::format("{}() got an unexpected keyword argument '{}'", entry.name, id).c_str());
+    }
+    given.emplace_back(id, value_of_object(declared, object));
+  }
+  return service::request_for(entry, given, keys, service::Spelling::kKeyword);
+}
+
+const service::ReportEntry& entry_named(const std::string& name) {
+  const service::ReportEntry* entry = service::find_report(name);
+  if (entry == nullptr) throw Error::usage(fmt::format("no report named '{}'", printable(name)));
+  return *entry;
+}
+
+// The report table for the package's docstrings and the docs: per entry its
+// names, what it shows, an example, its parameters.
+nb::list report_table_description() {
+  nb::list out;
+  for (const service::ReportEntry& entry : service::report_table()) {
+    nb::list parameters;
+    for (const service::Parameter& parameter : entry.parameters) {
+      nb::dict item;
+      item["id"] = std::string(parameter.id);
+      item["flag"] = service::spelled(parameter, service::Spelling::kFlag);
+      item["takes"] = service::kind_description(parameter);
+      item["value_name"] = std::string(parameter.value_name);
+      item["help"] = std::string(parameter.help);
+      item["required"] = parameter.required;
+      parameters.append(item);
+    }
+    nb::dict item;
+    item["name"] = std::string(entry.name);
+    item["summary"] = std::string(entry.summary);
+    item["description"] = std::string(entry.description);
+    item["example"] = std::string(entry.example);
+    item["default_top"] = entry.default_top;
+    item["top_rows"] = std::string(entry.top_rows);
+    item["schema"] = std::string(entry.schema);
+    item["parameters"] = parameters;
+    out.append(item);
+  }
+  return out;
+}
+
+// A loaded snapshot's reports: any entry of the report table, as the JSON
+// its command writes, with its notes; and the summary `summarize` writes.
 void bind_loaded_reports(nb::class_<Loaded>& loaded) {
   loaded
       .def(
-          "explain",
-          [](Loaded& self, std::optional<int> device, int top, const SourceKeyOptions& keys) {
-            return text_of(render_explain_json(explain_file(self.analysis(device), {top, keys})));
+          "report",
+          [](Loaded& self, const std::string& name, std::optional<int> device,
+             const nb::dict& arguments, const SourceKeyOptions& keys) {
+            const service::ReportEntry& entry = entry_named(name);
+            const service::ReportRequest request = request_of(entry, arguments, keys);
+            nb::gil_scoped_release release;
+            service::Answer answer =
+                entry.answer(self.analysis(device), request, service::Format::kJson);
+            return std::make_pair(text_of(answer.json), std::move(answer.notes));
           },
-          "device"_a.none(), "top"_a, "keys"_a, Release())
-      .def(
-          "parse",
-          [](Loaded& self, std::optional<int> device, int top, const SourceKeyOptions& keys) {
-            return text_of(render_parse_json(parse_report(self.analysis(device), {top, keys})));
-          },
-          "device"_a.none(), "top"_a, "keys"_a, Release())
-      .def(
-          "oom",
-          [](Loaded& self, std::optional<int> device, bool at_peak, int at, double window_s,
-             uint64_t capacity, int top, const SourceKeyOptions& keys) {
-            if (!at_peak && at < 1) throw Error::usage("at must be a whole number >= 1 or 'peak'");
-            if (!(window_s > 0)) throw Error::usage("window must be > 0 (seconds before the OOM)");
-            OomOptions options;
-            options.at_peak = at_peak;
-            options.at = at;
-            options.window_s = window_s;
-            options.capacity = capacity;
-            options.keys = keys;
-            return text_of(render_oom_json(analyze_oom(self.analysis(device), options), top));
-          },
-          "device"_a.none(), "at_peak"_a, "at"_a, "window_s"_a, "capacity"_a, "top"_a, "keys"_a,
-          Release())
-      .def(
-          "segments_report",
-          [](Loaded& self, std::optional<int> device, std::optional<double> seconds, int top) {
-            if (seconds && !(*seconds >= 0))
-              throw Error::usage("time must be >= 0 (seconds from the start of the trace)");
-            return text_of(
-                render_segments_json(segments_report(self.analysis(device), seconds), top));
-          },
-          "device"_a.none(), "seconds"_a.none(), "top"_a, Release())
-      .def(
-          "replay_to_time",
-          [](Loaded& self, std::optional<int> device, double seconds, int top,
-             const SourceKeyOptions& keys) {
-            if (!(seconds >= 0))
-              throw Error::usage("time must be >= 0 (seconds from the start of the trace)");
-            return text_of(
-                render_time_json(replay_to_time(self.analysis(device), seconds, keys), top));
-          },
-          "device"_a.none(), "seconds"_a, "top"_a, "keys"_a, Release())
-      .def(
-          "replay_steps",
-          [](Loaded& self, std::optional<int> device, std::optional<int64_t> step, int top,
-             const SourceKeyOptions& keys) {
-            return text_of(render_steps_json(replay_steps(self.analysis(device), step, top, keys)));
-          },
-          "device"_a.none(), "step"_a.none(), "top"_a, "keys"_a, Release())
+          "name"_a, "device"_a.none(), "arguments"_a, "keys"_a)
       .def(
           "summarize",
           [](Loaded& self, std::optional<int> device, const SourceKeyOptions& keys,
@@ -724,6 +772,7 @@ void bind_many_files(nb::module_& m) {
 
 // Names the package lists, and the console script.
 void bind_names_and_cli(nb::module_& m) {
+  m.def("report_table", &report_table_description);
   m.def("category_names", &category_names);
   m.def("action_names", &action_names);
   m.def("html_plot_available", &html_plot_available);

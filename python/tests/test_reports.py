@@ -42,6 +42,8 @@ REPORTS = {
     "replay_to_time": (lambda s: s.replay_to_time(0.05), ["replay-to-time", "--time", "0.05"]),
     "all_steps": (lambda s: s.all_steps(), ["replay-step", "--all-steps"]),
     "replay_step": (lambda s: s.replay_step(1, top=3), ["replay-step", "--step", "1", "--top", "3"]),
+    "streams": (lambda s: s.streams(), ["streams"]),
+    "streams_top": (lambda s: s.streams(top=1), ["streams", "--top", "1"]),
 }
 
 
@@ -192,3 +194,43 @@ def test_usage_errors_carry_the_cli_message() -> None:
         memsnap.ranks(str(EXAMPLE_A), no_such=1)
     with pytest.raises(ValueError, match="steps must be"):
         memsnap.ranks(str(EXAMPLE_A), steps="sometimes")
+
+
+def test_report_methods_come_from_the_report_table() -> None:
+    """Each entry of the table is a method; its docstring is the table's description
+    and parameters (what `memsnap NAME --help` says), so the two cannot drift."""
+    table = memsnap._core.report_table()
+    assert {entry["name"] for entry in table} >= {"explain", "parse", "oom", "segments",
+                                                  "streams", "replay-to-time", "replay-step"}
+    for entry in table:
+        method = getattr(memsnap.Snapshot, entry["name"].replace("-", "_"))
+        doc = method.__doc__
+        assert entry["description"] in doc, entry["name"]
+        for parameter in entry["parameters"]:
+            assert f"{parameter['id']}: {parameter['help']}" in doc, parameter["id"]
+        assert f"tests/schema/{entry['schema']}.schema.json" in doc
+
+
+def test_report_parameters_are_checked_by_the_table() -> None:
+    snapshot = memsnap.load(EXAMPLE_A)
+    with pytest.raises(TypeError, match="time must be a number of seconds, not str"):
+        snapshot.replay_to_time("soon")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="top must be a whole number, not float"):
+        snapshot.streams(top=1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="step must be a whole number, not bool"):
+        snapshot.replay_step(True)
+    with pytest.raises(ValueError, match="window must be > 0 \\(seconds before the OOM\\)"):
+        snapshot.oom(window=0)
+    with pytest.raises(ValueError, match="capacity: expects a size"):
+        snapshot.oom(capacity="lots")
+    with pytest.raises(TypeError, match="capacity must be a number of bytes"):
+        snapshot.oom(capacity=True)
+    with pytest.raises(ValueError, match="at: expects a whole number >= 1 or 'peak', not 'top'"):
+        snapshot.oom(at="top")
+    with pytest.raises(ValueError, match="step is out of range"):
+        snapshot.replay_step(1 << 70)
+    # Past the end of the trace: clamped, and warned as the CLI notes it.
+    with pytest.warns(memsnap.MemsnapWarning, match="time 1000 is past the end of the trace"):
+        report = snapshot.replay_to_time(1000.0)
+    assert report["clamped"] is True
+    assert snapshot.oom(capacity="80GiB") == snapshot.oom(capacity=80 << 30)

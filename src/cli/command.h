@@ -23,7 +23,7 @@ struct Command {
   std::string_view help;  // one line, shown in `memsnap --help`
   // Declares the command's arguments and flags on its subcommand and returns
   // the runner that reads them once parsing is done.
-  Runner (*configure)(CLI::App& command);
+  std::function<Runner(CLI::App& command)> configure;
 };
 
 // Every command, in the order `memsnap --help` lists them.

@@ -1,19 +1,18 @@
-// Adding a command: write src/cli/<name>.cc defining `Command <name>_command()`,
-// declare it below and add it to the table (and to memsnap_cli's sources in
-// CMakeLists.txt).
+// The commands of `memsnap`, in the order its --help lists them. The reports
+// of one snapshot come from the report table (service/report_table.h): adding
+// one is an entry there and its name here. A command of its own (reading many
+// files, writing a file, listing a trace) is a file in src/cli/ defining
+// `Command <name>_command()`, declared below, listed in memsnap_cli's sources
+// in CMakeLists.txt.
 #include "cli/command.h"
+#include "cli/report_command.h"
 
 namespace memsnap::cli {
 
-Command explain_command();
-Command parse_command();
 Command dump_command();
 Command events_command();
 Command compare_command();
-Command replay_to_time_command();
-Command replay_step_command();
 Command plot_command();
-Command segments_command();
 Command oom_command();
 Command summarize_command();
 Command ranks_command();
@@ -21,9 +20,19 @@ Command check_command();
 
 const std::vector<Command>& command_table() {
   static const std::vector<Command> table = {
-      explain_command(), parse_command(),          dump_command(),        events_command(),
-      compare_command(), replay_to_time_command(), replay_step_command(), plot_command(),
-      oom_command(),     segments_command(),       summarize_command(),   ranks_command(),
+      report_command("explain"),
+      report_command("parse"),
+      dump_command(),
+      events_command(),
+      compare_command(),
+      report_command("replay-to-time"),
+      report_command("replay-step"),
+      plot_command(),
+      oom_command(),
+      report_command("segments"),
+      report_command("streams"),
+      summarize_command(),
+      ranks_command(),
       check_command(),
   };
   return table;

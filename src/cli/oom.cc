@@ -3,9 +3,6 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
-#include <charconv>
-#include <climits>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -19,6 +16,7 @@
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/output.h"
+#include "cli/report_command.h"
 #include "cli/summaries.h"
 #include "memsnap/error.h"
 #include "report/oom_render.h"
@@ -68,74 +66,31 @@ OomRanks oom_ranks(const std::vector<std::string>& paths, const OomOptions& opti
 }  // namespace
 
 Command oom_command() {
+  const service::ReportEntry& entry = *service::find_report("oom");
   return {
-      "oom",
-      "Why did this run go out of memory: the request, the allocator then, what was live, "
-      "a verdict",
-      [](CLI::App& command) -> Runner {
+      entry.name, entry.summary, [&entry](CLI::App& command) -> Runner {
         struct Flags {
           std::vector<std::string> files;
-          std::string at = "1";
-          double window_s = 1.0;
-          uint64_t capacity = 0;
-          CommonOptions common;
+          ReportFlags report;
         };
         auto flags = std::make_shared<Flags>();
-        add_snapshots_argument(command, flags->files,
-                               "Snapshot pickle(s) (.pickle, .gz, .zst, or - for stdin); "
-                               "a folder or several files: one row per rank, then the "
-                               "first OOM in time in full");
-        command
-            .add_option("--at", flags->at,
-                        "Which oom entry of the device, counted from 1 (default 1), or "
-                        "'peak': the same analysis at the run's absolute peak (a file "
-                        "without an oom entry, or to see how close a run came)")
-            ->check(whole_number_or_word(1, "peak"))
-            ->option_text("N|peak");
-        command
-            .add_option("--window", flags->window_s,
-                        "Seconds before the OOM whose growth is reported (default 1)")
-            ->check(finite_number());
-        command
-            .add_option("--capacity", flags->capacity,
-                        "The device's memory, e.g. 80GiB or 81559MiB (nvidia-smi's total), "
-                        "to tell memory held outside PyTorch")
-            ->transform(CLI::AsSizeValue(false).description(""))
-            ->check(whole_number_at_least(1).description(""))
-            ->option_text("SIZE");
-        add_json_flag(command, flags->common);
-        add_device_flag(command, flags->common);
-        add_steps_flag(command, flags->common);
-        add_top_flag(command, flags->common, "rows per table", 10);
-        add_source_key_flags(command, flags->common);
-        add_input_flags(command, flags->common);
-        return [flags] {
-          if (!(flags->window_s > 0))
-            throw Error::usage("--window must be > 0 (seconds before the OOM)");
-          const CommonOptions& common = flags->common;
-          OomOptions options;
-          options.at_peak = flags->at == "peak";
-          if (!options.at_peak) {
-            long long entry = 0;  // checked above: a whole number >= 1
-            std::from_chars(flags->at.data(), flags->at.data() + flags->at.size(), entry);
-            options.at = static_cast<int>(std::min<long long>(entry, INT_MAX));
-          }
-          options.window_s = flags->window_s;
-          options.capacity = flags->capacity;
-          options.keys = common.keys;
+        add_snapshots_argument(command, flags->files, std::string(entry.file_help));
+        add_report_flags(command, entry, flags->report);
+        return [flags, &entry] {
+          const service::ReportRequest request = report_request(entry, flags->report);
+          const CommonOptions& common = flags->report.common;
           std::error_code error;
           if (flags->files.size() == 1 && !std::filesystem::is_directory(flags->files[0], error)) {
             const std::string& path = flags->files[0];
             Snapshot snapshot = load_with_progress(path, common);
-            FileAnalysis file = analyze(path, snapshot, common);
-            OomAnalysis report = analyze_oom(file, options);
-            if (common.json) {
-              write_json(render_oom_json(report, common.top));
-            } else {
-              write_out(render_oom_text(report, common.top));
-            }
+            const FileAnalysis file = analyze(path, snapshot, common);
+            write_answer(
+                entry.answer(file, request,
+                             common.json ? service::Format::kJson : service::Format::kText),
+                common.json);
             return;
           }
+          const OomOptions options = service::oom_options(request);
           if (options.at_peak || options.at != 1) {
             throw Error::usage(
                 "--at takes one file: with a folder or several files, oom reports each "

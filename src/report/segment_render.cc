@@ -31,17 +31,6 @@ size_t shown(size_t count, int top) {
   return top < 0 ? count : std::min(count, static_cast<size_t>(top));
 }
 
-ordered_json bytes_json(const BlockBytes& bytes) {
-  return {{"reserved", bytes.reserved},
-          {"allocated", bytes.allocated},
-          {"awaiting_free", bytes.awaiting_free},
-          {"free", bytes.free},
-          {"requested", bytes.requested},
-          {"rounding", bytes.rounding},
-          {"largest_free_block", bytes.largest_free},
-          {"blocks", bytes.blocks}};
-}
-
 ordered_json pool_json(PoolId pool) {
   return ordered_json::array({pool.first, pool.second});
 }
@@ -109,6 +98,18 @@ ordered_json history_json(const std::optional<HistoryCheck>& history) {
 }
 
 }  // namespace
+
+ordered_json block_bytes_json(const BlockBytes& bytes) {
+  return {{"reserved", bytes.reserved},
+          {"allocated", bytes.allocated},
+          {"awaiting_free", bytes.awaiting_free},
+          {"free", bytes.free},
+          {"requested", bytes.requested},
+          {"rounding", bytes.rounding},
+          {"largest_free_block", bytes.largest_free},
+          {"blocks", bytes.blocks}};
+}
+
 
 std::string render_segments_text(const SegmentReport& r, int top) {
   const BlockBytes& t = r.totals;
@@ -213,7 +214,7 @@ ordered_json render_segments_json(const SegmentReport& r, int top) {
                      {"pool_label", pool_label(g.pool)},
                      {"stream", g.stream},
                      {"segments", g.segments}};
-    row.update(bytes_json(g.bytes));
+    row.update(block_bytes_json(g.bytes));
     groups.push_back(std::move(row));
   }
   ordered_json segments = ordered_json::array();
@@ -222,7 +223,7 @@ ordered_json render_segments_json(const SegmentReport& r, int top) {
     ordered_json row{{"address", s.address},      {"kind", s.kind},
                      {"pool", pool_json(s.pool)}, {"pool_label", pool_label(s.pool)},
                      {"stream", s.stream},        {"expandable", s.expandable}};
-    row.update(bytes_json(s.bytes));
+    row.update(block_bytes_json(s.bytes));
     row["fill"] = s.fill;
     segments.push_back(std::move(row));
   }
@@ -236,7 +237,7 @@ ordered_json render_segments_json(const SegmentReport& r, int top) {
       {"history", history_json(r.history)},
       {"blocks_known", r.blocks_known},
       {"segment_count", r.segments.size()},
-      {"totals", bytes_json(t)},
+      {"totals", block_bytes_json(t)},
       {"external_fragmentation", share(t.free, t.reserved)},
       {"internal_fragmentation", share(t.rounding, t.allocated)},
       {"largest_free_block", largest},

@@ -11,5 +11,7 @@ namespace memsnap {
 
 std::string render_segments_text(const SegmentReport& report, int top);
 nlohmann::ordered_json render_segments_json(const SegmentReport& report, int top);
+// A segment's or a group's bytes by block state, as every report's JSON writes them.
+nlohmann::ordered_json block_bytes_json(const BlockBytes& bytes);
 
 }  // namespace memsnap

@@ -843,7 +843,7 @@ def group_by_annotation_and_pool(memsnap, work):
 # command or flag, and one exit status for a file that cannot be read.
 
 def usage_in_memsnaps_words(memsnap, work, plain):
-    commands = ("explain, parse, dump, events, compare, replay-to-time, replay-step, plot, oom, segments, summarize, "
+    commands = ("explain, parse, dump, events, compare, replay-to-time, replay-step, plot, oom, segments, streams, summarize, "
                 "ranks, check")
     said = [
         ("--versio", ["--versio"], "memsnap: unknown flag --versio; did you mean --version?"),
@@ -862,7 +862,7 @@ def usage_in_memsnaps_words(memsnap, work, plain):
         ("--time twice", ["replay-to-time", plain, "--time", "1", "--time", "2"],
          "memsnap: replay-to-time: --time given 2 times; give it once"),
         ("--time without its value", ["replay-to-time", plain, "--time"],
-         "memsnap: replay-to-time: --time needs a value (see memsnap replay-to-time --help)"),
+         "memsnap: replay-to-time: --time needs a value: --time SECONDS (see memsnap replay-to-time --help)"),
         ("a missing argument", ["check", "--max-peak", "1GiB"], "memsnap: check: CURRENT is missing (see memsnap check --help)"),
         ("a mistyped flag explains a missing argument", ["check", "--jsn"],
          "memsnap: check: unknown flag --jsn (see memsnap check --help)"),

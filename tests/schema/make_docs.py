@@ -27,6 +27,7 @@ SCHEMAS = [
     ("events.schema.json", "events"),
     ("oom.schema.json", "oom"),
     ("segments.schema.json", "segments"),
+    ("streams.schema.json", "streams"),
     ("summary.schema.json", "summarize"),
     ("ranks.schema.json", "ranks"),
     ("compare_runs.schema.json", "compare (two run folders)"),

@@ -42,7 +42,6 @@ KNOWN_LONG = {
     'src/report/segment_render.cc:render_segments_text': 88,
     'src/cli/check.cc:check_command': 85,
     'src/analysis/reports/timeline.cc:add_stacked_views': 85,
-    'src/cli/oom.cc:oom_command': 83,
     'src/report/oom_render.cc:verdict_sentence': 82,
     'src/analysis/core/allocator_state.cc:AllocatorHistory::replay': 82,
     'src/analysis/reports/run_summary.cc:run_summary': 81,

@@ -1,0 +1,42 @@
+// The commands made from the report table (service/report_table.h): one per
+// entry, with its parameters as flags, the shared flags it uses, its
+// description and example in its --help.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "cli/command.h"
+#include "cli/options.h"
+#include "service/report_table.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace memsnap::cli {
+
+// What the command line gave for an entry's parameters, as text, and the
+// shared flags.
+struct ReportFlags {
+  std::map<std::string, std::optional<std::string>, std::less<>> texts;
+  std::map<std::string, bool, std::less<>> switches;
+  CommonOptions common;
+};
+
+// Declares the entry's parameters and the shared flags it uses (--json,
+// --device, --steps, --top, the source-key flags, the input flags) and its
+// description and example as the --help footer.
+void add_report_flags(CLI::App& command, const service::ReportEntry& entry, ReportFlags& flags);
+// The checked request (Error::usage naming the flag).
+service::ReportRequest report_request(const service::ReportEntry& entry, const ReportFlags& flags);
+// The notes on stderr, then the report on stdout.
+void write_answer(const service::Answer& answer, bool json);
+
+// The command of the entry named `name` (a report of one file, or two where
+// the entry compares two).
+Command report_command(std::string_view name);
+
+}  // namespace memsnap::cli

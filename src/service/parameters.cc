@@ -1,0 +1,274 @@
+#include "service/parameters.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <system_error>
+
+#include "memsnap/error.h"
+#include "report/format.h"
+
+namespace memsnap::service {
+namespace {
+
+// Long inputs are cut in messages.
+std::string shown(std::string_view input) {
+  const std::string cut =
+      input.size() <= 24 ? std::string(input) : std::string(input.substr(0, 24)) + "...";
+  return printable(cut);
+}
+
+std::optional<double> finite_of_text(std::string_view text) {
+  const std::string copy(text);  // strtod wants a terminated string
+  char* end = nullptr;
+  const double value = std::strtod(copy.c_str(), &end);
+  if (copy.empty() || end != copy.c_str() + copy.size() || !std::isfinite(value)) return {};
+  return value;
+}
+
+std::optional<int64_t> whole_of_text(std::string_view text) {
+  int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) return {};
+  return value;
+}
+
+std::string number_text(double value) {
+  return value == std::floor(value) && std::abs(value) < 1e15
+             ? std::to_string(static_cast<int64_t>(value))
+             : fmt::format("{}", value);
+}
+
+// "must be >= 0 (seconds from the start of the trace)"
+std::string limit_text(const Parameter& parameter) {
+  std::string text = fmt::format(
+      "must be {} {}", parameter.above_minimum ? ">" : ">=", number_text(parameter.minimum));
+  if (!parameter.word.empty()) text += fmt::format(" or '{}'", parameter.word);
+  if (!parameter.limit_reason.empty()) text += fmt::format(" ({})", parameter.limit_reason);
+  return text;
+}
+
+bool within(const Parameter& parameter, double value) {
+  return parameter.above_minimum ? value > parameter.minimum : value >= parameter.minimum;
+}
+
+[[noreturn]] void out_of_range(const Parameter& parameter, Spelling spelling) {
+  throw Error::usage(fmt::format("{} {}", spelled(parameter, spelling), limit_text(parameter)));
+}
+
+[[noreturn]] void wrong_type(const Parameter& parameter, Spelling spelling) {
+  throw Error::usage(
+      fmt::format("{} must be {}", spelled(parameter, spelling), kind_description(parameter)));
+}
+
+// A value of the right type for the parameter's kind, in range.
+Value checked_value(const Parameter& parameter, const Value& value, Spelling spelling) {
+  switch (parameter.kind) {
+    case ParameterKind::kSeconds: {
+      double seconds = 0;
+      if (const auto* number = std::get_if<double>(&value)) {
+        seconds = *number;
+      } else if (const auto* whole = std::get_if<int64_t>(&value)) {
+        seconds = static_cast<double>(*whole);
+      } else if (const auto* text = std::get_if<std::string>(&value)) {
+        return checked_value(parameter, value_of_text(parameter, *text, spelling), spelling);
+      } else {
+        wrong_type(parameter, spelling);
+      }
+      if (!std::isfinite(seconds) || !within(parameter, seconds)) out_of_range(parameter, spelling);
+      return seconds;
+    }
+    case ParameterKind::kWhole:
+    case ParameterKind::kWholeOrWord: {
+      if (const auto* text = std::get_if<std::string>(&value)) {
+        if (!parameter.word.empty() && *text == parameter.word) return *text;
+        return checked_value(parameter, value_of_text(parameter, *text, spelling), spelling);
+      }
+      const auto* whole = std::get_if<int64_t>(&value);
+      if (whole == nullptr) wrong_type(parameter, spelling);
+      if (!within(parameter, static_cast<double>(*whole))) out_of_range(parameter, spelling);
+      return *whole;
+    }
+    case ParameterKind::kSize: {
+      if (const auto* text = std::get_if<std::string>(&value)) {
+        return checked_value(parameter, value_of_text(parameter, *text, spelling), spelling);
+      }
+      const auto* whole = std::get_if<int64_t>(&value);
+      if (whole == nullptr) wrong_type(parameter, spelling);
+      if (*whole < 1) {
+        throw Error::usage(fmt::format("{} must be at least 1 byte, not {}",
+                                       spelled(parameter, spelling), *whole));
+      }
+      return *whole;
+    }
+    case ParameterKind::kSwitch:
+      if (!std::holds_alternative<bool>(value)) wrong_type(parameter, spelling);
+      return value;
+  }
+  return value;
+}
+
+}  // namespace
+
+std::string spelled(const Parameter& parameter, Spelling spelling) {
+  if (spelling == Spelling::kKeyword) return std::string(parameter.id);
+  std::string flag = "--" + std::string(parameter.id);
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
+std::string kind_description(const Parameter& parameter) {
+  switch (parameter.kind) {
+    case ParameterKind::kSeconds: return "a number of seconds";
+    case ParameterKind::kWhole: return "a whole number";
+    case ParameterKind::kWholeOrWord: return fmt::format("a whole number or '{}'", parameter.word);
+    case ParameterKind::kSize: return "a number of bytes or a size like '80GiB'";
+    case ParameterKind::kSwitch: return "True or False";
+  }
+  return "a value";
+}
+
+std::optional<uint64_t> size_of_text(std::string_view text) {
+  auto trimmed = [](std::string_view s) {
+    while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
+    while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
+    return s;
+  };
+  text = trimmed(text);
+  size_t digits = 0;
+  while (digits < text.size() &&
+         ((text[digits] >= '0' && text[digits] <= '9') || (text[digits] == '.' && digits > 0))) {
+    ++digits;
+  }
+  if (digits == 0 || text[digits - 1] == '.') return {};
+  const std::optional<double> number = finite_of_text(text.substr(0, digits));
+  std::string unit(trimmed(text.substr(digits)));
+  std::transform(unit.begin(), unit.end(), unit.begin(),
+                 [](char c) { return static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c); });
+  constexpr std::string_view kPrefixes = "kmgtp";
+  double scale = 1;
+  if (!unit.empty() && kPrefixes.find(unit.front()) != std::string_view::npos) {
+    scale = std::pow(1024.0, static_cast<double>(kPrefixes.find(unit.front()) + 1));
+    unit.erase(0, 1);
+    if (!unit.empty() && unit.front() == 'i') unit.erase(0, 1);
+  }
+  if (!number || !(unit.empty() || unit == "b")) return {};
+  const double bytes = std::floor(*number * scale);
+  if (!(bytes < 0x1p64)) return {};
+  return static_cast<uint64_t>(bytes);
+}
+
+std::string syntax_problem(const Parameter& parameter, std::string_view text) {
+  switch (parameter.kind) {
+    case ParameterKind::kSeconds:
+      if (finite_of_text(text)) return {};
+      return fmt::format("expects a finite number, not '{}'", shown(text));
+    case ParameterKind::kWhole:
+    case ParameterKind::kWholeOrWord: {
+      if (!parameter.word.empty() && text == parameter.word) return {};
+      const std::optional<int64_t> whole = whole_of_text(text);
+      if (whole && within(parameter, static_cast<double>(*whole))) return {};
+      return fmt::format("expects a whole number {} {}{}, not '{}'",
+                         parameter.above_minimum ? ">" : ">=", number_text(parameter.minimum),
+                         parameter.word.empty() ? "" : fmt::format(" or '{}'", parameter.word),
+                         shown(text));
+    }
+    case ParameterKind::kSize:
+      if (const std::optional<uint64_t> bytes = size_of_text(text); bytes && *bytes >= 1) return {};
+      return fmt::format(
+          "expects a size such as 80GiB, 512MiB or 1048576 (at least 1 byte), "
+          "not '{}'",
+          shown(text));
+    case ParameterKind::kSwitch:
+      if (text.empty() || text == "true" || text == "false" || text == "1" || text == "0") {
+        return {};
+      }
+      return fmt::format("expects true or false, not '{}'", shown(text));
+  }
+  return {};
+}
+
+Value value_of_text(const Parameter& parameter, std::string_view text, Spelling spelling) {
+  if (std::string problem = syntax_problem(parameter, text); !problem.empty()) {
+    throw Error::usage(fmt::format("{}: {}", spelled(parameter, spelling), problem));
+  }
+  switch (parameter.kind) {
+    case ParameterKind::kSeconds: return *finite_of_text(text);
+    case ParameterKind::kWhole: return *whole_of_text(text);
+    case ParameterKind::kWholeOrWord:
+      if (text == parameter.word) return std::string(text);
+      return *whole_of_text(text);
+    case ParameterKind::kSize: {
+      const uint64_t bytes = *size_of_text(text);
+      return static_cast<int64_t>(std::min<uint64_t>(bytes, std::numeric_limits<int64_t>::max()));
+    }
+    case ParameterKind::kSwitch: return text.empty() || text == "true" || text == "1";
+  }
+  return {};
+}
+
+bool Arguments::has(std::string_view id) const {
+  return values_.contains(id);
+}
+
+std::optional<double> Arguments::seconds(std::string_view id) const {
+  auto found = values_.find(id);
+  if (found == values_.end()) return {};
+  if (const auto* value = std::get_if<double>(&found->second)) return *value;
+  return {};
+}
+
+std::optional<int64_t> Arguments::whole(std::string_view id) const {
+  auto found = values_.find(id);
+  if (found == values_.end()) return {};
+  if (const auto* value = std::get_if<int64_t>(&found->second)) return *value;
+  return {};
+}
+
+std::optional<std::string> Arguments::word(std::string_view id) const {
+  auto found = values_.find(id);
+  if (found == values_.end()) return {};
+  if (const auto* value = std::get_if<std::string>(&found->second)) return *value;
+  return {};
+}
+
+bool Arguments::on(std::string_view id) const {
+  auto found = values_.find(id);
+  if (found == values_.end()) return false;
+  const auto* value = std::get_if<bool>(&found->second);
+  return value != nullptr && *value;
+}
+
+uint64_t Arguments::bytes(std::string_view id) const {
+  const std::optional<int64_t> value = whole(id);
+  return value ? static_cast<uint64_t>(*value) : 0;
+}
+
+void Arguments::set(std::string_view id, Value value) {
+  values_.insert_or_assign(std::string(id), std::move(value));
+}
+
+Arguments checked(const std::vector<Parameter>& parameters,
+                  const std::vector<std::pair<std::string, Value>>& given, Spelling spelling) {
+  Arguments arguments;
+  for (const auto& [id, value] : given) {
+    auto parameter = std::find_if(parameters.begin(), parameters.end(),
+                                  [&](const Parameter& p) { return p.id == id; });
+    if (parameter == parameters.end()) {
+      throw Error::usage(fmt::format("'{}' is not a parameter of this report", printable(id)));
+    }
+    if (std::holds_alternative<std::monostate>(value)) continue;  // None: not given
+    arguments.set(id, checked_value(*parameter, value, spelling));
+  }
+  for (const Parameter& parameter : parameters) {
+    if (parameter.required && !arguments.has(parameter.id)) {
+      throw Error::usage(fmt::format("{} is required", spelled(parameter, spelling)));
+    }
+  }
+  return arguments;
+}
+
+}  // namespace memsnap::service

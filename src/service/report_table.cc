@@ -1,0 +1,383 @@
+#include "service/report_table.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <climits>
+
+#include "analysis/reports/explain.h"
+#include "analysis/reports/oom_report.h"
+#include "analysis/reports/parse_report.h"
+#include "analysis/reports/segment_report.h"
+#include "analysis/reports/step_report.h"
+#include "analysis/reports/stream_report.h"
+#include "analysis/reports/time_report.h"
+#include "memsnap/error.h"
+#include "report/explain_render.h"
+#include "report/oom_render.h"
+#include "report/parse_render.h"
+#include "report/segment_render.h"
+#include "report/step_render.h"
+#include "report/stream_render.h"
+#include "report/time_render.h"
+
+namespace memsnap::service {
+namespace {
+
+constexpr std::string_view kSnapshotHelp = "Snapshot pickle (.pickle, .gz, .zst, or - for stdin)";
+
+// One result rendered in the format asked for.
+template <typename Result>
+Answer rendered(const Result& result, Format format, std::string (*text)(const Result&),
+                nlohmann::ordered_json (*json)(const Result&)) {
+  Answer answer;
+  if (format == Format::kJson) {
+    answer.json = json(result);
+  } else {
+    answer.text = text(result);
+  }
+  return answer;
+}
+
+// The same, for renderers that take the rows per table.
+template <typename Result>
+Answer rendered_top(const Result& result, Format format, int top,
+                    std::string (*text)(const Result&, int),
+                    nlohmann::ordered_json (*json)(const Result&, int)) {
+  Answer answer;
+  if (format == Format::kJson) {
+    answer.json = json(result, top);
+  } else {
+    answer.text = text(result, top);
+  }
+  return answer;
+}
+
+// ---- the entries' computations, each its analysis then its renderer -------
+
+Answer answer_explain(const FileAnalysis& file, const ReportRequest& request, Format format) {
+  return rendered(explain_file(file, ExplainOptions{request.top, request.keys}), format,
+                  render_explain_text, render_explain_json);
+}
+
+Answer answer_parse(const FileAnalysis& file, const ReportRequest& request, Format format) {
+  return rendered(parse_report(file, ParseOptions{request.top, request.keys}), format,
+                  render_parse_text, render_parse_json);
+}
+
+const Parameter kTime{
+    .id = "time",
+    .kind = ParameterKind::kSeconds,
+    .help = "Seconds after the first event of the device's trace",
+    .value_name = "SECONDS",
+    .limit_reason = "seconds from the start of the trace",
+    .required = true,
+};
+
+// A time past the trace's end is clamped to it, and said so.
+void note_clamped(const TimeSide& side, const ReportRequest& request, Answer& answer) {
+  if (!side.clamped) return;
+  answer.notes.push_back(fmt::format("{}: {} {} is past the end of the trace; clamped to {:.6f} s",
+                                     side.file, spelled(kTime, request.spelling), side.requested_s,
+                                     side.time_s));
+}
+
+Answer answer_time(const FileAnalysis& file, const ReportRequest& request, Format format) {
+  const TimeSide side = replay_to_time(file, *request.arguments.seconds("time"), request.keys);
+  Answer answer = rendered_top(side, format, request.top, render_time_text, render_time_json);
+  note_clamped(side, request, answer);
+  return answer;
+}
+
+Answer answer_time_pair(const FileAnalysis& a, const FileAnalysis& b, const ReportRequest& request,
+                        Format format) {
+  const double seconds = *request.arguments.seconds("time");
+  TimeSide side_a = replay_to_time(a, seconds, request.keys);
+  TimeSide side_b = replay_to_time(b, seconds, request.keys);
+  Answer notes;
+  note_clamped(side_a, request, notes);
+  note_clamped(side_b, request, notes);
+  Answer answer = rendered_top(compare_at_time(std::move(side_a), std::move(side_b)), format,
+                               request.top, render_time_pair_text, render_time_pair_json);
+  answer.notes = std::move(notes.notes);
+  return answer;
+}
+
+const Parameter kStep{
+    .id = "step",
+    .kind = ParameterKind::kWhole,
+    .help = "The step to replay (ProfilerStep#N, or an inferred iteration's number)",
+    .value_name = "N",
+};
+const Parameter kAllSteps{
+    .id = "all_steps",
+    .kind = ParameterKind::kSwitch,
+    .help = "Replay every step (one table)",
+};
+
+void one_step_or_all(const Arguments& arguments, Spelling spelling) {
+  const bool step = arguments.has("step");
+  const bool all = arguments.on("all_steps");
+  if (step && all) {
+    throw Error::usage(fmt::format("{} and {} exclude each other", spelled(kStep, spelling),
+                                   spelled(kAllSteps, spelling)));
+  }
+  if (!step && !all) {
+    throw Error::usage(fmt::format("replay-step needs {} N or {}", spelled(kStep, spelling),
+                                   spelled(kAllSteps, spelling)));
+  }
+}
+
+Answer answer_steps(const FileAnalysis& file, const ReportRequest& request, Format format) {
+  const std::optional<int64_t> step =
+      request.arguments.on("all_steps") ? std::nullopt : request.arguments.whole("step");
+  return rendered(replay_steps(file, step, request.top, request.keys), format, render_steps_text,
+                  render_steps_json);
+}
+
+Answer answer_oom(const FileAnalysis& file, const ReportRequest& request, Format format) {
+  return rendered_top(analyze_oom(file, oom_options(request)), format, request.top, render_oom_text,
+                      render_oom_json);
+}
+
+Answer answer_segments(const FileAnalysis& file, const ReportRequest& request, Format format) {
+  return rendered_top(segments_report(file, request.arguments.seconds("time")), format, request.top,
+                      render_segments_text, render_segments_json);
+}
+
+Answer answer_streams(const FileAnalysis& file, const ReportRequest& request, Format format) {
+  return rendered_top(stream_report(file), format, request.top, render_streams_text,
+                      render_streams_json);
+}
+
+// ---- the table ---------------------------------------------------------------
+
+ReportEntry explain_entry() {
+  return {
+      .name = "explain",
+      .summary =
+          "What matters in this snapshot, on one page: the device, the peak and what was "
+          "live, the OOM and why, what the file lacks, what to run next (also: memsnap "
+          "FILE)",
+      .description =
+          "Start here with a file you do not know: one page with the device, the "
+          "peak and what was live at it (by category and by source), the first OOM "
+          "and its verdict, what the file lacks (stacks, times, a trace) and the "
+          "commands worth running next.",
+      .example = "memsnap explain rank0.pickle",
+      .file_help = kSnapshotHelp,
+      .default_top = 5,
+      .top_rows = "rows per table (the rest are summed)",
+      .schema = "explain",
+      .answer = answer_explain,
+  };
+}
+
+ReportEntry parse_entry() {
+  return {
+      .name = "parse",
+      .summary = "What is in this file: settings, segments, baseline, steps, events, top sources",
+      .description =
+          "Everything the file holds, counted: the allocator's settings, its segments "
+          "at the dump, the memory from before the trace, the trace's peak and "
+          "actions, its steps, whose stacks its frees carry, and the sources that "
+          "allocated most at the peak.",
+      .example = "memsnap parse rank0.pickle --json",
+      .file_help = kSnapshotHelp,
+      .default_top = 15,
+      .top_rows = "sources",
+      .schema = "parse",
+      .answer = answer_parse,
+  };
+}
+
+ReportEntry replay_to_time_entry() {
+  return {
+      .name = "replay-to-time",
+      .summary = "What was live T seconds after the trace start (one file, or A vs B)",
+      .description =
+          "The trace replayed up to T seconds after its first entry: what was live "
+          "then, by source, with memory from before the trace. With a second file, "
+          "both at the same T, sorted by the difference.",
+      .example = "memsnap replay-to-time run.pickle --time 12.5",
+      .file_help = "Snapshot file (A when a second is given)",
+      .parameters = {kTime},
+      .default_top = 25,
+      .top_rows = "source rows",
+      .uses_steps = false,
+      .schema = "replay_to_time",
+      .answer = answer_time,
+      .answer_pair = answer_time_pair,
+  };
+}
+
+ReportEntry replay_step_entry() {
+  return {
+      .name = "replay-step",
+      .summary = "What happened in profiler step N: throughput, peaks, sources at the peak",
+      .description =
+          "One step (or every step): how long it took, its peak above the memory it "
+          "started with, allocations and frees, and the sources live at its peak. "
+          "Steps come from ProfilerStep marks, else from the optimizer's "
+          "iterations (--steps).",
+      .example = "memsnap replay-step run.pickle --all-steps",
+      .file_help = "Snapshot file recorded with the PyTorch profiler",
+      .parameters = {kStep, kAllSteps},
+      .default_top = 15,
+      .top_rows = "source rows",
+      .schema = "replay_step",
+      .check_together = one_step_or_all,
+      .answer = answer_steps,
+  };
+}
+
+ReportEntry oom_entry() {
+  return {
+      .name = "oom",
+      .summary =
+          "Why did this run go out of memory: the request, the allocator then, what was "
+          "live, a verdict",
+      .description =
+          "The failed request, the allocator's state at that moment (reserved, free, "
+          "the largest block it could have used), what was live by source and "
+          "category, what grew just before, and a verdict: capacity, fragmentation, "
+          "a private pool, memory held outside PyTorch, or a spike.",
+      .example = "memsnap oom oom_rank3.pickle --capacity 80GiB",
+      .file_help =
+          "Snapshot pickle(s) (.pickle, .gz, .zst, or - for stdin); a folder or "
+          "several files: one row per rank, then the first OOM in time in full",
+      .parameters = {{.id = "at",
+                      .kind = ParameterKind::kWholeOrWord,
+                      .help = "Which oom entry of the device, counted from 1 (default 1), or "
+                              "'peak': the same analysis at the run's absolute peak (a file "
+                              "without an oom entry, or to see how close a run came)",
+                      .value_name = "N|peak",
+                      .minimum = 1,
+                      .word = "peak"},
+                     {.id = "window",
+                      .kind = ParameterKind::kSeconds,
+                      .help = "Seconds before the OOM whose growth is reported (default 1)",
+                      .value_name = "SECONDS",
+                      .above_minimum = true,
+                      .limit_reason = "seconds before the OOM"},
+                     {.id = "capacity",
+                      .kind = ParameterKind::kSize,
+                      .help = "The device's memory, e.g. 80GiB or 81559MiB (nvidia-smi's total), "
+                              "to tell memory held outside PyTorch",
+                      .value_name = "SIZE"}},
+      .default_top = 10,
+      .top_rows = "rows per table",
+      .schema = "oom",
+      .answer = answer_oom,
+  };
+}
+
+ReportEntry segments_entry() {
+  return {
+      .name = "segments",
+      .summary =
+          "What the allocator held at the dump (or at --time T): segments, blocks, free "
+          "space, pools, streams",
+      .description =
+          "The caching allocator's segments and their blocks at the dump, or T "
+          "seconds into the trace (replayed from the dump): reserved, allocated, "
+          "free inside segments (external fragmentation) and lost to rounding "
+          "(internal), by pool and stream, with a fill map per segment.",
+      .example = "memsnap segments run.pickle --time 12.5",
+      .file_help = kSnapshotHelp,
+      .parameters = {{.id = "time",
+                      .kind = ParameterKind::kSeconds,
+                      .help = "Seconds after the device's first trace entry: the state then, "
+                              "replayed from the dump through the trace (default: at the dump)",
+                      .value_name = "SECONDS",
+                      .limit_reason = "seconds from the start of the trace"}},
+      .default_top = 15,
+      .top_rows = "segments",
+      .uses_keys = false,
+      .uses_steps = false,
+      .schema = "segments",
+      .answer = answer_segments,
+  };
+}
+
+ReportEntry streams_entry() {
+  return {
+      .name = "streams",
+      .summary =
+          "Memory by CUDA stream: what the allocator kept for each at the dump, what the "
+          "trace allocated on each and its peak",
+      .description =
+          "The caching allocator keeps each stream's free blocks for that stream: "
+          "memory spread over many streams (NCCL, side streams, data loading) is "
+          "memory the others cannot use. Per stream: segments and bytes at the dump, "
+          "and the trace's allocations on it with the highest they reached together.",
+      .example = "memsnap streams rank0.pickle",
+      .file_help = kSnapshotHelp,
+      .default_top = 10,
+      .top_rows = "streams",
+      .uses_keys = false,
+      .uses_steps = false,
+      .schema = "streams",
+      .answer = answer_streams,
+  };
+}
+
+std::vector<ReportEntry> make_table() {
+  return {explain_entry(), parse_entry(),    replay_to_time_entry(), replay_step_entry(),
+          oom_entry(),     segments_entry(), streams_entry()};
+}
+
+}  // namespace
+
+OomOptions oom_options(const ReportRequest& request) {
+  OomOptions options;
+  const Arguments& arguments = request.arguments;
+  options.at_peak = arguments.word("at") == "peak";
+  options.at = static_cast<int>(std::min<int64_t>(arguments.whole("at").value_or(1), INT_MAX));
+  options.window_s = arguments.seconds("window").value_or(1.0);
+  options.capacity = arguments.bytes("capacity");
+  options.keys = request.keys;
+  return options;
+}
+
+const std::vector<ReportEntry>& report_table() {
+  static const std::vector<ReportEntry> table = make_table();
+  return table;
+}
+
+const ReportEntry* find_report(std::string_view name) {
+  for (const ReportEntry& entry : report_table()) {
+    if (entry.name == name) return &entry;
+    std::string keyword(entry.name);
+    std::replace(keyword.begin(), keyword.end(), '-', '_');
+    if (keyword == name) return &entry;
+  }
+  return nullptr;
+}
+
+const Parameter& top_parameter() {
+  static const Parameter top{
+      .id = "top",
+      .kind = ParameterKind::kWhole,
+      .help = "Rows to show",
+      .value_name = "N",
+  };
+  return top;
+}
+
+ReportRequest request_for(const ReportEntry& entry,
+                          const std::vector<std::pair<std::string, Value>>& given,
+                          SourceKeyOptions keys, Spelling spelling) {
+  std::vector<Parameter> parameters = entry.parameters;
+  parameters.push_back(top_parameter());
+  ReportRequest request;
+  request.arguments = checked(parameters, given, spelling);
+  request.top = static_cast<int>(
+      std::min<int64_t>(request.arguments.whole("top").value_or(entry.default_top), INT_MAX));
+  request.keys = std::move(keys);
+  request.spelling = spelling;
+  if (entry.check_together != nullptr) entry.check_together(request.arguments, spelling);
+  return request;
+}
+
+}  // namespace memsnap::service
