@@ -507,7 +507,6 @@ def _loaded(core: Any, device: Optional[int], head: bytes) -> Snapshot:
     snapshot = Snapshot._wrap(core, _device(device), head)
     note = core.device_note(snapshot._device)
     if note:
-        note = note.replace("with --device N", "with load(..., device=N) or .on_device(N)")
         warnings.warn(note, MemsnapWarning, stacklevel=3)
     return snapshot
 

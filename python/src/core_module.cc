@@ -125,6 +125,10 @@ SourceKeyOptions make_keys(int depth, const std::string& rule, const std::string
   keys.roots = std::move(roots);
   if (category_rules)
     keys.category_rules = parse_category_rules(*category_rules, category_rules_name);
+  check_key_options(
+      keys,
+      KeyOptionNames{
+          .group_by = "group_by", .user_keys = "keys='user'", .skip = "skip", .keep = "keep"});
   return keys;
 }
 
@@ -508,7 +512,9 @@ void bind_loaded_columns(nb::class_<Loaded>& loaded) {
           [](Loaded& self, std::optional<int> device) {
             const DeviceChoice& choice = self.analysis(device).device_choice();
             if (choice.reason == DeviceReason::kRequested || !choice.others()) return std::string();
-            return device_choice_note(self.name(), choice);
+            return device_choice_note(
+                self.name(), choice,
+                ChooseDevice{"load(..., device=N) or .on_device(N)", ".on_device(", ")"});
           },
           "device"_a.none(), Release())
       .def("allocator_settings",
@@ -538,35 +544,36 @@ void bind_loaded_columns(nb::class_<Loaded>& loaded) {
       .def("stacks", &stack_columns);
 }
 
-// A report's parameter from a Python object: None is "not given"; a bool,
-// int, float or str goes to the table to be checked (service/parameters.h);
-// any other type, or a bool where no switch is asked for, is a TypeError
-// that says what the parameter takes.
+// A report's parameter from a Python object: None is "not given"; a value
+// of a type the parameter's kind takes goes to the table to be checked
+// (service/parameters.h: ranges, sizes' text); any other type is a
+// TypeError that says what the parameter takes.
 service::Value value_of_object(const service::Parameter& parameter, nb::handle object) {
-  const bool is_switch = parameter.kind == service::ParameterKind::kSwitch;
-  auto wrong_type = [&] {
-    throw nb::type_error(fmt::format("{} must be {}, not {}", parameter.id,
-                                     service::kind_description(parameter),
-                                     nb::inst_name(object).c_str())
-                             .c_str());
-  };
+  using Kind = service::ParameterKind;
   if (object.is_none()) return std::monostate{};
-  if (PyBool_Check(object.ptr())) {
-    if (!is_switch) wrong_type();
-    return object.ptr() == Py_True;
+  PyObject* value = object.ptr();
+  const Kind kind = parameter.kind;
+  // The Python types each kind takes (a bool is no number here).
+  const bool is_bool = PyBool_Check(value);
+  const bool is_int = PyLong_Check(value) && !is_bool;
+  const bool is_float = PyFloat_Check(value);
+  const bool is_text = PyUnicode_Check(value);
+  if (kind == Kind::kSwitch && is_bool) return value == Py_True;
+  if (kind == Kind::kSeconds && is_float) return nb::cast<double>(object);
+  if ((kind == Kind::kSize || kind == Kind::kWholeOrWord) && is_text) {
+    return nb::cast<std::string>(object);
   }
-  if (is_switch) wrong_type();
-  if (PyLong_Check(object.ptr())) {
-    int64_t value = 0;
-    if (!nb::try_cast(object, value)) {
+  if (kind != Kind::kSwitch && is_int) {
+    int64_t whole = 0;
+    if (!nb::try_cast(object, whole)) {
       throw Error::usage(fmt::format("{} is out of range", parameter.id));
     }
-    return value;
+    return whole;
   }
-  if (PyFloat_Check(object.ptr())) return nb::cast<double>(object);
-  if (PyUnicode_Check(object.ptr())) return nb::cast<std::string>(object);
-  wrong_type();
-  return std::monostate{};
+  throw nb::type_error(fmt::format("{} must be {}, not {}", parameter.id,
+                                   service::kind_description(parameter),
+                                   nb::inst_name(object).c_str())
+                           .c_str());
 }
 
 // The request for a report from keyword arguments (top among them).
@@ -759,7 +766,7 @@ void bind_many_files(nb::module_& m) {
         Heard heard;
         const CheckRun run = check_run(
             request, run_inputs_of(device, steps, keys, rank_from, jobs, allow_objects, max_input),
-            heard.listener(), [](std::string_view id) { return std::string(id); });
+            heard.listener());
         auto [report, notes, error] = heard.answer(
             run.ranked ? render_check_json(*run.ranked, top) : render_check_json(*run.single, top),
             0, 0);

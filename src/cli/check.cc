@@ -42,13 +42,6 @@ struct CheckFlags {
   SummaryInputs inputs;
 };
 
-// The command line's spelling of a check parameter: max_peak -> --max-peak.
-std::string flag_of(std::string_view id) {
-  std::string flag = "--" + std::string(id);
-  std::replace(flag.begin(), flag.end(), '_', '-');
-  return flag;
-}
-
 CheckRequest request_of(const CheckFlags& flags) {
   CheckRequest request;
   request.current = flags.current;
@@ -142,8 +135,8 @@ void run_check_command(const CheckFlags& flags) {
     write_budget(flags);
     return;
   }
-  const CheckRun run = check_run(request_of(flags), run_inputs(flags.inputs),
-                                 stderr_listener(flags.inputs.common), flag_of);
+  const CheckRun run =
+      check_run(request_of(flags), run_inputs(flags.inputs), stderr_listener(flags.inputs.common));
   if (run.ranked) {
     write_in_format(flags, *run.ranked);
     if (!run.passed()) throw Error::limit(check_verdict(*run.ranked));

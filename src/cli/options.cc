@@ -238,6 +238,13 @@ void add_source_key_flags(CLI::App& command, CommonOptions& options) {
                   "site-packages), your other code only when none is; a relative folder "
                   "matches wherever the file was recorded; repeatable")
       ->option_text("DIR");
+  // After parsing, before any file is read: options no analysis can use.
+  command.final_callback([&options] {
+    check_key_options(options.keys, KeyOptionNames{.group_by = "--group-by",
+                                                   .user_keys = "--keys user",
+                                                   .skip = "--skip",
+                                                   .keep = "--keep"});
+  });
 }
 
 void add_snapshot_argument(CLI::App& command, std::string& file, const std::string& help) {

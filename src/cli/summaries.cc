@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 
 #include "cli/output.h"
@@ -37,6 +38,12 @@ RunInputs run_inputs(const SummaryInputs& inputs) {
 
 RunListener stderr_listener(const CommonOptions& common) {
   RunListener listener;
+  // The command line's spelling of a parameter: max_peak -> --max-peak.
+  listener.spell = [](std::string_view id) {
+    std::string flag = "--" + std::string(id);
+    std::replace(flag.begin(), flag.end(), '_', '-');
+    return flag;
+  };
   listener.note = [](const std::string& note) { write_note(note); };
   listener.parts = timing_observer(common);
   listener.trim_heap = true;

@@ -36,7 +36,7 @@ enum class SharedObjects {
   kInline,
 };
 
-// Streams the tagged form (see README, `memsnap dump`) to `sink`.
+// Streams the tagged form (see docs/commands/dump-events.md) to `sink`.
 void write_tagged_json(const Vm& vm, const Value& value, const TextSink& sink,
                        SharedObjects shared = SharedObjects::kOnce);
 

@@ -103,17 +103,21 @@ std::string say(const finding::UnusableTimes& f) {
       "us): they count as entries without time",
       f.count);
 }
-std::string say(const finding::OtherDevices& f) {
+std::string other_devices_text(const finding::OtherDevices& f, const ChooseDevice& how) {
   std::vector<int> others = f.devices;
   std::erase(others, f.analysed);
   return fmt::format(
       "{}this report is device {} ({}); the file also has data on device{} {} (choose one with "
-      "--device N){}",
+      "{}){}",
       f.side ? fmt::format("{}: ", side_name(*f.side)) : std::string(), f.analysed,
-      device_reason_text(f.reason), others.size() == 1 ? "" : "s", fmt::join(others, ", "),
-      f.oom_devices.empty() ? std::string()
-                            : fmt::format("; out of memory on device {}: see --device {}",
-                                          fmt::join(f.oom_devices, ", "), f.oom_devices.front()));
+      device_reason_text(f.reason), others.size() == 1 ? "" : "s", fmt::join(others, ", "), how.any,
+      f.oom_devices.empty()
+          ? std::string()
+          : fmt::format("; out of memory on device {}: see {}{}{}", fmt::join(f.oom_devices, ", "),
+                        how.one_before, f.oom_devices.front(), how.one_after));
+}
+std::string say(const finding::OtherDevices& f) {
+  return other_devices_text(f, ChooseDevice{});
 }
 std::string say(const finding::NoTrace& f) {
   if (f.a && f.b) {
@@ -172,12 +176,15 @@ std::string phrase(const Finding& finding) {
   return std::visit([](const auto& f) { return say(f); }, finding);
 }
 
-std::string device_choice_note(const std::string& path, const DeviceChoice& choice) {
+std::string device_choice_note(const std::string& path, const DeviceChoice& choice,
+                               const ChooseDevice& how) {
   std::vector<int> oom_elsewhere = choice.oom_devices;
   std::erase(oom_elsewhere, choice.device);
-  return fmt::format("{}: {}", path,
-                     say(finding::OtherDevices{std::nullopt, choice.device, choice.reason,
-                                               choice.devices, oom_elsewhere}));
+  return fmt::format(
+      "{}: {}", path,
+      other_devices_text(finding::OtherDevices{std::nullopt, choice.device, choice.reason,
+                                               choice.devices, oom_elsewhere},
+                         how));
 }
 
 std::vector<std::string> phrase_all(const std::vector<Finding>& findings) {

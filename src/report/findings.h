@@ -16,7 +16,15 @@ std::vector<std::string> phrase_all(const std::vector<Finding>& findings);
 // The line every command prints on stderr when the file has data on devices
 // its report does not show: "memsnap: FILE: this report is device 1 (it ran
 // out of memory); the file also has data on devices 0, 2 (...)".
-std::string device_choice_note(const std::string& path, const DeviceChoice& choice);
+// How the caller's reader picks a device: "--device N" and "--device 1" on
+// the command line; Python says load(..., device=N) and .on_device(1).
+struct ChooseDevice {
+  std::string_view any = "--device N";
+  std::string_view one_before = "--device ";
+  std::string_view one_after;
+};
+std::string device_choice_note(const std::string& path, const DeviceChoice& choice,
+                               const ChooseDevice& how = {});
 // Where inferred steps came from, as one sentence ("Steps are inferred: ...");
 // empty for ProfilerStep markers and for no steps.
 std::string steps_inferred_note(const StepsInference& inference);

@@ -149,7 +149,8 @@ RunSummary summary_of(const std::string& path, const RunInputs& inputs, const Ru
 std::vector<SummaryOutcome> summarize_all(const std::vector<std::string>& paths,
                                           const RunInputs& inputs, const RunListener& listener) {
   refuse_stdin_twice(paths);
-  rank_from_name("", inputs.rank_pattern);  // a bad rank pattern fails before any work
+  // A bad rank pattern fails before any work.
+  check_rank_pattern(inputs.rank_pattern, spelled(listener, "rank_from"));
   std::vector<SummaryOutcome> outcomes(paths.size());
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   const size_t jobs =
@@ -159,6 +160,7 @@ std::vector<SummaryOutcome> summarize_all(const std::vector<std::string>& paths,
   std::mutex heard;    // one listener call at a time
   RunListener serial;  // the listener, one call at a time
   serial.trim_heap = listener.trim_heap;
+  serial.spell = listener.spell;  // a pure function of its argument: safe from any thread
   if (listener.note) {
     serial.note = [&](const std::string& note) {
       const std::lock_guard<std::mutex> lock(heard);
@@ -217,25 +219,35 @@ SummarySet split_outcomes(std::vector<SummaryOutcome>& outcomes, size_t begin, s
   return set;
 }
 
+std::string spelled(const RunListener& listener, std::string_view id) {
+  return listener.spell ? listener.spell(id) : std::string(id);
+}
+
 std::string duplicate_rank_message(const std::vector<RunSummary>& run,
-                                   const DuplicateRank& duplicate) {
+                                   const DuplicateRank& duplicate, const RunListener& listener) {
   return fmt::format(
-      "{} and {} both have rank {}: name the ranks apart with --rank-from REGEX (its first "
+      "{} and {} both have rank {}: name the ranks apart with {} REGEX (its first "
       "group is the rank)",
-      run[duplicate.first].path, run[duplicate.second].path, duplicate.rank);
+      run[duplicate.first].path, run[duplicate.second].path, duplicate.rank,
+      spelled(listener, "rank_from"));
 }
 
 void note_device_choice(const FileAnalysis& file, const RunListener& listener) {
   const DeviceChoice& choice = file.device_choice();
   if (listener.note && choice.reason != DeviceReason::kRequested && choice.others()) {
-    listener.note(printable(device_choice_note(file.path(), choice)));
+    // "--device N" where the caller spells flags, "device=N" where keywords.
+    const std::string name = spelled(listener, "device");
+    const std::string joiner = name.starts_with("--") ? " " : "=";
+    const std::string any = name + joiner + "N";
+    const std::string one = name + joiner;
+    listener.note(printable(device_choice_note(file.path(), choice, ChooseDevice{any, one, ""})));
   }
 }
 
 void note_duplicate_rank(const std::vector<RunSummary>& run, const RunListener& listener) {
   if (!listener.note) return;
   if (const std::optional<DuplicateRank> duplicate = duplicate_rank(run)) {
-    listener.note("warning: " + duplicate_rank_message(run, *duplicate));
+    listener.note("warning: " + duplicate_rank_message(run, *duplicate, listener));
   }
 }
 

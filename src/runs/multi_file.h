@@ -13,16 +13,21 @@
 #include <vector>
 
 #include "analysis/core/file_analysis.h"
-#include "analysis/reports/run_compare.h"
-#include "analysis/reports/run_summary.h"
 #include "analysis/core/source_key.h"
 #include "analysis/core/steps.h"
+#include "analysis/reports/run_compare.h"
+#include "analysis/reports/run_summary.h"
 #include "memsnap/load.h"
 #include "report/ranks_render.h"
 
 namespace memsnap {
 
 // How each file of a run is read and summarised.
+// How a front end spells a parameter in its messages, from its id (a
+// limit's name, "max_peak", or "budget", "baseline", "rank_from"): the
+// command line "--max-peak", Python "max_peak".
+using SpellParameter = std::function<std::string(std::string_view id)>;
+
 struct RunInputs {
   std::optional<int> device;             // none: each file's own choice
   StepSource steps = StepSource::kAuto;  // where steps come from
@@ -38,7 +43,8 @@ struct RunInputs {
 struct RunListener {
   std::function<void(size_t done, size_t total)> progress;  // after each file
   std::function<void(const std::string& note)> note;        // the device chosen, ranks shared
-  PartObserver parts;                                       // what each analysis part took
+  SpellParameter spell;  // how notes and errors name a parameter (empty: by its id)
+  PartObserver parts;    // what each analysis part took
   // glibc: give the memory a file freed back to the system after each file
   // (malloc_trim), so that a long run's footprint stays about `jobs`
   // snapshots. A process-wide act; the command line asks for it.
@@ -81,7 +87,9 @@ SummarySet split_outcomes(std::vector<SummaryOutcome>& outcomes, size_t begin, s
 // "A and B both have rank N ...": two files of one run that share a rank
 // (check refuses them; ranks and compare warn).
 std::string duplicate_rank_message(const std::vector<RunSummary>& run,
-                                   const DuplicateRank& duplicate);
+                                   const DuplicateRank& duplicate, const RunListener& listener);
+// The listener's name for a parameter: its spell(id), or the id.
+std::string spelled(const RunListener& listener, std::string_view id);
 // Tells the listener (a warning) when two files of `run` share a rank.
 void note_duplicate_rank(const std::vector<RunSummary>& run, const RunListener& listener);
 

@@ -39,6 +39,14 @@ std::vector<Limit> limits_required(const CheckRequest& request, const SpellParam
         "no limit to check: give {} FILE or limits such as {} 12GiB, {} 5% with {} FILE",
         spell("budget"), spell("max_peak"), spell("max_growth"), spell("baseline")));
   }
+  if (request.baseline.empty()) {
+    for (const Limit& limit : limits) {
+      const LimitInfo& info = limit_info(limit.kind);
+      if (!info.needs_baseline || limit.from_budget) continue;
+      throw Error::usage(fmt::format("{}: needs a baseline to grow from ({} FILE)",
+                                     spell(info.name), spell("baseline")));
+    }
+  }
   return limits;
 }
 
@@ -64,7 +72,7 @@ RankedCheck check_folders(const CheckRequest& request, const RunInputs& inputs,
   const std::array<const std::vector<RunSummary>*, 2> runs{&current, &baseline};
   for (const std::vector<RunSummary>* run : runs) {
     if (const std::optional<DuplicateRank> duplicate = duplicate_rank(*run)) {
-      throw Error(duplicate_rank_message(*run, *duplicate));
+      throw Error(duplicate_rank_message(*run, *duplicate, listener));
     }
   }
   return check_ranked(
@@ -118,7 +126,8 @@ std::vector<Limit> limits_of(const CheckRequest& request, const SpellParameter& 
 }
 
 CheckRun check_run(const CheckRequest& request, const RunInputs& inputs,
-                   const RunListener& listener, const SpellParameter& spell) {
+                   const RunListener& listener) {
+  const SpellParameter spell = [&listener](std::string_view id) { return spelled(listener, id); };
   refuse_stdin_twice({request.current, request.baseline, request.budget});
   CheckRun out;
   std::error_code error;

@@ -18,11 +18,6 @@
 
 namespace memsnap {
 
-// How a front end spells a parameter in its messages, from its id (the
-// limit's name, "max_peak", or "budget", "baseline", "max_category"): the
-// command line "--max-peak", Python "max_peak".
-using SpellParameter = std::function<std::string(std::string_view id)>;
-
 struct CheckRequest {
   std::string current;                       // a snapshot, a summary, or a folder of rank files
   std::string baseline;                      // the same kind of input as current, or empty
@@ -46,7 +41,8 @@ struct CheckRun {
     return single ? single->failed == 0 : ranked->failed_ranks == 0;
   }
 };
+// Messages name parameters as listener.spell does.
 CheckRun check_run(const CheckRequest& request, const RunInputs& inputs,
-                   const RunListener& listener, const SpellParameter& spell);
+                   const RunListener& listener);
 
 }  // namespace memsnap

@@ -135,7 +135,31 @@ Answer answer_steps(const FileAnalysis& file, const ReportRequest& request, Form
                   render_steps_json);
 }
 
+const Parameter kAt{
+    .id = "at",
+    .kind = ParameterKind::kWholeOrWord,
+    .help =
+        "Which oom entry of the device, counted from 1 (default 1), or 'peak': the same "
+        "analysis at the run's absolute peak (a file without an oom entry, or to see how "
+        "close a run came)",
+    .value_name = "N|peak",
+    .minimum = 1,
+    .word = "peak",
+};
+
+// An oom entry past the device's last: said with the parameter's name (the
+// analysis refuses it too, in words of its own).
+void check_oom_entry(const FileAnalysis& file, const ReportRequest& request) {
+  const OomOptions options = oom_options(request);
+  const size_t count = file.trace_analysis().counts.oom_events.size();
+  if (options.at_peak || count == 0 || static_cast<uint64_t>(options.at) <= count) return;
+  throw Error::usage(fmt::format("{} {}: device {} has {} oom entr{} (1-{})",
+                                 spelled(kAt, request.spelling), options.at, file.device(), count,
+                                 count == 1 ? "y" : "ies", count));
+}
+
 Answer answer_oom(const FileAnalysis& file, const ReportRequest& request, Format format) {
+  check_oom_entry(file, request);
   return rendered_top(analyze_oom(file, oom_options(request)), format, request.top, render_oom_text,
                       render_oom_json);
 }
@@ -246,14 +270,7 @@ ReportEntry oom_entry() {
       .file_help =
           "Snapshot pickle(s) (.pickle, .gz, .zst, or - for stdin); a folder or "
           "several files: one row per rank, then the first OOM in time in full",
-      .parameters = {{.id = "at",
-                      .kind = ParameterKind::kWholeOrWord,
-                      .help = "Which oom entry of the device, counted from 1 (default 1), or "
-                              "'peak': the same analysis at the run's absolute peak (a file "
-                              "without an oom entry, or to see how close a run came)",
-                      .value_name = "N|peak",
-                      .minimum = 1,
-                      .word = "peak"},
+      .parameters = {kAt,
                      {.id = "window",
                       .kind = ParameterKind::kSeconds,
                       .help = "Seconds before the OOM whose growth is reported (default 1)",

@@ -214,7 +214,7 @@ def generate():
     for name, title in SCHEMAS:
         schema = load(name)
         section = render_section(schema, title)
-        section.insert(2, "Schema: [`tests/schema/%s`](../tests/schema/%s)." % (name, name))
+        section.insert(2, "Schema: `tests/schema/%s` in the repository." % name)
         section.insert(3, "")
         out.extend(section)
     return "\n".join(out).rstrip("\n") + "\n"

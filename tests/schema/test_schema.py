@@ -442,7 +442,7 @@ def golden_schema(name, document):
     if name.startswith("replay_to_time_"):
         return "replay_to_time_pair" if isinstance(document, dict) and "file_a" in document else "replay_to_time"
     for prefix, schema in (("parse_", "parse"), ("compare_", "compare"), ("replay_step_", "replay_step"),
-                           ("events_", "events"), ("segments_", "segments"),
+                           ("events_", "events"), ("segments_", "segments"), ("streams_", "streams"),
                            ("oom_", "oom"), ("explain_", "explain")):
         if name.startswith(prefix):
             return schema

@@ -159,11 +159,11 @@ TEST(Check, AGrowthFlagWithoutABaselineIsAUsageError) {
     ADD_FAILURE() << "no error";
   } catch (const Error& error) {
     EXPECT_EQ(error.kind(), Error::Kind::kUsage);
-    EXPECT_STREQ(error.what(), "--max-growth: needs a baseline to grow from (--baseline FILE)");
+    EXPECT_STREQ(error.what(), "max_growth: needs a baseline to grow from");
   }
   testing::expect_error_containing<Error>(
       [] { run_check(run(1 << 30), nullptr, {limit(LimitKind::kMaxSourceGrowth, 1)}); },
-      "--max-source-growth: needs a baseline");
+      "max_source_growth: needs a baseline");
   // From a budget file, the same limit is reported as not checked, and fails nothing.
   const CheckReport report =
       run_check(run(1 << 30), nullptr, {limit(LimitKind::kMaxGrowth, 5, true, true)});

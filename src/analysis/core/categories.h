@@ -7,7 +7,7 @@
 // frames (Python frame names and paths, C++ frame names, and which C++ code
 // called the allocator: a tensor factory, or code taking raw scratch bytes)
 // and at the record_function annotations active on its device when it was
-// allocated. The rules are data, so the README's table is this table.
+// allocated. The rules are data, so the table in docs/semantics.md is this table.
 #pragma once
 
 #include <array>
@@ -50,7 +50,7 @@ struct CategoryRule {
   // The allocator's caller (the first C++ frame past stack capture and the
   // allocator) is no tensor factory or storage: it took raw bytes.
   bool raw_bytes = false;
-  std::string_view evidence;  // why the rule holds, for the README
+  std::string_view evidence;  // why the rule holds, for docs/semantics.md
 };
 
 // In order: the first match wins.

@@ -38,7 +38,7 @@ constexpr std::array kReferenceInternalNames = {
 // wrappers PyTorch or its backends put around the user's call. Every other
 // third-party package (transformers, torchvision, bitsandbytes, ...) stays
 // the user's code: a model defined there is named there. Found on real
-// snapshots (the evidence column); the README lists this table.
+// snapshots (the evidence column); docs/semantics.md lists this table.
 constexpr std::array kHelperPackages = {
     HelperPackage{"einops/",
                   "rearrange, reduce and einsum pass the tensor to a torch op "
@@ -699,23 +699,41 @@ std::string fx_origin(std::string_view original_trace) {
   return origin;
 }
 
+namespace {
+
+void check_grouping(const SourceKeyOptions& options, const KeyOptionNames& names) {
+  if (options.rule == KeyRule::kReference && group_picks_frames(options.group)) {
+    throw Error::usage(fmt::format("{} other than source needs memsnap's keys ({})", names.group_by,
+                                   names.user_keys));
+  }
+}
+
+std::vector<Pattern> compiled_patterns(const std::vector<std::string>& patterns,
+                                       std::string_view name) {
+  std::vector<Pattern> compiled;
+  compiled.reserve(patterns.size());
+  for (const std::string& pattern : patterns) compiled.emplace_back(pattern, name);
+  return compiled;
+}
+
+}  // namespace
+
 SourceKeys::SourceKeys(const Snapshot& snapshot, const SourceKeyOptions& options)
     : snapshot_(snapshot),
       options_(options),
       cache_(snapshot.stacks.size() + 1),
       computed_(snapshot.stacks.size() + 1, false) {
   options_.depth = std::max(options_.depth, 1);
-  if (options_.rule == KeyRule::kReference && group_picks_frames(options_.group)) {
-    throw Error::usage("--group-by other than source needs memsnap's keys (--keys user)");
-  }
-  const auto compile = [](const std::vector<std::string>& patterns, const char* flag) {
-    std::vector<Pattern> compiled;
-    compiled.reserve(patterns.size());
-    for (const std::string& pattern : patterns) compiled.emplace_back(pattern, flag);
-    return compiled;
-  };
-  skip_ = compile(options_.skip, "--skip");
-  keep_ = compile(options_.keep, "--keep");
+  const KeyOptionNames names;
+  check_grouping(options_, names);
+  skip_ = compiled_patterns(options_.skip, names.skip);
+  keep_ = compiled_patterns(options_.keep, names.keep);
+}
+
+void check_key_options(const SourceKeyOptions& options, const KeyOptionNames& names) {
+  check_grouping(options, names);
+  compiled_patterns(options.skip, names.skip);
+  compiled_patterns(options.keep, names.keep);
 }
 
 const std::string& SourceKeys::key(StackId stack) {

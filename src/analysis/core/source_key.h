@@ -86,6 +86,20 @@ struct SourceKeyOptions {
   std::vector<CategoryRuleSpec> category_rules;
 };
 
+// How a front end names the options that check_key_options() talks about;
+// the defaults name none (the analysis' own words).
+struct KeyOptionNames {
+  std::string_view group_by = "a grouping";
+  std::string_view user_keys = "the user key rule";
+  std::string_view skip = "skip pattern";
+  std::string_view keep = "keep pattern";
+};
+// Refuses options no analysis can use, as Error::usage naming them with
+// `names`: a grouping that picks frames under the reference key rule, and a
+// skip or keep pattern that is no regular expression. Front ends call it as
+// they read the options; SourceKeys refuses the same in its own words.
+void check_key_options(const SourceKeyOptions& options, const KeyOptionNames& names = {});
+
 // Reads --category-rules text: one rule per line, `CATEGORY WHERE REGEX`
 // (WHERE: frame, cpp, annotation or metadata; '#' starts a comment). Throws
 // Error (usage) naming the line of a malformed rule.
@@ -109,7 +123,7 @@ bool is_standard_library_file(std::string_view filename);
 // A package whose frames never name an allocation (see kHelperPackages).
 struct HelperPackage {
   std::string_view path_part;  // a folder ("einops/") or file of the path, after a '/'
-  std::string_view evidence;   // why, for the README
+  std::string_view evidence;   // why, for docs/semantics.md
 };
 std::span<const HelperPackage> helper_packages();
 bool is_helper_package_file(std::string_view filename);

@@ -121,7 +121,7 @@ void fill_block_facts(const FileAnalysis& file, uint64_t position, uint64_t stre
   state.block_awaiting_free = blocks.totals.awaiting_free;
 }
 
-// The verdict (README: "Out of memory?" lists these rules).
+// The verdict (docs/commands/oom.md lists these rules).
 void judge(const OomAnalysis& report, const OomOptions& options, OomCase& c) {
   const OomState& state = c.state;
   const uint64_t free_bytes = static_cast<uint64_t>(std::max<int64_t>(state.free, 0));
@@ -205,9 +205,9 @@ std::optional<OomMoment> choose_moment(const FileAnalysis& file, const OomOption
   } else {
     if (ooms.empty()) return std::nullopt;
     if (options.at < 1 || static_cast<uint64_t>(options.at) > ooms.size()) {
-      throw Error::usage(fmt::format("--at {}: device {} has {} oom entr{} (1-{})", options.at,
-                                     file.device(), ooms.size(), ooms.size() == 1 ? "y" : "ies",
-                                     ooms.size()));
+      throw Error::usage(fmt::format("oom entry {} asked for: device {} has {} oom entr{} (1-{})",
+                                     options.at, file.device(), ooms.size(),
+                                     ooms.size() == 1 ? "y" : "ies", ooms.size()));
     }
     m.e = ooms[static_cast<size_t>(options.at - 1)];
     m.at = m.e + 1 - trace.begin;

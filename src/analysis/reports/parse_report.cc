@@ -12,7 +12,7 @@
 namespace memsnap {
 namespace {
 
-// Thresholds of the warnings; see README "Warnings".
+// Thresholds of the warnings; see docs/commands/parse.md.
 constexpr double kBaselineShareWarning = 0.5;
 constexpr uint64_t kBaselineBytesWarning = uint64_t{64} << 20;
 

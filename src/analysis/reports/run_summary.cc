@@ -4,8 +4,8 @@
 #include <algorithm>
 
 #include "analysis/core/file_analysis.h"
-#include "analysis/reports/parse_report.h"
 #include "analysis/core/steps.h"
+#include "analysis/reports/parse_report.h"
 #include "memsnap/error.h"
 #include "util/pattern.h"
 #include "util/utf8.h"
@@ -152,12 +152,25 @@ RunSummary run_summary(const FileAnalysis& file, const SummaryOptions& options) 
   return out;
 }
 
-std::optional<int64_t> rank_from_name(const std::string& path, const std::string& pattern) {
-  const Pattern regex(pattern, "--rank-from");
+namespace {
+
+Pattern rank_pattern(const std::string& pattern, std::string_view name) {
+  Pattern regex(pattern, name);
   if (regex.capture_groups() < 1) {
-    throw Error::usage(fmt::format(
-        "--rank-from '{}' has no capture group: put the rank's digits in ( )", pattern));
+    throw Error::usage(
+        fmt::format("{} '{}' has no capture group: put the rank's digits in ( )", name, pattern));
   }
+  return regex;
+}
+
+}  // namespace
+
+void check_rank_pattern(const std::string& pattern, std::string_view name) {
+  rank_pattern(pattern, name);
+}
+
+std::optional<int64_t> rank_from_name(const std::string& path, const std::string& pattern) {
+  const Pattern regex = rank_pattern(pattern, "rank pattern");
   const size_t slash = path.find_last_of("/\\");
   const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
   const std::optional<std::string_view> group = regex.first_group(name);

@@ -131,5 +131,7 @@ RunSummary run_summary(const FileAnalysis& file, const SummaryOptions& options);
 inline constexpr const char* kDefaultRankPattern =
     R"((?:^|[_.\-]|rank)(\d+)(?:\.summary)?(?:\.json|\.pickle|\.pkl)?(?:\.gz|\.zst)?$)";
 std::optional<int64_t> rank_from_name(const std::string& path, const std::string& pattern);
+// Throws the usage Error rank_from_name would, naming the pattern `name`.
+void check_rank_pattern(const std::string& pattern, std::string_view name);
 
 }  // namespace memsnap

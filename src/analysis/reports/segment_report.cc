@@ -205,13 +205,13 @@ SegmentReport segments_at_time(const FileAnalysis& analysis, double seconds) {
   if (trace.count() == 0) {
     throw Error(
         fmt::format("{}: device {} has no trace entries, so only the dump's state is "
-                    "known (drop --time)",
+                    "known (ask without a time)",
                     file, device));
   }
   if (start == 0) {
     throw Error(
-        fmt::format("{}: trace entries carry no time_us (PyTorch before 2.2), so --time "
-                    "cannot be used; the dump's state is shown without it",
+        fmt::format("{}: trace entries carry no time_us (PyTorch before 2.2), so no time "
+                    "can be asked for; the dump's state is shown without one",
                     file));
   }
   const AllocatorHistory& history = *analysis.allocator_history();

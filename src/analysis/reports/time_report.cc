@@ -16,8 +16,8 @@ TimeSide replay_to_time(const FileAnalysis& file, double seconds,
   int64_t start = trace_start_us(snapshot, file.trace());
   if (file.trace().count() > 0 && start == 0) {
     throw Error(
-        fmt::format("{}: trace entries carry no time_us (PyTorch before 2.2), so --time "
-                    "cannot be used; parse and compare still work",
+        fmt::format("{}: trace entries carry no time_us (PyTorch before 2.2), so no time "
+                    "can be asked for; parse and compare still work",
                     file.path()));
   }
   side.trace_duration_s = static_cast<double>(trace_end_us(snapshot, file.trace()) - start) / 1e6;
