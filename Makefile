@@ -19,7 +19,7 @@ EXAMPLE     ?= examples/training_steps.pickle.gz
 EXAMPLE_B   ?= examples/training_steps_larger_batch.pickle.gz
 DEMO_HTML   ?= $(BUILD)/demo_overlay.html
 
-.PHONY: all setup build demo check test test-release test-fast test-asan test-python wheel fuzz bench \
+.PHONY: all setup build demo check test test-release test-fast test-asan test-python docs wheel fuzz bench \
         format lint clean
 
 all: build
@@ -62,7 +62,14 @@ check: build
 # run under ASan; they cost about 150 s of the CI machine's budget there) and
 # the benchmark harness's smoke test (label `bench`: it times the commands the
 # cli tests run; 57 s under ASan here).
-test: test-release test-python test-asan
+test: test-release docs test-python test-asan
+
+# The documentation site (mkdocs + Material, pinned in docs/requirements.txt,
+# in a venv of its own), built --strict: a broken link or anchor fails it.
+# docs/reports.md and docs/json-schema.md are written from the report table
+# and the schemas; their tests (report_docs, json_schema) fail while they differ.
+docs:
+	scripts/docs_site "$(PYTHON)" "$(BUILD)/docs-venv" "$(BUILD)/site"
 
 test-release: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
