@@ -24,6 +24,9 @@ struct Command {
   // Declares the command's arguments and flags on its subcommand and returns
   // the runner that reads them once parsing is done.
   std::function<Runner(CLI::App& command)> configure;
+  // Below the options in `memsnap NAME --help`: what it shows, one example.
+  std::string_view description;
+  std::string_view example;
 };
 
 // Every command, in the order `memsnap --help` lists them.

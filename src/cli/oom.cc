@@ -68,7 +68,8 @@ OomRanks oom_ranks(const std::vector<std::string>& paths, const OomOptions& opti
 Command oom_command() {
   const service::ReportEntry& entry = *service::find_report("oom");
   return {
-      entry.name, entry.summary, [&entry](CLI::App& command) -> Runner {
+      entry.name, entry.summary,
+      [&entry](CLI::App& command) -> Runner {
         struct Flags {
           std::vector<std::string> files;
           ReportFlags report;
@@ -103,7 +104,8 @@ Command oom_command() {
             write_out(render_oom_ranks_text(ranks, common.top));
           }
         };
-      }};
+      },
+      entry.description, entry.example};
 }
 
 }  // namespace memsnap::cli

@@ -36,10 +36,6 @@ void add_parameter(CLI::App& command, const Parameter& parameter, ReportFlags& f
   if (parameter.required) option->required();
 }
 
-std::string footer_of(const ReportEntry& entry) {
-  return fmt::format("{}\n\nExample:\n  {}", entry.description, entry.example);
-}
-
 Runner configure(CLI::App& command, const ReportEntry& entry) {
   struct Flags {
     std::string file;
@@ -82,7 +78,6 @@ void add_report_flags(CLI::App& command, const ReportEntry& entry, ReportFlags& 
   add_top_flag(command, common, std::string(entry.top_rows), entry.default_top);
   if (entry.uses_keys) add_source_key_flags(command, common);
   add_input_flags(command, common);
-  command.footer(footer_of(entry));
 }
 
 service::ReportRequest report_request(const ReportEntry& entry, const ReportFlags& flags) {
@@ -115,7 +110,8 @@ Command report_command(std::string_view name) {
   const ReportEntry* entry = service::find_report(name);
   if (entry == nullptr) throw Error(fmt::format("no report named '{}' in the table", name));
   return {entry->name, entry->summary,
-          [entry](CLI::App& command) { return configure(command, *entry); }};
+          [entry](CLI::App& command) { return configure(command, *entry); }, entry->description,
+          entry->example};
 }
 
 }  // namespace memsnap::cli

@@ -27,8 +27,7 @@ struct ReportFlags {
 };
 
 // Declares the entry's parameters and the shared flags it uses (--json,
-// --device, --steps, --top, the source-key flags, the input flags) and its
-// description and example as the --help footer.
+// --device, --steps, --top, the source-key flags, the input flags).
 void add_report_flags(CLI::App& command, const service::ReportEntry& entry, ReportFlags& flags);
 // The checked request (Error::usage naming the flag).
 service::ReportRequest report_request(const service::ReportEntry& entry, const ReportFlags& flags);

@@ -1,5 +1,7 @@
 // The edge: the command line is parsed here, one command runs, and every
 // error becomes one "memsnap: ..." line and an exit status, here only.
+#include <fmt/format.h>
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
@@ -65,21 +67,14 @@ std::vector<char*> explain_bare_file(int argc, char** argv) {
   return args;
 }
 
-int run_cli(int argc, char** argv) {
-  std::vector<char*> with_command = explain_bare_file(argc, argv);
-  argc = static_cast<int>(with_command.size());
-  argv = with_command.data();
-  // `memsnap` alone: the help, not an error.
-  if (argc == 1) {
-    static char help[] = "--help";
-    with_command.push_back(help);
-    argc = 2;
-    argv = with_command.data();
-  }
-  CLI::App app{
+namespace {
+
+// The application's --help: what it is, examples, exit statuses.
+void describe(CLI::App& app) {
+  app.description(
       "memsnap: read PyTorch CUDA memory snapshots (torch.cuda.memory._dump_snapshot pickles) "
       "safely and fast.\nThe file is never executed. .gz and .zst inputs are decompressed; "
-      "'-' reads stdin."};
+      "'-' reads stdin.");
   app.name("memsnap");
   app.footer(
       "Examples:\n"
@@ -92,42 +87,18 @@ int run_cli(int argc, char** argv) {
       "  memsnap plot a.pickle b.pickle -o t.html        both runs on one timeline\n"
       "  memsnap oom oom_rank3.pickle                    why it ran out of memory\n"
       "  memsnap segments run.pickle                     the allocator's segments at the dump\n"
+      "  memsnap check run.pickle --baseline base.pickle --max-growth 5%   a CI gate\n"
+      "Each command's --help says what it shows, with an example (man memsnap too).\n"
       "Reports go to stdout (--json for tools); errors and progress to stderr.\n"
       "Exit status: 0 ok, 1 unreadable or refused input (or output that cannot be written), "
-      "2 usage error.");
+      "2 usage error, 3 a limit of check violated.");
   app.require_subcommand(1);
   app.set_version_flag("--version", std::string("memsnap ") + std::string(kVersion));
+}
 
-  std::vector<std::pair<CLI::App*, Runner>> runners;
-  for (const Command& command : command_table()) {
-    CLI::App* sub = app.add_subcommand(std::string(command.name), std::string(command.help));
-    runners.emplace_back(sub, command.configure(*sub));
-  }
-
-  // CLI11 says "A subcommand is required" for a mistyped command; name it.
-  if (argc > 1 && argv[1][0] != '-') {
-    const std::string_view asked = argv[1];
-    const auto& table = command_table();
-    if (std::none_of(table.begin(), table.end(),
-                     [&](const Command& command) { return command.name == asked; })) {
-      write_note(unknown_command_message(asked));
-      return kExitUsage;
-    }
-  }
-
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& error) {
-    if (error.get_exit_code() == 0) return app.exit(error);  // --help, --version
-    write_note(usage_message(app, error));
-    return kExitUsage;
-  } catch (const Error& error) {  // a file a flag names (--category-rules) could not be read
-    write_note(error.what());
-    return exit_status(error);
-  } catch (const std::exception& error) {
-    return internal_error(error);
-  }
-
+// Runs the command that was parsed and turns what it throws into a note and
+// an exit status: the edge, once.
+int run_parsed(const std::vector<std::pair<CLI::App*, Runner>>& runners) {
   try {
     restart_timings();
     for (auto& [sub, run] : runners) {
@@ -163,6 +134,59 @@ int run_cli(int argc, char** argv) {
     std::fflush(stdout);
     return internal_error(error);
   }
+}
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  std::vector<char*> with_command = explain_bare_file(argc, argv);
+  argc = static_cast<int>(with_command.size());
+  argv = with_command.data();
+  // `memsnap` alone: the help, not an error.
+  if (argc == 1) {
+    static char help[] = "--help";
+    with_command.push_back(help);
+    argc = 2;
+    argv = with_command.data();
+  }
+  CLI::App app;
+  describe(app);
+  std::vector<std::pair<CLI::App*, Runner>> runners;
+  for (const Command& command : command_table()) {
+    CLI::App* sub = app.add_subcommand(std::string(command.name), std::string(command.help));
+    // Its own words below its options (the application's otherwise).
+    if (!command.description.empty()) {
+      sub->footer(fmt::format("{}\n\nExample:\n  {}", command.description, command.example));
+    }
+    runners.emplace_back(sub, command.configure(*sub));
+  }
+
+  // CLI11 says "A subcommand is required" for a mistyped command; name it.
+  if (argc > 1 && argv[1][0] != '-') {
+    const std::string_view asked = argv[1];
+    const auto& table = command_table();
+    if (std::none_of(table.begin(), table.end(),
+                     [&](const Command& command) { return command.name == asked; })) {
+      write_note(unknown_command_message(asked));
+      return kExitUsage;
+    }
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    if (error.get_exit_code() == 0) return app.exit(error);  // --help, --version
+    write_note(usage_message(app, error));
+    return kExitUsage;
+  } catch (const Error&
+               error) {  // a file a flag names could not be read, or options no analysis can use
+    write_note(error.what());
+    return exit_status(error);
+  } catch (const std::exception& error) {
+    return internal_error(error);
+  }
+
+  return run_parsed(runners);
 }
 
 }  // namespace memsnap::cli

@@ -194,17 +194,11 @@ std::string render_compare_text(const CompareResult& r, int top) {
   return out;
 }
 
-ordered_json render_compare_json(const CompareResult& r, int top) {
-  // config_diffs in the reference scripts' shape, [key, a, b] triples;
-  // allocator_settings_diffs the same rows as objects.
-  ordered_json triples = ordered_json::array();
-  ordered_json diffs = ordered_json::array();
-  for (const SettingDiff& d : r.config_diffs) {
-    triples.push_back(ordered_json::array({d.key, d.a, d.b}));
-    diffs.push_back({{"key", d.key}, {"a", d.a}, {"b", d.b}});
-  }
-  // Rows and the full trace carry the reference scripts' keys first (peak_* =
-  // peak delta, abs_peak_* = absolute peak, B - A), then memsnap's own.
+namespace {
+
+// step_results: the reference scripts' keys first (peak_* = peak delta,
+// abs_peak_* = absolute peak, B - A), then memsnap's own.
+ordered_json step_results_json(const CompareResult& r) {
   ordered_json steps = ordered_json::array();
   for (const StepComparison& s : r.step_results) {
     steps.push_back({{"step", s.step},
@@ -227,31 +221,72 @@ ordered_json render_compare_json(const CompareResult& r, int top) {
                      {"alloc_count_a", s.alloc_count_a},
                      {"alloc_count_b", s.alloc_count_b}});
   }
+  return steps;
+}
+
+// The whole trace compared, in the same two vocabularies.
+ordered_json whole_trace_json(const CompareResult& r) {
   const FullTraceComparison& f = r.full_trace;
-  ordered_json whole{{"peak_a", f.peak_delta_a},
-                     {"peak_b", f.peak_delta_b},
-                     {"peak_diff", f.peak_delta_b - f.peak_delta_a},
-                     {"abs_peak_a", f.absolute_peak_a},
-                     {"abs_peak_b", f.absolute_peak_b},
-                     {"abs_peak_diff", f.absolute_peak_b - f.absolute_peak_a},
-                     {"allocs_a", f.alloc_count_a},
-                     {"allocs_b", f.alloc_count_b},
-                     {"throughput_a", f.throughput_a},
-                     {"throughput_b", f.throughput_b},
-                     {"unmatched_a", f.unmatched_frees_a},
-                     {"unmatched_b", f.unmatched_frees_b},
-                     {"peak_delta_a", f.peak_delta_a},
-                     {"peak_delta_b", f.peak_delta_b},
-                     {"peak_delta_diff", f.peak_delta_b - f.peak_delta_a},
-                     {"absolute_peak_a", f.absolute_peak_a},
-                     {"absolute_peak_b", f.absolute_peak_b},
-                     {"absolute_peak_diff", f.absolute_peak_b - f.absolute_peak_a},
-                     {"alloc_count_a", f.alloc_count_a},
-                     {"alloc_count_b", f.alloc_count_b},
-                     {"unmatched_frees_a", f.unmatched_frees_a},
-                     {"unmatched_frees_b", f.unmatched_frees_b},
-                     {"unmatched_free_bytes_a", f.unmatched_free_bytes_a},
-                     {"unmatched_free_bytes_b", f.unmatched_free_bytes_b}};
+  return {{"peak_a", f.peak_delta_a},
+          {"peak_b", f.peak_delta_b},
+          {"peak_diff", f.peak_delta_b - f.peak_delta_a},
+          {"abs_peak_a", f.absolute_peak_a},
+          {"abs_peak_b", f.absolute_peak_b},
+          {"abs_peak_diff", f.absolute_peak_b - f.absolute_peak_a},
+          {"allocs_a", f.alloc_count_a},
+          {"allocs_b", f.alloc_count_b},
+          {"throughput_a", f.throughput_a},
+          {"throughput_b", f.throughput_b},
+          {"unmatched_a", f.unmatched_frees_a},
+          {"unmatched_b", f.unmatched_frees_b},
+          {"peak_delta_a", f.peak_delta_a},
+          {"peak_delta_b", f.peak_delta_b},
+          {"peak_delta_diff", f.peak_delta_b - f.peak_delta_a},
+          {"absolute_peak_a", f.absolute_peak_a},
+          {"absolute_peak_b", f.absolute_peak_b},
+          {"absolute_peak_diff", f.absolute_peak_b - f.absolute_peak_a},
+          {"alloc_count_a", f.alloc_count_a},
+          {"alloc_count_b", f.alloc_count_b},
+          {"unmatched_frees_a", f.unmatched_frees_a},
+          {"unmatched_frees_b", f.unmatched_frees_b},
+          {"unmatched_free_bytes_a", f.unmatched_free_bytes_a},
+          {"unmatched_free_bytes_b", f.unmatched_free_bytes_b}};
+}
+
+// Where the peaks differ: the drill-down at the step (or the whole trace).
+ordered_json drill_down_json(const CompareResult& r, int top) {
+  return {{"step", r.drill_step ? ordered_json(*r.drill_step) : ordered_json("full-trace")},
+          {"peak_diff", r.drill_peak_delta_b - r.drill_peak_delta_a},
+          {"sources", diff_json(r.drill.rows, top, false)},
+          {"categories", diff_json(r.drill_by_category.rows, top, false)},
+          {"peak_phase_a", phase_json(r.peak_phase_a)},
+          {"peak_phase_b", phase_json(r.peak_phase_b)},
+          {"live_from", r.drill_from_blocks ? "segment_blocks" : "trace"},
+          {"peak_delta_a", r.drill_peak_delta_a},
+          {"peak_delta_b", r.drill_peak_delta_b},
+          {"absolute_peak_a", r.drill_peak_a},
+          {"absolute_peak_b", r.drill_peak_b},
+          {"absolute_peak_diff", r.drill_peak_b - r.drill_peak_a},
+          {"peak_time_s_a", optional_json(r.drill_peak_time_a)},
+          {"peak_time_s_b", optional_json(r.drill_peak_time_b)},
+          {"only_in_a", only_json(r.drill.only_a)},
+          {"only_in_b", only_json(r.drill.only_b)}};
+}
+
+}  // namespace
+
+ordered_json render_compare_json(const CompareResult& r, int top) {
+  // config_diffs in the reference scripts' shape, [key, a, b] triples;
+  // allocator_settings_diffs the same rows as objects.
+  ordered_json triples = ordered_json::array();
+  ordered_json diffs = ordered_json::array();
+  for (const SettingDiff& d : r.config_diffs) {
+    triples.push_back(ordered_json::array({d.key, d.a, d.b}));
+    diffs.push_back({{"key", d.key}, {"a", d.a}, {"b", d.b}});
+  }
+  // Rows and the full trace carry the reference scripts' keys first (peak_* =
+  // peak delta, abs_peak_* = absolute peak, B - A), then memsnap's own.
+  const ordered_json whole = whole_trace_json(r);
   return {{"file_a", r.file_a},
           {"file_b", r.file_b},
           {"device_a", r.device_a},
@@ -271,7 +306,7 @@ ordered_json render_compare_json(const CompareResult& r, int top) {
           {"matching_steps", r.matching_steps},
           {"steps_source_a", steps_source_json(r.steps_origin_a)},
           {"steps_source_b", steps_source_json(r.steps_origin_b)},
-          {"step_results", steps},
+          {"step_results", step_results_json(r)},
           {"steps_only_a", r.steps_only_a},
           {"steps_only_b", r.steps_only_b},
           {"incomplete_a", r.incomplete_a},
@@ -279,23 +314,7 @@ ordered_json render_compare_json(const CompareResult& r, int top) {
           // As the reference: null when steps matched (step_results holds the comparison).
           {"full_trace", r.step_results.empty() ? whole : ordered_json(nullptr)},
           {"whole_trace", whole},
-          {"drill_down",
-           {{"step", r.drill_step ? ordered_json(*r.drill_step) : ordered_json("full-trace")},
-            {"peak_diff", r.drill_peak_delta_b - r.drill_peak_delta_a},
-            {"sources", diff_json(r.drill.rows, top, false)},
-            {"categories", diff_json(r.drill_by_category.rows, top, false)},
-            {"peak_phase_a", phase_json(r.peak_phase_a)},
-            {"peak_phase_b", phase_json(r.peak_phase_b)},
-            {"live_from", r.drill_from_blocks ? "segment_blocks" : "trace"},
-            {"peak_delta_a", r.drill_peak_delta_a},
-            {"peak_delta_b", r.drill_peak_delta_b},
-            {"absolute_peak_a", r.drill_peak_a},
-            {"absolute_peak_b", r.drill_peak_b},
-            {"absolute_peak_diff", r.drill_peak_b - r.drill_peak_a},
-            {"peak_time_s_a", optional_json(r.drill_peak_time_a)},
-            {"peak_time_s_b", optional_json(r.drill_peak_time_b)},
-            {"only_in_a", only_json(r.drill.only_a)},
-            {"only_in_b", only_json(r.drill.only_b)}}},
+          {"drill_down", drill_down_json(r, top)},
           {"observations", phrase_all(r.findings)}};
 }
 

@@ -317,6 +317,81 @@ std::string render_parse_text(const ParseReport& r) {
   return out;
 }
 
+namespace {
+
+// Parts of parse --json, each one key of the document.
+ordered_json profiler_steps_json(const ParseReport& r) {
+  ordered_json steps = ordered_json::object();
+  for (const auto& step : r.steps) {
+    steps[std::to_string(step.number)] = {
+        {"start_us", step.start_us},
+        {"end_us", step.complete ? ordered_json(step.end_us) : ordered_json(nullptr)},
+        {"duration_ms", step.complete ? ordered_json(step.duration_ms()) : ordered_json(nullptr)},
+        {"complete", step.complete}};
+  }
+  return steps;
+}
+
+ordered_json replay_json(const ParseReport& r) {
+  return {{"alloc_count", r.replay.alloc_count},
+          {"alloc_bytes", r.replay.alloc_bytes},
+          {"free_count", r.replay.free_count},
+          {"peak_delta", r.replay.peak_delta},
+          {"peak_event", r.replay.peak_event == kNoEvent ? ordered_json(nullptr)
+                                                         : ordered_json(r.replay.peak_event)},
+          {"peak_time_s", r.peak_time_s ? ordered_json(*r.peak_time_s) : ordered_json(nullptr)},
+          {"absolute_peak",
+           add_bytes(r.baseline.baseline_at_start, static_cast<uint64_t>(r.replay.peak_delta))},
+          {"end_delta", r.replay.end_delta},
+          {"live_count_at_end", r.replay.live_count_at_end}};
+}
+
+ordered_json ooms_json(const ParseReport& r) {
+  ordered_json ooms = ordered_json::array();
+  for (const auto& oom : r.ooms) {
+    ooms.push_back(
+        {{"event", oom.event},
+         {"requested", oom.requested},
+         {"device_free", oom.device_free ? ordered_json(*oom.device_free) : ordered_json(nullptr)},
+         {"time_us", oom.time_us}});
+  }
+  return ooms;
+}
+
+ordered_json per_device_json(const ParseReport& r) {
+  ordered_json per_device = ordered_json::array();
+  for (const auto& d : r.per_device) {
+    per_device.push_back({{"device", d.device},
+                          {"event_count", d.event_count},
+                          {"alloc_count", d.alloc_count},
+                          {"segments", segments_json(d.segments)},
+                          {"baseline_at_start", d.baseline_at_start},
+                          {"peak_delta", d.peak_delta},
+                          {"absolute_peak", d.absolute_peak},
+                          {"oom_count", d.oom_count},
+                          {"unmatched_free_count", d.unmatched_free_count}});
+  }
+  return per_device;
+}
+
+ordered_json anomalies_json(const ParseReport& r) {
+  ordered_json malformed_fields = ordered_json::array();
+  for (const MalformedField& field : r.anomalies.malformed_fields) {
+    malformed_fields.push_back({{"field", field.field}, {"found", field.found}});
+  }
+  return {{"malformed_fields", std::move(malformed_fields)},
+          {"flat_device_traces", r.anomalies.flat_device_traces},
+          {"times_backwards", r.times_backwards},
+          {"steps_ending_before_start", r.steps_ending_before_start},
+          {"malformed_entries", r.anomalies.malformed_entries},
+          {"malformed_segments", r.anomalies.malformed_segments},
+          {"malformed_annotations", r.anomalies.malformed_annotations},
+          {"malformed_blocks", r.anomalies.malformed_blocks},
+          {"unusable_times", r.anomalies.unusable_times}};
+}
+
+}  // namespace
+
 ordered_json render_parse_json(const ParseReport& r) {
   ordered_json out;
   out["file"] = r.file;
@@ -337,32 +412,13 @@ ordered_json render_parse_json(const ParseReport& r) {
       r.reserved_peak_time_s ? ordered_json(*r.reserved_peak_time_s) : ordered_json(nullptr);
   out["fragmentation"] = fragmentation_json(r.fragmentation, r.peak_free_time_s);
   out["baseline"] = baseline_json(r.baseline);
-  ordered_json steps = ordered_json::object();
-  for (const auto& step : r.steps) {
-    steps[std::to_string(step.number)] = {
-        {"start_us", step.start_us},
-        {"end_us", step.complete ? ordered_json(step.end_us) : ordered_json(nullptr)},
-        {"duration_ms", step.complete ? ordered_json(step.duration_ms()) : ordered_json(nullptr)},
-        {"complete", step.complete}};
-  }
-  out["profiler_steps"] = steps;
+  out["profiler_steps"] = profiler_steps_json(r);
   out["steps_source"] = steps_source_json(r.steps_origin);
   ordered_json actions = ordered_json::object();
   for (const auto& [action, count] : r.actions) actions[action] = count;
   out["device_traces"] = {
       {"device", r.device}, {"event_count", r.event_count}, {"actions", actions}};
-  out["replay"] = {
-      {"alloc_count", r.replay.alloc_count},
-      {"alloc_bytes", r.replay.alloc_bytes},
-      {"free_count", r.replay.free_count},
-      {"peak_delta", r.replay.peak_delta},
-      {"peak_event",
-       r.replay.peak_event == kNoEvent ? ordered_json(nullptr) : ordered_json(r.replay.peak_event)},
-      {"peak_time_s", r.peak_time_s ? ordered_json(*r.peak_time_s) : ordered_json(nullptr)},
-      {"absolute_peak",
-       add_bytes(r.baseline.baseline_at_start, static_cast<uint64_t>(r.replay.peak_delta))},
-      {"end_delta", r.replay.end_delta},
-      {"live_count_at_end", r.replay.live_count_at_end}};
+  out["replay"] = replay_json(r);
   out["unmatched_frees"] = {{"count", r.replay.unmatched_free_count},
                             {"bytes", r.replay.unmatched_free_bytes}};
   out["free_frames"] = {{"kind", free_frames_name(r.free_frames.kind())},
@@ -380,42 +436,10 @@ ordered_json render_parse_json(const ParseReport& r) {
   ordered_json annotations = ordered_json::object();
   for (const auto& [name, count] : r.annotation_kinds) annotations[name] = count;
   out["annotations"] = {{"count", r.annotation_count}, {"started", annotations}};
-  ordered_json ooms = ordered_json::array();
-  for (const auto& oom : r.ooms) {
-    ooms.push_back(
-        {{"event", oom.event},
-         {"requested", oom.requested},
-         {"device_free", oom.device_free ? ordered_json(*oom.device_free) : ordered_json(nullptr)},
-         {"time_us", oom.time_us}});
-  }
-  out["oom"] = ooms;
-  ordered_json per_device = ordered_json::array();
-  for (const auto& d : r.per_device) {
-    per_device.push_back({{"device", d.device},
-                          {"event_count", d.event_count},
-                          {"alloc_count", d.alloc_count},
-                          {"segments", segments_json(d.segments)},
-                          {"baseline_at_start", d.baseline_at_start},
-                          {"peak_delta", d.peak_delta},
-                          {"absolute_peak", d.absolute_peak},
-                          {"oom_count", d.oom_count},
-                          {"unmatched_free_count", d.unmatched_free_count}});
-  }
-  out["per_device"] = per_device;
+  out["oom"] = ooms_json(r);
+  out["per_device"] = per_device_json(r);
   out["interned"] = {{"frames", r.distinct_frames}, {"stacks", r.distinct_stacks}};
-  ordered_json malformed_fields = ordered_json::array();
-  for (const MalformedField& field : r.anomalies.malformed_fields) {
-    malformed_fields.push_back({{"field", field.field}, {"found", field.found}});
-  }
-  out["anomalies"] = {{"malformed_fields", std::move(malformed_fields)},
-                      {"flat_device_traces", r.anomalies.flat_device_traces},
-                      {"times_backwards", r.times_backwards},
-                      {"steps_ending_before_start", r.steps_ending_before_start},
-                      {"malformed_entries", r.anomalies.malformed_entries},
-                      {"malformed_segments", r.anomalies.malformed_segments},
-                      {"malformed_annotations", r.anomalies.malformed_annotations},
-                      {"malformed_blocks", r.anomalies.malformed_blocks},
-                      {"unusable_times", r.anomalies.unusable_times}};
+  out["anomalies"] = anomalies_json(r);
   out["warnings"] = phrase_all(r.warnings);
   if (r.steps.empty()) out["steps_hint"] = kNoStepsHint;
   return out;

@@ -61,16 +61,13 @@ std::string rank_list(const RanksReport& report, const std::vector<size_t>& rows
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
-std::string render_ranks_text(const RanksReport& r, const std::vector<UnreadableFile>& unread,
-                              int top) {
-  std::string out =
-      fmt::format("ranks: {} file{} read", r.rows.size(), r.rows.size() == 1 ? "" : "s");
-  if (!unread.empty()) out += fmt::format(", {} could not be read (below)", unread.size());
-  out += "\n";
-  const std::string unread_text = unreadable_text(unread);
-  if (r.rows.empty()) return out + unread_text;
+namespace {
+
+// The spread of the ranks' peaks and the outliers.
+std::string spread_text(const RanksReport& r) {
   const RankRow& highest = r.rows.front();
   const RankRow& lowest = r.rows.back();
+  std::string out;
   out += "\nAbsolute peak across ranks\n";
   TextTable spread({"", "", ""}, {false, true, false});
   spread.add_row({"max", format_level_bytes(r.peak_max), "rank " + rank_name(highest)});
@@ -105,7 +102,12 @@ std::string render_ranks_text(const RanksReport& r, const std::vector<Unreadable
                          r.mad > 0 ? fmt::format(", z = {:.1f}", row.robust_z) : "");
     }
   }
+  return out;
+}
 
+// Ranks alike: peaks within the tolerance, the same largest sources.
+std::string groups_text(const RanksReport& r, int top) {
+  std::string out;
   out += fmt::format(
       "\nGroups: ranks that peak within {:g}% of each other with the same {} largest sources\n",
       kGroupTolerance * 100, kGroupSignature);
@@ -127,7 +129,12 @@ std::string render_ranks_text(const RanksReport& r, const std::vector<Unreadable
     out += fmt::format("  ... {} more groups (--top)\n",
                        r.groups.size() - limit(top, r.groups.size()));
   }
+  return out;
+}
 
+// One row per rank, the highest peak first.
+std::string per_rank_text(const RanksReport& r, int top) {
+  std::string out;
   out += "\nPer rank, highest peak first\n";
   TextTable rows({"rank", "absolute peak", "at (s)", "reserved peak", "baseline", "frag (dump)",
                   "largest at the peak", "oom"},
@@ -148,6 +155,22 @@ std::string render_ranks_text(const RanksReport& r, const std::vector<Unreadable
     out += fmt::format("  ... {} more ranks (--top N for more, --json for all)\n",
                        r.rows.size() - limit(top, r.rows.size()));
   }
+  return out;
+}
+
+}  // namespace
+
+std::string render_ranks_text(const RanksReport& r, const std::vector<UnreadableFile>& unread,
+                              int top) {
+  std::string out =
+      fmt::format("ranks: {} file{} read", r.rows.size(), r.rows.size() == 1 ? "" : "s");
+  if (!unread.empty()) out += fmt::format(", {} could not be read (below)", unread.size());
+  out += "\n";
+  const std::string unread_text = unreadable_text(unread);
+  if (r.rows.empty()) return out + unread_text;
+  out += spread_text(r);
+  out += groups_text(r, top);
+  out += per_rank_text(r, top);
 
   if (r.highest_row && r.median_row && *r.median_row != *r.highest_row) {
     out += fmt::format(

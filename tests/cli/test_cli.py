@@ -884,6 +884,13 @@ def usage_in_memsnaps_words(memsnap, work, plain):
     check("--help and --version still exit 0 on stdout",
           run(memsnap, ["--version"]).returncode == 0 and b"Usage: memsnap parse" in run(memsnap, ["parse", "--help"]).stdout, "")
 
+    # Every command's --help ends with what it shows and one example of it.
+    for command in commands.split(", "):
+        got = run(memsnap, [command, "--help"])
+        example = re.search(rb"\n\nExample:\n  (memsnap [^\n]+)\n$", got.stdout)
+        check(f"{command} --help: what it shows, then an example", got.returncode == 0 and example is not None
+              and example.group(1).startswith(b"memsnap " + command.encode() + b" "), got.stdout[-300:])
+
     # A file that cannot be read is exit 1 whatever names it: an input, a
     # baseline, a budget, a rules file, a folder of ranks.
     missing = os.path.join(work, "missing.pickle")

@@ -28,14 +28,9 @@ LIMIT = 80
 # name -> lines when listed: shrink or split them, then take them off.
 KNOWN_LONG = {
     'src/analysis/core/steps.cc:analyze_trace': 135,
-    'src/analysis/reports/explain.cc:explain_file': 120,
     'src/analysis/reports/check.cc:run_check': 119,
     'src/analysis/reports/ranks.cc:analyze_ranks': 118,
-    'src/report/compare_render.cc:render_compare_json': 104,
-    'src/report/parse_render.cc:render_parse_json': 103,
-    'src/report/ranks_render.cc:render_ranks_text': 101,
     'src/analysis/reports/timeline.cc:unlisted_memory': 100,
-    'src/cli/run.cc:run_cli': 99,
     'src/analysis/reports/segment_report.cc:allocator_moments': 98,
     'src/report/text_chart.cc:render_text_chart': 95,
     'src/report/oom_render.cc:render_oom_json': 92,

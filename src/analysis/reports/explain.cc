@@ -61,16 +61,10 @@ std::string_view lack_name(Lack lack) {
   return "unknown";
 }
 
-ExplainReport explain_file(const FileAnalysis& file, const ExplainOptions& options) {
-  const Snapshot& snapshot = file.snapshot();
-  const DeviceTrace& trace = file.trace();
-  ExplainReport r;
-  r.file = file.path();
-  r.file_size = snapshot.file_size;
-  r.choice = file.device_choice();
-  const bool has_trace = trace.count() > 0;
-  if (has_trace) file.start_allocator_history();  // fragmentation at the reserved peak
+namespace {
 
+// Every device of the file: its entries, OOMs and reserved memory.
+void add_devices(const Snapshot& snapshot, ExplainReport& r) {
   for (int device : r.choice.devices) {
     ExplainDevice row;
     row.device = device;
@@ -81,22 +75,18 @@ ExplainReport explain_file(const FileAnalysis& file, const ExplainOptions& optio
     row.reserved = segment_totals(snapshot, device).total_size;
     r.devices.push_back(row);
   }
-
   r.empty =
       snapshot.segments.empty() && std::all_of(snapshot.devices.begin(), snapshot.devices.end(),
                                                [](const DeviceTrace& t) { return t.count() == 0; });
+}
 
-  const TraceAnalysis& analysis = file.trace_analysis();
-  const ReplayTotals& totals = analysis.totals;
-  r.event_count = trace.count();
-  const TraceCounts& counts = analysis.counts;
-  const bool has_time = counts.first_time_us != 0;
-  if (has_time) {
-    r.duration_s = static_cast<double>(counts.latest_time_us - counts.first_time_us) / 1e6;
-  }
-
-  // The peak, and what was live then: the trace's allocations and, where
-  // the blocks and unmatched frees carry frames, memory from before it.
+// The peak, and what was live then: the trace's allocations and, where the
+// blocks and unmatched frees carry frames, memory from before it. Returns
+// whether that memory's sources are known.
+bool add_peak(const FileAnalysis& file, const ExplainOptions& options, ExplainReport& r) {
+  const Snapshot& snapshot = file.snapshot();
+  const DeviceTrace& trace = file.trace();
+  const ReplayTotals& totals = file.trace_analysis().totals;
   ExplainPeak& peak = r.peak;
   peak.baseline = file.baseline().baseline_at_start;
   peak.delta = totals.peak_delta;
@@ -129,18 +119,20 @@ ExplainReport explain_file(const FileAnalysis& file, const ExplainOptions& optio
   peak.reserved_peak = reserved.peak;
   r.reserved_at_dump = reserved.at_dump;
   r.allocated_at_dump = file.segments().allocated_size;
-  if (has_trace) {
+  if (trace.count() > 0) {
     const FragmentationHistory& fragmentation = file.fragmentation();
     if (fragmentation.known) {
       peak.free_at_reserved_peak = fragmentation.free_at_reserved_peak;
       peak.largest_free_at_reserved_peak = fragmentation.largest_free_at_reserved_peak;
     }
   }
+  return baseline.known;
+}
 
-  if (!counts.oom_events.empty()) r.oom = first_oom(file, options);
-
+// The complete steps, and the one that peaked highest.
+void add_steps(const FileAnalysis& file, ExplainReport& r) {
   r.steps.origin = file.step_windows().inference();
-  for (const StepStats& stats : analysis.steps) {
+  for (const StepStats& stats : file.trace_analysis().steps) {
     if (!stats.step.complete) continue;
     ++r.steps.count;
     const int64_t step_peak = file.step_absolute_peak(stats);
@@ -149,17 +141,25 @@ ExplainReport explain_file(const FileAnalysis& file, const ExplainOptions& optio
       r.steps.highest_peak = step_peak;
     }
   }
+}
 
+// What the file lacks, and which commands are worth running next.
+void add_lacks_and_next(const FileAnalysis& file, bool baseline_known, ExplainReport& r) {
+  const Snapshot& snapshot = file.snapshot();
+  const DeviceTrace& trace = file.trace();
+  const ReplayTotals& totals = file.trace_analysis().totals;
+  const bool has_trace = trace.count() > 0;
+  const ExplainPeak& peak = r.peak;
   if (!has_trace) {
     r.lacks.push_back(Lack::kNoTrace);
   } else {
     if (trace_looks_truncated(totals)) r.lacks.push_back(Lack::kTraceTruncated);
     if (!any_stack(snapshot, trace)) r.lacks.push_back(Lack::kNoStacks);
-    if (!has_time) r.lacks.push_back(Lack::kNoTimes);
+    if (file.trace_analysis().counts.first_time_us == 0) r.lacks.push_back(Lack::kNoTimes);
   }
   // Worth saying only when that memory matters: 1 MiB and 1% of the peak.
   const int64_t worth = std::max<int64_t>(int64_t{1} << 20, peak.absolute / 100);
-  if (peak.baseline >= worth && !baseline.known) r.lacks.push_back(Lack::kNoBlockFrames);
+  if (peak.baseline >= worth && !baseline_known) r.lacks.push_back(Lack::kNoBlockFrames);
 
   if (r.oom) r.next.push_back(NextCommand::kOom);
   // replay-to-time lists the trace's allocations: all that was live at the
@@ -179,6 +179,28 @@ ExplainReport explain_file(const FileAnalysis& file, const ExplainOptions& optio
       break;
     }
   }
+}
+
+}  // namespace
+
+ExplainReport explain_file(const FileAnalysis& file, const ExplainOptions& options) {
+  const Snapshot& snapshot = file.snapshot();
+  const DeviceTrace& trace = file.trace();
+  ExplainReport r;
+  r.file = file.path();
+  r.file_size = snapshot.file_size;
+  r.choice = file.device_choice();
+  if (trace.count() > 0) file.start_allocator_history();  // fragmentation at the reserved peak
+  add_devices(snapshot, r);
+  const TraceCounts& counts = file.trace_analysis().counts;
+  r.event_count = trace.count();
+  if (counts.first_time_us != 0) {
+    r.duration_s = static_cast<double>(counts.latest_time_us - counts.first_time_us) / 1e6;
+  }
+  const bool baseline_known = add_peak(file, options, r);
+  if (!counts.oom_events.empty()) r.oom = first_oom(file, options);
+  add_steps(file, r);
+  add_lacks_and_next(file, baseline_known, r);
   return r;
 }
 
