@@ -148,6 +148,74 @@ void run_check_command(const CheckFlags& flags) {
 
 }  // namespace
 
+namespace {
+
+// What a limit's flag takes, for --help.
+const char* value_name(LimitKind kind) {
+  switch (kind) {
+    case LimitKind::kMaxUnmatchedFrees: return "N";
+    case LimitKind::kMaxFragmentation: return "FRACTION|PERCENT";
+    case LimitKind::kMaxGrowth:
+    case LimitKind::kMaxSourceGrowth: return "SIZE|PERCENT";
+    default: return "SIZE";
+  }
+}
+
+// The limits that take an amount: --max-peak SIZE, --max-growth SIZE|PERCENT, ...
+void add_limit_flags(CLI::App& command, const std::shared_ptr<CheckFlags>& flags) {
+  struct SizeFlag {
+    const char* name;
+    LimitKind kind;
+    const char* help;
+  };
+  static constexpr SizeFlag kSizeFlags[] = {
+      {"--max-peak", LimitKind::kMaxPeak, "Absolute peak at most SIZE (12GiB, 512MiB)"},
+      {"--max-peak-delta", LimitKind::kMaxPeakDelta, "Peak above the trace's start at most SIZE"},
+      {"--max-reserved", LimitKind::kMaxReserved, "Reserved peak at most SIZE"},
+      {"--max-fragmentation", LimitKind::kMaxFragmentation,
+       "Inactive / reserved at the dump at most FRACTION (0.3) or PERCENT (30%)"},
+      {"--max-growth", LimitKind::kMaxGrowth,
+       "Absolute peak at most SIZE, or PERCENT of the baseline's, above the baseline's"},
+      {"--max-source-growth", LimitKind::kMaxSourceGrowth,
+       "No one source live at the peak grows by more than SIZE, or PERCENT of the "
+       "baseline's peak"},
+      {"--max-unmatched-frees", LimitKind::kMaxUnmatchedFrees,
+       "Frees of allocations the trace never saw: at most N"},
+      {"--step-max-peak", LimitKind::kStepMaxPeak,
+       "Every profiler step's absolute peak at most SIZE"},
+  };
+  for (const SizeFlag& flag : kSizeFlags) {
+    command
+        .add_option_function<std::string>(
+            flag.name,
+            [flags, kind = flag.kind](const std::string& value) { flags->sizes[kind] = value; },
+            flag.help)
+        ->option_text(value_name(flag.kind));
+  }
+}
+
+// Where the report goes and in which format; writing a budget instead.
+void add_output_flags(CLI::App& command, const std::shared_ptr<CheckFlags>& flags) {
+  command
+      .add_option("--format", flags->format,
+                  "text (default), json, junit (JUnit XML), github (Actions annotations) "
+                  "or markdown ($GITHUB_STEP_SUMMARY)")
+      ->check(one_of({"text", "json", "junit", "github", "markdown"}))
+      ->option_text("FORMAT");
+  command
+      .add_option("-o,--output", flags->output,
+                  "Write the report (or the budget) to PATH instead of stdout")
+      ->option_text("PATH");
+  command.add_flag("--write-budget", flags->write_budget,
+                   "Write a starting budget (TOML) from CURRENT, a good run, and exit 0");
+  command
+      .add_option("--headroom", flags->headroom,
+                  "With --write-budget: added to every measure (default 5%)")
+      ->option_text("PERCENT");
+}
+
+}  // namespace
+
 Command check_command() {
   return {"check",
           "A memory-regression gate for CI: limits on one run (and its growth over a baseline); "
@@ -168,38 +236,7 @@ Command check_command() {
                             "Limits from a TOML or JSON file (memsnap check --write-budget writes "
                             "one); flags win over its keys")
                 ->option_text("FILE");
-            struct SizeFlag {
-              const char* name;
-              LimitKind kind;
-              const char* help;
-            };
-            static constexpr SizeFlag kSizeFlags[] = {
-                {"--max-peak", LimitKind::kMaxPeak, "Absolute peak at most SIZE (12GiB, 512MiB)"},
-                {"--max-peak-delta", LimitKind::kMaxPeakDelta,
-                 "Peak above the trace's start at most SIZE"},
-                {"--max-reserved", LimitKind::kMaxReserved, "Reserved peak at most SIZE"},
-                {"--max-fragmentation", LimitKind::kMaxFragmentation,
-                 "Inactive / reserved at the dump at most FRACTION (0.3) or PERCENT (30%)"},
-                {"--max-growth", LimitKind::kMaxGrowth,
-                 "Absolute peak at most SIZE, or PERCENT of the baseline's, above the baseline's"},
-                {"--max-source-growth", LimitKind::kMaxSourceGrowth,
-                 "No one source live at the peak grows by more than SIZE, or PERCENT of the "
-                 "baseline's peak"},
-                {"--max-unmatched-frees", LimitKind::kMaxUnmatchedFrees,
-                 "Frees of allocations the trace never saw: at most N"},
-                {"--step-max-peak", LimitKind::kStepMaxPeak,
-                 "Every profiler step's absolute peak at most SIZE"},
-            };
-            for (const SizeFlag& flag : kSizeFlags) {
-              command
-                  .add_option_function<std::string>(
-                      flag.name,
-                      [flags, kind = flag.kind](const std::string& value) {
-                        flags->sizes[kind] = value;
-                      },
-                      flag.help)
-                  ->option_text(flag.kind == LimitKind::kMaxUnmatchedFrees ? "N" : "SIZE");
-            }
+            add_limit_flags(command, flags);
             command
                 .add_option("--max-category", flags->categories,
                             "CATEGORY=SIZE: that kind of memory live at the peak at most SIZE "
@@ -209,20 +246,7 @@ Command check_command() {
             command.add_flag("--allow-unmeasured", flags->allow_unmeasured,
                              "A limit the file cannot measure (its dump contradicts its trace, "
                              "parts were malformed) is not checked; without it, it fails");
-            command
-                .add_option("--format", flags->format,
-                            "text (default), json, junit (JUnit XML), github (Actions annotations) "
-                            "or markdown ($GITHUB_STEP_SUMMARY)")
-                ->check(one_of({"text", "json", "junit", "github", "markdown"}))
-                ->option_text("FORMAT");
-            command.add_option("-o,--output", flags->output,
-                               "Write the report (or the budget) to PATH instead of stdout");
-            command.add_flag("--write-budget", flags->write_budget,
-                             "Write a starting budget (TOML) from CURRENT, a good run, and exit 0");
-            command
-                .add_option("--headroom", flags->headroom,
-                            "With --write-budget: added to every measure (default 5%)")
-                ->option_text("PERCENT");
+            add_output_flags(command, flags);
             add_device_flag(command, flags->inputs.common);
             add_steps_flag(command, flags->inputs.common);
             add_top_flag(command, flags->inputs.common, "sources in the explanation", 10);

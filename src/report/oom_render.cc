@@ -39,54 +39,63 @@ std::string top_growth(const OomCase& c, size_t count) {
 }
 
 // One or two plain sentences per verdict, with the numbers behind it.
+// Capacity: what was live and asked for exceeds what PyTorch and the driver had.
+std::string capacity_sentence(const OomCase& c, const std::string& driver) {
+  const OomState& s = c.state;
+  std::string out = fmt::format(
+      "Capacity: live tensors ({}) plus the request ({}) exceed what PyTorch held ({} "
+      "reserved) plus what the driver had free ({}); the request lacked {}.",
+      format_level_bytes(s.live), format_bytes(c.request), format_bytes(s.reserved), driver,
+      format_bytes(static_cast<uint64_t>(std::max<int64_t>(c.shortfall, 0))));
+  if (!c.live_by_category.empty() && c.shortfall > 0) {
+    const SourceUsage& biggest = c.live_by_category.front();
+    const auto lacked = static_cast<uint64_t>(c.shortfall);
+    out += lacked <= biggest.bytes
+               ? fmt::format(" The largest category, {} ({}), would need to shrink by {} ({}).",
+                             biggest.source, format_bytes(biggest.bytes), format_bytes(lacked),
+                             format_percent(share(static_cast<double>(lacked),
+                                                  static_cast<double>(biggest.bytes))))
+               : fmt::format(
+                     " Even all of the largest category, {} ({}), would not make "
+                     "room: the run needs a larger device or less of everything.",
+                     biggest.source, format_bytes(biggest.bytes));
+  }
+  return out;
+}
+
+// Fragmentation: enough was free, in pieces.
+std::string fragmentation_sentence(const OomAnalysis& r, const OomCase& c,
+                                   const std::string& driver) {
+  const OomState& s = c.state;
+  std::string out = fmt::format(
+      "Fragmentation: {} were free in this stream's segments ({} with the driver's {}), "
+      "enough for the request ({}), but ",
+      format_bytes(s.blocks_known() ? s.usable_free
+                                    : static_cast<uint64_t>(std::max<int64_t>(s.free, 0))),
+      format_bytes(c.available), driver, format_bytes(c.request));
+  out += s.blocks_known()
+             ? fmt::format("the largest free block was {}{}: the free memory is in pieces.",
+                           format_bytes(s.largest_usable),
+                           s.block_facts == BlockFacts::kApproximate ? " (approximately)" : "")
+             : fmt::format(
+                   "the largest free block at the OOM is not known ({} "
+                   "entries after the OOM changed the allocator before the dump, and {}).",
+                   format_count(s.entries_after), s.block_facts_unknown);
+  out += r.expandable_segments
+             ? " expandable_segments is already on; max_split_size_mb keeps large blocks "
+               "from being split for small requests."
+             : " PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow in "
+               "place instead of leaving gaps; max_split_size_mb keeps large blocks whole.";
+  return out;
+}
+
 std::string verdict_sentence(const OomAnalysis& r, const OomCase& c, OomVerdict verdict) {
   const OomState& s = c.state;
   const std::string driver =
       c.device_free ? format_bytes(*c.device_free) : std::string("an unrecorded amount");
   switch (verdict) {
-    case OomVerdict::kCapacity: {
-      std::string out = fmt::format(
-          "Capacity: live tensors ({}) plus the request ({}) exceed what PyTorch held ({} "
-          "reserved) plus what the driver had free ({}); the request lacked {}.",
-          format_level_bytes(s.live), format_bytes(c.request), format_bytes(s.reserved), driver,
-          format_bytes(static_cast<uint64_t>(std::max<int64_t>(c.shortfall, 0))));
-      if (!c.live_by_category.empty() && c.shortfall > 0) {
-        const SourceUsage& biggest = c.live_by_category.front();
-        const auto lacked = static_cast<uint64_t>(c.shortfall);
-        out += lacked <= biggest.bytes
-                   ? fmt::format(" The largest category, {} ({}), would need to shrink by {} ({}).",
-                                 biggest.source, format_bytes(biggest.bytes), format_bytes(lacked),
-                                 format_percent(share(static_cast<double>(lacked),
-                                                      static_cast<double>(biggest.bytes))))
-                   : fmt::format(
-                         " Even all of the largest category, {} ({}), would not make "
-                         "room: the run needs a larger device or less of everything.",
-                         biggest.source, format_bytes(biggest.bytes));
-      }
-      return out;
-    }
-    case OomVerdict::kFragmentation: {
-      std::string out = fmt::format(
-          "Fragmentation: {} were free in this stream's segments ({} with the driver's {}), "
-          "enough for the request ({}), but ",
-          format_bytes(s.blocks_known() ? s.usable_free
-                                        : static_cast<uint64_t>(std::max<int64_t>(s.free, 0))),
-          format_bytes(c.available), driver, format_bytes(c.request));
-      out += s.blocks_known()
-                 ? fmt::format("the largest free block was {}{}: the free memory is in pieces.",
-                               format_bytes(s.largest_usable),
-                               s.block_facts == BlockFacts::kApproximate ? " (approximately)" : "")
-                 : fmt::format(
-                       "the largest free block at the OOM is not known ({} "
-                       "entries after the OOM changed the allocator before the dump, and {}).",
-                       format_count(s.entries_after), s.block_facts_unknown);
-      out += r.expandable_segments
-                 ? " expandable_segments is already on; max_split_size_mb keeps large blocks "
-                   "from being split for small requests."
-                 : " PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True lets segments grow in "
-                   "place instead of leaving gaps; max_split_size_mb keeps large blocks whole.";
-      return out;
-    }
+    case OomVerdict::kCapacity: return capacity_sentence(c, driver);
+    case OomVerdict::kFragmentation: return fragmentation_sentence(r, c, driver);
     case OomVerdict::kPoolsOrStreams:
       return fmt::format(
           "Private pools or other streams: {} were free or awaiting free where this request "
@@ -341,6 +350,40 @@ std::string render_oom_text(const OomAnalysis& r, int top) {
   return out;
 }
 
+namespace {
+
+// The allocator at the moment: its totals, what the blocks tell, its pools.
+ordered_json oom_state_json(const OomState& s) {
+  const bool known = s.blocks_known();
+  ordered_json groups = ordered_json::array();
+  for (const PoolStreamRow& g : s.groups) {
+    groups.push_back({{"pool", {g.pool.first, g.pool.second}},
+                      {"pool_label", pool_label(g.pool)},
+                      {"stream", g.stream},
+                      {"reserved", g.bytes.reserved},
+                      {"allocated", g.bytes.allocated},
+                      {"awaiting_free", g.bytes.awaiting_free},
+                      {"free", g.bytes.free},
+                      {"largest_free_block", g.bytes.largest_free}});
+  }
+  return {
+      {"reserved", s.reserved},
+      {"live", s.live},
+      {"awaiting_free", s.awaiting_free},
+      {"free", s.free},
+      {"dump_is_oom_state", s.dump_is_oom_state},
+      {"entries_after", s.entries_after},
+      {"block_facts", block_facts_name(s.block_facts)},
+      {"block_facts_unknown", known ? ordered_json(nullptr) : ordered_json(s.block_facts_unknown)},
+      {"usable_free", known ? ordered_json(s.usable_free) : ordered_json(nullptr)},
+      {"largest_usable_block", known ? ordered_json(s.largest_usable) : ordered_json(nullptr)},
+      {"elsewhere_free", known ? ordered_json(s.elsewhere_free) : ordered_json(nullptr)},
+      {"private_pool_reserved", s.private_pool_reserved},
+      {"pools", groups}};
+}
+
+}  // namespace
+
 ordered_json render_oom_json(const OomAnalysis& r, int top) {
   ordered_json out{{"file", r.file},
                    {"device", r.device},
@@ -361,22 +404,10 @@ ordered_json render_oom_json(const OomAnalysis& r, int top) {
   for (OomVerdict v : c.verdicts) {
     verdicts.push_back({{"verdict", verdict_name(v)}, {"sentence", verdict_sentence(r, c, v)}});
   }
-  ordered_json groups = ordered_json::array();
-  for (const PoolStreamRow& g : s.groups) {
-    groups.push_back({{"pool", {g.pool.first, g.pool.second}},
-                      {"pool_label", pool_label(g.pool)},
-                      {"stream", g.stream},
-                      {"reserved", g.bytes.reserved},
-                      {"allocated", g.bytes.allocated},
-                      {"awaiting_free", g.bytes.awaiting_free},
-                      {"free", g.bytes.free},
-                      {"largest_free_block", g.bytes.largest_free}});
-  }
   ordered_json growth = ordered_json::array();
   for (size_t i = 0; i < std::min(c.growth.size(), static_cast<size_t>(std::max(top, 0))); ++i) {
     growth.push_back({{"source", c.growth[i].source}, {"bytes", c.growth[i].bytes}});
   }
-  const bool known = s.blocks_known();
   ordered_json moment = {
       {"ordinal", c.ordinal},
       {"event", c.event},
@@ -394,21 +425,7 @@ ordered_json render_oom_json(const OomAnalysis& r, int top) {
       {"available", c.available},
       {"elsewhere", c.elsewhere},
       {"outside_pytorch", c.outside_bytes ? ordered_json(*c.outside_bytes) : ordered_json(nullptr)},
-      {"state",
-       {{"reserved", s.reserved},
-        {"live", s.live},
-        {"awaiting_free", s.awaiting_free},
-        {"free", s.free},
-        {"dump_is_oom_state", s.dump_is_oom_state},
-        {"entries_after", s.entries_after},
-        {"block_facts", block_facts_name(s.block_facts)},
-        {"block_facts_unknown",
-         known ? ordered_json(nullptr) : ordered_json(s.block_facts_unknown)},
-        {"usable_free", known ? ordered_json(s.usable_free) : ordered_json(nullptr)},
-        {"largest_usable_block", known ? ordered_json(s.largest_usable) : ordered_json(nullptr)},
-        {"elsewhere_free", known ? ordered_json(s.elsewhere_free) : ordered_json(nullptr)},
-        {"private_pool_reserved", s.private_pool_reserved},
-        {"pools", groups}}},
+      {"state", oom_state_json(s)},
       {"live_from_blocks", c.live_from_blocks},
       {"live_includes_baseline", c.live_includes_baseline},
       {"live_by_category", usage_json(c.live_by_category, top)},

@@ -110,22 +110,11 @@ ordered_json block_bytes_json(const BlockBytes& bytes) {
           {"blocks", bytes.blocks}};
 }
 
+namespace {
 
-std::string render_segments_text(const SegmentReport& r, int top) {
+// The totals, each figure saying what it counts.
+TextTable totals_table(const SegmentReport& r) {
   const BlockBytes& t = r.totals;
-  std::string out = fmt::format("{}: device {}, the allocator {}: {} segments, {} blocks\n",
-                                printable(r.file), r.device, moment_text(r),
-                                format_count(r.segments.size()), format_count(t.blocks));
-  if (!r.at_dump && r.requested_time_s > r.time_s) {
-    out += fmt::format("  (--time {} is past the trace's end: shown at its last entry)\n",
-                       r.requested_time_s);
-  }
-  if (r.segments.empty()) {
-    out += r.at_dump ? "  no segments on this device (the snapshot has no allocator state for it)\n"
-                     : "  no segments at that moment\n";
-    if (r.history) out += history_text(*r.history);
-    return out;
-  }
   // Each figure says what it counts and, where PyTorch's `_memory_viz stats`
   // (segsum) prints the same bytes, its name there: segsum's total_allocated
   // is requested bytes, not block bytes, and its "free external" includes the
@@ -154,15 +143,12 @@ std::string render_segments_text(const SegmentReport& r, int top) {
   } else if (r.blocks_known) {
     facts.add_row({"largest free block", "none", "no free block in any segment"});
   }
-  std::string rendered = facts.render();
-  out += rendered.substr(rendered.find('\n') + 1);
-  if (r.history) out += history_text(*r.history);
-  if (!r.blocks_known) {
-    out +=
-        "  (some segments list no blocks: their sizes come from the segment's own fields, "
-        "and their free blocks are unknown)\n";
-  }
+  return facts;
+}
 
+// The totals by pool and stream.
+std::string groups_text(const SegmentReport& r) {
+  std::string out;
   out += "\nBy pool and stream\n";
   TextTable groups({"pool", "stream", "segments", "reserved", "allocated blocks", "awaiting free",
                     "free", "largest free"},
@@ -175,6 +161,12 @@ std::string render_segments_text(const SegmentReport& r, int top) {
   }
   out += groups.render();
 
+  return out;
+}
+
+// The segments, largest first, each with its fill map.
+std::string segment_rows_text(const SegmentReport& r, int top) {
+  std::string out;
   const size_t rows = shown(r.segments.size(), top);
   out += fmt::format(
       "\nSegments, largest first ({} of {}); fill: # allocated, . free, ~ awaiting free, "
@@ -197,6 +189,38 @@ std::string render_segments_text(const SegmentReport& r, int top) {
     out +=
         fmt::format("  ... {} more (--top N shows more)\n", format_count(r.segments.size() - rows));
   }
+  return out;
+}
+
+}  // namespace
+
+std::string render_segments_text(const SegmentReport& r, int top) {
+  const BlockBytes& t = r.totals;
+  std::string out = fmt::format("{}: device {}, the allocator {}: {} segments, {} blocks\n",
+                                printable(r.file), r.device, moment_text(r),
+                                format_count(r.segments.size()), format_count(t.blocks));
+  if (!r.at_dump && r.requested_time_s > r.time_s) {
+    out += fmt::format("  (--time {} is past the trace's end: shown at its last entry)\n",
+                       r.requested_time_s);
+  }
+  if (r.segments.empty()) {
+    out += r.at_dump ? "  no segments on this device (the snapshot has no allocator state for it)\n"
+                     : "  no segments at that moment\n";
+    if (r.history) out += history_text(*r.history);
+    return out;
+  }
+  const TextTable facts = totals_table(r);
+  std::string rendered = facts.render();
+  out += rendered.substr(rendered.find('\n') + 1);
+  if (r.history) out += history_text(*r.history);
+  if (!r.blocks_known) {
+    out +=
+        "  (some segments list no blocks: their sizes come from the segment's own fields, "
+        "and their free blocks are unknown)\n";
+  }
+
+  out += groups_text(r);
+  out += segment_rows_text(r, top);
   return out;
 }
 

@@ -46,6 +46,51 @@ std::vector<double> column_max(const RunTimeline& run, bool by_time, double exte
 
 }  // namespace
 
+namespace {
+
+// Which run's mark each cell of the chart holds (-1: none); a later run
+// draws over an earlier one.
+std::vector<std::vector<int>> chart_grid(const std::vector<std::vector<double>>& series, int width,
+                                         int height, double bottom, double top) {
+  std::vector<std::vector<int>> grid(static_cast<size_t>(height),
+                                     std::vector<int>(static_cast<size_t>(width), -1));
+  for (size_t r = 0; r < series.size(); ++r) {
+    for (int c = 0; c < width; ++c) {
+      double value = series[r][static_cast<size_t>(c)];
+      if (std::isnan(value)) continue;
+      int row = static_cast<int>(std::lround((value - bottom) / (top - bottom) * (height - 1)));
+      grid[static_cast<size_t>(height - 1 - row)][static_cast<size_t>(c)] = static_cast<int>(r);
+    }
+  }
+  return grid;
+}
+
+// One line per run (its mark, its numbers), then each later run against the first.
+std::string legend_text(const std::vector<RunTimeline>& runs, const TextChartOptions& options) {
+  std::string out;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    const RunTimeline& run = runs[r];
+    std::string mark = options.color ? fmt::format("{}{}{}", kColors[r % 6], kMarks[r % 6], kReset)
+                                     : kMarks[r % 6];
+    out += fmt::format(
+        "  {} {}: absolute peak {}, baseline {}, peak delta {}, {} allocs, {} unmatched frees\n",
+        mark, printable(run.label), format_signed_bytes(run.absolute_peak),
+        format_signed_bytes(run.baseline), format_signed_bytes(run.peak_delta),
+        format_count(run.alloc_count), format_count(run.unmatched_frees));
+  }
+  // Each later run against the first, named, so three or more runs read right.
+  for (size_t r = 1; r < runs.size(); ++r) {
+    out +=
+        fmt::format("  {}: absolute peak {}, peak delta {}\n",
+                    runs.size() == 2 ? "B - A" : printable(runs[r].label + " - " + runs[0].label),
+                    format_signed_bytes(runs[r].absolute_peak - runs[0].absolute_peak),
+                    format_signed_bytes(runs[r].peak_delta - runs[0].peak_delta));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string render_text_chart(const std::vector<RunTimeline>& runs,
                               const TextChartOptions& options) {
   int width = std::max(options.width, 20);
@@ -76,16 +121,7 @@ std::string render_text_chart(const std::vector<RunTimeline>& runs,
   }
   if (top <= bottom) top = bottom + 1;
 
-  std::vector<std::vector<int>> grid(static_cast<size_t>(height),
-                                     std::vector<int>(static_cast<size_t>(width), -1));
-  for (size_t r = 0; r < series.size(); ++r) {
-    for (int c = 0; c < width; ++c) {
-      double value = series[r][static_cast<size_t>(c)];
-      if (std::isnan(value)) continue;
-      int row = static_cast<int>(std::lround((value - bottom) / (top - bottom) * (height - 1)));
-      grid[static_cast<size_t>(height - 1 - row)][static_cast<size_t>(c)] = static_cast<int>(r);
-    }
-  }
+  const std::vector<std::vector<int>> grid = chart_grid(series, width, height, bottom, top);
 
   std::string out = fmt::format("{} ({}), x: {}\n",
                                 options.absolute ? "absolute memory" : "delta from trace start",
@@ -121,24 +157,7 @@ std::string render_text_chart(const std::vector<RunTimeline>& runs,
   out += fmt::format("{:>{}}  {}{:>{}}\n", "", kLabelWidth, left, right,
                      width - static_cast<int>(left.size()));
   out += "\n";
-  for (size_t r = 0; r < runs.size(); ++r) {
-    const RunTimeline& run = runs[r];
-    std::string mark = options.color ? fmt::format("{}{}{}", kColors[r % 6], kMarks[r % 6], kReset)
-                                     : kMarks[r % 6];
-    out += fmt::format(
-        "  {} {}: absolute peak {}, baseline {}, peak delta {}, {} allocs, {} unmatched frees\n",
-        mark, printable(run.label), format_signed_bytes(run.absolute_peak),
-        format_signed_bytes(run.baseline), format_signed_bytes(run.peak_delta),
-        format_count(run.alloc_count), format_count(run.unmatched_frees));
-  }
-  // Each later run against the first, named, so three or more runs read right.
-  for (size_t r = 1; r < runs.size(); ++r) {
-    out +=
-        fmt::format("  {}: absolute peak {}, peak delta {}\n",
-                    runs.size() == 2 ? "B - A" : printable(runs[r].label + " - " + runs[0].label),
-                    format_signed_bytes(runs[r].absolute_peak - runs[0].absolute_peak),
-                    format_signed_bytes(runs[r].peak_delta - runs[0].peak_delta));
-  }
+  out += legend_text(runs, options);
   return out;
 }
 

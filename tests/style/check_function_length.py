@@ -32,14 +32,8 @@ KNOWN_LONG = {
     'src/analysis/reports/ranks.cc:analyze_ranks': 118,
     'src/analysis/reports/timeline.cc:unlisted_memory': 100,
     'src/analysis/reports/segment_report.cc:allocator_moments': 98,
-    'src/report/text_chart.cc:render_text_chart': 95,
-    'src/report/oom_render.cc:render_oom_json': 92,
-    'src/report/segment_render.cc:render_segments_text': 88,
-    'src/cli/check.cc:check_command': 85,
     'src/analysis/reports/timeline.cc:add_stacked_views': 85,
-    'src/report/oom_render.cc:verdict_sentence': 82,
     'src/analysis/core/allocator_state.cc:AllocatorHistory::replay': 82,
-    'src/analysis/reports/run_summary.cc:run_summary': 81,
 }
 
 SIGNATURE = re.compile(r"^(?:[A-Za-z_][\w:<>,\s\*&~\[\]]*?\b)?([A-Za-z_~][\w:~]*(?:operator\S*)?)\s*\(")

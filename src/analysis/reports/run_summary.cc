@@ -70,6 +70,55 @@ SummaryDoubts doubts_of(const ParseReport& parsed, const DecodeAnomalies& anomal
 
 }  // namespace
 
+namespace {
+
+// Per step: the absolute peak, from the trace analysis parse read; the
+// highest kSummarySteps where there are more.
+void add_summary_steps(const FileAnalysis& file, RunSummary& out) {
+  const TraceAnalysis& analysis = file.trace_analysis();
+  for (const StepStats& stats : analysis.steps) {
+    const ProfilerStep& step = stats.step;
+    out.steps.push_back(
+        SummaryStep{step.number, step.complete,
+                    step.complete ? static_cast<double>(step.end_us - step.start_us) / 1e3 : 0.0,
+                    add_bytes(add_bytes(out.baseline, static_cast<uint64_t>(stats.start_delta)),
+                              static_cast<uint64_t>(stats.peak_delta)),
+                    stats.peak_delta});
+  }
+  out.step_count = out.steps.size();
+  out.steps_origin = file.step_windows().inference();
+  if (out.steps.size() > kSummarySteps) {
+    std::stable_sort(out.steps.begin(), out.steps.end(),
+                     [](const SummaryStep& a, const SummaryStep& b) {
+                       return a.absolute_peak > b.absolute_peak;
+                     });
+    out.steps.resize(kSummarySteps);
+    std::sort(out.steps.begin(), out.steps.end(),
+              [](const SummaryStep& a, const SummaryStep& b) { return a.number < b.number; });
+  }
+}
+
+// What was live at the peak, by source and by category. A file without a
+// trace peaks at its dump: its blocks name what was live.
+void add_live_at_peak(const FileAnalysis& file, const SummaryOptions& options, RunSummary& out) {
+  const Snapshot& snapshot = file.snapshot();
+  const DeviceTrace& trace = file.trace();
+  const uint64_t position = out.peak_event ? *out.peak_event + 1 : 0;
+  SourceIndex sources(snapshot, options.keys);
+  SourceKeyOptions by_category = options.keys;
+  by_category.group = GroupBy::kCategory;
+  SourceIndex categories(snapshot, by_category);
+  if (trace.count() == 0) {
+    out.live_at_peak = live_at_dump_by_source(snapshot, out.device, sources);
+    out.live_at_peak_by_category = live_at_dump_by_source(snapshot, out.device, categories);
+  } else {
+    out.live_at_peak = live_at(snapshot, trace, sources, position).sources;
+    out.live_at_peak_by_category = live_at(snapshot, trace, categories, position).sources;
+  }
+}
+
+}  // namespace
+
 RunSummary run_summary(const FileAnalysis& file, const SummaryOptions& options) {
   const Snapshot& snapshot = file.snapshot();
   const std::string& path = file.path();
@@ -111,43 +160,8 @@ RunSummary run_summary(const FileAnalysis& file, const SummaryOptions& options) 
                                   file.seconds_at(oom.event)});
   }
 
-  // Per step: the absolute peak, from the trace analysis parse read.
-  const TraceAnalysis& analysis = file.trace_analysis();
-  for (const StepStats& stats : analysis.steps) {
-    const ProfilerStep& step = stats.step;
-    out.steps.push_back(
-        SummaryStep{step.number, step.complete,
-                    step.complete ? static_cast<double>(step.end_us - step.start_us) / 1e3 : 0.0,
-                    add_bytes(add_bytes(out.baseline, static_cast<uint64_t>(stats.start_delta)),
-                              static_cast<uint64_t>(stats.peak_delta)),
-                    stats.peak_delta});
-  }
-  out.step_count = out.steps.size();
-  out.steps_origin = file.step_windows().inference();
-  if (out.steps.size() > kSummarySteps) {
-    std::stable_sort(out.steps.begin(), out.steps.end(),
-                     [](const SummaryStep& a, const SummaryStep& b) {
-                       return a.absolute_peak > b.absolute_peak;
-                     });
-    out.steps.resize(kSummarySteps);
-    std::sort(out.steps.begin(), out.steps.end(),
-              [](const SummaryStep& a, const SummaryStep& b) { return a.number < b.number; });
-  }
-
-  // What was live at the peak, by source and by category. A file without a
-  // trace peaks at its dump: its blocks name what was live.
-  const uint64_t position = out.peak_event ? *out.peak_event + 1 : 0;
-  SourceIndex sources(snapshot, options.keys);
-  SourceKeyOptions by_category = options.keys;
-  by_category.group = GroupBy::kCategory;
-  SourceIndex categories(snapshot, by_category);
-  if (trace.count() == 0) {
-    out.live_at_peak = live_at_dump_by_source(snapshot, out.device, sources);
-    out.live_at_peak_by_category = live_at_dump_by_source(snapshot, out.device, categories);
-  } else {
-    out.live_at_peak = live_at(snapshot, trace, sources, position).sources;
-    out.live_at_peak_by_category = live_at(snapshot, trace, categories, position).sources;
-  }
+  add_summary_steps(file, out);
+  add_live_at_peak(file, options, out);
   keep_top(out.live_at_peak, out.live_at_peak_sources, out.live_at_peak_bytes);
   return out;
 }
