@@ -28,11 +28,7 @@ LIMIT = 80
 # name -> lines when listed: shrink or split them, then take them off.
 KNOWN_LONG = {
     'src/analysis/core/steps.cc:analyze_trace': 135,
-    'src/analysis/reports/check.cc:run_check': 119,
-    'src/analysis/reports/ranks.cc:analyze_ranks': 118,
-    'src/analysis/reports/timeline.cc:unlisted_memory': 100,
     'src/analysis/reports/segment_report.cc:allocator_moments': 98,
-    'src/analysis/reports/timeline.cc:add_stacked_views': 85,
     'src/analysis/core/allocator_state.cc:AllocatorHistory::replay': 82,
 }
 

@@ -149,6 +149,86 @@ std::string doubt_of(LimitKind kind, const RunSummary& current, const RunSummary
 
 }  // namespace
 
+namespace {
+
+// The highest step's absolute peak, and which step (an inferred iteration
+// says where it came from: its number is not the profiler's).
+void measure_step_peak(const RunSummary& current, LimitResult& r) {
+  if (current.steps.empty()) {
+    r.status = LimitStatus::kNotApplicable;
+    r.note = "the run has no steps (no ProfilerStep marks, and none inferred from the optimizer)";
+    return;
+  }
+  for (const SummaryStep& step : current.steps) {
+    if (r.subject.empty() || static_cast<double>(step.absolute_peak) > r.measured) {
+      r.measured = static_cast<double>(step.absolute_peak);
+      r.subject = fmt::format("step {}", step.number);
+    }
+  }
+  // Say where an inferred iteration came from: its number is not the profiler's.
+  if (current.steps_origin.origin == StepOrigin::kOptimizerAnnotations) {
+    r.subject +=
+        fmt::format(", an iteration inferred from the '{}' marks", current.steps_origin.from);
+  } else if (current.steps_origin.origin == StepOrigin::kOptimizerFrames) {
+    r.subject += ", an iteration inferred from torch/optim frames";
+  }
+}
+
+// What the limit measures on the run (and its allowance where it depends on
+// the baseline); a limit the run gives nothing to measure is not applicable.
+void measure(const Limit& limit, const RunSummary& current, const RunSummary* baseline,
+             const CheckReport& report, LimitResult& r) {
+  switch (limit.kind) {
+    case LimitKind::kMaxPeak: r.measured = static_cast<double>(current.absolute_peak); break;
+    case LimitKind::kMaxPeakDelta: r.measured = static_cast<double>(current.peak_delta); break;
+    case LimitKind::kMaxReserved: r.measured = static_cast<double>(current.reserved_peak); break;
+    case LimitKind::kMaxFragmentation:
+      r.measured = current.segments.fragmentation;
+      r.allowed = limit.amount.percent ? limit.amount.value / 100 : limit.amount.value;
+      break;
+    case LimitKind::kMaxGrowth:
+      r.measured = static_cast<double>(current.absolute_peak - baseline->absolute_peak);
+      if (limit.amount.percent) {
+        r.allowed = limit.amount.value / 100 * static_cast<double>(baseline->absolute_peak);
+      }
+      break;
+    case LimitKind::kMaxSourceGrowth: {
+      if (limit.amount.percent) {
+        r.allowed = limit.amount.value / 100 * static_cast<double>(baseline->absolute_peak);
+      }
+      // The source that grew most (rows are by |B - A|: the first that grew).
+      for (const SourceDiff& row : report.sources.rows) {
+        if (row.delta() > 0 && static_cast<double>(row.delta()) > r.measured) {
+          r.measured = static_cast<double>(row.delta());
+          r.subject = row.source;
+        }
+      }
+      break;
+    }
+    case LimitKind::kMaxUnmatchedFrees:
+      r.measured = static_cast<double>(current.unmatched_free_count);
+      break;
+    case LimitKind::kNoOom:
+      r.measured = static_cast<double>(current.ooms.size());
+      r.allowed = 0;
+      break;
+    case LimitKind::kStepMaxPeak: measure_step_peak(current, r); break;
+    case LimitKind::kCategory: {
+      if (current.live_at_peak_by_category.empty()) {
+        r.status = LimitStatus::kNotApplicable;
+        r.note = "the run has nothing live at its peak to categorise";
+        break;
+      }
+      const SourceUsage* row = find_row(current.live_at_peak_by_category, limit.category);
+      r.measured = row != nullptr ? static_cast<double>(row->bytes) : 0.0;
+      r.subject = limit.category;
+      break;
+    }
+  }
+}
+
+}  // namespace
+
 CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
                       const std::vector<Limit>& limits, const CheckOptions& options) {
   const char* missing_baseline = options.missing_baseline;
@@ -188,73 +268,7 @@ CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
       report.results.push_back(std::move(r));
       continue;
     }
-    switch (limit.kind) {
-      case LimitKind::kMaxPeak: r.measured = static_cast<double>(current.absolute_peak); break;
-      case LimitKind::kMaxPeakDelta: r.measured = static_cast<double>(current.peak_delta); break;
-      case LimitKind::kMaxReserved: r.measured = static_cast<double>(current.reserved_peak); break;
-      case LimitKind::kMaxFragmentation:
-        r.measured = current.segments.fragmentation;
-        r.allowed = limit.amount.percent ? limit.amount.value / 100 : limit.amount.value;
-        break;
-      case LimitKind::kMaxGrowth:
-        r.measured = static_cast<double>(current.absolute_peak - baseline->absolute_peak);
-        if (limit.amount.percent) {
-          r.allowed = limit.amount.value / 100 * static_cast<double>(baseline->absolute_peak);
-        }
-        break;
-      case LimitKind::kMaxSourceGrowth: {
-        if (limit.amount.percent) {
-          r.allowed = limit.amount.value / 100 * static_cast<double>(baseline->absolute_peak);
-        }
-        // The source that grew most (rows are by |B - A|: the first that grew).
-        for (const SourceDiff& row : report.sources.rows) {
-          if (row.delta() > 0 && static_cast<double>(row.delta()) > r.measured) {
-            r.measured = static_cast<double>(row.delta());
-            r.subject = row.source;
-          }
-        }
-        break;
-      }
-      case LimitKind::kMaxUnmatchedFrees:
-        r.measured = static_cast<double>(current.unmatched_free_count);
-        break;
-      case LimitKind::kNoOom:
-        r.measured = static_cast<double>(current.ooms.size());
-        r.allowed = 0;
-        break;
-      case LimitKind::kStepMaxPeak:
-        if (current.steps.empty()) {
-          r.status = LimitStatus::kNotApplicable;
-          r.note =
-              "the run has no steps (no ProfilerStep marks, and none inferred from the optimizer)";
-          break;
-        }
-        for (const SummaryStep& step : current.steps) {
-          if (r.subject.empty() || static_cast<double>(step.absolute_peak) > r.measured) {
-            r.measured = static_cast<double>(step.absolute_peak);
-            r.subject = fmt::format("step {}", step.number);
-          }
-        }
-        // Say where an inferred iteration came from: its number is not the profiler's.
-        if (current.steps_origin.origin == StepOrigin::kOptimizerAnnotations) {
-          r.subject +=
-              fmt::format(", an iteration inferred from the '{}' marks", current.steps_origin.from);
-        } else if (current.steps_origin.origin == StepOrigin::kOptimizerFrames) {
-          r.subject += ", an iteration inferred from torch/optim frames";
-        }
-        break;
-      case LimitKind::kCategory: {
-        if (current.live_at_peak_by_category.empty()) {
-          r.status = LimitStatus::kNotApplicable;
-          r.note = "the run has nothing live at its peak to categorise";
-          break;
-        }
-        const SourceUsage* row = find_row(current.live_at_peak_by_category, limit.category);
-        r.measured = row != nullptr ? static_cast<double>(row->bytes) : 0.0;
-        r.subject = limit.category;
-        break;
-      }
-    }
+    measure(limit, current, baseline, report, r);
     if (r.status != LimitStatus::kNotApplicable) {
       r.status = r.measured <= r.allowed ? LimitStatus::kPass : LimitStatus::kFail;
     }

@@ -156,9 +156,11 @@ std::vector<std::string> distinguishing_names(const std::vector<std::string>& pa
   return names;
 }
 
-RanksReport analyze_ranks(const std::vector<RunSummary>& summaries) {
-  RanksReport report;
-  if (summaries.empty()) return report;
+namespace {
+
+// One row per summary, named, highest peak first (ties by rank, then input
+// order, so the table is stable).
+void add_rows(const std::vector<RunSummary>& summaries, RanksReport& report) {
   for (size_t i = 0; i < summaries.size(); ++i) {
     const RunSummary& s = summaries[i];
     RankRow row;
@@ -187,12 +189,14 @@ RanksReport analyze_ranks(const std::vector<RunSummary>& summaries) {
   }
   const std::vector<std::string> names = distinguishing_names(unranked_paths);
   for (size_t k = 0; k < unranked.size(); ++k) report.rows[unranked[k]].name = names[k];
-  // Highest first; ties by rank, then input order, so the table is stable.
   std::stable_sort(report.rows.begin(), report.rows.end(), [](const RankRow& a, const RankRow& b) {
     if (a.absolute_peak != b.absolute_peak) return a.absolute_peak > b.absolute_peak;
     return a.rank.value_or(INT64_MAX) < b.rank.value_or(INT64_MAX);
   });
+}
 
+// The spread of the peaks (min, median, max, MAD) and the outliers by robust z.
+void add_spread(RanksReport& report) {
   std::vector<int64_t> peaks;
   peaks.reserve(report.rows.size());
   for (const RankRow& row : report.rows) peaks.push_back(row.absolute_peak);
@@ -221,8 +225,10 @@ RanksReport analyze_ranks(const std::vector<RunSummary>& summaries) {
       row.outlier = std::abs(distance) > kGroupTolerance * std::abs(median) && distance != 0;
     }
   }
+}
 
-  // Groups: same largest sources at the peak, peaks within the tolerance.
+// Groups: same largest sources at the peak, peaks within the tolerance.
+void add_groups(const std::vector<RunSummary>& summaries, RanksReport& report) {
   std::map<std::vector<std::string>, std::vector<size_t>> by_signature;
   for (size_t r = 0; r < report.rows.size(); ++r) {
     by_signature[signature_of(summaries[report.rows[r].input])].push_back(r);
@@ -251,6 +257,16 @@ RanksReport analyze_ranks(const std::vector<RunSummary>& summaries) {
   for (RankGroup& group : report.groups) std::sort(group.rows.begin(), group.rows.end());
   std::stable_sort(report.groups.begin(), report.groups.end(),
                    [](const RankGroup& a, const RankGroup& b) { return a.peak_max > b.peak_max; });
+}
+
+}  // namespace
+
+RanksReport analyze_ranks(const std::vector<RunSummary>& summaries) {
+  RanksReport report;
+  if (summaries.empty()) return report;
+  add_rows(summaries, report);
+  add_spread(report);
+  add_groups(summaries, report);
 
   // The highest rank against the median rank.
   if (report.rows.size() >= 2) {

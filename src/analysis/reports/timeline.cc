@@ -323,9 +323,6 @@ StackedView finish_view(std::vector<std::string> names, const LayerSampler& time
   return view;
 }
 
-// The stacked views of `run`, whose buckets and lifetimes are built: the
-// sources that held the most at any one moment get a layer each, and a second
-// replay samples every layer at each stack bucket's max.
 // Memory from before the trace by the run's source ids and by category.
 struct NamedBaseline {
   BaselineSources by_source;
@@ -333,10 +330,20 @@ struct NamedBaseline {
   std::vector<std::string> category_names;  // by_category's ids -> names
 };
 
-template <typename OffsetOf>
-void add_stacked_views(RunTimeline& run, const Snapshot& snapshot, const DeviceTrace& trace,
-                       const SourceKeyOptions& key_options, const std::vector<int64_t>& source_most,
-                       const NamedBaseline& baseline, OffsetOf offset_of) {
+// The stacked-by-source view's layers: before the trace, the top sources,
+// the other sources' parts, the rest of the other sources, reused addresses.
+// The parts are sampled as layers of their own and folded back into "other
+// sources" when the view is taken (finish_view).
+struct SourceLayers {
+  std::vector<uint32_t> of_source;  // each source's layer
+  std::vector<std::string> names;
+  size_t top = 0;    // sources with a layer of their own
+  size_t parts = 0;  // the other sources' parts
+  uint32_t first_part = 0;
+  uint32_t other_layer = 0;
+};
+
+SourceLayers source_layers(const RunTimeline& run, const std::vector<int64_t>& source_most) {
   const size_t source_count = run.sources.size();
   auto most = [&](uint32_t s) { return s < source_most.size() ? source_most[s] : 0; };
   std::vector<uint32_t> order(source_count);
@@ -345,29 +352,50 @@ void add_stacked_views(RunTimeline& run, const Snapshot& snapshot, const DeviceT
     if (most(a) != most(b)) return most(a) > most(b);
     return run.sources[a] < run.sources[b];
   });
-  size_t top = 0;
+  SourceLayers layers;
+  size_t& top = layers.top;
+  size_t& parts = layers.parts;
   while (top < std::min(kStackedTopSources, source_count) && most(order[top]) > 0) ++top;
-  size_t parts = 0;
   while (parts < kStackedOtherParts && top + parts < source_count && most(order[top + parts]) > 0)
     ++parts;
-  // Layers: before the trace, the top sources, the other sources' parts, the
-  // rest of the other sources, reused addresses. The parts are sampled as
-  // layers of their own and folded back into "other sources" when the view
-  // is taken (finish_view).
-  const auto first_part = static_cast<uint32_t>(1 + top);
-  const auto other_layer = static_cast<uint32_t>(1 + top + parts);
-  std::vector<uint32_t> source_layer(source_count, other_layer);
-  std::vector<std::string> source_names{std::string(kBeforeTraceLayer)};
+  layers.first_part = static_cast<uint32_t>(1 + top);
+  layers.other_layer = static_cast<uint32_t>(1 + top + parts);
+  layers.of_source.assign(source_count, layers.other_layer);
+  layers.names.emplace_back(kBeforeTraceLayer);
   for (size_t k = 0; k < top + parts; ++k) {
-    source_layer[order[k]] = static_cast<uint32_t>(1 + k);
-    source_names.push_back(run.sources[order[k]]);
+    layers.of_source[order[k]] = static_cast<uint32_t>(1 + k);
+    layers.names.push_back(run.sources[order[k]]);
   }
-  source_names.emplace_back(kOtherSourcesLayer);
-  source_names.emplace_back(kReplacedLayer);
-  std::vector<std::string> category_names{std::string(kBeforeTraceLayer)};
+  layers.names.emplace_back(kOtherSourcesLayer);
+  layers.names.emplace_back(kReplacedLayer);
+  return layers;
+}
+
+// The stacked-by-category view's layers: before the trace, each category,
+// reused addresses.
+std::vector<std::string> category_layer_names() {
+  std::vector<std::string> names{std::string(kBeforeTraceLayer)};
   for (size_t c = 0; c < kCategoryCount; ++c)
-    category_names.emplace_back(category_name(static_cast<Category>(c)));
-  category_names.emplace_back(kReplacedLayer);
+    names.emplace_back(category_name(static_cast<Category>(c)));
+  names.emplace_back(kReplacedLayer);
+  return names;
+}
+
+// The stacked views of `run`, whose buckets and lifetimes are built: the
+// sources that held the most at any one moment get a layer each, and a second
+// replay samples every layer at each stack bucket's max.
+template <typename OffsetOf>
+void add_stacked_views(RunTimeline& run, const Snapshot& snapshot, const DeviceTrace& trace,
+                       const SourceKeyOptions& key_options, const std::vector<int64_t>& source_most,
+                       const NamedBaseline& baseline, OffsetOf offset_of) {
+  SourceLayers layers = source_layers(run, source_most);
+  const size_t top = layers.top;
+  const size_t parts = layers.parts;
+  const uint32_t first_part = layers.first_part;
+  const uint32_t other_layer = layers.other_layer;
+  std::vector<uint32_t> source_layer = std::move(layers.of_source);
+  std::vector<std::string> source_names = std::move(layers.names);
+  std::vector<std::string> category_names = category_layer_names();
 
   const std::vector<uint32_t> layer_of_source = source_layer;
   StackObserver stacks(snapshot, key_options, run.lifetimes.source, std::move(source_layer),
@@ -424,19 +452,21 @@ void add_stacked_views(RunTimeline& run, const Snapshot& snapshot, const DeviceT
 // rows and their changes over the trace (UnlistedMemory), from the baseline's
 // pieces named by the run's own SourceIndex (as explain names them).
 constexpr std::string_view kOtherBeforeTraceRow = "other memory from before the trace";
-template <typename OffsetOf>
-UnlistedMemory unlisted_memory(const FileAnalysis& file, const BaselineSources& baseline,
-                               const SourceIndex& sources,
-                               const std::vector<TimelineObserver::Replaced>& replaced,
-                               OffsetOf offset_of) {
-  struct Candidate {
-    std::string name;
-    int64_t bytes = 0;
-    int64_t count = 0;
-  };
-  std::vector<Candidate> candidates;
-  constexpr size_t kNone = SIZE_MAX;
-  std::vector<size_t> candidate_of_source(baseline.bytes.size(), kNone);
+struct UnlistedCandidate {
+  std::string name;
+  int64_t bytes = 0;
+  int64_t count = 0;
+};
+constexpr size_t kNoCandidate = SIZE_MAX;
+
+// Memory from before the trace by its sources, with the residual the pieces
+// miss the baseline by; candidate_of_source maps a source id to its entry.
+std::vector<UnlistedCandidate> unlisted_candidates(const FileAnalysis& file,
+                                                   const BaselineSources& baseline,
+                                                   const SourceIndex& sources,
+                                                   std::vector<size_t>& candidate_of_source) {
+  std::vector<UnlistedCandidate> candidates;
+  candidate_of_source.assign(baseline.bytes.size(), kNoCandidate);
   int64_t named = 0;
   for (size_t s = 0; s < baseline.bytes.size(); ++s) {
     if (baseline.counts[s] == 0) continue;
@@ -453,14 +483,29 @@ UnlistedMemory unlisted_memory(const FileAnalysis& file, const BaselineSources& 
   const int64_t residual =
       sub_bytes(file.baseline().baseline_at_start, static_cast<uint64_t>(named));
   if (residual != 0) {
-    auto unnamed = std::find_if(candidates.begin(), candidates.end(),
-                                [](const Candidate& c) { return c.name == kBaselineUnmatched; });
+    auto unnamed =
+        std::find_if(candidates.begin(), candidates.end(),
+                     [](const UnlistedCandidate& c) { return c.name == kBaselineUnmatched; });
     if (unnamed == candidates.end()) {
       candidates.push_back({std::string(kBaselineUnmatched), 0, 0});
       unnamed = std::prev(candidates.end());
     }
     unnamed->bytes = add_bytes(unnamed->bytes, static_cast<uint64_t>(residual));
   }
+  return candidates;
+}
+
+uint32_t add_unlisted_row(UnlistedMemory& out, std::string name, int64_t bytes, int64_t count) {
+  out.rows.push_back(std::move(name));
+  out.start_bytes.push_back(bytes);
+  out.start_count.push_back(count);
+  return static_cast<uint32_t>(out.rows.size() - 1);
+}
+
+// The rows: the largest candidates one each, the rest one "other" row;
+// returns each candidate's row.
+std::vector<uint32_t> unlisted_rows(const std::vector<UnlistedCandidate>& candidates,
+                                    UnlistedMemory& out) {
   std::vector<size_t> order(candidates.size());
   for (size_t c = 0; c < order.size(); ++c) order[c] = c;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -468,31 +513,39 @@ UnlistedMemory unlisted_memory(const FileAnalysis& file, const BaselineSources& 
       return candidates[a].bytes > candidates[b].bytes;
     return candidates[a].name < candidates[b].name;
   });
-  UnlistedMemory out;
-  auto add_row = [&out](std::string name, int64_t bytes, int64_t count) {
-    out.rows.push_back(std::move(name));
-    out.start_bytes.push_back(bytes);
-    out.start_count.push_back(count);
-    return static_cast<uint32_t>(out.rows.size() - 1);
-  };
   // The largest get a row each; one more would be an "other" of one.
   const size_t own =
       candidates.size() <= kUnlistedTopSources + 1 ? candidates.size() : kUnlistedTopSources;
   std::vector<uint32_t> row_of_candidate(candidates.size(), 0);
   for (size_t k = 0; k < order.size(); ++k) {
-    const Candidate& candidate = candidates[order[k]];
+    const UnlistedCandidate& candidate = candidates[order[k]];
     if (k < own) {
-      row_of_candidate[order[k]] = add_row(candidate.name, candidate.bytes, candidate.count);
+      row_of_candidate[order[k]] =
+          add_unlisted_row(out, candidate.name, candidate.bytes, candidate.count);
       continue;
     }
-    if (k == own) add_row(std::string(kOtherBeforeTraceRow), 0, 0);
+    if (k == own) add_unlisted_row(out, std::string(kOtherBeforeTraceRow), 0, 0);
     const size_t other = out.rows.size() - 1;
     out.start_bytes[other] =
         add_bytes(out.start_bytes[other], static_cast<uint64_t>(candidate.bytes));
     out.start_count[other] += candidate.count;
     row_of_candidate[order[k]] = static_cast<uint32_t>(other);
   }
-  const uint32_t replaced_row = replaced.empty() ? 0 : add_row(std::string(kReplacedLayer), 0, 0);
+  return row_of_candidate;
+}
+
+template <typename OffsetOf>
+UnlistedMemory unlisted_memory(const FileAnalysis& file, const BaselineSources& baseline,
+                               const SourceIndex& sources,
+                               const std::vector<TimelineObserver::Replaced>& replaced,
+                               OffsetOf offset_of) {
+  std::vector<size_t> candidate_of_source;
+  const std::vector<UnlistedCandidate> candidates =
+      unlisted_candidates(file, baseline, sources, candidate_of_source);
+  UnlistedMemory out;
+  const std::vector<uint32_t> row_of_candidate = unlisted_rows(candidates, out);
+  const uint32_t replaced_row =
+      replaced.empty() ? 0 : add_unlisted_row(out, std::string(kReplacedLayer), 0, 0);
 
   // The changes in trace order: each unmatched free leaves the row its
   // bytes started in; each reused address adds the allocation it replaced.
@@ -514,9 +567,9 @@ UnlistedMemory unlisted_memory(const FileAnalysis& file, const BaselineSources& 
       auto found = baseline.freed_source.find(free.event);
       const size_t candidate =
           found == baseline.freed_source.end() || found->second >= candidate_of_source.size()
-              ? kNone
+              ? kNoCandidate
               : candidate_of_source[found->second];
-      const uint32_t row = candidate == kNone ? 0 : row_of_candidate[candidate];
+      const uint32_t row = candidate == kNoCandidate ? 0 : row_of_candidate[candidate];
       add_change(free.event, row, sub_bytes(0, free.size), -1);
     } else {
       const TimelineObserver::Replaced& reuse = replaced[r++];
