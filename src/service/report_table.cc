@@ -151,8 +151,11 @@ const Parameter kAt{
 // analysis refuses it too, in words of its own).
 void check_oom_entry(const FileAnalysis& file, const ReportRequest& request) {
   const OomOptions options = oom_options(request);
+  if (options.at_peak || options.at <= 1) return;  // the first exists wherever any does
+  // The analysis replays the allocator too: let it run beside the trace's.
+  file.start_allocator_history();
   const size_t count = file.trace_analysis().counts.oom_events.size();
-  if (options.at_peak || count == 0 || static_cast<uint64_t>(options.at) <= count) return;
+  if (count == 0 || static_cast<uint64_t>(options.at) <= count) return;
   throw Error::usage(fmt::format("{} {}: device {} has {} oom entr{} (1-{})",
                                  spelled(kAt, request.spelling), options.at, file.device(), count,
                                  count == 1 ? "y" : "ies", count));
