@@ -1,4 +1,6 @@
-"""Set-up shared by the Python test drivers (standard library only)."""
+"""What the Python test drivers under tests/ share: the checks they report with,
+memsnap runs, one cached `parse --json` per fixture (tests/conftest.py holds
+the pytest fixtures and options)."""
 import hashlib
 import json
 import os
@@ -6,25 +8,8 @@ import subprocess
 import tempfile
 
 
-def memsnap_and_workdir(memsnap_arg, work_arg, prefix):
-    """Resolves the memsnap binary and the work folder of a test run.
-
-    Returns (memsnap, work, scratch): scratch is the TemporaryDirectory to
-    clean up when no --work was given, else None. memsnap is None (after a
-    FAIL line) when the binary is not executable.
-    """
-    memsnap = os.path.abspath(memsnap_arg)
-    if not os.access(memsnap, os.X_OK):
-        print('FAIL setup: %s is not an executable' % memsnap)
-        return None, None, None
-    if work_arg:
-        return memsnap, work_arg, None
-    scratch = tempfile.TemporaryDirectory(prefix=prefix)
-    return memsnap, scratch.name, scratch
-
-
-# Exit status of a driver whose selected part could not run (the fixtures
-# folder is absent): CTest reports the test as skipped, not passed, when its
+# Exit status of a run whose tests were all skipped for want of an input
+# (tests/conftest.py): CTest reports the test as skipped, not passed, when its
 # SKIP_RETURN_CODE property is this value.
 SKIPPED = 77
 
@@ -32,30 +17,16 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_FIXTURES = os.path.join(REPO, '..', 'shared', 'fixtures', 'real')
 
 
-def add_part_arguments(parser, parts):
-    """--fixtures DIR and --only PART...: CTest registers the part that reads
-    the real fixtures as its own test, so that its skip shows as a skip."""
-    parser.add_argument('--fixtures', default=DEFAULT_FIXTURES,
-                        help='folder of real snapshots (default: ../shared/fixtures/real)')
-    parser.add_argument('--only', nargs='+', choices=parts, default=list(parts),
-                        help='run only these parts (default: all)')
+# The reason of a pytest skip for want of an input this machine lacks (the
+# fixtures, a reference file, a cluster): a run that skipped only such tests
+# exits SKIPPED (tests/conftest.py).
+ABSENT = 'absent input'
 
 
-def fixtures_missing(args):
-    """True, after a SKIP line, when the fixtures part is selected but its
-    folder is absent."""
-    if 'fixtures' not in args.only or os.path.isdir(args.fixtures):
-        return False
-    print('SKIP fixtures: %s is absent' % args.fixtures)
-    return True
-
-
-def exit_status(failed, fixtures_skipped):
-    """1 on any failure, else SKIPPED when the fixtures could not be read,
-    else 0: a run that skipped its fixtures never reads as a plain pass."""
-    if failed:
-        return 1
-    return SKIPPED if fixtures_skipped else 0
+def skip_absent(what):
+    """Skips the running pytest test for want of `what`."""
+    import pytest
+    pytest.skip('%s: %s' % (ABSENT, what))
 
 
 class Checks:
@@ -76,36 +47,26 @@ class Checks:
     def summary(self):
         return '%d checks, %d failed' % (self.count, len(self.failures))
 
+    def ok(self, name):
+        return self(name, True)
+
+    def fail(self, name, why):
+        return self(name, False, why)
+
+    def expect(self, name, problems):
+        """ok when `problems` (a list of strings) is empty, else FAIL with the first few."""
+        more = '' if len(problems) <= 8 else '\n    ... %d more' % (len(problems) - 8)
+        return self(name, not problems, '\n    ' + '\n    '.join(problems[:8]) + more)
+
+    def verify(self):
+        """Ends a pytest test: it fails, naming each failed check, when any did."""
+        failed, self.failures = self.failures, []
+        assert not failed, '%d failed: %s' % (len(failed), '; '.join(failed))
+
 
 def run_memsnap(memsnap, args, timeout=300):
     """memsnap with these arguments, output captured as text."""
     return subprocess.run([memsnap] + args, capture_output=True, text=True, timeout=timeout)
-
-
-def run_parts(description, prefix, check, generated, fixtures):
-    """The main() of a driver with parts `generated` and `fixtures`:
-    generated(memsnap, work) and fixtures(memsnap, folder) run as selected;
-    returns the exit status (see exit_status)."""
-    import argparse
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument('--memsnap', required=True)
-    parser.add_argument('--work', help='folder for the generated snapshots (default: a temporary one)')
-    add_part_arguments(parser, ('generated', 'fixtures'))
-    args = parser.parse_args()
-    skipped = fixtures_missing(args)
-    memsnap, work, scratch = memsnap_and_workdir(args.memsnap, args.work, prefix)
-    if memsnap is None:
-        return 1
-    try:
-        if 'generated' in args.only:
-            generated(memsnap, work)
-        if 'fixtures' in args.only and not skipped:
-            fixtures(memsnap, args.fixtures)
-    finally:
-        if scratch:
-            scratch.cleanup()
-    print(check.summary())
-    return exit_status(check.failures, skipped)
 
 
 # One `memsnap parse --json` per fixture, shared by the drivers: CTest sets

@@ -254,9 +254,11 @@ void Arguments::set(std::string_view id, Value value) {
 Arguments checked(const std::vector<Parameter>& parameters,
                   const std::vector<std::pair<std::string, Value>>& given, Spelling spelling) {
   Arguments arguments;
-  for (const auto& [id, value] : given) {
+  for (const auto& entry : given) {
+    const std::string& id = entry.first;
+    const Value& value = entry.second;
     auto parameter = std::find_if(parameters.begin(), parameters.end(),
-                                  [&](const Parameter& p) { return p.id == id; });
+                                  [&id](const Parameter& p) { return p.id == id; });
     if (parameter == parameters.end()) {
       throw Error::usage(fmt::format("'{}' is not a parameter of this report", printable(id)));
     }

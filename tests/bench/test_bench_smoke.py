@@ -5,7 +5,7 @@ measured (the parse check reads memsnap's JSON back). Timings are not checked
 here: speed and memory targets live in `make bench`, whose MISSED lines this
 test ignores.
 
-    test_bench_smoke.py --memsnap build/memsnap --work DIR
+    python3 -m pytest tests/bench/test_bench_smoke.py --memsnap build/memsnap --work DIR
 """
 import argparse
 import os
@@ -16,14 +16,10 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument('--memsnap', required=True)
-    ap.add_argument('--work', required=True)
-    args = ap.parse_args()
-    argv = [sys.executable, os.path.join(ROOT, 'bench', 'run_bench.py'), '--memsnap', args.memsnap,
+def test_the_bench_prints_every_table_and_no_command_fails(memsnap, work):
+    argv = [sys.executable, os.path.join(ROOT, 'bench', 'run_bench.py'), '--memsnap', memsnap,
             '--sizes', '20k', '--ranks', '3', '--rank-events', '2k', '--many-steps', '300',
-            '--no-browser', '--python-runs', '1', '--work', args.work]
+            '--no-browser', '--python-runs', '1', '--work', work]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     out = done.stdout
     failures = []
@@ -41,14 +37,4 @@ def main():
         failures.append('the parse check did not read back 20000 events')
     if not re.search(r'^\s*20k\s.*\blifetimes\b', out, re.M):
         failures.append('the plot row does not say how the page drills down')
-    for f in failures:
-        print('FAIL', f)
-    if failures:
-        print(out[-4000:])
-        return 1
-    print('ok: bench smoke run printed every table, no command failed')
-    return 0
-
-
-if __name__ == '__main__':
-    sys.exit(main())
+    assert not failures, '\n'.join(failures) + '\n' + out[-4000:]

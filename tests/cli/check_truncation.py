@@ -27,7 +27,8 @@ for the frees; per category for the dump's blocks). --table prints it.
 
 Skips (exit 77) when the fixtures folder is absent.
 
-    check_truncation.py --memsnap build/memsnap [--fixtures DIR] [--only fixtures] [--table]
+    python3 -m pytest tests/cli/check_truncation.py --memsnap build/memsnap --part fixtures [--fixtures-dir DIR]
+    python3 tests/cli/check_truncation.py --memsnap build/memsnap [--fixtures DIR] --table
 """
 import argparse
 import collections
@@ -37,6 +38,8 @@ import pickle
 import subprocess
 import sys
 import tempfile
+
+import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -189,42 +192,34 @@ def devices_and_snapshot(path):
     return snapshot, snapshot.get('device_traces') or []
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--memsnap', required=True)
-    parser.add_argument('--fixtures', default=FIXTURES)
-    parser.add_argument('--only', nargs='*', default=['fixtures'])
-    parser.add_argument('--table', action='store_true', help='print the measures as Markdown')
-    args = parser.parse_args()
-    if not os.path.isdir(args.fixtures):
-        print(f'skipped: no fixtures folder at {args.fixtures}')
-        return 77
-
-    failed = 0
+def cut_every_fixture(memsnap, fixtures):
+    """Every complete fixture cut at each point, as recorded and as
+    context="alloc" writes frees. Returns (the failures, each file's measures)."""
+    failed = []
     checked_frees = 0
     table = []
     with tempfile.TemporaryDirectory(prefix='memsnap-truncation-') as work:
-        for name in sorted(os.listdir(args.fixtures)):
+        for name in sorted(os.listdir(fixtures)):
             if not name.endswith(('.pickle', '.pkl')):
                 continue
-            path = os.path.join(args.fixtures, name)
+            path = os.path.join(fixtures, name)
             snapshot, traces = devices_and_snapshot(path)
             if snapshot is None:
                 continue
-            uncut_events_doc = memsnap_json(args.memsnap, 'events', path)
+            uncut_events_doc = memsnap_json(memsnap, 'events', path)
             device = uncut_events_doc['device']
             if device >= len(traces) or len(traces[device]) < MIN_ENTRIES:
                 continue
             if replay(traces[device])[1]:
                 continue  # the trace itself starts mid-run: no truth to cut from
-            uncut_explain = memsnap_json(args.memsnap, 'explain', path, '--top', '1000000')
+            uncut_explain = memsnap_json(memsnap, 'explain', path, '--top', '1000000')
             for alloc_context in (False, True):
                 uncut_events = uncut_events_doc
                 total = collections.Counter()
                 problems = []
                 for fraction in CUTS:
                     k = int(len(traces[device]) * fraction)
-                    failures, measures = check_cut(args.memsnap, path, snapshot, device, k,
+                    failures, measures = check_cut(memsnap, path, snapshot, device, k,
                                                    uncut_events, uncut_explain, work,
                                                    alloc_context)
                     problems += failures
@@ -232,17 +227,32 @@ def main():
                 checked_frees += total['freed_bytes'] > 0
                 label = f'{name} (as context="alloc")' if alloc_context else name
                 if problems:
-                    failed += 1
-                    print(f'FAIL {label}')
-                    for problem in problems[:10]:
-                        print(f'    {problem}')
+                    failed.append(label + ''.join(f'\n    {problem}' for problem in problems[:10]))
+                    print(f'FAIL {failed[-1]}')
                 else:
                     print(f'ok   {label}')
                 if not alloc_context:
                     table.append((name, total))
     if checked_frees == 0:
-        print('FAIL no cut left a free without its alloc to check')
-        failed += 1
+        failed.append('no cut left a free without its alloc to check')
+    print(f'{len(table)} fixtures cut at {len(CUTS)} points, {len(failed)} failed')
+    return failed, table
+
+
+@pytest.mark.fixtures
+def test_no_cut_names_memory_by_a_site_it_was_not_allocated_at(memsnap, fixtures_dir):
+    failed, _ = cut_every_fixture(memsnap, fixtures_dir)
+    assert not failed, '\n'.join(failed)
+
+
+def main():
+    """--table: the measures of every fixture as a Markdown table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--memsnap', required=True)
+    parser.add_argument('--fixtures', default=FIXTURES)
+    parser.add_argument('--table', action='store_true', help='print the measures as Markdown')
+    args = parser.parse_args()
+    failed, table = cut_every_fixture(os.path.abspath(args.memsnap), args.fixtures)
     if args.table:
         print()
         print('| fixture | dropped, live at K (sum of 3 cuts) | freed later | named "freed at" '
@@ -259,7 +269,6 @@ def main():
                 pairs = sorted(((v, key[1], key[2]) for key, v in m.items()
                                 if isinstance(key, tuple)), reverse=True)[:6]
                 print(name[:50], ', '.join(f'{t}->{c} {v / 2**20:.0f}M' for v, t, c in pairs))
-    print(f'{len(table)} fixtures cut at {len(CUTS)} points, {failed} failed')
     return 1 if failed else 0
 
 

@@ -21,8 +21,10 @@ import random
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))  # tests/
-import testlib  # noqa: E402
+
+import pytest
+
+import testlib
 
 check = testlib.Checks()
 run = testlib.run_memsnap
@@ -288,7 +290,7 @@ def compare_state(name, report, expected):
 SETTINGS = {4: dict(max_split_size=24 * MiB, divisions=[4, 8, 8, 2] + [4] * 12)}
 
 
-def generated(memsnap, work):
+def replay_matches_a_simulated_allocator(memsnap, work):
     for seed in (1, 2, 3, 4):
         sim, checkpoints = workload(seed, 2500, **SETTINGS.get(seed, {}))
         if seed in SETTINGS:
@@ -328,11 +330,6 @@ def generated(memsnap, work):
         got = json.loads(parsed.stdout)["reserved"] if parsed.returncode == 0 else None
         check("seed %d: parse's reserved peak equals the simulator's (%d)" % (seed, peak),
               got is not None and got["peak"] == peak and got["at_dump"] == sim.reserved(), got)
-
-    late_start(memsnap, work)
-    disagreeing_dump(memsnap, work)
-    refusals(memsnap, work)
-
 
 def late_start(memsnap, work):
     # Recording starts after 600 operations: the blocks already there come
@@ -441,5 +438,28 @@ def fixtures(memsnap, folder):
     check("the replay was checked on every fixture with block addresses", replayed >= 40, replayed)
 
 
-if __name__ == "__main__":
-    sys.exit(testlib.run_parts(__doc__, "memsnap_history_", check, generated, fixtures))
+
+def test_replay_matches_a_simulated_allocator(memsnap, work):
+    replay_matches_a_simulated_allocator(memsnap, work)
+    check.verify()
+
+
+def test_late_start(memsnap, work):
+    late_start(memsnap, work)
+    check.verify()
+
+
+def test_disagreeing_dump(memsnap, work):
+    disagreeing_dump(memsnap, work)
+    check.verify()
+
+
+def test_refusals(memsnap, work):
+    refusals(memsnap, work)
+    check.verify()
+
+
+@pytest.mark.fixtures
+def test_every_fixture(memsnap, fixtures_dir):
+    fixtures(memsnap, fixtures_dir)
+    check.verify()

@@ -16,8 +16,10 @@ import sys
 import xml.etree.ElementTree as ET
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))  # tests/
-import testlib  # noqa: E402
+
+import pytest
+
+import testlib
 
 GEN = os.path.join(os.path.dirname(HERE), "gen", "make_ranks.py")
 MiB, GiB = 1 << 20, 1 << 30
@@ -374,7 +376,7 @@ def folders(memsnap, work):
           and "snapshot_9.pickle" in got.stderr, got.stderr)
 
 
-def generated(memsnap, work):
+def limits_formats_budgets_and_refusals(memsnap, work):
     base = make(os.path.join(work, "base"))
     cur = make(os.path.join(work, "cur"), "--outlier", "0", "--extra-mib", "1024")
     base_json = os.path.join(work, "base.summary.json")
@@ -384,9 +386,6 @@ def generated(memsnap, work):
     formats(memsnap, base, cur)
     budgets(memsnap, base, cur)
     refusals(memsnap, base, cur)
-    folders(memsnap, work)
-    duplicate_ranks(memsnap, work)
-
 
 def duplicate_ranks(memsnap, work):
     """node1_rank0 and node2_rank0 share rank 0: check refuses (exit 1, both named), ranks and
@@ -438,5 +437,23 @@ def fixtures(memsnap, folder):
     check("fixtures: each of %d real files passes the budget written from it" % len(names), not wrong, wrong)
 
 
-if __name__ == "__main__":
-    sys.exit(testlib.run_parts(__doc__, "memsnap_check_", check, generated, fixtures))
+
+def test_limits_formats_budgets_and_refusals(memsnap, work):
+    limits_formats_budgets_and_refusals(memsnap, work)
+    check.verify()
+
+
+def test_folders(memsnap, work):
+    folders(memsnap, work)
+    check.verify()
+
+
+def test_duplicate_ranks(memsnap, work):
+    duplicate_ranks(memsnap, work)
+    check.verify()
+
+
+@pytest.mark.fixtures
+def test_every_fixture(memsnap, fixtures_dir):
+    fixtures(memsnap, fixtures_dir)
+    check.verify()

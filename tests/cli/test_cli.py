@@ -20,6 +20,10 @@ import subprocess
 import sys
 import tempfile
 
+import pytest
+
+import testlib
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 GENERATOR = os.path.join(REPO, "tests", "gen", "make_snapshot.py")
@@ -27,20 +31,11 @@ EXAMPLE = os.path.join(REPO, "examples", "training_steps.pickle.gz")
 CLI11_TEXTS = ("Run with --help", "A subcommand is required", "required but received", "was not expected",
                "not in {")
 
-results = {"checks": 0, "skipped": 0}
-failures = []
-
-
-def check(name, condition, detail=""):
-    results["checks"] += 1
-    print(("ok   " if condition else "FAIL ") + name + ("" if condition else f": {detail}"))
-    if not condition:
-        failures.append(name)
-    return condition
+check = testlib.Checks()
 
 
 def skip(name, why):
-    results["skipped"] += 1
+    """A check that cannot run here (a missing tool): said, not failed."""
     print(f"SKIP {name}: {why}")
 
 
@@ -69,127 +64,160 @@ def check_said(name, result, line, status):
           f"want exit {status} and {line!r}; got exit {result.returncode}, stderr {lines!r}, stdout {result.stdout[:80]!r}")
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--memsnap", required=True)
-    args = parser.parse_args()
-    memsnap = os.path.abspath(args.memsnap)
-    work = tempfile.mkdtemp(prefix="memsnap_cli_")
-    try:
-        plain = os.path.join(work, "steps.pickle")
-        subprocess.run([sys.executable, GENERATOR, "--out", plain, "--events", "3000", "--steps", "5", "--marks", "--seed", "5"], check=True)
-        no_steps = os.path.join(work, "no_steps.pickle")
-        subprocess.run([sys.executable, GENERATOR, "--out", no_steps, "--events", "1000", "--seed", "6"], check=True)
-        two_devices = os.path.join(work, "two_devices.pickle")
-        subprocess.run([sys.executable, GENERATOR, "--out", two_devices, "--events", "2000", "--devices", "2", "--seed", "7"], check=True)
+@pytest.fixture(scope="module")
+def inputs(work):
+    """Generated snapshots the tests share: steps with marks, no steps, two devices."""
+    plain = os.path.join(work, "steps.pickle")
+    subprocess.run([sys.executable, GENERATOR, "--out", plain, "--events", "3000", "--steps", "5", "--marks", "--seed", "5"], check=True)
+    no_steps = os.path.join(work, "no_steps.pickle")
+    subprocess.run([sys.executable, GENERATOR, "--out", no_steps, "--events", "1000", "--seed", "6"], check=True)
+    two_devices = os.path.join(work, "two_devices.pickle")
+    subprocess.run([sys.executable, GENERATOR, "--out", two_devices, "--events", "2000", "--devices", "2", "--seed", "7"], check=True)
+    return plain, no_steps, two_devices
 
-        base = json.loads(run(memsnap, ["parse", "--json", plain]).stdout)
-        ignore = {"file", "file_size_bytes", "compression"}
-        strip = lambda report: {k: v for k, v in report.items() if k not in ignore}
 
-        # Inputs: stdin, gzip and zstd by magic bytes (names say nothing).
-        with open(plain, "rb") as f:
-            data = f.read()
-        piped = run(memsnap, ["parse", "--json", "-"], stdin=data)
-        check("stdin '-' parses like the file", piped.returncode == 0 and strip(json.loads(piped.stdout)) == strip(base), piped.stderr)
-        gz = os.path.join(work, "steps.bin")
-        with open(gz, "wb") as f:
-            f.write(gzip.compress(data))
-        got = run(memsnap, ["parse", "--json", gz])
-        check("gzip detected by magic bytes", got.returncode == 0 and json.loads(got.stdout)["compression"] == "gzip"
+def test_inputs_errors_and_each_command(memsnap, work, inputs):
+    """stdin, gzip and zstd; errors in one line; every command on generated files."""
+    plain, no_steps, two_devices = inputs
+    base = json.loads(run(memsnap, ["parse", "--json", plain]).stdout)
+    ignore = {"file", "file_size_bytes", "compression"}
+    strip = lambda report: {k: v for k, v in report.items() if k not in ignore}
+
+    # Inputs: stdin, gzip and zstd by magic bytes (names say nothing).
+    with open(plain, "rb") as f:
+        data = f.read()
+    piped = run(memsnap, ["parse", "--json", "-"], stdin=data)
+    check("stdin '-' parses like the file", piped.returncode == 0 and strip(json.loads(piped.stdout)) == strip(base), piped.stderr)
+    gz = os.path.join(work, "steps.bin")
+    with open(gz, "wb") as f:
+        f.write(gzip.compress(data))
+    got = run(memsnap, ["parse", "--json", gz])
+    check("gzip detected by magic bytes", got.returncode == 0 and json.loads(got.stdout)["compression"] == "gzip"
+          and strip(json.loads(got.stdout)) == strip(base), got.stderr)
+    if shutil.which("zstd"):
+        zst = os.path.join(work, "steps.data")
+        subprocess.run(["zstd", "-q", "-f", plain, "-o", zst], check=True)
+        got = run(memsnap, ["parse", "--json", zst])
+        check("zstd detected by magic bytes", got.returncode == 0 and json.loads(got.stdout)["compression"] == "zstd"
               and strip(json.loads(got.stdout)) == strip(base), got.stderr)
-        if shutil.which("zstd"):
-            zst = os.path.join(work, "steps.data")
-            subprocess.run(["zstd", "-q", "-f", plain, "-o", zst], check=True)
-            got = run(memsnap, ["parse", "--json", zst])
-            check("zstd detected by magic bytes", got.returncode == 0 and json.loads(got.stdout)["compression"] == "zstd"
-                  and strip(json.loads(got.stdout)) == strip(base), got.stderr)
-        else:
-            skip("zstd detected by magic bytes", "the zstd command is not installed")
+    else:
+        skip("zstd detected by magic bytes", "the zstd command is not installed")
 
-        # Errors: one line, exit 1; usage errors: exit 2.
-        missing = os.path.join(work, "nope.pickle")
-        check_error("missing file", run(memsnap, ["parse", missing]), f"memsnap: {missing}: No such file or directory")
-        check_error("a directory is refused", run(memsnap, ["parse", work]), f"memsnap: {work}: is a directory")
-        empty = os.path.join(work, "empty.pickle")
-        open(empty, "wb").close()
-        check_error("empty file", run(memsnap, ["parse", empty]), f"memsnap: {empty}: empty file: the dump was probably interrupted")
-        check_error("unknown device lists devices", run(memsnap, ["parse", "--device", "7", two_devices]),
-                    "memsnap: device 7 is not in this snapshot (devices with data: 0, 1)")
-        got = run(memsnap, [])
-        check("memsnap alone prints the help and exits 0", got.returncode == 0 and b"Usage: memsnap" in got.stdout,
-              got.stderr)
-        check_error("unknown flag is a usage error", run(memsnap, ["parse", "--bogus", plain]),
-                    "memsnap: parse: unknown flag --bogus", status=2)
-        check_error("replay-step needs --step or --all-steps", run(memsnap, ["replay-step", plain]),
-                    "memsnap: replay-step needs --step N or --all-steps", status=2)
-        check_error("--labels count mismatch is a usage error", run(memsnap, ["plot", plain, no_steps, "--labels", "a"]),
-                    "memsnap: --labels has 1 labels for 2 files; give one label per file", status=2)
-        # Without ProfilerStep marks the default (--steps auto) infers iterations from the
-        # optimizer's frames; --steps profiler asks for the profiler's marks alone.
-        got = run(memsnap, ["replay-step", "--all-steps", "--steps", "profiler", no_steps])
-        check_error("replay-step without steps explains", got,
-                    f"memsnap: {no_steps} has no steps: no ProfilerStep annotations (--steps profiler). The file is fine")
-        check("replay-step without steps says what still works", b"compare, plot and replay-to-time still work on this file" in got.stderr, got.stderr)
-        got = run(memsnap, ["replay-step", "--all-steps", "--steps", "none", no_steps])
-        check_error("replay-step with --steps none says the flag turned steps off", got,
-                    f"memsnap: {no_steps} has no steps: --steps none turns step detection off")
-        got = run(memsnap, ["replay-step", "--all-steps", no_steps])
-        check("replay-step infers iterations where the profiler marked none",
-              got.returncode == 0 and b"Steps are inferred" in got.stdout, got.stdout[-400:] + got.stderr[-400:])
-        check_error("unknown step lists the steps", run(memsnap, ["replay-step", "--step", "999", plain]),
-                    f"memsnap: step 999 is not in {plain}; available steps: 0-4")
-        check_error("compare --step not in both", run(memsnap, ["compare", "--step", "999", plain, plain]),
-                    "memsnap: step 999 is not complete in both files; steps complete in both: 0-4")
+    # Errors: one line, exit 1; usage errors: exit 2.
+    missing = os.path.join(work, "nope.pickle")
+    check_error("missing file", run(memsnap, ["parse", missing]), f"memsnap: {missing}: No such file or directory")
+    check_error("a directory is refused", run(memsnap, ["parse", work]), f"memsnap: {work}: is a directory")
+    empty = os.path.join(work, "empty.pickle")
+    open(empty, "wb").close()
+    check_error("empty file", run(memsnap, ["parse", empty]), f"memsnap: {empty}: empty file: the dump was probably interrupted")
+    check_error("unknown device lists devices", run(memsnap, ["parse", "--device", "7", two_devices]),
+                "memsnap: device 7 is not in this snapshot (devices with data: 0, 1)")
+    got = run(memsnap, [])
+    check("memsnap alone prints the help and exits 0", got.returncode == 0 and b"Usage: memsnap" in got.stdout,
+          got.stderr)
+    check_error("unknown flag is a usage error", run(memsnap, ["parse", "--bogus", plain]),
+                "memsnap: parse: unknown flag --bogus", status=2)
+    check_error("replay-step needs --step or --all-steps", run(memsnap, ["replay-step", plain]),
+                "memsnap: replay-step needs --step N or --all-steps", status=2)
+    check_error("--labels count mismatch is a usage error", run(memsnap, ["plot", plain, no_steps, "--labels", "a"]),
+                "memsnap: --labels has 1 labels for 2 files; give one label per file", status=2)
+    # Without ProfilerStep marks the default (--steps auto) infers iterations from the
+    # optimizer's frames; --steps profiler asks for the profiler's marks alone.
+    got = run(memsnap, ["replay-step", "--all-steps", "--steps", "profiler", no_steps])
+    check_error("replay-step without steps explains", got,
+                f"memsnap: {no_steps} has no steps: no ProfilerStep annotations (--steps profiler). The file is fine")
+    check("replay-step without steps says what still works", b"compare, plot and replay-to-time still work on this file" in got.stderr, got.stderr)
+    got = run(memsnap, ["replay-step", "--all-steps", "--steps", "none", no_steps])
+    check_error("replay-step with --steps none says the flag turned steps off", got,
+                f"memsnap: {no_steps} has no steps: --steps none turns step detection off")
+    got = run(memsnap, ["replay-step", "--all-steps", no_steps])
+    check("replay-step infers iterations where the profiler marked none",
+          got.returncode == 0 and b"Steps are inferred" in got.stdout, got.stdout[-400:] + got.stderr[-400:])
+    check_error("unknown step lists the steps", run(memsnap, ["replay-step", "--step", "999", plain]),
+                f"memsnap: step 999 is not in {plain}; available steps: 0-4")
+    check_error("compare --step not in both", run(memsnap, ["compare", "--step", "999", plain, plain]),
+                "memsnap: step 999 is not complete in both files; steps complete in both: 0-4")
 
-        # Reports: JSON on stdout only; notes on stderr.
-        got = run(memsnap, ["replay-to-time", "--time", "1e9", "--json", plain])
-        report = json.loads(got.stdout)
-        check("time past the end is clamped with a note", got.returncode == 0 and report["clamped"]
-              and b"clamped" in got.stderr and report["time_s"] == report["trace_duration_precise_s"]
-              and report["trace_duration_s"] == round(report["trace_duration_precise_s"], 2), got.stderr)
-        got = run(memsnap, ["compare", "--json", plain, plain])
-        report = json.loads(got.stdout)
-        check("a file compared with itself differs nowhere",
-              all(row["delta"] == 0 for row in report["drill_down"]["sources"]) and report["config_diffs"] == []
-              and all(s["absolute_peak_a"] == s["absolute_peak_b"] for s in report["step_results"]))
-        renamed_a = os.path.join(work, "run_rank_0.pickle")
-        renamed_b = os.path.join(work, "run_rank_3.pickle")
-        shutil.copy(plain, renamed_a)
-        shutil.copy(plain, renamed_b)
-        report = json.loads(run(memsnap, ["compare", "--json", renamed_a, renamed_b]).stdout)
-        check("different ranks are noted", any("different ranks" in o for o in report["observations"]), report["observations"])
-        events = json.loads(run(memsnap, ["events", "--json", "--stride", "1000", plain]).stdout)
-        check("events --stride samples and keeps the last", [e["index"] for e in events["events"]][-1] == events["event_count"] - 1)
+    # Reports: JSON on stdout only; notes on stderr.
+    got = run(memsnap, ["replay-to-time", "--time", "1e9", "--json", plain])
+    report = json.loads(got.stdout)
+    check("time past the end is clamped with a note", got.returncode == 0 and report["clamped"]
+          and b"clamped" in got.stderr and report["time_s"] == report["trace_duration_precise_s"]
+          and report["trace_duration_s"] == round(report["trace_duration_precise_s"], 2), got.stderr)
+    got = run(memsnap, ["compare", "--json", plain, plain])
+    report = json.loads(got.stdout)
+    check("a file compared with itself differs nowhere",
+          all(row["delta"] == 0 for row in report["drill_down"]["sources"]) and report["config_diffs"] == []
+          and all(s["absolute_peak_a"] == s["absolute_peak_b"] for s in report["step_results"]))
+    renamed_a = os.path.join(work, "run_rank_0.pickle")
+    renamed_b = os.path.join(work, "run_rank_3.pickle")
+    shutil.copy(plain, renamed_a)
+    shutil.copy(plain, renamed_b)
+    report = json.loads(run(memsnap, ["compare", "--json", renamed_a, renamed_b]).stdout)
+    check("different ranks are noted", any("different ranks" in o for o in report["observations"]), report["observations"])
+    events = json.loads(run(memsnap, ["events", "--json", "--stride", "1000", plain]).stdout)
+    check("events --stride samples and keeps the last", [e["index"] for e in events["events"]][-1] == events["event_count"] - 1)
 
-        # plot: one self-contained file.
-        html = os.path.join(work, "timeline.html")
-        got = run(memsnap, ["plot", plain, no_steps, "--labels", "A", "B", "-o", html])
-        page = open(html, encoding="utf-8").read() if got.returncode == 0 else ""
-        check("plot writes one HTML file", got.returncode == 0 and page.startswith("<!DOCTYPE html>") and b"wrote" in got.stderr, got.stderr)
-        check("plot inlines everything", 'src="http' not in page and "href=\"http" not in page and "{{" not in page)
-        got = run(memsnap, ["plot", "--text", plain, no_steps])
-        check("plot --text draws a chart with peaks", got.returncode == 0 and b"absolute peak" in got.stdout and "┤".encode() in got.stdout)
+    # plot: one self-contained file.
+    html = os.path.join(work, "timeline.html")
+    got = run(memsnap, ["plot", plain, no_steps, "--labels", "A", "B", "-o", html])
+    page = open(html, encoding="utf-8").read() if got.returncode == 0 else ""
+    check("plot writes one HTML file", got.returncode == 0 and page.startswith("<!DOCTYPE html>") and b"wrote" in got.stderr, got.stderr)
+    check("plot inlines everything", 'src="http' not in page and "href=\"http" not in page and "{{" not in page)
+    got = run(memsnap, ["plot", "--text", plain, no_steps])
+    check("plot --text draws a chart with peaks", got.returncode == 0 and b"absolute peak" in got.stdout and "┤".encode() in got.stdout)
 
-        # The bundled example parses (make demo).
-        got = run(memsnap, ["parse", EXAMPLE])
-        check("bundled example parses", got.returncode == 0 and b"Profiler steps" in got.stdout, got.stderr)
+    # The bundled example parses (make demo).
+    got = run(memsnap, ["parse", EXAMPLE])
+    check("bundled example parses", got.returncode == 0 and b"Profiler steps" in got.stdout, got.stderr)
 
-        house_v2_output_and_usage(memsnap, work, plain)
-        page_title_escaped(memsnap, work, plain)
-        drop_in_defects(memsnap, work, plain, no_steps, two_devices)
-        hostile_round_two(memsnap, work, plain)
-        source_keys(memsnap, work)
-        stacked_views(memsnap, work)
-        group_by_annotation_and_pool(memsnap, work)
-        usage_in_memsnaps_words(memsnap, work, plain)
-        many_files_few_threads(memsnap, work, plain)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    summary = f"{results['checks']} checks, {len(failures)} failed"
-    print(summary + (f", {results['skipped']} skipped" if results["skipped"] else ""))
-    return 1 if failures else 0
+    house_v2_output_and_usage(memsnap, work, plain)
+    check.verify()
 
+
+def test_page_title_escaped(memsnap, work, inputs):
+    plain, no_steps, two_devices = inputs
+    page_title_escaped(memsnap, work, plain)
+    check.verify()
+
+
+def test_drop_in_defects(memsnap, work, inputs):
+    plain, no_steps, two_devices = inputs
+    drop_in_defects(memsnap, work, plain, no_steps, two_devices)
+    check.verify()
+
+
+def test_hostile_round_two(memsnap, work, inputs):
+    plain, no_steps, two_devices = inputs
+    hostile_round_two(memsnap, work, plain)
+    check.verify()
+
+
+def test_source_keys(memsnap, work):
+    source_keys(memsnap, work)
+    check.verify()
+
+
+def test_stacked_views(memsnap, work):
+    stacked_views(memsnap, work)
+    check.verify()
+
+
+def test_group_by_annotation_and_pool(memsnap, work):
+    group_by_annotation_and_pool(memsnap, work)
+    check.verify()
+
+
+def test_usage_in_memsnaps_words(memsnap, work, inputs):
+    plain, no_steps, two_devices = inputs
+    usage_in_memsnaps_words(memsnap, work, plain)
+    check.verify()
+
+
+def test_many_files_few_threads(memsnap, work, inputs):
+    plain, no_steps, two_devices = inputs
+    many_files_few_threads(memsnap, work, plain)
+    check.verify()
 
 # ---------------------------------------------------------------------------
 # Issue "House v2", items 7 and 8: output errors, broken pipes, usage errors
@@ -931,7 +959,4 @@ def many_files_few_threads(memsnap, work, plain):
     check("plot of 1,500 files under a 3 GB address-space limit: exit 0, one chart",
           got.returncode == 0 and got.stdout.count("absolute peak".encode()) >= 1500, (got.returncode, got.stderr[-300:]))
 
-
-if __name__ == "__main__":
-    sys.exit(main())
 

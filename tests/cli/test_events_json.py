@@ -37,10 +37,10 @@ import signal
 import subprocess
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "pickle_oracle"))
-import pickle_oracle  # noqa: E402
-import testlib  # noqa: E402
+import pytest
+
+import testlib
+from pickle_oracle import pickle_oracle  # tests/pickle_oracle/pickle_oracle.py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GEN = os.path.join(os.path.dirname(HERE), "gen", "make_snapshot.py")
@@ -270,7 +270,7 @@ def check_dump(memsnap, label, path):
 # ---------------------------------------------------------------- parts
 
 
-def generated(memsnap, work):
+def events_and_dump_of_generated_files(memsnap, work):
     os.makedirs(work, exist_ok=True)
     files = {
         "python stacks": gen(work, "steps.pickle", "--events", "3000", "--steps", "5", "--marks", "--seed", "41"),
@@ -341,7 +341,6 @@ def generated(memsnap, work):
         check("%s | head -c 10 ends quietly" % args[0], len(head) == 10 and err == b""
               and status in (0, -signal.SIGPIPE), (status, err[-300:]))
 
-
 def fixtures(memsnap, folder):
     files = sorted(os.path.join(folder, name) for name in os.listdir(folder)
                    if name.endswith((".pickle", ".pkl")) and os.path.getsize(os.path.join(folder, name)) <= FIXTURE_LIMIT)
@@ -352,5 +351,13 @@ def fixtures(memsnap, folder):
         check_dump(memsnap, label, path)
 
 
-if __name__ == "__main__":
-    sys.exit(testlib.run_parts(__doc__.split("\n\n")[0], "memsnap-events-json-", check, generated, fixtures))
+
+def test_events_and_dump_of_generated_files(memsnap, work):
+    events_and_dump_of_generated_files(memsnap, work)
+    check.verify()
+
+
+@pytest.mark.fixtures
+def test_every_fixture(memsnap, fixtures_dir):
+    fixtures(memsnap, fixtures_dir)
+    check.verify()

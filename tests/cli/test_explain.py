@@ -11,8 +11,10 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))  # tests/
-import testlib  # noqa: E402
+
+import pytest
+
+import testlib
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 GEN = os.path.join(REPO, "tests", "gen", "make_snapshot.py")
@@ -209,7 +211,7 @@ def compare_by_category(memsnap):
           "By category, the same live sets" in text and "peaked in: A the forward pass" in text, text[-800:])
 
 
-def generated(memsnap, work):
+def explain_agrees_with_the_commands(memsnap, work):
     reserved_without_segment_entries(memsnap, work)
     compare_by_category(memsnap)
     frameless_and_legacy(memsnap, work)
@@ -263,7 +265,6 @@ def generated(memsnap, work):
     check("empty file: one line says there is nothing in it",
           text.count("\n") == 1 and "no segments and no trace entries" in text, text)
 
-
 def fixtures(memsnap, folder):
     names = sorted(n for n in os.listdir(folder) if n.endswith((".pickle", ".pkl", ".gz", ".zst")))
     for name in names:
@@ -296,5 +297,13 @@ def fixtures(memsnap, folder):
     check("Constructor-Sun: segments defaults to device 1", segments["device"] == 1, segments["device"])
 
 
-if __name__ == "__main__":
-    sys.exit(testlib.run_parts(__doc__, "memsnap_explain_", check, generated, fixtures))
+
+def test_explain_agrees_with_the_commands(memsnap, work):
+    explain_agrees_with_the_commands(memsnap, work)
+    check.verify()
+
+
+@pytest.mark.fixtures
+def test_every_fixture(memsnap, fixtures_dir):
+    fixtures(memsnap, fixtures_dir)
+    check.verify()

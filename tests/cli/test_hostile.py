@@ -11,8 +11,10 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))  # tests/
-import testlib  # noqa: E402
+
+import pytest
+
+import testlib
 
 check = testlib.Checks()
 TIMEOUT = 120
@@ -464,26 +466,27 @@ def messages(memsnap, work):
           rc == 0 and "1 malformed trace entries were skipped" in out, out[:300])
 
 
-def main():
-    parser = __import__("argparse").ArgumentParser(description=__doc__)
-    parser.add_argument("--memsnap", required=True)
-    parser.add_argument("--work")
-    args = parser.parse_args()
-    memsnap, work, scratch = testlib.memsnap_and_workdir(args.memsnap, args.work, "memsnap_hostile_")
-    if memsnap is None:
-        return 1
-    try:
-        regexes(memsnap, work)
-        injection(memsnap, work)
-        unmeasurable(memsnap, work)
-        long_strings(memsnap, work)
-        messages(memsnap, work)
-    finally:
-        if scratch:
-            scratch.cleanup()
-    print(check.summary())
-    return 1 if check.failures else 0
+
+def test_regexes(memsnap, work):
+    regexes(memsnap, work)
+    check.verify()
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def test_injection(memsnap, work):
+    injection(memsnap, work)
+    check.verify()
+
+
+def test_unmeasurable(memsnap, work):
+    unmeasurable(memsnap, work)
+    check.verify()
+
+
+def test_long_strings(memsnap, work):
+    long_strings(memsnap, work)
+    check.verify()
+
+
+def test_messages(memsnap, work):
+    messages(memsnap, work)
+    check.verify()

@@ -13,7 +13,7 @@ such files with tests/gen/make_snapshot.py and check that:
   the same absolute peak;
 * --steps profiler / none / optimizer choose, and a file without steps says so.
 
-Run by CTest (tests/CMakeLists.txt) with MEMSNAP_BIN set to the binary.
+Run by CTest (tests/CMakeLists.txt) with --memsnap set to the binary (tests/conftest.py).
 """
 import json
 import os
@@ -29,14 +29,6 @@ ITERATIONS = 5
 # The generator's last step runs until the event budget is spent, which cuts
 # its last iteration short: the iterations it completes.
 COMPLETE = ITERATIONS - 1
-
-
-@pytest.fixture(scope="module")
-def memsnap():
-    binary = os.environ.get("MEMSNAP_BIN")
-    if not binary:
-        pytest.skip("MEMSNAP_BIN is not set")
-    return binary
 
 
 def generate(path, *flags):

@@ -16,8 +16,10 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))  # tests/
-import testlib  # noqa: E402
+
+import pytest
+
+import testlib
 
 check = testlib.Checks()
 TIMEOUT = 300
@@ -126,24 +128,17 @@ def long_string(memsnap, work):
     same_reports(memsnap, plain, ("parse",), "a 40 MiB string")
 
 
-def main():
-    parser = __import__("argparse").ArgumentParser(description=__doc__)
-    parser.add_argument("--memsnap", required=True)
-    parser.add_argument("--work")
-    args = parser.parse_args()
-    memsnap, work, scratch = testlib.memsnap_and_workdir(args.memsnap, args.work, "memsnap_inflated_")
-    if memsnap is None:
-        return 1
-    try:
-        large_file(memsnap, work)
-        without_memo(memsnap, work)
-        long_string(memsnap, work)
-    finally:
-        if scratch:
-            scratch.cleanup()
-    print(check.summary())
-    return 1 if check.failures else 0
+
+def test_large_file(memsnap, work):
+    large_file(memsnap, work)
+    check.verify()
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def test_without_memo(memsnap, work):
+    without_memo(memsnap, work)
+    check.verify()
+
+
+def test_long_string(memsnap, work):
+    long_string(memsnap, work)
+    check.verify()

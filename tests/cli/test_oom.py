@@ -11,8 +11,10 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))  # tests/
-import testlib  # noqa: E402
+
+import pytest
+
+import testlib
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -494,5 +496,43 @@ def generated(memsnap, work):
     legacy_peak_before_one_entry(memsnap, work)
 
 
-if __name__ == "__main__":
-    sys.exit(testlib.run_parts(__doc__, "memsnap_oom_", check, generated, fixtures))
+
+def test_verdict_cases(memsnap, work):
+    verdict_cases(memsnap, work)
+    check.verify()
+
+
+def test_headroom_by_step(memsnap, work):
+    headroom_by_step(memsnap, work)
+    check.verify()
+
+
+def test_options_and_refusals(memsnap, work):
+    options_and_refusals(memsnap, work)
+    check.verify()
+
+
+def test_replayed_block_facts(memsnap, work):
+    replayed_block_facts(memsnap, work)
+    check.verify()
+
+
+def test_at_peak(memsnap, work):
+    at_peak(memsnap, work)
+    check.verify()
+
+
+def test_oom_folder(memsnap, work):
+    oom_folder(memsnap, work)
+    check.verify()
+
+
+def test_legacy_peak_before_one_entry(memsnap, work):
+    legacy_peak_before_one_entry(memsnap, work)
+    check.verify()
+
+
+@pytest.mark.fixtures
+def test_every_fixture(memsnap, fixtures_dir):
+    fixtures(memsnap, fixtures_dir)
+    check.verify()

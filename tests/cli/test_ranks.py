@@ -13,8 +13,10 @@ import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))  # tests/
-import testlib  # noqa: E402
+
+import pytest
+
+import testlib
 
 GEN = os.path.join(os.path.dirname(HERE), "gen", "make_ranks.py")
 MiB = 1 << 20
@@ -291,14 +293,13 @@ def run_folders(memsnap, work):
           and "is a folder and" in got.stderr, got.stderr)
 
 
-def generated(memsnap, work):
+def ranks_of_generated_runs(memsnap, work):
     run_folders(memsnap, work)
     result = sixty_four_ranks(memsnap, work)
     if result:
         folder, summaries = result
         hostile_summaries(memsnap, work, summaries)
         options_and_refusals(memsnap, work, folder)
-
 
 def fixtures(memsnap, folder):
     """Every real file: summarize reads it, and ranks over all of them gives
@@ -320,5 +321,13 @@ def fixtures(memsnap, folder):
     check("fixtures: each file's row equals its parse (absolute peak, reserved peak, device)", not wrong, wrong)
 
 
-if __name__ == "__main__":
-    sys.exit(testlib.run_parts(__doc__, "memsnap_ranks_", check, generated, fixtures))
+
+def test_ranks_of_generated_runs(memsnap, work):
+    ranks_of_generated_runs(memsnap, work)
+    check.verify()
+
+
+@pytest.mark.fixtures
+def test_every_fixture(memsnap, fixtures_dir):
+    fixtures(memsnap, fixtures_dir)
+    check.verify()

@@ -13,8 +13,10 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 GENERATOR = os.path.join(REPO, "tests", "gen", "make_snapshot.py")
-sys.path.insert(0, os.path.dirname(HERE))  # tests/
-import testlib  # noqa: E402
+
+import pytest
+
+import testlib
 
 check = testlib.Checks()
 run = testlib.run_memsnap
@@ -206,26 +208,13 @@ def against_reference(memsnap, files):
     check("reserved over time compared on every file with a trace", reserved_devices >= 3, reserved_devices)
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--memsnap", required=True)
-    parser.add_argument("--work", help="folder for the generated snapshots (default: a temporary one)")
-    testlib.add_part_arguments(parser, ("generated", "fixtures"))
-    args = parser.parse_args()
-    skipped = testlib.fixtures_missing(args)
-    parts = [p for p in args.only if not (p == "fixtures" and skipped)]
-    memsnap, work, scratch = testlib.memsnap_and_workdir(args.memsnap, args.work, "memsnap_segments_")
-    if memsnap is None:
-        return 1
-    try:
-        if parts:
-            against_reference(memsnap, input_files(work, parts, args.fixtures))
-    finally:
-        if scratch:
-            scratch.cleanup()
-    print(check.summary())
-    return testlib.exit_status(check.failures, skipped)
+
+def test_segments_and_reserved_match_the_reference_on_generated_files(memsnap, work):
+    against_reference(memsnap, input_files(work, ["generated"], None))
+    check.verify()
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+@pytest.mark.fixtures
+def test_segments_and_reserved_match_the_reference_on_every_fixture(memsnap, fixtures_dir):
+    against_reference(memsnap, input_files(None, ["fixtures"], fixtures_dir))
+    check.verify()

@@ -17,8 +17,10 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))  # tests/
-import testlib  # noqa: E402
+
+import pytest
+
+import testlib
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 A = os.path.join(REPO, "examples", "training_steps.pickle.gz")
@@ -40,46 +42,37 @@ def timed(memsnap, args):
     return got, parts, reads
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--memsnap", required=True)
-    args = parser.parse_args()
-    memsnap = os.path.abspath(args.memsnap)
-    with tempfile.TemporaryDirectory(prefix="memsnap_timings_") as work:
-        html = os.path.join(work, "plot.html")
-        # command line, files it reads, parts it must compute, parts it must not.
-        cases = [
-            (["parse", A], [A], {"trace", "reserved", "allocator history", "fragmentation"}, set()),
-            (["parse", "--json", A], [A], {"trace", "allocator history"}, set()),
-            (["compare", A, B], [A, B], {"trace", "allocator history", "fragmentation"}, set()),
-            (["replay-to-time", A, "--time", "0.5"], [A], {"trace"}, {"allocator history"}),
-            (["replay-to-time", A, B, "--time", "0.5"], [A, B], {"trace"}, {"allocator history"}),
-            (["replay-step", A, "--all-steps"], [A], {"trace", "steps"}, {"allocator history"}),
-            (["oom", A, "--at", "peak"], [A], {"trace", "allocator history"}, set()),
-            (["plot", A, B, "-o", html], [A, B], {"trace", "allocator history"}, set()),
-            (["plot", "--text", A], [A], {"trace"}, {"allocator history"}),
-            (["summarize", A], [], {"trace", "allocator history"}, set()),
-        ]
-        for command, files, needed, unwanted in cases:
-            name = " ".join(os.path.basename(a) if os.sep in a else a for a in command)
-            got, parts, reads = timed(memsnap, command)
-            if not check("%s: exits 0" % name, got.returncode == 0, got.stderr[-2000:]):
-                continue
-            repeated = {k: n for k, n in parts.items() if n > 1}
-            check("%s: each part computed once per file and device" % name, not repeated, repeated)
-            for path in files:
-                check("%s: %s read once" % (name, os.path.basename(path)), reads[path] == 1, dict(reads))
-            computed = {part for (_, _, part) in parts}
-            check("%s: computes %s" % (name, ", ".join(sorted(needed))), needed <= computed, sorted(computed))
-            if unwanted:
-                check("%s: does not compute %s" % (name, ", ".join(sorted(unwanted))),
-                      not (unwanted & computed), sorted(computed))
-        got = subprocess.run([memsnap, "parse", A], capture_output=True, text=True, timeout=300)
-        check("without --timings nothing is timed", got.returncode == 0 and "timings" not in got.stderr,
-              got.stderr)
-    print(check.summary())
-    return 1 if check.failures else 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())
+def test_each_part_is_computed_once_and_only_where_needed(memsnap, work):
+    html = os.path.join(work, "plot.html")
+    # command line, files it reads, parts it must compute, parts it must not.
+    cases = [
+        (["parse", A], [A], {"trace", "reserved", "allocator history", "fragmentation"}, set()),
+        (["parse", "--json", A], [A], {"trace", "allocator history"}, set()),
+        (["compare", A, B], [A, B], {"trace", "allocator history", "fragmentation"}, set()),
+        (["replay-to-time", A, "--time", "0.5"], [A], {"trace"}, {"allocator history"}),
+        (["replay-to-time", A, B, "--time", "0.5"], [A, B], {"trace"}, {"allocator history"}),
+        (["replay-step", A, "--all-steps"], [A], {"trace", "steps"}, {"allocator history"}),
+        (["oom", A, "--at", "peak"], [A], {"trace", "allocator history"}, set()),
+        (["plot", A, B, "-o", html], [A, B], {"trace", "allocator history"}, set()),
+        (["plot", "--text", A], [A], {"trace"}, {"allocator history"}),
+        (["summarize", A], [], {"trace", "allocator history"}, set()),
+    ]
+    for command, files, needed, unwanted in cases:
+        name = " ".join(os.path.basename(a) if os.sep in a else a for a in command)
+        got, parts, reads = timed(memsnap, command)
+        if not check("%s: exits 0" % name, got.returncode == 0, got.stderr[-2000:]):
+            continue
+        repeated = {k: n for k, n in parts.items() if n > 1}
+        check("%s: each part computed once per file and device" % name, not repeated, repeated)
+        for path in files:
+            check("%s: %s read once" % (name, os.path.basename(path)), reads[path] == 1, dict(reads))
+        computed = {part for (_, _, part) in parts}
+        check("%s: computes %s" % (name, ", ".join(sorted(needed))), needed <= computed, sorted(computed))
+        if unwanted:
+            check("%s: does not compute %s" % (name, ", ".join(sorted(unwanted))),
+                  not (unwanted & computed), sorted(computed))
+    got = subprocess.run([memsnap, "parse", A], capture_output=True, text=True, timeout=300)
+    check("without --timings nothing is timed", got.returncode == 0 and "timings" not in got.stderr,
+          got.stderr)
+    check.verify()

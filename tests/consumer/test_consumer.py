@@ -28,22 +28,21 @@ def run(cmd, **kwargs):
     return subprocess.run(cmd, check=True, **kwargs)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--build", required=True, help="memsnap's build directory")
-    parser.add_argument("--cmake", default="cmake")
-    args = parser.parse_args()
+def test_a_consumer_of_the_installed_package_gets_parse_numbers(request):
+    build_dir = request.config.getoption("--build-dir")
+    cmake = request.config.getoption("--cmake")
+    assert build_dir, "--build-dir: memsnap's build directory is required"
     work = tempfile.mkdtemp(prefix="memsnap_consumer_")
     try:
         prefix = os.path.join(work, "prefix")
-        run([args.cmake, "--install", args.build, "--prefix", prefix], stdout=subprocess.DEVNULL)
+        run([cmake, "--install", build_dir, "--prefix", prefix], stdout=subprocess.DEVNULL)
         headers = sorted(os.listdir(os.path.join(prefix, "include", "memsnap")))
         print("installed headers: " + " ".join(headers))
         build = os.path.join(work, "build")
         generator = ["-G", "Ninja"] if shutil.which("ninja") else []
-        run([args.cmake, "-S", HERE, "-B", build, *generator, f"-DCMAKE_PREFIX_PATH={prefix}",
+        run([cmake, "-S", HERE, "-B", build, *generator, f"-DCMAKE_PREFIX_PATH={prefix}",
              "-DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=TRUE"], stdout=subprocess.DEVNULL)
-        run([args.cmake, "--build", build], stdout=subprocess.DEVNULL)
+        run([cmake, "--build", build], stdout=subprocess.DEVNULL)
         out = subprocess.run([os.path.join(build, "consumer"), EXAMPLE], check=True,
                              capture_output=True, text=True).stdout
         got = dict(line.split(" ", 1) for line in out.strip().splitlines())
@@ -58,16 +57,10 @@ def main():
             "peak_delta": str(parsed["replay"]["peak_delta"]),
         }
         reports = os.path.join(work, "build-reports")
-        run([args.cmake, "-S", HERE, "-B", reports, *generator, f"-DCMAKE_PREFIX_PATH={prefix}",
+        run([cmake, "-S", HERE, "-B", reports, *generator, f"-DCMAKE_PREFIX_PATH={prefix}",
              "-DCONSUMER_WANTS_REPORTS=ON"], stdout=subprocess.DEVNULL)
         failed = [f"{k}: consumer {got.get(k)} != parse {v}" for k, v in expected.items() if got.get(k) != v]
-        for line in failed:
-            print("FAIL " + line)
         print(f"consumer of the installed package: {len(expected)} numbers checked, {len(failed)} wrong")
-        return 1 if failed else 0
+        assert not failed, "\n".join(failed)
     finally:
         shutil.rmtree(work)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

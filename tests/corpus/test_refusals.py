@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """memsnap refuses hostile and broken files with one clear line, never a crash.
 
-    test_refusals.py --memsnap PATH [--batch PATH] [--work DIR] [--jobs N]
+    python3 -m pytest tests/corpus/test_refusals.py --memsnap PATH [--batch PATH] [--work DIR]
 
 Generates the corpus with make_refusals.py, then:
   - every file in expected.json: `memsnap parse FILE` exits with status 1 (no
@@ -15,7 +15,7 @@ Generates the corpus with make_refusals.py, then:
   - every {"allow_objects": true} file is refused by default with its
     default_error, parses with --allow-objects, and `dump --allow-objects`
     shows the object as {"__object__": "module.name"}.
-One line per check, a summary, exit status 1 on any failure.
+One line per check and a summary; the test fails listing every failed check.
 
 With --batch (tests/corpus/cli_batch.cc), every command runs inside one
 process per job (memsnap's run_cli, output captured) instead of one process
@@ -34,8 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/
-import testlib  # noqa: E402
+import pytest
 
 HERE = Path(__file__).resolve().parent
 MAKER = HERE / 'make_refusals.py'
@@ -178,29 +177,21 @@ def check_allow_objects(memsnap, path, spec):
     return 'refused by default, parsed and dumped as %s with --allow-objects' % spec['object_name']
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    ap.add_argument('--memsnap', required=True)
-    ap.add_argument('--batch', help='tests/corpus/cli_batch.cc built: every command in-process')
-    ap.add_argument('--work', help='directory for the corpus (default: a temp dir)')
-    ap.add_argument('--jobs', type=int, default=min(8, 2 * (os.cpu_count() or 1)))
-    args = ap.parse_args(argv)
-    memsnap, work, tmp = testlib.memsnap_and_workdir(args.memsnap, args.work, 'memsnap-refusals-')
-    if memsnap is None:
-        return 1
+def run_corpus(memsnap, batch, work, jobs):
+    """Every file of the corpus against what it must say (refused, or parsed
+    like its twin); returns the failed lines."""
+    os.makedirs(work, exist_ok=True)
     start = time.time()
     gen = subprocess.run([sys.executable, str(MAKER), work], stdout=subprocess.PIPE,
                          stderr=subprocess.STDOUT, timeout=300)
-    if gen.returncode != 0:
-        print('FAIL setup: make_refusals.py failed:\n' + gen.stdout.decode('utf-8', 'replace'))
-        return 1
+    assert gen.returncode == 0, 'make_refusals.py failed:\n' + gen.stdout.decode('utf-8', 'replace')
     with open(os.path.join(work, 'expected.json')) as f:
         expected = json.load(f)
     with open(os.path.join(work, 'must_parse.json')) as f:
         must_parse = json.load(f)
 
     batch_problems = []
-    if args.batch:
+    if batch:
         commands = []
         for name in sorted(expected):
             commands.append(['parse', os.path.join(work, name)])
@@ -213,9 +204,9 @@ def main(argv=None):
                 commands += [['parse', path, '--json'],
                              ['parse', os.path.join(work, spec['same_as']), '--json']]
         unique = list(dict.fromkeys(tuple(c) for c in commands))
-        batch_problems = run_batched(args.batch, [list(c) for c in unique], max(1, min(args.jobs, os.cpu_count() or 1)), work)
+        batch_problems = run_batched(batch, [list(c) for c in unique], max(1, min(jobs, os.cpu_count() or 1)), work)
         print('ran %d commands in %d batch process(es) (%.1f s)'
-              % (len(unique), max(1, min(args.jobs, os.cpu_count() or 1)), time.time() - start))
+              % (len(unique), max(1, min(jobs, os.cpu_count() or 1)), time.time() - start))
 
     def refused_job(name):
         spec = expected[name]
@@ -250,7 +241,7 @@ def main(argv=None):
         failures.append('FAIL batch    ' + problem)
         print(failures[-1])
     quiet_pass = collections.Counter()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         futures = [pool.submit(refused_job, n) for n in sorted(expected)]
         futures += [pool.submit(parse_job, n) for n in sorted(must_parse)]
         for fut in futures:
@@ -275,10 +266,10 @@ def main(argv=None):
         print('failures:')
         for line in failures:
             print('  ' + line)
-    if tmp is not None:
-        tmp.cleanup()
-    return 1 if failed else 0
+    return failures
 
 
-if __name__ == '__main__':
-    sys.exit(main())
+def test_every_file_of_the_refusal_corpus_says_what_it_must(memsnap, work, request):
+    failures = run_corpus(memsnap, request.config.getoption('--batch'), os.path.join(work, 'corpus'),
+                          min(8, 2 * (os.cpu_count() or 1)))
+    assert not failures, '\n'.join(failures)

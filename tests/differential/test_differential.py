@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
 """Differential test: memsnap against the pickle oracle (tests/pickle_oracle).
 
-    test_differential.py --memsnap PATH [--work DIR] [--jobs N]
-                         [--only generated fixtures] [--fixtures DIR]
+    python3 -m pytest tests/differential/test_differential.py --memsnap PATH [--work DIR]
+                      [--part fixtures [--fixtures-dir DIR]]
 
-Two parts: `generated`, the synthetic corpus (tests/gen/make_snapshot.py
---corpus), and `fixtures`, every file under --fixtures (default
+Two parts: the synthetic corpus (tests/gen/make_snapshot.py --corpus), and
+`fixtures`, every file under --fixtures-dir (default
 <repo>/../shared/fixtures/real/). For every file it compares:
 
   dump      `memsnap dump FILE`, its shared objects resolved, == oracle
@@ -20,10 +20,9 @@ Two parts: `generated`, the synthetic corpus (tests/gen/make_snapshot.py
   events    `memsnap events FILE --device D --stride K --json` (~50 samples;
             each entry's frames from the frames and stacks tables)
 
-for every device D that has trace events or segments. One line per check,
-a summary, exit status 1 on any mismatch. When the fixtures are selected but
-absent, the summary says so and the exit status is 77 (CTest: skipped) unless
-a check failed. Standard library only.
+for every device D that has trace events or segments. One line per check and
+a summary; the test fails listing every mismatch. Without the fixtures folder
+the fixtures part is skipped (exit 77, CTest: skipped).
 """
 
 import argparse
@@ -35,16 +34,16 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/
-import testlib  # noqa: E402
+import pytest
+
+from pickle_oracle import pickle_oracle  # tests/pickle_oracle/pickle_oracle.py
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-sys.path.insert(0, str(REPO / 'tests' / 'pickle_oracle'))
-import pickle_oracle  # noqa: E402
 
 GENERATOR = REPO / 'tests' / 'gen' / 'make_snapshot.py'
 TIMEOUT = 120
+JOBS = min(4, os.cpu_count() or 1)  # files checked at once
 
 
 class Failure(Exception):
@@ -252,44 +251,34 @@ def check_file(memsnap, path, label, known_baselines):
     return results
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    ap.add_argument('--memsnap', required=True, help='path to the memsnap binary')
-    ap.add_argument('--work', help='directory for the generated corpus (default: a temp dir)')
-    ap.add_argument('--jobs', type=int, default=min(4, os.cpu_count() or 1))
-    testlib.add_part_arguments(ap, ('generated', 'fixtures'))
-    args = ap.parse_args(argv)
+def generated_jobs(work):
+    """The generator's corpus: (path, label, known baselines) per file."""
+    corpus = os.path.join(work, 'corpus')
+    gen = subprocess.run([sys.executable, str(GENERATOR), '--corpus', corpus],
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+    assert gen.returncode == 0, 'generator failed:\n' + gen.stdout.decode('utf-8', 'replace')
+    with open(os.path.join(corpus, 'manifest.json')) as f:
+        manifest = json.load(f)
+    return [(os.path.join(corpus, name), 'corpus/' + name, manifest[name]['baseline'])
+            for name in sorted(manifest)]
 
-    memsnap, work, tmp = testlib.memsnap_and_workdir(args.memsnap, args.work, 'memsnap-differential-')
-    if memsnap is None:
-        return 1
+
+def fixture_jobs(folder):
+    real = Path(folder)
+    real_files = [p for p in sorted(real.rglob('*'))
+                  if p.is_file() and p.suffix.lower() not in ('.md', '.txt', '.json')]
+    # A folder without snapshots would pass while checking nothing.
+    assert real_files, 'no snapshot in %s' % real
+    return [(str(p), 'real/' + str(p.relative_to(real)), None) for p in real_files]
+
+
+def run_jobs(memsnap, jobs):
+    """Every file checked in a pool of processes; one PASS/FAIL line per check.
+    Returns the failed lines."""
     start = time.time()
-    jobs = []  # (path, label, known baselines)
-    if 'generated' in args.only:
-        corpus = os.path.join(work, 'corpus')
-        gen = subprocess.run([sys.executable, str(GENERATOR), '--corpus', corpus],
-                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
-        if gen.returncode != 0:
-            print('FAIL setup: generator failed:\n' + gen.stdout.decode('utf-8', 'replace'))
-            return 1
-        with open(os.path.join(corpus, 'manifest.json')) as f:
-            manifest = json.load(f)
-        for name in sorted(manifest):
-            jobs.append((os.path.join(corpus, name), 'corpus/' + name, manifest[name]['baseline']))
-    skip_fixtures = testlib.fixtures_missing(args)
-    if 'fixtures' in args.only and not skip_fixtures:
-        real = Path(args.fixtures)
-        real_files = [p for p in sorted(real.rglob('*'))
-                      if p.is_file() and p.suffix.lower() not in ('.md', '.txt', '.json')]
-        if not real_files:  # a folder without snapshots would pass while checking nothing
-            print('FAIL setup: no snapshot in %s' % real)
-            return 1
-        for p in real_files:
-            jobs.append((str(p), 'real/' + str(p.relative_to(real)), None))
-
-    passed = failed = 0
+    passed = 0
     failures = []
-    with concurrent.futures.ProcessPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+    with concurrent.futures.ProcessPoolExecutor(max_workers=JOBS) as pool:
         futures = [pool.submit(check_file, memsnap, path, label, known)
                    for path, label, known in jobs]
         for fut in futures:
@@ -300,20 +289,18 @@ def main(argv=None):
                 if ok:
                     passed += 1
                 else:
-                    failed += 1
                     failures.append(line)
-    elapsed = time.time() - start
-    skip_note = ', fixtures skipped (%s is absent)' % args.fixtures if skip_fixtures else ''
-    print('\n%d files, %d checks: %d passed, %d failed%s (%.1f s)'
-          % (len(jobs), passed + failed, passed, failed, skip_note, elapsed))
-    if failures:
-        print('failures:')
-        for line in failures:
-            print('  ' + line)
-    if tmp is not None:
-        tmp.cleanup()
-    return testlib.exit_status(failed, skip_fixtures)
+    print('\n%d files, %d checks: %d passed, %d failed (%.1f s)'
+          % (len(jobs), passed + len(failures), passed, len(failures), time.time() - start))
+    return failures
 
 
-if __name__ == '__main__':
-    sys.exit(main())
+def test_generated_corpus_agrees_with_cpython(memsnap, work):
+    failures = run_jobs(memsnap, generated_jobs(work))
+    assert not failures, '\n'.join(failures)
+
+
+@pytest.mark.fixtures
+def test_every_fixture_agrees_with_cpython(memsnap, fixtures_dir):
+    failures = run_jobs(memsnap, fixture_jobs(fixtures_dir))
+    assert not failures, '\n'.join(failures)

@@ -35,10 +35,10 @@ real fixture must be what the option promises.
     many misfits each way and as many segments and blocks at the start;
   * a pickle that needs a global is refused with a clear message.
 
-Skips (exit 77, a 'skipped' line: CTest's SKIP_RETURN_CODE) when the fixtures folder is absent.
+Skipped (exit 77: CTest's SKIP_RETURN_CODE) when the fixtures folder is absent.
 
-    check_replicate.py [--memsnap build/memsnap] [--fixtures DIR] [--fixture NAME]
-                       [--events 50000]
+    python3 -m pytest tests/gen/check_replicate.py --memsnap build/memsnap --part fixtures
+                      [--fixtures-dir DIR]
 """
 import argparse
 import bisect
@@ -50,13 +50,16 @@ import subprocess
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from make_snapshot import pre_trace_state  # noqa: E402  (the same walk memsnap does)
+import pytest
+
+import testlib
+from make_snapshot import pre_trace_state  # beside this file: the same walk memsnap does
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 GENERATOR = os.path.join(HERE, 'make_snapshot.py')
 FIXTURES = os.path.join(os.path.dirname(REPO), 'shared', 'fixtures', 'real')
+EVENTS = 50_000  # entries of the replicated trace
 FIXTURE = 'kkaitlyn111_cs336-a2-systems__memory_files_memory_ctx512_fullstep_.pickle'
 
 
@@ -118,39 +121,26 @@ def left_live(trace, segments):
             sum(1 for a in segs if not in_dump(a)))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    ap.add_argument('--memsnap', default=os.path.join(REPO, 'build', 'memsnap'))
-    ap.add_argument('--fixtures', default=FIXTURES)
-    ap.add_argument('--fixture', default=FIXTURE, help='file name in --fixtures')
-    ap.add_argument('--events', type=int, default=50_000)
-    ap.add_argument('--only', choices=('fixtures',), help='accepted for the CTest driver; '
-                    'this check only reads a fixture')
-    args = ap.parse_args()
-    fixture = os.path.join(args.fixtures, args.fixture)
-    if not os.path.isdir(args.fixtures):
-        print(f'skipped: no fixtures folder {args.fixtures}')
-        return 77
+check = testlib.Checks()
+
+
+@pytest.mark.fixtures
+def test_a_replicated_fixture_is_exact(memsnap, fixtures_dir):
+    """The fixture replicated to EVENTS entries: deterministic, consistent with
+    its dump, and as exact a replay for memsnap as the fixture's own."""
+    events = EVENTS
+    fixture = os.path.join(fixtures_dir, FIXTURE)
     if not os.path.isfile(fixture):
-        print(f'skipped: no fixture {fixture}')
-        return 77
-
-    failures = []
-
-    def check(name, ok, detail=''):
-        print(('ok   ' if ok else 'FAIL ') + name + (f': {detail}' if detail and not ok else ''))
-        if not ok:
-            failures.append(name)
+        testlib.skip_absent(f'the fixture {fixture}')
 
     with tempfile.TemporaryDirectory(prefix='memsnap-replicate-') as tmp:
         out = os.path.join(tmp, 'replicated.pickle')
         again = os.path.join(tmp, 'again.pickle')
         manifest_path = os.path.join(tmp, 'manifest.json')
-        p = generate(fixture, args.events, out, '--manifest', manifest_path)
+        p = generate(fixture, events, out, '--manifest', manifest_path)
         if p.returncode != 0:
-            print(f'FAIL generator exit {p.returncode}: {p.stderr.strip()[-400:]}')
-            return 1
-        q = generate(fixture, args.events, again)
+            pytest.fail(f'generator exit {p.returncode}: {p.stderr.strip()[-400:]}')
+        q = generate(fixture, events, again)
         with open(out, 'rb') as a, open(again, 'rb') as b:
             check('deterministic (same bytes twice)', q.returncode == 0 and a.read() == b.read())
 
@@ -162,8 +152,8 @@ def main():
         device = lengths.index(max(lengths))
         reps = manifest['repetitions']
         check('one trace per device, as in the fixture', len(rep_traces) == len(src_traces))
-        check(f'device {device} has exactly {args.events} entries',
-              len(rep_traces[device]) == args.events, str(len(rep_traces[device])))
+        check(f'device {device} has exactly {events} entries',
+              len(rep_traces[device]) == events, str(len(rep_traces[device])))
         check('the other devices keep their traces',
               all(len(rep_traces[d]) == lengths[d] for d in range(len(src_traces)) if d != device))
         backwards = 0
@@ -219,7 +209,7 @@ def main():
         del src, rep, src_traces, rep_traces
 
         shared = os.path.join(tmp, 'shared.pickle')
-        p = generate(fixture, args.events, shared, '--shared-frame-lists')
+        p = generate(fixture, events, shared, '--shared-frame-lists')
         if p.returncode != 0:
             check('--shared-frame-lists', False, p.stderr.strip()[-400:])
         else:
@@ -236,14 +226,13 @@ def main():
             del trace
 
         try:
-            a, b = (memsnap_json(args.memsnap, 'parse', f, device) for f in (fixture, out))
-            ha, hb = (memsnap_json(args.memsnap, 'segments', f, device)['history']
+            a, b = (memsnap_json(memsnap, 'parse', f, device) for f in (fixture, out))
+            ha, hb = (memsnap_json(memsnap, 'segments', f, device)['history']
                       for f in (fixture, out))
         except (RuntimeError, ValueError, KeyError) as e:
-            print(f'FAIL {e}')
-            return 1
+            pytest.fail(str(e))
         check('memsnap parse counts the entries',
-              b['device_traces']['event_count'] == args.events, str(b['device_traces']))
+              b['device_traces']['event_count'] == events, str(b['device_traces']))
         fa, fb = ((d.get('fragmentation') or {}).get('exact') for d in (a, b))
         check('allocator history as exact as on the fixture', fa == fb,
               f'fixture {fa}, replicated {fb}')
@@ -281,7 +270,7 @@ def main():
 
         # The first repetition whole (the fixture's trace and its close-out):
         # the state before it is the fixture's.
-        whole_events = (args.events - manifest['first_repetition_entries']
+        whole_events = (events - manifest['first_repetition_entries']
                         + manifest['fixture_entries'] + manifest['closeout_entries'])
         whole = os.path.join(tmp, 'whole.pickle')
         p = generate(fixture, whole_events, whole)
@@ -295,7 +284,7 @@ def main():
                   (ranges, blocks) == (src_ranges, src_blocks),
                   f'{len(ranges)} ranges, {len(blocks)} blocks')
             try:
-                hw = memsnap_json(args.memsnap, 'segments', whole, device)['history']
+                hw = memsnap_json(memsnap, 'segments', whole, device)['history']
             except (RuntimeError, ValueError, KeyError) as e:
                 hw = {'error': str(e)}
             keys = ('exact', 'misfits_backward', 'misfits_forward', 'segments_at_start',
@@ -315,12 +304,4 @@ def main():
               p.returncode == 1 and 'needs the global collections.OrderedDict' in p.stderr
               and not os.path.exists(os.path.join(tmp, 'refused.pickle')), p.stderr.strip())
 
-    if failures:
-        print(f'{len(failures)} check(s) failed')
-        return 1
-    print(f'ok: --replicate {args.fixture} --events {args.events}')
-    return 0
-
-
-if __name__ == '__main__':
-    sys.exit(main())
+    check.verify()

@@ -1,19 +1,19 @@
 #!/usr/bin/env python3
 """Golden outputs: every report, text and JSON, on real fixtures and generated files.
 
-    check_golden.py --memsnap PATH [--only generated repo fixtures] [--fixtures DIR] [--update]
+    python3 -m pytest tests/golden/check_golden.py --memsnap PATH [--part fixtures [--fixtures-dir DIR]]
+    python3 tests/golden/check_golden.py --memsnap PATH --update [--fixtures DIR]
 
 Runs memsnap with cwd set to the folder of the input so that file names in the
 output do not depend on where the checkout lives. A missing golden file is a
-failure; `--update` (re)writes the golden files of the selected cases after a
-deliberate change: review the diff before committing.
+failure; `--update` (re)writes the golden files of every case whose input is
+present after a deliberate change: review the diff before committing.
 
-The cases come in three parts, by where their input lives: `generated`
-(written here by tests/gen/make_snapshot.py), `repo` (examples/) and
-`fixtures` (--fixtures, ../shared/fixtures/real by default). CTest runs
-`golden` (generated + repo, which never skip) and `golden_fixtures`. When the
-fixtures are selected but absent their cases are counted as skipped and the
-exit status is 77 (CTest: skipped) unless a case failed.
+The cases come in three places, by where their input lives: generated (written
+here by tests/gen/make_snapshot.py), repo (examples/) and fixtures
+(--fixtures-dir, ../shared/fixtures/real by default). CTest runs `golden`
+(generated and repo, which never skip) and `golden_fixtures` (skipped, exit
+77, where the fixtures are absent).
 """
 import argparse
 import difflib
@@ -22,13 +22,14 @@ import subprocess
 import sys
 import tempfile
 
+import pytest
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 GENERATOR = os.path.join(REPO, "tests", "gen", "make_snapshot.py")
-sys.path.insert(0, os.path.dirname(HERE))  # tests/
-import testlib  # noqa: E402
 
-PARTS = ("generated", "repo", "fixtures")
+sys.path.insert(0, os.path.dirname(HERE))  # tests/, when run as a script to --update
+import testlib  # noqa: E402
 
 # (golden name, where: "fixtures" | "generated" | "repo", arguments)
 CASES = [
@@ -91,53 +92,79 @@ GENERATED = {
 }
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--memsnap", required=True)
-    parser.add_argument("--update", action="store_true", help="write the golden files instead of comparing")
-    testlib.add_part_arguments(parser, PARTS)
-    args = parser.parse_args()
-    memsnap = os.path.abspath(args.memsnap)
-    cases = [case for case in CASES if case[1] in args.only]
-    skip_fixtures = testlib.fixtures_missing(args)
+def make_generated(folder):
+    os.makedirs(folder, exist_ok=True)
+    for name, generator_args in GENERATED.items():
+        subprocess.run([sys.executable, GENERATOR, "--out", os.path.join(folder, name)] + generator_args,
+                       check=True)
 
-    failures = skipped = 0
+
+def golden_cases(memsnap, folders, update=False):
+    """Runs the cases whose input lives in one of `folders` (place -> folder)
+    and compares each output with its golden file, or writes it (update).
+    Returns the failures, one text each."""
+    failures = []
+    for name, place, command in CASES:
+        if place not in folders:
+            continue
+        env = dict(os.environ, NO_COLOR="1")
+        run = subprocess.run([memsnap] + command, cwd=folders[place], capture_output=True, text=True, env=env,
+                             timeout=300)
+        if run.returncode != 0:
+            failures.append(f"{name}: exit {run.returncode}: {run.stderr.strip()}")
+            continue
+        path = os.path.join(HERE, name if name.endswith(".json") else name + ".txt")
+        if update:
+            with open(path, "w") as f:
+                f.write(run.stdout)
+            print(f"WROTE {os.path.relpath(path, REPO)}")
+            continue
+        if not os.path.exists(path):
+            # Writing it here would make a new case pass unseen.
+            failures.append(f"{name}: no golden file {os.path.relpath(path, REPO)} (write it with --update, "
+                            "then review it)")
+            continue
+        with open(path) as f:
+            expected = f.read()
+        if expected != run.stdout:
+            diff = "".join(difflib.unified_diff(expected.splitlines(True), run.stdout.splitlines(True), "golden",
+                                                "got", n=2))
+            failures.append(f"{name}: output differs from {os.path.relpath(path, REPO)}\n{diff[:4000]}")
+        else:
+            print(f"ok   {name}")
+    return failures
+
+
+def test_golden_outputs_of_generated_and_bundled_files(memsnap, work):
+    generated = os.path.join(work, "golden")
+    make_generated(generated)
+    failures = golden_cases(memsnap, {"generated": generated, "repo": REPO})
+    assert not failures, "\n".join(failures)
+
+
+@pytest.mark.fixtures
+def test_golden_outputs_of_the_fixtures(memsnap, fixtures_dir):
+    failures = golden_cases(memsnap, {"fixtures": fixtures_dir})
+    assert not failures, "\n".join(failures)
+
+
+def main():
+    """--update: (re)writes the golden files of every case whose input is here."""
+    parser = argparse.ArgumentParser(description="Rewrite the golden files after a deliberate change.")
+    parser.add_argument("--memsnap", required=True)
+    parser.add_argument("--update", action="store_true", required=True,
+                        help="write the golden files (the tests compare: python3 -m pytest this file)")
+    parser.add_argument("--fixtures", default=testlib.DEFAULT_FIXTURES)
+    args = parser.parse_args()
     with tempfile.TemporaryDirectory() as generated:
-        if "generated" in args.only:
-            for name, generator_args in GENERATED.items():
-                subprocess.run([sys.executable, GENERATOR, "--out", os.path.join(generated, name)] + generator_args, check=True)
-        where = {"fixtures": args.fixtures, "generated": generated, "repo": REPO}
-        for name, place, command in cases:
-            if place == "fixtures" and skip_fixtures:
-                skipped += 1
-                continue
-            env = dict(os.environ, NO_COLOR="1")
-            run = subprocess.run([memsnap] + command, cwd=where[place], capture_output=True, text=True, env=env, timeout=300)
-            if run.returncode != 0:
-                print(f"FAIL {name}: exit {run.returncode}: {run.stderr.strip()}")
-                failures += 1
-                continue
-            path = os.path.join(HERE, name if name.endswith(".json") else name + ".txt")
-            if args.update:
-                with open(path, "w") as f:
-                    f.write(run.stdout)
-                print(f"WROTE {os.path.relpath(path, REPO)}")
-                continue
-            if not os.path.exists(path):
-                # Writing it here would make a new case pass unseen.
-                print(f"FAIL {name}: no golden file {os.path.relpath(path, REPO)} (write it with --update, then review it)")
-                failures += 1
-                continue
-            with open(path) as f:
-                expected = f.read()
-            if expected != run.stdout:
-                diff = "".join(difflib.unified_diff(expected.splitlines(True), run.stdout.splitlines(True), "golden", "got", n=2))
-                print(f"FAIL {name}: output differs from {os.path.relpath(path, REPO)}\n{diff[:4000]}")
-                failures += 1
-            else:
-                print(f"ok   {name}")
-    print(f"{len(cases)} cases, {failures} failed" + (f", {skipped} skipped" if skipped else ""))
-    return testlib.exit_status(failures, skip_fixtures)
+        make_generated(generated)
+        folders = {"generated": generated, "repo": REPO}
+        if os.path.isdir(args.fixtures):
+            folders["fixtures"] = args.fixtures
+        failures = golden_cases(os.path.abspath(args.memsnap), folders, update=True)
+    for failure in failures:
+        print("FAIL " + failure)
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

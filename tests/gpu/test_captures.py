@@ -15,18 +15,14 @@ import os
 import subprocess
 import sys
 
+import pytest
+
+import testlib
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 DATA = os.path.join(REPO, "tests", "data", "gpu")
-SKIPPED = 77
-
-failures = []
-
-
-def check(name, condition, detail=""):
-    print(("ok   " if condition else "FAIL ") + name + ("" if condition else f": {detail}"))
-    if not condition:
-        failures.append(name)
+check = testlib.Checks()
 
 
 def memsnap_json(memsnap, args):
@@ -36,14 +32,11 @@ def memsnap_json(memsnap, args):
     return json.loads(run.stdout)
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--memsnap", required=True)
-    args = parser.parse_args()
+def test_captures_agree_with_what_torch_said(memsnap):
+    """Each capture against the facts torch.cuda reported when it was recorded."""
     sidecars = sorted(glob.glob(os.path.join(DATA, "*.json")))
     if not sidecars:
-        print(f"SKIP: no GPU captures in {os.path.relpath(DATA, REPO)} yet (see its README.md)")
-        return SKIPPED
+        testlib.skip_absent(f"GPU captures in {os.path.relpath(DATA, REPO)} (see its README.md)")
     captures = {}
     for sidecar in sidecars:
         name = os.path.splitext(os.path.basename(sidecar))[0]
@@ -55,7 +48,7 @@ def main():
             check(f"{name}: capture file present", False, pickle_path)
             continue
         device = str(facts.get("device", 0))
-        report = memsnap_json(args.memsnap, ["parse", "--device", device, pickle_path])
+        report = memsnap_json(memsnap, ["parse", "--device", device, pickle_path])
         check(f"{name}: parses", True)
         segments = report["segments"]
         if facts.get("memory_reserved_at_dump") is not None:
@@ -78,18 +71,13 @@ def main():
             complete = sum(1 for s in report["profiler_steps"].values() if s["complete"])
             check(f"{name}: complete profiler steps", complete == facts["profiler_steps"],
                   f"{complete} != {facts['profiler_steps']}")
-            steps = memsnap_json(args.memsnap, ["replay-step", "--all-steps", "--device", device, pickle_path])
+            steps = memsnap_json(memsnap, ["replay-step", "--all-steps", "--device", device, pickle_path])
             check(f"{name}: replay-step --all-steps", len(steps) == len(report["profiler_steps"]))
     if "graphs_off" in captures and "graphs_on" in captures:
-        result = memsnap_json(args.memsnap, ["compare", captures["graphs_off"][0], captures["graphs_on"][0]])
+        result = memsnap_json(memsnap, ["compare", captures["graphs_off"][0], captures["graphs_on"][0]])
         check("graphs pair: compare observes CUDA graphs",
               any("CUDA graphs likely" in note for note in result["observations"]), result["observations"])
     if "ab_pair_a" in captures and "ab_pair_b" in captures:
-        result = memsnap_json(args.memsnap, ["compare", captures["ab_pair_a"][0], captures["ab_pair_b"][0]])
+        result = memsnap_json(memsnap, ["compare", captures["ab_pair_a"][0], captures["ab_pair_b"][0]])
         check("ab pair: B peaks higher", result["full_trace"]["absolute_peak_b"] > result["full_trace"]["absolute_peak_a"])
-    print(f"{len(failures)} failed")
-    return 1 if failures else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    check.verify()

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """The JSON output of every command against its schema (tests/schema/*.schema.json).
 
-    test_schema.py --memsnap PATH [--only schema reference] [--reference FILE] [--work DIR]
+    python3 -m pytest tests/schema/test_schema.py --memsnap PATH [--work DIR]
+    python3 -m pytest tests/schema/test_schema.py --memsnap PATH --part reference [--reference-keys FILE]
 
-Part `schema` (CTest: json_schema), never skips:
+The schema part (CTest: json_schema), never skips:
   - the schema files themselves: valid draft 2020-12, every key has a type, a
     description, a unit where it is a number, an x-reference flag, and every
     object says whether other keys may appear;
@@ -17,7 +18,7 @@ Part `schema` (CTest: json_schema), never skips:
   - docs/json-schema.md equals what tests/schema/make_docs.py writes.
 
 Part `reference` (CTest: json_schema_reference) reads the key paths the
-reference scripts write (--reference, ../shared/reference/json-keys.json by
+reference scripts write (--reference-keys, ../shared/reference/json-keys.json by
 default; exit 77, skipped, when it is absent) and checks each against
 memsnap's output on generated snapshots, with the exact JSON type (an int is
 not a float, a bool is not an int), and that the schemas flag exactly those
@@ -41,10 +42,10 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 GENERATOR = os.path.join(REPO, "tests", "gen", "make_snapshot.py")
 EXAMPLE = os.path.join(REPO, "examples", "training_steps.pickle.gz")
 DEFAULT_REFERENCE = os.path.join(REPO, "..", "shared", "reference", "json-keys.json")
-sys.path.insert(0, os.path.dirname(HERE))  # tests/
-sys.path.insert(0, HERE)
-import testlib  # noqa: E402
-import make_docs  # noqa: E402
+import pytest
+
+import make_docs
+import testlib
 
 PARTS = ("schema", "reference")
 
@@ -192,33 +193,6 @@ REFERENCE_RUNS = {
 # Keys under these paths are examples (annotation names), not fixed keys.
 EXAMPLE_KEYS_UNDER = {"replay_step": "[].annotations"}
 
-
-class Checks:
-    """Counts checks and prints one ok/FAIL line each."""
-
-    def __init__(self):
-        self.count = 0
-        self.failed = 0
-
-    def ok(self, name):
-        self.count += 1
-        print("ok   %s" % name)
-
-    def fail(self, name, why):
-        self.count += 1
-        self.failed += 1
-        print("FAIL %s: %s" % (name, why))
-
-    def expect(self, name, problems):
-        """ok when problems (a list of strings) is empty, else FAIL with the first few."""
-        if problems:
-            more = "" if len(problems) <= 8 else "\n    ... %d more" % (len(problems) - 8)
-            self.fail(name, "\n    " + "\n    ".join(problems[:8]) + more)
-        else:
-            self.ok(name)
-
-
-# ---------------------------------------------------------------- validation
 
 def strict_validator_class():
     """Draft 2020-12 with JSON types as memsnap writes them: integer = no
@@ -769,49 +743,30 @@ def part_reference(checks, memsnap, work, reference_file):
 
 # ---------------------------------------------------------------- main
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--memsnap", required=True)
-    parser.add_argument("--work", help="folder for the generated snapshots (default: a temporary one)")
-    parser.add_argument("--reference", default=DEFAULT_REFERENCE,
-                        help="json-keys.json of the reference scripts (default: ../shared/reference/json-keys.json)")
-    parser.add_argument("--only", nargs="+", choices=PARTS, default=list(PARTS),
-                        help="run only these parts (default: all)")
-    args = parser.parse_args()
+check = testlib.Checks()
 
+
+@pytest.fixture(scope="module")
+def generated_snapshots(work):
+    os.makedirs(work, exist_ok=True)
+    generate(work)
+    return work
+
+
+def test_every_output_matches_its_schema(memsnap, generated_snapshots):
     try:
         validator_class = strict_validator_class()
     except ImportError:
-        print("FAIL setup: the Python module jsonschema is missing (pip install jsonschema, or Debian's "
-              "python3-jsonschema for /usr/bin/python3)")
-        print("1 checks, 1 failed")
-        return 1
-
-    reference_missing = "reference" in args.only and not os.path.isfile(args.reference)
-    if reference_missing:
-        print("SKIP reference: %s is absent" % args.reference)
-        if args.only == ["reference"]:
-            print("0 checks, 0 failed")
-            return testlib.SKIPPED
-
-    memsnap, work, scratch = testlib.memsnap_and_workdir(args.memsnap, args.work, "memsnap-schema-")
-    if memsnap is None:
-        print("1 checks, 1 failed")
-        return 1
-    os.makedirs(work, exist_ok=True)
-    checks = Checks()
-    try:
-        generate(work)
-        if "schema" in args.only:
-            part_schema(checks, memsnap, work, validator_class)
-        if "reference" in args.only and not reference_missing:
-            part_reference(checks, memsnap, work, args.reference)
-    finally:
-        if scratch is not None:
-            scratch.cleanup()
-    print("%d checks, %d failed" % (checks.count, checks.failed))
-    return testlib.exit_status(checks.failed, reference_missing)
+        pytest.fail("the Python module jsonschema is missing (pip install jsonschema, or Debian's "
+                    "python3-jsonschema for /usr/bin/python3)")
+    part_schema(check, memsnap, generated_snapshots, validator_class)
+    check.verify()
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+@pytest.mark.part("reference")
+def test_the_reference_keys_are_written_with_their_types(memsnap, generated_snapshots, request):
+    reference = request.config.getoption("--reference-keys")
+    if not os.path.isfile(reference):
+        testlib.skip_absent(f"the reference keys {reference}")
+    part_reference(check, memsnap, generated_snapshots, reference)
+    check.verify()

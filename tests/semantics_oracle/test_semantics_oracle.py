@@ -2,14 +2,13 @@
 """memsnap's replay commands against the semantics oracle, an independent
 Python implementation of DESIGN.md's replay semantics (semantics_oracle.py).
 
-    test_semantics_oracle.py --memsnap PATH [--work DIR]
-                             [--only generated fixtures] [--fixtures DIR]
+    python3 -m pytest tests/semantics_oracle/test_semantics_oracle.py --memsnap PATH [--work DIR]
+                      [--part fixtures [--fixtures-dir DIR]]
 
-Two parts: `generated` (1., and 2. on the generated files) and `fixtures`
-(2. and the comparisons on the real files of --fixtures, default
-<repo>/../shared/fixtures/real). When the fixtures are selected but absent,
-the summary says so and the exit status is 77 (CTest: skipped) unless a
-check failed.
+Two parts: the generated files (1., and 2. on them) and `fixtures` (2. and
+the comparisons on the real files of --fixtures-dir, default
+<repo>/../shared/fixtures/real; skipped, exit 77, where it is absent). Each
+test fails listing every check that failed.
 
 1. Differential (generated snapshots, Python-only frames, frame depth 1):
    generates a few small files with tests/gen/make_snapshot.py (steps + marks,
@@ -66,14 +65,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # tests/
-import testlib  # noqa: E402
+import pytest
+
+import semantics_oracle as ref  # beside this file (pytest puts its folder on sys.path)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-sys.path.insert(0, str(HERE))
-sys.dont_write_bytecode = True   # leave no __pycache__ in the source tree
-import semantics_oracle as ref  # noqa: E402
 
 GENERATOR = REPO / 'tests' / 'gen' / 'make_snapshot.py'
 TOP = '1000000'
@@ -659,22 +656,15 @@ def check_fixtures(memsnap, folder, attempt, skip):
             attempt('replay-step', label, check_replay_step, memsnap, path, device, True)
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split('\n\n')[0])
-    ap.add_argument('--memsnap', required=True, help='path to the memsnap binary')
-    ap.add_argument('--work', help='directory for generated files (default: a temp dir)')
-    testlib.add_part_arguments(ap, ('generated', 'fixtures'))
-    args = ap.parse_args(argv)
-    memsnap, work, tmp = testlib.memsnap_and_workdir(args.memsnap, args.work, 'memsnap-semantics-oracle-')
-    if memsnap is None:
-        return 1
-    started = time.time()
-    os.makedirs(work, exist_ok=True)
+class Attempts:
+    """Runs each check of the oracle comparison: one PASS/FAIL/SKIP line each,
+    the failed lines kept."""
 
-    counts = {'PASS': 0, 'FAIL': 0, 'SKIP': 0}
-    failures = []
+    def __init__(self):
+        self.counts = {'PASS': 0, 'FAIL': 0, 'SKIP': 0}
+        self.failures = []
 
-    def attempt(check, label, fn, *fargs):
+    def __call__(self, check, label, fn, *fargs):
         try:
             status, detail = 'PASS', fn(*fargs)
         except Failure as e:
@@ -685,40 +675,29 @@ def main(argv=None):
             status, detail = 'FAIL', 'test error: %s: %s' % (type(e).__name__, e)
         line = '%s %-16s %s%s' % (status, check, label, (': ' + detail) if detail else '')
         print(line, flush=True)
-        counts[status] += 1
+        self.counts[status] += 1
         if status == 'FAIL':
-            failures.append(line)
+            self.failures.append(line)
 
-    def skip(check, detail):
+    def skip(self, check, detail):
         print('SKIP %-16s %s' % (check, detail))
-        counts['SKIP'] += 1
+        self.counts['SKIP'] += 1
 
-    if 'generated' in args.only:
-        try:
-            check_generated(memsnap, work, attempt)
-        except Failure as e:
-            print('FAIL setup: %s' % e)
-            return 1
-    skip_fixtures = testlib.fixtures_missing(args)
-    if 'fixtures' in args.only and not skip_fixtures:
-        try:
-            check_fixtures(memsnap, args.fixtures, attempt, skip)
-        except Failure as e:
-            print('FAIL setup: %s' % e)
-            return 1
-
-    elapsed = time.time() - started
-    skip_note = ', fixtures skipped (%s is absent)' % args.fixtures if skip_fixtures else ''
-    print('\n%d passed, %d failed, %d skipped%s (%.1f s)'
-          % (counts['PASS'], counts['FAIL'], counts['SKIP'], skip_note, elapsed))
-    if failures:
-        print('failures:')
-        for line in failures:
-            print('  ' + line)
-    if tmp is not None:
-        tmp.cleanup()
-    return testlib.exit_status(counts['FAIL'], skip_fixtures)
+    def verify(self):
+        print('\n%d passed, %d failed, %d skipped'
+              % (self.counts['PASS'], self.counts['FAIL'], self.counts['SKIP']))
+        assert not self.failures, '\n'.join(self.failures)
 
 
-if __name__ == '__main__':
-    sys.exit(main())
+def test_replays_agree_with_the_oracle_on_generated_files(memsnap, work):
+    os.makedirs(work, exist_ok=True)
+    attempts = Attempts()
+    check_generated(memsnap, work, attempts)
+    attempts.verify()
+
+
+@pytest.mark.fixtures
+def test_replays_agree_with_the_oracle_on_every_fixture(memsnap, fixtures_dir):
+    attempts = Attempts()
+    check_fixtures(memsnap, fixtures_dir, attempts, attempts.skip)
+    attempts.verify()

@@ -27,9 +27,11 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
+import testlib
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))
-import testlib  # noqa: E402
 
 REPO = testlib.REPO
 GENERATOR = os.path.join(REPO, 'tests', 'gen', 'make_snapshot.py')
@@ -135,15 +137,7 @@ PLACEHOLDER = re.compile(r'^[\w./-]+\.pickle(\.gz|\.zst)?$')
 SHELL_SYNTAX = {'|', '||', '&&', ';', '>', '>>', '<', '&', '2>', '2>&1'}
 EXIT_COMMENT = re.compile(r'\s#\s*exit\s+(\d+)(?:\s+says\s+"([^"]*)")?\s*$')
 
-results = {'checks': 0, 'failed': 0}
-
-
-def check(name, condition, detail=''):
-    results['checks'] += 1
-    if not condition:
-        results['failed'] += 1
-    print(('ok   ' if condition else 'FAIL ') + name + ('' if condition else ': ' + detail))
-    return condition
+check = testlib.Checks()
 
 
 def placeholder_path(work, name):
@@ -420,31 +414,14 @@ def check_evals(memsnap, skill_dir, work, subcommands):
     return ran
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
-    parser.add_argument('--memsnap', required=True, help='the memsnap binary')
-    parser.add_argument('--skill', default=DEFAULT_SKILL,
-                        help='folder holding SKILL.md and evals.json (default: skills/memsnap)')
-    parser.add_argument('--work', help='folder for the generated snapshots (default: a temporary one)')
-    args = parser.parse_args()
-    memsnap, work, scratch = testlib.memsnap_and_workdir(args.memsnap, args.work, 'memsnap_skill_')
-    if memsnap is None:
-        print('1 checks, 1 failed')
-        return 1
-    try:
-        os.makedirs(work, exist_ok=True)
-        make_fixtures(work)
-        subcommands, flags, top_flags = help_inventory(memsnap)
-        check('memsnap --help lists subcommands', len(subcommands) >= 5, str(subcommands))
-        skill_lines = check_skill(memsnap, args.skill, work, subcommands, flags, top_flags)
-        eval_lines = check_evals(memsnap, args.skill, work, subcommands)
-        print('ran %d SKILL.md command lines and %d evals.json commands' % (skill_lines, eval_lines))
-    finally:
-        if scratch is not None:
-            scratch.cleanup()
-    print('%d checks, %d failed' % (results['checks'], results['failed']))
-    return 1 if results['failed'] else 0
-
-
-if __name__ == '__main__':
-    sys.exit(main())
+def test_every_skill_command_runs_as_it_says(memsnap, work):
+    """Every command line of SKILL.md and evals.json runs and exits as it says;
+    every subcommand and flag it names exists."""
+    os.makedirs(work, exist_ok=True)
+    make_fixtures(work)
+    subcommands, flags, top_flags = help_inventory(memsnap)
+    check('memsnap --help lists subcommands', len(subcommands) >= 5, str(subcommands))
+    skill_lines = check_skill(memsnap, DEFAULT_SKILL, work, subcommands, flags, top_flags)
+    eval_lines = check_evals(memsnap, DEFAULT_SKILL, work, subcommands)
+    print('ran %d SKILL.md command lines and %d evals.json commands' % (skill_lines, eval_lines))
+    check.verify()

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A test of test_slurm.py's cluster part: where the Slurm tools are missing,
-or a daemon cannot start, the part is a real skip (exit 77, a `SKIP cluster:`
+or a daemon cannot start, the part is a real skip (exit 77, a skip
 line, no traceback), and stopping the cluster runs no tool that is missing and
 stops nothing that never started.
 
@@ -16,8 +16,9 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))  # tests/
-import testlib  # noqa: E402
+import pytest
+
+import testlib
 
 DRIVER = os.path.join(HERE, "test_slurm.py")
 TOOLS = ("munged", "slurmctld", "slurmd", "sbatch", "sinfo", "scontrol")
@@ -37,15 +38,15 @@ def bare_path(folder):
 
 def run_driver(memsnap, bin_dir):
     env = dict(os.environ, PATH=bin_dir)
-    return subprocess.run([sys.executable, DRIVER, "--memsnap", memsnap, "--only", "cluster"],
+    return subprocess.run([sys.executable, "-m", "pytest", "-c", os.path.join(os.path.dirname(HERE), "pytest.ini"),
+                           "-q", DRIVER, "--memsnap", memsnap, "--part", "cluster"],
                           env=env, capture_output=True, text=True, timeout=120)
 
 
 def is_clean_skip(name, got):
     out = got.stdout + got.stderr
     check(name + ": exit 77 (skipped)", got.returncode == testlib.SKIPPED, "exit %d: %s" % (got.returncode, out))
-    check(name + ": a SKIP cluster line says why", any(line.startswith("SKIP cluster: ") for line in
-                                                       got.stdout.splitlines()), out)
+    check(name + ": a skip line says why", f"{testlib.ABSENT}: cluster: " in got.stdout, out)
     check(name + ": no traceback", "Traceback" not in out, out)
 
 
@@ -54,7 +55,7 @@ def no_tools(memsnap, scratch):
     got = run_driver(memsnap, bin_dir)
     is_clean_skip("no Slurm tools", got)
     check("no Slurm tools: the reason names the first missing tool",
-          "SKIP cluster: munged is not installed" in got.stdout, got.stdout)
+          f"{testlib.ABSENT}: cluster: munged is not installed" in got.stdout, got.stdout)
 
 
 def munged_fails(memsnap, scratch):
@@ -74,28 +75,18 @@ def munged_fails(memsnap, scratch):
         with open(log) as f:
             calls = [line.split()[0] for line in f if line.strip()]
     if os.geteuid() == 0:
-        check("munged cannot start: it says so", "SKIP cluster: munged did not start" in got.stdout, got.stdout)
+        check("munged cannot start: it says so", f"{testlib.ABSENT}: cluster: munged did not start" in got.stdout, got.stdout)
         check("munged cannot start: munged was tried once and nothing was stopped", calls == ["munged"], calls)
     else:
         check("not root: the reason is the uid, and no tool ran",
               "runs its daemons as root" in got.stdout and calls == [], (got.stdout, calls))
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--memsnap", required=True)
-    args = parser.parse_args()
-    memsnap, _, scratch = testlib.memsnap_and_workdir(args.memsnap, None, "memsnap_slurm_skip_")
-    if memsnap is None:
-        return 1
-    try:
-        no_tools(memsnap, scratch.name)
-        munged_fails(memsnap, scratch.name)
-    finally:
-        scratch.cleanup()
-    print(check.summary())
-    return testlib.exit_status(check.failures, False)
+def test_no_tools(memsnap, work):
+    no_tools(memsnap, work)
+    check.verify()
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def test_munged_fails(memsnap, work):
+    munged_fails(memsnap, work)
+    check.verify()

@@ -19,8 +19,9 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.dirname(HERE))  # tests/
-import testlib  # noqa: E402
+import pytest
+
+import testlib
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 SLURM_TOOLS = os.path.join(REPO, "tools", "slurm")
@@ -181,16 +182,16 @@ class Cluster:
 
 
 def cluster(memsnap, work):
+    """The job array on a cluster started here; the reason it could not start, or None."""
     folder = tempfile.mkdtemp(prefix="memsnap_slurm_")
     c = Cluster(folder)
     reason = c.why_not()
     if reason is None:
         reason = c.start()
     if reason is not None:
-        print("SKIP cluster: " + reason)
         c.stop()
         shutil.rmtree(folder, ignore_errors=True)
-        return True
+        return reason
     try:
         snapshots = os.path.join(work, "cluster", "snapshots")
         summaries = os.path.join(work, "cluster", "summaries")
@@ -207,7 +208,7 @@ def cluster(memsnap, work):
         logs = " ".join(sorted(n for n in os.listdir(folder) if n.endswith(".out")))
         if not check("cluster: the reduce wrote ranks.json (job logs: %s)" % logs, os.path.exists(result),
                      c.log_tail("slurmctld")):
-            return False
+            return None
         with open(result) as f:
             reduced = json.load(f)
         check("cluster: 24 summaries from 4 array tasks",
@@ -220,28 +221,17 @@ def cluster(memsnap, work):
     finally:
         c.stop()
         shutil.rmtree(folder, ignore_errors=True)
-    return False
+    return None
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--memsnap", required=True)
-    parser.add_argument("--only", nargs="+", choices=("by_hand", "cluster"), default=["by_hand", "cluster"])
-    args = parser.parse_args()
-    memsnap, work, scratch = testlib.memsnap_and_workdir(args.memsnap, None, "memsnap_slurm_test_")
-    if memsnap is None:
-        return 1
-    skipped = False
-    try:
-        if "by_hand" in args.only:
-            by_hand(memsnap, work)
-        if "cluster" in args.only:
-            skipped = cluster(memsnap, work)
-    finally:
-        scratch.cleanup()
-    print(check.summary())
-    return testlib.exit_status(check.failures, skipped)
+def test_the_job_array_tasks_run_by_hand(memsnap, work):
+    by_hand(memsnap, work)
+    check.verify()
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+@pytest.mark.part("cluster")
+def test_the_job_array_on_a_real_cluster(memsnap, work):
+    reason = cluster(memsnap, work)
+    if reason:
+        testlib.skip_absent("cluster: " + reason)
+    check.verify()
