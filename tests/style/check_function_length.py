@@ -27,9 +27,6 @@ LIMIT = 80
 
 # name -> lines when listed: shrink or split them, then take them off.
 KNOWN_LONG = {
-    'src/analysis/core/steps.cc:analyze_trace': 135,
-    'src/analysis/reports/segment_report.cc:allocator_moments': 98,
-    'src/analysis/core/allocator_state.cc:AllocatorHistory::replay': 82,
 }
 
 SIGNATURE = re.compile(r"^(?:[A-Za-z_][\w:<>,\s\*&~\[\]]*?\b)?([A-Za-z_~][\w:~]*(?:operator\S*)?)\s*\(")

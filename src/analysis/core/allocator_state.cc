@@ -431,6 +431,49 @@ AllocatorHistory::AllocatorHistory(const Snapshot& snapshot, int device)
   rule_.rounding = check_.rounding;  // the walks after this one use the rule that won
 }
 
+namespace {
+
+// The replayed end against the dump, ranges then blocks, in address order:
+// how many differ, and the first.
+void compare_with_dump(const AllocatorState& dump, const AllocatorState& end, HistoryCheck& check) {
+  auto note = [&](const std::string& what) {
+    if (check.differences++ == 0) check.first_difference = what;
+  };
+  for (const auto& [address, range] : dump.ranges) {
+    auto it = end.ranges.find(address);
+    if (it == end.ranges.end()) {
+      note(fmt::format("segment at {:#x} ({} bytes) is in the dump but not replayed", address,
+                       range.size));
+    } else if (it->second.size != range.size) {
+      note(fmt::format("segment at {:#x} is {} bytes replayed, {} in the dump", address,
+                       it->second.size, range.size));
+    }
+  }
+  for (const auto& [address, range] : end.ranges) {
+    if (!dump.ranges.contains(address)) {
+      note(fmt::format("segment at {:#x} ({} bytes) is replayed but not in the dump", address,
+                       range.size));
+    }
+  }
+  for (const auto& [address, block] : dump.blocks) {
+    auto it = end.blocks.find(address);
+    const HeldBlock* replayed = it == end.blocks.end() ? nullptr : &it->second;
+    if (replayed == nullptr || replayed->size != block.size ||
+        replayed->requested != block.requested || replayed->state != block.state) {
+      note(fmt::format("dump: {}; replayed: {}", describe_block(address, &block),
+                       describe_block(address, replayed)));
+    }
+  }
+  for (const auto& [address, block] : end.blocks) {
+    if (!dump.blocks.contains(address)) {
+      note(fmt::format("dump: {}; replayed: {}", describe_block(address, nullptr),
+                       describe_block(address, &block)));
+    }
+  }
+}
+
+}  // namespace
+
 void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding) {
   const Snapshot& snapshot = *snapshot_;
   const bool possible = check_.possible;
@@ -476,41 +519,7 @@ void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding)
     }
   }
   check_.misfits_forward = forth.misfits;
-  // Compare with the dump, ranges then blocks, in address order.
-  auto note = [&](const std::string& what) {
-    if (check_.differences++ == 0) check_.first_difference = what;
-  };
-  for (const auto& [address, range] : dump.ranges) {
-    auto it = end.ranges.find(address);
-    if (it == end.ranges.end()) {
-      note(fmt::format("segment at {:#x} ({} bytes) is in the dump but not replayed", address,
-                       range.size));
-    } else if (it->second.size != range.size) {
-      note(fmt::format("segment at {:#x} is {} bytes replayed, {} in the dump", address,
-                       it->second.size, range.size));
-    }
-  }
-  for (const auto& [address, range] : end.ranges) {
-    if (!dump.ranges.contains(address)) {
-      note(fmt::format("segment at {:#x} ({} bytes) is replayed but not in the dump", address,
-                       range.size));
-    }
-  }
-  for (const auto& [address, block] : dump.blocks) {
-    auto it = end.blocks.find(address);
-    const HeldBlock* replayed = it == end.blocks.end() ? nullptr : &it->second;
-    if (replayed == nullptr || replayed->size != block.size ||
-        replayed->requested != block.requested || replayed->state != block.state) {
-      note(fmt::format("dump: {}; replayed: {}", describe_block(address, &block),
-                       describe_block(address, replayed)));
-    }
-  }
-  for (const auto& [address, block] : end.blocks) {
-    if (!dump.blocks.contains(address)) {
-      note(fmt::format("dump: {}; replayed: {}", describe_block(address, nullptr),
-                       describe_block(address, &block)));
-    }
-  }
+  compare_with_dump(dump, end, check_);
   check_.exact = check_.possible && check_.differences == 0;
 }
 

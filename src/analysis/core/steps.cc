@@ -333,16 +333,13 @@ struct SweepObserver {
 
 }  // namespace
 
-TraceAnalysis analyze_trace(const Snapshot& snapshot, const DeviceTrace& trace,
-                            const std::vector<ProfilerStep>& steps) {
-  const EventColumns& events = snapshot.events;
-  TraceAnalysis analysis;
-  analysis.steps.resize(steps.size());
-  for (size_t k = 0; k < steps.size(); ++k) analysis.steps[k].step = steps[k];
+namespace {
 
-  // Window bounds: start <= time_us <= end; an incomplete step runs to the
-  // end of the trace. Each found by one merge over the steps sorted by that
-  // bound (times that go backwards cannot make this scan quadratic).
+// Window bounds: start <= time_us <= end; an incomplete step runs to the end
+// of the trace. Each found by one merge over the steps sorted by that bound
+// (times that go backwards cannot make this scan quadratic).
+void find_window_bounds(const EventColumns& events, const DeviceTrace& trace,
+                        const std::vector<ProfilerStep>& steps, TraceAnalysis& analysis) {
   std::vector<size_t> by_start(steps.size());
   for (size_t k = 0; k < steps.size(); ++k) by_start[k] = k;
   std::sort(by_start.begin(), by_start.end(),
@@ -370,6 +367,73 @@ TraceAnalysis analyze_trace(const Snapshot& snapshot, const DeviceTrace& trace,
       stats.end = std::max(stats.begin, i);
     }
   }
+}
+
+// A window that closes: its counts since it opened, the matched frees of
+// blocks from before it, and its peak among the candidates.
+void finish_window(StepStats& stats, const RunningCounts& start, const RunningCounts& counts,
+                   int64_t delta, const std::vector<uint64_t>& sorted_begins,
+                   const FreesByAllocationRank& frees,
+                   const std::vector<PeakCandidate>& candidates) {
+  stats.end_delta = sub_bytes(delta, static_cast<uint64_t>(stats.start_delta));
+  stats.alloc_count = counts.alloc_count - start.alloc_count;
+  stats.alloc_bytes = counts.alloc_bytes - start.alloc_bytes;
+  stats.free_count = counts.free_count - start.free_count;
+  stats.unmatched_free_count = counts.unmatched_free_count - start.unmatched_free_count;
+  stats.unmatched_free_bytes = counts.unmatched_free_bytes - start.unmatched_free_bytes;
+  // Matched frees in the window, less those of blocks allocated in it.
+  auto first_rank = static_cast<size_t>(
+      std::lower_bound(sorted_begins.begin(), sorted_begins.end(), stats.begin) -
+      sorted_begins.begin());
+  auto [inside_count, inside_bytes] = frees.at_or_above(first_rank + 1);
+  uint64_t matched_frees = stats.free_count - stats.unmatched_free_count;
+  stats.pre_existing_free_count = matched_frees - inside_count;
+  stats.pre_existing_free_bytes =
+      counts.matched_free_bytes - start.matched_free_bytes - inside_bytes;
+  auto highest = std::lower_bound(
+      candidates.begin(), candidates.end(), stats.begin,
+      [](const PeakCandidate& candidate, uint64_t begin) { return candidate.event < begin; });
+  if (highest != candidates.end()) {
+    int64_t window_delta = sub_bytes(highest->delta, static_cast<uint64_t>(stats.start_delta));
+    if (window_delta > 0) {
+      stats.peak_delta = window_delta;
+      stats.peak_event = highest->event;
+    }
+  }
+}
+
+// The entry's action and time, counted.
+inline void count_entry(const Snapshot& snapshot, uint64_t i, TraceCounts& counted,
+                        int64_t& last_time) {
+  const EventColumns& events = snapshot.events;
+  const Action action = events.action[i];
+  if (action == Action::kOther) {
+    ++counted.other_actions[std::string(snapshot.action_label(i))];
+  } else {
+    ++counted.actions[static_cast<size_t>(action)];
+    if (action == Action::kOom) counted.oom_events.push_back(i);
+  }
+  if (const int64_t t = events.time_us[i]; t > 0) {
+    if (counted.first_time_us == 0) {
+      counted.first_time_us = counted.earliest_time_us = counted.latest_time_us = t;
+    }
+    if (t < last_time) ++counted.times_backwards;
+    counted.earliest_time_us = std::min(counted.earliest_time_us, t);
+    counted.latest_time_us = std::max(counted.latest_time_us, t);
+    last_time = t;
+  }
+}
+
+}  // namespace
+
+TraceAnalysis analyze_trace(const Snapshot& snapshot, const DeviceTrace& trace,
+                            const std::vector<ProfilerStep>& steps) {
+  const EventColumns& events = snapshot.events;
+  TraceAnalysis analysis;
+  analysis.steps.resize(steps.size());
+  for (size_t k = 0; k < steps.size(); ++k) analysis.steps[k].step = steps[k];
+
+  find_window_bounds(events, trace, steps, analysis);
 
   // Events at which windows open and close, in event order.
   std::vector<size_t> opening(steps.size());
@@ -408,33 +472,8 @@ TraceAnalysis analyze_trace(const Snapshot& snapshot, const DeviceTrace& trace,
     while (next_close < closing.size() && analysis.steps[closing[next_close]].end <= index) {
       size_t k = closing[next_close++];
       --open_windows;
-      StepStats& stats = analysis.steps[k];
-      const RunningCounts& start = counts_at_start[k];
-      stats.end_delta = sub_bytes(replay.delta(), static_cast<uint64_t>(stats.start_delta));
-      stats.alloc_count = counts.alloc_count - start.alloc_count;
-      stats.alloc_bytes = counts.alloc_bytes - start.alloc_bytes;
-      stats.free_count = counts.free_count - start.free_count;
-      stats.unmatched_free_count = counts.unmatched_free_count - start.unmatched_free_count;
-      stats.unmatched_free_bytes = counts.unmatched_free_bytes - start.unmatched_free_bytes;
-      // Matched frees in the window, less those of blocks allocated in it.
-      auto first_rank = static_cast<size_t>(
-          std::lower_bound(sorted_begins.begin(), sorted_begins.end(), stats.begin) -
-          sorted_begins.begin());
-      auto [inside_count, inside_bytes] = frees.at_or_above(first_rank + 1);
-      uint64_t matched_frees = stats.free_count - stats.unmatched_free_count;
-      stats.pre_existing_free_count = matched_frees - inside_count;
-      stats.pre_existing_free_bytes =
-          counts.matched_free_bytes - start.matched_free_bytes - inside_bytes;
-      auto highest = std::lower_bound(
-          candidates.begin(), candidates.end(), stats.begin,
-          [](const PeakCandidate& candidate, uint64_t begin) { return candidate.event < begin; });
-      if (highest != candidates.end()) {
-        int64_t window_delta = sub_bytes(highest->delta, static_cast<uint64_t>(stats.start_delta));
-        if (window_delta > 0) {
-          stats.peak_delta = window_delta;
-          stats.peak_event = highest->event;
-        }
-      }
+      finish_window(analysis.steps[k], counts_at_start[k], counts, replay.delta(), sorted_begins,
+                    frees, candidates);
     }
     // Every window still to open begins at or after this event.
     if (open_windows == 0) candidates.clear();
@@ -445,22 +484,7 @@ TraceAnalysis analyze_trace(const Snapshot& snapshot, const DeviceTrace& trace,
     open_until(i);
     close_until(i);
     replay.apply(i, sweep);
-    const Action action = events.action[i];
-    if (action == Action::kOther) {
-      ++counted.other_actions[std::string(snapshot.action_label(i))];
-    } else {
-      ++counted.actions[static_cast<size_t>(action)];
-      if (action == Action::kOom) counted.oom_events.push_back(i);
-    }
-    if (const int64_t t = events.time_us[i]; t > 0) {
-      if (counted.first_time_us == 0) {
-        counted.first_time_us = counted.earliest_time_us = counted.latest_time_us = t;
-      }
-      if (t < last_time) ++counted.times_backwards;
-      counted.earliest_time_us = std::min(counted.earliest_time_us, t);
-      counted.latest_time_us = std::max(counted.latest_time_us, t);
-      last_time = t;
-    }
+    count_entry(snapshot, i, counted, last_time);
   }
   // Windows that start after the last event open (and close) at the final delta.
   open_until(UINT64_MAX);

@@ -454,6 +454,42 @@ std::vector<uint64_t> positions_at_times(const Snapshot& snapshot, const DeviceT
 
 }  // namespace
 
+namespace {
+
+// Times are rounded to the microsecond, as the page states them.
+double rounded_to_us(double seconds) {
+  return std::round(seconds * 1e6) / 1e6;
+}
+
+// The time of every entry that changes the allocator, and the start.
+std::vector<double> change_times(const Snapshot& snapshot, const DeviceTrace& trace,
+                                 const AllocatorHistory& history, int64_t start) {
+  std::vector<double> chosen{0.0};
+  for (uint64_t position = 1; position <= trace.count(); ++position) {
+    const int64_t time = snapshot.events.time_us[trace.begin + position - 1];
+    if (time != 0 && history.observed(position))
+      chosen.push_back(rounded_to_us(static_cast<double>(time - start) / 1e6));
+  }
+  return chosen;
+}
+
+// Each moment walks the whole state for its totals: no more moments than
+// kMomentWork allows for a state of the larger of the dump's size and the
+// start's (a state's size mostly stays between them), and room for the given
+// times and two more.
+uint64_t most_moments(const FileAnalysis& file, const AllocatorHistory& history, size_t given) {
+  uint64_t dump_blocks = 1;
+  for (const Segment& segment : file.snapshot().segments) {
+    if (segment.device == file.device()) dump_blocks += 1 + segment.block_count;
+  }
+  const uint64_t state_size =
+      std::max(dump_blocks, 1 + history.start().ranges.size() + history.start().blocks.size());
+  return std::max<uint64_t>(given + 2,
+                            std::min<uint64_t>(kMomentWork / state_size, kMaxAllocatorMoments));
+}
+
+}  // namespace
+
 AllocatorMoments allocator_moments(const FileAnalysis& file, const std::vector<double>& times_s,
                                    uint64_t page_bytes) {
   AllocatorMoments out;
@@ -474,42 +510,22 @@ AllocatorMoments allocator_moments(const FileAnalysis& file, const std::vector<d
   }
   out.available = true;
   const double duration_s = static_cast<double>(trace_end_us(snapshot, trace) - start) / 1e6;
-  // Times are rounded to the microsecond, as the page states them.
-  const auto to_us = [](double seconds) { return std::round(seconds * 1e6) / 1e6; };
   std::vector<double> given;
   for (double t : times_s) {
-    if (t >= 0 && t <= duration_s) given.push_back(to_us(t));
+    if (t >= 0 && t <= duration_s) given.push_back(rounded_to_us(t));
   }
   // The moments to try: the time of every entry that changes the allocator
   // (and the start), else `even` moments spread evenly, with the given ones.
-  const auto every_change = [&] {
-    std::vector<double> chosen{0.0};
-    for (uint64_t position = 1; position <= trace.count(); ++position) {
-      const int64_t time = snapshot.events.time_us[trace.begin + position - 1];
-      if (time != 0 && history.observed(position))
-        chosen.push_back(to_us(static_cast<double>(time - start) / 1e6));
-    }
-    return chosen;
-  };
   const auto evenly = [&](uint64_t even) {
     std::vector<double> chosen;
     for (uint64_t k = 0; k < even; ++k) {
-      chosen.push_back(to_us(duration_s * static_cast<double>(k) / static_cast<double>(even - 1)));
+      chosen.push_back(
+          rounded_to_us(duration_s * static_cast<double>(k) / static_cast<double>(even - 1)));
     }
     return chosen;
   };
-  // Each moment walks the whole state for its totals: no more moments than
-  // kMomentWork allows for a state of the larger of the dump's size and the
-  // start's (a state's size mostly stays between them).
-  uint64_t dump_blocks = 1;
-  for (const Segment& segment : snapshot.segments) {
-    if (segment.device == file.device()) dump_blocks += 1 + segment.block_count;
-  }
-  const uint64_t state_size =
-      std::max(dump_blocks, 1 + history.start().ranges.size() + history.start().blocks.size());
-  const uint64_t most = std::max<uint64_t>(
-      given.size() + 2, std::min<uint64_t>(kMomentWork / state_size, kMaxAllocatorMoments));
-  std::vector<double> chosen = every_change();
+  const uint64_t most = most_moments(file, history, given.size());
+  std::vector<double> chosen = change_times(snapshot, trace, history, start);
   bool all_changes = chosen.size() + given.size() <= most && page_bytes > 0;
   if (page_bytes == 0) {
     chosen = evenly(2);
