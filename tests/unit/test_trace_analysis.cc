@@ -3,6 +3,8 @@
 
 #include "analysis/core/sources.h"
 #include "analysis/core/steps.h"
+#include "analysis/core/trace_time.h"
+#include "memsnap/error.h"
 #include "model_builder.h"
 
 namespace memsnap {
@@ -71,12 +73,34 @@ TEST(TraceAnalysis, TimePositionsAndClamping) {
   b.alloc(0x100, 10, 1'000'000);
   b.alloc(0x200, 20, 1'500'000);
   b.free(0x100, 10, 2'000'000);
-  const DeviceTrace& trace = b.model.devices[0];
-  EXPECT_EQ(position_at_time(b.model, trace, 0.0), 1u);
-  EXPECT_EQ(position_at_time(b.model, trace, 0.5), 2u);
-  EXPECT_EQ(position_at_time(b.model, trace, 0.9999), 2u);
-  EXPECT_EQ(position_at_time(b.model, trace, 1.0), 4u);
-  EXPECT_EQ(position_at_time(b.model, trace, 100.0), 4u);  // past the end: everything
+  const TraceTime time(b.model, b.model.devices[0]);
+  EXPECT_EQ(time.position_at(0.0), 1u);
+  EXPECT_EQ(time.position_at(0.5), 2u);
+  EXPECT_EQ(time.position_at(0.9999), 2u);
+  EXPECT_EQ(time.position_at(1.0), 4u);
+  EXPECT_EQ(time.position_at(100.0), 4u);  // past the end: everything
+  EXPECT_EQ(time.position_at(1e300), 4u);  // beyond 2^53 us: clamped, no overflow
+  EXPECT_EQ(time.positions_at({0.0, 0.5, 1.0, 100.0}), (std::vector<uint64_t>{1, 2, 4, 4}));
+  EXPECT_DOUBLE_EQ(time.duration_s(), 1.0);
+  EXPECT_DOUBLE_EQ(time.clamped(7.0), 1.0);
+  EXPECT_DOUBLE_EQ(time.clamped(0.25), 0.25);
+  EXPECT_EQ(time.seconds_at(1), std::optional<double>(0.5));
+}
+
+TEST(TraceAnalysis, ATraceWithoutTimesRefusesATime) {
+  testing::ModelBuilder b;
+  b.alloc(0x100, 10);
+  const TraceTime time(b.model, b.model.devices[0]);
+  EXPECT_FALSE(time.timed());
+  EXPECT_EQ(time.seconds_at(0), std::nullopt);
+  try {
+    time.require_times("f.pickle", "parse still works");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& error) {
+    EXPECT_STREQ(error.what(),
+                 "f.pickle: trace entries carry no time_us (PyTorch before 2.2), so no time can be "
+                 "asked for; parse still works");
+  }
 }
 
 TEST(TraceAnalysis, LiveBySourceAtPositions) {

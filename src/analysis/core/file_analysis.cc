@@ -39,6 +39,7 @@ FileAnalysis::FileAnalysis(std::string path, const Snapshot& snapshot, std::opti
       snapshot_(&snapshot),
       choice_(choose_device(snapshot, device)),
       trace_(trace_or_empty(snapshot, choice_.device)),
+      time_(snapshot, trace_),
       step_source_(step_source),
       observer_(std::move(observer)),
       parts_(std::make_unique<Parts>()) {}
@@ -165,14 +166,6 @@ const StepStats* FileAnalysis::step(int64_t number) const {
       stats.begin(), stats.end(), number,
       [](const StepStats& step, int64_t wanted) { return step.step.number < wanted; });
   return found != stats.end() && found->step.number == number ? &*found : nullptr;
-}
-
-std::optional<double> FileAnalysis::seconds_at(uint64_t event) const {
-  const int64_t origin = trace_start_us(*snapshot_, trace_);
-  if (origin == 0 || event == kNoEvent || snapshot_->events.time_us[event] == 0) {
-    return std::nullopt;
-  }
-  return static_cast<double>(snapshot_->events.time_us[event] - origin) / 1e6;
 }
 
 FileAnalysis analyze_file(const std::string& path, const Snapshot& snapshot,

@@ -29,6 +29,7 @@
 #include "analysis/core/segments.h"
 #include "analysis/core/sources.h"
 #include "analysis/core/steps.h"
+#include "analysis/core/trace_time.h"
 #include "memsnap/model.h"
 
 namespace memsnap {
@@ -108,9 +109,13 @@ class FileAnalysis {
     const ReplayTotals& t = trace_analysis().totals;
     return t.peak_event == kNoEvent ? 0 : t.peak_event + 1 - trace_.begin;
   }
+  // The trace's clock: its start and end, where a time falls, the clamp.
+  [[nodiscard]] const TraceTime& time() const { return time_; }
   // Seconds from the trace's first timed entry to a model index's entry;
   // nullopt when either has no time.
-  [[nodiscard]] std::optional<double> seconds_at(uint64_t event) const;
+  [[nodiscard]] std::optional<double> seconds_at(uint64_t event) const {
+    return time_.seconds_at(event);
+  }
 
  private:
   struct Parts;
@@ -121,6 +126,7 @@ class FileAnalysis {
   const Snapshot* snapshot_ = nullptr;
   DeviceChoice choice_;
   DeviceTrace trace_;
+  TraceTime time_;
   StepSource step_source_ = StepSource::kAuto;
   PartObserver observer_;
   std::unique_ptr<Parts> parts_;

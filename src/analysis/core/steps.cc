@@ -229,17 +229,6 @@ int64_t trace_end_us(const Snapshot& snapshot, const DeviceTrace& trace) {
   return 0;
 }
 
-uint64_t position_at_time(const Snapshot& snapshot, const DeviceTrace& trace, double seconds) {
-  int64_t origin = trace_start_us(snapshot, trace);
-  // Times are below 2^53 us (the decoder's bound), so a time past 2^53 us
-  // after the origin is past every event; clamping keeps the sum an int64.
-  constexpr double kBeyondEveryTimeUs = 9007199254740992.0;  // 2^53
-  double offset_us = std::clamp(seconds * 1e6, -kBeyondEveryTimeUs, kBeyondEveryTimeUs);
-  auto limit = origin + static_cast<int64_t>(std::llround(offset_us));
-  uint64_t i = trace.begin;
-  while (i < trace.end && snapshot.events.time_us[i] <= limit) ++i;
-  return i - trace.begin;
-}
 
 namespace {
 

@@ -147,9 +147,6 @@ TraceAnalysis analyze_trace(const Snapshot& snapshot, const DeviceTrace& trace,
 int64_t trace_start_us(const Snapshot& snapshot, const DeviceTrace& trace);
 int64_t trace_end_us(const Snapshot& snapshot, const DeviceTrace& trace);
 
-// Events with time_us <= origin + seconds, counted from the trace start (a
-// prefix: replay stops at the first later event).
-uint64_t position_at_time(const Snapshot& snapshot, const DeviceTrace& trace, double seconds);
 
 // Counts of one device's record_function marks (START) inside a time range,
 // by full name as the reference scripts count them (Optimizer.step#AdamW.step

@@ -48,7 +48,7 @@ std::optional<std::string> rank_of(const std::string& path) {
 // events (the peak's own event), when the trace has time_us.
 std::optional<double> time_of_position(const FileAnalysis& file, uint64_t position) {
   if (position > 0) return file.seconds_at(file.trace().begin + position - 1);
-  return trace_start_us(file.snapshot(), file.trace()) == 0 ? std::nullopt : std::optional(0.0);
+  return file.time().timed() ? std::optional(0.0) : std::nullopt;
 }
 
 struct DrillMoment {

@@ -192,7 +192,7 @@ std::optional<OomMoment> choose_moment(const FileAnalysis& file, const OomOption
   const DeviceTrace& trace = file.trace();
   const EventColumns& events = snapshot.events;
   const std::vector<uint64_t>& ooms = file.trace_analysis().counts.oom_events;
-  const int64_t t0 = trace_start_us(snapshot, trace);
+  const int64_t t0 = file.time().start_us();
   // The moment: after `at` entries of the trace; `e` the entry there (an oom
   // entry, or the allocation that reached the peak), kNoEvent at the start.
   OomMoment m;
@@ -224,7 +224,7 @@ void describe_request(const FileAnalysis& file, const OomMoment& m, SourceIndex&
   const Snapshot& snapshot = file.snapshot();
   const DeviceTrace& trace = file.trace();
   const EventColumns& events = snapshot.events;
-  const int64_t t0 = trace_start_us(snapshot, trace);
+  const int64_t t0 = file.time().start_us();
   if (m.e == kNoEvent) return;
   const uint64_t e = m.e;
   c.event = e - trace.begin;
@@ -249,8 +249,7 @@ OomReplay replay_to_moment(const FileAnalysis& file, const OomOptions& options, 
   const Snapshot& snapshot = file.snapshot();
   const DeviceTrace& trace = file.trace();
   const uint64_t before =
-      c.has_time ? std::min(m.at, position_at_time(snapshot, trace, c.time_s - options.window_s))
-                 : m.at;
+      c.has_time ? std::min(m.at, file.time().position_at(c.time_s - options.window_s)) : m.at;
   Replay replay(snapshot);
   AwaitingFree awaiting{snapshot, &replay.live(), {}, 0};
   replay.run(trace.begin, trace.begin + before, awaiting);

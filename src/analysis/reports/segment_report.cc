@@ -198,30 +198,23 @@ SegmentReport segments_report(const FileAnalysis& file, std::optional<double> se
 
 SegmentReport segments_at_time(const FileAnalysis& analysis, double seconds) {
   const std::string& file = analysis.path();
-  const Snapshot& snapshot = analysis.snapshot();
   const int device = analysis.device();
   const DeviceTrace& trace = analysis.trace();
-  const int64_t start = trace_start_us(snapshot, trace);
   if (trace.count() == 0) {
     throw Error(
         fmt::format("{}: device {} has no trace entries, so only the dump's state is "
                     "known (ask without a time)",
                     file, device));
   }
-  if (start == 0) {
-    throw Error(
-        fmt::format("{}: trace entries carry no time_us (PyTorch before 2.2), so no time "
-                    "can be asked for; the dump's state is shown without one",
-                    file));
-  }
+  const TraceTime& time = analysis.time();
+  time.require_times(file, "the dump's state is shown without one");
   const AllocatorHistory& history = *analysis.allocator_history();
   if (!history.check().possible) {
     throw Error(fmt::format("{}: cannot replay the allocator's state: {}", file,
                             history.check().impossible_reason));
   }
-  const double duration_s = static_cast<double>(trace_end_us(snapshot, trace) - start) / 1e6;
-  const double clamped_s = std::min(seconds, duration_s);
-  const uint64_t position = position_at_time(snapshot, trace, clamped_s);
+  const double clamped_s = time.clamped(seconds);
+  const uint64_t position = time.position_at(clamped_s);
   SegmentReport report = segments_at_state(file, device, history.at(position));
   report.position = position;
   report.time_s = clamped_s;
@@ -266,10 +259,10 @@ namespace {
 // Free memory after every allocator entry, kept per bucket as (first moment
 // of the bucket's max, max) and (last moment, last value); the largest free
 // block at evenly spaced moments. One forward walk.
-void free_over_time(const Snapshot& snapshot, const DeviceTrace& trace,
+void free_over_time(const Snapshot& snapshot, const DeviceTrace& trace, const TraceTime& clock,
                     const AllocatorHistory& history, AllocatorMoments& out) {
-  const int64_t start = trace_start_us(snapshot, trace);
-  const double duration_us = static_cast<double>(trace_end_us(snapshot, trace) - start);
+  const int64_t start = clock.start_us();
+  const double duration_us = static_cast<double>(clock.end_us() - start);
   const double sample_every = std::max(duration_us / static_cast<double>(kLargestFreeSamples), 1.0);
   int64_t latest_t = 0;  // times that go backwards hold the latest one seen
   double next_sample = 0;
@@ -434,24 +427,6 @@ class MomentBuilder {
   std::vector<Block> blocks_;                       // scratch
 };
 
-// position_at_time for ascending times in one pass (each call of it walks
-// from the trace's start): the entries with time_us at most the time's.
-std::vector<uint64_t> positions_at_times(const Snapshot& snapshot, const DeviceTrace& trace,
-                                         const std::vector<double>& ascending_s) {
-  const int64_t origin = trace_start_us(snapshot, trace);
-  constexpr double kBeyondEveryTimeUs = 9007199254740992.0;  // 2^53, as position_at_time
-  std::vector<uint64_t> out;
-  out.reserve(ascending_s.size());
-  uint64_t i = trace.begin;
-  for (double seconds : ascending_s) {
-    const double offset_us = std::clamp(seconds * 1e6, -kBeyondEveryTimeUs, kBeyondEveryTimeUs);
-    const int64_t limit = origin + static_cast<int64_t>(std::llround(offset_us));
-    while (i < trace.end && snapshot.events.time_us[i] <= limit) ++i;
-    out.push_back(i - trace.begin);
-  }
-  return out;
-}
-
 }  // namespace
 
 namespace {
@@ -495,7 +470,8 @@ AllocatorMoments allocator_moments(const FileAnalysis& file, const std::vector<d
   AllocatorMoments out;
   const Snapshot& snapshot = file.snapshot();
   const DeviceTrace& trace = file.trace();
-  const int64_t start = trace_start_us(snapshot, trace);
+  const TraceTime& clock = file.time();
+  const int64_t start = clock.start_us();
   if (trace.count() == 0 || start == 0) {
     out.unavailable_reason =
         trace.count() == 0 ? "the device has no trace entries" : "trace entries carry no time_us";
@@ -509,7 +485,7 @@ AllocatorMoments allocator_moments(const FileAnalysis& file, const std::vector<d
     return out;
   }
   out.available = true;
-  const double duration_s = static_cast<double>(trace_end_us(snapshot, trace) - start) / 1e6;
+  const double duration_s = clock.duration_s();
   std::vector<double> given;
   for (double t : times_s) {
     if (t >= 0 && t <= duration_s) given.push_back(rounded_to_us(t));
@@ -537,7 +513,7 @@ AllocatorMoments allocator_moments(const FileAnalysis& file, const std::vector<d
     chosen.insert(chosen.end(), given.begin(), given.end());
     std::sort(chosen.begin(), chosen.end());
     chosen.erase(std::unique(chosen.begin(), chosen.end()), chosen.end());
-    const std::vector<uint64_t> positions = positions_at_times(snapshot, trace, chosen);
+    const std::vector<uint64_t> positions = clock.positions_at(chosen);
     // No budget (a run the panel does not show): the fewest moments at once.
     const bool last =
         chosen.size() <= given.size() + 2 || attempt >= kMaxAttempts || page_bytes == 0;
@@ -565,7 +541,7 @@ AllocatorMoments allocator_moments(const FileAnalysis& file, const std::vector<d
     builder.take(out);
     break;
   }
-  free_over_time(snapshot, trace, history, out);
+  free_over_time(snapshot, trace, clock, history, out);
   return out;
 }
 

@@ -12,7 +12,7 @@ ReplayStepResult replay_steps(const FileAnalysis& file, std::optional<int64_t> s
   if (file.steps().empty()) {
     // Name only what really works on this file.
     bool has_trace = file.trace().count() > 0;
-    bool has_time = has_trace && trace_start_us(file.snapshot(), file.trace()) != 0;
+    bool has_time = has_trace && file.time().timed();
     std::string works = !has_trace  ? "parse and compare (segments at dump time) still work; "
                                       "the file has no allocation history at all"
                         : !has_time ? "parse, compare and plot still work on this file "
@@ -63,7 +63,7 @@ ReplayStepResult replay_steps(const FileAnalysis& file, std::optional<int64_t> s
       live_by_source(file.snapshot(), file.trace(), sources, positions);
 
   const AnnotationCounter annotations(file.snapshot(), file.device());
-  const int64_t trace_end = trace_end_us(file.snapshot(), file.trace());
+  const int64_t trace_end = file.time().end_us();
   ReplayStepResult result;
   result.group = key_options.group;
   result.file = file.path();

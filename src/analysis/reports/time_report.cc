@@ -13,21 +13,16 @@ TimeSide replay_to_time(const FileAnalysis& file, double seconds,
   side.group = key_options.group;
   side.file = file.path();
   side.device = file.device();
-  int64_t start = trace_start_us(snapshot, file.trace());
-  if (file.trace().count() > 0 && start == 0) {
-    throw Error(
-        fmt::format("{}: trace entries carry no time_us (PyTorch before 2.2), so no time "
-                    "can be asked for; parse and compare still work",
-                    file.path()));
-  }
-  side.trace_duration_s = static_cast<double>(trace_end_us(snapshot, file.trace()) - start) / 1e6;
+  const TraceTime& time = file.time();
+  if (file.trace().count() > 0) time.require_times(file.path(), "parse and compare still work");
+  side.trace_duration_s = time.duration_s();
   side.requested_s = seconds;
   side.time_s = seconds;
   if (seconds > side.trace_duration_s) {
     side.time_s = side.trace_duration_s;
     side.clamped = true;
   }
-  uint64_t position = position_at_time(snapshot, file.trace(), side.time_s);
+  uint64_t position = time.position_at(side.time_s);
   SourceIndex sources(snapshot, key_options);
   LiveAt at = live_at(snapshot, file.trace(), sources, position);
   const ReplayTotals& t = at.totals;

@@ -582,7 +582,6 @@ UnlistedMemory unlisted_memory(const FileAnalysis& file, const BaselineSources& 
 // A run's figures before its lines: label, file, device, baseline, peaks,
 // counts, and the trace's span.
 RunTimeline timeline_of(const FileAnalysis& file, const std::string& label) {
-  const Snapshot& snapshot = file.snapshot();
   const DeviceTrace& trace = file.trace();
   const ReplayTotals& totals = file.trace_analysis().totals;
   RunTimeline run;
@@ -596,11 +595,11 @@ RunTimeline timeline_of(const FileAnalysis& file, const std::string& label) {
   run.unmatched_frees = totals.unmatched_free_count;
   run.unmatched_free_bytes = totals.unmatched_free_bytes;
   run.event_count = trace.count();
-  const int64_t t0 = trace_start_us(snapshot, trace);
-  run.has_time = t0 != 0;
+  const TraceTime& time = file.time();
+  run.has_time = time.timed();
   // Clamped: in a hostile file the last timed entry can precede the first.
   run.duration_s =
-      run.has_time ? std::max(0.0, seconds_between(t0, trace_end_us(snapshot, trace))) : 0;
+      run.has_time ? std::max(0.0, seconds_between(time.start_us(), time.end_us())) : 0;
   return run;
 }
 
@@ -773,7 +772,7 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
   const EventColumns& events = snapshot.events;
   const DeviceTrace& trace = file.trace();
   RunTimeline run = timeline_of(file, label);
-  const int64_t t0 = trace_start_us(snapshot, trace);
+  const int64_t t0 = file.time().start_us();
 
   // One replay pass: delta after each delta-changing event, lifetimes.
   std::vector<double> time_positions;
