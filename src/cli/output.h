@@ -11,9 +11,10 @@
 namespace memsnap::cli {
 
 // Reports go to stdout and notes (one "memsnap: ..." line each) to stderr,
-// unless a CapturedOutput is alive: then both go into its strings. The Python
-// package runs a command in-process this way and returns what it printed.
-// One at a time (the package holds a lock around it).
+// unless a CapturedOutput is alive: then both go into its strings. The
+// refusal corpus' batch runner (tests/corpus/cli_batch.cc) runs commands
+// in-process this way; the Python package never does (it calls the report
+// table and runs/). One at a time.
 class CapturedOutput {
  public:
   CapturedOutput();
