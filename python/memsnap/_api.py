@@ -7,10 +7,12 @@ same C++ code makes both), so a script and a terminal agree to the byte.
 from __future__ import annotations
 
 import html
+import inspect
 import json
 import os
 import pickle
 import re
+import textwrap
 import warnings
 from typing import (
     TYPE_CHECKING,
@@ -89,13 +91,19 @@ def _documented(name: str) -> Any:
     about the dict it returns."""
     entry = next(e for e in _core.report_table() if e["name"] == name)
 
+    def wrapped(text: str, indent: str = "") -> List[str]:
+        """A paragraph at 88 columns; a parameter's lines hang under its name."""
+        hang = indent + "    " if indent else ""
+        return textwrap.wrap(text, 88, initial_indent=indent, subsequent_indent=hang)
+
     def document(method: Any) -> Any:
-        lines = [f"``memsnap {name} --json``: {entry['summary']}.", "", entry["description"]]
-        if entry["parameters"]:
-            lines += ["", "Parameters:"]
-            lines += [f"    {p['id']}: {p['help']}" for p in entry["parameters"]]
-        lines += [f"    top: {entry['top_rows']} (default {entry['default_top']})", ""]
-        own = (method.__doc__ or "").strip()
+        lines = wrapped(f"``memsnap {name} --json``: {entry['summary']}.") + [""]
+        lines += wrapped(entry["description"]) + ["", "Parameters:"]
+        for parameter in entry["parameters"]:
+            lines += wrapped(f"{parameter['id']}: {parameter['help']}", "    ")
+        lines += wrapped(f"top: {entry['top_rows']} (default {entry['default_top']})", "    ")
+        lines += [""]
+        own = inspect.cleandoc(method.__doc__ or "")
         lines += [own, "", f"Schema: ``tests/schema/{entry['schema']}.schema.json``"
                   " (``docs/json-schema.md``)."]
         method.__doc__ = "\n".join(lines)

@@ -204,11 +204,12 @@ def test_report_methods_come_from_the_report_table() -> None:
                                                   "streams", "replay-to-time", "replay-step"}
     for entry in table:
         method = getattr(memsnap.Snapshot, entry["name"].replace("-", "_"))
-        doc = method.__doc__
+        doc = " ".join(method.__doc__.split())  # wrapped to 88 columns
         assert entry["description"] in doc, entry["name"]
         for parameter in entry["parameters"]:
             assert f"{parameter['id']}: {parameter['help']}" in doc, parameter["id"]
         assert f"tests/schema/{entry['schema']}.schema.json" in doc
+        assert all(len(line) <= 88 for line in method.__doc__.splitlines()[:6])
 
 
 def test_report_parameters_are_checked_by_the_table() -> None:
