@@ -85,11 +85,15 @@ def _strings(value: Union[str, Iterable[str]], what: str) -> List[str]:
     return [os.fspath(item) for item in items]
 
 
+# The report table's entries by name, read once when the package is imported.
+_REPORTS = {entry["name"]: entry for entry in _core.report_table()}
+
+
 def _documented(name: str) -> Any:
     """A report method's docstring: the report table's description of ``name`` (what
     the command line's --help says), its parameters, then the method's own words
     about the dict it returns."""
-    entry = next(e for e in _core.report_table() if e["name"] == name)
+    entry = _REPORTS[name]
 
     def wrapped(text: str, indent: str = "") -> List[str]:
         """A paragraph at 88 columns; a parameter's lines hang under its name."""

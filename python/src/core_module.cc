@@ -582,16 +582,12 @@ service::ReportRequest request_of(const service::ReportEntry& entry, const nb::d
   std::vector<std::pair<std::string, service::Value>> given;
   for (auto [key, object] : arguments) {
     const std::string id = nb::cast<std::string>(key);
-    const auto& parameters = entry.parameters;
-    auto parameter = std::find_if(parameters.begin(), parameters.end(),
-                                  [&](const service::Parameter& p) { return p.id == id; });
-    const service::Parameter& declared =
-        parameter != parameters.end() ? *parameter : service::top_parameter();
-    if (parameter == parameters.end() && id != declared.id) {
+    const service::Parameter* parameter = service::find_parameter(entry, id);
+    if (parameter == nullptr) {
       throw nb::type_error(
           fmt::format("{}() got an unexpected keyword argument '{}'", entry.name, id).c_str());
     }
-    given.emplace_back(id, value_of_object(declared, object));
+    given.emplace_back(id, value_of_object(*parameter, object));
   }
   return service::request_for(entry, given, keys, service::Spelling::kKeyword);
 }

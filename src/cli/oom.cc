@@ -82,13 +82,7 @@ Command oom_command() {
           const CommonOptions& common = flags->report.common;
           std::error_code error;
           if (flags->files.size() == 1 && !std::filesystem::is_directory(flags->files[0], error)) {
-            const std::string& path = flags->files[0];
-            Snapshot snapshot = load_with_progress(path, common);
-            const FileAnalysis file = analyze(path, snapshot, common);
-            write_answer(
-                entry.answer(file, request,
-                             common.json ? service::Format::kJson : service::Format::kText),
-                common.json);
+            answer_file(entry, flags->files[0], request, common);
             return;
           }
           const OomOptions options = service::oom_options(request);

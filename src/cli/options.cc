@@ -82,22 +82,17 @@ CLI::Validator one_of(std::vector<std::string> words) {
 }
 
 CLI::Validator whole_number_at_least(long long minimum) {
-  return whole_number_or_word(minimum, "");
-}
-
-CLI::Validator whole_number_or_word(long long minimum, const std::string& word) {
   return CLI::Validator(
-      [minimum, word](std::string& input) -> std::string {
-        if (!word.empty() && input == word) return {};
+      [minimum](std::string& input) -> std::string {
         long long value = 0;
         auto [end, error] = std::from_chars(input.data(), input.data() + input.size(), value);
         if (error != std::errc() || end != input.data() + input.size() || value < minimum) {
-          return "expects a whole number >= " + std::to_string(minimum) +
-                 (word.empty() ? "" : " or '" + word + "'") + ", not '" + shown(input) + "'";
+          return "expects a whole number >= " + std::to_string(minimum) + ", not '" + shown(input) +
+                 "'";
         }
         return {};
       },
-      word.empty() ? "INT>=" + std::to_string(minimum) : "");
+      "INT>=" + std::to_string(minimum));
 }
 
 CLI::Validator finite_number() {

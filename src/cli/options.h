@@ -35,8 +35,6 @@ struct CommonOptions {
 // Checks for whole-number flags whose CLI11 defaults print the largest double
 // in their error: "--top: expects a whole number >= 0, not '-1'".
 CLI::Validator whole_number_at_least(long long minimum);
-// The same, or one word that stands for a choice of its own (e.g. "peak").
-CLI::Validator whole_number_or_word(long long minimum, const std::string& word);
 // A finite number (no nan/inf), for --time and --precision.
 CLI::Validator finite_number();
 // One of `words`, exactly; otherwise a message listing them, with the

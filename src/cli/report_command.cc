@@ -52,13 +52,11 @@ Runner configure(CLI::App& command, const ReportEntry& entry) {
   return [flags, &entry] {
     const service::ReportRequest request = report_request(entry, flags->report);
     const CommonOptions& common = flags->report.common;
-    const service::Format format = common.json ? service::Format::kJson : service::Format::kText;
     if (flags->other.empty()) {
-      Snapshot snapshot = load_with_progress(flags->file, common);
-      const FileAnalysis file = analyze(flags->file, snapshot, common);
-      write_answer(entry.answer(file, request, format), common.json);
+      answer_file(entry, flags->file, request, common);
       return;
     }
+    const service::Format format = common.json ? service::Format::kJson : service::Format::kText;
     const std::vector<std::string> files{flags->file, flags->other};
     std::vector<Snapshot> snapshots = load_all(files, common);
     const FileAnalysis a = analyze(files[0], snapshots[0], common);
@@ -95,6 +93,15 @@ service::ReportRequest report_request(const ReportEntry& entry, const ReportFlag
   }
   given.emplace_back("top", int64_t{flags.common.top});
   return service::request_for(entry, given, flags.common.keys, service::Spelling::kFlag);
+}
+
+void answer_file(const ReportEntry& entry, const std::string& path,
+                 const service::ReportRequest& request, const CommonOptions& common) {
+  Snapshot snapshot = load_with_progress(path, common);
+  const FileAnalysis file = analyze(path, snapshot, common);
+  write_answer(
+      entry.answer(file, request, common.json ? service::Format::kJson : service::Format::kText),
+      common.json);
 }
 
 void write_answer(const service::Answer& answer, bool json) {

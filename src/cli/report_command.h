@@ -31,6 +31,10 @@ struct ReportFlags {
 void add_report_flags(CLI::App& command, const service::ReportEntry& entry, ReportFlags& flags);
 // The checked request (Error::usage naming the flag).
 service::ReportRequest report_request(const service::ReportEntry& entry, const ReportFlags& flags);
+// One file's report: loaded, analysed on --device, answered in the format
+// asked for; the notes on stderr, then the report on stdout.
+void answer_file(const service::ReportEntry& entry, const std::string& path,
+                 const service::ReportRequest& request, const CommonOptions& common);
 // The notes on stderr, then the report on stdout.
 void write_answer(const service::Answer& answer, bool json);
 

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "cli/output.h"
+#include "service/parameters.h"
 
 namespace memsnap::cli {
 
@@ -38,12 +39,7 @@ RunInputs run_inputs(const SummaryInputs& inputs) {
 
 RunListener stderr_listener(const CommonOptions& common) {
   RunListener listener;
-  // The command line's spelling of a parameter: max_peak -> --max-peak.
-  listener.spell = [](std::string_view id) {
-    std::string flag = "--" + std::string(id);
-    std::replace(flag.begin(), flag.end(), '_', '-');
-    return flag;
-  };
+  listener.spell = service::flag_of;  // max_peak -> --max-peak
   listener.note = [](const std::string& note) { write_note(note); };
   listener.parts = timing_observer(common);
   listener.trim_heap = true;

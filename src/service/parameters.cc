@@ -113,11 +113,14 @@ Value checked_value(const Parameter& parameter, const Value& value, Spelling spe
 
 }  // namespace
 
-std::string spelled(const Parameter& parameter, Spelling spelling) {
-  if (spelling == Spelling::kKeyword) return std::string(parameter.id);
-  std::string flag = "--" + std::string(parameter.id);
+std::string flag_of(std::string_view id) {
+  std::string flag = "--" + std::string(id);
   std::replace(flag.begin(), flag.end(), '_', '-');
   return flag;
+}
+
+std::string spelled(const Parameter& parameter, Spelling spelling) {
+  return spelling == Spelling::kKeyword ? std::string(parameter.id) : flag_of(parameter.id);
 }
 
 std::string kind_description(const Parameter& parameter) {
@@ -212,34 +215,6 @@ Value value_of_text(const Parameter& parameter, std::string_view text, Spelling 
 
 bool Arguments::has(std::string_view id) const {
   return values_.contains(id);
-}
-
-std::optional<double> Arguments::seconds(std::string_view id) const {
-  auto found = values_.find(id);
-  if (found == values_.end()) return {};
-  if (const auto* value = std::get_if<double>(&found->second)) return *value;
-  return {};
-}
-
-std::optional<int64_t> Arguments::whole(std::string_view id) const {
-  auto found = values_.find(id);
-  if (found == values_.end()) return {};
-  if (const auto* value = std::get_if<int64_t>(&found->second)) return *value;
-  return {};
-}
-
-std::optional<std::string> Arguments::word(std::string_view id) const {
-  auto found = values_.find(id);
-  if (found == values_.end()) return {};
-  if (const auto* value = std::get_if<std::string>(&found->second)) return *value;
-  return {};
-}
-
-bool Arguments::on(std::string_view id) const {
-  auto found = values_.find(id);
-  if (found == values_.end()) return false;
-  const auto* value = std::get_if<bool>(&found->second);
-  return value != nullptr && *value;
 }
 
 uint64_t Arguments::bytes(std::string_view id) const {

@@ -45,6 +45,10 @@ enum class Spelling : uint8_t {
   kKeyword,  // Python and URLs: "all_steps"
 };
 std::string spelled(const Parameter& parameter, Spelling spelling);
+// The command line's flag for a parameter id: "--" and the id with '-' for
+// '_' ("all_steps" -> "--all-steps"); also how the command line spells the
+// parameters of runs/ (RunListener::spell).
+std::string flag_of(std::string_view id);
 // What a value of this kind is, for a message about a value of the wrong
 // type: "a number of seconds", "a whole number or 'peak'".
 std::string kind_description(const Parameter& parameter);
@@ -59,15 +63,28 @@ Value value_of_text(const Parameter& parameter, std::string_view text, Spelling 
 class Arguments {
  public:
   [[nodiscard]] bool has(std::string_view id) const;
-  [[nodiscard]] std::optional<double> seconds(std::string_view id) const;
-  [[nodiscard]] std::optional<int64_t> whole(std::string_view id) const;
-  [[nodiscard]] std::optional<std::string> word(std::string_view id) const;
-  [[nodiscard]] bool on(std::string_view id) const;         // a switch given and on
+  [[nodiscard]] std::optional<double> seconds(std::string_view id) const { return get<double>(id); }
+  [[nodiscard]] std::optional<int64_t> whole(std::string_view id) const { return get<int64_t>(id); }
+  [[nodiscard]] std::optional<std::string> word(std::string_view id) const {
+    return get<std::string>(id);
+  }
+  [[nodiscard]] bool on(std::string_view id) const {  // a switch given and on
+    return get<bool>(id).value_or(false);
+  }
   [[nodiscard]] uint64_t bytes(std::string_view id) const;  // 0 when not given
 
   void set(std::string_view id, Value value);
 
  private:
+  // The value of `id` where it holds a T.
+  template <typename T>
+  [[nodiscard]] std::optional<T> get(std::string_view id) const {
+    auto found = values_.find(id);
+    if (found == values_.end()) return {};
+    if (const T* value = std::get_if<T>(&found->second)) return *value;
+    return {};
+  }
+
   std::map<std::string, Value, std::less<>> values_;
 };
 

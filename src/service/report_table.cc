@@ -385,6 +385,14 @@ const Parameter& top_parameter() {
   return top;
 }
 
+const Parameter* find_parameter(const ReportEntry& entry, std::string_view id) {
+  if (id == top_parameter().id) return &top_parameter();
+  for (const Parameter& parameter : entry.parameters) {
+    if (parameter.id == id) return &parameter;
+  }
+  return nullptr;
+}
+
 ReportRequest request_for(const ReportEntry& entry,
                           const std::vector<std::pair<std::string, Value>>& given,
                           SourceKeyOptions keys, Spelling spelling) {

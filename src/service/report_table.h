@@ -74,6 +74,8 @@ const ReportEntry* find_report(std::string_view name);
 
 // --top, as every entry has it: a whole number >= 0.
 const Parameter& top_parameter();
+// The entry's parameter `id` (top included), or null.
+const Parameter* find_parameter(const ReportEntry& entry, std::string_view id);
 
 // The request for `entry` from values a front end gathered (id, value):
 // each checked (parameters.h), "top" among them or the entry's default, the
