@@ -300,9 +300,12 @@ void read_warnings_and_doubts(const Reader& r, const ordered_json& doc, RunSumma
   }
   if (doc.contains("unmeasurable")) {
     const ordered_json& doubts = r.object(doc, "unmeasurable", "");
-    const auto reason = [&](const char* key) {
-      if (!doubts.contains(key) || doubts[key].is_null()) return std::string();
-      return r.string(doubts, key, "unmeasurable.");
+    // Kept in the words they were written with; an empty one is no doubt.
+    const auto reason = [&](const char* key) -> Doubt {
+      if (!doubts.contains(key) || doubts[key].is_null()) return {};
+      std::string words = r.string(doubts, key, "unmeasurable.");
+      if (words.empty()) return {};
+      return doubt::InWords{std::move(words)};
     };
     s.doubts = SummaryDoubts{reason("absolute"), reason("reserved"), reason("fragmentation"),
                              reason("trace")};
@@ -392,9 +395,7 @@ ordered_json render_summary_json(const RunSummary& s) {
       warning = std::string(utf8_prefix(warning, kMaxSummaryString - 3)) + "...";
     }
   }
-  const auto doubt = [](const std::string& why) {
-    return why.empty() ? ordered_json(nullptr) : ordered_json(why);
-  };
+  const auto doubt = [](const Doubt& why) { return text_or_null(phrase(why)); };
   ordered_json throughput = ordered_json::array();
   for (const SummaryThroughput& row : s.throughput) {
     throughput.push_back(

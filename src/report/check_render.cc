@@ -8,6 +8,7 @@
 
 #include "report/findings.h"
 #include "report/format.h"
+#include "report/json_fields.h"
 #include "report/source_tables.h"
 
 namespace memsnap {
@@ -189,6 +190,35 @@ std::vector<std::string> warnings_of(const CheckReport& r) {
 // the verdict.
 constexpr size_t kRankedWarningsShown = 20;
 
+// Why a limit was not checked or measured; empty when it was.
+std::string note_text(const LimitResult& r) {
+  switch (r.note) {
+    case LimitNote::kNone: return {};
+    case LimitNote::kNoSteps:
+      return "the run has no steps (no ProfilerStep marks, and none inferred from the optimizer)";
+    case LimitNote::kNothingLive: return "the run has nothing live at its peak to categorise";
+    case LimitNote::kNeedsBaseline: return "it needs --baseline";
+    case LimitNote::kNoBaselineRank: return "no baseline rank";
+    case LimitNote::kUnmeasurable: return phrase(r.doubt);
+    case LimitNote::kBaselineUnmeasurable: return "the baseline: " + phrase(r.doubt);
+  }
+  return {};
+}
+
+// What the measured value is about: the source that grew, the category, or
+// the highest step (an inferred iteration says where it came from: its number
+// is not the profiler's); empty when nothing in particular.
+std::string subject_text(const LimitResult& r) {
+  if (!r.step) return r.subject;
+  std::string subject = fmt::format("step {}", *r.step);
+  if (r.steps_origin.origin == StepOrigin::kOptimizerAnnotations) {
+    subject += fmt::format(", an iteration inferred from the '{}' marks", r.steps_origin.from);
+  } else if (r.steps_origin.origin == StepOrigin::kOptimizerFrames) {
+    subject += ", an iteration inferred from torch/optim frames";
+  }
+  return subject;
+}
+
 }  // namespace
 
 std::string limit_sentence(const LimitResult& r) {
@@ -198,15 +228,18 @@ std::string limit_sentence(const LimitResult& r) {
                          ? fmt::format("{} live at the peak", r.limit.category)
                          : std::string(info.what);
   if (!r.measurable) {
-    return fmt::format("{}: not measurable on this file: {}{}", r.limit.name(), printable(r.note),
+    return fmt::format("{}: not measurable on this file: {}{}", r.limit.name(),
+                       printable(note_text(r)),
                        r.status == LimitStatus::kFail ? " (--allow-unmeasured skips it)" : "");
   }
   if (r.status == LimitStatus::kNotApplicable) {
-    return fmt::format("{}: not checked, {}", r.limit.name(), r.note);
+    return fmt::format("{}: not checked, {}", r.limit.name(), note_text(r));
   }
-  std::string subject;
-  if (!r.subject.empty() && r.limit.kind != LimitKind::kCategory) {
-    subject = fmt::format(" ({})", printable(r.subject));
+  std::string subject = subject_text(r);
+  if (!subject.empty() && r.limit.kind != LimitKind::kCategory) {
+    subject = fmt::format(" ({})", printable(subject));
+  } else {
+    subject.clear();
   }
   if (r.limit.kind == LimitKind::kNoOom) {
     return r.status == LimitStatus::kPass
@@ -291,8 +324,8 @@ ordered_json render_check_json(const CheckReport& r, int top) {
          {"given", result.limit.amount.percent
                        ? ordered_json(fmt::format("{:g}%", result.limit.amount.value))
                        : ordered_json(result.limit.amount.value)},
-         {"subject", result.subject.empty() ? ordered_json(nullptr) : ordered_json(result.subject)},
-         {"note", result.note.empty() ? ordered_json(nullptr) : ordered_json(result.note)},
+         {"subject", text_or_null(subject_text(result))},
+         {"note", text_or_null(note_text(result))},
          {"sentence", limit_sentence(result)}});
   }
   ordered_json out{
@@ -598,15 +631,15 @@ std::string render_check_markdown(const CheckReport& r, int top) {
     const char* mark = result.status == LimitStatus::kFail            ? ":x:"
                        : result.status == LimitStatus::kNotApplicable ? ":heavy_minus_sign:"
                                                                       : ":white_check_mark:";
-    out +=
-        fmt::format("| {} | {} | {} | {} |\n", mark, md_code(result.limit.name()),
-                    result.status == LimitStatus::kNotApplicable
-                        ? md_cell(result.note)
-                        : md_cell(value_text(result.measured, unit)) +
-                              (result.subject.empty() || result.limit.kind == LimitKind::kCategory
-                                   ? ""
-                                   : " (" + md_code(result.subject) + ")"),
-                    md_cell(threshold_text(result)));
+    out += fmt::format(
+        "| {} | {} | {} | {} |\n", mark, md_code(result.limit.name()),
+        result.status == LimitStatus::kNotApplicable
+            ? md_cell(note_text(result))
+            : md_cell(value_text(result.measured, unit)) +
+                  (subject_text(result).empty() || result.limit.kind == LimitKind::kCategory
+                       ? ""
+                       : " (" + md_code(subject_text(result)) + ")"),
+        md_cell(threshold_text(result)));
   }
   if (r.failed > 0 && !r.baseline_file.empty()) {
     out +=

@@ -170,6 +170,38 @@ std::string say(const finding::DifferentRanks& f) {
       f.a, f.b);
 }
 
+// ---- what a summary cannot measure ----
+std::string say(const std::monostate& /*unused*/) {
+  return {};
+}
+std::string say(const doubt::SkippedDump& d) {
+  return fmt::format("{} malformed segments and {} malformed blocks were skipped", d.segments,
+                     d.blocks);
+}
+std::string say(const doubt::SkippedEntries& d) {
+  return fmt::format("{} malformed trace entries were skipped", d.count);
+}
+std::string say(const doubt::DumpBelowTrace& d) {
+  return fmt::format(
+      "the dump's segments hold {} bytes less than the trace leaves live (the dump does not "
+      "match the trace)",
+      d.bytes);
+}
+std::string say(const doubt::TraceReleasesMore& d) {
+  return fmt::format(
+      "the trace releases {} bytes more segment memory than the dump holds (the dump does not "
+      "match the trace)",
+      d.bytes);
+}
+std::string say(const doubt::ReservedBelowAbsolute& d) {
+  return fmt::format(
+      "the reserved peak ({} bytes) is below the absolute peak ({} bytes): segments are missing",
+      d.reserved_peak, d.absolute_peak);
+}
+std::string say(const doubt::InWords& d) {
+  return d.words;
+}
+
 }  // namespace
 
 std::string phrase(const Finding& finding) {
@@ -185,6 +217,10 @@ std::string device_choice_note(const std::string& path, const DeviceChoice& choi
       other_devices_text(finding::OtherDevices{std::nullopt, choice.device, choice.reason,
                                                choice.devices, oom_elsewhere},
                          how));
+}
+
+std::string phrase(const Doubt& doubt) {
+  return std::visit([](const auto& d) { return say(d); }, doubt);
 }
 
 std::vector<std::string> phrase_all(const std::vector<Finding>& findings) {

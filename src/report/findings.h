@@ -8,11 +8,15 @@
 
 #include "analysis/core/findings.h"
 #include "analysis/core/steps.h"
+#include "analysis/reports/run_summary.h"
 
 namespace memsnap {
 
 std::string phrase(const Finding& finding);
 std::vector<std::string> phrase_all(const std::vector<Finding>& findings);
+// Why a summary's measure cannot be trusted; empty when it holds. Summary
+// files store these words (formats/summary_json.h).
+std::string phrase(const Doubt& doubt);
 // The line every command prints on stderr when the file has data on devices
 // its report does not show: "memsnap: FILE: this report is device 1 (it ran
 // out of memory); the file also has data on devices 0, 2 (...)".

@@ -61,6 +61,10 @@ ordered_json baseline_json(const Baseline& b) {
           {"profiling_still_live", b.profiling_still_live}};
 }
 
+ordered_json text_or_null(const std::string& text) {
+  return text.empty() ? ordered_json(nullptr) : ordered_json(text);
+}
+
 double python_round(double value, int decimals) {
   if (!std::isfinite(value)) return value;
   // printf's %.*f rounds the exact binary value, ties to even, as CPython's

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -20,6 +21,8 @@ nlohmann::ordered_json reserved_json(const ReservedHistory& reserved);
 nlohmann::ordered_json fragmentation_json(const FragmentationHistory& fragmentation,
                                           std::optional<double> peak_free_time_s);
 nlohmann::ordered_json baseline_json(const Baseline& baseline);
+// The text, or null where there is none (an empty string).
+nlohmann::ordered_json text_or_null(const std::string& text);
 
 // Python's round(value, decimals) for a finite double: the exact binary value
 // rounded half to even at that decimal, read back as the nearest double. For

@@ -489,7 +489,7 @@ nlohmann::ordered_json render_oom_ranks_json(const OomRanks& ranks, int top) {
         {{"file", row.file},
          {"name", row.name},
          {"rank", row.rank ? ordered_json(*row.rank) : ordered_json(nullptr)},
-         {"error", row.error.empty() ? ordered_json(nullptr) : ordered_json(row.error)},
+         {"error", text_or_null(row.error)},
          {"device", row.device},
          {"oom_count", row.oom_count},
          {"verdict", row.verdict ? ordered_json(std::string(verdict_name(*row.verdict)))

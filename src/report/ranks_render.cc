@@ -7,6 +7,7 @@
 #include "analysis/core/file_analysis.h"
 #include "memsnap/bytes.h"
 #include "report/format.h"
+#include "report/json_fields.h"
 #include "report/source_tables.h"
 
 namespace memsnap {
@@ -198,8 +199,7 @@ ordered_json render_ranks_json(const RanksReport& r, const std::vector<Unreadabl
          {"reserved_peak", row.reserved_peak},
          {"baseline", row.baseline},
          {"fragmentation", row.fragmentation},
-         {"top_source",
-          row.top_source.empty() ? ordered_json(nullptr) : ordered_json(row.top_source)},
+         {"top_source", text_or_null(row.top_source)},
          {"top_source_bytes", row.top_source_bytes},
          {"oom_count", row.oom_count},
          {"robust_z", row.robust_z},

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "report/format.h"
+#include "report/json_fields.h"
 
 namespace memsnap {
 
@@ -93,8 +94,7 @@ ordered_json history_json(const std::optional<HistoryCheck>& history) {
           {"inferred_block_sizes", h.inferred_sizes},
           {"exact", h.exact},
           {"differences", h.differences},
-          {"first_difference",
-           h.first_difference.empty() ? ordered_json(nullptr) : ordered_json(h.first_difference)}};
+          {"first_difference", text_or_null(h.first_difference)}};
 }
 
 }  // namespace

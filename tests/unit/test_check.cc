@@ -6,12 +6,14 @@
 
 #include <cmath>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "analysis/reports/check.h"
 #include "expect_error.h"
 #include "memsnap/error.h"
 #include "report/check_render.h"
+#include "report/findings.h"
 
 namespace memsnap {
 namespace {
@@ -110,7 +112,7 @@ TEST(Check, EachMeasureComesFromItsField) {
   EXPECT_EQ(report.results[3].status, LimitStatus::kPass);  // 3 <= 3
   // The highest step, named.
   EXPECT_EQ(report.results[4].measured, static_cast<double>(current.absolute_peak));
-  EXPECT_EQ(report.results[4].subject, "step 2");
+  EXPECT_EQ(report.results[4].step, 2);
   EXPECT_EQ(report.failed, 3u);  // peak delta, reserved, step peak against 0
 }
 
@@ -168,7 +170,7 @@ TEST(Check, AGrowthFlagWithoutABaselineIsAUsageError) {
   const CheckReport report =
       run_check(run(1 << 30), nullptr, {limit(LimitKind::kMaxGrowth, 5, true, true)});
   EXPECT_EQ(only(report).status, LimitStatus::kNotApplicable);
-  EXPECT_EQ(only(report).note, "it needs --baseline");
+  EXPECT_EQ(only(report).note, LimitNote::kNeedsBaseline);
   EXPECT_EQ(report.failed, 0u);
 }
 
@@ -182,10 +184,46 @@ TEST(Check, LimitsOnWhatARunLacksDoNotApply) {
       run_check(bare, nullptr, {limit(LimitKind::kStepMaxPeak, 0), category});
   ASSERT_EQ(report.results.size(), 2u);
   EXPECT_EQ(report.results[0].status, LimitStatus::kNotApplicable);
-  EXPECT_EQ(report.results[0].note,
-            "the run has no steps (no ProfilerStep marks, and none inferred from the optimizer)");
+  EXPECT_EQ(report.results[0].note, LimitNote::kNoSteps);
   EXPECT_EQ(report.results[1].status, LimitStatus::kNotApplicable);
+  EXPECT_EQ(report.results[1].note, LimitNote::kNothingLive);
   EXPECT_EQ(report.failed, 0u);
+}
+
+// A measure the file cannot give fails its limit (not checked with
+// allow_unmeasured), typed with why; only the renderer says it in words, and
+// a growth limit names the baseline when it is the baseline that doubts.
+TEST(Check, AnUnmeasurableLimitCarriesItsDoubtTyped) {
+  RunSummary current = run(1 << 30);
+  current.doubts.absolute = doubt::DumpBelowTrace{4096};
+  const CheckReport failed = run_check(current, nullptr, {limit(LimitKind::kMaxPeak, 8 * kGiB)});
+  EXPECT_FALSE(only(failed).measurable);
+  EXPECT_EQ(only(failed).status, LimitStatus::kFail);
+  EXPECT_EQ(only(failed).note, LimitNote::kUnmeasurable);
+  ASSERT_TRUE(std::holds_alternative<doubt::DumpBelowTrace>(only(failed).doubt));
+  EXPECT_EQ(std::get<doubt::DumpBelowTrace>(only(failed).doubt).bytes, 4096);
+  EXPECT_EQ(limit_sentence(only(failed)),
+            "max_peak: not measurable on this file: the dump's segments hold 4096 bytes less than "
+            "the trace leaves live (the dump does not match the trace) (--allow-unmeasured skips "
+            "it)");
+  const CheckReport skipped = run_check(current, nullptr, {limit(LimitKind::kMaxPeak, 8 * kGiB)},
+                                        {.allow_unmeasured = true});
+  EXPECT_EQ(only(skipped).status, LimitStatus::kNotApplicable);
+
+  RunSummary baseline = run(1 << 30, "baseline.pickle");
+  baseline.doubts.absolute = doubt::SkippedDump{2, 3};
+  const CheckReport growth =
+      run_check(run(1 << 30), &baseline, {limit(LimitKind::kMaxGrowth, 5, true)});
+  EXPECT_EQ(only(growth).note, LimitNote::kBaselineUnmeasurable);
+  EXPECT_EQ(limit_sentence(only(growth)),
+            "max_growth: not measurable on this file: the baseline: 2 malformed segments and 3 "
+            "malformed blocks were skipped (--allow-unmeasured skips it)");
+  // A doubt read back from a summary file keeps its words.
+  baseline.doubts.absolute = doubt::InWords{"written by an older memsnap"};
+  EXPECT_EQ(phrase(run_check(run(1 << 30), &baseline, {limit(LimitKind::kMaxGrowth, 5, true)})
+                       .results[0]
+                       .doubt),
+            "written by an older memsnap");
 }
 
 // The one count: every renderer and the exit message read the report's
@@ -346,7 +384,7 @@ TEST(CheckRanked, ARankWithoutItsBaselineRankIsHeldToAbsoluteLimits) {
   EXPECT_EQ(checked.ranks[1].rank, 1);
   EXPECT_EQ(checked.ranks[1].failed, 1u);       // max_peak: 3 GiB > 2 GiB
   EXPECT_EQ(checked.ranks[1].not_checked, 1u);  // max_growth
-  EXPECT_EQ(checked.ranks[1].results[1].note, "no baseline rank");
+  EXPECT_EQ(checked.ranks[1].results[1].note, LimitNote::kNoBaselineRank);
   EXPECT_EQ(checked.failed_ranks, 1u);
 }
 

@@ -122,56 +122,52 @@ void require_category(const std::string& name, std::string_view where) {
 namespace {
 
 // Why the run (or, for a growth limit, its baseline) cannot give this limit's
-// value; empty when it can.
-std::string doubt_of(LimitKind kind, const RunSummary& current, const RunSummary* baseline) {
+// value; std::monostate when it can.
+std::pair<Doubt, LimitNote> doubt_of(LimitKind kind, const RunSummary& current,
+                                     const RunSummary* baseline) {
   const SummaryDoubts& doubts = current.doubts;
-  const auto either = [&](const std::string SummaryDoubts::*measure) {
-    if (!(doubts.*measure).empty()) return doubts.*measure;
-    if (baseline != nullptr && !(baseline->doubts.*measure).empty()) {
-      return "the baseline: " + baseline->doubts.*measure;
+  const auto mine = [](const Doubt& doubt) { return std::pair{doubt, LimitNote::kUnmeasurable}; };
+  const auto either = [&](Doubt SummaryDoubts::*measure) {
+    if (!holds(doubts.*measure)) return mine(doubts.*measure);
+    if (baseline != nullptr && !holds(baseline->doubts.*measure)) {
+      return std::pair{baseline->doubts.*measure, LimitNote::kBaselineUnmeasurable};
     }
-    return std::string();
+    return mine(Doubt{});
   };
   switch (kind) {
     case LimitKind::kMaxPeak:
-    case LimitKind::kStepMaxPeak: return doubts.absolute;
+    case LimitKind::kStepMaxPeak: return mine(doubts.absolute);
     case LimitKind::kMaxGrowth: return either(&SummaryDoubts::absolute);
     case LimitKind::kMaxSourceGrowth: return either(&SummaryDoubts::trace);
-    case LimitKind::kMaxReserved: return doubts.reserved;
-    case LimitKind::kMaxFragmentation: return doubts.fragmentation;
+    case LimitKind::kMaxReserved: return mine(doubts.reserved);
+    case LimitKind::kMaxFragmentation: return mine(doubts.fragmentation);
     case LimitKind::kMaxPeakDelta:
     case LimitKind::kMaxUnmatchedFrees:
     case LimitKind::kNoOom:
-    case LimitKind::kCategory: return doubts.trace;
+    case LimitKind::kCategory: return mine(doubts.trace);
   }
-  return {};
+  return mine(Doubt{});
 }
 
 }  // namespace
 
 namespace {
 
-// The highest step's absolute peak, and which step (an inferred iteration
-// says where it came from: its number is not the profiler's).
+// The highest step's absolute peak, which step, and where the run's steps
+// came from.
 void measure_step_peak(const RunSummary& current, LimitResult& r) {
   if (current.steps.empty()) {
     r.status = LimitStatus::kNotApplicable;
-    r.note = "the run has no steps (no ProfilerStep marks, and none inferred from the optimizer)";
+    r.note = LimitNote::kNoSteps;
     return;
   }
   for (const SummaryStep& step : current.steps) {
-    if (r.subject.empty() || static_cast<double>(step.absolute_peak) > r.measured) {
+    if (!r.step || static_cast<double>(step.absolute_peak) > r.measured) {
       r.measured = static_cast<double>(step.absolute_peak);
-      r.subject = fmt::format("step {}", step.number);
+      r.step = step.number;
     }
   }
-  // Say where an inferred iteration came from: its number is not the profiler's.
-  if (current.steps_origin.origin == StepOrigin::kOptimizerAnnotations) {
-    r.subject +=
-        fmt::format(", an iteration inferred from the '{}' marks", current.steps_origin.from);
-  } else if (current.steps_origin.origin == StepOrigin::kOptimizerFrames) {
-    r.subject += ", an iteration inferred from torch/optim frames";
-  }
+  r.steps_origin = current.steps_origin;
 }
 
 // What the limit measures on the run (and its allowance where it depends on
@@ -216,7 +212,7 @@ void measure(const Limit& limit, const RunSummary& current, const RunSummary* ba
     case LimitKind::kCategory: {
       if (current.live_at_peak_by_category.empty()) {
         r.status = LimitStatus::kNotApplicable;
-        r.note = "the run has nothing live at its peak to categorise";
+        r.note = LimitNote::kNothingLive;
         break;
       }
       const SourceUsage* row = find_row(current.live_at_peak_by_category, limit.category);
@@ -231,7 +227,6 @@ void measure(const Limit& limit, const RunSummary& current, const RunSummary* ba
 
 CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
                       const std::vector<Limit>& limits, const CheckOptions& options) {
-  const char* missing_baseline = options.missing_baseline;
   CheckReport report;
   report.findings = current.findings;
   report.warnings = current.warnings;
@@ -252,18 +247,19 @@ CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
     r.limit = limit;
     r.allowed = limit.amount.value;
     if (info.needs_baseline && baseline == nullptr) {
-      if (!limit.from_budget && missing_baseline == nullptr) {
+      if (!limit.from_budget && !options.no_baseline_rank) {
         // The front ends refuse it first, naming their parameters (runs/run_check).
         throw Error::usage(fmt::format("{}: needs a baseline to grow from", info.name));
       }
       r.status = LimitStatus::kNotApplicable;
-      r.note = missing_baseline != nullptr ? missing_baseline : "it needs --baseline";
+      r.note = options.no_baseline_rank ? LimitNote::kNoBaselineRank : LimitNote::kNeedsBaseline;
       report.results.push_back(std::move(r));
       continue;
     }
-    if (std::string doubt = doubt_of(limit.kind, current, baseline); !doubt.empty()) {
+    if (auto [doubt, note] = doubt_of(limit.kind, current, baseline); !holds(doubt)) {
       r.measurable = false;
-      r.note = std::move(doubt);
+      r.doubt = std::move(doubt);
+      r.note = note;
       r.status = options.allow_unmeasured ? LimitStatus::kNotApplicable : LimitStatus::kFail;
       report.results.push_back(std::move(r));
       continue;
@@ -301,10 +297,10 @@ RankedCheck check_ranked(const std::vector<RunSummary>& current,
                            run_check(current[pair.b], &(*baseline)[pair.a], limits, options));
     }
     for (size_t i : matched.only_b) {
-      by_rank.emplace_back(current[i].rank.value_or(std::numeric_limits<int64_t>::max()),
-                           run_check(current[i], nullptr, limits,
-                                     {.allow_unmeasured = options.allow_unmeasured,
-                                      .missing_baseline = "no baseline rank"}));
+      by_rank.emplace_back(
+          current[i].rank.value_or(std::numeric_limits<int64_t>::max()),
+          run_check(current[i], nullptr, limits,
+                    {.allow_unmeasured = options.allow_unmeasured, .no_baseline_rank = true}));
       out.only_current.push_back(current[i].path);
     }
     std::stable_sort(by_rank.begin(), by_rank.end(),
@@ -351,8 +347,9 @@ std::vector<Limit> budget_from_run(const RunSummary& run, double headroom) {
   }
   // A measure the run cannot give is no starting point: left out, so that
   // the budget holds only what was measured (parse says why).
-  std::erase_if(limits,
-                [&run](const Limit& limit) { return !doubt_of(limit.kind, run, nullptr).empty(); });
+  std::erase_if(limits, [&run](const Limit& limit) {
+    return !holds(doubt_of(limit.kind, run, nullptr).first);
+  });
   return limits;
 }
 

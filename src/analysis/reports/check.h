@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "analysis/core/findings.h"
-#include "analysis/reports/run_summary.h"
 #include "analysis/core/sources.h"
+#include "analysis/reports/run_summary.h"
 
 namespace memsnap {
 
@@ -61,13 +61,30 @@ Amount parse_amount(std::string_view text, std::string_view what, bool percent_a
 
 enum class LimitStatus : uint8_t { kPass, kFail, kNotApplicable };
 
+// Why a limit was not checked or could not be measured; report/check_render.h
+// puts it in words.
+enum class LimitNote : uint8_t {
+  kNone,
+  kNoSteps,               // the run has no steps (step_max_peak)
+  kNothingLive,           // nothing live at the run's peak to categorise
+  kNeedsBaseline,         // a budget's growth limit, and no baseline was given
+  kNoBaselineRank,        // a rank of a folder whose baseline folder lacks that rank
+  kUnmeasurable,          // the run cannot give the value: `doubt` says why
+  kBaselineUnmeasurable,  // the baseline cannot give it: `doubt` says why
+};
+
 struct LimitResult {
   Limit limit;
   LimitStatus status = LimitStatus::kPass;
   double measured = 0;  // in the limit's unit: bytes, count or fraction
   double allowed = 0;   // the threshold in that unit (a percent resolved against the baseline)
-  std::string subject;  // what the value is about: the source, the step, the category
-  std::string note;     // why it does not apply (no steps, no categories) or cannot be measured
+  std::string subject;  // what the value is about: the source that grew, the category
+  // step_max_peak: the highest step, and where the run's steps came from (an
+  // inferred iteration's number is not the profiler's).
+  std::optional<int64_t> step;
+  StepsInference steps_origin;
+  LimitNote note = LimitNote::kNone;
+  Doubt doubt;  // with kUnmeasurable and kBaselineUnmeasurable
   // False when the file cannot give the value (RunSummary::doubts): a fail
   // unless --allow-unmeasured, then not checked; `measured` means nothing.
   bool measurable = true;
@@ -98,9 +115,9 @@ struct CheckOptions {
   bool baseline_is_summary = false;
   // A limit the file cannot measure is not checked instead of failed.
   bool allow_unmeasured = false;
-  // Why there is no baseline (a rank of a folder without its baseline rank):
-  // growth limits are then not checked, absolute ones still hold.
-  const char* missing_baseline = nullptr;
+  // A rank of a folder without its baseline rank: growth limits are then not
+  // checked, absolute ones still hold.
+  bool no_baseline_rank = false;
 };
 
 // A category limit names one of analysis/core/categories.h's categories; anything
@@ -110,8 +127,8 @@ void require_category(const std::string& name, std::string_view where);
 
 // Throws a usage Error when a flag's limit needs a baseline and none is
 // given; a budget file's such limit is reported as not checked instead, and
-// so is every growth limit when options.missing_baseline says why there is
-// none.
+// so is every growth limit of a rank without its baseline rank
+// (options.no_baseline_rank).
 CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
                       const std::vector<Limit>& limits, const CheckOptions& options = {});
 

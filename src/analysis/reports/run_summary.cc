@@ -33,37 +33,26 @@ SummaryDoubts doubts_of(const ParseReport& parsed, const DecodeAnomalies& anomal
                         int64_t absolute_peak) {
   SummaryDoubts doubts;
   if (anomalies.malformed_segments != 0 || anomalies.malformed_blocks != 0) {
-    const std::string skipped =
-        fmt::format("{} malformed segments and {} malformed blocks were skipped",
-                    anomalies.malformed_segments, anomalies.malformed_blocks);
+    const doubt::SkippedDump skipped{anomalies.malformed_segments, anomalies.malformed_blocks};
     doubts.reserved = doubts.fragmentation = doubts.absolute = skipped;
   }
   if (anomalies.malformed_entries != 0) {
-    doubts.trace =
-        fmt::format("{} malformed trace entries were skipped", anomalies.malformed_entries);
-    if (doubts.absolute.empty()) doubts.absolute = doubts.trace;
+    doubts.trace = doubt::SkippedEntries{anomalies.malformed_entries};
+    if (holds(doubts.absolute)) doubts.absolute = doubts.trace;
   }
   if (parsed.baseline.baseline_at_start < 0) {
     // The replay walks back from the dump: a dump holding less than the trace
     // leaves live puts the start below zero, and every level with it.
-    const std::string mismatch = fmt::format(
-        "the dump's segments hold {} bytes less than the trace leaves live (the dump does not "
-        "match the trace)",
-        -parsed.baseline.baseline_at_start);
-    if (doubts.absolute.empty()) doubts.absolute = mismatch;
-    if (doubts.fragmentation.empty()) doubts.fragmentation = mismatch;
+    const doubt::DumpBelowTrace mismatch{-parsed.baseline.baseline_at_start};
+    if (holds(doubts.absolute)) doubts.absolute = mismatch;
+    if (holds(doubts.fragmentation)) doubts.fragmentation = mismatch;
   }
-  if (doubts.reserved.empty() && parsed.reserved.start < 0) {
-    doubts.reserved = fmt::format(
-        "the trace releases {} bytes more segment memory than the dump holds (the dump does not "
-        "match the trace)",
-        -parsed.reserved.start);
+  if (holds(doubts.reserved) && parsed.reserved.start < 0) {
+    doubts.reserved = doubt::TraceReleasesMore{-parsed.reserved.start};
   }
-  if (doubts.reserved.empty() && doubts.absolute.empty() && absolute_peak > 0 &&
+  if (holds(doubts.reserved) && holds(doubts.absolute) && absolute_peak > 0 &&
       parsed.reserved.peak < static_cast<uint64_t>(absolute_peak)) {
-    doubts.reserved = fmt::format(
-        "the reserved peak ({} bytes) is below the absolute peak ({} bytes): segments are missing",
-        parsed.reserved.peak, absolute_peak);
+    doubts.reserved = doubt::ReservedBelowAbsolute{parsed.reserved.peak, absolute_peak};
   }
   return doubts;
 }

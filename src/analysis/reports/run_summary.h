@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -45,17 +46,49 @@ struct SummaryOom {
   std::optional<double> time_s;
 };
 
-// Measures a file cannot give, each with why (empty: the measure holds): its
-// numbers contradict each other (the dump holds less than the trace leaves
-// live) or parts of it were skipped as malformed. `memsnap check` fails a
-// limit on such a measure unless --allow-unmeasured: "reserved peak 0 B,
-// PASS" from a file whose segments were all unreadable would slip a
-// regression past the gate.
+// Why a file cannot give a measure, as a kind and its numbers; only
+// report/findings.h puts it in words. `memsnap check` fails a limit on such a
+// measure unless --allow-unmeasured: "reserved peak 0 B, PASS" from a file
+// whose segments were all unreadable would slip a regression past the gate.
+namespace doubt {
+struct SkippedDump {  // malformed segments and blocks were left out of the totals
+  uint64_t segments = 0;
+  uint64_t blocks = 0;
+};
+struct SkippedEntries {  // malformed trace entries were left out of the replay
+  uint64_t count = 0;
+};
+struct DumpBelowTrace {  // the dump's segments hold less than the trace leaves live
+  int64_t bytes = 0;
+};
+struct TraceReleasesMore {  // the trace releases more segment memory than the dump holds
+  int64_t bytes = 0;
+};
+struct ReservedBelowAbsolute {  // segments are missing from the dump
+  uint64_t reserved_peak = 0;
+  int64_t absolute_peak = 0;
+};
+// Read back from a summary file, which keeps the words it was written with.
+struct InWords {
+  std::string words;
+};
+}  // namespace doubt
+
+// std::monostate: the measure holds.
+using Doubt =
+    std::variant<std::monostate, doubt::SkippedDump, doubt::SkippedEntries, doubt::DumpBelowTrace,
+                 doubt::TraceReleasesMore, doubt::ReservedBelowAbsolute, doubt::InWords>;
+
+inline bool holds(const Doubt& doubt) {
+  return std::holds_alternative<std::monostate>(doubt);
+}
+
+// Each measure a file may not give, with why.
 struct SummaryDoubts {
-  std::string absolute;       // absolute peak, growth, step peaks
-  std::string reserved;       // reserved peak
-  std::string fragmentation;  // fragmentation at the dump
-  std::string trace;          // anything from the trace entries: peak delta, what grew, OOMs
+  Doubt absolute;       // absolute peak, growth, step peaks
+  Doubt reserved;       // reserved peak
+  Doubt fragmentation;  // fragmentation at the dump
+  Doubt trace;          // anything from the trace entries: peak delta, what grew, OOMs
 };
 
 struct SummaryThroughput {
