@@ -9,6 +9,7 @@
 #include "analysis/reports/check.h"
 #include "analysis/reports/compare.h"
 #include "analysis/reports/event_list.h"
+#include "analysis/reports/explain.h"
 #include "analysis/core/file_analysis.h"
 #include "analysis/reports/parse_report.h"
 #include "analysis/reports/ranks.h"
@@ -23,6 +24,7 @@
 #include "report/check_render.h"
 #include "report/compare_render.h"
 #include "report/event_render.h"
+#include "report/explain_render.h"
 #include "report/html_plot.h"
 #include "report/oom_render.h"
 #include "report/parse_render.h"
@@ -51,9 +53,12 @@ void every_report(const memsnap::Snapshot& snapshot, std::optional<int> device) 
   const SourceKeyOptions user_deep{2, KeyRule::kUserCode, {}, {}};
   const SourceKeyOptions reference{1, KeyRule::kReference, {}, {}};
   FileAnalysis file = analyze_file("fuzz", snapshot, device);
-  ParseReport parse = parse_report(file, ParseOptions{5, user_deep});
-  (void)render_parse_text(parse);
-  consume(render_parse_json(parse));
+  ParseReport parse = parse_report(file, ParseOptions{user_deep});
+  (void)render_parse_text(parse, 5);
+  consume(render_parse_json(parse, 5));
+  const ExplainReport explained = explain_file(file, ExplainOptions{user});
+  (void)render_explain_text(explained, 5);
+  consume(render_explain_json(explained, 0));
 
   EventListing events = list_events(snapshot, device, 3, reference);
   const TextSink discard = [](std::string_view) {};
@@ -62,10 +67,10 @@ void every_report(const memsnap::Snapshot& snapshot, std::optional<int> device) 
   write_events_json(events, true, discard);
 
   if (!file.steps().empty()) {
-    ReplayStepResult all = replay_steps(file, std::nullopt, 5, user);
-    (void)render_steps_text(all);
-    consume(render_steps_json(all));
-    (void)render_steps_text(replay_steps(file, file.steps().front().number, 5, reference));
+    ReplayStepResult all = replay_steps(file, std::nullopt, user);
+    (void)render_steps_text(all, 5);
+    consume(render_steps_json(all, 5));
+    (void)render_steps_text(replay_steps(file, file.steps().front().number, reference), 5);
   }
   for (double seconds : {0.0, 0.001, 1e12}) {
     try {
@@ -92,7 +97,7 @@ void every_report(const memsnap::Snapshot& snapshot, std::optional<int> device) 
   for (GroupBy group : {GroupBy::kAnnotation, GroupBy::kPool}) {
     SourceKeyOptions grouped = user;
     grouped.group = group;
-    consume(render_parse_json(parse_report(file, ParseOptions{5, grouped})));
+    consume(render_parse_json(parse_report(file, ParseOptions{grouped}), 5));
     consume(plot_data_json({build_timeline(file, "fuzz", 1.0, grouped)}, 1.0));
   }
   SegmentReport segments = segments_at_dump("fuzz", snapshot, file.device());

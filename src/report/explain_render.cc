@@ -28,25 +28,26 @@ std::string verdicts_text(const std::vector<OomVerdict>& verdicts) {
 }
 
 // The top rows, then one "(N more)" row with the rest summed.
-std::string table_text(const UsageTable& table, std::string_view column) {
+std::string table_text(const std::vector<SourceUsage>& rows, int top, std::string_view column) {
+  const ShownRows shown = shown_rows(rows, top);
   TextTable out({"bytes", "count", std::string(column)}, {true, true, false});
-  for (const SourceUsage& row : table.rows) {
+  for (const SourceUsage& row : shown.rows) {
     out.add_row({format_bytes(row.bytes), format_count(row.count), printable(row.source)});
   }
-  if (table.rest_sources > 0) {
-    out.add_row({format_bytes(table.rest_bytes), format_count(table.rest_count),
-                 fmt::format("({} more)", format_count(table.rest_sources))});
+  if (shown.rest_sources > 0) {
+    out.add_row({format_bytes(shown.rest_bytes), format_count(shown.rest_count),
+                 fmt::format("({} more)", format_count(shown.rest_sources))});
   }
   return out.empty() ? "  (nothing live)\n" : out.render();
 }
 
-ordered_json table_json(const UsageTable& table) {
-  ordered_json rows = usage_json(table.rows, -1);
-  return {{"rows", rows},
+ordered_json table_json(const std::vector<SourceUsage>& rows, int top) {
+  const ShownRows shown = shown_rows(rows, top);
+  return {{"rows", usage_json(rows, top)},
           {"rest",
-           {{"bytes", table.rest_bytes},
-            {"count", table.rest_count},
-            {"sources", table.rest_sources}}}};
+           {{"bytes", shown.rest_bytes},
+            {"count", shown.rest_count},
+            {"sources", shown.rest_sources}}}};
 }
 
 std::string lack_text(Lack lack) {
@@ -158,7 +159,7 @@ void write_oom(const ExplainReport& r, std::string& out) {
 
 // The peak (or the dump, without a trace), live then by category and source,
 // and what was live before the trace.
-void write_peak(const ExplainReport& r, std::string& out) {
+void write_peak(const ExplainReport& r, int top, std::string& out) {
   auto line = [&out](const std::string& text) { out += text + "\n"; };
   const ExplainPeak& p = r.peak;
   line("");
@@ -179,17 +180,17 @@ void write_peak(const ExplainReport& r, std::string& out) {
                                 ? " (memory from before the trace under its own source)"
                                 : "";
   line(fmt::format("Live at {} by category{}", moment, whose));
-  out += table_text(p.by_category, "category");
+  out += table_text(p.by_category, top, "category");
   line(fmt::format("Live at {} by source", moment));
-  out += table_text(p.by_source, "source");
+  out += table_text(p.by_source, top, "source");
   // At the trace start the tables above are that memory already.
-  if (!r.baseline_by_source.rows.empty() && p.baseline > 0 && !p.at_trace_start) {
+  if (!r.baseline_by_source.empty() && p.baseline > 0 && !p.at_trace_start) {
     line(
         fmt::format("Before the trace ({}), by category and source, from the dump's blocks and "
                     "the trace's unmatched frees",
                     format_signed_bytes(p.baseline)));
-    out += table_text(r.baseline_by_category, "category");
-    out += table_text(r.baseline_by_source, "source");
+    out += table_text(r.baseline_by_category, top, "category");
+    out += table_text(r.baseline_by_source, top, "source");
   }
 }
 
@@ -237,7 +238,7 @@ void write_allocator_and_next(const ExplainReport& r, std::string& out) {
 
 }  // namespace
 
-std::string render_explain_text(const ExplainReport& r) {
+std::string render_explain_text(const ExplainReport& r, int top) {
   std::string out;
   auto line = [&out](const std::string& text) { out += text + "\n"; };
   if (r.empty) {
@@ -254,12 +255,12 @@ std::string render_explain_text(const ExplainReport& r) {
                    r.duration_s ? fmt::format(" over {:.3f} s", *r.duration_s) : std::string()));
 
   write_oom(r, out);
-  write_peak(r, out);
+  write_peak(r, top, out);
   write_allocator_and_next(r, out);
   return out;
 }
 
-ordered_json render_explain_json(const ExplainReport& r) {
+ordered_json render_explain_json(const ExplainReport& r, int top) {
   ordered_json devices = ordered_json::array();
   for (const ExplainDevice& d : r.devices) {
     devices.push_back({{"device", d.device},
@@ -305,8 +306,8 @@ ordered_json render_explain_json(const ExplainReport& r) {
       {"event", p.at_trace_start ? ordered_json(nullptr) : ordered_json(p.event)},
       {"time_s", p.time_s ? ordered_json(*p.time_s) : ordered_json(nullptr)},
       {"includes_baseline", p.includes_baseline},
-      {"by_category", table_json(p.by_category)},
-      {"by_source", table_json(p.by_source)},
+      {"by_category", table_json(p.by_category, top)},
+      {"by_source", table_json(p.by_source, top)},
       {"reserved", p.reserved},
       {"reserved_peak", p.reserved_peak},
       {"free_at_reserved_peak",
@@ -314,8 +315,8 @@ ordered_json render_explain_json(const ExplainReport& r) {
       {"largest_free_at_reserved_peak", p.largest_free_at_reserved_peak
                                             ? ordered_json(*p.largest_free_at_reserved_peak)
                                             : ordered_json(nullptr)}};
-  out["baseline"] = {{"by_category", table_json(r.baseline_by_category)},
-                     {"by_source", table_json(r.baseline_by_source)}};
+  out["baseline"] = {{"by_category", table_json(r.baseline_by_category, top)},
+                     {"by_source", table_json(r.baseline_by_source, top)}};
   out["dump"] = {{"reserved", r.reserved_at_dump}, {"allocated", r.allocated_at_dump}};
   out["steps"] = {
       {"count", r.steps.count},

@@ -9,7 +9,8 @@
 
 namespace memsnap {
 
-std::string render_explain_text(const ExplainReport& report);
-nlohmann::ordered_json render_explain_json(const ExplainReport& report);
+// `top`: rows per table (negative: all); the rest are summed in one row.
+std::string render_explain_text(const ExplainReport& report, int top);
+nlohmann::ordered_json render_explain_json(const ExplainReport& report, int top);
 
 }  // namespace memsnap

@@ -243,30 +243,31 @@ void write_steps_section(const ParseReport& r, std::string& out) {
 }
 
 // Top sources by throughput, and what the dump holds live by source.
-void write_sources_section(const ParseReport& r, std::string& out) {
+void write_sources_section(const ParseReport& r, int top, std::string& out) {
   auto line = [&out](const std::string& text) { out += text + "\n"; };
   line("");
   line(fmt::format("Top sources by allocated bytes (throughput; {} distinct)",
-                   format_count(r.distinct_sources)));
-  if (r.top_sources.empty()) {
-    line(r.distinct_sources == 0 ? "  (no allocations in the trace)" : "  (--top 0)");
+                   format_count(r.throughput.size())));
+  const size_t shown = limit(top, r.throughput.size());
+  if (shown == 0) {
+    line(r.throughput.empty() ? "  (no allocations in the trace)" : "  (--top 0)");
   } else {
     TextTable sources({"throughput", "allocs", std::string(group_label(r.group))},
                       {true, true, false});
-    for (const auto& row : r.top_sources) {
+    for (const SourceThroughput& row : std::span(r.throughput).first(shown)) {
       sources.add_row(
           {format_bytes(row.throughput_bytes), format_count(row.alloc_count), row.source});
     }
     out += sources.render();
   }
 
-  if (r.live_at_dump_sources > 0) {
+  if (!r.live_at_dump.empty()) {
     line("");
     line(fmt::format(
         "Live at the dump by source, from the segments' blocks ({} distinct; the trace does not "
         "cover them)",
-        format_count(r.live_at_dump_sources)));
-    out += usage_table(r.live_at_dump, -1, group_label(r.group));
+        format_count(r.live_at_dump.size())));
+    out += usage_table(r.live_at_dump, top, group_label(r.group));
   }
 }
 
@@ -303,7 +304,7 @@ void write_warnings_section(const ParseReport& r, std::string& out) {
 
 }  // namespace
 
-std::string render_parse_text(const ParseReport& r) {
+std::string render_parse_text(const ParseReport& r, int top) {
   std::string out;
   write_file_section(r, out);
   write_settings_section(r, out);
@@ -311,7 +312,7 @@ std::string render_parse_text(const ParseReport& r) {
   write_baseline_section(r, out);
   write_events_section(r, out);
   write_steps_section(r, out);
-  write_sources_section(r, out);
+  write_sources_section(r, top, out);
   write_devices_section(r, out);
   write_warnings_section(r, out);
   return out;
@@ -392,7 +393,7 @@ ordered_json anomalies_json(const ParseReport& r) {
 
 }  // namespace
 
-ordered_json render_parse_json(const ParseReport& r) {
+ordered_json render_parse_json(const ParseReport& r, int top) {
   ordered_json out;
   out["file"] = r.file;
   out["file_size_bytes"] = r.file_size_bytes;
@@ -426,13 +427,14 @@ ordered_json render_parse_json(const ParseReport& r) {
                         {"agreeing", r.free_frames.agreeing}};
   out["trace_duration_s"] = r.has_time ? ordered_json(r.trace_duration_s) : ordered_json(nullptr);
   ordered_json sources = ordered_json::array();
-  for (const auto& row : r.top_sources) {
+  for (const SourceThroughput& row :
+       std::span(r.throughput).first(limit(top, r.throughput.size()))) {
     sources.push_back({{"source", row.source},
                        {"throughput_bytes", row.throughput_bytes},
                        {"alloc_count", row.alloc_count}});
   }
   out["top_sources"] = sources;
-  out["live_at_dump"] = usage_json(r.live_at_dump, -1);
+  out["live_at_dump"] = usage_json(r.live_at_dump, top);
   ordered_json annotations = ordered_json::object();
   for (const auto& [name, count] : r.annotation_kinds) annotations[name] = count;
   out["annotations"] = {{"count", r.annotation_count}, {"started", annotations}};

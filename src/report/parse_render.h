@@ -9,7 +9,8 @@
 
 namespace memsnap {
 
-std::string render_parse_text(const ParseReport& result);
-nlohmann::ordered_json render_parse_json(const ParseReport& result);
+// `top`: source rows to show (negative: all).
+std::string render_parse_text(const ParseReport& result, int top);
+nlohmann::ordered_json render_parse_json(const ParseReport& result, int top);
 
 }  // namespace memsnap

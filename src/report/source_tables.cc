@@ -14,6 +14,17 @@ size_t limit(int top, size_t size) {
   return top < 0 ? size : std::min(size, static_cast<size_t>(top));
 }
 
+ShownRows shown_rows(const std::vector<SourceUsage>& rows, int top) {
+  const size_t shown = limit(top, rows.size());
+  ShownRows out{.rows = std::span(rows).first(shown)};
+  for (size_t i = shown; i < rows.size(); ++i) {
+    out.rest_bytes += rows[i].bytes;
+    out.rest_count += rows[i].count;
+    ++out.rest_sources;
+  }
+  return out;
+}
+
 ordered_json usage_json(const std::vector<SourceUsage>& rows, int top) {
   ordered_json out = ordered_json::array();
   for (size_t i = 0; i < limit(top, rows.size()); ++i) {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,15 @@ namespace memsnap {
 
 // Rows to show of `size` under --top (negative: all).
 size_t limit(int top, size_t size);
+
+// The first `top` rows (negative: all), and the rest summed.
+struct ShownRows {
+  std::span<const SourceUsage> rows;
+  uint64_t rest_bytes = 0;
+  uint64_t rest_count = 0;
+  uint64_t rest_sources = 0;
+};
+ShownRows shown_rows(const std::vector<SourceUsage>& rows, int top);
 
 nlohmann::ordered_json usage_json(const std::vector<SourceUsage>& rows, int top);
 // `column`: the rows' header (group_label of the --group-by in force).

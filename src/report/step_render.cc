@@ -13,7 +13,7 @@ namespace memsnap {
 
 using nlohmann::ordered_json;
 
-std::string render_steps_text(const ReplayStepResult& result) {
+std::string render_steps_text(const ReplayStepResult& result, int top) {
   std::string out = fmt::format("{}: device {}, baseline {}\n", printable(result.file),
                                 result.device, format_signed_bytes(result.baseline));
   if (std::string note = steps_inferred_note(result.steps_origin); !note.empty()) {
@@ -69,13 +69,13 @@ std::string render_steps_text(const ReplayStepResult& result) {
     out += rendered.substr(rendered.find('\n') + 1);  // no header row
     out += fmt::format(
         "  live at the peak, by source ({} sources, memory carried into the step included):\n",
-        format_count(s.sources_at_peak));
-    out += usage_table(s.top_sources_at_peak, -1, group_label(result.group));
+        format_count(s.sources_at_peak.size()));
+    out += usage_table(s.sources_at_peak, top, group_label(result.group));
   }
   return out;
 }
 
-ordered_json render_steps_json(const ReplayStepResult& result) {
+ordered_json render_steps_json(const ReplayStepResult& result, int top) {
   ordered_json out = ordered_json::array();
   for (const StepReport& s : result.steps) {
     ordered_json marks = ordered_json::object();
@@ -96,7 +96,7 @@ ordered_json render_steps_json(const ReplayStepResult& result) {
                    {"unmatched_free_bytes", s.stats.unmatched_free_bytes},
                    {"pre_existing_frees", s.stats.pre_existing_free_count},
                    {"pre_existing_free_bytes", s.stats.pre_existing_free_bytes},
-                   {"top_sources_at_peak", usage_json(s.top_sources_at_peak, -1)},
+                   {"top_sources_at_peak", usage_json(s.sources_at_peak, top)},
                    {"annotations", marks}});
   }
   return out;

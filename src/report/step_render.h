@@ -9,7 +9,8 @@
 
 namespace memsnap {
 
-std::string render_steps_text(const ReplayStepResult& result);
-nlohmann::ordered_json render_steps_json(const ReplayStepResult& result);
+// `top`: source rows per step (negative: all).
+std::string render_steps_text(const ReplayStepResult& result, int top);
+nlohmann::ordered_json render_steps_json(const ReplayStepResult& result, int top);
 
 }  // namespace memsnap

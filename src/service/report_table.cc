@@ -26,24 +26,12 @@ namespace {
 
 constexpr std::string_view kSnapshotHelp = "Snapshot pickle (.pickle, .gz, .zst, or - for stdin)";
 
-// One result rendered in the format asked for.
+// One result rendered in the format asked for, `top` rows per table: the one
+// place --top cuts a report's rows.
 template <typename Result>
-Answer rendered(const Result& result, Format format, std::string (*text)(const Result&),
-                nlohmann::ordered_json (*json)(const Result&)) {
-  Answer answer;
-  if (format == Format::kJson) {
-    answer.json = json(result);
-  } else {
-    answer.text = text(result);
-  }
-  return answer;
-}
-
-// The same, for renderers that take the rows per table.
-template <typename Result>
-Answer rendered_top(const Result& result, Format format, int top,
-                    std::string (*text)(const Result&, int),
-                    nlohmann::ordered_json (*json)(const Result&, int)) {
+Answer rendered(const Result& result, Format format, int top,
+                std::string (*text)(const Result&, int),
+                nlohmann::ordered_json (*json)(const Result&, int)) {
   Answer answer;
   if (format == Format::kJson) {
     answer.json = json(result, top);
@@ -56,12 +44,12 @@ Answer rendered_top(const Result& result, Format format, int top,
 // ---- the entries' computations, each its analysis then its renderer -------
 
 Answer answer_explain(const FileAnalysis& file, const ReportRequest& request, Format format) {
-  return rendered(explain_file(file, ExplainOptions{request.top, request.keys}), format,
+  return rendered(explain_file(file, ExplainOptions{request.keys}), format, request.top,
                   render_explain_text, render_explain_json);
 }
 
 Answer answer_parse(const FileAnalysis& file, const ReportRequest& request, Format format) {
-  return rendered(parse_report(file, ParseOptions{request.top, request.keys}), format,
+  return rendered(parse_report(file, ParseOptions{request.keys}), format, request.top,
                   render_parse_text, render_parse_json);
 }
 
@@ -84,7 +72,7 @@ void note_clamped(const TimeSide& side, const ReportRequest& request, Answer& an
 
 Answer answer_time(const FileAnalysis& file, const ReportRequest& request, Format format) {
   const TimeSide side = replay_to_time(file, *request.arguments.seconds("time"), request.keys);
-  Answer answer = rendered_top(side, format, request.top, render_time_text, render_time_json);
+  Answer answer = rendered(side, format, request.top, render_time_text, render_time_json);
   note_clamped(side, request, answer);
   return answer;
 }
@@ -97,8 +85,8 @@ Answer answer_time_pair(const FileAnalysis& a, const FileAnalysis& b, const Repo
   Answer notes;
   note_clamped(side_a, request, notes);
   note_clamped(side_b, request, notes);
-  Answer answer = rendered_top(compare_at_time(std::move(side_a), std::move(side_b)), format,
-                               request.top, render_time_pair_text, render_time_pair_json);
+  Answer answer = rendered(compare_at_time(std::move(side_a), std::move(side_b)), format,
+                           request.top, render_time_pair_text, render_time_pair_json);
   answer.notes = std::move(notes.notes);
   return answer;
 }
@@ -131,7 +119,7 @@ void one_step_or_all(const Arguments& arguments, Spelling spelling) {
 Answer answer_steps(const FileAnalysis& file, const ReportRequest& request, Format format) {
   const std::optional<int64_t> step =
       request.arguments.on("all_steps") ? std::nullopt : request.arguments.whole("step");
-  return rendered(replay_steps(file, step, request.top, request.keys), format, render_steps_text,
+  return rendered(replay_steps(file, step, request.keys), format, request.top, render_steps_text,
                   render_steps_json);
 }
 
@@ -163,18 +151,18 @@ void check_oom_entry(const FileAnalysis& file, const ReportRequest& request) {
 
 Answer answer_oom(const FileAnalysis& file, const ReportRequest& request, Format format) {
   check_oom_entry(file, request);
-  return rendered_top(analyze_oom(file, oom_options(request)), format, request.top, render_oom_text,
-                      render_oom_json);
+  return rendered(analyze_oom(file, oom_options(request)), format, request.top, render_oom_text,
+                  render_oom_json);
 }
 
 Answer answer_segments(const FileAnalysis& file, const ReportRequest& request, Format format) {
-  return rendered_top(segments_report(file, request.arguments.seconds("time")), format, request.top,
-                      render_segments_text, render_segments_json);
+  return rendered(segments_report(file, request.arguments.seconds("time")), format, request.top,
+                  render_segments_text, render_segments_json);
 }
 
 Answer answer_streams(const FileAnalysis& file, const ReportRequest& request, Format format) {
-  return rendered_top(stream_report(file), format, request.top, render_streams_text,
-                      render_streams_json);
+  return rendered(stream_report(file), format, request.top, render_streams_text,
+                  render_streams_json);
 }
 
 // ---- the table ---------------------------------------------------------------

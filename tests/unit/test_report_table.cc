@@ -177,6 +177,40 @@ TEST(ReportTable, RequestsTakeTheEntrysDefaultsAndRules) {
   EXPECT_EQ(options.window_s, 1.0);
 }
 
+// --top is cut where the rows are shown, never in the analysis: the report
+// holds every source, and what it says about them (explain's "memory from
+// before the trace under its own source") does not depend on how many rows
+// are shown.
+TEST(ReportTable, TopCutsOnlyTheRowsShown) {
+  testing::ModelBuilder b;
+  b.alloc(0x1000, 300, 1'000'000, b.stack({{"load", "data.py", 3}}));
+  b.alloc(0x2000, 200, 2'000'000, b.stack({{"forward", "model.py", 7}}));
+  b.alloc(0x3000, 100, 3'000'000, b.stack({{"step", "train.py", 9}}));
+  b.free(0x9000, 4096, 3'500'000, b.stack({{"old", "setup.py", 1}}));  // allocated before
+  b.segment(0, 1 << 20, 600 + 4096);
+  const FileAnalysis file = analyze_file("test", b.model, std::nullopt);
+  const service::ReportEntry& parse = *service::find_report("parse");
+  const service::ReportEntry& explain = *service::find_report("explain");
+  const auto json = [&](const service::ReportEntry& entry, int64_t top) {
+    return entry
+        .answer(file, service::request_for(entry, {{"top", top}}, {}, Spelling::kKeyword),
+                service::Format::kJson)
+        .json;
+  };
+  EXPECT_EQ(json(parse, 1)["top_sources"].size(), 1u);
+  EXPECT_EQ(json(parse, 1)["top_sources"][0]["throughput_bytes"], 300);
+  EXPECT_EQ(json(parse, 10)["top_sources"].size(), 3u);
+  const auto one = json(explain, 1)["peak"];
+  const auto none = json(explain, 0)["peak"];
+  EXPECT_EQ(one["by_source"]["rows"].size(), 1u);
+  EXPECT_EQ(none["by_source"]["rows"].size(), 0u);
+  EXPECT_EQ(one["by_source"]["rest"]["sources"],
+            json(explain, 10)["peak"]["by_source"]["rows"].size() - 1);
+  EXPECT_EQ(none["by_source"]["rest"]["bytes"], 600 + 4096);
+  EXPECT_TRUE(none["includes_baseline"]);
+  EXPECT_EQ(one["includes_baseline"], none["includes_baseline"]);
+}
+
 // Two streams: a free counts against the stream its allocation was made on;
 // a stream with segments and no trace entries has its row.
 TEST(StreamReport, PeaksPerStreamFromTheOneReplay) {

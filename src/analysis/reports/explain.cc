@@ -8,19 +8,6 @@
 namespace memsnap {
 namespace {
 
-UsageTable top_rows(std::vector<SourceUsage> rows, int top) {
-  UsageTable table;
-  const size_t keep = static_cast<size_t>(std::max(top, 0));
-  for (size_t i = keep; i < rows.size(); ++i) {
-    table.rest_bytes += rows[i].bytes;
-    table.rest_count += rows[i].count;
-    ++table.rest_sources;
-  }
-  if (rows.size() > keep) rows.resize(keep);
-  table.rows = std::move(rows);
-  return table;
-}
-
 bool any_stack(const Snapshot& snapshot, const DeviceTrace& trace) {
   const auto* first = snapshot.events.stack.data() + trace.begin;
   return std::any_of(first, first + trace.count(), [](StackId stack) { return stack.valid(); });
@@ -106,13 +93,11 @@ bool add_peak(const FileAnalysis& file, const ExplainOptions& options, ExplainRe
       baseline_sources(snapshot, file.baseline_pieces(), categories);
   // Always counted, so that the tables add up to the figure above them:
   // bytes without frames are one `<no frames>` row (category unknown).
-  r.baseline_by_source = top_rows(baseline.rows(sources), options.top);
-  r.baseline_by_category = top_rows(baseline_categories.rows(categories), options.top);
-  peak.includes_baseline = !r.baseline_by_source.rows.empty();
-  peak.by_source =
-      top_rows(live_at(snapshot, trace, sources, position, &baseline).sources, options.top);
-  peak.by_category = top_rows(
-      live_at(snapshot, trace, categories, position, &baseline_categories).sources, options.top);
+  r.baseline_by_source = baseline.rows(sources);
+  r.baseline_by_category = baseline_categories.rows(categories);
+  peak.includes_baseline = !r.baseline_by_source.empty();
+  peak.by_source = live_at(snapshot, trace, sources, position, &baseline).sources;
+  peak.by_category = live_at(snapshot, trace, categories, position, &baseline_categories).sources;
 
   const ReservedHistory& reserved = file.reserved();
   peak.reserved = reserved.at_position(trace, position);

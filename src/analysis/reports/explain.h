@@ -13,14 +13,13 @@
 
 #include "analysis/core/device_choice.h"
 #include "analysis/core/file_analysis.h"
-#include "analysis/reports/oom_report.h"
 #include "analysis/core/source_key.h"
 #include "analysis/core/sources.h"
+#include "analysis/reports/oom_report.h"
 
 namespace memsnap {
 
 struct ExplainOptions {
-  int top = 5;  // rows per table; the rest are summed
   SourceKeyOptions keys;
 };
 
@@ -31,14 +30,6 @@ struct ExplainDevice {
   uint64_t oom_count = 0;
 };
 
-// Rows of one table: the top ones, and the rest summed.
-struct UsageTable {
-  std::vector<SourceUsage> rows;
-  uint64_t rest_bytes = 0;
-  uint64_t rest_count = 0;
-  uint64_t rest_sources = 0;
-};
-
 struct ExplainPeak {
   int64_t absolute = 0;  // baseline + delta
   int64_t baseline = 0;  // live before the trace's first entry
@@ -46,8 +37,9 @@ struct ExplainPeak {
   uint64_t event = 0;    // index in the device's trace of the entry that reached it
   bool at_trace_start = false;
   std::optional<double> time_s;
-  UsageTable by_category;
-  UsageTable by_source;
+  // Every row, largest first; the renderers show --top of them and sum the rest.
+  std::vector<SourceUsage> by_category;
+  std::vector<SourceUsage> by_source;
   bool includes_baseline = false;  // the tables name memory from before the trace too
   // The allocator then.
   uint64_t reserved = 0;  // reserved at the peak's entry
@@ -108,8 +100,9 @@ struct ExplainReport {
   uint64_t event_count = 0;
   std::optional<double> duration_s;
   ExplainPeak peak;
-  UsageTable baseline_by_category;  // memory live before the trace, from blocks and frees
-  UsageTable baseline_by_source;
+  // Memory live before the trace, from blocks and frees; every row.
+  std::vector<SourceUsage> baseline_by_category;
+  std::vector<SourceUsage> baseline_by_source;
   std::optional<ExplainOom> oom;
   // The allocator at the dump.
   uint64_t reserved_at_dump = 0;

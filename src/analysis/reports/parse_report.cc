@@ -77,21 +77,16 @@ void read_trace(const FileAnalysis& file, ParseReport& result) {
   }
 }
 
-// Sources by allocated bytes (the top `options.top`).
-void add_throughput(const FileAnalysis& file, const ParseOptions& options, SourceIndex& source_ids,
-                    ParseReport& result) {
+// Sources by allocated bytes, most first.
+void add_throughput(const FileAnalysis& file, SourceIndex& source_ids, ParseReport& result) {
   const Snapshot& snapshot = file.snapshot();
   const DeviceTrace& trace = file.trace();
   std::vector<SourceThroughput> sources = throughput_by_source(snapshot, trace, source_ids);
-  result.distinct_sources = sources.size();
   std::sort(sources.begin(), sources.end(), [](const auto& a, const auto& b) {
     return a.throughput_bytes != b.throughput_bytes ? a.throughput_bytes > b.throughput_bytes
                                                     : a.source < b.source;
   });
-  if (options.top >= 0 && sources.size() > static_cast<size_t>(options.top)) {
-    sources.resize(static_cast<size_t>(options.top));
-  }
-  result.top_sources = std::move(sources);
+  result.throughput = std::move(sources);
 }
 
 // The steps and the record_function ranges by kind.
@@ -140,8 +135,7 @@ void add_per_device(const FileAnalysis& file, ParseReport& result) {
 // Where the trace cannot name the live memory (none, or most of it was
 // allocated before recording started), the segments' blocks can. Returns
 // whether the baseline is large enough to warn of.
-bool add_live_at_dump(const FileAnalysis& file, const ParseOptions& options,
-                      SourceIndex& source_ids, ParseReport& result) {
+bool add_live_at_dump(const FileAnalysis& file, SourceIndex& source_ids, ParseReport& result) {
   const Snapshot& snapshot = file.snapshot();
   const Baseline& baseline = result.baseline;
   bool large_baseline =
@@ -150,12 +144,7 @@ bool add_live_at_dump(const FileAnalysis& file, const ParseOptions& options,
       static_cast<double>(baseline.baseline_at_start) >=
           kBaselineShareWarning * static_cast<double>(baseline.segments_active);
   if (result.event_count == 0 || large_baseline) {
-    std::vector<SourceUsage> live = live_at_dump_by_source(snapshot, result.device, source_ids);
-    result.live_at_dump_sources = live.size();
-    if (options.top >= 0 && live.size() > static_cast<size_t>(options.top)) {
-      live.resize(static_cast<size_t>(options.top));
-    }
-    result.live_at_dump = std::move(live);
+    result.live_at_dump = live_at_dump_by_source(snapshot, result.device, source_ids);
   }
   return large_baseline;
 }
@@ -247,10 +236,10 @@ ParseReport parse_report(const FileAnalysis& file, const ParseOptions& options) 
 
   read_trace(file, result);
   SourceIndex source_ids(snapshot, options.keys);
-  add_throughput(file, options, source_ids, result);
+  add_throughput(file, source_ids, result);
   add_steps_and_annotations(file, result);
   add_per_device(file, result);
-  const bool large_baseline = add_live_at_dump(file, options, source_ids, result);
+  const bool large_baseline = add_live_at_dump(file, source_ids, result);
   add_warnings(file, large_baseline, result);
   result.fragmentation = file.fragmentation();
   if (result.fragmentation.peak_free_position > 0) {

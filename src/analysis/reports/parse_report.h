@@ -77,13 +77,11 @@ struct ParseReport {
   std::map<std::string, uint64_t> actions;
   bool has_time = false;
   double trace_duration_s = 0;
-  std::vector<SourceThroughput> top_sources;
+  std::vector<SourceThroughput> throughput;  // every source, most allocated bytes first
   // Live at the dump by source from the segments' blocks, when the trace
-  // does not cover the live memory (no trace, or much allocated before it)
-  // and the blocks carry frames; --top rows.
+  // does not cover the live memory (no trace, or much allocated before it);
+  // every source, largest first.
   std::vector<SourceUsage> live_at_dump;
-  uint64_t live_at_dump_sources = 0;  // before --top
-  uint64_t distinct_sources = 0;
   std::vector<DeviceOverview> per_device;
   std::vector<OomEntry> ooms;
   uint64_t annotation_count = 0;
@@ -97,7 +95,6 @@ struct ParseReport {
 };
 
 struct ParseOptions {
-  int top = 10;
   SourceKeyOptions keys;  // how allocations are named
 };
 

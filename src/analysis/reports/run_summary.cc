@@ -111,8 +111,7 @@ void add_live_at_peak(const FileAnalysis& file, const SummaryOptions& options, R
 RunSummary run_summary(const FileAnalysis& file, const SummaryOptions& options) {
   const Snapshot& snapshot = file.snapshot();
   const std::string& path = file.path();
-  ParseReport parsed =
-      parse_report(file, ParseOptions{static_cast<int>(kSummarySources), options.keys});
+  ParseReport parsed = parse_report(file, ParseOptions{options.keys});
   RunSummary out;
   out.path = path;
   out.size_bytes = parsed.file_size_bytes;
@@ -137,10 +136,11 @@ RunSummary run_summary(const FileAnalysis& file, const SummaryOptions& options) 
   out.unmatched_free_bytes = parsed.replay.unmatched_free_bytes;
   out.has_time = parsed.has_time;
   out.trace_duration_s = parsed.trace_duration_s;
-  out.throughput_sources = parsed.distinct_sources;
+  out.throughput_sources = parsed.throughput.size();
   out.doubts = doubts_of(parsed, snapshot.anomalies, out.absolute_peak);
   out.findings = parsed.warnings;
-  for (const SourceThroughput& row : parsed.top_sources) {
+  for (const SourceThroughput& row :
+       std::span(parsed.throughput).first(std::min(parsed.throughput.size(), kSummarySources))) {
     out.throughput.push_back({clipped(row.source), row.throughput_bytes, row.alloc_count});
   }
   const DeviceTrace& trace = file.trace();

@@ -7,7 +7,7 @@
 
 namespace memsnap {
 
-ReplayStepResult replay_steps(const FileAnalysis& file, std::optional<int64_t> step, int top,
+ReplayStepResult replay_steps(const FileAnalysis& file, std::optional<int64_t> step,
                               const SourceKeyOptions& key_options) {
   if (file.steps().empty()) {
     // Name only what really works on this file.
@@ -77,11 +77,7 @@ ReplayStepResult replay_steps(const FileAnalysis& file, std::optional<int64_t> s
     report.stats = *chosen[i];
     report.duration_ms = chosen[i]->step.duration_ms();
     report.absolute_peak = file.step_absolute_peak(*chosen[i]);
-    report.sources_at_peak = at_peaks[k].size();
-    report.top_sources_at_peak = std::move(at_peaks[k]);
-    if (top >= 0 && report.top_sources_at_peak.size() > static_cast<size_t>(top)) {
-      report.top_sources_at_peak.resize(static_cast<size_t>(top));
-    }
+    report.sources_at_peak = std::move(at_peaks[k]);
     int64_t end_us = chosen[i]->step.complete ? chosen[i]->step.end_us : trace_end;
     report.annotations = annotations.between(chosen[i]->step.start_us, end_us);
   }

@@ -17,8 +17,7 @@ struct StepReport {
   StepStats stats;
   double duration_ms = 0;
   int64_t absolute_peak = 0;
-  std::vector<SourceUsage> top_sources_at_peak;
-  uint64_t sources_at_peak = 0;  // before --top
+  std::vector<SourceUsage> sources_at_peak;  // every source live at the step's peak, largest first
   std::map<std::string, uint64_t> annotations;
 };
 
@@ -33,7 +32,7 @@ struct ReplayStepResult {
 
 // Throws Error with the explanation of docs/design.md ("Steps") when there are no steps, and
 // with the list of steps when `step` is unknown. step == nullopt: all steps.
-ReplayStepResult replay_steps(const FileAnalysis& file, std::optional<int64_t> step, int top,
+ReplayStepResult replay_steps(const FileAnalysis& file, std::optional<int64_t> step,
                               const SourceKeyOptions& key_options);
 
 }  // namespace memsnap
