@@ -69,6 +69,57 @@ def run_memsnap(memsnap, args, timeout=300):
     return subprocess.run([memsnap] + args, capture_output=True, text=True, timeout=timeout)
 
 
+class Commands:
+    """memsnap commands, each in a process of its own, or with `batch`
+    (memsnap_cli_batch, tests/corpus/cli_batch.cc) all in one process that
+    answers each as it is asked. Use as a context manager."""
+
+    def __init__(self, memsnap, batch=None, timeout=300):
+        self.memsnap, self.batch, self.timeout = memsnap, batch, timeout
+        self.process = None
+        self.errors = None
+
+    def __enter__(self):
+        if self.batch:
+            # Its stderr names each command as it begins: a file, never a pipe
+            # nobody reads while it fills.
+            self.errors = tempfile.TemporaryFile()
+            self.process = subprocess.Popen([self.batch, '-'], stdin=subprocess.PIPE,
+                                            stdout=subprocess.PIPE, stderr=self.errors,
+                                            text=True, encoding='utf-8')
+        return self
+
+    def __exit__(self, *exc):
+        if self.process:
+            self.process.stdin.close()
+            self.process.wait(timeout=self.timeout)
+            self.errors.close()
+        return False
+
+    def run(self, args):
+        """(exit status, stdout, stderr) of `memsnap ARGS`."""
+        if not self.process:
+            done = run_memsnap(self.memsnap, list(args), timeout=self.timeout)
+            return done.returncode, done.stdout, done.stderr
+        self.process.stdin.write(json.dumps(list(args)) + '\n')
+        self.process.stdin.flush()
+        answer = self.process.stdout.readline()
+        if not answer:
+            self.errors.seek(0)
+            last = self.errors.read().decode('utf-8', 'replace').strip().splitlines()[-1:]
+            raise RuntimeError('memsnap_cli_batch ended (exit %s) at: %s'
+                               % (self.process.wait(timeout=self.timeout), last))
+        result = json.loads(answer)
+        return result['status'], result['out'], result['err']
+
+    def json(self, *args):
+        """The JSON document `memsnap ARGS --json` prints; RuntimeError when it fails."""
+        status, out, err = self.run(list(args) + ['--json'])
+        if status != 0:
+            raise RuntimeError('memsnap %s: exit %d: %s' % (' '.join(args), status, err.strip()))
+        return json.loads(out)
+
+
 # One `memsnap parse --json` per fixture, shared by the drivers: CTest sets
 # MEMSNAP_TEST_CACHE to a folder of the build tree (tests/CMakeLists.txt).
 CACHE_ENV = 'MEMSNAP_TEST_CACHE'

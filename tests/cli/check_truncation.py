@@ -27,35 +27,30 @@ for the frees; per category for the dump's blocks). --table prints it.
 
 Skips (exit 77) when the fixtures folder is absent.
 
-    python3 -m pytest tests/cli/check_truncation.py --memsnap build/memsnap --part fixtures [--fixtures-dir DIR]
-    python3 tests/cli/check_truncation.py --memsnap build/memsnap [--fixtures DIR] --table
+    python3 -m pytest tests/cli/check_truncation.py --memsnap build/memsnap --part fixtures [--fixtures-dir DIR] [--batch build/tests/memsnap_cli_batch]
+    python3 tests/cli/check_truncation.py --memsnap build/memsnap [--fixtures DIR] [--batch ...] --table
+
+With --batch every command runs in one memsnap_cli_batch process.
 """
 import argparse
 import collections
 import json
 import os
 import pickle
-import subprocess
 import sys
 import tempfile
 
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # tests/, when run as a script for --table
+import testlib  # noqa: E402
 REPO = os.path.dirname(os.path.dirname(HERE))
 FIXTURES = os.path.join(os.path.dirname(REPO), 'shared', 'fixtures', 'real')
 CUTS = (0.25, 0.5, 0.75)
 MIN_ENTRIES = 100
 FREED_AT = 'freed at '
 BEFORE = ' (allocated before the trace)'
-
-
-def memsnap_json(memsnap, *args):
-    done = subprocess.run([memsnap, *args, '--json'], capture_output=True, text=True, timeout=300,
-                          check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f'memsnap {" ".join(args)}: exit {done.returncode}: {done.stderr.strip()}')
-    return json.loads(done.stdout)
 
 
 def replay(trace):
@@ -114,12 +109,12 @@ def check_cut(memsnap, path, snapshot, device, k, uncut_events, uncut_explain, w
     cut_path = os.path.join(work, f'cut_{k}{"_alloc" if alloc_context else ""}.pickle')
     with open(cut_path, 'wb') as out:
         pickle.dump(cut, out, protocol=4)
-    cut_parse = memsnap_json(memsnap, 'parse', cut_path, '--device', str(device))
+    cut_parse = memsnap.json('parse', cut_path, '--device', str(device))
     want_kind = 'allocation' if alloc_context else 'free'
     if cut_parse['free_frames']['kind'] not in (want_kind, 'unknown'):
         failures.append(f'K={k}: free_frames.kind {cut_parse["free_frames"]["kind"]}, want {want_kind}')
-    cut_events = memsnap_json(memsnap, 'events', cut_path, '--device', str(device))['events']
-    cut_explain = memsnap_json(memsnap, 'explain', cut_path, '--device', str(device), '--top',
+    cut_events = memsnap.json('events', cut_path, '--device', str(device))['events']
+    cut_explain = memsnap.json('explain', cut_path, '--device', str(device), '--top',
                                '1000000')
 
     measures = collections.Counter()
@@ -194,7 +189,8 @@ def devices_and_snapshot(path):
 
 def cut_every_fixture(memsnap, fixtures):
     """Every complete fixture cut at each point, as recorded and as
-    context="alloc" writes frees. Returns (the failures, each file's measures)."""
+    context="alloc" writes frees; `memsnap` a testlib.Commands. Returns (the
+    failures, each file's measures)."""
     failed = []
     checked_frees = 0
     table = []
@@ -206,13 +202,13 @@ def cut_every_fixture(memsnap, fixtures):
             snapshot, traces = devices_and_snapshot(path)
             if snapshot is None:
                 continue
-            uncut_events_doc = memsnap_json(memsnap, 'events', path)
+            uncut_events_doc = memsnap.json('events', path)
             device = uncut_events_doc['device']
             if device >= len(traces) or len(traces[device]) < MIN_ENTRIES:
                 continue
             if replay(traces[device])[1]:
                 continue  # the trace itself starts mid-run: no truth to cut from
-            uncut_explain = memsnap_json(memsnap, 'explain', path, '--top', '1000000')
+            uncut_explain = memsnap.json('explain', path, '--top', '1000000')
             for alloc_context in (False, True):
                 uncut_events = uncut_events_doc
                 total = collections.Counter()
@@ -240,8 +236,9 @@ def cut_every_fixture(memsnap, fixtures):
 
 
 @pytest.mark.fixtures
-def test_no_cut_names_memory_by_a_site_it_was_not_allocated_at(memsnap, fixtures_dir):
-    failed, _ = cut_every_fixture(memsnap, fixtures_dir)
+def test_no_cut_names_memory_by_a_site_it_was_not_allocated_at(memsnap, fixtures_dir, request):
+    with testlib.Commands(memsnap, request.config.getoption('--batch')) as commands:
+        failed, _ = cut_every_fixture(commands, fixtures_dir)
     assert not failed, '\n'.join(failed)
 
 
@@ -249,10 +246,12 @@ def main():
     """--table: the measures of every fixture as a Markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--memsnap', required=True)
+    parser.add_argument('--batch', help='memsnap_cli_batch: every command in one process')
     parser.add_argument('--fixtures', default=FIXTURES)
     parser.add_argument('--table', action='store_true', help='print the measures as Markdown')
     args = parser.parse_args()
-    failed, table = cut_every_fixture(os.path.abspath(args.memsnap), args.fixtures)
+    with testlib.Commands(os.path.abspath(args.memsnap), args.batch) as commands:
+        failed, table = cut_every_fixture(commands, args.fixtures)
     if args.table:
         print()
         print('| fixture | dropped, live at K (sum of 3 cuts) | freed later | named "freed at" '

@@ -1,8 +1,11 @@
 // Runs many memsnap commands in one process, for the corpus drivers
-// (tests/corpus/test_refusals.py): starting a process per hostile file cost
-// most of that test's time, under ASan most of all.
+// (tests/corpus/test_refusals.py, tests/cli/check_truncation.py): starting a
+// process per file cost most of their time, under ASan most of all.
 //
 //   memsnap_cli_batch COMMANDS.jsonl
+//   memsnap_cli_batch -        (commands from stdin, each answer flushed at
+//                              once: a driver that writes a file, asks about
+//                              it and checks the answer before the next)
 //
 // Each line of COMMANDS.jsonl is a JSON list of arguments (without
 // "memsnap"); for each, one JSON line on stdout: {"status": N, "out": the
@@ -25,11 +28,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: memsnap_cli_batch COMMANDS.jsonl\n");
     return 2;
   }
-  std::ifstream commands(argv[1]);
-  if (!commands) {
-    std::fprintf(stderr, "memsnap_cli_batch: cannot read %s\n", argv[1]);
-    return 2;
+  const bool interactive = std::string(argv[1]) == "-";
+  std::ifstream file;
+  if (!interactive) {
+    file.open(argv[1]);
+    if (!file) {
+      std::fprintf(stderr, "memsnap_cli_batch: cannot read %s\n", argv[1]);
+      return 2;
+    }
   }
+  std::istream& commands = interactive ? std::cin : file;
   std::string line;
   while (std::getline(commands, line)) {
     if (line.empty()) continue;
@@ -55,6 +63,7 @@ int main(int argc, char** argv) {
       result["err"] = std::move(err);
     }
     std::cout << result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    if (interactive) std::cout.flush();
   }
   std::cout.flush();
   return std::cout ? 0 : 1;

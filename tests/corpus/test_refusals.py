@@ -36,6 +36,8 @@ from pathlib import Path
 
 import pytest
 
+import testlib
+
 HERE = Path(__file__).resolve().parent
 MAKER = HERE / 'make_refusals.py'
 TIMEOUT = 30
@@ -273,3 +275,20 @@ def test_every_file_of_the_refusal_corpus_says_what_it_must(memsnap, work, reque
     failures = run_corpus(memsnap, request.config.getoption('--batch'), os.path.join(work, 'corpus'),
                           min(8, 2 * (os.cpu_count() or 1)))
     assert not failures, '\n'.join(failures)
+
+
+def test_the_batch_answers_each_command_as_asked(memsnap, request):
+    """memsnap_cli_batch - (the truncation corpus' runner) answers as memsnap does,
+    a report, a refusal and a usage error, one at a time from one process."""
+    batch = request.config.getoption('--batch')
+    if not batch:
+        pytest.skip('needs --batch')
+    example = os.path.join(testlib.REPO, 'examples', 'training_steps.pickle.gz')
+    asked = [['parse', '--json', example], ['parse', os.path.join(testlib.REPO, 'README.md')],
+             ['replay-step', example]]
+    with testlib.Commands(memsnap, batch) as batched, testlib.Commands(memsnap) as alone:
+        for args in asked:
+            status, out, err = batched.run(args)
+            want = alone.run(args)
+            assert (status, out) == want[:2], args
+            assert err.strip() == want[2].strip(), args
