@@ -539,6 +539,7 @@ class Options:
         self.marks = False
         self.bridge = False  # implies marks
         self.oom = False
+        self.oom_device = 0  # the device whose trace ends in the oom
         self.expandable = False
         self.ring_buffer = 0
         self.late_start = False
@@ -1073,7 +1074,7 @@ def simulate_device(dev, opts, budget, vbase, t0):
         d.record_start_live = d.live_bytes
     d.recording = True
     used = len(d.trace)
-    d.limit = budget - (1 if (opts.oom and dev == 0) else 0)
+    d.limit = budget - (1 if (opts.oom and dev == opts.oom_device) else 0)
     if budget <= 0:
         d.limit = 0
     steps = opts.steps if d.timed else 0
@@ -1116,7 +1117,7 @@ def simulate_device(dev, opts, budget, vbase, t0):
         if not done:
             break
         it += 1
-    if opts.oom and dev == 0:
+    if opts.oom and dev == opts.oom_device:
         frames = program.oom_site()
         entry = {'action': 'oom', 'device_free': 95682560 + 512 * int(rng.random() * 1000),
                  'size': 5308694528, 'stream': 0}
@@ -1856,6 +1857,8 @@ def main(argv=None):
                          "Optimizer.step#, CustomFSDP.forward, nccl:all_reduce, the data loader) "
                          "and no ProfilerStep marks; --steps N still sizes N iterations")
     ap.add_argument('--oom', action='store_true')
+    ap.add_argument('--oom-device', type=int, default=0, metavar='D',
+                    help='the device whose trace ends in the oom (default 0)')
     ap.add_argument('--expandable', action='store_true')
     ap.add_argument('--ring-buffer', type=int, default=0, metavar='K')
     ap.add_argument('--late-start', action='store_true')
@@ -1927,6 +1930,8 @@ def main(argv=None):
         ap.error('--shared-frame-lists goes with --replicate')
     if args.devices < 1:
         ap.error('--devices must be >= 1')
+    if not 0 <= args.oom_device < args.devices:
+        ap.error('--oom-device must name one of the --devices')
     kw = {k: v for k, v in vars(args).items()
           if k not in ('out', 'corpus', 'manifest', 'replicate', 'shared_frame_lists')}
     opts = Options(**kw)

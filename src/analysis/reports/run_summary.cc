@@ -143,10 +143,11 @@ RunSummary run_summary(const FileAnalysis& file, const SummaryOptions& options) 
        std::span(parsed.throughput).first(std::min(parsed.throughput.size(), kSummarySources))) {
     out.throughput.push_back({clipped(row.source), row.throughput_bytes, row.alloc_count});
   }
+  // parse counts an OOM's entry within the device's trace, as the summary does.
   const DeviceTrace& trace = file.trace();
   for (const OomEntry& oom : parsed.ooms) {
-    out.ooms.push_back(SummaryOom{oom.event - trace.begin, oom.requested, oom.device_free,
-                                  file.seconds_at(oom.event)});
+    out.ooms.push_back(SummaryOom{oom.event, oom.requested, oom.device_free,
+                                  file.seconds_at(trace.begin + oom.event)});
   }
 
   add_summary_steps(file, out);
