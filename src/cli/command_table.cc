@@ -14,6 +14,7 @@ Command events_command();
 Command compare_command();
 Command plot_command();
 Command oom_command();
+Command serve_command();
 Command summarize_command();
 Command ranks_command();
 Command check_command();
@@ -74,6 +75,7 @@ const std::vector<Command>& command_table() {
                 "ranks); exit 3 on a violation, with the lines that grew; text, JSON, JUnit "
                 "or GitHub annotations.",
                 "memsnap check run.pickle --baseline base.json --max-growth 5% --no-oom"),
+      serve_command(),
   };
   return table;
 }

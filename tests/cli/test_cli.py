@@ -872,7 +872,7 @@ def group_by_annotation_and_pool(memsnap, work):
 
 def usage_in_memsnaps_words(memsnap, work, plain):
     commands = ("explain, parse, dump, events, compare, replay-to-time, replay-step, plot, oom, segments, streams, summarize, "
-                "ranks, check")
+                "ranks, check, serve")
     said = [
         ("--versio", ["--versio"], "memsnap: unknown flag --versio; did you mean --version?"),
         ("--jsn", ["parse", "--jsn", plain], "memsnap: parse: unknown flag --jsn; did you mean --json?"),

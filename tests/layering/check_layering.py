@@ -25,7 +25,7 @@ import tempfile
 # Each rank's layers; report (renderers) and formats (the files memsnap writes
 # and reads back: run summaries, budgets) share one.
 RANKS = [["util"], ["io"], ["pickle"], ["snapshot"], ["analysis/core"], ["analysis/reports"],
-         ["report", "formats"], ["runs"], ["service"], ["cli"], ["main", "python"]]
+         ["report", "formats"], ["runs"], ["service"], ["serve"], ["cli"], ["main", "python"]]
 RANK = {name: rank for rank, names in enumerate(RANKS) for name in names}
 
 # Layer of each public header, by what it is about.

@@ -1,0 +1,122 @@
+// memsnap serve FILE|DIR...: the page and the reports of these files over
+// HTTP on this machine (serve/server.h), until Ctrl-C.
+#include <pthread.h>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <thread>
+
+#include "analysis/reports/timeline.h"
+#include "cli/command.h"
+#include "cli/options.h"
+#include "cli/output.h"
+#include "memsnap/error.h"
+#include "report/html_plot.h"
+#include "runs/multi_file.h"
+#include "serve/server.h"
+
+namespace memsnap::cli {
+namespace {
+
+struct ServeFlags {
+  std::vector<std::string> files;
+  serve::ServeOptions server;
+  CommonOptions common;
+};
+
+std::string basename_of(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The page of `memsnap plot` for every file, built when first asked for.
+std::function<std::string()> page_of(const std::vector<std::unique_ptr<FileAnalysis>>& analyses,
+                                     const std::vector<serve::ServedFile>& served,
+                                     const CommonOptions& common) {
+  return [&analyses, &served, &common] {
+    if (!html_plot_available()) {
+      throw Error::usage("this memsnap was built without the HTML page (MEMSNAP_HTML_PLOT=OFF)");
+    }
+    constexpr double kPrecisionMs = 1.0;
+    std::vector<RunTimeline> runs;
+    for (size_t i = 0; i < analyses.size(); ++i) {
+      runs.push_back(plot_run(*analyses[i], served[i].label, kPrecisionMs, common.keys,
+                              kDefaultMaxLifetimes, true, PagePlace{i, analyses.size()}));
+    }
+    return render_plot_html(runs, kPrecisionMs);
+  };
+}
+
+// Serves until SIGINT or SIGTERM: the signals are blocked on every thread
+// (the server's pool inherits the mask) and one thread waits for them.
+void serve_until_signalled(serve::Server& server) {
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::thread waiter([&server, &stop_signals] {
+    int signal = 0;
+    sigwait(&stop_signals, &signal);
+    server.stop();
+  });
+  server.run();
+  // Stopped by something else: wake the waiter with a signal it waits for.
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
+}
+
+void run_serve(const ServeFlags& flags) {
+  // Before reading gigabytes: a build without the server, options it refuses.
+  serve::check_options(flags.server);
+  const std::vector<std::string> paths = expand_inputs(flags.files);
+  std::vector<Snapshot> snapshots = load_all(paths, flags.common);
+  std::vector<std::unique_ptr<FileAnalysis>> analyses;
+  std::vector<serve::ServedFile> served;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    analyses.push_back(
+        std::make_unique<FileAnalysis>(analyze(paths[i], snapshots[i], flags.common)));
+    served.push_back({paths[i], basename_of(paths[i]), analyses.back().get()});
+  }
+  serve::Server server(served, flags.server, page_of(analyses, served, flags.common));
+  const std::string url = server.bind();
+  write_out(url + "\n");
+  std::fflush(stdout);
+  write_note(fmt::format("serving {} file{} at {} (Ctrl-C stops; from another machine: ssh -L)",
+                         paths.size(), paths.size() == 1 ? "" : "s", url));
+  serve_until_signalled(server);
+}
+
+}  // namespace
+
+Command serve_command() {
+  return {"serve",
+          "The page and every report of these files over HTTP on this machine, until Ctrl-C",
+          [](CLI::App& command) -> Runner {
+            auto flags = std::make_shared<ServeFlags>();
+            add_snapshots_argument(command, flags->files,
+                                   "Snapshot files or folders of them, each opened once");
+            command.add_option("--port", flags->server.port,
+                               "Port to listen on (default 0: any free port; the URL says which)");
+            command.add_option("--host", flags->server.host,
+                               "Address to listen on (default 127.0.0.1; any other needs --token)");
+            command.add_option("--token", flags->server.token,
+                               "The secret every request must carry (default: a random one, "
+                               "printed in the URL)");
+            add_device_flag(command, flags->common);
+            add_steps_flag(command, flags->common);
+            add_input_flags(command, flags->common);
+            return [flags] { run_serve(*flags); };
+          },
+          "Opens each file once and answers the page and the reports (GET /api/reports lists "
+          "them; GET /api/report/NAME?file=0&time=1.5 answers one, as `memsnap NAME --json` "
+          "does) on 127.0.0.1 with a random token in the printed URL. Run it on the GPU machine "
+          "and open the URL through an SSH tunnel (ssh -L PORT:127.0.0.1:PORT host).",
+          "memsnap serve run/rank0.pickle run/rank1.pickle --port 8777"};
+}
+
+}  // namespace memsnap::cli

@@ -1,0 +1,322 @@
+#include "serve/server.h"
+
+#include <sys/socket.h>
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <algorithm>
+#include <array>
+#include <charconv>
+#include <cstdio>
+#include <mutex>
+#include <random>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "memsnap/error.h"
+#include "report/format.h"
+#include "service/report_table.h"
+
+namespace memsnap::serve {
+namespace {
+
+using nlohmann::ordered_json;
+
+constexpr std::string_view kJson = "application/json";
+
+// 24 bytes from the system's random source, in hex.
+std::string random_token() {
+  std::random_device source;
+  std::string token;
+  for (int i = 0; i < 6; ++i) token += fmt::format("{:08x}", source());
+  return token;
+}
+
+// Equal strings, in a time that does not depend on where they differ.
+bool same_token(std::string_view given, std::string_view token) {
+  unsigned char differ = given.size() == token.size() ? 0 : 1;
+  for (size_t i = 0; i < token.size(); ++i) {
+    differ |= static_cast<unsigned char>(token[i] ^ (i < given.size() ? given[i] : 0));
+  }
+  return differ == 0;
+}
+
+bool is_loopback(std::string_view host) {
+  return host == "127.0.0.1" || host == "localhost" || host == "::1";
+}
+
+void send_json(httplib::Response& response, int status, const ordered_json& body) {
+  response.status = status;
+  response.set_content(body.dump(-1, ' ', false, ordered_json::error_handler_t::replace),
+                       std::string(kJson));
+}
+
+void send_error(httplib::Response& response, int status, std::string_view message) {
+  send_json(response, status, {{"error", std::string(printable(message))}, {"status", status}});
+}
+
+// What every answer carries: it is for this user's browser only, never
+// cached, never sniffed, and the token in the page's address never leaves it.
+void add_safety_headers(httplib::Response& response) {
+  response.set_header("Cache-Control", "no-store");
+  response.set_header("X-Content-Type-Options", "nosniff");
+  response.set_header("Referrer-Policy", "no-referrer");
+}
+
+}  // namespace
+
+bool server_available() {
+  return true;
+}
+
+void require_server() {}
+
+void check_options(const ServeOptions& options) {
+  if (!is_loopback(options.host) && options.token.empty()) {
+    throw Error::usage(fmt::format(
+        "--host {} answers other machines: give --token too (a secret of your own), or use "
+        "127.0.0.1 and an SSH tunnel",
+        printable(options.host)));
+  }
+}
+
+struct Server::State {
+  std::vector<ServedFile> files;
+  ServeOptions options;
+  std::function<std::string()> build_page;
+  std::once_flag page_once;
+  std::string page;
+  std::string page_error;
+  httplib::Server http;
+  int port = 0;
+
+  // Pre-routing: every request proves it may ask before anything is read.
+  httplib::Server::HandlerResponse admit(const httplib::Request& request,
+                                         httplib::Response& response) const;
+  void answer_report(const httplib::Request& request, httplib::Response& response) const;
+  [[nodiscard]] ordered_json files_json() const;
+  void routes();
+};
+
+httplib::Server::HandlerResponse Server::State::admit(const httplib::Request& request,
+                                                      httplib::Response& response) const {
+  using Handled = httplib::Server::HandlerResponse;
+  add_safety_headers(response);
+  if (request.method != "GET" && request.method != "HEAD") {
+    response.set_header("Allow", "GET, HEAD");
+    send_error(response, 405, "only GET and HEAD are answered");
+    return Handled::Handled;
+  }
+  if (is_loopback(options.host)) {
+    // Another site's page cannot name this server by its own host name.
+    const std::string host = request.get_header_value("Host");
+    const std::array<std::string, 3> allowed = {fmt::format("127.0.0.1:{}", port),
+                                                fmt::format("localhost:{}", port),
+                                                fmt::format("[::1]:{}", port)};
+    if (std::find(allowed.begin(), allowed.end(), host) == allowed.end()) {
+      send_error(response, 403, "the Host header does not name this server's loopback address");
+      return Handled::Handled;
+    }
+  }
+  std::string given = request.get_param_value("token");
+  const std::string authorization = request.get_header_value("Authorization");
+  if (given.empty() && authorization.rfind("Bearer ", 0) == 0) given = authorization.substr(7);
+  if (!same_token(given, options.token)) {
+    send_error(response, 401, "a token is required: open the address memsnap serve printed");
+    return Handled::Handled;
+  }
+  if (request.params.size() > kMaxParameters) {
+    send_error(response, 400, fmt::format("at most {} parameters", kMaxParameters));
+    return Handled::Handled;
+  }
+  for (const auto& [name, value] : request.params) {
+    if (name.size() > kMaxParameterBytes || value.size() > kMaxParameterBytes) {
+      send_error(response, 400,
+                 fmt::format("a parameter or its value is longer than {} bytes", kMaxParameterBytes));
+      return Handled::Handled;
+    }
+  }
+  return Handled::Unhandled;
+}
+
+ordered_json Server::State::files_json() const {
+  ordered_json out = ordered_json::array();
+  for (size_t i = 0; i < files.size(); ++i) {
+    const FileAnalysis& file = *files[i].analysis;
+    out.push_back({{"file", i},
+                   {"label", files[i].label},
+                   {"path", files[i].path},
+                   {"device", file.device()},
+                   {"devices", file.snapshot().devices_in_use()},
+                   {"event_count", file.trace().count()}});
+  }
+  return out;
+}
+
+namespace {
+
+ordered_json report_table_json() {
+  ordered_json out = ordered_json::array();
+  for (const service::ReportEntry& entry : service::report_table()) {
+    ordered_json parameters = ordered_json::array();
+    std::vector<service::Parameter> all = entry.parameters;
+    all.push_back(service::top_parameter());
+    for (const service::Parameter& parameter : all) {
+      parameters.push_back({{"name", service::spelled(parameter, service::Spelling::kKeyword)},
+                            {"kind", service::kind_description(parameter)},
+                            {"help", std::string(parameter.help)}});
+    }
+    out.push_back({{"name", std::string(entry.name)},
+                   {"summary", std::string(entry.summary)},
+                   {"two_files", entry.answer_pair != nullptr},
+                   {"parameters", parameters}});
+  }
+  return out;
+}
+
+// A file's index from the request: a whole number below `count`, never a path.
+size_t file_index(const httplib::Request& request, const char* name, size_t count) {
+  const std::string text = request.get_param_value(name);
+  size_t index = 0;
+  const char* end = text.data() + text.size();
+  const auto [at, problem] = std::from_chars(text.data(), end, index);
+  if (text.empty() || problem != std::errc() || at != end || index >= count) {
+    throw Error::usage(fmt::format("{} must be the index of a served file, 0 to {} (GET /api/files)",
+                                   name, count - 1));
+  }
+  return index;
+}
+
+}  // namespace
+
+void Server::State::answer_report(const httplib::Request& request,
+                                  httplib::Response& response) const {
+  const service::ReportEntry* entry = service::find_report(request.matches[1].str());
+  if (entry == nullptr) {
+    send_error(response, 404, "no such report (GET /api/reports lists them)");
+    return;
+  }
+  const size_t a = file_index(request, "file", files.size());
+  std::vector<std::pair<std::string, service::Value>> given;
+  for (const auto& [name, text] : request.params) {
+    if (name == "token" || name == "file" || name == "vs") continue;
+    const service::Parameter* parameter = service::find_parameter(*entry, name);
+    if (parameter == nullptr) {
+      throw Error::usage(fmt::format("{} has no parameter '{}' (GET /api/reports lists them)",
+                                     entry->name, printable(name)));
+    }
+    given.emplace_back(parameter->id,
+                       service::value_of_text(*parameter, text, service::Spelling::kKeyword));
+  }
+  const service::ReportRequest checked =
+      service::request_for(*entry, given, SourceKeyOptions{}, service::Spelling::kKeyword);
+  service::Answer answer;
+  if (request.has_param("vs")) {
+    if (entry->answer_pair == nullptr) {
+      throw Error::usage(fmt::format("{} reads one file: drop vs=", entry->name));
+    }
+    const size_t b = file_index(request, "vs", files.size());
+    answer = entry->answer_pair(*files[a].analysis, *files[b].analysis, checked,
+                                service::Format::kJson);
+  } else {
+    answer = entry->answer(*files[a].analysis, checked, service::Format::kJson);
+  }
+  send_json(response, 200, {{"report", std::move(answer.json)}, {"notes", answer.notes}});
+}
+
+void Server::State::routes() {
+  http.set_pre_routing_handler(
+      [this](const httplib::Request& request, httplib::Response& response) {
+        return admit(request, response);
+      });
+  http.Get("/", [this](const httplib::Request& /*request*/, httplib::Response& response) {
+    std::call_once(page_once, [this] {
+      try {
+        page = build_page();
+      } catch (const std::exception& error) {
+        page_error = error.what();
+      }
+    });
+    if (!page_error.empty()) {
+      send_error(response, 500, page_error);
+      return;
+    }
+    // The page is one file: its script and style are inline, and it asks
+    // nothing of any other origin.
+    response.set_header("Content-Security-Policy",
+                        "default-src 'none'; script-src 'unsafe-inline'; style-src "
+                        "'unsafe-inline'; img-src data: blob:; connect-src 'self'");
+    response.set_content(page, "text/html; charset=utf-8");
+  });
+  http.Get("/api/files", [this](const httplib::Request& /*request*/, httplib::Response& response) {
+    send_json(response, 200, files_json());
+  });
+  http.Get("/api/reports", [](const httplib::Request& /*request*/, httplib::Response& response) {
+    send_json(response, 200, report_table_json());
+  });
+  http.Get(R"(/api/report/([a-z_-]{1,32}))",
+           [this](const httplib::Request& request, httplib::Response& response) {
+             try {
+               answer_report(request, response);
+             } catch (const Error& error) {
+               send_error(response, error.kind() == Error::Kind::kUsage ? 400 : 422, error.what());
+             }
+           });
+  http.set_exception_handler(
+      [](const httplib::Request& /*request*/, httplib::Response& response, std::exception_ptr) {
+        send_error(response, 500, "internal error");
+      });
+  http.set_error_handler([](const httplib::Request& /*request*/, httplib::Response& response) {
+    if (response.body.empty()) send_error(response, response.status, "not found");
+  });
+}
+
+Server::Server(std::vector<ServedFile> files, ServeOptions options,
+               std::function<std::string()> page)
+    : state_(std::make_unique<State>()) {
+  if (files.empty()) throw Error::usage("serve needs at least one snapshot");
+  check_options(options);
+  if (options.token.empty()) options.token = random_token();
+  state_->files = std::move(files);
+  state_->options = std::move(options);
+  state_->build_page = std::move(page);
+  state_->http.set_payload_max_length(0);
+  // SO_REUSEADDR alone: a restart may take the port back from TIME_WAIT, but
+  // no second process shares a port in use (cpp-httplib's default adds
+  // SO_REUSEPORT, which would let one and split the connections between them).
+  state_->http.set_socket_options([](socket_t socket) {
+    const int yes = 1;
+    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
+  state_->routes();
+}
+
+Server::~Server() = default;
+
+std::string Server::bind() {
+  State& s = *state_;
+  if (s.options.port == 0) {
+    s.port = s.http.bind_to_any_port(s.options.host);
+  } else if (s.http.bind_to_port(s.options.host, s.options.port)) {
+    s.port = s.options.port;
+  }
+  if (s.port <= 0) {
+    throw Error::usage(fmt::format("cannot listen on {} port {} (in use, or not this machine's)",
+                                   printable(s.options.host), s.options.port));
+  }
+  const std::string host = s.options.host.find(':') != std::string::npos
+                               ? "[" + s.options.host + "]"
+                               : s.options.host;
+  return fmt::format("http://{}:{}/?token={}", host, s.port, s.options.token);
+}
+
+void Server::run() {
+  state_->http.listen_after_bind();
+}
+
+void Server::stop() {
+  state_->http.stop();
+}
+
+}  // namespace memsnap::serve

@@ -1,0 +1,39 @@
+// The server where the build had no cpp-httplib (MEMSNAP_SERVE=OFF): the
+// command exists and says what it needs.
+#include "memsnap/error.h"
+#include "serve/server.h"
+
+namespace memsnap::serve {
+
+bool server_available() {
+  return false;
+}
+
+void require_server() {
+  throw Error::usage(
+      "this memsnap was built without the server (MEMSNAP_SERVE=OFF: it needs cpp-httplib, "
+      "Debian's libcpp-httplib-dev); memsnap plot writes the page as a file");
+}
+
+void check_options(const ServeOptions& /*options*/) {
+  require_server();
+}
+
+struct Server::State {};
+
+Server::Server(std::vector<ServedFile> /*files*/, ServeOptions /*options*/,
+               std::function<std::string()> /*page*/) {
+  require_server();
+}
+
+Server::~Server() = default;
+
+std::string Server::bind() {
+  return {};
+}
+
+void Server::run() {}
+
+void Server::stop() {}
+
+}  // namespace memsnap::serve

@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""`memsnap serve`: every report it answers equals `memsnap NAME --json` on the
+same file, and every way past it fails cleanly while it keeps answering: no
+token or a wrong one, another Host, path traversal, a file that is not one of
+those it was started with, other methods, oversized and malformed requests,
+and many requests at once. Loopback traffic only; every loop is bounded.
+Skips (exit 77) where the build has no server (MEMSNAP_SERVE=OFF)."""
+import concurrent.futures
+import http.client
+import json
+import os
+import signal
+import subprocess
+import urllib.parse
+
+import pytest
+
+import testlib
+
+REPO = testlib.REPO
+A = os.path.join(REPO, "examples", "training_steps.pickle.gz")
+B = os.path.join(REPO, "examples", "training_steps_larger_batch.pickle.gz")
+# Parameters each report needs to answer at all.
+REQUIRED = {"replay-to-time": {"time": "0.1"}, "replay-step": {"all_steps": "true"}}
+
+
+class Served:
+    """A running `memsnap serve A B`: its address, token and process."""
+
+    def __init__(self, memsnap, *extra):
+        self.process = subprocess.Popen([memsnap, "serve", A, B, *extra], stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True)
+        line = self.process.stdout.readline().strip()
+        if not line:
+            err = self.process.stderr.read()
+            self.process.wait(timeout=10)
+            if "built without the server" in err:
+                testlib.skip_absent("a memsnap built with the server")
+            raise AssertionError("memsnap serve printed no URL: " + err)
+        self.url = urllib.parse.urlsplit(line)
+        self.port = self.url.port
+        self.token = urllib.parse.parse_qs(self.url.query)["token"][0]
+
+    def get(self, path, headers=None, method="GET", token=True):
+        """(status, headers, body bytes) of one request, sent as given."""
+        if token:
+            path += ("&" if "?" in path else "?") + "token=" + self.token
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            connection.putrequest(method, path, skip_host=True, skip_accept_encoding=True)
+            sent = {"Host": "127.0.0.1:%d" % self.port}
+            sent.update(headers or {})
+            for name, value in sent.items():
+                if value is not None:
+                    connection.putheader(name, value)
+            connection.endheaders()
+            response = connection.getresponse()
+            return response.status, dict(response.getheaders()), response.read()
+        finally:
+            connection.close()
+
+    def report(self, name, **parameters):
+        status, _, body = self.get("/api/report/%s?%s" % (name, urllib.parse.urlencode(parameters)))
+        assert status == 200, body
+        return json.loads(body)
+
+    def stop(self):
+        self.process.send_signal(signal.SIGINT)
+        return self.process.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def served(memsnap):
+    server = Served(memsnap)
+    yield server
+    assert server.stop() == 0, "memsnap serve did not stop cleanly on SIGINT"
+
+
+def cli_json(memsnap, *args):
+    done = testlib.run_memsnap(memsnap, [*args, "--json"])
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_every_report_equals_the_command_line(memsnap, served):
+    status, _, body = served.get("/api/reports")
+    assert status == 200
+    entries = json.loads(body)
+    assert {e["name"] for e in entries} >= {"explain", "parse", "replay-to-time", "segments", "streams"}
+    for entry in entries:
+        name = entry["name"]
+        needed = REQUIRED.get(name, {})
+        flags = [x for key, value in needed.items()
+                 for x in (["--" + key.replace("_", "-")] if value == "true" else ["--" + key, value])]
+        for index, path in enumerate((A, B)):
+            got = served.report(name, file=index, **needed)
+            assert got["report"] == cli_json(memsnap, name, path, *flags), (name, path)
+        if entry["two_files"]:
+            got = served.report(name, file=0, vs=1, **needed)
+            assert got["report"] == cli_json(memsnap, name, A, B, *flags), name
+    # A parameter in the server's spelling, and the note the command line prints.
+    late = served.report("replay-to-time", file=0, time="1e6", top="3")
+    assert late["report"] == cli_json(memsnap, "replay-to-time", A, "--time", "1e6", "--top", "3")
+    assert any("clamped" in note for note in late["notes"]), late["notes"]
+
+
+def test_the_page_and_the_file_list(served):
+    status, headers, body = served.get("/")
+    assert status == 200 and b'id="memsnap-data"' in body
+    assert "default-src 'none'" in headers["Content-Security-Policy"]
+    assert headers["Referrer-Policy"] == "no-referrer" and headers["Cache-Control"] == "no-store"
+    status, _, body = served.get("/api/files")
+    files = json.loads(body)
+    assert [f["path"] for f in files] == [A, B] and [f["file"] for f in files] == [0, 1]
+    status, _, body = served.get("/", method="HEAD")
+    assert status == 200 and body == b""
+
+
+def test_every_request_needs_the_token(served):
+    wrong = "0" * len(served.token)
+    for path, headers in [("/api/files", None), ("/", None), ("/api/report/parse?file=0", None),
+                          ("/api/files?token=" + wrong, None),
+                          ("/api/files?token=" + served.token[:-1], None),
+                          ("/api/files?token=" + served.token.upper(), None),
+                          ("/api/files?token=", None),
+                          ("/api/files", {"Authorization": "Bearer " + wrong}),
+                          ("/api/files", {"Authorization": served.token})]:
+        status, _, body = served.get(path, headers, token=False)
+        assert status == 401, (path, headers, status)
+        assert json.loads(body)["status"] == 401
+        assert b"training_steps" not in body
+    status, _, _ = served.get("/api/files", {"Authorization": "Bearer " + served.token}, token=False)
+    assert status == 200
+
+
+def test_another_host_name_is_refused(served):
+    for host in ("evil.example:%d" % served.port, "127.0.0.1", "127.0.0.1:1", "", None):
+        status, _, body = served.get("/api/files", {"Host": host})
+        assert status == 403, (host, status)
+    for host in ("localhost:%d" % served.port, "[::1]:%d" % served.port):
+        assert served.get("/api/files", {"Host": host})[0] == 200
+
+
+def test_no_path_reaches_a_file(served):
+    attempts = ["/../../../../etc/passwd", "/%2e%2e/%2e%2e/%2e%2e/etc/passwd",
+                "/api/report/..%2f..%2f..%2fetc%2fpasswd", "/api/report/parse/../../../etc/passwd",
+                "/examples/training_steps.pickle.gz", "/api/files/../../../etc/passwd",
+                "/api/report/parse?file=/etc/passwd", "/api/report/parse?file=../../etc/passwd",
+                "/api/report/parse?file=" + urllib.parse.quote(A), "/api/report/parse?file=-1",
+                "/api/report/parse?file=2", "/api/report/parse?file=1e0", "/api/report/parse?file=0x0",
+                "/api/report/parse?file=%00", "/api/report/parse?file=0&vs=/etc/passwd",
+                "/api/report/parse?file=0&vs=1", "/api/report/nothing?file=0", "/etc/passwd",
+                "//etc/passwd", "/api/report/PARSE?file=0", "/api/report/parse"]
+    for path in attempts:
+        status, _, body = served.get(path)
+        assert 400 <= status < 500, (path, status)
+        assert b"root:" not in body and b"\x80\x04" not in body, path
+    # Nothing but the served files was opened: the process holds no other file.
+    opened = set()
+    fd_dir = "/proc/%d/fd" % served.process.pid
+    for fd in os.listdir(fd_dir):
+        try:
+            target = os.readlink(os.path.join(fd_dir, fd))
+        except OSError:
+            continue
+        if target.startswith("/") and not target.startswith("/dev/"):
+            opened.add(target)
+    assert opened <= {os.path.realpath(A), os.path.realpath(B)}, opened
+    assert served.get("/api/files")[0] == 200
+
+
+def test_methods_and_oversized_or_malformed_requests(served):
+    for method in ("POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE"):
+        status, headers, _ = served.get("/api/files", method=method)
+        assert status == 405 and headers.get("Allow") == "GET, HEAD", method
+    bad = ["/api/report/parse?file=0&" + "&".join("x%d=1" % i for i in range(20)),
+           "/api/report/parse?file=0&top=" + "9" * 300,
+           "/api/report/parse?file=0&" + "k" * 300 + "=1",
+           "/api/report/parse?file=0&top=99999999999999999999999",
+           "/api/report/parse?file=0&top=-1", "/api/report/parse?file=0&top=1.5",
+           "/api/report/replay-to-time?file=0&time=nan", "/api/report/replay-to-time?file=0&time=1e999",
+           "/api/report/replay-to-time?file=0&time=-1", "/api/report/replay-to-time?file=0&time=%zz",
+           "/api/report/replay-to-time?file=0", "/api/report/parse?file=0&nothing=1",
+           "/api/report/replay-step?file=0&step=1&all_steps=true",
+           "/api/report/parse?file=0&vs=1", "/api/report/parse?file=0&token2=%00%ff"]
+    for path in bad:
+        status, _, body = served.get(path)
+        assert 400 <= status < 500, (path, status, body[:200])
+        if status == 400 and body:
+            assert "error" in json.loads(body), path
+    status, _, _ = served.get("/api/files?pad=" + "x" * 20000)
+    assert status in (400, 414)
+    # Raw garbage on the socket, then a request line far too long.
+    for garbage in (b"\x00\xff\r\n\r\n", b"GET " + b"/" * 100000 + b" HTTP/1.1\r\n\r\n",
+                    b"GET /api/files HTTP/1.1\r\n" + b"X: y\r\n" * 2000 + b"\r\n"):
+        import socket
+        with socket.create_connection(("127.0.0.1", served.port), timeout=30) as raw:
+            try:
+                raw.sendall(garbage)
+                raw.recv(4096)
+            except (ConnectionResetError, BrokenPipeError):
+                pass
+    assert served.get("/api/files")[0] == 200
+
+
+def test_many_requests_at_once(served):
+    paths = ["/api/report/parse?file=0", "/api/report/segments?file=1",
+             "/api/report/replay-to-time?file=0&time=0.05", "/api/files", "/api/files?token=bad"]
+    expected = {}
+    for path in paths:
+        status, _, body = served.get(path, token="token=" not in path)
+        expected[path] = (status, body)
+
+    def one(i):
+        path = paths[i % len(paths)]
+        status, _, body = served.get(path, token="token=" not in path)
+        return path, status, body
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=16) as pool:
+        results = list(pool.map(one, range(400)))
+    for path, status, body in results:
+        assert (status, body) == expected[path], path
+    assert served.get("/api/files")[0] == 200
+
+
+def test_refusals_before_listening(memsnap):
+    done = testlib.run_memsnap(memsnap, ["serve", "--host", "0.0.0.0", A])
+    if "built without the server" in done.stderr:
+        testlib.skip_absent("a memsnap built with the server")
+    assert done.returncode == 2 and "--token" in done.stderr
+    first = Served(memsnap)
+    try:
+        taken = testlib.run_memsnap(memsnap, ["serve", "--port", str(first.port), A], timeout=60)
+        assert taken.returncode == 2 and "cannot listen" in taken.stderr, taken.stderr
+    finally:
+        assert first.stop() == 0
