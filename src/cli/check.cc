@@ -110,7 +110,7 @@ void write_budget(const CheckFlags& flags) {
       "Keys: max_peak, max_peak_delta, max_reserved, max_fragmentation, max_growth and\n"
       "max_source_growth (need --baseline), max_unmatched_frees, no_oom, step_max_peak,\n"
       "and [category] NAME = SIZE.",
-      current.path, current.absolute_peak, flags.headroom, current.path);
+      current.path, current.facts.absolute_peak, flags.headroom, current.path);
   write_report(flags, write_budget_toml(limits, comment));
 }
 

@@ -203,23 +203,23 @@ void read_segments(const Reader& r, const ordered_json& doc, RunSummary& s) {
 
 // Peaks, baseline, counts and the trace's time.
 void read_peaks(const Reader& r, const ordered_json& doc, RunSummary& s) {
-  s.reserved_peak = r.count(doc, "reserved_peak", "");
-  s.reserved_peak_time_s = r.optional_number(doc, "reserved_peak_time_s", "");
-  s.baseline = r.integer(doc, "baseline", "");
-  s.peak_delta = r.integer(doc, "peak_delta", "");
-  s.absolute_peak = r.integer(doc, "absolute_peak", "");
-  s.peak_time_s = r.optional_number(doc, "peak_time_s", "");
+  s.facts.reserved_peak = r.count(doc, "reserved_peak", "");
+  s.facts.reserved_peak_time_s = r.optional_number(doc, "reserved_peak_time_s", "");
+  s.facts.baseline = r.integer(doc, "baseline", "");
+  s.facts.peak_delta = r.integer(doc, "peak_delta", "");
+  s.facts.absolute_peak = r.integer(doc, "absolute_peak", "");
+  s.facts.peak_time_s = r.optional_number(doc, "peak_time_s", "");
   if (auto event = r.optional_integer(doc, "peak_event", "")) {
     if (*event < 0) r.fail("peak_event", "is negative");
-    s.peak_event = static_cast<uint64_t>(*event);
+    s.facts.peak_event = static_cast<uint64_t>(*event);
   }
-  s.event_count = r.count(doc, "event_count", "");
-  s.alloc_count = r.count(doc, "alloc_count", "");
+  s.facts.event_count = r.count(doc, "event_count", "");
+  s.facts.alloc_count = r.count(doc, "alloc_count", "");
   const ordered_json& unmatched = r.object(doc, "unmatched_frees", "");
-  s.unmatched_free_count = r.count(unmatched, "count", "unmatched_frees.");
-  s.unmatched_free_bytes = r.count(unmatched, "bytes", "unmatched_frees.");
-  s.has_time = r.boolean(doc, "has_time", "");
-  s.trace_duration_s = r.number(doc, "trace_duration_s", "");
+  s.facts.unmatched_free_count = r.count(unmatched, "count", "unmatched_frees.");
+  s.facts.unmatched_free_bytes = r.count(unmatched, "bytes", "unmatched_frees.");
+  s.facts.has_time = r.boolean(doc, "has_time", "");
+  s.facts.trace_duration_s = r.number(doc, "trace_duration_s", "");
 }
 
 // The steps, and where they came from.
@@ -416,18 +416,20 @@ ordered_json render_summary_json(const RunSummary& s) {
       {"group", group_label(s.group)},
       {"allocator_settings", s.allocator_settings},
       {"segments", segments_json(s.segments)},
-      {"reserved_peak", s.reserved_peak},
-      {"reserved_peak_time_s", optional_number(s.reserved_peak_time_s)},
-      {"baseline", s.baseline},
-      {"peak_delta", s.peak_delta},
-      {"absolute_peak", s.absolute_peak},
-      {"peak_time_s", optional_number(s.peak_time_s)},
-      {"peak_event", s.peak_event ? ordered_json(*s.peak_event) : ordered_json(nullptr)},
-      {"event_count", s.event_count},
-      {"alloc_count", s.alloc_count},
-      {"unmatched_frees", {{"count", s.unmatched_free_count}, {"bytes", s.unmatched_free_bytes}}},
-      {"has_time", s.has_time},
-      {"trace_duration_s", s.trace_duration_s},
+      {"reserved_peak", s.facts.reserved_peak},
+      {"reserved_peak_time_s", optional_number(s.facts.reserved_peak_time_s)},
+      {"baseline", s.facts.baseline},
+      {"peak_delta", s.facts.peak_delta},
+      {"absolute_peak", s.facts.absolute_peak},
+      {"peak_time_s", optional_number(s.facts.peak_time_s)},
+      {"peak_event",
+       s.facts.peak_event ? ordered_json(*s.facts.peak_event) : ordered_json(nullptr)},
+      {"event_count", s.facts.event_count},
+      {"alloc_count", s.facts.alloc_count},
+      {"unmatched_frees",
+       {{"count", s.facts.unmatched_free_count}, {"bytes", s.facts.unmatched_free_bytes}}},
+      {"has_time", s.facts.has_time},
+      {"trace_duration_s", s.facts.trace_duration_s},
       {"step_count", s.step_count},
       {"steps_source", steps_source_json(s.steps_origin)},
       {"steps", steps},

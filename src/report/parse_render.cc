@@ -73,10 +73,11 @@ void write_file_section(const ParseReport& r, std::string& out) {
   } else if (r.legacy_format) {
     line("  format           PyTorch 2.0 (blocks carry a history list; addresses recomputed)");
   }
-  std::string span = r.has_time ? fmt::format(" over {:.3f} s", r.trace_duration_s)
-                                : std::string(r.event_count > 0 ? " (no timestamps)" : "");
-  line(fmt::format("  trace            {} event{}{}", format_count(r.event_count),
-                   r.event_count == 1 ? "" : "s", span));
+  std::string span = r.facts.has_time
+                         ? fmt::format(" over {:.3f} s", r.facts.trace_duration_s)
+                         : std::string(r.facts.event_count > 0 ? " (no timestamps)" : "");
+  line(fmt::format("  trace            {} event{}{}", format_count(r.facts.event_count),
+                   r.facts.event_count == 1 ? "" : "s", span));
   line(fmt::format("  interned         {} frames, {} stacks", format_count(r.distinct_frames),
                    format_count(r.distinct_stacks)));
 }
@@ -113,10 +114,11 @@ void write_segments_section(const ParseReport& r, std::string& out) {
   if (r.reserved.segment_events > 0) {
     segments.add_row(
         {"reserved peak", format_bytes(r.reserved.peak),
-         fmt::format(
-             "{}from {} at the trace start ({} segment entries)",
-             r.reserved_peak_time_s ? fmt::format("at {:.6f} s, ", *r.reserved_peak_time_s) : "",
-             format_bytes(r.reserved.at_start), format_count(r.reserved.segment_events))});
+         fmt::format("{}from {} at the trace start ({} segment entries)",
+                     r.facts.reserved_peak_time_s
+                         ? fmt::format("at {:.6f} s, ", *r.facts.reserved_peak_time_s)
+                         : "",
+                     format_bytes(r.reserved.at_start), format_count(r.reserved.segment_events))});
   }
   segments.add_row({"allocated", format_bytes(s.allocated_size), ""});
   segments.add_row({"active", format_bytes(s.active_size), ""});
@@ -160,22 +162,23 @@ void write_baseline_section(const ParseReport& r, std::string& out) {
       {"  still live", format_bytes(b.profiling_still_live),
        fmt::format("{} traced allocations live at the end", format_count(t.live_count_at_end))});
   baseline.add_row({"  pre-existing freed", format_bytes(b.pre_existing_freed), "unmatched frees"});
-  baseline.add_row({"peak delta", format_signed_bytes(t.peak_delta),
-                    t.peak_event == kNoEvent ? "at trace start"
-                    : r.peak_time_s          ? fmt::format("at event {}, {:.6f} s",
-                                                           format_count(t.peak_event), *r.peak_time_s)
-                                    : fmt::format("at event {}", format_count(t.peak_event))});
+  baseline.add_row(
+      {"peak delta", format_signed_bytes(t.peak_delta),
+       t.peak_event == kNoEvent ? "at trace start"
+       : r.facts.peak_time_s
+           ? fmt::format("at event {}, {:.6f} s", format_count(t.peak_event), *r.facts.peak_time_s)
+           : fmt::format("at event {}", format_count(t.peak_event))});
   baseline.add_row(
       {"absolute peak",
        format_signed_bytes(add_bytes(b.baseline_at_start, static_cast<uint64_t>(t.peak_delta))),
        "baseline + peak delta"});
   baseline.add_row({"end delta", format_signed_bytes(t.end_delta), ""});
   out += baseline.render();
-  if (r.peak_time_s) {
+  if (r.facts.peak_time_s) {
     line(fmt::format("  live at the peak, by source: memsnap replay-to-time {}{} --time {:.6f}",
                      shell_quote(r.file),
                      r.device_requested ? fmt::format(" --device {}", r.device) : "",
-                     *r.peak_time_s));
+                     *r.facts.peak_time_s));
   }
 }
 
@@ -340,7 +343,8 @@ ordered_json replay_json(const ParseReport& r) {
           {"peak_delta", r.replay.peak_delta},
           {"peak_event", r.replay.peak_event == kNoEvent ? ordered_json(nullptr)
                                                          : ordered_json(r.replay.peak_event)},
-          {"peak_time_s", r.peak_time_s ? ordered_json(*r.peak_time_s) : ordered_json(nullptr)},
+          {"peak_time_s",
+           r.facts.peak_time_s ? ordered_json(*r.facts.peak_time_s) : ordered_json(nullptr)},
           {"absolute_peak",
            add_bytes(r.baseline.baseline_at_start, static_cast<uint64_t>(r.replay.peak_delta))},
           {"end_delta", r.replay.end_delta},
@@ -409,8 +413,9 @@ ordered_json render_parse_json(const ParseReport& r, int top) {
       r.allocator_settings.is_null() ? ordered_json::object() : r.allocator_settings;
   out["segments"] = segments_json(r.segments);
   out["reserved"] = reserved_json(r.reserved);
-  out["reserved"]["peak_time_s"] =
-      r.reserved_peak_time_s ? ordered_json(*r.reserved_peak_time_s) : ordered_json(nullptr);
+  out["reserved"]["peak_time_s"] = r.facts.reserved_peak_time_s
+                                       ? ordered_json(*r.facts.reserved_peak_time_s)
+                                       : ordered_json(nullptr);
   out["fragmentation"] = fragmentation_json(r.fragmentation, r.peak_free_time_s);
   out["baseline"] = baseline_json(r.baseline);
   out["profiler_steps"] = profiler_steps_json(r);
@@ -418,14 +423,15 @@ ordered_json render_parse_json(const ParseReport& r, int top) {
   ordered_json actions = ordered_json::object();
   for (const auto& [action, count] : r.actions) actions[action] = count;
   out["device_traces"] = {
-      {"device", r.device}, {"event_count", r.event_count}, {"actions", actions}};
+      {"device", r.device}, {"event_count", r.facts.event_count}, {"actions", actions}};
   out["replay"] = replay_json(r);
   out["unmatched_frees"] = {{"count", r.replay.unmatched_free_count},
                             {"bytes", r.replay.unmatched_free_bytes}};
   out["free_frames"] = {{"kind", free_frames_name(r.free_frames.kind())},
                         {"matched_pairs", r.free_frames.pairs},
                         {"agreeing", r.free_frames.agreeing}};
-  out["trace_duration_s"] = r.has_time ? ordered_json(r.trace_duration_s) : ordered_json(nullptr);
+  out["trace_duration_s"] =
+      r.facts.has_time ? ordered_json(r.facts.trace_duration_s) : ordered_json(nullptr);
   ordered_json sources = ordered_json::array();
   for (const SourceThroughput& row :
        std::span(r.throughput).first(limit(top, r.throughput.size()))) {

@@ -96,10 +96,10 @@ std::string spread_text(const RanksReport& r) {
                        rank_list(r, outliers));
     for (size_t i : outliers) {
       const RankRow& row = r.rows[i];
-      const int64_t distance = row.absolute_peak - r.peak_median;
+      const int64_t distance = row.facts.absolute_peak - r.peak_median;
       out += fmt::format("    rank {}: {}, {} {} the median{}\n", rank_name(row),
-                         format_level_bytes(row.absolute_peak), format_bytes(magnitude(distance)),
-                         distance >= 0 ? "above" : "below",
+                         format_level_bytes(row.facts.absolute_peak),
+                         format_bytes(magnitude(distance)), distance >= 0 ? "above" : "below",
                          r.mad > 0 ? fmt::format(", z = {:.1f}", row.robust_z) : "");
     }
   }
@@ -142,9 +142,10 @@ std::string per_rank_text(const RanksReport& r, int top) {
                  {true, true, true, true, true, true, false, true});
   for (size_t i = 0; i < limit(top, r.rows.size()); ++i) {
     const RankRow& row = r.rows[i];
-    rows.add_row({rank_name(row) + (row.outlier ? " !" : ""), format_level_bytes(row.absolute_peak),
-                  row.peak_time_s ? fmt::format("{:.3f}", *row.peak_time_s) : "-",
-                  format_bytes(row.reserved_peak), format_level_bytes(row.baseline),
+    rows.add_row({rank_name(row) + (row.outlier ? " !" : ""),
+                  format_level_bytes(row.facts.absolute_peak),
+                  row.facts.peak_time_s ? fmt::format("{:.3f}", *row.facts.peak_time_s) : "-",
+                  format_bytes(row.facts.reserved_peak), format_level_bytes(row.facts.baseline),
                   format_percent(row.fragmentation),
                   row.top_source.empty() ? "-"
                                          : fmt::format("{} ({})", printable(row.top_source),
@@ -190,20 +191,20 @@ std::string render_ranks_text(const RanksReport& r, const std::vector<Unreadable
 ordered_json render_ranks_json(const RanksReport& r, const std::vector<UnreadableFile>& unread) {
   ordered_json rows = ordered_json::array();
   for (const RankRow& row : r.rows) {
-    rows.push_back(
-        {{"rank", rank_json(row)},
-         {"file", row.path},
-         {"device", row.device},
-         {"absolute_peak", row.absolute_peak},
-         {"peak_time_s", row.peak_time_s ? ordered_json(*row.peak_time_s) : ordered_json(nullptr)},
-         {"reserved_peak", row.reserved_peak},
-         {"baseline", row.baseline},
-         {"fragmentation", row.fragmentation},
-         {"top_source", text_or_null(row.top_source)},
-         {"top_source_bytes", row.top_source_bytes},
-         {"oom_count", row.oom_count},
-         {"robust_z", row.robust_z},
-         {"outlier", row.outlier}});
+    rows.push_back({{"rank", rank_json(row)},
+                    {"file", row.path},
+                    {"device", row.device},
+                    {"absolute_peak", row.facts.absolute_peak},
+                    {"peak_time_s", row.facts.peak_time_s ? ordered_json(*row.facts.peak_time_s)
+                                                          : ordered_json(nullptr)},
+                    {"reserved_peak", row.facts.reserved_peak},
+                    {"baseline", row.facts.baseline},
+                    {"fragmentation", row.fragmentation},
+                    {"top_source", text_or_null(row.top_source)},
+                    {"top_source_bytes", row.top_source_bytes},
+                    {"oom_count", row.oom_count},
+                    {"robust_z", row.robust_z},
+                    {"outlier", row.outlier}});
   }
   ordered_json groups = ordered_json::array();
   for (const RankGroup& group : r.groups) {

@@ -23,8 +23,8 @@ std::string render_summaries_text(const std::vector<RunSummary>& summaries,
                             format_bytes(s.live_at_peak.front().bytes));
     }
     std::vector<std::string> row{s.rank ? std::to_string(*s.rank) : "-", printable(s.path),
-                                 format_level_bytes(s.absolute_peak), format_bytes(s.reserved_peak),
-                                 largest};
+                                 format_level_bytes(s.facts.absolute_peak),
+                                 format_bytes(s.facts.reserved_peak), largest};
     if (written) row.push_back(i < outputs.size() ? printable(outputs[i]) : "");
     table.add_row(std::move(row));
   }

@@ -24,11 +24,11 @@ constexpr double kGiB = 1024.0 * kMiB;
 RunSummary run(int64_t peak, const std::string& path = "run.pickle") {
   RunSummary s;
   s.path = path;
-  s.absolute_peak = peak;
-  s.peak_delta = peak / 2;
-  s.reserved_peak = static_cast<uint64_t>(peak) + (64 << 20);
+  s.facts.absolute_peak = peak;
+  s.facts.peak_delta = peak / 2;
+  s.facts.reserved_peak = static_cast<uint64_t>(peak) + (64 << 20);
   s.segments.fragmentation = 0.125;
-  s.unmatched_free_count = 3;
+  s.facts.unmatched_free_count = 3;
   s.steps = {{1, true, 10.0, peak - (8 << 20), 1 << 20}, {2, true, 11.0, peak, 2 << 20}};
   s.live_at_peak = {{"forward@model.py:10", static_cast<uint64_t>(peak / 2), 4},
                     {"load@data.py:3", static_cast<uint64_t>(peak / 4), 1}};
@@ -92,7 +92,7 @@ TEST(Check, ASizeLimitPassesAtItsThresholdAndFailsAByteAbove) {
   EXPECT_EQ(only(below).status, LimitStatus::kFail);
   EXPECT_EQ(only(below).allowed, 8 * kGiB - 1);
   EXPECT_EQ(below.failed, 1u);
-  EXPECT_EQ(below.peak, current.absolute_peak);
+  EXPECT_EQ(below.peak, current.facts.absolute_peak);
 }
 
 TEST(Check, EachMeasureComesFromItsField) {
@@ -103,15 +103,15 @@ TEST(Check, EachMeasureComesFromItsField) {
       limit(LimitKind::kStepMaxPeak, 0)};
   const CheckReport report = run_check(current, nullptr, limits);
   ASSERT_EQ(report.results.size(), limits.size());
-  EXPECT_EQ(report.results[0].measured, static_cast<double>(current.peak_delta));
-  EXPECT_EQ(report.results[1].measured, static_cast<double>(current.reserved_peak));
+  EXPECT_EQ(report.results[0].measured, static_cast<double>(current.facts.peak_delta));
+  EXPECT_EQ(report.results[1].measured, static_cast<double>(current.facts.reserved_peak));
   // A percent of fragmentation is a fraction.
   EXPECT_EQ(report.results[2].allowed, 0.25);
   EXPECT_EQ(report.results[2].measured, 0.125);
   EXPECT_EQ(report.results[2].status, LimitStatus::kPass);
   EXPECT_EQ(report.results[3].status, LimitStatus::kPass);  // 3 <= 3
   // The highest step, named.
-  EXPECT_EQ(report.results[4].measured, static_cast<double>(current.absolute_peak));
+  EXPECT_EQ(report.results[4].measured, static_cast<double>(current.facts.absolute_peak));
   EXPECT_EQ(report.results[4].step, 2);
   EXPECT_EQ(report.failed, 3u);  // peak delta, reserved, step peak against 0
 }
@@ -126,7 +126,7 @@ TEST(Check, GrowthIsAgainstTheBaselineAndAPercentIsOfItsPeak) {
   EXPECT_EQ(only(ten).status, LimitStatus::kPass);
   EXPECT_EQ(ten.baseline_file, "a.pickle");
   EXPECT_TRUE(ten.baseline_is_summary);
-  EXPECT_EQ(ten.baseline_peak, baseline.absolute_peak);
+  EXPECT_EQ(ten.baseline_peak, baseline.facts.absolute_peak);
   const CheckReport nine = run_check(current, &baseline, {limit(LimitKind::kMaxGrowth, 9, true)});
   EXPECT_EQ(only(nine).status, LimitStatus::kFail);
   const CheckReport bytes =
@@ -259,7 +259,7 @@ TEST(Check, OneCountForTheReportAndTheExitMessage) {
   EXPECT_EQ(check_verdict(passing), "1 limit holds (1 not checked)");
 
   RunSummary small = run(256 << 20, "rank_1.pickle");
-  small.unmatched_free_count = 0;
+  small.facts.unmatched_free_count = 0;
   const RankedCheck ranked = check_ranked(
       {run(1 << 30, "rank_0.pickle"), small, run(1 << 30, "rank_2.pickle")}, nullptr,
       {limit(LimitKind::kMaxPeak, 512 * kMiB), limit(LimitKind::kMaxUnmatchedFrees, 0)});

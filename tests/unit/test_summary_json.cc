@@ -40,19 +40,19 @@ RunSummary full_summary() {
   s.segments.expandable_count = 2;
   s.segments.private_pool_count = 1;
   s.segments.block_count = 345;
-  s.reserved_peak = uint64_t{41} << 30;
-  s.reserved_peak_time_s = 12.5;
-  s.baseline = -(int64_t{1} << 20);  // a trace that starts mid-run can go below zero
-  s.peak_delta = int64_t{20} << 30;
-  s.absolute_peak = (int64_t{20} << 30) - (int64_t{1} << 20);
-  s.peak_time_s = std::nullopt;
-  s.peak_event = 4242;
-  s.event_count = 100000;
-  s.alloc_count = 50000;
-  s.unmatched_free_count = 3;
-  s.unmatched_free_bytes = 4096;
-  s.has_time = true;
-  s.trace_duration_s = 61.25;
+  s.facts.reserved_peak = uint64_t{41} << 30;
+  s.facts.reserved_peak_time_s = 12.5;
+  s.facts.baseline = -(int64_t{1} << 20);  // a trace that starts mid-run can go below zero
+  s.facts.peak_delta = int64_t{20} << 30;
+  s.facts.absolute_peak = (int64_t{20} << 30) - (int64_t{1} << 20);
+  s.facts.peak_time_s = std::nullopt;
+  s.facts.peak_event = 4242;
+  s.facts.event_count = 100000;
+  s.facts.alloc_count = 50000;
+  s.facts.unmatched_free_count = 3;
+  s.facts.unmatched_free_bytes = 4096;
+  s.facts.has_time = true;
+  s.facts.trace_duration_s = 61.25;
   s.steps = {{1, true, 250.5, int64_t{19} << 30, int64_t{2} << 30},
              {2, false, 0, int64_t{18} << 30, 0}};
   s.step_count = 2;
@@ -102,19 +102,19 @@ TEST(SummaryJson, WrittenThenReadIsTheSameSummary) {
   EXPECT_EQ(back.segments.expandable_count, s.segments.expandable_count);
   EXPECT_EQ(back.segments.private_pool_count, s.segments.private_pool_count);
   EXPECT_EQ(back.segments.block_count, s.segments.block_count);
-  EXPECT_EQ(back.reserved_peak, s.reserved_peak);
-  EXPECT_EQ(back.reserved_peak_time_s, s.reserved_peak_time_s);
-  EXPECT_EQ(back.baseline, s.baseline);
-  EXPECT_EQ(back.peak_delta, s.peak_delta);
-  EXPECT_EQ(back.absolute_peak, s.absolute_peak);
-  EXPECT_EQ(back.peak_time_s, s.peak_time_s);
-  EXPECT_EQ(back.peak_event, s.peak_event);
-  EXPECT_EQ(back.event_count, s.event_count);
-  EXPECT_EQ(back.alloc_count, s.alloc_count);
-  EXPECT_EQ(back.unmatched_free_count, s.unmatched_free_count);
-  EXPECT_EQ(back.unmatched_free_bytes, s.unmatched_free_bytes);
-  EXPECT_EQ(back.has_time, s.has_time);
-  EXPECT_EQ(back.trace_duration_s, s.trace_duration_s);
+  EXPECT_EQ(back.facts.reserved_peak, s.facts.reserved_peak);
+  EXPECT_EQ(back.facts.reserved_peak_time_s, s.facts.reserved_peak_time_s);
+  EXPECT_EQ(back.facts.baseline, s.facts.baseline);
+  EXPECT_EQ(back.facts.peak_delta, s.facts.peak_delta);
+  EXPECT_EQ(back.facts.absolute_peak, s.facts.absolute_peak);
+  EXPECT_EQ(back.facts.peak_time_s, s.facts.peak_time_s);
+  EXPECT_EQ(back.facts.peak_event, s.facts.peak_event);
+  EXPECT_EQ(back.facts.event_count, s.facts.event_count);
+  EXPECT_EQ(back.facts.alloc_count, s.facts.alloc_count);
+  EXPECT_EQ(back.facts.unmatched_free_count, s.facts.unmatched_free_count);
+  EXPECT_EQ(back.facts.unmatched_free_bytes, s.facts.unmatched_free_bytes);
+  EXPECT_EQ(back.facts.has_time, s.facts.has_time);
+  EXPECT_EQ(back.facts.trace_duration_s, s.facts.trace_duration_s);
   EXPECT_EQ(back.step_count, s.step_count);
   ASSERT_EQ(back.steps.size(), s.steps.size());
   for (size_t i = 0; i < s.steps.size(); ++i) {
@@ -150,7 +150,7 @@ TEST(SummaryJson, AnEmptyRunRoundTripsToo) {
   empty.compression = "none";
   const RunSummary back = read_summary_json(written(empty), "e.json");
   EXPECT_FALSE(back.rank.has_value());
-  EXPECT_FALSE(back.peak_event.has_value());
+  EXPECT_FALSE(back.facts.peak_event.has_value());
   EXPECT_TRUE(back.allocator_settings.is_null());
   EXPECT_TRUE(back.steps.empty());
   EXPECT_EQ(written(back), written(empty));

@@ -175,22 +175,26 @@ void measure_step_peak(const RunSummary& current, LimitResult& r) {
 void measure(const Limit& limit, const RunSummary& current, const RunSummary* baseline,
              const CheckReport& report, LimitResult& r) {
   switch (limit.kind) {
-    case LimitKind::kMaxPeak: r.measured = static_cast<double>(current.absolute_peak); break;
-    case LimitKind::kMaxPeakDelta: r.measured = static_cast<double>(current.peak_delta); break;
-    case LimitKind::kMaxReserved: r.measured = static_cast<double>(current.reserved_peak); break;
+    case LimitKind::kMaxPeak: r.measured = static_cast<double>(current.facts.absolute_peak); break;
+    case LimitKind::kMaxPeakDelta:
+      r.measured = static_cast<double>(current.facts.peak_delta);
+      break;
+    case LimitKind::kMaxReserved:
+      r.measured = static_cast<double>(current.facts.reserved_peak);
+      break;
     case LimitKind::kMaxFragmentation:
       r.measured = current.segments.fragmentation;
       r.allowed = limit.amount.percent ? limit.amount.value / 100 : limit.amount.value;
       break;
     case LimitKind::kMaxGrowth:
-      r.measured = static_cast<double>(current.absolute_peak - baseline->absolute_peak);
+      r.measured = static_cast<double>(current.facts.absolute_peak - baseline->facts.absolute_peak);
       if (limit.amount.percent) {
-        r.allowed = limit.amount.value / 100 * static_cast<double>(baseline->absolute_peak);
+        r.allowed = limit.amount.value / 100 * static_cast<double>(baseline->facts.absolute_peak);
       }
       break;
     case LimitKind::kMaxSourceGrowth: {
       if (limit.amount.percent) {
-        r.allowed = limit.amount.value / 100 * static_cast<double>(baseline->absolute_peak);
+        r.allowed = limit.amount.value / 100 * static_cast<double>(baseline->facts.absolute_peak);
       }
       // The source that grew most (rows are by |B - A|: the first that grew).
       for (const SourceDiff& row : report.sources.rows) {
@@ -202,7 +206,7 @@ void measure(const Limit& limit, const RunSummary& current, const RunSummary* ba
       break;
     }
     case LimitKind::kMaxUnmatchedFrees:
-      r.measured = static_cast<double>(current.unmatched_free_count);
+      r.measured = static_cast<double>(current.facts.unmatched_free_count);
       break;
     case LimitKind::kNoOom:
       r.measured = static_cast<double>(current.ooms.size());
@@ -232,11 +236,11 @@ CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
   report.warnings = current.warnings;
   report.current_file = current.path;
   report.rank = current.rank;
-  report.peak = current.absolute_peak;
+  report.peak = current.facts.absolute_peak;
   if (baseline != nullptr) {
     report.baseline_file = baseline->path;
     report.baseline_is_summary = options.baseline_is_summary;
-    report.baseline_peak = baseline->absolute_peak;
+    report.baseline_peak = baseline->facts.absolute_peak;
     report.sources = compare_sources(baseline->live_at_peak, current.live_at_peak);
     report.categories =
         compare_sources(baseline->live_at_peak_by_category, current.live_at_peak_by_category);
@@ -321,9 +325,9 @@ std::vector<Limit> budget_from_run(const RunSummary& run, double headroom) {
     return Limit{kind, Amount{round_up_mib(std::max(bytes, 0.0) * scale), false}, {}};
   };
   std::vector<Limit> limits;
-  limits.push_back(size(LimitKind::kMaxPeak, static_cast<double>(run.absolute_peak)));
-  limits.push_back(size(LimitKind::kMaxPeakDelta, static_cast<double>(run.peak_delta)));
-  limits.push_back(size(LimitKind::kMaxReserved, static_cast<double>(run.reserved_peak)));
+  limits.push_back(size(LimitKind::kMaxPeak, static_cast<double>(run.facts.absolute_peak)));
+  limits.push_back(size(LimitKind::kMaxPeakDelta, static_cast<double>(run.facts.peak_delta)));
+  limits.push_back(size(LimitKind::kMaxReserved, static_cast<double>(run.facts.reserved_peak)));
   limits.push_back(
       Limit{LimitKind::kMaxFragmentation,
             Amount{std::min(1.0, std::ceil(run.segments.fragmentation * scale * 100) / 100), false},
@@ -331,7 +335,7 @@ std::vector<Limit> budget_from_run(const RunSummary& run, double headroom) {
   limits.push_back(Limit{LimitKind::kMaxGrowth, Amount{headroom * 100, true}, {}});
   limits.push_back(
       Limit{LimitKind::kMaxUnmatchedFrees,
-            Amount{std::ceil(static_cast<double>(run.unmatched_free_count) * scale), false},
+            Amount{std::ceil(static_cast<double>(run.facts.unmatched_free_count) * scale), false},
             {}});
   if (run.ooms.empty()) limits.push_back(Limit{LimitKind::kNoOom, Amount{0, false}, {}});
   if (!run.steps.empty()) {

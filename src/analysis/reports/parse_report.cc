@@ -36,14 +36,41 @@ std::vector<SourceThroughput> throughput_by_source(const Snapshot& snapshot,
   return rows;
 }
 
-// The trace: its length, replay totals, baseline, times, actions, OOMs.
+// The peak and the trace's counts (PeakFacts).
+PeakFacts peak_facts(const FileAnalysis& file) {
+  const DeviceTrace& trace = file.trace();
+  const TraceAnalysis& analysis = file.trace_analysis();
+  const TraceCounts& counts = analysis.counts;
+  const ReplayTotals& totals = analysis.totals;
+  PeakFacts facts;
+  facts.event_count = trace.count();
+  facts.alloc_count = totals.alloc_count;
+  facts.unmatched_free_count = totals.unmatched_free_count;
+  facts.unmatched_free_bytes = totals.unmatched_free_bytes;
+  facts.has_time = counts.first_time_us != 0;
+  facts.trace_duration_s =
+      static_cast<double>(counts.latest_time_us - counts.earliest_time_us) / 1e6;
+  facts.baseline = file.baseline().baseline_at_start;
+  facts.peak_delta = totals.peak_delta;
+  facts.absolute_peak = add_bytes(facts.baseline, static_cast<uint64_t>(totals.peak_delta));
+  if (totals.peak_event != kNoEvent) {
+    facts.peak_event = totals.peak_event - trace.begin;
+    facts.peak_time_s = file.seconds_at(totals.peak_event);
+  } else if (facts.has_time) {
+    facts.peak_time_s = 0.0;  // the delta never rose above the start
+  }
+  facts.reserved_peak = file.reserved().peak;
+  facts.reserved_peak_time_s = file.seconds_at(file.reserved().peak_event);
+  return facts;
+}
+
+// The trace: its replay totals, baseline, actions, OOMs.
 void read_trace(const FileAnalysis& file, ParseReport& result) {
   const Snapshot& snapshot = file.snapshot();
   const DeviceTrace& trace = file.trace();
   const EventColumns& events = snapshot.events;
-  result.event_count = trace.count();
+  result.facts = peak_facts(file);
   result.reserved = file.reserved();
-  result.reserved_peak_time_s = file.seconds_at(result.reserved.peak_event);
 
   const TraceAnalysis& analysis = file.trace_analysis();
   const TraceCounts& counts = analysis.counts;
@@ -53,14 +80,6 @@ void read_trace(const FileAnalysis& file, ParseReport& result) {
   if (result.replay.peak_event != kNoEvent) result.replay.peak_event -= trace.begin;
   result.baseline = file.baseline();
   result.times_backwards = counts.times_backwards;
-  result.has_time = counts.first_time_us != 0;
-  result.trace_duration_s =
-      static_cast<double>(counts.latest_time_us - counts.earliest_time_us) / 1e6;
-  if (analysis.totals.peak_event != kNoEvent) {
-    result.peak_time_s = file.seconds_at(analysis.totals.peak_event);
-  } else if (result.has_time) {
-    result.peak_time_s = 0.0;  // the delta never rose above the start
-  }
   result.actions = counts.other_actions;
   for (int a = 0; a < kActionCount; ++a) {
     if (counts.actions[static_cast<size_t>(a)] != 0) {
@@ -139,11 +158,11 @@ bool add_live_at_dump(const FileAnalysis& file, SourceIndex& source_ids, ParseRe
   const Snapshot& snapshot = file.snapshot();
   const Baseline& baseline = result.baseline;
   bool large_baseline =
-      result.event_count > 0 && baseline.baseline_at_start > 0 &&
+      result.facts.event_count > 0 && baseline.baseline_at_start > 0 &&
       static_cast<uint64_t>(baseline.baseline_at_start) >= kBaselineBytesWarning &&
       static_cast<double>(baseline.baseline_at_start) >=
           kBaselineShareWarning * static_cast<double>(baseline.segments_active);
-  if (result.event_count == 0 || large_baseline) {
+  if (result.facts.event_count == 0 || large_baseline) {
     result.live_at_dump = live_at_dump_by_source(snapshot, result.device, source_ids);
   }
   return large_baseline;
@@ -158,7 +177,7 @@ void add_warnings(const FileAnalysis& file, bool large_baseline, ParseReport& re
       std::any_of(result.live_at_dump.begin(), result.live_at_dump.end(),
                   [](const SourceUsage& row) { return row.source != kNoFrames; });
   auto& warnings = result.warnings;
-  if (result.event_count == 0) warnings.emplace_back(finding::NoHistory{from_blocks});
+  if (result.facts.event_count == 0) warnings.emplace_back(finding::NoHistory{from_blocks});
   const ReplayTotals& replay = result.replay;
   if (trace_looks_truncated(replay)) {
     warnings.emplace_back(finding::TruncatedTrace{replay.unmatched_free_count, replay.free_count,
@@ -171,7 +190,8 @@ void add_warnings(const FileAnalysis& file, bool large_baseline, ParseReport& re
   if (baseline.baseline_at_start < 0) {
     warnings.emplace_back(finding::NegativeBaseline{baseline.baseline_at_start});
   }
-  if (result.event_count > 0 && !result.has_time) warnings.emplace_back(finding::NoTimestamps{});
+  if (result.facts.event_count > 0 && !result.facts.has_time)
+    warnings.emplace_back(finding::NoTimestamps{});
   for (const OomEntry& oom : result.ooms) {
     warnings.emplace_back(finding::OutOfMemory{result.device, oom.requested, oom.device_free});
   }

@@ -34,6 +34,25 @@ struct OomEntry {
   int64_t time_us = 0;
 };
 
+// The analysed device's peak and its trace's counts: what parse reports first
+// and what a summary keeps (RunSummary::facts), one struct so that the two
+// cannot drift.
+struct PeakFacts {
+  uint64_t event_count = 0;  // the device's trace entries
+  uint64_t alloc_count = 0;
+  uint64_t unmatched_free_count = 0;
+  uint64_t unmatched_free_bytes = 0;
+  bool has_time = false;
+  double trace_duration_s = 0;  // 0 without times
+  int64_t baseline = 0;         // live before the trace's first entry
+  int64_t peak_delta = 0;
+  int64_t absolute_peak = 0;           // baseline + peak_delta
+  std::optional<uint64_t> peak_event;  // within the device's trace; none: the peak is its start
+  std::optional<double> peak_time_s;   // seconds from the trace start, when entries have time_us
+  uint64_t reserved_peak = 0;
+  std::optional<double> reserved_peak_time_s;  // when the peak came from a timed entry
+};
+
 struct DeviceOverview {
   int device = 0;
   uint64_t event_count = 0;
@@ -63,20 +82,16 @@ struct ParseReport {
   bool legacy_format = false;
   nlohmann::ordered_json allocator_settings;  // null when the file has none
   SegmentTotals segments;
+  PeakFacts facts;
   ReservedHistory reserved;
-  std::optional<double> reserved_peak_time_s;  // when the peak came from a timed entry
   FragmentationHistory fragmentation;
   std::optional<double> peak_free_time_s;  // when the most free memory came from a timed entry
   Baseline baseline;
-  ReplayTotals replay;                // peak_event counts within the device's trace
-  FreeFrameEvidence free_frames;      // whose stack the frees carry
-  std::optional<double> peak_time_s;  // seconds from the trace start, when entries have time_us
+  ReplayTotals replay;            // peak_event counts within the device's trace
+  FreeFrameEvidence free_frames;  // whose stack the frees carry
   std::vector<ProfilerStep> steps;
   StepsInference steps_origin;
-  uint64_t event_count = 0;
   std::map<std::string, uint64_t> actions;
-  bool has_time = false;
-  double trace_duration_s = 0;
   std::vector<SourceThroughput> throughput;  // every source, most allocated bytes first
   // Live at the dump by source from the segments' blocks, when the trace
   // does not cover the live memory (no trace, or much allocated before it);

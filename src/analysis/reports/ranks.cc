@@ -168,10 +168,7 @@ void add_rows(const std::vector<RunSummary>& summaries, RanksReport& report) {
     row.rank = s.rank;
     row.path = s.path;
     row.device = s.device;
-    row.absolute_peak = s.absolute_peak;
-    row.peak_time_s = s.peak_time_s;
-    row.reserved_peak = s.reserved_peak;
-    row.baseline = s.baseline;
+    row.facts = s.facts;
     row.fragmentation = s.segments.fragmentation;
     if (!s.live_at_peak.empty()) {
       row.top_source = s.live_at_peak.front().source;
@@ -190,7 +187,8 @@ void add_rows(const std::vector<RunSummary>& summaries, RanksReport& report) {
   const std::vector<std::string> names = distinguishing_names(unranked_paths);
   for (size_t k = 0; k < unranked.size(); ++k) report.rows[unranked[k]].name = names[k];
   std::stable_sort(report.rows.begin(), report.rows.end(), [](const RankRow& a, const RankRow& b) {
-    if (a.absolute_peak != b.absolute_peak) return a.absolute_peak > b.absolute_peak;
+    if (a.facts.absolute_peak != b.facts.absolute_peak)
+      return a.facts.absolute_peak > b.facts.absolute_peak;
     return a.rank.value_or(INT64_MAX) < b.rank.value_or(INT64_MAX);
   });
 }
@@ -199,7 +197,7 @@ void add_rows(const std::vector<RunSummary>& summaries, RanksReport& report) {
 void add_spread(RanksReport& report) {
   std::vector<int64_t> peaks;
   peaks.reserve(report.rows.size());
-  for (const RankRow& row : report.rows) peaks.push_back(row.absolute_peak);
+  for (const RankRow& row : report.rows) peaks.push_back(row.facts.absolute_peak);
   std::sort(peaks.begin(), peaks.end());
   report.peak_min = peaks.front();
   report.peak_max = peaks.back();
@@ -217,7 +215,7 @@ void add_spread(RanksReport& report) {
   report.mad = lower_median(deviations);
   const double median = static_cast<double>(report.peak_median);
   for (RankRow& row : report.rows) {
-    const double distance = static_cast<double>(row.absolute_peak) - median;
+    const double distance = static_cast<double>(row.facts.absolute_peak) - median;
     if (report.mad > 0) {
       row.robust_z = 0.6745 * distance / static_cast<double>(report.mad);
       row.outlier = std::abs(row.robust_z) > kOutlierZ;
@@ -238,7 +236,7 @@ void add_groups(const std::vector<RunSummary>& summaries, RanksReport& report) {
     std::vector<size_t> ascending(rows.rbegin(), rows.rend());
     RankGroup group;
     for (size_t r : ascending) {
-      const int64_t peak = report.rows[r].absolute_peak;
+      const int64_t peak = report.rows[r].facts.absolute_peak;
       const double limit = static_cast<double>(group.peak_min) +
                            kGroupTolerance * std::abs(static_cast<double>(group.peak_min));
       if (!group.rows.empty() && static_cast<double>(peak) > limit) {
@@ -272,7 +270,7 @@ RanksReport analyze_ranks(const std::vector<RunSummary>& summaries) {
   if (report.rows.size() >= 2) {
     report.highest_row = 0;
     for (size_t r = report.rows.size(); r-- > 0;) {
-      if (report.rows[r].absolute_peak == report.peak_median) {
+      if (report.rows[r].facts.absolute_peak == report.peak_median) {
         report.median_row = r;
         break;
       }

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/reports/run_summary.h"
 #include "analysis/core/sources.h"
+#include "analysis/reports/run_summary.h"
 
 namespace memsnap {
 
@@ -19,10 +19,7 @@ struct RankRow {
   std::string path;
   std::string name;  // shown without a rank: the part of the path no other such file shares
   int device = 0;
-  int64_t absolute_peak = 0;
-  std::optional<double> peak_time_s;
-  uint64_t reserved_peak = 0;
-  int64_t baseline = 0;
+  PeakFacts facts;           // the summary's
   double fragmentation = 0;  // inactive / reserved at the dump
   std::string top_source;    // the largest source live at the peak ("" when none)
   uint64_t top_source_bytes = 0;

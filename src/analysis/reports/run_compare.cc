@@ -26,8 +26,8 @@ RunComparison compare_runs(const std::vector<RunSummary>& a, const std::vector<R
       continue;
     }
     const size_t j = match->second;
-    out.pairs.push_back(RankPair{rank, i, j, a[i].absolute_peak, b[j].absolute_peak,
-                                 a[i].reserved_peak, b[j].reserved_peak});
+    out.pairs.push_back(RankPair{rank, i, j, a[i].facts.absolute_peak, b[j].facts.absolute_peak,
+                                 a[i].facts.reserved_peak, b[j].facts.reserved_peak});
   }
   for (const auto& [rank, j] : ranks_b) {
     if (!ranks_a.contains(rank)) out.only_b.push_back(j);

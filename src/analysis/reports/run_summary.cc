@@ -67,12 +67,12 @@ void add_summary_steps(const FileAnalysis& file, RunSummary& out) {
   const TraceAnalysis& analysis = file.trace_analysis();
   for (const StepStats& stats : analysis.steps) {
     const ProfilerStep& step = stats.step;
-    out.steps.push_back(
-        SummaryStep{step.number, step.complete,
-                    step.complete ? static_cast<double>(step.end_us - step.start_us) / 1e3 : 0.0,
-                    add_bytes(add_bytes(out.baseline, static_cast<uint64_t>(stats.start_delta)),
-                              static_cast<uint64_t>(stats.peak_delta)),
-                    stats.peak_delta});
+    out.steps.push_back(SummaryStep{
+        step.number, step.complete,
+        step.complete ? static_cast<double>(step.end_us - step.start_us) / 1e3 : 0.0,
+        add_bytes(add_bytes(out.facts.baseline, static_cast<uint64_t>(stats.start_delta)),
+                  static_cast<uint64_t>(stats.peak_delta)),
+        stats.peak_delta});
   }
   out.step_count = out.steps.size();
   out.steps_origin = file.step_windows().inference();
@@ -92,7 +92,7 @@ void add_summary_steps(const FileAnalysis& file, RunSummary& out) {
 void add_live_at_peak(const FileAnalysis& file, const SummaryOptions& options, RunSummary& out) {
   const Snapshot& snapshot = file.snapshot();
   const DeviceTrace& trace = file.trace();
-  const uint64_t position = out.peak_event ? *out.peak_event + 1 : 0;
+  const uint64_t position = out.facts.peak_event ? *out.facts.peak_event + 1 : 0;
   SourceIndex sources(snapshot, options.keys);
   SourceKeyOptions by_category = options.keys;
   by_category.group = GroupBy::kCategory;
@@ -122,22 +122,9 @@ RunSummary run_summary(const FileAnalysis& file, const SummaryOptions& options) 
   out.group = parsed.group;
   out.allocator_settings = parsed.allocator_settings;
   out.segments = parsed.segments;
-  out.reserved_peak = parsed.reserved.peak;
-  out.reserved_peak_time_s = parsed.reserved_peak_time_s;
-  out.baseline = parsed.baseline.baseline_at_start;
-  out.peak_delta = parsed.replay.peak_delta;
-  out.absolute_peak =
-      add_bytes(parsed.baseline.baseline_at_start, static_cast<uint64_t>(parsed.replay.peak_delta));
-  out.peak_time_s = parsed.peak_time_s;
-  if (parsed.replay.peak_event != kNoEvent) out.peak_event = parsed.replay.peak_event;
-  out.event_count = parsed.event_count;
-  out.alloc_count = parsed.replay.alloc_count;
-  out.unmatched_free_count = parsed.replay.unmatched_free_count;
-  out.unmatched_free_bytes = parsed.replay.unmatched_free_bytes;
-  out.has_time = parsed.has_time;
-  out.trace_duration_s = parsed.trace_duration_s;
+  out.facts = parsed.facts;
   out.throughput_sources = parsed.throughput.size();
-  out.doubts = doubts_of(parsed, snapshot.anomalies, out.absolute_peak);
+  out.doubts = doubts_of(parsed, snapshot.anomalies, out.facts.absolute_peak);
   out.findings = parsed.warnings;
   for (const SourceThroughput& row :
        std::span(parsed.throughput).first(std::min(parsed.throughput.size(), kSummarySources))) {

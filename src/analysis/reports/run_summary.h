@@ -17,6 +17,7 @@
 #include "analysis/core/segments.h"
 #include "analysis/core/source_key.h"
 #include "analysis/core/sources.h"
+#include "analysis/reports/parse_report.h"
 #include "memsnap/model.h"
 
 namespace memsnap {
@@ -113,19 +114,7 @@ struct RunSummary {
   GroupBy group = GroupBy::kSource;           // what the source rows name
   nlohmann::ordered_json allocator_settings;  // null when the file has none
   SegmentTotals segments;
-  uint64_t reserved_peak = 0;
-  std::optional<double> reserved_peak_time_s;
-  int64_t baseline = 0;
-  int64_t peak_delta = 0;
-  int64_t absolute_peak = 0;
-  std::optional<double> peak_time_s;
-  std::optional<uint64_t> peak_event;  // within the device's trace; none: the peak is its start
-  uint64_t event_count = 0;
-  uint64_t alloc_count = 0;
-  uint64_t unmatched_free_count = 0;
-  uint64_t unmatched_free_bytes = 0;
-  bool has_time = false;
-  double trace_duration_s = 0;
+  PeakFacts facts;                 // parse's, as it reported them
   std::vector<SummaryStep> steps;  // by number; the kSummarySteps highest when there are more
   uint64_t step_count = 0;         // steps in the trace
   StepsInference steps_origin;     // ProfilerStep marks, or iterations inferred from the optimizer
