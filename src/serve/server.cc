@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <mutex>
 #include <random>
@@ -14,8 +15,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/reports/memory_line.h"
 #include "memsnap/error.h"
 #include "report/format.h"
+#include "report/line_render.h"
 #include "service/report_table.h"
 
 namespace memsnap::serve {
@@ -132,8 +135,9 @@ httplib::Server::HandlerResponse Server::State::admit(const httplib::Request& re
   }
   for (const auto& [name, value] : request.params) {
     if (name.size() > kMaxParameterBytes || value.size() > kMaxParameterBytes) {
-      send_error(response, 400,
-                 fmt::format("a parameter or its value is longer than {} bytes", kMaxParameterBytes));
+      send_error(
+          response, 400,
+          fmt::format("a parameter or its value is longer than {} bytes", kMaxParameterBytes));
       return Handled::Handled;
     }
   }
@@ -182,10 +186,61 @@ size_t file_index(const httplib::Request& request, const char* name, size_t coun
   const char* end = text.data() + text.size();
   const auto [at, problem] = std::from_chars(text.data(), end, index);
   if (text.empty() || problem != std::errc() || at != end || index >= count) {
-    throw Error::usage(fmt::format("{} must be the index of a served file, 0 to {} (GET /api/files)",
-                                   name, count - 1));
+    throw Error::usage(fmt::format(
+        "{} must be the index of a served file, 0 to {} (GET /api/files)", name, count - 1));
   }
   return index;
+}
+
+// A finite number from the request; `fallback` when it is absent.
+double number_of(const httplib::Request& request, const char* name, double fallback) {
+  if (!request.has_param(name)) return fallback;
+  const std::string text = request.get_param_value(name);
+  double value = 0;
+  const char* end = text.data() + text.size();
+  const auto [at, problem] = std::from_chars(text.data(), end, value);
+  if (text.empty() || problem != std::errc() || at != end || !std::isfinite(value)) {
+    throw Error::usage(
+        fmt::format("{} expects a finite number, not '{}'", name, printable(text.substr(0, 40))));
+  }
+  return value;
+}
+
+// GET /api/line?file=I&axis=time|event&from=A&to=B&width=W: the memory line
+// of a window (analysis/reports/memory_line.h); the whole trace by default.
+ordered_json line_of(const httplib::Request& request, const FileAnalysis& file) {
+  for (const auto& [name, value] : request.params) {
+    if (name != "token" && name != "file" && name != "axis" && name != "from" && name != "to" &&
+        name != "width") {
+      throw Error::usage(
+          fmt::format("line has no parameter '{}' (axis, from, to, width)", printable(name)));
+    }
+  }
+  const std::string axis = request.has_param("axis") ? request.get_param_value("axis") : "time";
+  if (axis != "time" && axis != "event") throw Error::usage("axis is time or event");
+  LineWindow window;
+  window.axis = axis == "time" ? LineAxis::kTime : LineAxis::kEvent;
+  const double end = window.axis == LineAxis::kTime ? file.time().duration_s()
+                                                    : static_cast<double>(file.trace().count());
+  window.from = number_of(request, "from", 0);
+  window.to = number_of(request, "to", end);
+  const double width = number_of(request, "width", 1000);
+  if (width != std::floor(width) || width < 1 || width > kMaxLineWidth) {
+    throw Error::usage(fmt::format("width must be a whole number, 1 to {}", kMaxLineWidth));
+  }
+  window.width = static_cast<int>(width);
+  return render_line_json(memory_line(file, window));
+}
+
+// Runs `answer`; a memsnap Error becomes its status: 400 for a bad request,
+// 422 where the file cannot give what was asked (no times, no steps).
+template <typename Answer>
+void answered(httplib::Response& response, Answer&& answer) {
+  try {
+    answer();
+  } catch (const Error& error) {
+    send_error(response, error.kind() == Error::Kind::kUsage ? 400 : 422, error.what());
+  }
 }
 
 }  // namespace
@@ -217,8 +272,8 @@ void Server::State::answer_report(const httplib::Request& request,
       throw Error::usage(fmt::format("{} reads one file: drop vs=", entry->name));
     }
     const size_t b = file_index(request, "vs", files.size());
-    answer = entry->answer_pair(*files[a].analysis, *files[b].analysis, checked,
-                                service::Format::kJson);
+    answer =
+        entry->answer_pair(*files[a].analysis, *files[b].analysis, checked, service::Format::kJson);
   } else {
     answer = entry->answer(*files[a].analysis, checked, service::Format::kJson);
   }
@@ -257,12 +312,14 @@ void Server::State::routes() {
   });
   http.Get(R"(/api/report/([a-z_-]{1,32}))",
            [this](const httplib::Request& request, httplib::Response& response) {
-             try {
-               answer_report(request, response);
-             } catch (const Error& error) {
-               send_error(response, error.kind() == Error::Kind::kUsage ? 400 : 422, error.what());
-             }
+             answered(response, [&] { answer_report(request, response); });
            });
+  http.Get("/api/line", [this](const httplib::Request& request, httplib::Response& response) {
+    answered(response, [&] {
+      const size_t index = file_index(request, "file", files.size());
+      send_json(response, 200, line_of(request, *files[index].analysis));
+    });
+  });
   http.set_exception_handler(
       [](const httplib::Request& /*request*/, httplib::Response& response, std::exception_ptr) {
         send_error(response, 500, "internal error");
@@ -305,9 +362,8 @@ std::string Server::bind() {
     throw Error::usage(fmt::format("cannot listen on {} port {} (in use, or not this machine's)",
                                    printable(s.options.host), s.options.port));
   }
-  const std::string host = s.options.host.find(':') != std::string::npos
-                               ? "[" + s.options.host + "]"
-                               : s.options.host;
+  const std::string host =
+      s.options.host.find(':') != std::string::npos ? "[" + s.options.host + "]" : s.options.host;
   return fmt::format("http://{}:{}/?token={}", host, s.port, s.options.token);
 }
 

@@ -234,3 +234,30 @@ def test_refusals_before_listening(memsnap):
         assert taken.returncode == 2 and "cannot listen" in taken.stderr, taken.stderr
     finally:
         assert first.stop() == 0
+
+
+def test_the_memory_line_holds_replay_to_time_and_the_peak(memsnap, served):
+    parse = cli_json(memsnap, "parse", A)
+    peak = parse["replay"]["absolute_peak"]
+    duration = parse["trace_duration_s"]
+    for width in (1, 13, 1600):
+        status, _, body = served.get("/api/line?file=0&width=%d" % width)
+        assert status == 200, body
+        line = json.loads(body)
+        assert len(line["low"]) == len(line["high"]) == width
+        assert max(line["high"]) == peak, width
+        assert all(lo <= hi for lo, hi in zip(line["low"], line["high"]))
+    # Zoomed in: the memory at each column's start (replay-to-time at that
+    # time) lies between the column's low and high.
+    start, end, width = duration * 0.3, duration * 0.4, 20
+    line = json.loads(served.get("/api/line?file=0&from=%r&to=%r&width=%d" % (start, end, width))[2])
+    for c in range(0, width, 4):
+        t = start + c * (end - start) / width
+        at = served.report("replay-to-time", file=0, time=repr(t))["report"]["absolute"]
+        assert line["low"][c] <= at <= line["high"][c], (c, t, at, line["low"][c], line["high"][c])
+    by_event = json.loads(served.get("/api/line?file=1&axis=event&width=200")[2])
+    assert max(by_event["high"]) == cli_json(memsnap, "parse", B)["replay"]["absolute_peak"]
+    for bad in ("width=0", "width=8193", "width=1.5", "from=2&to=1", "axis=wall", "from=nan",
+                "file=9", "to=1&extra=1"):
+        status, _, body = served.get("/api/line?file=0&" + bad if "file=" not in bad else "/api/line?" + bad)
+        assert status == 400, (bad, status, body)

@@ -31,6 +31,8 @@ struct FileAnalysis::Parts {
   std::shared_future<std::shared_ptr<const AllocatorHistory>> history;
   std::once_flag fragmentation_once;
   FragmentationHistory fragmentation;
+  std::once_flag levels_once;
+  LevelIndex levels;
 };
 
 FileAnalysis::FileAnalysis(std::string path, const Snapshot& snapshot, std::optional<int> device,
@@ -92,6 +94,13 @@ const TraceAnalysis& FileAnalysis::trace_analysis() const {
     compute("trace", [&] { parts_->trace = analyze_trace(*snapshot_, trace_, windows); });
   });
   return parts_->trace;
+}
+
+const LevelIndex& FileAnalysis::levels() const {
+  std::call_once(parts_->levels_once, [this] {
+    compute("levels", [&] { parts_->levels = LevelIndex(*snapshot_, trace_); });
+  });
+  return parts_->levels;
 }
 
 const Baseline& FileAnalysis::baseline() const {

@@ -26,6 +26,7 @@
 
 #include "analysis/core/allocator_state.h"
 #include "analysis/core/device_choice.h"
+#include "analysis/core/level_index.h"
 #include "analysis/core/segments.h"
 #include "analysis/core/sources.h"
 #include "analysis/core/steps.h"
@@ -90,6 +91,9 @@ class FileAnalysis {
   // and its check says whether the dump's blocks are known).
   [[nodiscard]] const AllocatorHistory* allocator_history() const;
   [[nodiscard]] const FragmentationHistory& fragmentation() const;
+  // The level after every entry, for memory lines at any window (serve);
+  // computed only when asked for.
+  [[nodiscard]] const LevelIndex& levels() const;
   // Begins the allocator replay on another thread, if it has not begun.
   void start_allocator_history() const;
 
