@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <httplib.h>
 #include <algorithm>
 #include <array>
@@ -15,8 +16,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/reports/allocation.h"
 #include "analysis/reports/memory_line.h"
 #include "memsnap/error.h"
+#include "report/allocation_render.h"
 #include "report/format.h"
 #include "report/line_render.h"
 #include "service/report_table.h"
@@ -192,6 +195,19 @@ size_t file_index(const httplib::Request& request, const char* name, size_t coun
   return index;
 }
 
+// Throws a usage Error for a parameter `route` does not take.
+void only_parameters(const httplib::Request& request, std::string_view route,
+                     std::initializer_list<std::string_view> names) {
+  for (const auto& [name, value] : request.params) {
+    if (name == "token" || name == "file" ||
+        std::find(names.begin(), names.end(), name) != names.end()) {
+      continue;
+    }
+    throw Error::usage(fmt::format("{} has no parameter '{}' ({})", route, printable(name),
+                                   fmt::join(names, ", ")));
+  }
+}
+
 // A finite number from the request; `fallback` when it is absent.
 double number_of(const httplib::Request& request, const char* name, double fallback) {
   if (!request.has_param(name)) return fallback;
@@ -209,13 +225,7 @@ double number_of(const httplib::Request& request, const char* name, double fallb
 // GET /api/line?file=I&axis=time|event&from=A&to=B&width=W: the memory line
 // of a window (analysis/reports/memory_line.h); the whole trace by default.
 ordered_json line_of(const httplib::Request& request, const FileAnalysis& file) {
-  for (const auto& [name, value] : request.params) {
-    if (name != "token" && name != "file" && name != "axis" && name != "from" && name != "to" &&
-        name != "width") {
-      throw Error::usage(
-          fmt::format("line has no parameter '{}' (axis, from, to, width)", printable(name)));
-    }
-  }
+  only_parameters(request, "line", {"axis", "from", "to", "width"});
   const std::string axis = request.has_param("axis") ? request.get_param_value("axis") : "time";
   if (axis != "time" && axis != "event") throw Error::usage("axis is time or event");
   LineWindow window;
@@ -231,6 +241,9 @@ ordered_json line_of(const httplib::Request& request, const FileAnalysis& file) 
   window.width = static_cast<int>(width);
   return render_line_json(memory_line(file, window));
 }
+
+// The allocations a search returns by entry, at most.
+constexpr size_t kSearchEntries = 500;
 
 // Runs `answer`; a memsnap Error becomes its status: 400 for a bad request,
 // 422 where the file cannot give what was asked (no times, no steps).
@@ -318,6 +331,28 @@ void Server::State::routes() {
     answered(response, [&] {
       const size_t index = file_index(request, "file", files.size());
       send_json(response, 200, line_of(request, *files[index].analysis));
+    });
+  });
+  http.Get("/api/allocation", [this](const httplib::Request& request, httplib::Response& response) {
+    answered(response, [&] {
+      const FileAnalysis& file = *files[file_index(request, "file", files.size())].analysis;
+      only_parameters(request, "allocation", {"entry"});
+      const double entry = number_of(request, "entry", -1);
+      if (entry < 0 || entry != std::floor(entry) || entry > 0x1p53) {
+        throw Error::usage("entry must be the index of an alloc entry (memsnap events)");
+      }
+      send_json(response, 200,
+                render_allocation_json(
+                    allocation_at(file, static_cast<uint64_t>(entry), SourceKeyOptions{})));
+    });
+  });
+  http.Get("/api/search", [this](const httplib::Request& request, httplib::Response& response) {
+    answered(response, [&] {
+      const FileAnalysis& file = *files[file_index(request, "file", files.size())].analysis;
+      only_parameters(request, "search", {"q"});
+      send_json(response, 200,
+                render_search_json(
+                    search_allocations(file, request.get_param_value("q"), kSearchEntries)));
     });
   });
   http.set_exception_handler(

@@ -27,8 +27,8 @@ REQUIRED = {"replay-to-time": {"time": "0.1"}, "replay-step": {"all_steps": "tru
 class Served:
     """A running `memsnap serve A B`: its address, token and process."""
 
-    def __init__(self, memsnap, *extra):
-        self.process = subprocess.Popen([memsnap, "serve", A, B, *extra], stdout=subprocess.PIPE,
+    def __init__(self, memsnap, *extra, files=(A, B)):
+        self.process = subprocess.Popen([memsnap, "serve", *files, *extra], stdout=subprocess.PIPE,
                                         stderr=subprocess.PIPE, text=True)
         line = self.process.stdout.readline().strip()
         if not line:
@@ -261,3 +261,100 @@ def test_the_memory_line_holds_replay_to_time_and_the_peak(memsnap, served):
                 "file=9", "to=1&extra=1"):
         status, _, body = served.get("/api/line?file=0&" + bad if "file=" not in bad else "/api/line?" + bad)
         assert status == 400, (bad, status, body)
+
+
+def events_of(memsnap, path):
+    return cli_json(memsnap, "events", path)
+
+
+def stack_frames(events, stack):
+    if stack is None:
+        return []
+    return [(f["name"], f["filename"], f["line"])
+            for f in (events["frames"][i] for i in events["stacks"][stack])]
+
+
+def ends_by_replay(rows):
+    """alloc entry index -> the entry that ends it (free_completed or an alloc
+    at its address while live), as docs/semantics.md's replay matches them."""
+    live, ends = {}, {}
+    for row in rows:
+        if row["action"] not in ("alloc", "free_completed") or row.get("addr") is None:
+            continue
+        if row["addr"] in live:
+            ends[live.pop(row["addr"])] = row["index"]
+        if row["action"] == "alloc":
+            live[row["addr"]] = row["index"]
+    return ends
+
+
+def check_allocations_and_search(server, file_index, events, samples, texts):
+    rows = events["events"]
+    allocs = [r for r in rows if r["action"] == "alloc"]
+    ends = ends_by_replay(rows)
+    step = max(1, len(allocs) // samples)
+    for row in allocs[::step][:samples]:
+        status, _, body = server.get("/api/allocation?file=%d&entry=%d" % (file_index, row["index"]))
+        assert status == 200, body
+        got = json.loads(body)
+        assert (got["address"], got["size"], got["stream"]) == (row["addr"], row["size"], row["stream"])
+        assert (got["source"], got["category"]) == (row["source"], row["category"]), row["index"]
+        assert [(f["name"], f["filename"], f["line"]) for f in got["frames"]] == \
+            stack_frames(events, row.get("stack")), row["index"]
+        end = ends.get(row["index"])
+        assert (got["end"] or {}).get("entry") == end, (row["index"], got["end"], end)
+        if end is not None:
+            assert got["end"]["replaced"] == (rows[end]["action"] == "alloc")
+            assert [(f["name"], f["filename"], f["line"]) for f in got["end"]["frames"]] == \
+                stack_frames(events, rows[end].get("stack"))
+    for text in texts:
+        status, _, body = server.get("/api/search?file=%d&q=%s" % (file_index, urllib.parse.quote(text)))
+        assert status == 200, body
+        got = json.loads(body)
+        if text.startswith("0x"):
+            where = int(text, 16)
+            found = [r for r in allocs if r["addr"] <= where < r["addr"] + r["size"]]
+        else:
+            found = [r for r in allocs if any(text in name or text in filename for name, filename, _
+                                              in stack_frames(events, r.get("stack")))]
+        assert got["count"] == len(found), text
+        assert got["bytes"] == sum(r["size"] for r in found), text
+        assert got["entries"] == [r["index"] for r in found][:500], text
+
+
+def test_allocations_and_search_equal_the_events(memsnap, served):
+    for index, path in enumerate((A, B)):
+        events = events_of(memsnap, path)
+        allocs = [r for r in events["events"] if r["action"] == "alloc"]
+        middle = allocs[len(allocs) // 2]
+        check_allocations_and_search(served, index, events, 60,
+                                     ["attention", "train.py", "zzz-nothing", "module.py",
+                                      "0x%x" % (middle["addr"] + middle["size"] // 2)])
+    for bad in ("entry=5", "entry=-1", "entry=1.5", "entry=99999999", "entry=x", "q=", "entry=7&q=1"):
+        status, _, body = served.get("/api/allocation?file=0&" + bad)
+        assert status == 400, (bad, status, body)
+    assert served.get("/api/search?file=0&q=" + "x" * 201)[0] == 400
+
+
+@pytest.mark.fixtures
+def test_every_fixture_with_a_trace(memsnap, fixtures_dir):
+    """Each real file with a trace, served alone: allocations, search and the line."""
+    names = sorted(n for n in os.listdir(fixtures_dir) if n.endswith((".pickle", ".pkl")))
+    checked = 0
+    for name in names:
+        path = os.path.join(fixtures_dir, name)
+        events = cli_json(memsnap, "events", path)
+        allocs = [r for r in events["events"] if r["action"] == "alloc"]
+        if not allocs:
+            continue
+        server = Served(memsnap, files=[path])
+        try:
+            frames = [f["name"] for f in events["frames"]]
+            check_allocations_and_search(server, 0, events, 12,
+                                         [frames[len(frames) // 2][:40]] if frames else ["x"])
+            line = json.loads(server.get("/api/line?file=0&axis=event&width=800")[2])
+            assert max(line["high"]) == cli_json(memsnap, "parse", path)["replay"]["absolute_peak"], name
+        finally:
+            assert server.stop() == 0
+        checked += 1
+    assert checked > 0

@@ -158,6 +158,9 @@ class SourceKeys {
   // the user called, and the library code inside it that let the block go).
   // With --group-by file, function or stack, the key alone.
   std::string freeing_code(StackId stack);
+  // Whether a frame is the user's code, as the keys decide it (library,
+  // C++ and capture frames are not; --keep and --skip have their say).
+  bool is_users(FrameId frame) { return classify(frame) >= kOutsideRoot; }
 
  private:
   // kOutsideRoot: the user's code, but under none of the --root folders.

@@ -1,0 +1,126 @@
+#include "analysis/reports/allocation.h"
+
+#include <fmt/format.h>
+#include <charconv>
+
+#include "analysis/core/sources.h"
+#include "memsnap/error.h"
+#include "memsnap/replay.h"
+
+namespace memsnap {
+namespace {
+
+std::vector<AllocationFrame> frames_of(const Snapshot& snapshot, StackId stack, SourceKeys& keys) {
+  std::vector<AllocationFrame> out;
+  if (!stack.valid()) return out;
+  for (const FrameId id : snapshot.stacks.get(stack)) {
+    const Frame& frame = snapshot.frames.get(id);
+    out.push_back({snapshot.strings.get(frame.name), snapshot.strings.get(frame.filename),
+                   frame.line, keys.is_users(id)});
+  }
+  return out;
+}
+
+// The entry that ends the allocation at `at` (a model index): the next
+// free_completed or alloc at its address, as the replay matches them.
+std::optional<uint64_t> end_of(const Snapshot& snapshot, const DeviceTrace& trace, uint64_t at) {
+  const EventColumns& events = snapshot.events;
+  for (uint64_t i = at + 1; i < trace.end; ++i) {
+    if (events.addr[i] != events.addr[at]) continue;
+    if (events.action[i] == Action::kFreeCompleted || events.action[i] == Action::kAlloc) return i;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+AllocationDetail allocation_at(const FileAnalysis& file, uint64_t entry,
+                               const SourceKeyOptions& keys) {
+  const Snapshot& snapshot = file.snapshot();
+  const DeviceTrace& trace = file.trace();
+  const EventColumns& events = snapshot.events;
+  if (entry >= trace.count() || events.action[trace.begin + entry] != Action::kAlloc) {
+    throw Error::usage(
+        fmt::format("entry {} is no alloc entry of this trace ({} entries)", entry, trace.count()));
+  }
+  const uint64_t at = trace.begin + entry;
+  SourceIndex sources(snapshot, keys);
+  Categorizer categories(snapshot, keys.category_rules);
+  SourceKeys frame_keys(snapshot, keys);
+  AllocationDetail detail;
+  detail.entry = entry;
+  detail.address = events.addr[at];
+  detail.size = events.size[at];
+  detail.stream = events.stream[at];
+  detail.time_s = file.seconds_at(at);
+  detail.source = sources.name(sources.of(LiveAllocation{detail.size, events.stack[at], at, 0}));
+  detail.category = categories.of(at, events.stack[at]);
+  detail.frames = frames_of(snapshot, events.stack[at], frame_keys);
+  if (const std::optional<uint64_t> end = end_of(snapshot, trace, at)) {
+    detail.end =
+        AllocationEnd{*end - trace.begin, events.action[*end] == Action::kAlloc,
+                      file.seconds_at(*end), frames_of(snapshot, events.stack[*end], frame_keys)};
+  }
+  return detail;
+}
+
+namespace {
+
+std::optional<uint64_t> hex_address(std::string_view query) {
+  if (query.size() < 3 || query.substr(0, 2) != "0x") return std::nullopt;
+  uint64_t value = 0;
+  const char* end = query.data() + query.size();
+  const auto [at, problem] = std::from_chars(query.data() + 2, end, value, 16);
+  if (problem != std::errc() || at != end) return std::nullopt;
+  return value;
+}
+
+// Per stack id: whether one of its frames' name or file name holds `text`.
+std::vector<bool> stacks_holding(const Snapshot& snapshot, std::string_view text) {
+  std::vector<bool> frame_holds(snapshot.frames.size(), false);  // id 0: no frame
+  for (uint32_t id = 1; id < frame_holds.size(); ++id) {
+    const Frame& frame = snapshot.frames.get(FrameId{id});
+    frame_holds[id] = snapshot.strings.get(frame.name).find(text) != std::string_view::npos ||
+                      snapshot.strings.get(frame.filename).find(text) != std::string_view::npos;
+  }
+  std::vector<bool> holds(snapshot.stacks.size() + 1, false);  // ids 1..size(); 0: none
+  for (uint32_t id = 1; id < holds.size(); ++id) {
+    for (const FrameId frame : snapshot.stacks.get(StackId{id})) {
+      if (frame_holds[frame.value]) {
+        holds[id] = true;
+        break;
+      }
+    }
+  }
+  return holds;
+}
+
+}  // namespace
+
+SearchResult search_allocations(const FileAnalysis& file, std::string_view query, size_t limit) {
+  if (query.empty() || query.size() > kMaxSearchText) {
+    throw Error::usage(
+        fmt::format("a search is 1 to {} bytes of text or a 0x address", kMaxSearchText));
+  }
+  const Snapshot& snapshot = file.snapshot();
+  const DeviceTrace& trace = file.trace();
+  const EventColumns& events = snapshot.events;
+  SearchResult result;
+  result.query = std::string(query);
+  const std::optional<uint64_t> address = hex_address(query);
+  result.by_address = address.has_value();
+  const std::vector<bool> holds = address ? std::vector<bool>() : stacks_holding(snapshot, query);
+  for (uint64_t i = trace.begin; i < trace.end; ++i) {
+    if (events.action[i] != Action::kAlloc) continue;
+    const bool found =
+        address ? *address >= events.addr[i] && *address - events.addr[i] < events.size[i]
+                : holds[events.stack[i].value];
+    if (!found) continue;
+    ++result.count;
+    result.bytes += events.size[i];
+    if (result.entries.size() < limit) result.entries.push_back(i - trace.begin);
+  }
+  return result;
+}
+
+}  // namespace memsnap

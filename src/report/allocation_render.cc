@@ -1,0 +1,52 @@
+#include "report/allocation_render.h"
+
+namespace memsnap {
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json frames_json(const std::vector<AllocationFrame>& frames) {
+  ordered_json out = ordered_json::array();
+  for (const AllocationFrame& frame : frames) {
+    out.push_back({{"name", frame.name},
+                   {"filename", frame.filename},
+                   {"line", frame.line},
+                   {"users", frame.users}});
+  }
+  return out;
+}
+
+ordered_json seconds_json(const std::optional<double>& seconds) {
+  return seconds ? ordered_json(*seconds) : ordered_json(nullptr);
+}
+
+}  // namespace
+
+ordered_json render_allocation_json(const AllocationDetail& detail) {
+  ordered_json end = nullptr;
+  if (detail.end) {
+    end = {{"entry", detail.end->entry},
+           {"replaced", detail.end->replaced},
+           {"time_s", seconds_json(detail.end->time_s)},
+           {"frames", frames_json(detail.end->frames)}};
+  }
+  return {{"entry", detail.entry},
+          {"address", detail.address},
+          {"size", detail.size},
+          {"stream", detail.stream},
+          {"time_s", seconds_json(detail.time_s)},
+          {"source", detail.source},
+          {"category", std::string(category_name(detail.category))},
+          {"frames", frames_json(detail.frames)},
+          {"end", end}};
+}
+
+ordered_json render_search_json(const SearchResult& result) {
+  return {{"query", result.query},
+          {"by_address", result.by_address},
+          {"count", result.count},
+          {"bytes", result.bytes},
+          {"entries", result.entries}};
+}
+
+}  // namespace memsnap
