@@ -1,9 +1,11 @@
 // memsnap serve FILE|DIR...: the page and the reports of these files over
 // HTTP on this machine (serve/server.h), until Ctrl-C.
 #include <pthread.h>
+#include <time.h>
 
 #include <fmt/format.h>
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <memory>
@@ -51,21 +53,26 @@ std::function<std::string()> page_of(const std::vector<std::unique_ptr<FileAnaly
 }
 
 // Serves until SIGINT or SIGTERM: the signals are blocked on every thread
-// (the server's pool inherits the mask) and one thread waits for them.
+// (the server's pool inherits the mask) and one thread waits for them, a
+// fifth of a second at a time, until one comes or the server stops.
 void serve_until_signalled(serve::Server& server) {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  std::thread waiter([&server, &stop_signals] {
-    int signal = 0;
-    sigwait(&stop_signals, &signal);
-    server.stop();
+  std::atomic<bool> stopped{false};
+  std::thread waiter([&server, &stop_signals, &stopped] {
+    const timespec tick{0, 200'000'000};
+    while (!stopped.load()) {
+      if (sigtimedwait(&stop_signals, nullptr, &tick) > 0) {
+        server.stop();
+        return;
+      }
+    }
   });
   server.run();
-  // Stopped by something else: wake the waiter with a signal it waits for.
-  pthread_kill(waiter.native_handle(), SIGTERM);
+  stopped.store(true);
   waiter.join();
   pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
 }

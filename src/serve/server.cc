@@ -356,9 +356,8 @@ void Server::State::routes() {
     });
   });
   http.set_exception_handler(
-      [](const httplib::Request& /*request*/, httplib::Response& response, std::exception_ptr) {
-        send_error(response, 500, "internal error");
-      });
+      [](const httplib::Request& /*request*/, httplib::Response& response,
+         const std::exception_ptr& /*error*/) { send_error(response, 500, "internal error"); });
   http.set_error_handler([](const httplib::Request& /*request*/, httplib::Response& response) {
     if (response.body.empty()) send_error(response, response.status, "not found");
   });
