@@ -61,7 +61,7 @@ def session(client, interactions, seed):
     parse = client.get("/api/report/parse?file=0")[2]["report"]
     duration = parse["trace_duration_s"] or 0
     _, _, found = client.get("/api/search?file=0&q=forward")
-    allocs = found["entries"] or [0]
+    allocs = [row["entry"] for row in found["rows"]] or [0]
     times = []
     for _ in range(interactions):
         kind = rng.choice(["zoom", "pan", "hover", "hover", "click", "search"])

@@ -727,6 +727,121 @@
   // A drill-down at wall-clock time `timeS` (seconds from each run's trace
   // start) or, in the event-index view, after event `event` (0-based, each
   // run's own trace): { timeS } or { event }.
+  // ---- Search and one allocation's stack: only when `memsnap serve` serves
+  // the page (its address carries the token every request needs). A page
+  // opened as a file makes no request at all.
+  const SERVED = /^https?:$/.test(location.protocol)
+    && new URLSearchParams(location.search).has('token');
+
+  async function askServer(route, params) {
+    const query = new URLSearchParams(params);
+    query.set('token', new URLSearchParams(location.search).get('token'));
+    const response = await fetch(`${route}?${query}`, { cache: 'no-store' });
+    const body = await response.json();
+    if (!response.ok) throw new Error(body.error || `HTTP ${response.status}`);
+    return body;
+  }
+
+  function element(tag, text, className) {
+    const node = document.createElement(tag);
+    if (text !== undefined) node.textContent = text;
+    if (className) node.className = className;
+    return node;
+  }
+
+  // Frames innermost first; runs of frames that are not the user's folded
+  // into one <details>, so the user's lines stand out and the rest stays
+  // one click away.
+  function framesList(frames) {
+    const list = element('ol');
+    let folded = null;
+    frames.forEach((f, i) => {
+      const item = element('li', `${f.name} ${f.filename}:${f.line}`, f.users ? 'users' : '');
+      item.value = i + 1;
+      if (f.users) {
+        folded = null;
+        list.append(item);
+        return;
+      }
+      if (!folded) {
+        const details = element('details');
+        details.append(element('summary', ''), element('ol'));
+        list.append(details);
+        folded = details;
+      }
+      folded.querySelector('ol').append(item);
+      const n = folded.querySelector('ol').children.length;
+      folded.querySelector('summary').textContent = `${n} library frame${n === 1 ? '' : 's'}`;
+    });
+    return list;
+  }
+
+  async function showAllocation(run, entry) {
+    const box = $('allocation-detail');
+    box.hidden = false;
+    box.replaceChildren(element('p', `Asking for entry ${entry}...`, 'hint'));
+    try {
+      const a = await askServer('/api/allocation', { file: run, entry });
+      const when = a.time_s === null ? '' : ` at ${a.time_s.toFixed(6)} s`;
+      const end = a.end === null ? 'live at the end of the trace'
+        : `${a.end.replaced ? 'replaced by the alloc' : 'freed'} at entry ${a.end.entry}`
+          + (a.end.time_s === null ? '' : ` (${a.end.time_s.toFixed(6)} s)`);
+      const facts = element('p', `${formatBytes(a.size)} at 0x${a.address.toString(16)}, stream ${a.stream}, `
+        + `entry ${a.entry}${when}; ${a.category}; ${end}`, 'facts');
+      const parts = [element('h3', a.source), facts, element('h4', 'Allocated at'), framesList(a.frames)];
+      if (a.end && a.end.frames.length) parts.push(element('h4', 'Ended at'), framesList(a.end.frames));
+      box.replaceChildren(...parts);
+      box.dataset.entry = String(a.entry);
+    } catch (err) {
+      box.replaceChildren(element('p', String(err.message || err), 'error'));
+    }
+  }
+
+  async function runSearch(event) {
+    event.preventDefault();
+    const run = Number($('search-run').value);
+    const q = $('search-text').value.trim();
+    if (!q) return;
+    const summary = $('search-summary');
+    const table = $('search-results');
+    const body = table.querySelector('tbody');
+    try {
+      const found = await askServer('/api/search', { file: run, q });
+      summary.textContent = `${formatCount(found.count)} allocation${found.count === 1 ? '' : 's'}, `
+        + `${formatBytes(found.bytes)}${found.count > found.rows.length ? ` (the first ${found.rows.length} listed)` : ''}`;
+      summary.dataset.count = String(found.count);
+      body.replaceChildren(...found.rows.map((r) => {
+        const row = element('tr');
+        row.dataset.entry = String(r.entry);
+        row.append(element('td', String(r.entry), 'num'), element('td', formatBytes(r.size), 'num'),
+          element('td', r.time_s === null ? '-' : r.time_s.toFixed(6), 'num'), element('td', r.source));
+        row.addEventListener('click', () => {
+          body.querySelectorAll('tr.selected').forEach((x) => x.classList.remove('selected'));
+          row.classList.add('selected');
+          showAllocation(run, r.entry);
+        });
+        return row;
+      }));
+      table.hidden = found.rows.length === 0;
+    } catch (err) {
+      summary.textContent = String(err.message || err);
+      summary.dataset.count = '';
+      table.hidden = true;
+    }
+  }
+
+  function wireSearch() {
+    if (!SERVED) return;
+    $('search-panel').hidden = false;
+    $('search-run').replaceChildren(...RUNS.map((r, i) => {
+      const option = element('option', r.name || r.label);
+      option.value = String(i);
+      return option;
+    }));
+    $('search-run').hidden = RUNS.length < 2;
+    $('search-form').addEventListener('submit', runSearch);
+  }
+
   function drill(at) {
     const t0 = performance.now();
     const byEvent = at.event != null;
@@ -1185,6 +1300,7 @@
     }
     renderCards();
     wireControls();
+    wireSearch();
     render();
     info.ready = true;
     document.body.dataset.ready = 'true';

@@ -42,11 +42,18 @@ ordered_json render_allocation_json(const AllocationDetail& detail) {
 }
 
 ordered_json render_search_json(const SearchResult& result) {
+  ordered_json rows = ordered_json::array();
+  for (const FoundAllocation& row : result.rows) {
+    rows.push_back({{"entry", row.entry},
+                    {"size", row.size},
+                    {"time_s", seconds_json(row.time_s)},
+                    {"source", row.source}});
+  }
   return {{"query", result.query},
           {"by_address", result.by_address},
           {"count", result.count},
           {"bytes", result.bytes},
-          {"entries", result.entries}};
+          {"rows", rows}};
 }
 
 }  // namespace memsnap

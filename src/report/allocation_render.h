@@ -11,7 +11,7 @@ namespace memsnap {
 //  "frames": [{"name", "filename", "line", "users"}], "end": null | {"entry",
 //  "replaced", "time_s", "frames"}}
 nlohmann::ordered_json render_allocation_json(const AllocationDetail& detail);
-// {"query", "by_address", "count", "bytes", "entries": [...]}
+// {"query", "by_address", "count", "bytes", "rows": [{"entry", "size", "time_s", "source"}]}
 nlohmann::ordered_json render_search_json(const SearchResult& result);
 
 }  // namespace memsnap

@@ -351,8 +351,8 @@ void Server::State::routes() {
       const FileAnalysis& file = *files[file_index(request, "file", files.size())].analysis;
       only_parameters(request, "search", {"q"});
       send_json(response, 200,
-                render_search_json(
-                    search_allocations(file, request.get_param_value("q"), kSearchEntries)));
+                render_search_json(search_allocations(file, request.get_param_value("q"),
+                                                      kSearchEntries, SourceKeyOptions{})));
     });
   });
   http.set_exception_handler(

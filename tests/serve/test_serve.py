@@ -319,7 +319,9 @@ def check_allocations_and_search(server, file_index, events, samples, texts):
                                               in stack_frames(events, r.get("stack")))]
         assert got["count"] == len(found), text
         assert got["bytes"] == sum(r["size"] for r in found), text
-        assert got["entries"] == [r["index"] for r in found][:500], text
+        assert [r["entry"] for r in got["rows"]] == [r["index"] for r in found][:500], text
+        assert [(r["size"], r["source"]) for r in got["rows"]] == \
+            [(r["size"], r["source"]) for r in found][:500], text
 
 
 def test_allocations_and_search_equal_the_events(memsnap, served):

@@ -97,7 +97,8 @@ std::vector<bool> stacks_holding(const Snapshot& snapshot, std::string_view text
 
 }  // namespace
 
-SearchResult search_allocations(const FileAnalysis& file, std::string_view query, size_t limit) {
+SearchResult search_allocations(const FileAnalysis& file, std::string_view query, size_t limit,
+                                const SourceKeyOptions& keys) {
   if (query.empty() || query.size() > kMaxSearchText) {
     throw Error::usage(
         fmt::format("a search is 1 to {} bytes of text or a 0x address", kMaxSearchText));
@@ -118,7 +119,15 @@ SearchResult search_allocations(const FileAnalysis& file, std::string_view query
     if (!found) continue;
     ++result.count;
     result.bytes += events.size[i];
-    if (result.entries.size() < limit) result.entries.push_back(i - trace.begin);
+    if (result.rows.size() < limit) {
+      result.rows.push_back({i - trace.begin, events.size[i], file.seconds_at(i), {}});
+    }
+  }
+  // Named as every report names them, for the rows shown only.
+  SourceIndex sources(snapshot, keys);
+  for (FoundAllocation& row : result.rows) {
+    const uint64_t at = trace.begin + row.entry;
+    row.source = sources.name(sources.of(LiveAllocation{row.size, events.stack[at], at, 0}));
   }
   return result;
 }

@@ -51,15 +51,22 @@ AllocationDetail allocation_at(const FileAnalysis& file, uint64_t entry,
 // The allocations a search finds: a hex address (0x...) inside the
 // allocation, or text in one of its frames' name or file name.
 constexpr size_t kMaxSearchText = 200;
+struct FoundAllocation {
+  uint64_t entry = 0;  // its alloc entry, within the device's trace
+  uint64_t size = 0;
+  std::optional<double> time_s;
+  std::string source;
+};
 struct SearchResult {
   std::string query;
   bool by_address = false;
-  uint64_t count = 0;             // allocations found
-  uint64_t bytes = 0;             // their sizes, summed
-  std::vector<uint64_t> entries;  // the first `limit` of them, by entry
+  uint64_t count = 0;                 // allocations found
+  uint64_t bytes = 0;                 // their sizes, summed
+  std::vector<FoundAllocation> rows;  // the first `limit` of them, by entry
 };
 
 // Throws a usage Error for an empty or too long query.
-SearchResult search_allocations(const FileAnalysis& file, std::string_view query, size_t limit);
+SearchResult search_allocations(const FileAnalysis& file, std::string_view query, size_t limit,
+                                const SourceKeyOptions& keys);
 
 }  // namespace memsnap

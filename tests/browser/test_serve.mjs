@@ -1,0 +1,155 @@
+#!/usr/bin/env node
+// The page as `memsnap serve` serves it, in headless Chromium: it loads with
+// no console error and asks nothing of any origin but the server; its search
+// box finds what GET /api/search finds (count, rows); a row's click shows the
+// allocation's stack as GET /api/allocation gives it, the user's frames in
+// the open and the library's folded.
+// The same page opened as a file keeps the panel hidden (test_plot.mjs checks
+// it makes no request at all).
+//
+//   node tests/browser/test_serve.mjs --memsnap build/memsnap [--chromium /usr/bin/chromium]
+//        [--out-dir build/browser]
+//
+// Exits 0 when every check passes, 1 otherwise, 77 (skipped) where the build
+// has no server or there is no Chromium.
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { chromium } from 'playwright-core';
+
+const SKIPPED = 77;
+const REPO = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..', '..');
+const FILES = ['training_steps.pickle.gz', 'training_steps_larger_batch.pickle.gz']
+  .map((name) => path.join(REPO, 'examples', name));
+
+function option(name, fallback) {
+  const at = process.argv.indexOf(name);
+  return at >= 0 && process.argv[at + 1] ? process.argv[at + 1] : fallback;
+}
+const MEMSNAP = option('--memsnap', null);
+const CHROMIUM = option('--chromium', '/usr/bin/chromium');
+const OUT = option('--out-dir', path.join(REPO, 'build', 'browser'));
+
+const failures = [];
+function check(ok, what) {
+  console.log(`${ok ? 'ok  ' : 'FAIL'} ${what}`);
+  if (!ok) failures.push(what);
+}
+
+// Starts `memsnap serve FILES` and resolves with its URL (the first stdout line).
+function startServer() {
+  const server = spawn(MEMSNAP, ['serve', ...FILES], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let err = '';
+  server.stderr.on('data', (chunk) => { err += chunk; });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    server.stdout.on('data', (chunk) => {
+      out += chunk;
+      if (out.includes('\n')) resolve({ server, url: out.split('\n')[0].trim() });
+    });
+    server.on('exit', (status) => reject(Object.assign(new Error(err.trim()), { status })));
+  });
+}
+
+async function api(url, route, params) {
+  const base = new URL(url);
+  const query = new URLSearchParams({ ...params, token: base.searchParams.get('token') });
+  const response = await fetch(`${base.origin}${route}?${query}`);
+  return response.json();
+}
+
+async function search(page, run, text) {
+  await page.selectOption('#search-run', String(run));
+  await page.fill('#search-text', text);
+  await page.evaluate(() => { document.getElementById('search-summary').textContent = ''; });
+  await page.click('#search-form button[type=submit]');
+  await page.waitForFunction(() => document.getElementById('search-summary').textContent !== '',
+    null, { timeout: 10000 });
+}
+
+async function checkSearchAndStack(page, url) {
+  for (const [run, text] of [[0, 'attention'], [1, 'train.py'], [0, 'no-frame-has-this']]) {
+    await search(page, run, text);
+    const expected = await api(url, '/api/search', { file: run, q: text });
+    const shown = await page.evaluate(() => ({
+      count: document.getElementById('search-summary').dataset.count,
+      entries: [...document.querySelectorAll('#search-results tbody tr')].map((r) => Number(r.dataset.entry)),
+    }));
+    check(shown.count === String(expected.count), `search '${text}' in run ${run}: ${shown.count} found, the server says ${expected.count}`);
+    check(JSON.stringify(shown.entries) === JSON.stringify(expected.rows.map((r) => r.entry)),
+      `search '${text}' in run ${run}: the rows are the server's ${expected.rows.length}`);
+  }
+  await search(page, 0, 'attention');
+  const first = await page.$('#search-results tbody tr');
+  const entry = Number(await first.getAttribute('data-entry'));
+  await first.click();
+  await page.waitForFunction((e) => document.getElementById('allocation-detail').dataset.entry === String(e),
+    entry, { timeout: 10000 });
+  const expected = await api(url, '/api/allocation', { file: 0, entry });
+  const shown = await page.evaluate(() => {
+    const box = document.getElementById('allocation-detail');
+    const allocated = box.querySelector('ol');
+    return {
+      source: box.querySelector('h3').textContent,
+      frames: [...allocated.querySelectorAll('li')].map((li) => li.textContent),
+      users: [...allocated.querySelectorAll(':scope > li')].map((li) => li.textContent),
+    };
+  });
+  const frames = expected.frames.map((f) => `${f.name} ${f.filename}:${f.line}`);
+  check(shown.source === expected.source, `the clicked allocation's source: ${shown.source}`);
+  check(JSON.stringify(shown.frames) === JSON.stringify(frames), `its stack, every frame in order (${frames.length})`);
+  check(JSON.stringify(shown.users) === JSON.stringify(expected.frames.filter((f) => f.users)
+    .map((f) => `${f.name} ${f.filename}:${f.line}`)), 'the user\'s frames in the open, the library\'s folded');
+}
+
+async function main() {
+  if (!MEMSNAP) {
+    console.error('usage: test_serve.mjs --memsnap PATH');
+    return 2;
+  }
+  if (!fs.existsSync(CHROMIUM)) {
+    console.log(`skipped: no Chromium at ${CHROMIUM}`);
+    return SKIPPED;
+  }
+  let started;
+  try {
+    started = await startServer();
+  } catch (err) {
+    if (/built without the server/.test(err.message)) {
+      console.log('skipped: this memsnap has no server');
+      return SKIPPED;
+    }
+    throw err;
+  }
+  const { server, url } = started;
+  const origin = new URL(url).origin;
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });
+  try {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    const problems = [];
+    await context.route((u) => u.origin !== origin, (route) => {
+      problems.push(`request to another origin: ${route.request().url()}`);
+      return route.abort();
+    });
+    const page = await context.newPage();
+    page.on('console', (msg) => { if (msg.type() === 'error') problems.push(`console error: ${msg.text()}`); });
+    page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+    await page.goto(url, { waitUntil: 'load', timeout: 60000 });
+    await page.waitForFunction(() => document.body.dataset.ready === 'true', null, { timeout: 30000 });
+    check(await page.isVisible('#search-panel'), 'the served page shows the search panel');
+    await checkSearchAndStack(page, url);
+    fs.mkdirSync(OUT, { recursive: true });
+    await page.locator('#search-panel').screenshot({ path: path.join(OUT, 'serve-search.png') });
+    check(problems.length === 0, `no console error, no other origin: ${problems.join('; ')}`);
+  } finally {
+    await browser.close();
+    server.kill('SIGINT');
+  }
+  console.log(failures.length ? `${failures.length} failed` : 'all passed');
+  return failures.length ? 1 : 0;
+}
+
+main().then((status) => process.exit(status), (err) => {
+  console.error(err.stack || String(err));
+  process.exit(1);
+});
