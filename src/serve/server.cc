@@ -1,5 +1,6 @@
 #include "serve/server.h"
 
+#include <sys/random.h>
 #include <sys/socket.h>
 
 #include <fmt/format.h>
@@ -7,11 +8,11 @@
 #include <httplib.h>
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <mutex>
-#include <random>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -31,11 +32,17 @@ using nlohmann::ordered_json;
 
 constexpr std::string_view kJson = "application/json";
 
-// 24 bytes from the system's random source, in hex.
+// 24 bytes from the kernel's random source (getrandom), in hex.
 std::string random_token() {
-  std::random_device source;
+  std::array<unsigned char, 24> bytes{};
+  size_t filled = 0;
+  while (filled < bytes.size()) {
+    const ssize_t got = getrandom(bytes.data() + filled, bytes.size() - filled, 0);
+    if (got < 0 && errno != EINTR) throw Error("cannot read random bytes for the token");
+    if (got > 0) filled += static_cast<size_t>(got);
+  }
   std::string token;
-  for (int i = 0; i < 6; ++i) token += fmt::format("{:08x}", source());
+  for (const unsigned char byte : bytes) token += fmt::format("{:02x}", byte);
   return token;
 }
 
@@ -137,6 +144,12 @@ httplib::Server::HandlerResponse Server::State::admit(const httplib::Request& re
     return Handled::Handled;
   }
   for (const auto& [name, value] : request.params) {
+    if (request.params.count(name) > 1) {
+      send_error(response, 400,
+                 fmt::format("{} given {} times; give it once", printable(name.substr(0, 40)),
+                             request.params.count(name)));
+      return Handled::Handled;
+    }
     if (name.size() > kMaxParameterBytes || value.size() > kMaxParameterBytes) {
       send_error(
           response, 400,

@@ -182,7 +182,8 @@ def test_methods_and_oversized_or_malformed_requests(served):
            "/api/report/replay-to-time?file=0&time=-1", "/api/report/replay-to-time?file=0&time=%zz",
            "/api/report/replay-to-time?file=0", "/api/report/parse?file=0&nothing=1",
            "/api/report/replay-step?file=0&step=1&all_steps=true",
-           "/api/report/parse?file=0&vs=1", "/api/report/parse?file=0&token2=%00%ff"]
+           "/api/report/parse?file=0&vs=1", "/api/report/parse?file=0&token2=%00%ff",
+           "/api/report/replay-to-time?file=0&time=1&time=2", "/api/report/parse?file=0&file=1"]
     for path in bad:
         status, _, body = served.get(path)
         assert 400 <= status < 500, (path, status, body[:200])
