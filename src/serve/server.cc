@@ -19,10 +19,13 @@
 
 #include "analysis/reports/allocation.h"
 #include "analysis/reports/memory_line.h"
+#include "analysis/reports/ranks.h"
+#include "analysis/reports/run_summary.h"
 #include "memsnap/error.h"
 #include "report/allocation_render.h"
 #include "report/format.h"
 #include "report/line_render.h"
+#include "report/ranks_render.h"
 #include "service/report_table.h"
 
 namespace memsnap::serve {
@@ -101,6 +104,8 @@ struct Server::State {
   std::once_flag page_once;
   std::string page;
   std::string page_error;
+  std::once_flag ranks_once;
+  ordered_json ranks;  // GET /api/ranks, computed on the first request
   httplib::Server http;
   int port = 0;
 
@@ -109,6 +114,7 @@ struct Server::State {
                                          httplib::Response& response) const;
   void answer_report(const httplib::Request& request, httplib::Response& response) const;
   [[nodiscard]] ordered_json files_json() const;
+  const ordered_json& ranks_json();
   void routes();
 };
 
@@ -172,6 +178,21 @@ ordered_json Server::State::files_json() const {
                    {"event_count", file.trace().count()}});
   }
   return out;
+}
+
+// The served files as ranks (memsnap ranks --json FILES): each summarised from
+// its analysis, the rank read from its name.
+const ordered_json& Server::State::ranks_json() {
+  std::call_once(ranks_once, [this] {
+    std::vector<RunSummary> summaries;
+    for (const ServedFile& file : files) {
+      summaries.push_back(run_summary(
+          *file.analysis,
+          SummaryOptions{SourceKeyOptions{}, rank_from_name(file.path, kDefaultRankPattern)}));
+    }
+    ranks = render_ranks_json(analyze_ranks(summaries), {});
+  });
+  return ranks;
 }
 
 namespace {
@@ -335,6 +356,9 @@ void Server::State::routes() {
   });
   http.Get("/api/reports", [](const httplib::Request& /*request*/, httplib::Response& response) {
     send_json(response, 200, report_table_json());
+  });
+  http.Get("/api/ranks", [this](const httplib::Request& /*request*/, httplib::Response& response) {
+    answered(response, [&] { send_json(response, 200, ranks_json()); });
   });
   http.Get(R"(/api/report/([a-z_-]{1,32}))",
            [this](const httplib::Request& request, httplib::Response& response) {

@@ -104,6 +104,12 @@ def test_every_report_equals_the_command_line(memsnap, served):
     assert any("clamped" in note for note in late["notes"]), late["notes"]
 
 
+def test_ranks_of_the_served_files_equal_the_command_line(memsnap, served):
+    status, _, body = served.get("/api/ranks")
+    assert status == 200, body
+    assert json.loads(body) == cli_json(memsnap, "ranks", A, B)
+
+
 def test_the_page_and_the_file_list(served):
     status, headers, body = served.get("/")
     assert status == 200 and b'id="memsnap-data"' in body
