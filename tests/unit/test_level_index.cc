@@ -88,6 +88,17 @@ TEST(MemoryLine, ColumnsHoldWhatTheyReachAndThePeakShows) {
       [&] { memory_line(file, {LineAxis::kTime, 0, 1, 0}); }, "width must be 1 to 8192");
   testing::expect_error_containing<Error>(
       [&] { memory_line(file, {LineAxis::kTime, 2, 1, 10}); }, "0 <= from < to");
+  // A device without entries has no line: said as the file's fact, not a bad window.
+  testing::ModelBuilder empty;
+  empty.segment(0, 1 << 20, 4096);
+  const FileAnalysis dump_only = analyze_file("dump", empty.model, std::nullopt);
+  try {
+    memory_line(dump_only, {LineAxis::kEvent, 0, 1, 10});
+    ADD_FAILURE() << "a line of a trace without entries";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.kind(), Error::Kind::kInput);
+    EXPECT_NE(std::string(error.what()).find("no trace entries"), std::string::npos);
+  }
 }
 
 }  // namespace

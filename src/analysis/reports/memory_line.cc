@@ -36,6 +36,11 @@ std::vector<uint64_t> column_edges(const FileAnalysis& file, const LineWindow& w
 }  // namespace
 
 MemoryLine memory_line(const FileAnalysis& file, const LineWindow& window) {
+  if (file.trace().count() == 0) {
+    throw Error(
+        "the file has no trace entries on this device, so no memory over time (its segments at "
+        "the dump still answer: memsnap segments)");
+  }
   check_window(window);
   if (window.axis == LineAxis::kTime) {
     file.time().require_times(file.path(), "the line by event (axis=event) still works");

@@ -38,8 +38,9 @@ struct MemoryLine {
   std::vector<int64_t> high;
 };
 
-// Throws a usage Error for a window or width out of range, and the input
-// Error of TraceTime::require_times for a time axis on a trace without times.
+// Throws a usage Error for a window or width out of range, and an input
+// Error for a device without trace entries or (TraceTime::require_times) a
+// time axis on a trace without times.
 MemoryLine memory_line(const FileAnalysis& file, const LineWindow& window);
 
 }  // namespace memsnap
