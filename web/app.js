@@ -248,8 +248,44 @@
     return Math.round(Math.max(280, Math.min(520, window.innerHeight * 0.5)));
   }
 
+  // ---- The view in the address's #fragment (view, run, axes, precision,
+  // markers, sources), so that a link or a reload opens the same view; a
+  // fragment is never sent anywhere, served or not. Values that do not fit
+  // this page (a view it cannot draw, a run it does not have) are ignored.
+  function readViewFromAddress() {
+    const saved = new URLSearchParams(location.hash.slice(1));
+    const word = (key, allowed) => (allowed.includes(saved.get(key)) ? saved.get(key) : null);
+    const number = (key) => (saved.has(key) ? Number(saved.get(key)) : NaN);
+    const view = word('view', ['lines', 'category', 'source']);
+    if (view && (view === 'lines' || hasStacks())) state.stack = view;
+    const run = number('run');
+    if (Number.isInteger(run) && run >= 0 && run < RUNS.length) state.stackRun = run;
+    const x = word('x', ['time', 'index']);
+    if (x && (x === 'index' || hasTime())) state.xMode = x;
+    const y = word('y', ['absolute', 'delta']);
+    if (y) state.yMode = y;
+    const precision = number('precision');
+    if (precision > 0 && Number.isFinite(precision)) state.precisionRequestedMs = precision;
+    const sources = number('sources');
+    if (Number.isInteger(sources) && sources >= 0) state.stackSources = sources;
+    const flag = word('annotations', ['0', '1']);
+    if (flag) state.showAnnotations = flag === '1';
+    const steps = word('steps', ['0', '1']);
+    if (steps) state.showSteps = steps === '1';
+  }
+
+  function writeViewToAddress() {
+    const view = new URLSearchParams({
+      view: state.stack, run: String(state.stackRun), x: state.xMode, y: state.yMode,
+      precision: String(state.precisionRequestedMs), sources: String(state.stackSources),
+      annotations: state.showAnnotations ? '1' : '0', steps: state.showSteps ? '1' : '0',
+    });
+    history.replaceState(null, '', `#${view}`);
+  }
+
   function render() {
     const t0 = performance.now();
+    writeViewToAddress();
     const chartEl = $('chart');
     let keepX = null;
     if (plot) {
@@ -1205,11 +1241,13 @@
     });
     ann.addEventListener('change', () => {
       state.showAnnotations = ann.checked;
+      writeViewToAddress();
       if (plot) plot.redraw(false, false);
       if (plot) updateReadout(plot);
     });
     steps.addEventListener('change', () => {
       state.showSteps = steps.checked;
+      writeViewToAddress();
       if (plot) plot.redraw(false, false);
     });
     $('legend').addEventListener('click', (e) => {
@@ -1285,6 +1323,7 @@
     state.precisionRequestedMs = precision;
     state.precisionMs = precision;
     state.xMode = hasTime() ? 'time' : 'index';
+    readViewFromAddress();
     $('page-meta').textContent = `${RUNS.length} run${RUNS.length === 1 ? '' : 's'} · `
       + `${RUNS.map((r) => `${r.label} (device ${r.device ?? '?'})`).join(' vs ')}`;
     $('footer').textContent = `${DATA.generated_by || 'memsnap'} · `

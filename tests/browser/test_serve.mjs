@@ -3,7 +3,8 @@
 // no console error and asks nothing of any origin but the server; its search
 // box finds what GET /api/search finds (count, rows); a row's click shows the
 // allocation's stack as GET /api/allocation gives it, the user's frames in
-// the open and the library's folded.
+// the open and the library's folded. The view lives in the address's
+// fragment: a link opens it, a change of view rewrites it, a reload keeps it.
 // The same page opened as a file keeps the panel hidden (test_plot.mjs checks
 // it makes no request at all).
 //
@@ -102,6 +103,26 @@ async function checkSearchAndStack(page, url) {
     .map((f) => `${f.name} ${f.filename}:${f.line}`)), 'the user\'s frames in the open, the library\'s folded');
 }
 
+async function checkViewInAddress(context, url) {
+  const page = await context.newPage();
+  await page.goto(`${url}#view=lines&x=index&y=delta&annotations=1&precision=2&run=7&view2=x`,
+    { waitUntil: 'load', timeout: 60000 });
+  await page.waitForFunction(() => document.body.dataset.ready === 'true', null, { timeout: 30000 });
+  const state = await page.evaluate(() => ({ ...window.memsnapState }));
+  check(state.stack === 'lines' && state.xMode === 'index' && state.yMode === 'delta'
+    && state.showAnnotations === true && state.precisionRequestedMs === 2 && state.stackRun === 0,
+  `a link's fragment opens its view (run=7, which the page lacks, ignored): ${JSON.stringify(state)}`);
+  check(await page.inputValue('#y-mode') === 'delta' && await page.inputValue('#x-mode') === 'index',
+    'the controls show the view the link gave');
+  await page.selectOption('#view-mode', 'category');
+  const hash = await page.evaluate(() => location.hash);
+  check(/view=category/.test(hash) && /x=index/.test(hash), `a change of view rewrites the fragment: ${hash}`);
+  await page.reload({ waitUntil: 'load' });
+  await page.waitForFunction(() => document.body.dataset.ready === 'true', null, { timeout: 30000 });
+  check(await page.evaluate(() => window.memsnapState.stack) === 'category', 'a reload keeps the view');
+  await page.close();
+}
+
 async function main() {
   if (!MEMSNAP) {
     console.error('usage: test_serve.mjs --memsnap PATH');
@@ -138,6 +159,7 @@ async function main() {
     await page.waitForFunction(() => document.body.dataset.ready === 'true', null, { timeout: 30000 });
     check(await page.isVisible('#search-panel'), 'the served page shows the search panel');
     await checkSearchAndStack(page, url);
+    await checkViewInAddress(context, url);
     fs.mkdirSync(OUT, { recursive: true });
     await page.locator('#search-panel').screenshot({ path: path.join(OUT, 'serve-search.png') });
     check(problems.length === 0, `no console error, no other origin: ${problems.join('; ')}`);
