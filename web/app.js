@@ -62,6 +62,7 @@
     stackSources: DEFAULT_STACK_SOURCES, // stacked by source: sources with a layer of their own
     clickedTime: null,
     clickedEvent: null,
+    zoom: null, // {min, max} of the x axis when zoomed in, in the x mode's units
   };
   const info = {
     ready: false, renderMs: 0, decodeMs: 0, drilldownMs: null, markers: { steps: 0, annotations: 0, oom: 0 },
@@ -252,6 +253,8 @@
   // markers, sources), so that a link or a reload opens the same view; a
   // fragment is never sent anywhere, served or not. Values that do not fit
   // this page (a view it cannot draw, a run it does not have) are ignored.
+  let pendingZoom = null; // the address's window, applied once the chart is drawn
+
   function readViewFromAddress() {
     const saved = new URLSearchParams(location.hash.slice(1));
     const word = (key, allowed) => (allowed.includes(saved.get(key)) ? saved.get(key) : null);
@@ -272,6 +275,19 @@
     if (flag) state.showAnnotations = flag === '1';
     const steps = word('steps', ['0', '1']);
     if (steps) state.showSteps = steps === '1';
+    const from = number('from');
+    const to = number('to');
+    if (Number.isFinite(from) && Number.isFinite(to) && to > from) pendingZoom = { min: from, max: to };
+  }
+
+  // setScale hook: the x window when it is narrower than the data, else none.
+  function rememberZoom(u, key) {
+    if (key !== 'x') return;
+    const { min, max } = u.scales.x;
+    const d = u.data[0];
+    const whole = min == null || max == null || !d.length || (min <= d[0] && max >= d[d.length - 1]);
+    state.zoom = whole ? null : { min, max };
+    writeViewToAddress();
   }
 
   function writeViewToAddress() {
@@ -280,6 +296,10 @@
       precision: String(state.precisionRequestedMs), sources: String(state.stackSources),
       annotations: state.showAnnotations ? '1' : '0', steps: state.showSteps ? '1' : '0',
     });
+    if (state.zoom) {
+      view.set('from', String(Number(state.zoom.min.toPrecision(12))));
+      view.set('to', String(Number(state.zoom.max.toPrecision(12))));
+    }
     history.replaceState(null, '', `#${view}`);
   }
 
@@ -413,11 +433,16 @@
       hooks: {
         draw: [drawMarkers],
         setCursor: [updateReadout],
-        setScale: [refineIndexZoom],
+        setScale: [refineIndexZoom, rememberZoom],
       },
     };
     plot = new uPlot(opts, data, chartEl);
-    if (keepX) plot.setScale('x', keepX);
+    if (keepX) {
+      plot.setScale('x', keepX);
+    } else if (pendingZoom) {
+      plot.setScale('x', pendingZoom);
+    }
+    pendingZoom = null;
     window.memsnapPlot = plot;
     info.renderMs = performance.now() - t0;
     updateReadout(plot);

@@ -120,6 +120,18 @@ async function checkViewInAddress(context, url) {
   await page.reload({ waitUntil: 'load' });
   await page.waitForFunction(() => document.body.dataset.ready === 'true', null, { timeout: 30000 });
   check(await page.evaluate(() => window.memsnapState.stack) === 'category', 'a reload keeps the view');
+  // The zoom window: set it as a drag would, then reload.
+  await page.selectOption('#view-mode', 'lines');
+  await page.evaluate(() => window.memsnapPlot.setScale('x', { min: 500, max: 900 }));
+  const zoomed = await page.evaluate(() => location.hash);
+  check(/from=500/.test(zoomed) && /to=900/.test(zoomed), `a zoom writes its window: ${zoomed}`);
+  await page.reload({ waitUntil: 'load' });
+  await page.waitForFunction(() => document.body.dataset.ready === 'true', null, { timeout: 30000 });
+  const scale = await page.evaluate(() => ({ ...window.memsnapPlot.scales.x }));
+  check(Math.abs(scale.min - 500) < 1e-6 && Math.abs(scale.max - 900) < 1e-6,
+    `a reload opens the same window: ${scale.min}..${scale.max}`);
+  await page.dblclick('#chart .u-over');
+  check(!/from=/.test(await page.evaluate(() => location.hash)), 'a reset of the zoom drops the window');
   await page.close();
 }
 
