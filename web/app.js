@@ -254,6 +254,7 @@
   // fragment is never sent anywhere, served or not. Values that do not fit
   // this page (a view it cannot draw, a run it does not have) are ignored.
   let pendingZoom = null; // the address's window, applied once the chart is drawn
+  let pendingClick = null; // the address's clicked moment, drilled into once drawn
 
   function readViewFromAddress() {
     const saved = new URLSearchParams(location.hash.slice(1));
@@ -278,6 +279,26 @@
     const from = number('from');
     const to = number('to');
     if (Number.isFinite(from) && Number.isFinite(to) && to > from) pendingZoom = { min: from, max: to };
+    const t = number('t');
+    const e = number('e');
+    if (t >= 0 && Number.isFinite(t)) pendingClick = { timeS: Math.round(t * 1e6) / 1e6 };
+    else if (Number.isInteger(e) && e >= 0) pendingClick = { event: e };
+  }
+
+  // The address's clicked moment, as a click there would drill into it; one
+  // the page cannot drill (another x axis, past the end) is left out.
+  function replayClickFromAddress() {
+    const click = pendingClick;
+    pendingClick = null;
+    if (!click) return;
+    if (click.timeS != null && state.xMode === 'time' && hasTime()) {
+      const t = Math.min(click.timeS, Math.max(...RUNS.map((r) => r.durationS)));
+      drill({ timeS: t });
+      showAllocator(t);
+    } else if (click.event != null && state.xMode === 'index' && hasEventIndex()) {
+      const maxEvents = Math.max(...RUNS.map((r) => Number(r.stats.event_count) || 0));
+      if (click.event < maxEvents) drill({ event: click.event });
+    }
   }
 
   // setScale hook: the x window when it is narrower than the data, else none.
@@ -300,6 +321,8 @@
       view.set('from', String(Number(state.zoom.min.toPrecision(12))));
       view.set('to', String(Number(state.zoom.max.toPrecision(12))));
     }
+    if (state.clickedTime != null) view.set('t', String(state.clickedTime));
+    else if (state.clickedEvent != null) view.set('e', String(state.clickedEvent));
     history.replaceState(null, '', `#${view}`);
   }
 
@@ -933,6 +956,7 @@
     state.clickedEvent = byEvent ? at.event : null;
     info.drilldownMs = performance.now() - t0;
     document.body.dataset.drilldownMs = info.drilldownMs.toFixed(1);
+    writeViewToAddress();
     if (byEvent) {
       document.body.dataset.clickedEvent = String(at.event);
       delete document.body.dataset.clickedTime;
@@ -1366,6 +1390,7 @@
     wireControls();
     wireSearch();
     render();
+    replayClickFromAddress();
     info.ready = true;
     document.body.dataset.ready = 'true';
   }

@@ -132,6 +132,17 @@ async function checkViewInAddress(context, url) {
     `a reload opens the same window: ${scale.min}..${scale.max}`);
   await page.dblclick('#chart .u-over');
   check(!/from=/.test(await page.evaluate(() => location.hash)), 'a reset of the zoom drops the window');
+  // The clicked moment: a link's t= drills into it as a click would; a click writes it.
+  await page.goto(`${url}#view=lines&x=time&t=0.05`, { waitUntil: 'load' });
+  await page.reload({ waitUntil: 'load' });
+  await page.waitForFunction(() => document.body.dataset.ready === 'true', null, { timeout: 30000 });
+  const clicked = await page.evaluate(() => ({ t: document.body.dataset.clickedTime,
+    rows: document.querySelectorAll('#drilldown tbody tr').length }));
+  check(clicked.t === '0.05' && clicked.rows > 0, `a link's t= lists what was live then: ${JSON.stringify(clicked)}`);
+  const box = await page.locator('#chart .u-over').boundingBox();
+  await page.mouse.click(box.x + box.width * 0.7, box.y + box.height * 0.5);
+  const after = await page.evaluate(() => ({ hash: location.hash, t: document.body.dataset.clickedTime }));
+  check(after.t && after.hash.includes(`t=${after.t}`), `a click writes its moment: ${after.hash}`);
   await page.close();
 }
 
