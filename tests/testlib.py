@@ -69,6 +69,14 @@ def run_memsnap(memsnap, args, timeout=300):
     return subprocess.run([memsnap] + args, capture_output=True, text=True, timeout=timeout)
 
 
+def memsnap_json(memsnap, args):
+    """The JSON document `memsnap ARGS` prints; an assertion error naming the
+    command and its stderr when it fails."""
+    done = run_memsnap(memsnap, list(args))
+    assert done.returncode == 0, "memsnap %s: %s" % (" ".join(args), done.stderr)
+    return json.loads(done.stdout)
+
+
 class Commands:
     """memsnap commands, each in a process of its own, or with `batch`
     (memsnap_cli_batch, tests/corpus/cli_batch.cc) all in one process that

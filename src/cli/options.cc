@@ -347,6 +347,11 @@ FileAnalysis analyze(const std::string& path, const Snapshot& snapshot,
   return file;
 }
 
+std::string default_label(const std::string& path) {
+  const size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 std::vector<Snapshot> load_all(const std::vector<std::string>& paths,
                                const CommonOptions& options) {
   refuse_stdin_twice(paths);

@@ -85,6 +85,8 @@ FileAnalysis analyze(const std::string& path, const Snapshot& snapshot,
 // writing them), with the peak RSS. restart_timings() at each command's start.
 void restart_timings();
 void note_timings_total();
+// A file's label where none is given: its name without the folders.
+std::string default_label(const std::string& path);
 // Loads several files at once: each file after the first on its own thread.
 std::vector<Snapshot> load_all(const std::vector<std::string>& paths, const CommonOptions& options);
 

@@ -22,11 +22,6 @@
 namespace memsnap::cli {
 namespace {
 
-std::string basename_of(const std::string& path) {
-  size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 struct PlotFlags {
   std::vector<std::string> files;
   std::vector<std::string> labels;
@@ -63,7 +58,7 @@ void run_plot(const PlotFlags& flags) {
   std::vector<RunTimeline> runs;
   for (size_t i = 0; i < files.size(); ++i) {
     FileAnalysis file = analyze(files[i], snapshots[i], common);
-    std::string label = flags.labels.empty() ? basename_of(files[i]) : flags.labels[i];
+    std::string label = flags.labels.empty() ? default_label(files[i]) : flags.labels[i];
     runs.push_back(plot_run(file, label, flags.precision_ms, common.keys, flags.max_lifetimes,
                             !flags.text, PagePlace{i, files.size()}));
   }

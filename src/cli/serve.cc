@@ -29,11 +29,6 @@ struct ServeFlags {
   CommonOptions common;
 };
 
-std::string basename_of(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 // The page of `memsnap plot` for every file, built when first asked for.
 std::function<std::string()> page_of(const std::vector<std::unique_ptr<FileAnalysis>>& analyses,
                                      const std::vector<serve::ServedFile>& served,
@@ -87,7 +82,7 @@ void run_serve(const ServeFlags& flags) {
   for (size_t i = 0; i < paths.size(); ++i) {
     analyses.push_back(
         std::make_unique<FileAnalysis>(analyze(paths[i], snapshots[i], flags.common)));
-    served.push_back({paths[i], basename_of(paths[i]), analyses.back().get()});
+    served.push_back({paths[i], default_label(paths[i]), analyses.back().get()});
   }
   serve::Server server(served, flags.server, page_of(analyses, served, flags.common));
   const std::string url = server.bind();

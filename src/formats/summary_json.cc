@@ -21,10 +21,6 @@ using nlohmann::ordered_json;
 
 namespace {
 
-ordered_json optional_number(std::optional<double> value) {
-  return value ? ordered_json(*value) : ordered_json(nullptr);
-}
-
 ordered_json usage_rows(const std::vector<SourceUsage>& rows) {
   ordered_json out = ordered_json::array();
   for (const SourceUsage& row : rows) {
@@ -385,7 +381,7 @@ ordered_json render_summary_json(const RunSummary& s) {
         {{"event", oom.event},
          {"requested", oom.requested},
          {"device_free", oom.device_free ? ordered_json(*oom.device_free) : ordered_json(nullptr)},
-         {"time_s", optional_number(oom.time_s)}});
+         {"time_s", number_or_null(oom.time_s)}});
   }
   std::vector<std::string> warnings = phrase_all(s.findings);
   warnings.insert(warnings.end(), s.warnings.begin(), s.warnings.end());
@@ -417,11 +413,11 @@ ordered_json render_summary_json(const RunSummary& s) {
       {"allocator_settings", s.allocator_settings},
       {"segments", segments_json(s.segments)},
       {"reserved_peak", s.facts.reserved_peak},
-      {"reserved_peak_time_s", optional_number(s.facts.reserved_peak_time_s)},
+      {"reserved_peak_time_s", number_or_null(s.facts.reserved_peak_time_s)},
       {"baseline", s.facts.baseline},
       {"peak_delta", s.facts.peak_delta},
       {"absolute_peak", s.facts.absolute_peak},
-      {"peak_time_s", optional_number(s.facts.peak_time_s)},
+      {"peak_time_s", number_or_null(s.facts.peak_time_s)},
       {"peak_event",
        s.facts.peak_event ? ordered_json(*s.facts.peak_event) : ordered_json(nullptr)},
       {"event_count", s.facts.event_count},

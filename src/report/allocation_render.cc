@@ -1,5 +1,7 @@
 #include "report/allocation_render.h"
 
+#include "report/json_fields.h"
+
 namespace memsnap {
 namespace {
 
@@ -16,10 +18,6 @@ ordered_json frames_json(const std::vector<AllocationFrame>& frames) {
   return out;
 }
 
-ordered_json seconds_json(const std::optional<double>& seconds) {
-  return seconds ? ordered_json(*seconds) : ordered_json(nullptr);
-}
-
 }  // namespace
 
 ordered_json render_allocation_json(const AllocationDetail& detail) {
@@ -27,14 +25,14 @@ ordered_json render_allocation_json(const AllocationDetail& detail) {
   if (detail.end) {
     end = {{"entry", detail.end->entry},
            {"replaced", detail.end->replaced},
-           {"time_s", seconds_json(detail.end->time_s)},
+           {"time_s", number_or_null(detail.end->time_s)},
            {"frames", frames_json(detail.end->frames)}};
   }
   return {{"entry", detail.entry},
           {"address", detail.address},
           {"size", detail.size},
           {"stream", detail.stream},
-          {"time_s", seconds_json(detail.time_s)},
+          {"time_s", number_or_null(detail.time_s)},
           {"source", detail.source},
           {"category", std::string(category_name(detail.category))},
           {"frames", frames_json(detail.frames)},
@@ -46,7 +44,7 @@ ordered_json render_search_json(const SearchResult& result) {
   for (const FoundAllocation& row : result.rows) {
     rows.push_back({{"entry", row.entry},
                     {"size", row.size},
-                    {"time_s", seconds_json(row.time_s)},
+                    {"time_s", number_or_null(row.time_s)},
                     {"source", row.source}});
   }
   return {{"query", result.query},

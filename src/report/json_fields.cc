@@ -65,6 +65,10 @@ ordered_json text_or_null(const std::string& text) {
   return text.empty() ? ordered_json(nullptr) : ordered_json(text);
 }
 
+ordered_json number_or_null(std::optional<double> value) {
+  return value ? ordered_json(*value) : ordered_json(nullptr);
+}
+
 double python_round(double value, int decimals) {
   if (!std::isfinite(value)) return value;
   // printf's %.*f rounds the exact binary value, ties to even, as CPython's

@@ -23,6 +23,8 @@ nlohmann::ordered_json fragmentation_json(const FragmentationHistory& fragmentat
 nlohmann::ordered_json baseline_json(const Baseline& baseline);
 // The text, or null where there is none (an empty string).
 nlohmann::ordered_json text_or_null(const std::string& text);
+// The number, or null where there is none.
+nlohmann::ordered_json number_or_null(std::optional<double> value);
 
 // Python's round(value, decimals) for a finite double: the exact binary value
 // rounded half to even at that decimal, read back as the nearest double. For

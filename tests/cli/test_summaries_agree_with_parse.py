@@ -6,7 +6,6 @@ trace's counts and duration, the steps, the throughput rows, the OOMs and the
 warnings. run_summary() maps parse's report onto the summary's schema in one
 place; this is what keeps that mapping true. Generated files, then every real
 fixture (part `fixtures`)."""
-import json
 import os
 import subprocess
 import sys
@@ -23,16 +22,10 @@ SUMMARY_SOURCES = 200
 ALL_ROWS = "1000000"
 
 
-def json_of(memsnap, args):
-    got = testlib.run_memsnap(memsnap, args)
-    assert got.returncode == 0, "memsnap %s: %s" % (" ".join(args), got.stderr)
-    return json.loads(got.stdout)
-
-
 def disagreements(memsnap, path):
     """What the summary says differently from parse; [] when they agree."""
-    summary = json_of(memsnap, ["summarize", "--json", path])
-    parse = json_of(memsnap, ["parse", "--json", "--top", ALL_ROWS, path])
+    summary = testlib.memsnap_json(memsnap, ["summarize", "--json", path])
+    parse = testlib.memsnap_json(memsnap, ["parse", "--json", "--top", ALL_ROWS, path])
     replay = parse["replay"]
     pairs = {
         "file.size_bytes": (summary["file"]["size_bytes"], parse["file_size_bytes"]),

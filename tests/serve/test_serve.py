@@ -77,9 +77,7 @@ def served(memsnap):
 
 
 def cli_json(memsnap, *args):
-    done = testlib.run_memsnap(memsnap, [*args, "--json"])
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)
+    return testlib.memsnap_json(memsnap, [*args, "--json"])
 
 
 def test_every_report_equals_the_command_line(memsnap, served):
