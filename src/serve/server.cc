@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/reports/allocation.h"
+#include "analysis/reports/allocation_layout.h"
 #include "analysis/reports/memory_line.h"
 #include "analysis/reports/ranks.h"
 #include "analysis/reports/run_summary.h"
@@ -256,10 +257,9 @@ double number_of(const httplib::Request& request, const char* name, double fallb
   return value;
 }
 
-// GET /api/line?file=I&axis=time|event&from=A&to=B&width=W: the memory line
-// of a window (analysis/reports/memory_line.h); the whole trace by default.
-ordered_json line_of(const httplib::Request& request, const FileAnalysis& file) {
-  only_parameters(request, "line", {"axis", "from", "to", "width"});
+// The window of a line or a layout: axis=time|event&from=A&to=B&width=W,
+// the whole trace by default.
+LineWindow window_of(const httplib::Request& request, const FileAnalysis& file) {
   const std::string axis = request.has_param("axis") ? request.get_param_value("axis") : "time";
   if (axis != "time" && axis != "event") throw Error::usage("axis is time or event");
   LineWindow window;
@@ -273,7 +273,32 @@ ordered_json line_of(const httplib::Request& request, const FileAnalysis& file) 
     throw Error::usage(fmt::format("width must be a whole number, 1 to {}", kMaxLineWidth));
   }
   window.width = static_cast<int>(width);
-  return render_line_json(memory_line(file, window));
+  return window;
+}
+
+// GET /api/line?file=I&<window>: the memory line of a window
+// (analysis/reports/memory_line.h).
+ordered_json line_of(const httplib::Request& request, const FileAnalysis& file) {
+  only_parameters(request, "line", {"axis", "from", "to", "width"});
+  return render_line_json(memory_line(file, window_of(request, file)));
+}
+
+// The allocations a layout draws unless the request says otherwise.
+constexpr double kLayoutBudget = 2000;
+
+// GET /api/layout?file=I&<window>&budget=N&q=TEXT: the window's largest
+// allocations one by one and the band of the rest
+// (analysis/reports/allocation_layout.h); q marks what a search finds.
+ordered_json layout_of(const httplib::Request& request, const FileAnalysis& file) {
+  only_parameters(request, "layout", {"axis", "from", "to", "width", "budget", "q"});
+  const double budget = number_of(request, "budget", kLayoutBudget);
+  if (budget != std::floor(budget) || budget < 1 ||
+      budget > static_cast<double>(kMaxLayoutBudget)) {
+    throw Error::usage(fmt::format("budget must be a whole number, 1 to {}", kMaxLayoutBudget));
+  }
+  return render_layout_json(allocation_layout(file, window_of(request, file),
+                                              static_cast<size_t>(budget),
+                                              request.get_param_value("q"), SourceKeyOptions{}));
 }
 
 // The allocations a search returns by entry, at most.
@@ -368,6 +393,12 @@ void Server::State::routes() {
     answered(response, [&] {
       const size_t index = file_index(request, "file", files.size());
       send_json(response, 200, line_of(request, *files[index].analysis));
+    });
+  });
+  http.Get("/api/layout", [this](const httplib::Request& request, httplib::Response& response) {
+    answered(response, [&] {
+      const size_t index = file_index(request, "file", files.size());
+      send_json(response, 200, layout_of(request, *files[index].analysis));
     });
   });
   http.Get("/api/allocation", [this](const httplib::Request& request, httplib::Response& response) {

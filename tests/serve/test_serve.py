@@ -329,6 +329,65 @@ def check_allocations_and_search(server, file_index, events, samples, texts):
             [(r["size"], r["source"]) for r in found][:500], text
 
 
+def check_layout(server, file_index, events, axis, duration, columns=50):
+    """At three zooms: the drawn allocations are the trace's (size, entry,
+    end), live exactly in the columns they claim, the largest of those live
+    at a column's position; the band plus them equals the line's high at
+    every one of `columns` sampled columns; a search marks what it finds."""
+    rows = events["events"]
+    sizes = {r["index"]: r["size"] for r in rows if r["action"] == "alloc"}
+    ends = ends_by_replay(rows)
+    end_position = len(rows) + 1
+    spans = {entry: (entry + 1, ends[entry] + 1 if entry in ends else end_position) for entry in sizes}
+    for lo, hi in ((0.0, 1.0), (0.4, 0.6), (0.5, 0.51)):
+        window = "axis=%s&from=%r&to=%r&width=800" % (axis, duration * lo, duration * hi)
+        status, _, body = server.get("/api/layout?file=%d&%s&budget=300" % (file_index, window))
+        assert status == 200, body
+        layout = json.loads(body)
+        line = json.loads(server.get("/api/line?file=%d&%s" % (file_index, window))[2])
+        assert layout["high"] == line["high"] and layout["peak_at"] == line["peak_at"]
+        sample = layout["peak_at"]
+        drawn = layout["allocations"]
+        assert len(drawn) <= 300
+        assert [a["entry"] for a in drawn] == sorted(a["entry"] for a in drawn)
+        for a in drawn:
+            begin, end = spans[a["entry"]]
+            assert a["size"] == sizes[a["entry"]]
+            assert a["end_entry"] == ends.get(a["entry"])
+            live = [c for c, p in enumerate(sample) if begin <= p < end]
+            assert live == list(range(a["first_column"], a["last_column"] + 1)), a["entry"]
+        visible = [e for e, (begin, end) in spans.items()
+                   if any(begin <= p < end for p in sample)]
+        assert layout["complete"] == (len(visible) == len(drawn))
+        chosen = {a["entry"] for a in drawn}
+        left = [sizes[e] for e in visible if e not in chosen]
+        if drawn and left:
+            assert max(left) <= min(a["size"] for a in drawn)
+        for c in range(0, 800, 800 // columns):
+            total = layout["band"][c] + sum(a["size"] for a in drawn
+                                            if a["first_column"] <= c <= a["last_column"])
+            assert total == layout["high"][c], (lo, hi, c)
+    return layout
+
+
+def test_the_allocation_layout_makes_up_the_line(memsnap, served):
+    for index, path in enumerate((A, B)):
+        events = events_of(memsnap, path)
+        duration = cli_json(memsnap, "parse", path)["trace_duration_s"]
+        check_layout(served, index, events, "time", duration)
+        layout = check_layout(served, index, events, "event", len(events["events"]))
+        assert min(layout["band"]) >= 0
+    marked = json.loads(served.get("/api/layout?file=0&axis=event&width=100&q=attention")[2])
+    found = json.loads(served.get("/api/search?file=0&q=attention")[2])
+    found_entries = {r["entry"] for r in found["rows"]}
+    assert marked["matched"] == sum(a["matches"] for a in marked["allocations"]) > 0
+    assert all(a["matches"] == (a["entry"] in found_entries) for a in marked["allocations"]
+               if found["count"] == len(found["rows"]))
+    for bad in ("budget=0", "budget=15001", "budget=2.5", "q=" + "x" * 201, "width=0", "colour=1"):
+        status, _, body = served.get("/api/layout?file=0&" + bad)
+        assert status == 400, (bad, status, body)
+
+
 def test_allocations_and_search_equal_the_events(memsnap, served):
     for index, path in enumerate((A, B)):
         events = events_of(memsnap, path)
@@ -359,6 +418,7 @@ def test_every_fixture_with_a_trace(memsnap, fixtures_dir):
             frames = [f["name"] for f in events["frames"]]
             check_allocations_and_search(server, 0, events, 12,
                                          [frames[len(frames) // 2][:40]] if frames else ["x"])
+            check_layout(server, 0, events, "event", len(events["events"]))
             line = json.loads(server.get("/api/line?file=0&axis=event&width=800")[2])
             assert max(line["high"]) == cli_json(memsnap, "parse", path)["replay"]["absolute_peak"], name
         finally:

@@ -1,12 +1,17 @@
 // The level index and the memory line built on it: every range's min and max
 // equal a walk over the levels, every column holds the level carried in and
-// each one reached in it, and the line's highest point is the peak.
+// each one reached in it, and the line's highest point is the peak. The
+// allocation spans equal a replay written here, and the allocation layout
+// draws the largest visible allocations with a band that makes up the line.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <map>
 #include <random>
+#include <set>
 
 #include "analysis/core/file_analysis.h"
+#include "analysis/reports/allocation_layout.h"
 #include "analysis/reports/memory_line.h"
 #include "expect_error.h"
 #include "memsnap/error.h"
@@ -56,7 +61,108 @@ TEST(LevelIndex, RangesEqualAWalkOverTheLevels) {
     const auto [low, high] = levels.range(from, to);
     ASSERT_EQ(low, *std::min_element(first, last)) << from << ".." << to;
     ASSERT_EQ(high, *std::max_element(first, last)) << from << ".." << to;
+    const uint64_t peak = levels.peak_position(from, to);
+    ASSERT_EQ(peak, static_cast<uint64_t>(std::max_element(first, last) - all.begin()));
   }
+}
+
+// alloc entry -> [begin, end) positions, by a replay of the model written here.
+std::map<uint64_t, std::pair<uint64_t, uint64_t>> spans_by_hand(const Snapshot& model,
+                                                                const DeviceTrace& trace) {
+  std::map<uint64_t, std::pair<uint64_t, uint64_t>> out;
+  std::map<uint64_t, uint64_t> live;  // address -> alloc entry
+  for (uint64_t i = trace.begin; i < trace.end; ++i) {
+    const uint64_t entry = i - trace.begin;
+    const Action action = model.events.action[i];
+    if (action != Action::kAlloc && action != Action::kFreeCompleted) continue;
+    const auto found = live.find(model.events.addr[i]);
+    if (found != live.end()) {
+      out[found->second].second = entry + 1;
+      live.erase(found);
+    }
+    if (action == Action::kAlloc) {
+      out[entry] = {entry + 1, trace.count() + 1};
+      live[model.events.addr[i]] = entry;
+    }
+  }
+  return out;
+}
+
+TEST(AllocationSpans, EqualAReplayAndComeLargestFirst) {
+  testing::ModelBuilder b = random_trace(3'000, 5);
+  b.alloc(0x1000, 4096, 2'000'000);  // an alloc at a live address replaces it
+  const FileAnalysis file = analyze_file("test", b.model, std::nullopt);
+  const AllocationSpans& spans = file.spans();
+  const auto expected = spans_by_hand(b.model, file.trace());
+  ASSERT_EQ(spans.by_size().size(), expected.size());
+  uint64_t previous = UINT64_MAX;
+  for (const AllocationSpan& span : spans.by_size()) {
+    const uint64_t size = spans.size_of(span);
+    EXPECT_LE(size, previous);
+    previous = size;
+    ASSERT_EQ(expected.count(span.entry()), 1U);
+    EXPECT_EQ(expected.at(span.entry()), std::make_pair(span.begin, span.end));
+    EXPECT_EQ(spans.find(span.entry(), size), &span);
+  }
+  EXPECT_EQ(spans.find(0, 1), nullptr);
+}
+
+TEST(AllocationLayout, BandAndDrawnMakeUpTheLineAndTheLargestAreDrawn) {
+  testing::ModelBuilder b = random_trace(4'000, 9);
+  // A dump that holds what the trace left live (and more, from before it):
+  // the line never falls below the allocations live, so the band is >= 0.
+  b.segment(0, uint64_t{1} << 34, uint64_t{1} << 33);
+  const FileAnalysis file = analyze_file("test", b.model, std::nullopt);
+  ASSERT_GE(file.baseline().baseline_at_start, 0);
+  const auto spans = spans_by_hand(b.model, file.trace());
+  const auto count = static_cast<double>(file.trace().count());
+  for (const LineWindow window : {LineWindow{LineAxis::kEvent, 0, count, 300},
+                                  LineWindow{LineAxis::kEvent, count / 3, count / 2, 97},
+                                  LineWindow{LineAxis::kTime, 0, file.time().duration_s(), 50}}) {
+    for (const size_t budget : {size_t{1}, size_t{40}, size_t{15'000}}) {
+      const AllocationLayout layout = allocation_layout(file, window, budget, "", {});
+      const MemoryLine line = memory_line(file, window);
+      ASSERT_EQ(layout.line.high, line.high);
+      ASSERT_LE(layout.drawn.size(), budget);
+      // Visible: live at a column's position; the drawn are the largest of them.
+      uint64_t smallest_drawn = UINT64_MAX;
+      std::set<uint64_t> drawn;
+      for (const DrawnAllocation& a : layout.drawn) {
+        drawn.insert(a.entry);
+        smallest_drawn = std::min(smallest_drawn, a.size);
+      }
+      uint64_t largest_left = 0;
+      size_t visible = 0;
+      for (const auto& [entry, span] : spans) {
+        const bool live_somewhere =
+            std::any_of(layout.sample.begin(), layout.sample.end(),
+                        [&](uint64_t p) { return span.first <= p && p < span.second; });
+        visible += live_somewhere ? 1 : 0;
+        if (live_somewhere && drawn.count(entry) == 0) {
+          largest_left = std::max(largest_left, b.model.events.size[entry]);
+        }
+      }
+      EXPECT_EQ(layout.complete, visible == layout.drawn.size());
+      if (!layout.drawn.empty() && largest_left > 0) EXPECT_LE(largest_left, smallest_drawn);
+      for (size_t c = 0; c < layout.sample.size(); ++c) {
+        int64_t sum = layout.band[c];
+        for (const DrawnAllocation& a : layout.drawn) {
+          const auto& span = spans.at(a.entry);
+          const bool live = span.first <= layout.sample[c] && layout.sample[c] < span.second;
+          EXPECT_EQ(live,
+                    a.first_column <= static_cast<int>(c) && static_cast<int>(c) <= a.last_column);
+          if (live) sum += static_cast<int64_t>(a.size);
+        }
+        ASSERT_EQ(sum, line.high[c]) << c;
+        EXPECT_GE(layout.band[c], 0) << c;
+      }
+    }
+  }
+  testing::expect_error_containing<Error>(
+      [&] {
+        allocation_layout(file, {LineAxis::kEvent, 0, 10, 10}, 0, "", {});
+      },
+      "budget is 1 to 15000");
 }
 
 TEST(MemoryLine, ColumnsHoldWhatTheyReachAndThePeakShows) {
@@ -85,9 +191,15 @@ TEST(MemoryLine, ColumnsHoldWhatTheyReachAndThePeakShows) {
   EXPECT_EQ(one.low[0], one.baseline + low);
   EXPECT_EQ(one.high[0], one.baseline + high);
   testing::expect_error_containing<Error>(
-      [&] { memory_line(file, {LineAxis::kTime, 0, 1, 0}); }, "width must be 1 to 8192");
+      [&] {
+        memory_line(file, {LineAxis::kTime, 0, 1, 0});
+      },
+      "width must be 1 to 8192");
   testing::expect_error_containing<Error>(
-      [&] { memory_line(file, {LineAxis::kTime, 2, 1, 10}); }, "0 <= from < to");
+      [&] {
+        memory_line(file, {LineAxis::kTime, 2, 1, 10});
+      },
+      "0 <= from < to");
   // A device without entries has no line: said as the file's fact, not a bad window.
   testing::ModelBuilder empty;
   empty.segment(0, 1 << 20, 4096);

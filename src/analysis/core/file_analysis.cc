@@ -33,6 +33,7 @@ struct FileAnalysis::Parts {
   FragmentationHistory fragmentation;
   std::once_flag levels_once;
   LevelIndex levels;
+  AllocationSpans spans;
 };
 
 FileAnalysis::FileAnalysis(std::string path, const Snapshot& snapshot, std::optional<int> device,
@@ -98,9 +99,14 @@ const TraceAnalysis& FileAnalysis::trace_analysis() const {
 
 const LevelIndex& FileAnalysis::levels() const {
   std::call_once(parts_->levels_once, [this] {
-    compute("levels", [&] { parts_->levels = LevelIndex(*snapshot_, trace_); });
+    compute("levels", [&] { parts_->levels = LevelIndex(*snapshot_, trace_, &parts_->spans); });
   });
   return parts_->levels;
+}
+
+const AllocationSpans& FileAnalysis::spans() const {
+  static_cast<void>(levels());  // builds the spans in the same replay
+  return parts_->spans;
 }
 
 const Baseline& FileAnalysis::baseline() const {

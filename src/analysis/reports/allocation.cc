@@ -21,17 +21,6 @@ std::vector<AllocationFrame> frames_of(const Snapshot& snapshot, StackId stack, 
   return out;
 }
 
-// The entry that ends the allocation at `at` (a model index): the next
-// free_completed or alloc at its address, as the replay matches them.
-std::optional<uint64_t> end_of(const Snapshot& snapshot, const DeviceTrace& trace, uint64_t at) {
-  const EventColumns& events = snapshot.events;
-  for (uint64_t i = at + 1; i < trace.end; ++i) {
-    if (events.addr[i] != events.addr[at]) continue;
-    if (events.action[i] == Action::kFreeCompleted || events.action[i] == Action::kAlloc) return i;
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 AllocationDetail allocation_at(const FileAnalysis& file, uint64_t entry,
@@ -56,10 +45,14 @@ AllocationDetail allocation_at(const FileAnalysis& file, uint64_t entry,
   detail.source = sources.name(sources.of(LiveAllocation{detail.size, events.stack[at], at, 0}));
   detail.category = categories.of(at, events.stack[at]);
   detail.frames = frames_of(snapshot, events.stack[at], frame_keys);
-  if (const std::optional<uint64_t> end = end_of(snapshot, trace, at)) {
+  // Its end as the replay matched it: the next free_completed or alloc at its
+  // address (the spans come from that replay).
+  const AllocationSpan* span = file.spans().find(entry, detail.size);
+  if (span != nullptr && span->end <= trace.count()) {
+    const uint64_t end = trace.begin + span->end - 1;
     detail.end =
-        AllocationEnd{*end - trace.begin, events.action[*end] == Action::kAlloc,
-                      file.seconds_at(*end), frames_of(snapshot, events.stack[*end], frame_keys)};
+        AllocationEnd{end - trace.begin, events.action[end] == Action::kAlloc, file.seconds_at(end),
+                      frames_of(snapshot, events.stack[end], frame_keys)};
   }
   return detail;
 }
@@ -97,26 +90,35 @@ std::vector<bool> stacks_holding(const Snapshot& snapshot, std::string_view text
 
 }  // namespace
 
-SearchResult search_allocations(const FileAnalysis& file, std::string_view query, size_t limit,
-                                const SourceKeyOptions& keys) {
+AllocationMatcher::AllocationMatcher(const Snapshot& snapshot, std::string_view query)
+    : events_(&snapshot.events) {
   if (query.empty() || query.size() > kMaxSearchText) {
     throw Error::usage(
         fmt::format("a search is 1 to {} bytes of text or a 0x address", kMaxSearchText));
   }
+  address_ = hex_address(query);
+  if (!address_) stack_holds_ = stacks_holding(snapshot, query);
+}
+
+bool AllocationMatcher::matches(uint64_t event) const {
+  if (address_) {
+    return *address_ >= events_->addr[event] &&
+           *address_ - events_->addr[event] < events_->size[event];
+  }
+  return stack_holds_[events_->stack[event].value];
+}
+
+SearchResult search_allocations(const FileAnalysis& file, std::string_view query, size_t limit,
+                                const SourceKeyOptions& keys) {
+  const AllocationMatcher matcher(file.snapshot(), query);
   const Snapshot& snapshot = file.snapshot();
   const DeviceTrace& trace = file.trace();
   const EventColumns& events = snapshot.events;
   SearchResult result;
   result.query = std::string(query);
-  const std::optional<uint64_t> address = hex_address(query);
-  result.by_address = address.has_value();
-  const std::vector<bool> holds = address ? std::vector<bool>() : stacks_holding(snapshot, query);
+  result.by_address = matcher.by_address();
   for (uint64_t i = trace.begin; i < trace.end; ++i) {
-    if (events.action[i] != Action::kAlloc) continue;
-    const bool found =
-        address ? *address >= events.addr[i] && *address - events.addr[i] < events.size[i]
-                : holds[events.stack[i].value];
-    if (!found) continue;
+    if (events.action[i] != Action::kAlloc || !matcher.matches(i)) continue;
     ++result.count;
     result.bytes += events.size[i];
     if (result.rows.size() < limit) {

@@ -51,6 +51,23 @@ AllocationDetail allocation_at(const FileAnalysis& file, uint64_t entry,
 // The allocations a search finds: a hex address (0x...) inside the
 // allocation, or text in one of its frames' name or file name.
 constexpr size_t kMaxSearchText = 200;
+
+// Whether an alloc entry matches a search (the frames' text is matched once
+// per distinct frame and stack, when the matcher is made).
+class AllocationMatcher {
+ public:
+  // Throws a usage Error for an empty or too long query.
+  AllocationMatcher(const Snapshot& snapshot, std::string_view query);
+  [[nodiscard]] bool by_address() const { return address_.has_value(); }
+  // `event`: an alloc entry's model index.
+  [[nodiscard]] bool matches(uint64_t event) const;
+
+ private:
+  const EventColumns* events_;
+  std::optional<uint64_t> address_;
+  std::vector<bool> stack_holds_;  // by stack id; 0: no stack
+};
+
 struct FoundAllocation {
   uint64_t entry = 0;  // its alloc entry, within the device's trace
   uint64_t size = 0;

@@ -54,12 +54,15 @@ MemoryLine memory_line(const FileAnalysis& file, const LineWindow& window) {
   const std::vector<uint64_t> edges = column_edges(file, window);
   line.low.reserve(static_cast<size_t>(window.width));
   line.high.reserve(static_cast<size_t>(window.width));
+  line.peak_at.reserve(static_cast<size_t>(window.width));
   for (size_t c = 0; c + 1 < edges.size(); ++c) {
     // The level carried in at the column's start, then every one reached in
     // it; a column without entries holds the level carried in.
-    const auto [low, high] = levels.range(edges[c], std::max(edges[c], edges[c + 1]));
+    const uint64_t last = std::max(edges[c], edges[c + 1]);
+    const auto [low, high] = levels.range(edges[c], last);
     line.low.push_back(line.baseline + low);
     line.high.push_back(line.baseline + high);
+    line.peak_at.push_back(levels.peak_position(edges[c], last));
   }
   return line;
 }

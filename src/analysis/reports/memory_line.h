@@ -36,6 +36,8 @@ struct MemoryLine {
   // its start and every level reached in it, absolute (baseline + delta).
   std::vector<int64_t> low;
   std::vector<int64_t> high;
+  // The first position (entries applied) in the column where it is highest.
+  std::vector<uint64_t> peak_at;
 };
 
 // Throws a usage Error for a window or width out of range, and an input

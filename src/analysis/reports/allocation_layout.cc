@@ -1,0 +1,113 @@
+#include "analysis/reports/allocation_layout.h"
+
+#include <fmt/format.h>
+#include <algorithm>
+
+#include "analysis/core/sources.h"
+#include "analysis/reports/allocation.h"
+#include "memsnap/error.h"
+#include "memsnap/replay.h"
+
+namespace memsnap {
+namespace {
+
+struct Visible {
+  const AllocationSpan* span;
+  int first_column;
+  int last_column;
+};
+
+// The columns whose positions `span` is live at (they are contiguous: the
+// positions never decrease); nullopt when none.
+std::optional<Visible> columns_of(const AllocationSpan& span, const std::vector<uint64_t>& at) {
+  const auto first = std::lower_bound(at.begin(), at.end(), span.begin);
+  if (first == at.end() || *first >= span.end) return std::nullopt;
+  const auto past = std::lower_bound(first, at.end(), span.end);
+  return Visible{&span, static_cast<int>(first - at.begin()),
+                 static_cast<int>(past - at.begin()) - 1};
+}
+
+// The `budget` largest visible allocations, by entry; `complete` says whether
+// that is all of them. One scan of the spans, largest first: it stops at the
+// first visible allocation past the budget.
+std::vector<Visible> largest_visible(const AllocationSpans& spans, const std::vector<uint64_t>& at,
+                                     size_t budget, bool& complete) {
+  std::vector<Visible> out;
+  complete = true;
+  const uint64_t lowest = at.front();
+  const uint64_t highest = at.back();
+  for (const AllocationSpan& span : spans.by_size()) {
+    if (span.end <= lowest || span.begin > highest) continue;
+    const std::optional<Visible> visible = columns_of(span, at);
+    if (!visible) continue;
+    if (out.size() == budget) {
+      complete = false;
+      break;
+    }
+    out.push_back(*visible);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Visible& a, const Visible& b) { return a.span->begin < b.span->begin; });
+  return out;
+}
+
+}  // namespace
+
+AllocationLayout allocation_layout(const FileAnalysis& file, const LineWindow& window,
+                                   size_t budget, std::string_view query,
+                                   const SourceKeyOptions& keys) {
+  if (budget == 0 || budget > kMaxLayoutBudget) {
+    throw Error::usage(fmt::format("the budget is 1 to {} allocations", kMaxLayoutBudget));
+  }
+  std::optional<AllocationMatcher> matcher;
+  if (!query.empty()) matcher.emplace(file.snapshot(), query);
+  AllocationLayout layout;
+  layout.line = memory_line(file, window);
+  layout.sample = layout.line.peak_at;
+  layout.budget = budget;
+  layout.query = std::string(query);
+  const AllocationSpans& spans = file.spans();
+  const std::vector<Visible> visible =
+      largest_visible(spans, layout.sample, budget, layout.complete);
+
+  // The band: the line's high less the drawn allocations live in the column
+  // (a difference array over the columns, then its running sum).
+  const size_t width = layout.sample.size();
+  std::vector<int64_t> drawn_change(width + 1, 0);
+  const Snapshot& snapshot = file.snapshot();
+  const DeviceTrace& trace = file.trace();
+  SourceIndex sources(snapshot, keys);
+  Categorizer categories(snapshot, keys.category_rules);
+  layout.drawn.reserve(visible.size());
+  for (const Visible& v : visible) {
+    const uint64_t size = spans.size_of(*v.span);
+    drawn_change[static_cast<size_t>(v.first_column)] += static_cast<int64_t>(size);
+    drawn_change[static_cast<size_t>(v.last_column) + 1] -= static_cast<int64_t>(size);
+    const uint64_t at = trace.begin + v.span->entry();
+    DrawnAllocation drawn;
+    drawn.entry = v.span->entry();
+    drawn.size = size;
+    drawn.first_column = v.first_column;
+    drawn.last_column = v.last_column;
+    drawn.time_s = file.seconds_at(at);
+    if (v.span->end <= trace.count()) {
+      drawn.end_entry = v.span->end - 1;
+      drawn.end_time_s = file.seconds_at(trace.begin + v.span->end - 1);
+    }
+    const StackId stack = snapshot.events.stack[at];
+    drawn.source = sources.name(sources.of(LiveAllocation{size, stack, at, 0}));
+    drawn.category = categories.of(at, stack);
+    drawn.matches = matcher && matcher->matches(at);
+    layout.matched += drawn.matches ? 1 : 0;
+    layout.drawn.push_back(std::move(drawn));
+  }
+  layout.band.reserve(width);
+  int64_t drawn_here = 0;
+  for (size_t c = 0; c < width; ++c) {
+    drawn_here += drawn_change[c];
+    layout.band.push_back(layout.line.high[c] - drawn_here);
+  }
+  return layout;
+}
+
+}  // namespace memsnap
