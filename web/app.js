@@ -456,7 +456,7 @@
       hooks: {
         draw: [drawMarkers],
         setCursor: [updateReadout],
-        setScale: [refineIndexZoom, rememberZoom],
+        setScale: [refineIndexZoom, rememberZoom, scheduleAllocations],
       },
     };
     plot = new uPlot(opts, data, chartEl);
@@ -469,6 +469,7 @@
     window.memsnapPlot = plot;
     info.renderMs = performance.now() - t0;
     updateReadout(plot);
+    scheduleAllocations();
   }
 
   // Steps, annotations, OOMs and the clicked time, drawn on the canvas after the series.
@@ -860,12 +861,11 @@
     return list;
   }
 
-  async function showAllocation(run, entry) {
-    const box = $('allocation-detail');
+  async function showAllocation(run, entry, box = $('allocation-detail')) {
     box.hidden = false;
     box.replaceChildren(element('p', `Asking for entry ${entry}...`, 'hint'));
     try {
-      const a = await askServer('/api/allocation', { file: run, entry });
+      const a = await allocationDetail(run, entry);
       const when = a.time_s === null ? '' : ` at ${a.time_s.toFixed(6)} s`;
       const end = a.end === null ? 'live at the end of the trace'
         : `${a.end.replaced ? 'replaced by the alloc' : 'freed'} at entry ${a.end.entry}`
@@ -891,6 +891,8 @@
     const body = table.querySelector('tbody');
     try {
       const found = await askServer('/api/search', { file: run, q });
+      allocView.search = { run, q };
+      scheduleAllocations();
       summary.textContent = `${formatCount(found.count)} allocation${found.count === 1 ? '' : 's'}, `
         + `${formatBytes(found.bytes)}${found.count > found.rows.length ? ` (the first ${found.rows.length} listed)` : ''}`;
       summary.dataset.count = String(found.count);
@@ -1094,6 +1096,273 @@
       + `<p class="hint">The same as <code>memsnap oom ${esc(run.file)}${k > 0 ? ` --at ${k + 1}` : ''}</code>, which also lists sources and what grew before.</p>`;
     info.oomPanel = { run: run.ordinal, ordinal: k + 1, verdict: a.verdict };
     document.body.dataset.oomVerdict = a.verdict;
+  }
+
+  // ---------------------------------------------------------------- allocation view (served)
+
+  // memory_viz's Active Memory Timeline on the server's layout (GET
+  // /api/layout): the window's largest allocations, each a band coloured by
+  // category and stacked by entry over one band of everything else, for the
+  // chart's x window; a zoom asks again and draws smaller ones. Hover names
+  // an allocation (its stack follows), a click pins it with its stack.
+  const ALLOCATION_BUDGET = 2000;
+  const REST_COLOR = 'rgba(148, 163, 184, 0.45)';
+  const allocView = { run: 0, layout: null, stacked: null, timer: 0, asked: 0, hover: -1, pinned: null, search: null, details: new Map() };
+  window.memsnapAllocations = allocView; // for the browser tests
+
+  function allocationDetail(run, entry) {
+    const key = `${run}:${entry}`;
+    if (!allocView.details.has(key)) {
+      if (allocView.details.size > 500) allocView.details.clear();
+      const asked = askServer('/api/allocation', { file: run, entry });
+      asked.catch(() => allocView.details.delete(key));
+      allocView.details.set(key, asked);
+    }
+    return allocView.details.get(key);
+  }
+
+  // The chart's x window in the run's own terms (seconds from its first timed
+  // entry, or entry positions), clamped to the run; null when empty.
+  function allocationWindow() {
+    const run = RUNS[allocView.run];
+    const axis = state.xMode === 'time' ? 'time' : 'event';
+    const end = axis === 'time' ? run.durationS : Number(run.stats.event_count);
+    if (!(end > 0)) return null;
+    let from = 0;
+    let to = end;
+    if (plot && plot.scales.x.min != null && plot.scales.x.max != null) {
+      from = Math.max(0, plot.scales.x.min);
+      to = Math.min(end, plot.scales.x.max);
+    }
+    return to > from ? { axis, from, to } : null;
+  }
+
+  function scheduleAllocations() {
+    if (!SERVED || $('allocations-panel').hidden) return;
+    clearTimeout(allocView.timer);
+    allocView.timer = setTimeout(askAllocations, 60);
+  }
+
+  async function askAllocations() {
+    const win = allocationWindow();
+    const canvas = $('allocations-canvas');
+    alignAllocations();
+    const summary = $('allocations-summary');
+    if (!win) {
+      allocView.layout = null;
+      summary.textContent = 'No allocations in this window (or no trace entries in this run).';
+      drawAllocations();
+      return;
+    }
+    const asked = ++allocView.asked;
+    const params = { file: allocView.run, axis: win.axis, from: win.from, to: win.to, width: Math.max(1, Math.round(canvas.clientWidth)), budget: ALLOCATION_BUDGET };
+    const search = allocView.search;
+    if (search && search.run === allocView.run) params.q = search.q;
+    const t0 = performance.now();
+    try {
+      const layout = await askServer('/api/layout', params);
+      if (asked !== allocView.asked) return; // a newer window was asked for
+      allocView.layout = layout;
+      allocView.stacked = T.stackAllocations(layout);
+      allocView.hover = -1;
+      const n = layout.allocations.length;
+      summary.textContent = `${formatCount(n)} allocation${n === 1 ? '' : 's'} drawn`
+        + (layout.complete ? ' (every one live in this window)' : ` (the largest; zoom in for smaller ones)`)
+        + (layout.query ? ` · ${formatCount(layout.matched)} match “${layout.query}”` : '');
+      info.allocations = { run: allocView.run, axis: win.axis, from: win.from, to: win.to, width: layout.band.length,
+        drawn: n, complete: layout.complete, matched: layout.matched, query: layout.query, ms: performance.now() - t0 };
+      drawAllocations();
+      document.body.dataset.allocations = String(asked);
+    } catch (err) {
+      if (asked !== allocView.asked) return;
+      allocView.layout = null;
+      summary.textContent = String(err.message || err);
+      drawAllocations();
+    }
+  }
+
+  // The canvas spans the chart's plotting area, so the two share an x axis.
+  function alignAllocations() {
+    const canvas = $('allocations-canvas');
+    if (!plot) return;
+    const over = plot.over.getBoundingClientRect();
+    const wrap = $('allocations-wrap').getBoundingClientRect();
+    canvas.style.marginLeft = `${Math.max(0, over.left - wrap.left)}px`;
+    canvas.style.width = `${Math.max(100, over.width)}px`;
+  }
+
+  function drawAllocations() {
+    const canvas = $('allocations-canvas');
+    const width = canvas.clientWidth;
+    const height = canvas.clientHeight;
+    const ratio = window.devicePixelRatio || 1;
+    canvas.width = Math.round(width * ratio);
+    canvas.height = Math.round(height * ratio);
+    const g = canvas.getContext('2d');
+    g.setTransform(ratio, 0, 0, ratio, 0, 0);
+    g.clearRect(0, 0, width, height);
+    const L = allocView.layout;
+    if (!L || !L.band.length) return;
+    const columns = L.band.length;
+    const cw = width / columns;
+    const top = Math.max(1, ...L.high) * 1.05;
+    const y = (bytes) => height - (Math.max(0, bytes) / top) * height;
+    // The band of everything not drawn, lowest.
+    g.fillStyle = REST_COLOR;
+    g.beginPath();
+    g.moveTo(0, height);
+    for (let c = 0; c < columns; c++) {
+      g.lineTo(c * cw, y(L.band[c]));
+      g.lineTo((c + 1) * cw, y(L.band[c]));
+    }
+    g.lineTo(width, height);
+    g.fill();
+    const searching = !!L.query;
+    allocView.stacked.bands.forEach((b, k) => {
+      const a = L.allocations[k];
+      if (b.last < b.first) return;
+      const size = Number(a.size);
+      g.beginPath();
+      for (let c = b.first; c <= b.last; c++) {
+        const yt = y(b.bottoms[c - b.first] + size);
+        if (c === b.first) g.moveTo(c * cw, yt);
+        else g.lineTo(c * cw, yt);
+        g.lineTo((c + 1) * cw, yt);
+      }
+      for (let c = b.last; c >= b.first; c--) {
+        const yb = y(b.bottoms[c - b.first]);
+        g.lineTo((c + 1) * cw, yb);
+        g.lineTo(c * cw, yb);
+      }
+      g.closePath();
+      g.globalAlpha = searching && !a.matches ? 0.2 : 1;
+      g.fillStyle = CATEGORY_COLORS[a.category] || '#64748b';
+      g.fill();
+      g.globalAlpha = 1;
+      const pinned = allocView.pinned && allocView.pinned.entry === a.entry;
+      if (pinned || k === allocView.hover || (searching && a.matches)) {
+        g.strokeStyle = CLICK_COLOR;
+        g.lineWidth = pinned ? 2 : 1;
+        g.stroke();
+      } else if (cw * (b.last - b.first + 1) > 3) {
+        g.strokeStyle = 'rgba(255, 255, 255, 0.7)';
+        g.lineWidth = 0.5;
+        g.stroke();
+      }
+      if (pinned) {
+        // Its alloc and free on the axis.
+        g.setLineDash([4, 3]);
+        g.strokeStyle = CLICK_COLOR;
+        g.beginPath();
+        g.moveTo(b.first * cw, 0);
+        g.lineTo(b.first * cw, height);
+        if (a.end_entry !== null) {
+          g.moveTo((b.last + 1) * cw, 0);
+          g.lineTo((b.last + 1) * cw, height);
+        }
+        g.stroke();
+        g.setLineDash([]);
+      }
+    });
+    g.fillStyle = '#475569';
+    g.font = '11px system-ui, sans-serif';
+    for (let i = 1; i <= 4; i++) g.fillText(formatBytes((top * i) / 4.2), 4, y((top * i) / 4.2) + 12);
+  }
+
+  // The allocation under the pointer, as an index into the layout, or -1.
+  function allocationUnder(e) {
+    const L = allocView.layout;
+    if (!L) return -1;
+    const canvas = $('allocations-canvas');
+    const rect = canvas.getBoundingClientRect();
+    const column = Math.floor(((e.clientX - rect.left) / rect.width) * L.band.length);
+    const top = Math.max(1, ...L.high) * 1.05;
+    const bytes = ((rect.bottom - e.clientY) / rect.height) * top;
+    if (column < 0 || column >= L.band.length) return -1;
+    return T.allocationAtPoint(L, allocView.stacked, column, bytes);
+  }
+
+  function allocationFacts(a, sources) {
+    const when = a.time_s === null ? `entry ${a.entry}` : `${a.time_s.toFixed(6)} s (entry ${a.entry})`;
+    const end = a.end_entry === null ? 'live at the end of the trace'
+      : `ended at ${a.end_time_s === null ? `entry ${a.end_entry}` : `${a.end_time_s.toFixed(6)} s (entry ${a.end_entry})`}`;
+    return `${formatBytes(Number(a.size))} · ${a.category} · ${sources[a.source]} · made at ${when}, ${end}`;
+  }
+
+  async function hoverAllocation(e) {
+    const k = allocationUnder(e);
+    const tip = $('allocations-tip');
+    if (k !== allocView.hover) {
+      allocView.hover = k;
+      drawAllocations();
+    }
+    if (k < 0) {
+      tip.hidden = true;
+      return;
+    }
+    const L = allocView.layout;
+    const a = L.allocations[k];
+    const wrap = $('allocations-wrap').getBoundingClientRect();
+    tip.hidden = false;
+    tip.style.left = `${Math.min(e.clientX - wrap.left + 12, wrap.width - 360)}px`;
+    tip.style.top = `${e.clientY - wrap.top + 12}px`;
+    tip.replaceChildren(element('div', allocationFacts(a, L.sources), 'facts'));
+    tip.dataset.entry = String(a.entry);
+    const run = allocView.run;
+    try {
+      const detail = await allocationDetail(run, a.entry);
+      if (allocView.hover !== k || allocView.layout !== L) return;
+      const users = detail.frames.filter((f) => f.users).slice(0, 6);
+      const shown = users.length ? users : detail.frames.slice(0, 6);
+      const list = element('ol');
+      shown.forEach((f) => list.append(element('li', `${f.name} ${f.filename}:${f.line}`, f.users ? 'users' : '')));
+      const more = detail.frames.length - shown.length;
+      tip.replaceChildren(element('div', allocationFacts(a, L.sources), 'facts'), list,
+        element('div', detail.frames.length ? `${more > 0 ? `${more} more frames; ` : ''}click for the whole stack` : 'no stack recorded', 'hint'));
+      tip.dataset.frames = String(detail.frames.length);
+    } catch (err) {
+      // The facts stay; the stack could not be had.
+    }
+  }
+
+  function pinAllocation(e) {
+    const k = allocationUnder(e);
+    const L = allocView.layout;
+    allocView.pinned = k < 0 ? null : L.allocations[k];
+    drawAllocations();
+    const box = $('allocations-pinned');
+    if (k < 0) {
+      box.hidden = true;
+      return;
+    }
+    showAllocation(allocView.run, allocView.pinned.entry, box);
+  }
+
+  function wireAllocations() {
+    if (!SERVED) return;
+    $('allocations-panel').hidden = false;
+    const select = $('allocations-run');
+    select.replaceChildren(...RUNS.map((r, i) => {
+      const option = element('option', r.name || r.label);
+      option.value = String(i);
+      return option;
+    }));
+    select.hidden = RUNS.length < 2;
+    select.addEventListener('change', () => {
+      allocView.run = Number(select.value);
+      allocView.pinned = null;
+      $('allocations-pinned').hidden = true;
+      scheduleAllocations();
+    });
+    const canvas = $('allocations-canvas');
+    canvas.addEventListener('mousemove', hoverAllocation);
+    canvas.addEventListener('mouseleave', () => {
+      allocView.hover = -1;
+      $('allocations-tip').hidden = true;
+      drawAllocations();
+    });
+    canvas.addEventListener('click', pinAllocation);
+    new ResizeObserver(() => scheduleAllocations()).observe($('allocations-wrap'));
   }
 
   // ---------------------------------------------------------------- allocator panel
@@ -1389,6 +1658,7 @@
     renderCards();
     wireControls();
     wireSearch();
+    wireAllocations();
     render();
     replayClickFromAddress();
     info.ready = true;

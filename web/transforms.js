@@ -497,6 +497,41 @@
     return max > 0 && values.length > 0 ? sum / values.length / max : 0;
   }
 
+  // ---- The allocation view (memsnap serve's GET /api/layout): per column,
+  // the band of everything not drawn lowest, then the drawn allocations by
+  // entry, each on top of those before it that are live in that column.
+  // Returns one { first, last, bottoms: Float64Array } per drawn allocation
+  // (its bottom at columns first..last) and the stack's top per column
+  // (which equals the line's high: the server makes the band so).
+  function stackAllocations(layout) {
+    const width = layout.band.length;
+    const top = Float64Array.from(layout.band, Number);
+    const bands = layout.allocations.map((a) => {
+      const first = Math.max(0, a.first_column);
+      const last = Math.min(width - 1, a.last_column);
+      const bottoms = new Float64Array(Math.max(0, last - first + 1));
+      for (let c = first; c <= last; c++) {
+        bottoms[c - first] = top[c];
+        top[c] += Number(a.size);
+      }
+      return { first, last, bottoms };
+    });
+    return { bands, top };
+  }
+
+  // The drawn allocation under (column, bytes), as an index into
+  // layout.allocations, or -1 (the band of the rest, or above the top).
+  function allocationAtPoint(layout, stacked, column, bytes) {
+    for (let k = 0; k < stacked.bands.length; k++) {
+      const b = stacked.bands[k];
+      if (column < b.first || column > b.last) continue;
+      const bottom = b.bottoms[column - b.first];
+      if (bytes >= bottom && bytes < bottom + Number(layout.allocations[k].size)) return k;
+    }
+    return -1;
+  }
+
+
   // The layers a stacked view draws, bottom to top, for one mode's decoded
   // stack (decodeStacks) in view `viewKey` ('time' | 'index'), with `sources`
   // of its sources in a layer each (stacked by source; pass Infinity to keep
@@ -1072,6 +1107,8 @@
     unlistedAt,
     steadiness,
     stackLayout,
+    stackAllocations,
+    allocationAtPoint,
   });
   if (typeof module !== 'undefined' && module.exports) module.exports = api;
   else globalThis.MemsnapTransforms = api;

@@ -3,7 +3,8 @@
 // no console error and asks nothing of any origin but the server; its search
 // box finds what GET /api/search finds (count, rows); a row's click shows the
 // allocation's stack as GET /api/allocation gives it, the user's frames in
-// the open and the library's folded. The view lives in the address's
+// the open and the library's folded. The allocation view draws the server's
+// layout for the chart's window (checkAllocations says what holds). The view lives in the address's
 // fragment: a link opens it, a change of view rewrites it, a reload keeps it.
 // The same page opened as a file keeps the panel hidden (test_plot.mjs checks
 // it makes no request at all).
@@ -103,6 +104,83 @@ async function checkSearchAndStack(page, url) {
     .map((f) => `${f.name} ${f.filename}:${f.line}`)), 'the user\'s frames in the open, the library\'s folded');
 }
 
+// Waits for the allocation view's answer to a request made after `since`.
+async function allocationsAfter(page, since) {
+  await page.waitForFunction((n) => Number(document.body.dataset.allocations || 0) > n, since, { timeout: 15000 });
+  return page.evaluate(() => Number(document.body.dataset.allocations));
+}
+
+// The allocation view: what it draws is the server's layout for the chart's
+// window; the bands plus the band of the rest make up the memory line (GET
+// /api/line) at 50 columns at three zooms; a hovered allocation names itself
+// and its user frames; a click pins it with its whole stack; a search marks
+// what it finds; a zoom asks again.
+async function checkAllocations(page, url) {
+  check(await page.isVisible('#allocations-panel'), 'the served page shows the allocation view');
+  let seen = await allocationsAfter(page, 0);
+  const duration = await page.evaluate(() => window.memsnapInfo.allocations.to);
+  for (const [lo, hi] of [[0, 1], [0.3, 0.5], [0.42, 0.43]]) {
+    if (lo > 0 || hi < 1) {
+      await page.evaluate(([a, b]) => window.memsnapPlot.setScale('x', { min: a, max: b }), [duration * lo, duration * hi]);
+      seen = await allocationsAfter(page, seen);
+    }
+    const shown = await page.evaluate(() => {
+      const v = window.memsnapAllocations;
+      return { info: window.memsnapInfo.allocations, top: Array.from(v.stacked.top), high: v.layout.high, drawn: v.layout.allocations.length };
+    });
+    const { info } = shown;
+    const line = await api(url, '/api/line', { file: 0, axis: info.axis, from: info.from, to: info.to, width: info.width });
+    const step = Math.max(1, Math.floor(info.width / 50));
+    let equal = 0;
+    let compared = 0;
+    for (let c = 0; c < info.width; c += step) {
+      compared += 1;
+      if (shown.top[c] === line.high[c]) equal += 1;
+    }
+    check(compared >= Math.min(50, info.width) && equal === compared,
+      `zoom ${lo}-${hi}: the drawn allocations and the band make up the line at ${equal} of ${compared} columns (${shown.drawn} drawn)`);
+  }
+  // Hover the largest drawn allocation in its middle column.
+  const target = await page.evaluate(() => {
+    const v = window.memsnapAllocations;
+    const L = v.layout;
+    let k = 0;
+    L.allocations.forEach((a, i) => { if (Number(a.size) > Number(L.allocations[k].size)) k = i; });
+    const a = L.allocations[k];
+    const b = v.stacked.bands[k];
+    const c = Math.floor((b.first + b.last) / 2);
+    const canvas = document.getElementById('allocations-canvas');
+    const rect = canvas.getBoundingClientRect();
+    const top = Math.max(1, ...L.high) * 1.05;
+    const bytes = b.bottoms[c - b.first] + Number(a.size) / 2;
+    return { entry: a.entry, x: rect.left + ((c + 0.5) / L.band.length) * rect.width, y: rect.bottom - (bytes / top) * rect.height };
+  });
+  await page.mouse.move(target.x, target.y);
+  await page.waitForFunction((e) => {
+    const tip = document.getElementById('allocations-tip');
+    return !tip.hidden && tip.dataset.entry === String(e) && tip.dataset.frames !== undefined;
+  }, target.entry, { timeout: 10000 });
+  const expected = await api(url, '/api/allocation', { file: 0, entry: target.entry });
+  const tipFrames = await page.evaluate(() => [...document.querySelectorAll('#allocations-tip li')].map((li) => li.textContent));
+  const users = expected.frames.filter((f) => f.users);
+  const wanted = (users.length ? users : expected.frames).slice(0, 6).map((f) => `${f.name} ${f.filename}:${f.line}`);
+  check(JSON.stringify(tipFrames) === JSON.stringify(wanted), `hovering entry ${target.entry} shows its frames (${wanted.length})`);
+  await page.mouse.click(target.x, target.y);
+  await page.waitForFunction((e) => document.getElementById('allocations-pinned').dataset.entry === String(e),
+    target.entry, { timeout: 10000 });
+  const pinned = await page.evaluate(() => [...document.querySelectorAll('#allocations-pinned ol')][0].querySelectorAll('li').length);
+  check(pinned === expected.frames.length, `a click pins it with its whole stack (${pinned} of ${expected.frames.length} frames)`);
+  // A search marks its matches in the view (the whole trace again).
+  await page.dblclick('#chart .u-over');
+  seen = await allocationsAfter(page, seen);
+  await search(page, 0, 'attention');
+  seen = await allocationsAfter(page, seen);
+  const marked = await page.evaluate(() => ({ matched: window.memsnapInfo.allocations.matched,
+    flagged: window.memsnapAllocations.layout.allocations.filter((a) => a.matches).length, query: window.memsnapInfo.allocations.query }));
+  check(marked.query === 'attention' && marked.matched === marked.flagged && marked.matched > 0,
+    `a search marks the drawn allocations it finds: ${JSON.stringify(marked)}`);
+}
+
 async function checkViewInAddress(context, url) {
   const page = await context.newPage();
   await page.goto(`${url}#view=lines&x=index&y=delta&annotations=1&precision=2&run=7&view2=x`,
@@ -182,9 +260,11 @@ async function main() {
     await page.waitForFunction(() => document.body.dataset.ready === 'true', null, { timeout: 30000 });
     check(await page.isVisible('#search-panel'), 'the served page shows the search panel');
     await checkSearchAndStack(page, url);
+    await checkAllocations(page, url);
     await checkViewInAddress(context, url);
     fs.mkdirSync(OUT, { recursive: true });
     await page.locator('#search-panel').screenshot({ path: path.join(OUT, 'serve-search.png') });
+    await page.locator('#allocations-panel').screenshot({ path: path.join(OUT, 'serve-allocations.png') });
     check(problems.length === 0, `no console error, no other origin: ${problems.join('; ')}`);
   } finally {
     await browser.close();

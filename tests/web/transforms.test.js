@@ -1151,3 +1151,32 @@ test('the module is self-contained: one frozen object, defines no page global un
   assert.ok(Object.isFrozen(T));
   assert.equal(globalThis.MemsnapTransforms, undefined);
 });
+
+test('stackAllocations puts each allocation on the band and those before it, and the top is the line', () => {
+  const random = mulberry32(17);
+  const width = 40;
+  const allocations = [];
+  for (let k = 0; k < 60; k++) {
+    const first = Math.floor(random() * width);
+    const last = Math.min(width - 1, first + Math.floor(random() * 12));
+    allocations.push({ entry: k, size: 512 * (1 + Math.floor(random() * 50)), first_column: first, last_column: last });
+  }
+  const band = Array.from({ length: width }, () => Math.floor(random() * 1e6));
+  const high = band.map((b, c) => b + allocations.reduce((sum, a) => sum + (a.first_column <= c && c <= a.last_column ? a.size : 0), 0));
+  const layout = { band, allocations, high };
+  const stacked = T.stackAllocations(layout);
+  assert.deepEqual(Array.from(stacked.top), high);
+  for (let c = 0; c < width; c++) {
+    let running = band[c];
+    allocations.forEach((a, k) => {
+      if (c < a.first_column || c > a.last_column) return;
+      assert.equal(stacked.bands[k].bottoms[c - a.first_column], running);
+      // Its own bytes hit it; the band below and the top above do not.
+      assert.equal(T.allocationAtPoint(layout, stacked, c, running), k);
+      assert.equal(T.allocationAtPoint(layout, stacked, c, running + a.size - 1), k);
+      running += a.size;
+    });
+    assert.equal(T.allocationAtPoint(layout, stacked, c, band[c] - 1), -1);
+    assert.equal(T.allocationAtPoint(layout, stacked, c, high[c]), -1);
+  }
+});
