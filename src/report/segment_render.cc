@@ -270,3 +270,23 @@ ordered_json render_segments_json(const SegmentReport& r, int top) {
 }
 
 }  // namespace memsnap
+
+namespace memsnap {
+
+nlohmann::ordered_json render_segment_map_json(const SegmentReport& report, size_t limit) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < std::min(limit, report.segments.size()); ++i) {
+    const SegmentRow& row = report.segments[i];
+    nlohmann::ordered_json blocks = nlohmann::ordered_json::array();
+    for (const Block& block : row.blocks) {
+      blocks.push_back({block.address - row.address, block.size, static_cast<int>(block.state),
+                        block.requested_size});
+    }
+    out.push_back({{"address", row.address},
+                   {"reserved", row.bytes.reserved},
+                   {"blocks", std::move(blocks)}});
+  }
+  return out;
+}
+
+}  // namespace memsnap

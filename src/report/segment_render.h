@@ -11,6 +11,11 @@ namespace memsnap {
 
 std::string render_segments_text(const SegmentReport& report, int top);
 nlohmann::ordered_json render_segments_json(const SegmentReport& report, int top);
+// serve's segment map: the first `limit` segments of a report made with
+// keep_blocks, each {"address", "reserved", "blocks": [[offset, size, state,
+// requested], ...]} in address order, state 0 allocated, 1 awaiting free,
+// 2 free, 3 unknown.
+nlohmann::ordered_json render_segment_map_json(const SegmentReport& report, size_t limit);
 // A segment's or a group's bytes by block state, as every report's JSON writes them.
 nlohmann::ordered_json block_bytes_json(const BlockBytes& bytes);
 

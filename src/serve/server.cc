@@ -22,11 +22,13 @@
 #include "analysis/reports/memory_line.h"
 #include "analysis/reports/ranks.h"
 #include "analysis/reports/run_summary.h"
+#include "analysis/reports/segment_report.h"
 #include "memsnap/error.h"
 #include "report/allocation_render.h"
 #include "report/format.h"
 #include "report/line_render.h"
 #include "report/ranks_render.h"
+#include "report/segment_render.h"
 #include "service/report_table.h"
 
 namespace memsnap::serve {
@@ -301,6 +303,72 @@ ordered_json layout_of(const httplib::Request& request, const FileAnalysis& file
                                               request.get_param_value("q"), SourceKeyOptions{}));
 }
 
+// The segments a segment map draws unless the request says otherwise, and
+// the most it may ask for.
+constexpr double kMapSegments = 48;
+constexpr double kMaxMapSegments = 1000;
+
+// A whole number in 0..limit from the request; `fallback` when absent.
+uint64_t whole_number_of(const httplib::Request& request, const char* name, double fallback,
+                         double limit) {
+  const double value = number_of(request, name, fallback);
+  if (value < 0 || value != std::floor(value) || value > limit) {
+    throw Error::usage(fmt::format("{} must be a whole number, 0 to {}", name, limit));
+  }
+  return static_cast<uint64_t>(value);
+}
+
+// GET /api/segments?file=I&time=T|position=P&limit=N: the allocator's
+// segments then (the dump without either), as `memsnap segments --time T
+// --json --top N` says, and the map of the largest N with their blocks.
+ordered_json segments_of(const httplib::Request& request, const FileAnalysis& file) {
+  only_parameters(request, "segments", {"time", "position", "limit"});
+  const auto limit = whole_number_of(request, "limit", kMapSegments, kMaxMapSegments);
+  SegmentReport report;
+  if (request.has_param("time") && request.has_param("position")) {
+    throw Error::usage("give time or position, not both");
+  } else if (request.has_param("time")) {
+    const double seconds = number_of(request, "time", 0);
+    if (seconds < 0) throw Error::usage("time must be >= 0 (seconds from the trace's start)");
+    report = segments_at_time(file, seconds, true);
+  } else if (request.has_param("position")) {
+    const uint64_t position =
+        whole_number_of(request, "position", 0, static_cast<double>(file.trace().count()));
+    report = segments_at_position(file, position, true);
+    // The time of the last entry applied, where the trace has times.
+    const std::optional<double> seconds = position == 0
+                                              ? std::optional<double>(0)
+                                              : file.seconds_at(file.trace().begin + position - 1);
+    report.time_s = report.requested_time_s = seconds.value_or(0);
+  } else {
+    report = segments_at_dump(file.path(), file.snapshot(), file.device(), true);
+    report.history = file.allocator_history()->check();
+  }
+  return {{"report", render_segments_json(report, static_cast<int>(limit))},
+          {"map", render_segment_map_json(report, limit)}};
+}
+
+// GET /api/block?file=I&address=A&position=P: the trace's allocation that
+// holds the block at A after P entries, in full, or null (a block from
+// before the trace).
+ordered_json block_of(const httplib::Request& request, const FileAnalysis& file) {
+  only_parameters(request, "block", {"address", "position"});
+  // Addresses pass 2^53: read as integers, decimal or 0x hex, not as doubles.
+  const std::string text = request.get_param_value("address");
+  const bool hex = text.rfind("0x", 0) == 0;
+  const char* begin = text.data() + (hex ? 2 : 0);
+  const char* end = text.data() + text.size();
+  uint64_t address = 0;
+  const auto [at, problem] = std::from_chars(begin, end, address, hex ? 16 : 10);
+  if (begin == end || problem != std::errc() || at != end) {
+    throw Error::usage("address must be a block's address (decimal or 0x hex)");
+  }
+  const uint64_t position = whole_number_of(request, "position", 0, 0x1p53);
+  const std::optional<uint64_t> entry = allocation_at_address(file, address, position);
+  if (!entry) return {{"allocation", nullptr}};
+  return {{"allocation", render_allocation_json(allocation_at(file, *entry, SourceKeyOptions{}))}};
+}
+
 // The allocations a search returns by entry, at most.
 constexpr size_t kSearchEntries = 500;
 
@@ -399,6 +467,18 @@ void Server::State::routes() {
     answered(response, [&] {
       const size_t index = file_index(request, "file", files.size());
       send_json(response, 200, layout_of(request, *files[index].analysis));
+    });
+  });
+  http.Get("/api/segments", [this](const httplib::Request& request, httplib::Response& response) {
+    answered(response, [&] {
+      const size_t index = file_index(request, "file", files.size());
+      send_json(response, 200, segments_of(request, *files[index].analysis));
+    });
+  });
+  http.Get("/api/block", [this](const httplib::Request& request, httplib::Response& response) {
+    answered(response, [&] {
+      const size_t index = file_index(request, "file", files.size());
+      send_json(response, 200, block_of(request, *files[index].analysis));
     });
   });
   http.Get("/api/allocation", [this](const httplib::Request& request, httplib::Response& response) {

@@ -388,6 +388,54 @@ def test_the_allocation_layout_makes_up_the_line(memsnap, served):
         assert status == 400, (bad, status, body)
 
 
+def check_segment_map(server, file_index, path, memsnap, times):
+    """The segment map at a time is `segments --time T --json --top N`, its
+    blocks tile each segment and add up to the segment's bytes by state, and
+    every allocated block names the trace's allocation live at its address."""
+    for t in times:
+        status, _, body = server.get("/api/segments?file=%d&time=%r&limit=20" % (file_index, t))
+        assert status == 200, body
+        got = json.loads(body)
+        assert got["report"] == cli_json(memsnap, "segments", path, "--time", repr(t), "--top", "20")
+        position = got["report"]["position"]
+        rows = got["report"]["segments"]
+        assert len(got["map"]) == len(rows)
+        blocks_asked = 0
+        for row, drawn in zip(rows, got["map"]):
+            assert drawn["address"] == row["address"] and drawn["reserved"] == row["reserved"]
+            offsets = [b[0] for b in drawn["blocks"]]
+            assert offsets == sorted(offsets) and (not offsets or offsets[0] == 0)
+            assert sum(b[1] for b in drawn["blocks"]) == row["reserved"]
+            assert sum(b[1] for b in drawn["blocks"] if b[2] == 0) == row["allocated"]
+            assert sum(b[1] for b in drawn["blocks"] if b[2] == 2) == row["free"]
+            for offset, _, state, _ in drawn["blocks"]:
+                if state != 0 or blocks_asked >= 10:
+                    continue
+                blocks_asked += 1
+                at = "/api/block?file=%d&address=%d&position=%d" % (file_index, drawn["address"] + offset, position)
+                found = json.loads(server.get(at)[2])["allocation"]
+                if found is None:
+                    continue  # allocated before the trace
+                assert found["address"] == drawn["address"] + offset
+                assert found["entry"] < position and (found["end"] is None or found["end"]["entry"] >= position)
+
+
+def test_the_segment_map_equals_segments_at_a_time(memsnap, served):
+    check_segment_map(served, 0, A, memsnap, (0.0, 0.05, 0.1, 10.0))
+    by_position = json.loads(served.get("/api/segments?file=0&position=3000&limit=3")[2])
+    assert by_position["report"]["position"] == 3000 and len(by_position["map"]) == 3
+    at_dump = json.loads(served.get("/api/segments?file=1")[2])
+    assert at_dump["report"] == cli_json(memsnap, "segments", B, "--top", "48")
+    for bad in ("time=1&position=2", "time=-1", "position=1.5", "position=99999999", "limit=1001",
+                "limit=-1", "depth=1"):
+        status, _, body = served.get("/api/segments?file=0&" + bad)
+        assert status == 400, (bad, status, body)
+    for bad in ("address=0xzz&position=1", "address=&position=1", "address=1&position=-1", "address=1&x=2"):
+        status, _, body = served.get("/api/block?file=0&" + bad)
+        assert status == 400, (bad, status, body)
+    assert json.loads(served.get("/api/block?file=0&address=1&position=10")[2]) == {"allocation": None}
+
+
 def test_allocations_and_search_equal_the_events(memsnap, served):
     for index, path in enumerate((A, B)):
         events = events_of(memsnap, path)
@@ -406,7 +454,7 @@ def test_allocations_and_search_equal_the_events(memsnap, served):
 def test_every_fixture_with_a_trace(memsnap, fixtures_dir):
     """Each real file with a trace, served alone: allocations, search and the line."""
     names = sorted(n for n in os.listdir(fixtures_dir) if n.endswith((".pickle", ".pkl")))
-    checked = 0
+    checked = mapped = 0
     for name in names:
         path = os.path.join(fixtures_dir, name)
         events = cli_json(memsnap, "events", path)
@@ -419,9 +467,18 @@ def test_every_fixture_with_a_trace(memsnap, fixtures_dir):
             check_allocations_and_search(server, 0, events, 12,
                                          [frames[len(frames) // 2][:40]] if frames else ["x"])
             check_layout(server, 0, events, "event", len(events["events"]))
+            parse = cli_json(memsnap, "parse", path)
+            if parse.get("trace_duration_s") and "cannot replay" not in json.dumps(parse):
+                status, _, body = server.get("/api/segments?file=0&time=%r" % (parse["trace_duration_s"] / 2))
+                if status == 200:
+                    check_segment_map(server, 0, path, memsnap, (parse["trace_duration_s"] / 2,))
+                    mapped += 1
+                else:
+                    assert status == 422, body
             line = json.loads(server.get("/api/line?file=0&axis=event&width=800")[2])
             assert max(line["high"]) == cli_json(memsnap, "parse", path)["replay"]["absolute_peak"], name
         finally:
             assert server.stop() == 0
         checked += 1
-    assert checked > 0
+    assert checked > 0 and mapped > 0, (checked, mapped)
+    print("%d fixtures served, %d with a segment map" % (checked, mapped))

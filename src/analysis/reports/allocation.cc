@@ -57,6 +57,26 @@ AllocationDetail allocation_at(const FileAnalysis& file, uint64_t entry,
   return detail;
 }
 
+std::optional<uint64_t> allocation_at_address(const FileAnalysis& file, uint64_t address,
+                                              uint64_t position) {
+  const DeviceTrace& trace = file.trace();
+  const EventColumns& events = file.snapshot().events;
+  position = std::min(position, trace.count());
+  // Back from the position to the last entry at the address: an alloc is
+  // the allocation if the replay kept it live to the position, a free means
+  // nothing of the trace is there.
+  for (uint64_t p = position; p > 0; --p) {
+    const uint64_t i = trace.begin + p - 1;
+    if (events.addr[i] != address) continue;
+    if (events.action[i] == Action::kFreeCompleted) return std::nullopt;
+    if (events.action[i] != Action::kAlloc) continue;
+    const AllocationSpan* span = file.spans().find(p - 1, events.size[i]);
+    if (span == nullptr || !span->live_at(position)) return std::nullopt;
+    return p - 1;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 std::optional<uint64_t> hex_address(std::string_view query) {

@@ -48,6 +48,12 @@ struct AllocationDetail {
 AllocationDetail allocation_at(const FileAnalysis& file, uint64_t entry,
                                const SourceKeyOptions& keys);
 
+// The trace's allocation at `address` live after `position` entries (the
+// last alloc there, not freed since): its alloc entry, or nullopt (a block
+// from before the trace, or none).
+std::optional<uint64_t> allocation_at_address(const FileAnalysis& file, uint64_t address,
+                                              uint64_t position);
+
 // The allocations a search finds: a hex address (0x...) inside the
 // allocation, or text in one of its frames' name or file name.
 constexpr size_t kMaxSearchText = 200;

@@ -114,7 +114,9 @@ using GroupKey = std::tuple<int64_t, int64_t, uint64_t>;
 // One segment's row from its blocks (free ones included); `listed` false:
 // the dump lists no blocks for it, so its own totals stand in.
 void add_segment(SegmentReport& report, std::map<GroupKey, PoolStreamRow>& groups, SegmentRow row,
-                 const Segment* listed_without_blocks, std::span<const Block> blocks) {
+                 const Segment* listed_without_blocks, std::span<const Block> blocks,
+                 bool keep_blocks) {
+  if (keep_blocks) row.blocks.assign(blocks.begin(), blocks.end());
   BlockBytes& bytes = row.bytes;
   if (listed_without_blocks != nullptr) {
     const Segment& segment = *listed_without_blocks;
@@ -146,7 +148,8 @@ void finish(SegmentReport& report, std::map<GroupKey, PoolStreamRow>& groups) {
 
 }  // namespace
 
-SegmentReport segments_at_dump(const std::string& file, const Snapshot& snapshot, int device) {
+SegmentReport segments_at_dump(const std::string& file, const Snapshot& snapshot, int device,
+                               bool keep_blocks) {
   SegmentReport report;
   report.file = file;
   report.device = device;
@@ -161,13 +164,15 @@ SegmentReport segments_at_dump(const std::string& file, const Snapshot& snapshot
     row.expandable = segment.is_expandable;
     row.bytes.reserved = segment.total_size;
     std::span<const Block> blocks = snapshot.blocks_of(segment);
-    add_segment(report, groups, std::move(row), blocks.empty() ? &segment : nullptr, blocks);
+    add_segment(report, groups, std::move(row), blocks.empty() ? &segment : nullptr, blocks,
+                keep_blocks);
   }
   finish(report, groups);
   return report;
 }
 
-SegmentReport segments_at_state(const std::string& file, int device, const AllocatorState& state) {
+SegmentReport segments_at_state(const std::string& file, int device, const AllocatorState& state,
+                                bool keep_blocks) {
   SegmentReport report;
   report.file = file;
   report.device = device;
@@ -183,7 +188,7 @@ SegmentReport segments_at_state(const std::string& file, int device, const Alloc
     row.expandable = range.expandable;
     row.bytes.reserved = range.size;
     range_blocks(state, address, range, blocks);
-    add_segment(report, groups, std::move(row), nullptr, blocks);
+    add_segment(report, groups, std::move(row), nullptr, blocks, keep_blocks);
   }
   finish(report, groups);
   return report;
@@ -196,30 +201,38 @@ SegmentReport segments_report(const FileAnalysis& file, std::optional<double> se
   return report;
 }
 
-SegmentReport segments_at_time(const FileAnalysis& analysis, double seconds) {
+SegmentReport segments_at_position(const FileAnalysis& analysis, uint64_t position,
+                                   bool keep_blocks) {
   const std::string& file = analysis.path();
-  const int device = analysis.device();
   const DeviceTrace& trace = analysis.trace();
   if (trace.count() == 0) {
     throw Error(
         fmt::format("{}: device {} has no trace entries, so only the dump's state is "
                     "known (ask without a time)",
-                    file, device));
+                    file, analysis.device()));
   }
-  const TraceTime& time = analysis.time();
-  time.require_times(file, "the dump's state is shown without one");
   const AllocatorHistory& history = *analysis.allocator_history();
   if (!history.check().possible) {
     throw Error(fmt::format("{}: cannot replay the allocator's state: {}", file,
                             history.check().impossible_reason));
   }
-  const double clamped_s = time.clamped(seconds);
-  const uint64_t position = time.position_at(clamped_s);
-  SegmentReport report = segments_at_state(file, device, history.at(position));
+  position = std::min(position, trace.count());
+  SegmentReport report =
+      segments_at_state(file, analysis.device(), history.at(position), keep_blocks);
   report.position = position;
+  report.history = history.check();
+  return report;
+}
+
+SegmentReport segments_at_time(const FileAnalysis& analysis, double seconds, bool keep_blocks) {
+  const DeviceTrace& trace = analysis.trace();
+  if (trace.count() == 0) return segments_at_position(analysis, 0, keep_blocks);  // throws
+  const TraceTime& time = analysis.time();
+  time.require_times(analysis.path(), "the dump's state is shown without one");
+  const double clamped_s = time.clamped(seconds);
+  SegmentReport report = segments_at_position(analysis, time.position_at(clamped_s), keep_blocks);
   report.time_s = clamped_s;
   report.requested_time_s = seconds;
-  report.history = history.check();
   return report;
 }
 

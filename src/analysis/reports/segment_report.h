@@ -41,7 +41,8 @@ struct SegmentRow {
   // allocated (rounded down, at least 1), ' ' no block covers it.
   std::string fill;
   // Every block, free ones included, in address order: kept only for the
-  // plot page's allocator panel (AllocatorMoments::segments).
+  // plot page's allocator panel (AllocatorMoments::segments) and serve's
+  // segment map (keep_blocks).
   std::vector<Block> blocks;
 };
 
@@ -71,16 +72,25 @@ struct SegmentReport {
 
 constexpr int kFillWidth = 40;
 
-SegmentReport segments_at_dump(const std::string& file, const Snapshot& snapshot, int device);
+// `keep_blocks`: every segment keeps its blocks (SegmentRow::blocks), for
+// serve's segment map.
+SegmentReport segments_at_dump(const std::string& file, const Snapshot& snapshot, int device,
+                               bool keep_blocks = false);
 // `memsnap segments`: the dump's state with the history's check, or the state
 // `seconds` into the trace (nullopt: at the dump).
 SegmentReport segments_report(const FileAnalysis& file, std::optional<double> seconds);
 // The allocator `seconds` after the device's first trace entry, replayed from
 // the dump (clamped to the trace's end), with the history check filled in.
 // Throws when the trace carries no times or the dump's blocks are unknown.
-SegmentReport segments_at_time(const FileAnalysis& analysis, double seconds);
+SegmentReport segments_at_time(const FileAnalysis& analysis, double seconds,
+                               bool keep_blocks = false);
+// The same after `position` entries of the trace (clamped to it); time_s is
+// left 0 (the caller knows the time, if the trace has one).
+SegmentReport segments_at_position(const FileAnalysis& analysis, uint64_t position,
+                                   bool keep_blocks = false);
 // The same report for a reconstructed state (free blocks are its gaps).
-SegmentReport segments_at_state(const std::string& file, int device, const AllocatorState& state);
+SegmentReport segments_at_state(const std::string& file, int device, const AllocatorState& state,
+                                bool keep_blocks = false);
 
 // The allocator at chosen moments of one run, for the plot page's allocator
 // panel. Each moment holds what `segments --time T` gives for its time: the
