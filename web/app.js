@@ -865,20 +865,26 @@
     box.hidden = false;
     box.replaceChildren(element('p', `Asking for entry ${entry}...`, 'hint'));
     try {
-      const a = await allocationDetail(run, entry);
-      const when = a.time_s === null ? '' : ` at ${a.time_s.toFixed(6)} s`;
-      const end = a.end === null ? 'live at the end of the trace'
-        : `${a.end.replaced ? 'replaced by the alloc' : 'freed'} at entry ${a.end.entry}`
-          + (a.end.time_s === null ? '' : ` (${a.end.time_s.toFixed(6)} s)`);
-      const facts = element('p', `${formatBytes(a.size)} at 0x${a.address.toString(16)}, stream ${a.stream}, `
-        + `entry ${a.entry}${when}; ${a.category}; ${end}`, 'facts');
-      const parts = [element('h3', a.source), facts, element('h4', 'Allocated at'), framesList(a.frames)];
-      if (a.end && a.end.frames.length) parts.push(element('h4', 'Ended at'), framesList(a.end.frames));
-      box.replaceChildren(...parts);
-      box.dataset.entry = String(a.entry);
+      renderAllocationDetail(box, await allocationDetail(run, entry));
     } catch (err) {
       box.replaceChildren(element('p', String(err.message || err), 'error'));
     }
+  }
+
+  // An allocation in full (GET /api/allocation): facts, then its stack and
+  // the stack of what ended it.
+  function renderAllocationDetail(box, a) {
+    box.hidden = false;
+    const when = a.time_s === null ? '' : ` at ${a.time_s.toFixed(6)} s`;
+    const end = a.end === null ? 'live at the end of the trace'
+      : `${a.end.replaced ? 'replaced by the alloc' : 'freed'} at entry ${a.end.entry}`
+        + (a.end.time_s === null ? '' : ` (${a.end.time_s.toFixed(6)} s)`);
+    const facts = element('p', `${formatBytes(a.size)} at 0x${a.address.toString(16)}, stream ${a.stream}, `
+      + `entry ${a.entry}${when}; ${a.category}; ${end}`, 'facts');
+    const parts = [element('h3', a.source), facts, element('h4', 'Allocated at'), framesList(a.frames)];
+    if (a.end && a.end.frames.length) parts.push(element('h4', 'Ended at'), framesList(a.end.frames));
+    box.replaceChildren(...parts);
+    box.dataset.entry = String(a.entry);
   }
 
   async function runSearch(event) {
@@ -1369,10 +1375,38 @@
 
   const MAX_ALLOC_RUNS = 4; // runs shown side by side in the allocator panel (kAllocatorPanelRuns in timeline.h)
 
+  // Segments as bars to scale (the widest full width), each block a span
+  // coloured by state; the first free block of the largest free size is
+  // outlined. `drawn`: [{ address (hex text), size, pool (label), stream,
+  // expandable, blocks (flat offset, size, state triples) }].
+  function segmentRowsHtml(drawn, largestFree) {
+    const widest = Math.max(1, ...drawn.map((g) => Number(g.size)));
+    let outlined = false; // one largest free block per moment, the first in bar order
+    return drawn.map((g) => {
+      const size = Number(g.size);
+      const decoded = T.segmentBlocks(g.blocks, outlined ? 0 : largestFree);
+      if (decoded.some((b) => b.largest)) outlined = true;
+      const blocks = decoded.map((b) => {
+        const left = (100 * b.offset) / size;
+        const width = Math.max((100 * b.size) / size, 0.15);
+        const what = ['allocated', 'awaiting free', 'free'][b.state] || 'block';
+        return `<span class="blk s${b.state}${b.largest ? ' largest' : ''}" data-offset="${b.offset}" data-state="${b.state}" style="left:${left.toFixed(3)}%;width:${width.toFixed(3)}%" title="${what} ${formatBytes(b.size)} at +${formatBytes(b.offset)}"></span>`;
+      }).join('');
+      const label = `${esc(g.address)} ${formatBytes(size)} · ${esc(g.pool)} · stream ${esc(String(g.stream))}${g.expandable ? ' · expandable' : ''}`;
+      const barWidth = Math.max((100 * size) / widest, 2).toFixed(2);
+      return `<div class="alloc-row" data-address="${esc(g.address)}"><span class="seg-label" title="${label}">${label}</span>`
+        + `<span class="seg-bar-wrap"><span class="seg-bar" style="display:block;width:${barWidth}%">${blocks}</span></span></div>`;
+    }).join('');
+  }
+
   // The allocator's segments and blocks at the page's moment nearest to tS,
   // for each run (the C++ side replayed them from the dump: memsnap segments
   // --time gives the same for the time stated).
   function showAllocator(tS) {
+    if (SERVED) {
+      showServedAllocator({ time: tS });
+      return;
+    }
     const runs = RUNS.slice(0, MAX_ALLOC_RUNS);
     if (!runs.some((r) => r.allocator || r.allocatorReason)) return;
     const panel = $('alloc-panel');
@@ -1393,23 +1427,7 @@
         segment_count: m.segment_count, bars: drawn.length, exact: at.exact });
       const exact = run.allocator.exact ? '' : ' The replay of this run does not reproduce its dump exactly, so this state is approximate (see memsnap segments).';
       const totals = `reserved ${formatBytes(m.reserved)} · allocated ${formatBytes(m.allocated)} · awaiting free ${formatBytes(m.awaiting_free)} · free ${formatBytes(m.free)} · largest free block ${formatBytes(m.largest_free_block)} · ${formatCount(m.segment_count)} segments`;
-      const widest = Math.max(1, ...drawn.map((g) => Number(g.size)));
-      let outlined = false; // one largest free block per moment, the first in bar order
-      const rows = drawn.map((g) => {
-        const size = Number(g.size);
-        const decoded = T.segmentBlocks(g.blocks, outlined ? 0 : Number(m.largest_free_block));
-        if (decoded.some((b) => b.largest)) outlined = true;
-        const blocks = decoded.map((b) => {
-          const left = (100 * b.offset) / size;
-          const width = Math.max((100 * b.size) / size, 0.15);
-          const what = ['allocated', 'awaiting free', 'free'][b.state] || 'block';
-          return `<span class="blk s${b.state}${b.largest ? ' largest' : ''}" style="left:${left.toFixed(3)}%;width:${width.toFixed(3)}%" title="${what} ${formatBytes(b.size)} at +${formatBytes(b.offset)}"></span>`;
-        }).join('');
-        const label = `${esc(g.address)} ${formatBytes(size)} · ${esc(g.pool)} · stream ${esc(String(g.stream))}${g.expandable ? ' · expandable' : ''}`;
-        const barWidth = Math.max((100 * size) / widest, 2).toFixed(2);
-        return `<div class="alloc-row" data-address="${esc(g.address)}"><span class="seg-label" title="${label}">${label}</span>`
-          + `<span class="seg-bar-wrap"><span class="seg-bar" style="display:block;width:${barWidth}%">${blocks}</span></span></div>`;
-      }).join('');
+      const rows = segmentRowsHtml(drawn, Number(m.largest_free_block));
       const more = m.segment_count > drawn.length
         ? `<p class="hint">… ${formatCount(m.segment_count - drawn.length)} smaller segments not drawn.</p>` : '';
       // Holding every change, the state at the click is exact: name the click's time.
@@ -1427,6 +1445,151 @@
     $('alloc-heading').textContent = `Allocator state near t = ${formatSeconds(tS)}`;
     info.allocPanel = { clickedS: tS, runs: shown };
     document.body.dataset.allocTime = String(tS);
+  }
+
+  // Served, the allocator at any moment comes from the server (GET
+  // /api/segments: what `memsnap segments --time T --json` says, with the
+  // blocks of the largest segments), moved by a click on the chart or the
+  // slider; a block names the allocation that holds it (GET /api/block).
+  const MAP_SEGMENTS = 48;
+  const allocatorView = { asked: 0, timer: 0, positions: [], blocks: new Map(), hover: null };
+
+  async function showServedAllocator(at) {
+    const asked = ++allocatorView.asked;
+    const runs = RUNS.slice(0, MAX_ALLOC_RUNS);
+    $('alloc-panel').hidden = false;
+    const answers = await Promise.all(runs.map((run, i) => {
+      const params = { file: i, limit: MAP_SEGMENTS };
+      if (at.time != null) params.time = at.time;
+      else params.position = Math.min(at.position, Number(run.stats.event_count) || 0);
+      return askServer('/api/segments', params).then((answer) => ({ answer }), (err) => ({ err }));
+    }));
+    if (asked !== allocatorView.asked) return; // a newer moment was asked for
+    const shown = [];
+    const html = runs.map((run, i) => {
+      const title = `<div class="alloc-title" title="${esc(fullName(run))}">${esc(run.name)}</div>`;
+      const { answer, err } = answers[i];
+      if (err) {
+        return `<div class="alloc-run" data-run="${i}">${title}<p class="hint">Not available: ${esc(err.message || String(err))}</p></div>`;
+      }
+      const r = answer.report;
+      const m = r.totals;
+      allocatorView.positions[i] = r.position;
+      const drawn = r.segments.map((g, k) => ({ address: `0x${g.address.toString(16)}`, size: g.reserved, pool: g.pool_label,
+        stream: g.stream, expandable: g.expandable, blocks: answer.map[k].blocks.flatMap((b) => [b[0], b[1], b[2]]) }));
+      shown.push({ run: i, t_s: r.time_s, position: r.position, reserved: m.reserved, allocated: m.allocated,
+        awaiting_free: m.awaiting_free, free: m.free, largest_free_block: m.largest_free_block,
+        segment_count: r.segment_count, bars: drawn.length, exact: true });
+      const approximate = r.history && r.history.exact === false
+        ? ' The replay of this run does not reproduce its dump exactly, so this state is approximate (see memsnap segments).' : '';
+      const cmd = `memsnap segments ${run.file}${run.device != null ? ` --device ${run.device}` : ''} --time ${r.time_s}`;
+      const totals = `reserved ${formatBytes(m.reserved)} · allocated ${formatBytes(m.allocated)} · awaiting free ${formatBytes(m.awaiting_free)} · free ${formatBytes(m.free)} · largest free block ${formatBytes(m.largest_free_block)} · ${formatCount(r.segment_count)} segments`;
+      const more = r.segment_count > drawn.length
+        ? `<p class="hint">… ${formatCount(r.segment_count - drawn.length)} smaller segments not drawn.</p>` : '';
+      return `<div class="alloc-run" data-run="${i}" data-time="${r.time_s}" data-position="${r.position}" style="--run-color:${run.color}">${title}`
+        + `<p class="hint">At t = ${formatSeconds(r.time_s)}, after ${formatCount(r.position)} trace entries, as <code>${esc(cmd)}</code> says. Hover an allocated block for its allocation, click it for the stack.${approximate}</p>`
+        + `<div class="alloc-totals">${totals}</div>${segmentRowsHtml(drawn, Number(m.largest_free_block))}${more}</div>`;
+    }).join('');
+    const extra = RUNS.length > runs.length ? `<p class="hint">The first ${runs.length} runs are shown.</p>` : '';
+    $('alloc-body').innerHTML = html + extra;
+    const first = shown[0];
+    $('alloc-heading').textContent = first ? `Allocator state at t = ${formatSeconds(first.t_s)}` : 'Allocator state';
+    info.allocPanel = { served: true, asked: at, runs: shown };
+    document.body.dataset.allocTime = String(at.time ?? '');
+    document.body.dataset.allocAsked = String(asked);
+  }
+
+  // The trace's allocation holding a block (null: from before the trace).
+  function blockAllocation(run, address, position) {
+    const key = `${run}:${address}:${position}`;
+    if (!allocatorView.blocks.has(key)) {
+      if (allocatorView.blocks.size > 500) allocatorView.blocks.clear();
+      const asked = askServer('/api/block', { file: run, address, position }).then((b) => b.allocation);
+      asked.catch(() => allocatorView.blocks.delete(key));
+      allocatorView.blocks.set(key, asked);
+    }
+    return allocatorView.blocks.get(key);
+  }
+
+  function blockUnder(target) {
+    const span = target.closest && target.closest('.blk');
+    if (!span || span.dataset.state !== '0') return null;
+    const runEl = span.closest('.alloc-run');
+    const row = span.closest('.alloc-row');
+    const run = Number(runEl.dataset.run);
+    return { span, run, address: parseInt(row.dataset.address, 16) + Number(span.dataset.offset), position: Number(runEl.dataset.position) };
+  }
+
+  async function hoverBlock(e) {
+    const tip = $('alloc-tip');
+    const block = blockUnder(e.target);
+    if (!block) {
+      tip.hidden = true;
+      allocatorView.hover = null;
+      return;
+    }
+    const key = `${block.run}:${block.address}`;
+    allocatorView.hover = key;
+    const panel = $('alloc-panel').getBoundingClientRect();
+    tip.style.left = `${Math.min(e.clientX - panel.left + 12, panel.width - 360)}px`;
+    tip.style.top = `${e.clientY - panel.top + 12}px`;
+    tip.hidden = false;
+    tip.replaceChildren(element('div', `allocated block at 0x${block.address.toString(16)}: asking...`, 'facts'));
+    try {
+      const a = await blockAllocation(block.run, block.address, block.position);
+      if (allocatorView.hover !== key) return;
+      if (!a) {
+        tip.replaceChildren(element('div', 'allocated before the trace: no trace entry names it', 'facts'));
+        tip.dataset.entry = '';
+        return;
+      }
+      const users = a.frames.filter((f) => f.users).slice(0, 6);
+      const list = element('ol');
+      (users.length ? users : a.frames.slice(0, 6)).forEach((f) => list.append(element('li', `${f.name} ${f.filename}:${f.line}`, f.users ? 'users' : '')));
+      tip.replaceChildren(element('div', `${formatBytes(a.size)} · ${a.category} · ${a.source} · entry ${a.entry}`, 'facts'), list,
+        element('div', 'click for the whole stack', 'hint'));
+      tip.dataset.entry = String(a.entry);
+    } catch (err) {
+      tip.replaceChildren(element('div', String(err.message || err), 'facts'));
+    }
+  }
+
+  async function pinBlock(e) {
+    const block = blockUnder(e.target);
+    if (!block) return;
+    const box = $('alloc-detail');
+    const a = await blockAllocation(block.run, block.address, block.position);
+    if (!a) {
+      box.hidden = false;
+      box.replaceChildren(element('p', 'This block was allocated before the trace: no trace entry names it (memsnap segments shows its stack at the dump, where the file has one).', 'hint'));
+      box.dataset.entry = '';
+      return;
+    }
+    renderAllocationDetail(box, a);
+  }
+
+  function wireServedAllocator() {
+    if (!SERVED) return;
+    const slider = $('alloc-slider');
+    $('alloc-slider-label').hidden = false;
+    $('alloc-panel').hidden = false;
+    $('alloc-body').replaceChildren(element('p', 'Click the chart or move the slider: the allocator\'s segments and blocks at that moment.', 'hint'));
+    slider.addEventListener('input', () => {
+      clearTimeout(allocatorView.timer);
+      allocatorView.timer = setTimeout(() => {
+        const share = Number(slider.value) / Number(slider.max);
+        if (state.xMode === 'time') {
+          const t = Math.max(...RUNS.map((r) => r.durationS || 0)) * share;
+          showServedAllocator({ time: Math.round(t * 1e6) / 1e6 });
+        } else {
+          const n = Math.max(...RUNS.map((r) => Number(r.stats.event_count) || 0));
+          showServedAllocator({ position: Math.round(n * share) });
+        }
+      }, 80);
+    });
+    $('alloc-body').addEventListener('mouseover', hoverBlock);
+    $('alloc-body').addEventListener('mouseleave', () => { $('alloc-tip').hidden = true; allocatorView.hover = null; });
+    $('alloc-body').addEventListener('click', pinBlock);
   }
 
   // The oom marker within a few pixels of a click (wall-clock view), or null.
@@ -1461,7 +1624,9 @@
       const maxEvents = Math.max(...RUNS.map((r) => Number(r.stats.event_count) || 0));
       if (!(maxEvents > 0)) return;
       const x = plot.posToVal(left, 'x');
-      drill({ event: Math.min(Math.max(Math.floor(x), 0), maxEvents - 1) });
+      const event = Math.min(Math.max(Math.floor(x), 0), maxEvents - 1);
+      drill({ event });
+      if (SERVED) showServedAllocator({ position: event + 1 });
       return;
     }
     const near = oomNear(left);
@@ -1659,6 +1824,7 @@
     wireControls();
     wireSearch();
     wireAllocations();
+    wireServedAllocator();
     render();
     replayClickFromAddress();
     info.ready = true;

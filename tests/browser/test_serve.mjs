@@ -14,7 +14,7 @@
 //
 // Exits 0 when every check passes, 1 otherwise, 77 (skipped) where the build
 // has no server or there is no Chromium.
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
@@ -141,6 +141,7 @@ async function checkAllocations(page, url) {
       `zoom ${lo}-${hi}: the drawn allocations and the band make up the line at ${equal} of ${compared} columns (${shown.drawn} drawn)`);
   }
   // Hover the largest drawn allocation in its middle column.
+  await page.locator('#allocations-canvas').scrollIntoViewIfNeeded();
   const target = await page.evaluate(() => {
     const v = window.memsnapAllocations;
     const L = v.layout;
@@ -179,6 +180,48 @@ async function checkAllocations(page, url) {
     flagged: window.memsnapAllocations.layout.allocations.filter((a) => a.matches).length, query: window.memsnapInfo.allocations.query }));
   check(marked.query === 'attention' && marked.matched === marked.flagged && marked.matched > 0,
     `a search marks the drawn allocations it finds: ${JSON.stringify(marked)}`);
+}
+
+// The allocator panel, served: a click on the chart shows each run's
+// segments then as `memsnap segments --time T --json` gives them (totals,
+// count, the bars in order); a hovered allocated block names the allocation
+// GET /api/block gives; the slider moves the moment.
+async function checkServedAllocator(page, url) {
+  check(await page.isVisible('#alloc-slider'), 'the served allocator panel has a slider');
+  await page.locator('#chart .u-over').scrollIntoViewIfNeeded();
+  const before = await page.evaluate(() => Number(document.body.dataset.allocAsked || 0));
+  const box = await page.locator('#chart .u-over').boundingBox();
+  await page.mouse.click(box.x + box.width * 0.55, box.y + box.height * 0.5);
+  await page.waitForFunction((n) => Number(document.body.dataset.allocAsked || 0) > n, before, { timeout: 15000 });
+  const panel = await page.evaluate(() => ({
+    runs: window.memsnapInfo.allocPanel.runs,
+    bars: [...document.querySelectorAll('#alloc-body .alloc-run')].map((r) => [...r.querySelectorAll('.alloc-row')].map((row) => row.dataset.address)),
+  }));
+  for (const [i, run] of panel.runs.entries()) {
+    const cli = JSON.parse(execFileSync(MEMSNAP, ['segments', FILES[i], '--time', String(run.t_s), '--json', '--top', '48']));
+    const same = cli.totals.reserved === run.reserved && cli.totals.allocated === run.allocated
+      && cli.totals.free === run.free && cli.segment_count === run.segment_count && cli.position === run.position;
+    check(same, `run ${i}: the allocator at t=${run.t_s} is memsnap segments --time (${run.segment_count} segments, ${run.reserved} reserved)`);
+    check(JSON.stringify(panel.bars[i]) === JSON.stringify(cli.segments.map((g) => `0x${g.address.toString(16)}`)),
+      `run ${i}: its ${panel.bars[i].length} bars are the report's segments in order`);
+  }
+  const block = page.locator('#alloc-body .alloc-run[data-run="0"] .blk.s0').first();
+  await block.scrollIntoViewIfNeeded();
+  await block.hover();
+  await page.waitForFunction(() => { const t = document.getElementById('alloc-tip'); return !t.hidden && t.dataset.entry !== undefined; },
+    null, { timeout: 10000 });
+  const hovered = await page.evaluate(() => {
+    const span = document.querySelector('#alloc-body .alloc-run[data-run="0"] .blk.s0');
+    const row = span.closest('.alloc-row');
+    return { address: parseInt(row.dataset.address, 16) + Number(span.dataset.offset), entry: document.getElementById('alloc-tip').dataset.entry,
+      position: Number(span.closest('.alloc-run').dataset.position) };
+  });
+  const expected = (await api(url, '/api/block', { file: 0, address: hovered.address, position: hovered.position })).allocation;
+  check(hovered.entry === (expected ? String(expected.entry) : ''), `a hovered block names its allocation: entry ${hovered.entry}`);
+  const asked = await page.evaluate(() => Number(document.body.dataset.allocAsked));
+  await page.locator('#alloc-slider').fill('250');
+  await page.waitForFunction((n) => Number(document.body.dataset.allocAsked) > n, asked, { timeout: 15000 });
+  check(true, 'the slider moves the moment');
 }
 
 async function checkViewInAddress(context, url) {
@@ -261,10 +304,12 @@ async function main() {
     check(await page.isVisible('#search-panel'), 'the served page shows the search panel');
     await checkSearchAndStack(page, url);
     await checkAllocations(page, url);
+    await checkServedAllocator(page, url);
     await checkViewInAddress(context, url);
     fs.mkdirSync(OUT, { recursive: true });
     await page.locator('#search-panel').screenshot({ path: path.join(OUT, 'serve-search.png') });
     await page.locator('#allocations-panel').screenshot({ path: path.join(OUT, 'serve-allocations.png') });
+    await page.locator('#alloc-panel').screenshot({ path: path.join(OUT, 'serve-allocator.png') });
     check(problems.length === 0, `no console error, no other origin: ${problems.join('; ')}`);
   } finally {
     await browser.close();
