@@ -1104,6 +1104,69 @@
     document.body.dataset.oomVerdict = a.verdict;
   }
 
+  // ---------------------------------------------------------------- ranks (served)
+
+  // The served files as ranks (GET /api/ranks: memsnap ranks --json): peak,
+  // its time, reserved, fragmentation, top source, OOMs, outliers marked; a
+  // row opens that rank in every view, at its peak.
+  async function showRanks() {
+    if (!SERVED || RUNS.length < 2) return;
+    const panel = $('ranks-panel');
+    panel.hidden = false;
+    try {
+      const ranks = await askServer('/api/ranks', {});
+      const byFile = new Map(RUNS.map((r, i) => [r.file, i]));
+      const body = $('ranks-table').querySelector('tbody');
+      body.replaceChildren(...ranks.ranks.map((r) => {
+        const run = byFile.get(r.file);
+        const row = element('tr');
+        row.dataset.run = String(run ?? '');
+        if (r.outlier) row.classList.add('outlier');
+        const cells = [
+          element('td', r.rank === null ? '-' : String(r.rank), 'num'),
+          element('td', RUNS[run] ? RUNS[run].name : r.file),
+          element('td', formatBytes(r.absolute_peak), 'num'),
+          element('td', r.peak_time_s === null ? '-' : r.peak_time_s.toFixed(6), 'num'),
+          element('td', r.reserved_peak === null ? '-' : formatBytes(r.reserved_peak), 'num'),
+          element('td', r.fragmentation === null ? '-' : `${(100 * r.fragmentation).toFixed(1)}%`, 'num'),
+          element('td', r.top_source || '-'),
+          element('td', r.oom_count ? String(r.oom_count) : '', 'num'),
+          element('td', r.outlier ? 'outlier' : ''),
+        ];
+        row.append(...cells);
+        if (run !== undefined) row.addEventListener('click', () => openRank(run, r.peak_time_s, row));
+        return row;
+      }));
+      const s = ranks.spread;
+      $('ranks-summary').textContent = `${formatCount(ranks.files_read)} files: peak ${formatBytes(s.min)} to ${formatBytes(s.max)}, median ${formatBytes(s.median)}; `
+        + `${formatCount(ranks.outliers.length)} outlier${ranks.outliers.length === 1 ? '' : 's'} (as memsnap ranks marks them)`;
+      $('ranks-table').hidden = false;
+      info.ranks = { rows: ranks.ranks.length, outliers: ranks.outliers.length };
+    } catch (err) {
+      $('ranks-summary').textContent = String(err.message || err);
+    }
+  }
+
+  // One rank in every view: its line highlighted, the stacked and allocation
+  // views and the search on it, the drill-down and the allocator at its peak.
+  function openRank(run, peakS, row) {
+    $('ranks-table').querySelectorAll('tr.selected').forEach((x) => x.classList.remove('selected'));
+    row.classList.add('selected');
+    state.stackRun = run;
+    if ($('stack-run')) $('stack-run').value = String(run);
+    allocView.run = run;
+    $('allocations-run').value = String(run);
+    $('search-run').value = String(run);
+    render();
+    highlightRun(RUNS[run].ordinal);
+    if (peakS !== null && state.xMode === 'time') {
+      drill({ timeS: peakS });
+      showAllocator(peakS);
+    }
+    info.openedRank = run;
+    $('chart').scrollIntoView({ block: 'center' });
+  }
+
   // ---------------------------------------------------------------- allocation view (served)
 
   // memory_viz's Active Memory Timeline on the server's layout (GET
@@ -1826,6 +1889,7 @@
     wireAllocations();
     wireServedAllocator();
     render();
+    showRanks();
     replayClickFromAddress();
     info.ready = true;
     document.body.dataset.ready = 'true';

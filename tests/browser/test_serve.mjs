@@ -224,6 +224,25 @@ async function checkServedAllocator(page, url) {
   check(true, 'the slider moves the moment');
 }
 
+// The ranks table: the rows of GET /api/ranks with its outliers marked; a
+// row opens that rank in the stacked, allocation and search views.
+async function checkRanks(page, url) {
+  await page.waitForFunction(() => window.memsnapInfo.ranks, null, { timeout: 15000 });
+  const expected = await api(url, '/api/ranks', {});
+  const shown = await page.evaluate(() => [...document.querySelectorAll('#ranks-table tbody tr')]
+    .map((r) => ({ outlier: r.classList.contains('outlier'), peak: r.children[2].textContent })));
+  check(shown.length === expected.ranks.length
+    && shown.every((r, i) => r.outlier === expected.ranks[i].outlier),
+  `the ranks table has the ${expected.ranks.length} rows of memsnap ranks, outliers marked (${shown.filter((r) => r.outlier).length})`);
+  const second = page.locator('#ranks-table tbody tr').nth(1);
+  const run = Number(await second.getAttribute('data-run'));
+  await second.click();
+  const opened = await page.evaluate(() => ({ rank: window.memsnapInfo.openedRank, stackRun: window.memsnapState.stackRun,
+    allocations: window.memsnapAllocations.run, search: document.getElementById('search-run').value }));
+  check(opened.rank === run && opened.stackRun === run && opened.allocations === run && opened.search === String(run),
+    `a row opens its rank in every view: ${JSON.stringify(opened)}`);
+}
+
 async function checkViewInAddress(context, url) {
   const page = await context.newPage();
   await page.goto(`${url}#view=lines&x=index&y=delta&annotations=1&precision=2&run=7&view2=x`,
@@ -305,11 +324,13 @@ async function main() {
     await checkSearchAndStack(page, url);
     await checkAllocations(page, url);
     await checkServedAllocator(page, url);
+    await checkRanks(page, url);
     await checkViewInAddress(context, url);
     fs.mkdirSync(OUT, { recursive: true });
     await page.locator('#search-panel').screenshot({ path: path.join(OUT, 'serve-search.png') });
     await page.locator('#allocations-panel').screenshot({ path: path.join(OUT, 'serve-allocations.png') });
     await page.locator('#alloc-panel').screenshot({ path: path.join(OUT, 'serve-allocator.png') });
+    await page.locator('#ranks-panel').screenshot({ path: path.join(OUT, 'serve-ranks.png') });
     check(problems.length === 0, `no console error, no other origin: ${problems.join('; ')}`);
   } finally {
     await browser.close();
