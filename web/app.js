@@ -456,7 +456,7 @@
       hooks: {
         draw: [drawMarkers],
         setCursor: [updateReadout],
-        setScale: [refineIndexZoom, rememberZoom, scheduleAllocations],
+        setScale: [refineIndexZoom, rememberZoom, scheduleBandCharts],
       },
     };
     plot = new uPlot(opts, data, chartEl);
@@ -469,7 +469,7 @@
     window.memsnapPlot = plot;
     info.renderMs = performance.now() - t0;
     updateReadout(plot);
-    scheduleAllocations();
+    scheduleBandCharts();
   }
 
   // Steps, annotations, OOMs and the clicked time, drawn on the canvas after the series.
@@ -898,7 +898,7 @@
     try {
       const found = await askServer('/api/search', { file: run, q });
       allocView.search = { run, q };
-      scheduleAllocations();
+      allocView.schedule();
       summary.textContent = `${formatCount(found.count)} allocation${found.count === 1 ? '' : 's'}, `
         + `${formatBytes(found.bytes)}${found.count > found.rows.length ? ` (the first ${found.rows.length} listed)` : ''}`;
       summary.dataset.count = String(found.count);
@@ -1154,8 +1154,8 @@
     row.classList.add('selected');
     state.stackRun = run;
     if ($('stack-run')) $('stack-run').value = String(run);
-    allocView.run = run;
-    $('allocations-run').value = String(run);
+    allocView.open(run);
+    segmentView.open(run);
     $('search-run').value = String(run);
     render();
     highlightRun(RUNS[run].ordinal);
@@ -1167,33 +1167,33 @@
     $('chart').scrollIntoView({ block: 'center' });
   }
 
-  // ---------------------------------------------------------------- allocation view (served)
+  // ---------------------------------------------------------------- band charts (served)
 
-  // memory_viz's Active Memory Timeline on the server's layout (GET
-  // /api/layout): the window's largest allocations, each a band coloured by
-  // category and stacked by entry over one band of everything else, for the
+  // memory_viz's Active Memory Timeline and Active Cached Segment Timeline
+  // on the server's layouts (GET /api/layout, GET /api/segment-timeline):
+  // the window's largest allocations (or segments), each a band stacked in
+  // the order they were made over one band of everything else, for the
   // chart's x window; a zoom asks again and draws smaller ones. Hover names
-  // an allocation (its stack follows), a click pins it with its stack.
-  const ALLOCATION_BUDGET = 2000;
+  // an item, a click pins it.
   const REST_COLOR = 'rgba(148, 163, 184, 0.45)';
-  const allocView = { run: 0, layout: null, stacked: null, timer: 0, asked: 0, hover: -1, pinned: null, search: null, details: new Map() };
-  window.memsnapAllocations = allocView; // for the browser tests
+  const POOL_COLORS = ['#0891b2', '#7c3aed', '#059669', '#db2777', '#ca8a04', '#2563eb', '#ea580c', '#65a30d'];
+  const allocationDetails = new Map();
 
   function allocationDetail(run, entry) {
     const key = `${run}:${entry}`;
-    if (!allocView.details.has(key)) {
-      if (allocView.details.size > 500) allocView.details.clear();
+    if (!allocationDetails.has(key)) {
+      if (allocationDetails.size > 500) allocationDetails.clear();
       const asked = askServer('/api/allocation', { file: run, entry });
-      asked.catch(() => allocView.details.delete(key));
-      allocView.details.set(key, asked);
+      asked.catch(() => allocationDetails.delete(key));
+      allocationDetails.set(key, asked);
     }
-    return allocView.details.get(key);
+    return allocationDetails.get(key);
   }
 
-  // The chart's x window in the run's own terms (seconds from its first timed
+  // The chart's x window in a run's own terms (seconds from its first timed
   // entry, or entry positions), clamped to the run; null when empty.
-  function allocationWindow() {
-    const run = RUNS[allocView.run];
+  function runWindow(runIndex) {
+    const run = RUNS[runIndex];
     const axis = state.xMode === 'time' ? 'time' : 'event';
     const end = axis === 'time' ? run.durationS : Number(run.stats.event_count);
     if (!(end > 0)) return null;
@@ -1206,232 +1206,284 @@
     return to > from ? { axis, from, to } : null;
   }
 
-  function scheduleAllocations() {
-    if (!SERVED || $('allocations-panel').hidden) return;
-    clearTimeout(allocView.timer);
-    allocView.timer = setTimeout(askAllocations, 60);
-  }
+  // One band chart: `config` names its elements (panel, run, summary, wrap,
+  // canvas, tip, pinned), its route and budget, where its items and top are
+  // in the answer, and how an item is coloured, described and pinned.
+  function bandChart(config) {
+    const chart = { config, run: 0, data: null, stacked: null, timer: 0, asked: 0, hover: -1, pinned: null, search: null };
+    const items = () => chart.data[config.items];
+    const top = () => Math.max(1, ...chart.data[config.top]) * 1.05;
 
-  async function askAllocations() {
-    const win = allocationWindow();
-    const canvas = $('allocations-canvas');
-    alignAllocations();
-    const summary = $('allocations-summary');
-    if (!win) {
-      allocView.layout = null;
-      summary.textContent = 'No allocations in this window (or no trace entries in this run).';
-      drawAllocations();
-      return;
-    }
-    const asked = ++allocView.asked;
-    const params = { file: allocView.run, axis: win.axis, from: win.from, to: win.to, width: Math.max(1, Math.round(canvas.clientWidth)), budget: ALLOCATION_BUDGET };
-    const search = allocView.search;
-    if (search && search.run === allocView.run) params.q = search.q;
-    const t0 = performance.now();
-    try {
-      const layout = await askServer('/api/layout', params);
-      if (asked !== allocView.asked) return; // a newer window was asked for
-      allocView.layout = layout;
-      allocView.stacked = T.stackAllocations(layout);
-      allocView.hover = -1;
-      const n = layout.allocations.length;
-      summary.textContent = `${formatCount(n)} allocation${n === 1 ? '' : 's'} drawn`
-        + (layout.complete ? ' (every one live in this window)' : ` (the largest; zoom in for smaller ones)`)
-        + (layout.query ? ` · ${formatCount(layout.matched)} match “${layout.query}”` : '');
-      info.allocations = { run: allocView.run, axis: win.axis, from: win.from, to: win.to, width: layout.band.length,
-        drawn: n, complete: layout.complete, matched: layout.matched, query: layout.query, ms: performance.now() - t0 };
-      drawAllocations();
-      document.body.dataset.allocations = String(asked);
-    } catch (err) {
-      if (asked !== allocView.asked) return;
-      allocView.layout = null;
-      summary.textContent = String(err.message || err);
-      drawAllocations();
-    }
-  }
+    chart.schedule = () => {
+      if (!SERVED || $(config.panel).hidden) return;
+      clearTimeout(chart.timer);
+      chart.timer = setTimeout(chart.ask, 60);
+    };
 
-  // The canvas spans the chart's plotting area, so the two share an x axis.
-  function alignAllocations() {
-    const canvas = $('allocations-canvas');
-    if (!plot) return;
-    const over = plot.over.getBoundingClientRect();
-    const wrap = $('allocations-wrap').getBoundingClientRect();
-    canvas.style.marginLeft = `${Math.max(0, over.left - wrap.left)}px`;
-    canvas.style.width = `${Math.max(100, over.width)}px`;
-  }
+    chart.ask = async () => {
+      const win = runWindow(chart.run);
+      const canvas = $(config.canvas);
+      align();
+      if (!win) {
+        chart.data = null;
+        $(config.summary).textContent = 'Nothing in this window (or no trace entries in this run).';
+        draw();
+        return;
+      }
+      const asked = ++chart.asked;
+      const params = { file: chart.run, axis: win.axis, from: win.from, to: win.to, width: Math.max(1, Math.round(canvas.clientWidth)), budget: config.budget };
+      if (chart.search && chart.search.run === chart.run) params.q = chart.search.q;
+      const t0 = performance.now();
+      try {
+        const data = await askServer(config.route, params);
+        if (asked !== chart.asked) return; // a newer window was asked for
+        chart.data = data;
+        chart.stacked = T.stackAllocations({ band: data.band, allocations: data[config.items] });
+        chart.hover = -1;
+        $(config.summary).textContent = config.summary_text(data);
+        info[config.name] = { run: chart.run, axis: win.axis, from: win.from, to: win.to, width: data.band.length,
+          drawn: data[config.items].length, complete: data.complete, matched: data.matched, query: data.query, ms: performance.now() - t0 };
+        draw();
+        document.body.dataset[config.name] = String(asked);
+      } catch (err) {
+        if (asked !== chart.asked) return;
+        chart.data = null;
+        $(config.summary).textContent = String(err.message || err);
+        draw();
+      }
+    };
 
-  function drawAllocations() {
-    const canvas = $('allocations-canvas');
-    const width = canvas.clientWidth;
-    const height = canvas.clientHeight;
-    const ratio = window.devicePixelRatio || 1;
-    canvas.width = Math.round(width * ratio);
-    canvas.height = Math.round(height * ratio);
-    const g = canvas.getContext('2d');
-    g.setTransform(ratio, 0, 0, ratio, 0, 0);
-    g.clearRect(0, 0, width, height);
-    const L = allocView.layout;
-    if (!L || !L.band.length) return;
-    const columns = L.band.length;
-    const cw = width / columns;
-    const top = Math.max(1, ...L.high) * 1.05;
-    const y = (bytes) => height - (Math.max(0, bytes) / top) * height;
-    // The band of everything not drawn, lowest.
-    g.fillStyle = REST_COLOR;
-    g.beginPath();
-    g.moveTo(0, height);
-    for (let c = 0; c < columns; c++) {
-      g.lineTo(c * cw, y(L.band[c]));
-      g.lineTo((c + 1) * cw, y(L.band[c]));
+    // The canvas spans the chart's plotting area, so the two share an x axis.
+    function align() {
+      const canvas = $(config.canvas);
+      if (!plot) return;
+      const over = plot.over.getBoundingClientRect();
+      const wrap = $(config.wrap).getBoundingClientRect();
+      canvas.style.marginLeft = `${Math.max(0, over.left - wrap.left)}px`;
+      canvas.style.width = `${Math.max(100, over.width)}px`;
     }
-    g.lineTo(width, height);
-    g.fill();
-    const searching = !!L.query;
-    allocView.stacked.bands.forEach((b, k) => {
-      const a = L.allocations[k];
-      if (b.last < b.first) return;
-      const size = Number(a.size);
+
+    function draw() {
+      const canvas = $(config.canvas);
+      const width = canvas.clientWidth;
+      const height = canvas.clientHeight;
+      const ratio = window.devicePixelRatio || 1;
+      canvas.width = Math.round(width * ratio);
+      canvas.height = Math.round(height * ratio);
+      const g = canvas.getContext('2d');
+      g.setTransform(ratio, 0, 0, ratio, 0, 0);
+      g.clearRect(0, 0, width, height);
+      const d = chart.data;
+      if (!d || !d.band.length) return;
+      const columns = d.band.length;
+      const cw = width / columns;
+      const highest = top();
+      const y = (bytes) => height - (Math.max(0, bytes) / highest) * height;
+      g.fillStyle = REST_COLOR; // the band of everything not drawn, lowest
       g.beginPath();
-      for (let c = b.first; c <= b.last; c++) {
-        const yt = y(b.bottoms[c - b.first] + size);
-        if (c === b.first) g.moveTo(c * cw, yt);
-        else g.lineTo(c * cw, yt);
-        g.lineTo((c + 1) * cw, yt);
+      g.moveTo(0, height);
+      for (let c = 0; c < columns; c++) {
+        g.lineTo(c * cw, y(d.band[c]));
+        g.lineTo((c + 1) * cw, y(d.band[c]));
       }
-      for (let c = b.last; c >= b.first; c--) {
-        const yb = y(b.bottoms[c - b.first]);
-        g.lineTo((c + 1) * cw, yb);
-        g.lineTo(c * cw, yb);
-      }
-      g.closePath();
-      g.globalAlpha = searching && !a.matches ? 0.2 : 1;
-      g.fillStyle = CATEGORY_COLORS[a.category] || '#64748b';
+      g.lineTo(width, height);
       g.fill();
-      g.globalAlpha = 1;
-      const pinned = allocView.pinned && allocView.pinned.entry === a.entry;
-      if (pinned || k === allocView.hover || (searching && a.matches)) {
-        g.strokeStyle = CLICK_COLOR;
-        g.lineWidth = pinned ? 2 : 1;
-        g.stroke();
-      } else if (cw * (b.last - b.first + 1) > 3) {
-        g.strokeStyle = 'rgba(255, 255, 255, 0.7)';
-        g.lineWidth = 0.5;
-        g.stroke();
-      }
-      if (pinned) {
-        // Its alloc and free on the axis.
-        g.setLineDash([4, 3]);
-        g.strokeStyle = CLICK_COLOR;
+      const searching = !!d.query;
+      chart.stacked.bands.forEach((b, k) => {
+        const item = items()[k];
+        if (b.last < b.first) return;
+        const size = Number(item.size);
         g.beginPath();
-        g.moveTo(b.first * cw, 0);
-        g.lineTo(b.first * cw, height);
-        if (a.end_entry !== null) {
-          g.moveTo((b.last + 1) * cw, 0);
-          g.lineTo((b.last + 1) * cw, height);
+        for (let c = b.first; c <= b.last; c++) {
+          const yt = y(b.bottoms[c - b.first] + size);
+          if (c === b.first) g.moveTo(c * cw, yt);
+          else g.lineTo(c * cw, yt);
+          g.lineTo((c + 1) * cw, yt);
         }
-        g.stroke();
-        g.setLineDash([]);
+        for (let c = b.last; c >= b.first; c--) {
+          const yb = y(b.bottoms[c - b.first]);
+          g.lineTo((c + 1) * cw, yb);
+          g.lineTo(c * cw, yb);
+        }
+        g.closePath();
+        g.globalAlpha = searching && !item.matches ? 0.2 : 1;
+        g.fillStyle = config.colour(item);
+        g.fill();
+        g.globalAlpha = 1;
+        const pinned = chart.pinned === item;
+        if (pinned || k === chart.hover || (searching && item.matches)) {
+          g.strokeStyle = CLICK_COLOR;
+          g.lineWidth = pinned ? 2 : 1;
+          g.stroke();
+        } else if (cw * (b.last - b.first + 1) > 3) {
+          g.strokeStyle = 'rgba(255, 255, 255, 0.7)';
+          g.lineWidth = 0.5;
+          g.stroke();
+        }
+        if (pinned) {
+          // Where it began and ended, on the axis.
+          g.setLineDash([4, 3]);
+          g.strokeStyle = CLICK_COLOR;
+          g.beginPath();
+          g.moveTo(b.first * cw, 0);
+          g.lineTo(b.first * cw, height);
+          if (config.ended(item)) {
+            g.moveTo((b.last + 1) * cw, 0);
+            g.lineTo((b.last + 1) * cw, height);
+          }
+          g.stroke();
+          g.setLineDash([]);
+        }
+      });
+      g.fillStyle = '#475569';
+      g.font = '11px system-ui, sans-serif';
+      for (let i = 1; i <= 4; i++) g.fillText(formatBytes((highest * i) / 4.2), 4, y((highest * i) / 4.2) + 12);
+    }
+    chart.draw = draw;
+
+    // The item under the pointer, as an index into the answer's items, or -1.
+    function under(e) {
+      const d = chart.data;
+      if (!d) return -1;
+      const rect = $(config.canvas).getBoundingClientRect();
+      const column = Math.floor(((e.clientX - rect.left) / rect.width) * d.band.length);
+      const bytes = ((rect.bottom - e.clientY) / rect.height) * top();
+      if (column < 0 || column >= d.band.length) return -1;
+      return T.allocationAtPoint({ allocations: items() }, chart.stacked, column, bytes);
+    }
+
+    async function hover(e) {
+      const k = under(e);
+      const tip = $(config.tip);
+      if (k !== chart.hover) {
+        chart.hover = k;
+        draw();
       }
-    });
-    g.fillStyle = '#475569';
-    g.font = '11px system-ui, sans-serif';
-    for (let i = 1; i <= 4; i++) g.fillText(formatBytes((top * i) / 4.2), 4, y((top * i) / 4.2) + 12);
-  }
-
-  // The allocation under the pointer, as an index into the layout, or -1.
-  function allocationUnder(e) {
-    const L = allocView.layout;
-    if (!L) return -1;
-    const canvas = $('allocations-canvas');
-    const rect = canvas.getBoundingClientRect();
-    const column = Math.floor(((e.clientX - rect.left) / rect.width) * L.band.length);
-    const top = Math.max(1, ...L.high) * 1.05;
-    const bytes = ((rect.bottom - e.clientY) / rect.height) * top;
-    if (column < 0 || column >= L.band.length) return -1;
-    return T.allocationAtPoint(L, allocView.stacked, column, bytes);
-  }
-
-  function allocationFacts(a, sources) {
-    const when = a.time_s === null ? `entry ${a.entry}` : `${a.time_s.toFixed(6)} s (entry ${a.entry})`;
-    const end = a.end_entry === null ? 'live at the end of the trace'
-      : `ended at ${a.end_time_s === null ? `entry ${a.end_entry}` : `${a.end_time_s.toFixed(6)} s (entry ${a.end_entry})`}`;
-    return `${formatBytes(Number(a.size))} · ${a.category} · ${sources[a.source]} · made at ${when}, ${end}`;
-  }
-
-  async function hoverAllocation(e) {
-    const k = allocationUnder(e);
-    const tip = $('allocations-tip');
-    if (k !== allocView.hover) {
-      allocView.hover = k;
-      drawAllocations();
+      if (k < 0) {
+        tip.hidden = true;
+        return;
+      }
+      const d = chart.data;
+      const item = items()[k];
+      const wrap = $(config.wrap).getBoundingClientRect();
+      tip.hidden = false;
+      tip.style.left = `${Math.min(e.clientX - wrap.left + 12, wrap.width - 360)}px`;
+      tip.style.top = `${e.clientY - wrap.top + 12}px`;
+      tip.replaceChildren(element('div', config.facts(item, d), 'facts'));
+      tip.dataset.entry = String(config.id(item));
+      if (config.more) {
+        const extra = await config.more(chart.run, item).catch(() => null);
+        if (extra && chart.hover === k && chart.data === d) {
+          tip.replaceChildren(element('div', config.facts(item, d), 'facts'), ...extra.nodes);
+          tip.dataset.frames = String(extra.frames);
+        }
+      }
     }
-    if (k < 0) {
-      tip.hidden = true;
-      return;
+
+    function pin(e) {
+      const k = under(e);
+      chart.pinned = k < 0 ? null : items()[k];
+      draw();
+      const box = $(config.pinned);
+      if (k < 0) {
+        box.hidden = true;
+        return;
+      }
+      config.pin(chart.run, chart.pinned, box);
     }
-    const L = allocView.layout;
-    const a = L.allocations[k];
-    const wrap = $('allocations-wrap').getBoundingClientRect();
-    tip.hidden = false;
-    tip.style.left = `${Math.min(e.clientX - wrap.left + 12, wrap.width - 360)}px`;
-    tip.style.top = `${e.clientY - wrap.top + 12}px`;
-    tip.replaceChildren(element('div', allocationFacts(a, L.sources), 'facts'));
-    tip.dataset.entry = String(a.entry);
-    const run = allocView.run;
-    try {
+
+    chart.wire = () => {
+      if (!SERVED) return;
+      $(config.panel).hidden = false;
+      const select = $(config.runSelect);
+      select.replaceChildren(...RUNS.map((r, i) => {
+        const option = element('option', r.name || r.label);
+        option.value = String(i);
+        return option;
+      }));
+      select.hidden = RUNS.length < 2;
+      select.addEventListener('change', () => chart.open(Number(select.value)));
+      const canvas = $(config.canvas);
+      canvas.addEventListener('mousemove', hover);
+      canvas.addEventListener('mouseleave', () => {
+        chart.hover = -1;
+        $(config.tip).hidden = true;
+        draw();
+      });
+      canvas.addEventListener('click', pin);
+      new ResizeObserver(() => chart.schedule()).observe($(config.wrap));
+    };
+
+    // Shows run `i`.
+    chart.open = (i) => {
+      chart.run = i;
+      $(config.runSelect).value = String(i);
+      chart.pinned = null;
+      $(config.pinned).hidden = true;
+      chart.schedule();
+    };
+    return chart;
+  }
+
+  function userFramesList(frames) {
+    const users = frames.filter((f) => f.users).slice(0, 6);
+    const list = element('ol');
+    (users.length ? users : frames.slice(0, 6)).forEach((f) => list.append(element('li', `${f.name} ${f.filename}:${f.line}`, f.users ? 'users' : '')));
+    return list;
+  }
+
+  function secondsOrEntry(seconds, entry) {
+    return seconds === null ? `entry ${entry}` : `${seconds.toFixed(6)} s (entry ${entry})`;
+  }
+
+  const allocView = bandChart({
+    name: 'allocations', panel: 'allocations-panel', runSelect: 'allocations-run', summary: 'allocations-summary',
+    wrap: 'allocations-wrap', canvas: 'allocations-canvas', tip: 'allocations-tip', pinned: 'allocations-pinned',
+    route: '/api/layout', budget: 2000, items: 'allocations', top: 'high',
+    summary_text: (d) => `${formatCount(d.allocations.length)} allocation${d.allocations.length === 1 ? '' : 's'} drawn`
+      + (d.complete ? ' (every one live in this window)' : ' (the largest; zoom in for smaller ones)')
+      + (d.query ? ` · ${formatCount(d.matched)} match “${d.query}”` : ''),
+    colour: (a) => CATEGORY_COLORS[a.category] || '#64748b',
+    id: (a) => a.entry,
+    ended: (a) => a.end_entry !== null,
+    facts: (a, d) => `${formatBytes(Number(a.size))} · ${a.category} · ${d.sources[a.source]} · made at ${secondsOrEntry(a.time_s, a.entry)}, `
+      + (a.end_entry === null ? 'live at the end of the trace' : `ended at ${secondsOrEntry(a.end_time_s, a.end_entry)}`),
+    more: async (run, a) => {
       const detail = await allocationDetail(run, a.entry);
-      if (allocView.hover !== k || allocView.layout !== L) return;
-      const users = detail.frames.filter((f) => f.users).slice(0, 6);
-      const shown = users.length ? users : detail.frames.slice(0, 6);
-      const list = element('ol');
-      shown.forEach((f) => list.append(element('li', `${f.name} ${f.filename}:${f.line}`, f.users ? 'users' : '')));
-      const more = detail.frames.length - shown.length;
-      tip.replaceChildren(element('div', allocationFacts(a, L.sources), 'facts'), list,
-        element('div', detail.frames.length ? `${more > 0 ? `${more} more frames; ` : ''}click for the whole stack` : 'no stack recorded', 'hint'));
-      tip.dataset.frames = String(detail.frames.length);
-    } catch (err) {
-      // The facts stay; the stack could not be had.
-    }
-  }
+      const more = detail.frames.length - Math.min(6, detail.frames.filter((f) => f.users).length || detail.frames.length);
+      return { frames: detail.frames.length, nodes: [userFramesList(detail.frames),
+        element('div', detail.frames.length ? `${more > 0 ? `${more} more frames; ` : ''}click for the whole stack` : 'no stack recorded', 'hint')] };
+    },
+    pin: (run, a, box) => showAllocation(run, a.entry, box),
+  });
+  window.memsnapAllocations = allocView; // for the browser tests
 
-  function pinAllocation(e) {
-    const k = allocationUnder(e);
-    const L = allocView.layout;
-    allocView.pinned = k < 0 ? null : L.allocations[k];
-    drawAllocations();
-    const box = $('allocations-pinned');
-    if (k < 0) {
-      box.hidden = true;
-      return;
-    }
-    showAllocation(allocView.run, allocView.pinned.entry, box);
-  }
+  const segmentView = bandChart({
+    name: 'segments', panel: 'segments-panel', runSelect: 'segments-run', summary: 'segments-summary',
+    wrap: 'segments-wrap', canvas: 'segments-canvas', tip: 'segments-tip', pinned: 'segments-pinned',
+    route: '/api/segment-timeline', budget: 500, items: 'segments', top: 'reserved',
+    summary_text: (d) => `${formatCount(d.segments.length)} segment${d.segments.length === 1 ? '' : 's'} drawn`
+      + (d.complete ? ' (every one reserved in this window)' : ' (the largest; zoom in for smaller ones)')
+      + ` · ${formatCount(d.segment_events)} segment entries in the trace`,
+    colour: (g) => (g.expandable ? '#0d9488' : POOL_COLORS[(g.pool ? Math.abs(g.pool[0] * 31 + g.pool[1]) : 0) % POOL_COLORS.length]),
+    id: (g) => g.address,
+    ended: (g) => g.end_entry !== null,
+    facts: (g) => `${g.expandable ? 'expandable mapping' : 'segment'} 0x${g.address.toString(16)} · ${formatBytes(Number(g.size))} · `
+      + `${g.pool_label || 'pool not in the dump'} · stream ${g.stream} · `
+      + `${g.begin_entry === null ? 'reserved before the trace' : `reserved at entry ${g.begin_entry}`}, `
+      + `${g.end_entry === null ? 'held at the dump' : `released at entry ${g.end_entry}`}`,
+    pin: (run, g, box) => {
+      box.hidden = false;
+      box.replaceChildren(element('p', segmentView.config.facts(g), 'facts'),
+        element('p', `memsnap segments ${RUNS[run].file} --time T shows its blocks at any moment; so does the allocator panel below.`, 'hint'));
+      box.dataset.address = String(g.address);
+    },
+  });
+  window.memsnapSegments = segmentView;
 
-  function wireAllocations() {
-    if (!SERVED) return;
-    $('allocations-panel').hidden = false;
-    const select = $('allocations-run');
-    select.replaceChildren(...RUNS.map((r, i) => {
-      const option = element('option', r.name || r.label);
-      option.value = String(i);
-      return option;
-    }));
-    select.hidden = RUNS.length < 2;
-    select.addEventListener('change', () => {
-      allocView.run = Number(select.value);
-      allocView.pinned = null;
-      $('allocations-pinned').hidden = true;
-      scheduleAllocations();
-    });
-    const canvas = $('allocations-canvas');
-    canvas.addEventListener('mousemove', hoverAllocation);
-    canvas.addEventListener('mouseleave', () => {
-      allocView.hover = -1;
-      $('allocations-tip').hidden = true;
-      drawAllocations();
-    });
-    canvas.addEventListener('click', pinAllocation);
-    new ResizeObserver(() => scheduleAllocations()).observe($('allocations-wrap'));
+  function scheduleBandCharts() {
+    allocView.schedule();
+    segmentView.schedule();
   }
 
   // ---------------------------------------------------------------- allocator panel
@@ -1886,7 +1938,8 @@
     renderCards();
     wireControls();
     wireSearch();
-    wireAllocations();
+    allocView.wire();
+    segmentView.wire();
     wireServedAllocator();
     render();
     showRanks();

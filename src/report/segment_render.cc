@@ -273,6 +273,45 @@ ordered_json render_segments_json(const SegmentReport& r, int top) {
 
 namespace memsnap {
 
+nlohmann::ordered_json render_segment_timeline_json(const SegmentTimeline& timeline) {
+  nlohmann::ordered_json segments = nlohmann::ordered_json::array();
+  const auto entry_or_null = [](const std::optional<uint64_t>& entry) {
+    return entry ? nlohmann::ordered_json(*entry) : nlohmann::ordered_json(nullptr);
+  };
+  for (const DrawnSegment& drawn : timeline.drawn) {
+    const SegmentSpan& span = *drawn.span;
+    nlohmann::ordered_json pool = nullptr;
+    nlohmann::ordered_json label = nullptr;
+    if (span.pool_known) {
+      pool = {span.pool.first, span.pool.second};
+      label = pool_label(span.pool);
+    }
+    segments.push_back({{"address", span.address},
+                        {"size", span.size},
+                        {"stream", span.stream},
+                        {"expandable", span.expandable},
+                        {"pool", pool},
+                        {"pool_label", label},
+                        {"first_column", drawn.first_column},
+                        {"last_column", drawn.last_column},
+                        {"begin_entry", entry_or_null(drawn.begin_entry)},
+                        {"end_entry", entry_or_null(drawn.end_entry)}});
+  }
+  return {{"file", timeline.file},
+          {"device", timeline.device},
+          {"axis", timeline.window.axis == LineAxis::kTime ? "time" : "event"},
+          {"from", timeline.window.from},
+          {"to", timeline.window.to},
+          {"width", timeline.window.width},
+          {"reserved", timeline.reserved},
+          {"peak_at", timeline.sample},
+          {"band", timeline.band},
+          {"segment_events", timeline.segment_events},
+          {"budget", timeline.budget},
+          {"complete", timeline.complete},
+          {"segments", std::move(segments)}};
+}
+
 nlohmann::ordered_json render_segment_map_json(const SegmentReport& report, size_t limit) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (size_t i = 0; i < std::min(limit, report.segments.size()); ++i) {

@@ -23,6 +23,7 @@
 #include "analysis/reports/ranks.h"
 #include "analysis/reports/run_summary.h"
 #include "analysis/reports/segment_report.h"
+#include "analysis/reports/segment_timeline.h"
 #include "memsnap/error.h"
 #include "report/allocation_render.h"
 #include "report/format.h"
@@ -285,22 +286,37 @@ ordered_json line_of(const httplib::Request& request, const FileAnalysis& file) 
   return render_line_json(memory_line(file, window_of(request, file)));
 }
 
-// The allocations a layout draws unless the request says otherwise.
-constexpr double kLayoutBudget = 2000;
+// The allocations a layout draws, and the segments a segment timeline
+// draws, unless the request says otherwise.
+constexpr size_t kLayoutBudget = 2000;
+constexpr size_t kSegmentBudget = 500;
+
+// budget=N: how many spans to draw one by one, 1 to `limit`.
+size_t budget_of(const httplib::Request& request, size_t fallback, size_t limit) {
+  const double budget = number_of(request, "budget", static_cast<double>(fallback));
+  if (budget != std::floor(budget) || budget < 1 || budget > static_cast<double>(limit)) {
+    throw Error::usage(fmt::format("budget must be a whole number, 1 to {}", limit));
+  }
+  return static_cast<size_t>(budget);
+}
 
 // GET /api/layout?file=I&<window>&budget=N&q=TEXT: the window's largest
 // allocations one by one and the band of the rest
 // (analysis/reports/allocation_layout.h); q marks what a search finds.
 ordered_json layout_of(const httplib::Request& request, const FileAnalysis& file) {
   only_parameters(request, "layout", {"axis", "from", "to", "width", "budget", "q"});
-  const double budget = number_of(request, "budget", kLayoutBudget);
-  if (budget != std::floor(budget) || budget < 1 ||
-      budget > static_cast<double>(kMaxLayoutBudget)) {
-    throw Error::usage(fmt::format("budget must be a whole number, 1 to {}", kMaxLayoutBudget));
-  }
   return render_layout_json(allocation_layout(file, window_of(request, file),
-                                              static_cast<size_t>(budget),
+                                              budget_of(request, kLayoutBudget, kMaxLayoutBudget),
                                               request.get_param_value("q"), SourceKeyOptions{}));
+}
+
+// GET /api/segment-timeline?file=I&<window>&budget=N: the segments reserved
+// over the window, the largest one by one over the band of the rest
+// (analysis/reports/segment_timeline.h).
+ordered_json segment_timeline_of(const httplib::Request& request, const FileAnalysis& file) {
+  only_parameters(request, "segment-timeline", {"axis", "from", "to", "width", "budget"});
+  return render_segment_timeline_json(segment_timeline(
+      file, window_of(request, file), budget_of(request, kSegmentBudget, kMaxSegmentBudget)));
 }
 
 // The segments a segment map draws unless the request says otherwise, and
@@ -475,6 +491,13 @@ void Server::State::routes() {
       send_json(response, 200, segments_of(request, *files[index].analysis));
     });
   });
+  http.Get("/api/segment-timeline",
+           [this](const httplib::Request& request, httplib::Response& response) {
+             answered(response, [&] {
+               const size_t index = file_index(request, "file", files.size());
+               send_json(response, 200, segment_timeline_of(request, *files[index].analysis));
+             });
+           });
   http.Get("/api/block", [this](const httplib::Request& request, httplib::Response& response) {
     answered(response, [&] {
       const size_t index = file_index(request, "file", files.size());

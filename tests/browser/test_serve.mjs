@@ -126,7 +126,7 @@ async function checkAllocations(page, url) {
     }
     const shown = await page.evaluate(() => {
       const v = window.memsnapAllocations;
-      return { info: window.memsnapInfo.allocations, top: Array.from(v.stacked.top), high: v.layout.high, drawn: v.layout.allocations.length };
+      return { info: window.memsnapInfo.allocations, top: Array.from(v.stacked.top), high: v.data.high, drawn: v.data.allocations.length };
     });
     const { info } = shown;
     const line = await api(url, '/api/line', { file: 0, axis: info.axis, from: info.from, to: info.to, width: info.width });
@@ -144,7 +144,7 @@ async function checkAllocations(page, url) {
   await page.locator('#allocations-canvas').scrollIntoViewIfNeeded();
   const target = await page.evaluate(() => {
     const v = window.memsnapAllocations;
-    const L = v.layout;
+    const L = v.data;
     let k = 0;
     L.allocations.forEach((a, i) => { if (Number(a.size) > Number(L.allocations[k].size)) k = i; });
     const a = L.allocations[k];
@@ -177,9 +177,44 @@ async function checkAllocations(page, url) {
   await search(page, 0, 'attention');
   seen = await allocationsAfter(page, seen);
   const marked = await page.evaluate(() => ({ matched: window.memsnapInfo.allocations.matched,
-    flagged: window.memsnapAllocations.layout.allocations.filter((a) => a.matches).length, query: window.memsnapInfo.allocations.query }));
+    flagged: window.memsnapAllocations.data.allocations.filter((a) => a.matches).length, query: window.memsnapInfo.allocations.query }));
   check(marked.query === 'attention' && marked.matched === marked.flagged && marked.matched > 0,
     `a search marks the drawn allocations it finds: ${JSON.stringify(marked)}`);
+}
+
+// The segment timeline: the server's answer for the chart's window, its
+// bands plus the band of the rest make up reserved memory at every column,
+// and a hovered segment names itself.
+async function checkSegments(page, url) {
+  check(await page.isVisible('#segments-panel'), 'the served page shows the segment timeline');
+  await page.waitForFunction(() => window.memsnapSegments.data, null, { timeout: 15000 });
+  const shown = await page.evaluate(() => {
+    const v = window.memsnapSegments;
+    return { info: window.memsnapInfo.segments, top: Array.from(v.stacked.top), data: v.data };
+  });
+  const { info } = shown;
+  const expected = await api(url, '/api/segment-timeline', { file: 0, axis: info.axis, from: info.from, to: info.to, width: info.width, budget: 500 });
+  check(JSON.stringify(expected) === JSON.stringify(shown.data), `the segment timeline draws the server's answer (${info.drawn} segments)`);
+  check(shown.top.every((v, c) => v === expected.reserved[c]), 'its bands and the band of the rest make up reserved memory at every column');
+  await page.locator('#segments-canvas').scrollIntoViewIfNeeded();
+  const target = await page.evaluate(() => {
+    const v = window.memsnapSegments;
+    let k = 0;
+    v.data.segments.forEach((g, i) => {
+      const span = (x) => v.stacked.bands[x].last - v.stacked.bands[x].first;
+      if (Number(g.size) * span(i) > Number(v.data.segments[k].size) * span(k)) k = i;
+    });
+    const b = v.stacked.bands[k];
+    const g = v.data.segments[k];
+    const c = Math.floor((b.first + b.last) / 2);
+    const rect = document.getElementById('segments-canvas').getBoundingClientRect();
+    const top = Math.max(1, ...v.data.reserved) * 1.05;
+    const bytes = b.bottoms[c - b.first] + Number(g.size) / 2;
+    return { address: g.address, x: rect.left + ((c + 0.5) / v.data.band.length) * rect.width, y: rect.bottom - (bytes / top) * rect.height };
+  });
+  await page.mouse.move(target.x, target.y);
+  await page.waitForFunction((a) => document.getElementById('segments-tip').dataset.entry === String(a), target.address, { timeout: 10000 });
+  check(true, `hovering a segment names it (0x${target.address.toString(16)})`);
 }
 
 // The allocator panel, served: a click on the chart shows each run's
@@ -323,6 +358,7 @@ async function main() {
     check(await page.isVisible('#search-panel'), 'the served page shows the search panel');
     await checkSearchAndStack(page, url);
     await checkAllocations(page, url);
+    await checkSegments(page, url);
     await checkServedAllocator(page, url);
     await checkRanks(page, url);
     await checkViewInAddress(context, url);
@@ -330,6 +366,7 @@ async function main() {
     await page.locator('#search-panel').screenshot({ path: path.join(OUT, 'serve-search.png') });
     await page.locator('#allocations-panel').screenshot({ path: path.join(OUT, 'serve-allocations.png') });
     await page.locator('#alloc-panel').screenshot({ path: path.join(OUT, 'serve-allocator.png') });
+    await page.locator('#segments-panel').screenshot({ path: path.join(OUT, 'serve-segments.png') });
     await page.locator('#ranks-panel').screenshot({ path: path.join(OUT, 'serve-ranks.png') });
     check(problems.length === 0, `no console error, no other origin: ${problems.join('; ')}`);
   } finally {

@@ -436,6 +436,65 @@ def test_the_segment_map_equals_segments_at_a_time(memsnap, served):
     assert json.loads(served.get("/api/block?file=0&address=1&position=10")[2]) == {"allocation": None}
 
 
+def reserved_by_hand(rows, reserved_at_dump):
+    """position -> reserved bytes, from the trace's segment entries walked back
+    from the dump (docs/semantics.md), as a list indexed by position."""
+    change = {"segment_alloc": 1, "segment_map": 1, "segment_free": -1, "segment_unmap": -1}
+    steps = [change.get(r["action"], 0) * (r["size"] or 0) for r in rows]
+    level = reserved_at_dump - sum(steps)
+    out = [level]
+    for step in steps:
+        level += step
+        out.append(level)
+    return out
+
+
+def check_segment_timeline(server, file_index, events, reserved_at_dump, axis, duration):
+    """At three zooms: each column's reserved bytes are the highest the
+    trace's segment entries reach in it, taken where they are; the drawn
+    segments are segment entries of the trace (or the dump's), live exactly in
+    the columns they claim; the band plus them makes up the reserved line."""
+    rows = events["events"]
+    by_hand = reserved_by_hand(rows, reserved_at_dump)
+    for lo, hi in ((0.0, 1.0), (0.3, 0.7), (0.5, 0.52)):
+        window = "axis=%s&from=%r&to=%r&width=400" % (axis, duration * lo, duration * hi)
+        status, _, body = server.get("/api/segment-timeline?file=%d&%s" % (file_index, window))
+        assert status == 200, body
+        got = json.loads(body)
+        for c in range(0, 400, 8):
+            assert got["reserved"][c] == max(by_hand[got["peak_at"][c]], 0) or \
+                got["reserved"][c] == by_hand[got["peak_at"][c]], (lo, c)
+            total = got["band"][c] + sum(s["size"] for s in got["segments"]
+                                         if s["first_column"] <= c <= s["last_column"])
+            assert total == got["reserved"][c], (lo, hi, c)
+        for seg in got["segments"]:
+            begin = 0 if seg["begin_entry"] is None else seg["begin_entry"] + 1
+            end = len(rows) + 1 if seg["end_entry"] is None else seg["end_entry"] + 1
+            live = [c for c, p in enumerate(got["peak_at"]) if begin <= p < end]
+            assert live == list(range(seg["first_column"], seg["last_column"] + 1))
+            if seg["begin_entry"] is not None:
+                # Made by its alloc or map, or (the rest of a mapping) by an unmap of its first bytes.
+                made = rows[seg["begin_entry"]]
+                assert made["action"] in ("segment_alloc", "segment_map", "segment_unmap")
+            if seg["end_entry"] is not None:
+                # Ended by its free or unmap, or by a new segment at its address.
+                assert rows[seg["end_entry"]]["action"].startswith("segment_")
+    return got
+
+
+def test_the_segment_timeline_makes_up_reserved_memory(memsnap, served):
+    for index, path in enumerate((A, B)):
+        events = events_of(memsnap, path)
+        reserved = cli_json(memsnap, "segments", path)["totals"]["reserved"]
+        duration = cli_json(memsnap, "parse", path)["trace_duration_s"]
+        whole = check_segment_timeline(served, index, events, reserved, "time", duration)
+        assert whole["segments"] and min(whole["band"]) >= 0
+        check_segment_timeline(served, index, events, reserved, "event", len(events["events"]))
+    for bad in ("budget=0", "budget=15001", "width=0", "from=3&to=1", "q=x"):
+        status, _, body = served.get("/api/segment-timeline?file=0&" + bad)
+        assert status == 400, (bad, status, body)
+
+
 def test_allocations_and_search_equal_the_events(memsnap, served):
     for index, path in enumerate((A, B)):
         events = events_of(memsnap, path)
@@ -467,6 +526,8 @@ def test_every_fixture_with_a_trace(memsnap, fixtures_dir):
             check_allocations_and_search(server, 0, events, 12,
                                          [frames[len(frames) // 2][:40]] if frames else ["x"])
             check_layout(server, 0, events, "event", len(events["events"]))
+            reserved = cli_json(memsnap, "segments", path)["totals"]["reserved"]
+            check_segment_timeline(server, 0, events, reserved, "event", len(events["events"]))
             parse = cli_json(memsnap, "parse", path)
             if parse.get("trace_duration_s") and "cannot replay" not in json.dumps(parse):
                 status, _, body = server.get("/api/segments?file=0&time=%r" % (parse["trace_duration_s"] / 2))

@@ -34,6 +34,8 @@ struct FileAnalysis::Parts {
   std::once_flag levels_once;
   LevelIndex levels;
   AllocationSpans spans;
+  std::once_flag segment_spans_once;
+  std::vector<SegmentSpan> segment_spans;
 };
 
 FileAnalysis::FileAnalysis(std::string path, const Snapshot& snapshot, std::optional<int> device,
@@ -102,6 +104,15 @@ const LevelIndex& FileAnalysis::levels() const {
     compute("levels", [&] { parts_->levels = LevelIndex(*snapshot_, trace_, &parts_->spans); });
   });
   return parts_->levels;
+}
+
+const std::vector<SegmentSpan>& FileAnalysis::segment_spans() const {
+  std::call_once(parts_->segment_spans_once, [this] {
+    compute("segment spans", [this] {
+      parts_->segment_spans = memsnap::segment_spans(*snapshot_, trace_, choice_.device);
+    });
+  });
+  return parts_->segment_spans;
 }
 
 const AllocationSpans& FileAnalysis::spans() const {

@@ -94,6 +94,8 @@ class FileAnalysis {
   // The level after every entry, for memory lines at any window (serve);
   // computed only when asked for.
   [[nodiscard]] const LevelIndex& levels() const;
+  // Every segment's span, largest first (serve's segment timeline).
+  [[nodiscard]] const std::vector<SegmentSpan>& segment_spans() const;
   // Every allocation's span, largest first: built with the levels.
   [[nodiscard]] const AllocationSpans& spans() const;
   // Begins the allocator replay on another thread, if it has not begun.

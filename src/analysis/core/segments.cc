@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <iterator>
 
+#include <absl/container/flat_hash_map.h>
+
 namespace memsnap {
 
 SegmentTotals segment_totals(const Snapshot& snapshot, int device) {
@@ -91,6 +93,62 @@ Baseline compute_baseline(const SegmentTotals& segments, const ReplayTotals& rep
       add_bytes(sub_bytes(static_cast<int64_t>(segments.active_size), replay.live_bytes_at_end),
                 replay.unmatched_free_bytes);
   return baseline;
+}
+
+std::vector<SegmentSpan> segment_spans(const Snapshot& snapshot, const DeviceTrace& trace,
+                                       int device) {
+  const EventColumns& events = snapshot.events;
+  const uint64_t held_to_the_end = trace.count() + 1;
+  std::vector<SegmentSpan> spans;
+  absl::flat_hash_map<uint64_t, size_t> open;  // address -> index in spans
+  for (uint64_t i = trace.begin; i < trace.end; ++i) {
+    const Action action = events.action[i];
+    const uint64_t position = i - trace.begin + 1;
+    const uint64_t address = events.addr[i];
+    const uint64_t size = events.size[i];
+    const bool expandable = action == Action::kSegmentMap || action == Action::kSegmentUnmap;
+    if (action == Action::kSegmentAlloc || action == Action::kSegmentMap) {
+      if (const auto found = open.find(address); found != open.end()) {
+        spans[found->second].end = position;  // reserved again without a free: the old one ends
+      }
+      open[address] = spans.size();
+      spans.push_back({position, held_to_the_end, address, size, events.stream[i], expandable});
+    } else if (action == Action::kSegmentFree || action == Action::kSegmentUnmap) {
+      const auto found = open.find(address);
+      if (found == open.end()) {
+        // Reserved before the trace began.
+        spans.push_back({0, position, address, size, events.stream[i], expandable});
+        continue;
+      }
+      const size_t index = found->second;
+      open.erase(found);
+      spans[index].end = position;
+      if (spans[index].size > size) {  // the mapping's first bytes unmapped: the rest goes on
+        SegmentSpan rest = spans[index];
+        rest.begin = position;
+        rest.end = held_to_the_end;
+        rest.address += size;
+        rest.size -= size;
+        open[rest.address] = spans.size();
+        spans.push_back(rest);
+      }
+    }
+  }
+  for (const Segment& segment : snapshot.segments) {
+    if (segment.device != device) continue;
+    const PoolId pool{segment.pool_id_first, segment.pool_id_second};
+    if (const auto found = open.find(segment.address); found != open.end()) {
+      spans[found->second].pool_known = true;
+      spans[found->second].pool = pool;
+      continue;
+    }
+    spans.push_back({0, held_to_the_end, segment.address, segment.total_size, segment.stream,
+                     segment.is_expandable, true, pool});
+  }
+  std::sort(spans.begin(), spans.end(), [](const SegmentSpan& a, const SegmentSpan& b) {
+    return a.size != b.size ? a.size > b.size : a.begin < b.begin;
+  });
+  return spans;
 }
 
 std::string pool_label(PoolId pool) {

@@ -68,6 +68,26 @@ struct Baseline {
 Baseline compute_baseline(const SegmentTotals& segments, const ReplayTotals& replay);
 
 // "default pool", or "pool (1, 0)" for a CUDA graph's or MemPool's private pool.
+// A segment, or a mapping of an expandable one, as the positions (entries
+// applied) it was reserved at: from `begin` (after its segment_alloc or
+// segment_map; 0 for one from before the trace) to before `end` (after its
+// segment_free or segment_unmap; count() + 1 for one the dump still holds).
+// An unmap of a mapping's first bytes ends it and begins the rest.
+struct SegmentSpan {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  uint64_t address = 0;
+  uint64_t size = 0;
+  uint64_t stream = 0;
+  bool expandable = false;
+  bool pool_known = false;  // the dump holds it, and says its pool
+  PoolId pool;
+};
+// Every segment span of a device's trace, with the dump's segments no trace
+// entry made (reserved throughout); largest first, then by begin.
+std::vector<SegmentSpan> segment_spans(const Snapshot& snapshot, const DeviceTrace& trace,
+                                       int device);
+
 std::string pool_label(PoolId pool);
 
 }  // namespace memsnap

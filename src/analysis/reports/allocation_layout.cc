@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "analysis/core/sources.h"
+#include "analysis/core/visible_spans.h"
 #include "analysis/reports/allocation.h"
 #include "memsnap/error.h"
 #include "memsnap/replay.h"
@@ -11,41 +12,13 @@
 namespace memsnap {
 namespace {
 
-struct Visible {
-  const AllocationSpan* span;
-  int first_column;
-  int last_column;
-};
+using Visible = VisibleSpan<AllocationSpan>;
 
-// The columns whose positions `span` is live at (they are contiguous: the
-// positions never decrease); nullopt when none.
-std::optional<Visible> columns_of(const AllocationSpan& span, const std::vector<uint64_t>& at) {
-  const auto first = std::lower_bound(at.begin(), at.end(), span.begin);
-  if (first == at.end() || *first >= span.end) return std::nullopt;
-  const auto past = std::lower_bound(first, at.end(), span.end);
-  return Visible{&span, static_cast<int>(first - at.begin()),
-                 static_cast<int>(past - at.begin()) - 1};
-}
-
-// The `budget` largest visible allocations, by entry; `complete` says whether
-// that is all of them. One scan of the spans, largest first: it stops at the
-// first visible allocation past the budget.
-std::vector<Visible> largest_visible(const AllocationSpans& spans, const std::vector<uint64_t>& at,
-                                     size_t budget, bool& complete) {
-  std::vector<Visible> out;
-  complete = true;
-  const uint64_t lowest = at.front();
-  const uint64_t highest = at.back();
-  for (const AllocationSpan& span : spans.by_size()) {
-    if (span.end <= lowest || span.begin > highest) continue;
-    const std::optional<Visible> visible = columns_of(span, at);
-    if (!visible) continue;
-    if (out.size() == budget) {
-      complete = false;
-      break;
-    }
-    out.push_back(*visible);
-  }
+// The `budget` largest visible allocations, by entry (their stacking order).
+std::vector<Visible> largest_visible_by_entry(const AllocationSpans& spans,
+                                              const std::vector<uint64_t>& at, size_t budget,
+                                              bool& complete) {
+  std::vector<Visible> out = largest_visible(spans.by_size(), at, budget, complete);
   std::sort(out.begin(), out.end(),
             [](const Visible& a, const Visible& b) { return a.span->begin < b.span->begin; });
   return out;
@@ -68,7 +41,7 @@ AllocationLayout allocation_layout(const FileAnalysis& file, const LineWindow& w
   layout.query = std::string(query);
   const AllocationSpans& spans = file.spans();
   const std::vector<Visible> visible =
-      largest_visible(spans, layout.sample, budget, layout.complete);
+      largest_visible_by_entry(spans, layout.sample, budget, layout.complete);
 
   // The band: the line's high less the drawn allocations live in the column
   // (a difference array over the columns, then its running sum).

@@ -19,8 +19,18 @@ void check_window(const LineWindow& window) {
   }
 }
 
-// The positions (entries applied) at the columns' edges, width + 1 of them.
+}  // namespace
+
 std::vector<uint64_t> column_edges(const FileAnalysis& file, const LineWindow& window) {
+  if (file.trace().count() == 0) {
+    throw Error(
+        "the file has no trace entries on this device, so no memory over time (its segments at "
+        "the dump still answer: memsnap segments)");
+  }
+  check_window(window);
+  if (window.axis == LineAxis::kTime) {
+    file.time().require_times(file.path(), "the line by event (axis=event) still works");
+  }
   const double step = (window.to - window.from) / window.width;
   std::vector<double> edges(static_cast<size_t>(window.width) + 1);
   for (size_t c = 0; c < edges.size(); ++c) edges[c] = window.from + static_cast<double>(c) * step;
@@ -33,25 +43,14 @@ std::vector<uint64_t> column_edges(const FileAnalysis& file, const LineWindow& w
   return positions;
 }
 
-}  // namespace
-
 MemoryLine memory_line(const FileAnalysis& file, const LineWindow& window) {
-  if (file.trace().count() == 0) {
-    throw Error(
-        "the file has no trace entries on this device, so no memory over time (its segments at "
-        "the dump still answer: memsnap segments)");
-  }
-  check_window(window);
-  if (window.axis == LineAxis::kTime) {
-    file.time().require_times(file.path(), "the line by event (axis=event) still works");
-  }
+  const std::vector<uint64_t> edges = column_edges(file, window);
   MemoryLine line;
   line.file = file.path();
   line.device = file.device();
   line.window = window;
   line.baseline = file.baseline().baseline_at_start;
   const LevelIndex& levels = file.levels();
-  const std::vector<uint64_t> edges = column_edges(file, window);
   line.low.reserve(static_cast<size_t>(window.width));
   line.high.reserve(static_cast<size_t>(window.width));
   line.peak_at.reserve(static_cast<size_t>(window.width));

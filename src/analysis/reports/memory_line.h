@@ -40,6 +40,10 @@ struct MemoryLine {
   std::vector<uint64_t> peak_at;
 };
 
+// The positions (entries applied) at the columns' edges, width + 1 of them:
+// column c spans positions edges[c] to edges[c + 1]. Throws as memory_line.
+std::vector<uint64_t> column_edges(const FileAnalysis& file, const LineWindow& window);
+
 // Throws a usage Error for a window or width out of range, and an input
 // Error for a device without trace entries or (TraceTime::require_times) a
 // time axis on a trace without times.
