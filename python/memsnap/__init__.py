@@ -13,6 +13,7 @@ PATH and ``python -m memsnap`` are the full command line.
 from ._api import (
     CheckResult,
     Plot,
+    Server,
     Snapshot,
     check,
     compare,
@@ -20,6 +21,7 @@ from ._api import (
     load,
     plot,
     ranks,
+    serve,
 )
 from ._core import __version__
 from ._errors import MemsnapWarning, SnapshotError
@@ -29,6 +31,7 @@ __all__ = [
     "CheckResult",
     "MemsnapWarning",
     "Plot",
+    "Server",
     "Snapshot",
     "SnapshotError",
     "Table",
@@ -39,4 +42,5 @@ __all__ = [
     "load",
     "plot",
     "ranks",
+    "serve",
 ]

@@ -429,6 +429,10 @@ class Snapshot:
         """This snapshot's timeline (see :func:`plot`)."""
         return plot([self], labels=None if label is None else [label], **options)
 
+    def serve(self, label: Optional[str] = None, **options: Any) -> "Server":
+        """This snapshot's page, served from this process (see :func:`serve`)."""
+        return serve([self], labels=None if label is None else [label], **options)
+
     def __repr__(self) -> str:
         return f"<memsnap.Snapshot {self.name!r}: device {self.device} of {self.devices}>"
 
@@ -787,6 +791,107 @@ class Plot:
 
     def __repr__(self) -> str:
         return f"<memsnap.Plot: {', '.join(self._labels)}>"
+
+
+class Server:
+    """``memsnap serve`` on a thread of this process (:func:`serve`).
+
+    ``url`` is the page's address (its token included: whoever has the URL
+    can read the snapshots' reports, nothing else); ``stop()`` ends it, as
+    leaving a ``with`` block does. A notebook shows the page inline in an
+    iframe that loads ``url``: that works where the browser can reach this
+    process's loopback address (a local notebook, or an SSH tunnel to the
+    port); elsewhere open the URL through a tunnel.
+    """
+
+    def __init__(self, snapshots: Sequence[Snapshot], labels: Sequence[str], *,
+                 device: Optional[int], host: str, port: int, token: Optional[str]) -> None:
+        self._snapshots = list(snapshots)
+        self._labels = list(labels)
+        options = _core.ServeOptions(host=host, port=port, token=token or "")
+        self._serving = _core.Serving(
+            [s._core for s in self._snapshots], self._labels, device, options,
+            self._snapshots[0]._keys,
+        )
+
+    @property
+    def url(self) -> str:
+        """The page's address, token included."""
+        return str(self._serving.url)
+
+    @property
+    def running(self) -> bool:
+        """Whether it still answers."""
+        return bool(self._serving.running)
+
+    def stop(self) -> None:
+        """Stops answering (the port is closed when this returns)."""
+        self._serving.stop()
+
+    def __enter__(self) -> "Server":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def _repr_html_(self) -> str:
+        return (
+            f'<p><a href="{html.escape(self.url, quote=True)}" target="_blank">'
+            f"{html.escape(', '.join(self._labels))}: the page in a tab of its own</a></p>"
+            '<iframe style="width:100%;height:900px;border:0" src="'
+            + html.escape(self.url, quote=True)
+            + '"></iframe>'
+        )
+
+    def __repr__(self) -> str:
+        state = self.url if self.running else "stopped"
+        return f"<memsnap.Server {', '.join(self._labels)}: {state}>"
+
+
+def serve(
+    snapshots: Union[Snapshot, Source, Sequence[Union[Snapshot, Source]]],
+    labels: Optional[Sequence[str]] = None,
+    *,
+    device: Optional[int] = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token: Optional[str] = None,
+) -> Server:
+    """Serves the page and the reports of these snapshots (``memsnap serve``) from a
+    thread of this process, until ``stop()``; returns at once with ``url`` set.
+
+    Every view of the page is there: allocations one by one with their stacks,
+    the allocator's segments at any moment, segments over time, search, ranks.
+    It listens on ``host`` (loopback by default; any other host needs a
+    ``token`` of your own) and ``port`` (0: any free one); every request needs
+    the token in the URL.
+    """
+    if not _core.server_available():
+        raise SnapshotError(
+            "this memsnap was built without the server (it needs cpp-httplib at build time); "
+            "memsnap.plot(...).save(path) writes the page as a file"
+        )
+    items = (
+        [snapshots]
+        if isinstance(snapshots, (Snapshot, str, os.PathLike, bytes, bytearray, memoryview))
+        else list(snapshots)
+    )
+    loaded = [_as_snapshot(item) for item in items]
+    if labels is None:
+        labels = [os.path.basename(s.name) for s in loaded]
+    else:
+        labels = _strings(labels, "labels")
+    if not isinstance(host, str) or not host:
+        raise ValueError("host must be an address such as 127.0.0.1")
+    if _whole(port, "port", 0) > 65535:
+        raise ValueError(f"port must be 0 to 65535, not {port}")
+    if host not in ("127.0.0.1", "localhost", "::1") and not token:
+        raise ValueError(
+            f"host={host!r} answers other machines: give token= too (a secret of your own), "
+            "or use 127.0.0.1 and an SSH tunnel"
+        )
+    return Server(loaded, labels, device=_device(device), host=host,
+                  port=_whole(port, "port", 0), token=token)
 
 
 def plot(

@@ -16,6 +16,7 @@
 
 #include <fmt/format.h>
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -23,6 +24,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -47,6 +49,7 @@
 #include "formats/summary_json.h"
 #include "memsnap/error.h"
 #include "memsnap/load.h"
+#include "serve/server.h"
 #include "memsnap/replay.h"
 #include "memsnap/version.h"
 #include "report/check_render.h"
@@ -385,6 +388,56 @@ std::vector<RunTimeline> plot_runs(const std::vector<Loaded*>& snapshots,
   }
   return runs;
 }
+
+// `memsnap serve` in this process (memsnap.serve): the server answers on a
+// thread of its own, without the GIL (it reads only the analyses, which
+// compute each part once under call_once); the snapshots outlive it (the
+// Python object keeps them).
+class Serving {
+ public:
+  Serving(const std::vector<Loaded*>& snapshots, const std::vector<std::string>& labels,
+          std::optional<int> device, serve::ServeOptions options, const SourceKeyOptions& keys) {
+    serve::require_server();
+    if (snapshots.empty()) throw Error::usage("serve needs at least one snapshot");
+    if (labels.size() != snapshots.size()) {
+      throw Error::usage("give one label per snapshot");
+    }
+    std::vector<serve::ServedFile> files;
+    for (size_t i = 0; i < snapshots.size(); ++i) {
+      files.push_back({snapshots[i]->name(), labels[i], &snapshots[i]->analysis(device)});
+    }
+    auto page = [snapshots, labels, device, keys] {
+      if (!html_plot_available()) {
+        throw Error::usage("this memsnap was built without the HTML page");
+      }
+      return render_plot_html(
+          plot_runs(snapshots, labels, device, 1.0, kDefaultMaxLifetimes, keys, true), 1.0);
+    };
+    server_ = std::make_unique<serve::Server>(std::move(files), std::move(options), page);
+    url_ = server_->bind();
+    thread_ = std::thread([this] { server_->run(); });
+    // Answering before the URL is handed out, and so that stop() is never lost.
+    for (int waited_ms = 0; !server_->running() && waited_ms < 10'000; ++waited_ms) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  Serving(const Serving&) = delete;
+  Serving& operator=(const Serving&) = delete;
+  ~Serving() { stop(); }
+
+  [[nodiscard]] const std::string& url() const { return url_; }
+  [[nodiscard]] bool running() const { return thread_.joinable(); }
+  void stop() {
+    if (!thread_.joinable()) return;
+    server_->stop();
+    thread_.join();
+  }
+
+ private:
+  std::unique_ptr<serve::Server> server_;
+  std::string url_;
+  std::thread thread_;
+};
 
 std::vector<char*> argv_of(std::vector<std::string>& args) {
   std::vector<char*> argv;
@@ -775,6 +828,22 @@ void bind_many_files(nb::module_& m) {
 
 // Names the package lists, and the console script.
 void bind_names_and_cli(nb::module_& m) {
+  m.def("server_available", &serve::server_available);
+  nb::class_<Serving>(m, "Serving", "memsnap serve on a thread of this process")
+      .def(nb::init<const std::vector<Loaded*>&, const std::vector<std::string>&,
+                    std::optional<int>, serve::ServeOptions, const SourceKeyOptions&>(),
+           "snapshots"_a, "labels"_a, "device"_a.none(), "options"_a, "keys"_a,
+           nb::keep_alive<1, 2>(), Release())
+      .def_prop_ro("url", &Serving::url)
+      .def_prop_ro("running", &Serving::running)
+      .def("stop", &Serving::stop, Release());
+  nb::class_<serve::ServeOptions>(m, "ServeOptions", "Where memsnap serve listens")
+      .def(
+          "__init__",
+          [](serve::ServeOptions* options, std::string host, uint16_t port, std::string token) {
+            new (options) serve::ServeOptions{std::move(host), port, std::move(token)};
+          },
+          "host"_a, "port"_a, "token"_a);
   m.def("report_table", &report_table_description);
   m.def("category_names", &category_names);
   m.def("action_names", &action_names);

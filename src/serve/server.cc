@@ -576,6 +576,10 @@ void Server::run() {
   state_->http.listen_after_bind();
 }
 
+bool Server::running() const {
+  return state_->http.is_running();
+}
+
 void Server::stop() {
   state_->http.stop();
 }

@@ -63,6 +63,9 @@ class Server {
   // Answers requests until stop() (from another thread or a signal handler's
   // thread).
   void run();
+  // Whether run() is answering requests (stop() before that point is lost:
+  // a caller that runs the server on a thread waits for it first).
+  [[nodiscard]] bool running() const;
   void stop();
 
  private:

@@ -34,6 +34,10 @@ std::string Server::bind() {
 
 void Server::run() {}
 
+bool Server::running() const {
+  return false;
+}
+
 void Server::stop() {}
 
 }  // namespace memsnap::serve
