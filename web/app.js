@@ -898,7 +898,7 @@
     try {
       const found = await askServer('/api/search', { file: run, q });
       allocView.search = { run, q };
-      allocView.schedule();
+      allocView.refresh();
       summary.textContent = `${formatCount(found.count)} allocation${found.count === 1 ? '' : 's'}, `
         + `${formatBytes(found.bytes)}${found.count > found.rows.length ? ` (the first ${found.rows.length} listed)` : ''}`;
       summary.dataset.count = String(found.count);
@@ -1214,10 +1214,20 @@
     const items = () => chart.data[config.items];
     const top = () => Math.max(1, ...chart.data[config.top]) * 1.05;
 
+    // Served, each window is asked of the server; offline, config.local cuts
+    // the page's embedded layout (a chart without one stays hidden).
+    const available = () => SERVED || (config.local && RUNS.some((r, i) => config.local(i, null)));
+
     chart.schedule = () => {
-      if (!SERVED || $(config.panel).hidden) return;
+      if (!available() || $(config.panel).hidden) return;
       clearTimeout(chart.timer);
       chart.timer = setTimeout(chart.ask, 60);
+    };
+
+    // Asks again even for the same window (tests, a new search).
+    chart.refresh = () => {
+      chart.key = null;
+      chart.schedule();
     };
 
     chart.ask = async () => {
@@ -1230,13 +1240,27 @@
         draw();
         return;
       }
-      const asked = ++chart.asked;
       const params = { file: chart.run, axis: win.axis, from: win.from, to: win.to, width: Math.max(1, Math.round(canvas.clientWidth)), budget: config.budget };
       if (chart.search && chart.search.run === chart.run) params.q = chart.search.q;
+      // A redraw of the chart that keeps its window (another view, markers)
+      // asks nothing again.
+      const key = JSON.stringify(params);
+      if (chart.data && key === chart.key) return;
+      chart.key = key;
+      const asked = ++chart.asked;
       const t0 = performance.now();
       try {
-        const data = await askServer(config.route, params);
+        const data = SERVED ? await askServer(config.route, params) : config.local(chart.run, win);
         if (asked !== chart.asked) return; // a newer window was asked for
+        if (!data) throw new Error('This run embeds no allocation view (memsnap plot --max-entries 0, or no trace entries on this axis).');
+        // Column c starts at colFrom + c * colStep in the axis' units: the
+        // server's columns are the window's own, the page's are cut from its
+        // embedded ones.
+        if (data.colFrom === undefined) {
+          data.colFrom = win.from;
+          data.colStep = (win.to - win.from) / data.band.length;
+        }
+        data.window = win;
         chart.data = data;
         chart.stacked = T.stackAllocations({ band: data.band, allocations: data[config.items] });
         chart.hover = -1;
@@ -1248,6 +1272,7 @@
       } catch (err) {
         if (asked !== chart.asked) return;
         chart.data = null;
+        chart.key = null;
         $(config.summary).textContent = String(err.message || err);
         draw();
       }
@@ -1276,17 +1301,20 @@
       const d = chart.data;
       if (!d || !d.band.length) return;
       const columns = d.band.length;
-      const cw = width / columns;
+      const span = d.window.to - d.window.from;
+      const xOf = (c) => ((d.colFrom + c * d.colStep - d.window.from) / span) * width;
+      const cw = (d.colStep / span) * width;
       const highest = top();
       const y = (bytes) => height - (Math.max(0, bytes) / highest) * height;
       g.fillStyle = REST_COLOR; // the band of everything not drawn, lowest
       g.beginPath();
       g.moveTo(0, height);
+      g.moveTo(xOf(0), height);
       for (let c = 0; c < columns; c++) {
-        g.lineTo(c * cw, y(d.band[c]));
-        g.lineTo((c + 1) * cw, y(d.band[c]));
+        g.lineTo(xOf(c), y(d.band[c]));
+        g.lineTo(xOf(c + 1), y(d.band[c]));
       }
-      g.lineTo(width, height);
+      g.lineTo(xOf(columns), height);
       g.fill();
       const searching = !!d.query;
       chart.stacked.bands.forEach((b, k) => {
@@ -1294,17 +1322,23 @@
         if (b.last < b.first) return;
         const size = Number(item.size);
         g.beginPath();
-        for (let c = b.first; c <= b.last; c++) {
-          const yt = y(b.bottoms[c - b.first] + size);
-          if (c === b.first) g.moveTo(c * cw, yt);
-          else g.lineTo(c * cw, yt);
-          g.lineTo((c + 1) * cw, yt);
+        // A step outline: a point only where the bottom changes (long-lived
+        // allocations span thousands of columns with few changes).
+        const bottom = (c) => b.bottoms[c - b.first];
+        g.moveTo(xOf(b.first), y(bottom(b.first) + size));
+        for (let c = b.first + 1; c <= b.last; c++) {
+          if (bottom(c) === bottom(c - 1)) continue;
+          g.lineTo(xOf(c), y(bottom(c - 1) + size));
+          g.lineTo(xOf(c), y(bottom(c) + size));
         }
-        for (let c = b.last; c >= b.first; c--) {
-          const yb = y(b.bottoms[c - b.first]);
-          g.lineTo((c + 1) * cw, yb);
-          g.lineTo(c * cw, yb);
+        g.lineTo(xOf(b.last + 1), y(bottom(b.last) + size));
+        g.lineTo(xOf(b.last + 1), y(bottom(b.last)));
+        for (let c = b.last; c > b.first; c--) {
+          if (bottom(c) === bottom(c - 1)) continue;
+          g.lineTo(xOf(c), y(bottom(c)));
+          g.lineTo(xOf(c), y(bottom(c - 1)));
         }
+        g.lineTo(xOf(b.first), y(bottom(b.first)));
         g.closePath();
         g.globalAlpha = searching && !item.matches ? 0.2 : 1;
         g.fillStyle = config.colour(item);
@@ -1325,11 +1359,11 @@
           g.setLineDash([4, 3]);
           g.strokeStyle = CLICK_COLOR;
           g.beginPath();
-          g.moveTo(b.first * cw, 0);
-          g.lineTo(b.first * cw, height);
+          g.moveTo(xOf(b.first), 0);
+          g.lineTo(xOf(b.first), height);
           if (config.ended(item)) {
-            g.moveTo((b.last + 1) * cw, 0);
-            g.lineTo((b.last + 1) * cw, height);
+            g.moveTo(xOf(b.last + 1), 0);
+            g.lineTo(xOf(b.last + 1), height);
           }
           g.stroke();
           g.setLineDash([]);
@@ -1346,10 +1380,20 @@
       const d = chart.data;
       if (!d) return -1;
       const rect = $(config.canvas).getBoundingClientRect();
-      const column = Math.floor(((e.clientX - rect.left) / rect.width) * d.band.length);
+      // The column under the pointer, then the others under its pixel (the
+      // page's columns may be narrower than a pixel).
+      const valueAt = (px) => d.window.from + ((px - rect.left) / rect.width) * (d.window.to - d.window.from);
+      const columnAt = (px) => Math.floor((valueAt(px) - d.colFrom) / d.colStep);
       const bytes = ((rect.bottom - e.clientY) / rect.height) * top();
-      if (column < 0 || column >= d.band.length) return -1;
-      return T.allocationAtPoint({ allocations: items() }, chart.stacked, column, bytes);
+      const exact = columnAt(e.clientX);
+      const from = Math.max(0, columnAt(e.clientX - 0.5));
+      const to = Math.min(d.band.length - 1, columnAt(e.clientX + 0.5));
+      for (const column of [exact, ...Array.from({ length: Math.max(0, to - from + 1) }, (_, i) => from + i)]) {
+        if (column < 0 || column >= d.band.length) continue;
+        const k = T.allocationAtPoint({ allocations: items() }, chart.stacked, column, bytes);
+        if (k >= 0) return k;
+      }
+      return -1;
     }
 
     async function hover(e) {
@@ -1393,7 +1437,7 @@
     }
 
     chart.wire = () => {
-      if (!SERVED) return;
+      if (!available()) return;
       $(config.panel).hidden = false;
       const select = $(config.runSelect);
       select.replaceChildren(...RUNS.map((r, i) => {
@@ -1436,12 +1480,32 @@
     return seconds === null ? `entry ${entry}` : `${seconds.toFixed(6)} s (entry ${entry})`;
   }
 
+  // Offline: an allocation's frames from the page's tables (memsnap plot
+  // embeds them for the allocations it draws).
+  function embeddedFrames(run, a) {
+    const embedded = DATA.runs[run].allocations;
+    if (!embedded || a.stack == null || a.stack < 0) return [];
+    return embedded.stacks[a.stack].map((f) => {
+      const [name, filename, line, users] = embedded.frames[f];
+      return { name, filename, line, users: users === 1 };
+    });
+  }
+
   const allocView = bandChart({
     name: 'allocations', panel: 'allocations-panel', runSelect: 'allocations-run', summary: 'allocations-summary',
     wrap: 'allocations-wrap', canvas: 'allocations-canvas', tip: 'allocations-tip', pinned: 'allocations-pinned',
     route: '/api/layout', budget: 2000, items: 'allocations', top: 'high',
+    // The page's own layout (memsnap plot); `win` null asks whether the run has one.
+    local: (run, win) => {
+      const embedded = DATA.runs[run] && DATA.runs[run].allocations;
+      if (!win) return !!embedded;
+      return T.sliceAllocations(embedded, win.axis === 'time' ? 'time' : 'event', win.from, win.to,
+        Math.max(1, Math.round($('allocations-canvas').clientWidth)));
+    },
     summary_text: (d) => `${formatCount(d.allocations.length)} allocation${d.allocations.length === 1 ? '' : 's'} drawn`
-      + (d.complete ? ' (every one live in this window)' : ' (the largest; zoom in for smaller ones)')
+      + (SERVED
+        ? (d.complete ? ' (every one live in this window)' : ' (the largest; zoom in for smaller ones)')
+        : ' (of the largest this page embeds over the whole trace: memsnap serve draws smaller ones as you zoom)')
       + (d.query ? ` · ${formatCount(d.matched)} match “${d.query}”` : ''),
     colour: (a) => CATEGORY_COLORS[a.category] || '#64748b',
     id: (a) => a.entry,
@@ -1449,12 +1513,23 @@
     facts: (a, d) => `${formatBytes(Number(a.size))} · ${a.category} · ${d.sources[a.source]} · made at ${secondsOrEntry(a.time_s, a.entry)}, `
       + (a.end_entry === null ? 'live at the end of the trace' : `ended at ${secondsOrEntry(a.end_time_s, a.end_entry)}`),
     more: async (run, a) => {
-      const detail = await allocationDetail(run, a.entry);
-      const more = detail.frames.length - Math.min(6, detail.frames.filter((f) => f.users).length || detail.frames.length);
-      return { frames: detail.frames.length, nodes: [userFramesList(detail.frames),
-        element('div', detail.frames.length ? `${more > 0 ? `${more} more frames; ` : ''}click for the whole stack` : 'no stack recorded', 'hint')] };
+      const frames = SERVED ? (await allocationDetail(run, a.entry)).frames : embeddedFrames(run, a);
+      const more = frames.length - Math.min(6, frames.filter((f) => f.users).length || frames.length);
+      return { frames: frames.length, nodes: [userFramesList(frames),
+        element('div', frames.length ? `${more > 0 ? `${more} more frames; ` : ''}click for the whole stack` : 'no stack recorded', 'hint')] };
     },
-    pin: (run, a, box) => showAllocation(run, a.entry, box),
+    pin: (run, a, box) => {
+      if (SERVED) {
+        showAllocation(run, a.entry, box);
+        return;
+      }
+      const d = allocView.data;
+      box.hidden = false;
+      box.replaceChildren(element('h3', d.sources[a.source]), element('p', allocView.config.facts(a, d), 'facts'),
+        element('h4', 'Allocated at'), framesList(embeddedFrames(run, a)),
+        element('p', 'Its address and the stack of its free: memsnap serve.', 'hint'));
+      box.dataset.entry = String(a.entry);
+    },
   });
   window.memsnapAllocations = allocView; // for the browser tests
 

@@ -519,6 +519,63 @@
     return { bands, top };
   }
 
+  // The offline page's allocation view for a window: the embedded layout
+  // (memsnap plot --max-entries: `allocations` of a run, one axis `event` or
+  // `time`, evenly spaced columns over the whole trace) cut to the columns
+  // the window [from, to] touches and, where they outnumber `width` (the
+  // canvas' pixels), merged in groups as the server makes columns: each group
+  // taken at its member where the line is highest, so the top is still the
+  // true peak and an allocation is drawn in a group when it is live there.
+  // Returns what GET /api/layout answers (band, high, allocations with their
+  // columns, sources) plus colFrom and colStep (where column 0 starts and how
+  // wide a column is, in the axis' units), or null when the run embeds no
+  // such axis.
+  function sliceAllocations(embedded, axisKey, from, to, width = Infinity) {
+    const axis = embedded && embedded[axisKey];
+    if (!axis) return null;
+    const columns = axis.band.length;
+    const step = (axis.to - axis.from) / columns;
+    if (!(step > 0)) return null;
+    const c0 = Math.min(columns - 1, Math.max(0, Math.floor((from - axis.from) / step)));
+    const c1 = Math.min(columns - 1, Math.max(c0, Math.ceil((to - axis.from) / step) - 1));
+    const group = Math.max(1, Math.ceil((c1 - c0 + 1) / Math.max(1, Math.floor(width))));
+    const taken = []; // per drawn column: the embedded column it is taken at
+    for (let g0 = c0; g0 <= c1; g0 += group) {
+      let best = g0;
+      for (let c = g0 + 1; c <= Math.min(c1, g0 + group - 1); c++) if (axis.high[c] > axis.high[best]) best = c;
+      taken.push(best);
+    }
+    // The first drawn column taken at or after embedded column c.
+    const firstAtOrAfter = (c) => {
+      let lo = 0;
+      let hi = taken.length;
+      while (lo < hi) {
+        const mid = (lo + hi) >> 1;
+        if (taken[mid] < c) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo;
+    };
+    const items = embedded.items;
+    const allocations = [];
+    for (let k = 0; k < items.entry.length; k++) {
+      const first = axis.first[k];
+      if (first < 0 || first > c1 || axis.last[k] < c0) continue;
+      const a = firstAtOrAfter(first);
+      const b = firstAtOrAfter(axis.last[k] + 1) - 1;
+      if (a > b) continue; // live only between the columns drawn
+      allocations.push({
+        entry: items.entry[k], size: items.size[k], first_column: a, last_column: b,
+        end_entry: items.end_entry[k] < 0 ? null : items.end_entry[k], time_s: items.time_s[k], end_time_s: items.end_time_s[k],
+        source: items.source[k], category: items.category[k], stack: items.stack[k], matches: false,
+      });
+    }
+    return {
+      band: taken.map((c) => axis.band[c]), high: taken.map((c) => axis.high[c]), allocations, sources: embedded.sources,
+      complete: false, query: null, matched: 0, colFrom: axis.from + c0 * step, colStep: group * step,
+    };
+  }
+
   // The drawn allocation under (column, bytes), as an index into
   // layout.allocations, or -1 (the band of the rest, or above the top).
   function allocationAtPoint(layout, stacked, column, bytes) {
@@ -1109,6 +1166,7 @@
     stackLayout,
     stackAllocations,
     allocationAtPoint,
+    sliceAllocations,
   });
   if (typeof module !== 'undefined' && module.exports) module.exports = api;
   else globalThis.MemsnapTransforms = api;

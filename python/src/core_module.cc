@@ -49,7 +49,6 @@
 #include "formats/summary_json.h"
 #include "memsnap/error.h"
 #include "memsnap/load.h"
-#include "serve/server.h"
 #include "memsnap/replay.h"
 #include "memsnap/version.h"
 #include "report/check_render.h"
@@ -66,6 +65,7 @@
 #include "report/time_render.h"
 #include "runs/run_check.h"
 #include "runs/run_reports.h"
+#include "serve/server.h"
 #include "service/parameters.h"
 #include "service/report_table.h"
 
@@ -372,8 +372,8 @@ LoadOptions load_options(bool allow_objects, uint64_t max_input) {
 std::vector<RunTimeline> plot_runs(const std::vector<Loaded*>& snapshots,
                                    const std::vector<std::string>& labels,
                                    std::optional<int> device, double precision_ms,
-                                   uint64_t max_lifetimes, const SourceKeyOptions& keys,
-                                   bool page) {
+                                   uint64_t max_lifetimes, const SourceKeyOptions& keys, bool page,
+                                   uint64_t max_entries = kDefaultMaxEntries) {
   if (snapshots.empty()) throw Error::usage("plot needs at least one snapshot");
   if (labels.size() != snapshots.size()) {
     throw Error::usage("labels has " + std::to_string(labels.size()) + " labels for " +
@@ -384,7 +384,7 @@ std::vector<RunTimeline> plot_runs(const std::vector<Loaded*>& snapshots,
   std::vector<RunTimeline> runs;
   for (size_t i = 0; i < snapshots.size(); ++i) {
     runs.push_back(plot_run(snapshots[i]->analysis(device), labels[i], precision_ms, keys,
-                            max_lifetimes, page, PagePlace{i, snapshots.size()}));
+                            max_lifetimes, page, PagePlace{i, snapshots.size(), max_entries}));
   }
   return runs;
 }
@@ -411,7 +411,7 @@ class Serving {
         throw Error::usage("this memsnap was built without the HTML page");
       }
       return render_plot_html(
-          plot_runs(snapshots, labels, device, 1.0, kDefaultMaxLifetimes, keys, true), 1.0);
+          plot_runs(snapshots, labels, device, 1.0, kDefaultMaxLifetimes, keys, true, 0), 1.0);
     };
     server_ = std::make_unique<serve::Server>(std::move(files), std::move(options), page);
     url_ = server_->bind();

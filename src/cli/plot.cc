@@ -28,6 +28,7 @@ struct PlotFlags {
   std::string output = "memsnap_timeline.html";
   double precision_ms = 1.0;
   uint64_t max_lifetimes = kDefaultMaxLifetimes;
+  uint64_t max_entries = kDefaultMaxEntries;
   bool text = false;
   bool delta = false;
   int width = 100;
@@ -60,7 +61,7 @@ void run_plot(const PlotFlags& flags) {
     FileAnalysis file = analyze(files[i], snapshots[i], common);
     std::string label = flags.labels.empty() ? default_label(files[i]) : flags.labels[i];
     runs.push_back(plot_run(file, label, flags.precision_ms, common.keys, flags.max_lifetimes,
-                            !flags.text, PagePlace{i, files.size()}));
+                            !flags.text, PagePlace{i, files.size(), flags.max_entries}));
   }
   if (flags.text) {
     TextChartOptions options;
@@ -102,6 +103,12 @@ Command plot_command() {
             "~16 MiB of page); a run with more embeds what was live by source at up to 2,048 "
             "evenly spaced moments instead, and a click snaps to the nearest one (the page "
             "says which). Keeps the page's size bounded whatever the length of the trace");
+        command
+            .add_option("--max-entries", flags->max_entries,
+                        "Allocations the page's allocation view draws one by one per run, the "
+                        "largest visible over the whole trace (default 15000, as memory_viz; at "
+                        "most 15000; 0: no allocation view); the rest is one band, exact")
+            ->check(CLI::Range(uint64_t{0}, uint64_t{kMaxLayoutBudget}));
         command.add_flag("--text", flags->text,
                          "Draw the overlay in the terminal instead of writing HTML");
         command.add_flag("--delta", flags->delta,

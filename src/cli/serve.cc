@@ -29,7 +29,9 @@ struct ServeFlags {
   CommonOptions common;
 };
 
-// The page of `memsnap plot` for every file, built when first asked for.
+// The page of `memsnap plot` for every file, built when first asked for;
+// without embedded allocations (max_entries 0): served, the allocation view
+// asks the server for each window.
 std::function<std::string()> page_of(const std::vector<std::unique_ptr<FileAnalysis>>& analyses,
                                      const std::vector<serve::ServedFile>& served,
                                      const CommonOptions& common) {
@@ -41,7 +43,7 @@ std::function<std::string()> page_of(const std::vector<std::unique_ptr<FileAnaly
     std::vector<RunTimeline> runs;
     for (size_t i = 0; i < analyses.size(); ++i) {
       runs.push_back(plot_run(*analyses[i], served[i].label, kPrecisionMs, common.keys,
-                              kDefaultMaxLifetimes, true, PagePlace{i, analyses.size()}));
+                              kDefaultMaxLifetimes, true, PagePlace{i, analyses.size(), 0}));
     }
     return render_plot_html(runs, kPrecisionMs);
   };

@@ -1,5 +1,6 @@
 #include "report/html_plot.h"
 
+#include <absl/container/flat_hash_map.h>
 #include <absl/strings/escaping.h>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include "memsnap/error.h"
 #include "memsnap/version.h"
 #include "report/findings.h"
+#include "report/json_fields.h"
 #include "report/oom_render.h"
 
 namespace memsnap {
@@ -297,6 +299,74 @@ ordered_json step_series_json(const std::vector<int64_t>& t_us,
   return {{"count", t.size()}, {"t_us", base64_of(t)}, {"bytes", base64_of(as_doubles(bytes))}};
 }
 
+// One axis of the page's allocation view: the line's high and the band per
+// column, and each item's columns (-1: not visible on this axis), in the
+// order of `items` (by entry).
+ordered_json page_layout_json(const AllocationLayout& layout,
+                              const std::vector<DrawnAllocation>& items) {
+  absl::flat_hash_map<uint64_t, const DrawnAllocation*> by_entry;
+  for (const DrawnAllocation& drawn : layout.drawn) by_entry.emplace(drawn.entry, &drawn);
+  std::vector<int> first;
+  std::vector<int> last;
+  for (const DrawnAllocation& item : items) {
+    const auto found = by_entry.find(item.entry);
+    first.push_back(found == by_entry.end() ? -1 : found->second->first_column);
+    last.push_back(found == by_entry.end() ? -1 : found->second->last_column);
+  }
+  return {{"from", layout.line.window.from},
+          {"to", layout.line.window.to},
+          {"high", layout.line.high},
+          {"band", layout.band},
+          {"first", first},
+          {"last", last}};
+}
+
+ordered_json page_allocations_json(const std::optional<PageAllocations>& allocations) {
+  if (!allocations) return nullptr;
+  const PageAllocations& a = *allocations;
+  const std::vector<DrawnAllocation>& items = a.by_event.drawn;
+  ordered_json frames = ordered_json::array();
+  for (const AllocationFrame& frame : a.frames) {
+    frames.push_back({frame.name, frame.filename, frame.line, frame.users ? 1 : 0});
+  }
+  std::vector<std::string> sources;
+  absl::flat_hash_map<std::string_view, size_t> source_index;
+  std::vector<uint64_t> entry, size;
+  std::vector<int64_t> end_entry;
+  std::vector<size_t> source;
+  std::vector<std::string> category;
+  ordered_json time_s = ordered_json::array();
+  ordered_json end_time_s = ordered_json::array();
+  for (const DrawnAllocation& item : items) {
+    const auto [at, added] = source_index.try_emplace(item.source, sources.size());
+    if (added) sources.push_back(item.source);
+    entry.push_back(item.entry);
+    size.push_back(item.size);
+    end_entry.push_back(item.end_entry ? static_cast<int64_t>(*item.end_entry) : -1);
+    source.push_back(at->second);
+    category.emplace_back(category_name(item.category));
+    time_s.push_back(number_or_null(item.time_s));
+    end_time_s.push_back(number_or_null(item.end_time_s));
+  }
+  return {{"columns", a.by_event.sample.size()},
+          {"budget", a.by_event.budget},
+          {"complete", a.by_event.complete},
+          {"frames", std::move(frames)},
+          {"stacks", a.stacks},
+          {"sources", sources},
+          {"items",
+           {{"entry", entry},
+            {"size", size},
+            {"end_entry", end_entry},
+            {"time_s", std::move(time_s)},
+            {"end_time_s", std::move(end_time_s)},
+            {"source", source},
+            {"category", category},
+            {"stack", a.stack_of}}},
+          {"event", page_layout_json(a.by_event, items)},
+          {"time", a.by_time ? page_layout_json(*a.by_time, items) : ordered_json(nullptr)}};
+}
+
 ordered_json plot_data_json(const std::vector<RunTimeline>& runs, double precision_ms) {
   ordered_json list = ordered_json::array();
   for (const RunTimeline& run : runs) {
@@ -346,7 +416,8 @@ ordered_json plot_data_json(const std::vector<RunTimeline>& runs, double precisi
          {"largest_free",
           step_series_json(run.allocator.largest_free.t_us, run.allocator.largest_free.bytes)},
          {"stacks",
-          {{"category", stacked_json(run.by_category)}, {"source", stacked_json(run.by_source)}}}});
+          {{"category", stacked_json(run.by_category)}, {"source", stacked_json(run.by_source)}}},
+         {"allocations", page_allocations_json(run.allocations)}});
   }
   return {{"version", 1},
           {"generated_by", fmt::format("memsnap {}", kVersion)},

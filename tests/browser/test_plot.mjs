@@ -1167,6 +1167,93 @@ async function testLarge(browser, file, files) {
   }
 }
 
+// The offline allocation view (memsnap plot --max-entries): for each run, at
+// three zooms, the drawn bands plus the band of the rest make up the embedded
+// line at every column, and at the whole trace its highest point is the
+// run's peak; each drawn allocation is the trace's (its size and the entry
+// that ended it as memsnap events --json and the replay's rules say); the
+// hovered allocation shows its user frames as the events' stack has them.
+async function checkOfflineAllocations(page, name, files, device = null) {
+  const has = await page.evaluate(() => JSON.parse(document.getElementById('memsnap-data').textContent).runs.map((r) => !!r.allocations));
+  if (!has.some(Boolean)) return;
+  check(await page.isVisible('#allocations-panel'), `${name}: the allocation view is shown offline`);
+  for (let r = 0; r < files.length; r++) {
+    if (!has[r]) continue;
+    const listing = listEvents(files[r], device);
+    const ends = eventColumnsFromListing(listing);
+    const endOf = new Map(ends.start.map((s, k) => [s, ends.end[k] === LIVE_U32 ? null : ends.end[k]]));
+    const rows = new Map(listing.events.map((e) => [e.index, e]));
+    if (files.length > 1) await page.selectOption('#allocations-run', String(r));
+    await page.dblclick('#chart .u-over');
+    for (const [lo, hi] of [[0, 1], [0.25, 0.6], [0.45, 0.47]]) {
+      const since = await page.evaluate(() => Number(document.body.dataset.allocations || 0));
+      if (lo > 0) {
+        await page.evaluate(([a, b]) => {
+          const d = window.memsnapPlot.data[0];
+          const x0 = d[0];
+          const x1 = d[d.length - 1];
+          window.memsnapPlot.setScale('x', { min: x0 + a * (x1 - x0), max: x0 + b * (x1 - x0) });
+        }, [lo, hi]);
+      } else {
+        await page.evaluate(() => window.memsnapAllocations.refresh());
+      }
+      const answered = await page.waitForFunction((n) => Number(document.body.dataset.allocations || 0) > n, since, { timeout: 10000 })
+        .then(() => true, () => false);
+      if (!check(answered, `${name} run ${r}, zoom ${lo}-${hi}: the allocation view drew (${await page.evaluate(() => document.getElementById('allocations-summary').textContent)})`)) continue;
+      const shown = await page.evaluate(() => {
+        const v = window.memsnapAllocations;
+        return { top: Array.from(v.stacked.top), high: v.data.high, drawn: v.data.allocations.map((a) => [a.entry, Number(a.size), a.end_entry]),
+          peak: window.memsnapInfo && JSON.parse(document.getElementById('memsnap-data').textContent).runs[v.run].stats.absolute_peak };
+      });
+      const step = Math.max(1, Math.floor(shown.top.length / 50));
+      let bad = 0;
+      for (let c = 0; c < shown.top.length; c += step) if (shown.top[c] !== shown.high[c]) bad += 1;
+      check(bad === 0, `${name} run ${r}, zoom ${lo}-${hi}: bands and the band of the rest make up the line (${bad} columns differ, ${shown.drawn.length} drawn)`);
+      if (lo === 0) check(Math.max(...shown.high) === Number(shown.peak), `${name} run ${r}: the allocation view's top is the run's peak`);
+      const wrong = shown.drawn.filter(([entry, size, end]) => !rows.has(entry) || rows.get(entry).action !== 'alloc'
+        || rows.get(entry).size !== size || endOf.get(entry) !== end);
+      check(wrong.length === 0, `${name} run ${r}: every drawn allocation is the trace's (size, end): ${JSON.stringify(wrong.slice(0, 3))}`);
+    }
+    const before = await page.evaluate(() => Number(document.body.dataset.allocations || 0));
+    await page.dblclick('#chart .u-over');
+    await page.evaluate(() => window.memsnapAllocations.refresh());
+    await page.waitForFunction((n) => Number(document.body.dataset.allocations || 0) > n, before, { timeout: 10000 });
+    await page.locator('#allocations-canvas').scrollIntoViewIfNeeded();
+    const target = await page.evaluate(() => {
+      const v = window.memsnapAllocations;
+      const L = v.data;
+      if (!L.allocations.length) return null;
+      // The one drawn largest (bytes times columns), pointed at in its middle.
+      let k = 0;
+      const area = (i) => Number(L.allocations[i].size) * (v.stacked.bands[i].last - v.stacked.bands[i].first + 1);
+      L.allocations.forEach((a, i) => { if (area(i) > area(k)) k = i; });
+      const b = v.stacked.bands[k];
+      const c = Math.floor((b.first + b.last) / 2);
+      const rect = document.getElementById('allocations-canvas').getBoundingClientRect();
+      const top = Math.max(1, ...L.high) * 1.05;
+      const x = L.colFrom + (c + 0.5) * L.colStep;
+      return { entry: L.allocations[k].entry, x: rect.left + ((x - L.window.from) / (L.window.to - L.window.from)) * rect.width,
+        y: rect.bottom - ((b.bottoms[c - b.first] + Number(L.allocations[k].size) / 2) / top) * rect.height };
+    });
+    if (!target) continue;
+    await page.mouse.move(target.x, target.y);
+    await page.waitForFunction((e) => document.getElementById('allocations-tip').dataset.entry === String(e)
+      && document.getElementById('allocations-tip').dataset.frames !== undefined, target.entry, { timeout: 10000 });
+    const tipFrames = await page.evaluate(() => [...document.querySelectorAll('#allocations-tip li')].map((li) => li.textContent));
+    const row = rows.get(target.entry);
+    const frames = row.stack == null ? [] : listing.stacks[row.stack].map((f) => listing.frames[f]);
+    const names = frames.map((f) => `${f.name} ${f.filename}:${f.line}`);
+    // The tip lists the user's frames (at most 6) or else the first 6: frames of the stack, in its order.
+    let at = 0;
+    const inOrder = tipFrames.every((t) => { at = names.indexOf(t, at); return at++ >= 0; });
+    check(inOrder && tipFrames.length === Math.min(6, names.length) || (inOrder && tipFrames.length > 0 && tipFrames.length <= 6),
+      `${name} run ${r}: the hovered allocation (entry ${target.entry}) shows frames of its stack, in order (${tipFrames.length} of ${names.length})`);
+    await page.mouse.click(target.x, target.y);
+    const pinned = await page.evaluate(() => [...document.querySelectorAll('#allocations-pinned ol li')].map((li) => li.textContent));
+    check(JSON.stringify(pinned) === JSON.stringify(names), `${name} run ${r}: a click pins it with its whole stack as memsnap events has it (${pinned.length} frames)`);
+  }
+}
+
 // A real fixture: opens cleanly; optional extra checks.
 async function testFixture(browser, fixture, { device, expectOom, expectNoTime, drill, allocatorEveryChange } = {}) {
   const base = path.basename(fixture).replace(/\.[^.]+$/, '');
@@ -1193,6 +1280,7 @@ async function testFixture(browser, fixture, { device, expectOom, expectNoTime, 
       await checkEventDrill(page, p.name, 1, null);
     }
     if (expectOom) check(info.markers.oom > 0, `${p.name}: the OOM entry is not marked on the chart`);
+    await checkOfflineAllocations(page, p.name, [fixture], device);
     if (!expectNoTime) await checkStacked(page, p.name, 1, state.xMode === 'time' ? ['time', 'index'] : ['index']);
     if (drill && state.xMode === 'time') {
       await checkPeaks(page, p.name, 'time, absolute');
@@ -1336,6 +1424,15 @@ async function generatedScenarios(browser) {
   await testOverlay(browser, overlay, 2, (T) => expectedFromMemsnap([A, B], T), 'overlay.png', nativeEvents ? perRun : null);
   await testOomPanel(browser, overlay, [A, B]);
   await testAllocatorPanel(browser, overlay, [A, B]);
+  {
+    const p = await openPage(browser, overlay, 'overlay.html');
+    try {
+      await checkOfflineAllocations(p.page, 'overlay.html', [A, B]);
+      await p.page.locator('#allocations-panel').screenshot({ path: path.join(opts.outDir, 'allocations-offline.png') });
+    } finally {
+      await closePage(p);
+    }
+  }
 
   section('memory from before the trace (late start, ring buffer): the drill-down adds up to the line');
   // Runs whose line starts above zero: the drill-down lists the trace's

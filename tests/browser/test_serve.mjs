@@ -190,7 +190,8 @@ async function checkSegments(page, url) {
   await page.waitForFunction(() => window.memsnapSegments.data, null, { timeout: 15000 });
   const shown = await page.evaluate(() => {
     const v = window.memsnapSegments;
-    return { info: window.memsnapInfo.segments, top: Array.from(v.stacked.top), data: v.data };
+    const { colFrom, colStep, window: shownWindow, ...answer } = v.data; // the page's own additions
+    return { info: window.memsnapInfo.segments, top: Array.from(v.stacked.top), data: answer };
   });
   const { info } = shown;
   const expected = await api(url, '/api/segment-timeline', { file: 0, axis: info.axis, from: info.from, to: info.to, width: info.width, budget: 500 });

@@ -1180,3 +1180,28 @@ test('stackAllocations puts each allocation on the band and those before it, and
     assert.equal(T.allocationAtPoint(layout, stacked, c, high[c]), -1);
   }
 });
+
+test('sliceAllocations cuts the embedded layout to the columns a window touches', () => {
+  const embedded = {
+    sources: ['a', 'b'],
+    items: { entry: [3, 9, 20], size: [100, 50, 25], end_entry: [15, -1, 30], time_s: [0.1, 0.2, 0.3], end_time_s: [0.5, null, 0.6],
+      source: [0, 1, 0], category: ['activation', 'parameter', 'temporary'], stack: [0, -1, 1] },
+    event: { from: 0, to: 40, high: [1, 2, 3, 4, 5, 6, 7, 8], band: [0, 1, 1, 1, 1, 1, 1, 1], first: [0, 2, 6], last: [3, 7, -1] },
+    time: null,
+  };
+  assert.equal(T.sliceAllocations(embedded, 'time', 0, 1), null);
+  const cut = T.sliceAllocations(embedded, 'event', 12, 27); // columns of 5 events: 2..5
+  assert.deepEqual(cut.high, [3, 4, 5, 6]);
+  assert.equal(cut.colFrom, 10);
+  assert.equal(cut.colStep, 5);
+  assert.deepEqual(cut.allocations.map((a) => [a.entry, a.first_column, a.last_column, a.end_entry]), [[3, 0, 1, 15], [9, 0, 3, null]]);
+  const whole = T.sliceAllocations(embedded, 'event', 0, 40);
+  assert.equal(whole.band.length, 8);
+  assert.deepEqual(whole.allocations.map((a) => a.entry), [3, 9]); // entry 20 is not visible on this axis
+  // Three pixels for eight columns: groups of three, each taken where the line is highest.
+  const merged = T.sliceAllocations(embedded, 'event', 0, 40, 3);
+  assert.deepEqual(merged.high, [3, 6, 8]);
+  assert.deepEqual(merged.band, [1, 1, 1]);
+  assert.equal(merged.colStep, 15);
+  assert.deepEqual(merged.allocations.map((a) => [a.entry, a.first_column, a.last_column]), [[3, 0, 0], [9, 0, 2]]);
+});

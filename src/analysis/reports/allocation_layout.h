@@ -30,6 +30,7 @@ namespace memsnap {
 constexpr size_t kMaxLayoutBudget = 15'000;
 
 struct DrawnAllocation {
+  const AllocationSpan* span = nullptr;  // the analysis' (FileAnalysis::spans)
   uint64_t entry = 0;  // its alloc entry, within the device's trace (memsnap events)
   uint64_t size = 0;
   int first_column = 0;  // the columns it is live in, both included
@@ -38,6 +39,7 @@ struct DrawnAllocation {
   std::optional<double> time_s;       // its alloc's, from the trace's first timed entry
   std::optional<double> end_time_s;
   std::string source;
+  StackId stack;  // its alloc's frames
   Category category = Category::kUnknown;
   bool matches = false;  // the search given with the layout finds it
 };
@@ -59,5 +61,12 @@ struct AllocationLayout {
 AllocationLayout allocation_layout(const FileAnalysis& file, const LineWindow& window,
                                    size_t budget, std::string_view query,
                                    const SourceKeyOptions& keys);
+
+// The same layout for allocations chosen elsewhere (the offline page draws
+// one set on both axes): those of `chosen` live at a column's position are
+// drawn, whatever their size; `complete` says nothing of the others.
+AllocationLayout layout_of_chosen(const FileAnalysis& file, const LineWindow& window,
+                                  const std::vector<const AllocationSpan*>& chosen,
+                                  const SourceKeyOptions& keys);
 
 }  // namespace memsnap

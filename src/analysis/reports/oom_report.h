@@ -10,9 +10,9 @@
 #include <vector>
 
 #include "analysis/core/file_analysis.h"
-#include "analysis/reports/segment_report.h"
 #include "analysis/core/source_key.h"
 #include "analysis/core/sources.h"
+#include "analysis/reports/segment_report.h"
 
 namespace memsnap {
 

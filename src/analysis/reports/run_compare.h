@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "analysis/reports/run_summary.h"
 #include "analysis/core/sources.h"
+#include "analysis/reports/run_summary.h"
 
 namespace memsnap {
 

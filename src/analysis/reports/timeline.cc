@@ -5,6 +5,8 @@
 #include <functional>
 #include <map>
 
+#include <absl/container/flat_hash_map.h>
+
 #include "analysis/core/categories.h"
 #include "analysis/core/sources.h"
 #include "memsnap/replay.h"
@@ -860,6 +862,57 @@ void add_page_panels(const FileAnalysis& file, const SourceKeyOptions& key_optio
   }
   for (const OomMarker& oom : run.ooms) moments.push_back(oom.t_s);
   run.allocator = allocator_moments(file, moments, allocator_budget(place));
+  if (place.max_entries > 0 && file.trace().count() > 0) {
+    run.allocations = page_allocations(file, place.max_entries, key_options);
+  }
+}
+
+PageAllocations page_allocations(const FileAnalysis& file, uint64_t max_entries,
+                                 const SourceKeyOptions& key_options) {
+  PageAllocations out;
+  const auto count = static_cast<double>(file.trace().count());
+  out.by_event = allocation_layout(
+      file, LineWindow{LineAxis::kEvent, 0, count, kPageAllocationColumns},
+      static_cast<size_t>(std::min<uint64_t>(max_entries, kMaxLayoutBudget)), "", key_options);
+  std::vector<const AllocationSpan*> chosen;
+  chosen.reserve(out.by_event.drawn.size());
+  for (const DrawnAllocation& drawn : out.by_event.drawn) chosen.push_back(drawn.span);
+  const double duration = file.time().duration_s();
+  if (file.time().timed() && duration > 0) {
+    out.by_time =
+        layout_of_chosen(file, LineWindow{LineAxis::kTime, 0, duration, kPageAllocationColumns},
+                         chosen, key_options);
+  }
+  // Stacks and frames once each, in the order the allocations first use them.
+  const Snapshot& snapshot = file.snapshot();
+  SourceKeys frame_keys(snapshot, key_options);
+  absl::flat_hash_map<uint32_t, uint32_t> stack_index;
+  absl::flat_hash_map<uint32_t, uint32_t> frame_index;
+  for (const DrawnAllocation& drawn : out.by_event.drawn) {
+    if (!drawn.stack.valid()) {
+      out.stack_of.push_back(-1);
+      continue;
+    }
+    const auto [at, added] =
+        stack_index.try_emplace(drawn.stack.value, static_cast<uint32_t>(out.stacks.size()));
+    if (added) {
+      std::vector<uint32_t> frames;
+      for (const FrameId id : snapshot.stacks.get(drawn.stack)) {
+        const auto [f, new_frame] =
+            frame_index.try_emplace(id.value, static_cast<uint32_t>(out.frames.size()));
+        if (new_frame) {
+          const Frame& frame = snapshot.frames.get(id);
+          out.frames.push_back({snapshot.strings.get(frame.name),
+                                snapshot.strings.get(frame.filename), frame.line,
+                                frame_keys.is_users(id)});
+        }
+        frames.push_back(f->second);
+      }
+      out.stacks.push_back(std::move(frames));
+    }
+    out.stack_of.push_back(static_cast<int32_t>(at->second));
+  }
+  return out;
 }
 
 RunTimeline plot_run(const FileAnalysis& file, const std::string& label, double precision_ms,

@@ -9,9 +9,11 @@
 #include <vector>
 
 #include "analysis/core/file_analysis.h"
+#include "analysis/core/source_key.h"
+#include "analysis/reports/allocation.h"
+#include "analysis/reports/allocation_layout.h"
 #include "analysis/reports/oom_report.h"
 #include "analysis/reports/segment_report.h"
-#include "analysis/core/source_key.h"
 
 namespace memsnap {
 
@@ -147,6 +149,25 @@ struct OomMarker {
   std::optional<uint64_t> device_free;
 };
 
+// The allocation view of the offline page (memory_viz's Active Memory
+// Timeline without a server): the run's largest allocations visible at
+// kPageAllocationColumns columns over the whole trace by event (at most
+// max_entries, memory_viz's 15,000 by default), laid out on that axis and,
+// where the trace has times, on the wall clock, each over the exact band of
+// the rest; their stacks interned, one table of frames and one of stacks.
+constexpr uint64_t kDefaultMaxEntries = 15'000;
+constexpr int kPageAllocationColumns = 4096;
+struct PageAllocations {
+  AllocationLayout by_event;
+  std::optional<AllocationLayout> by_time;
+  std::vector<AllocationFrame> frames;  // distinct frames, users marked
+  std::vector<std::vector<uint32_t>>
+      stacks;                     // distinct stacks: indices into frames, innermost first
+  std::vector<int32_t> stack_of;  // per drawn allocation (by_event.drawn): -1 for none
+};
+PageAllocations page_allocations(const FileAnalysis& file, uint64_t max_entries,
+                                 const SourceKeyOptions& key_options);
+
 struct RunTimeline {
   std::string label;
   std::string file;
@@ -182,6 +203,8 @@ struct RunTimeline {
   // The allocator's segments and blocks at chosen moments, for the page's
   // allocator panel (filled by add_page_panels; empty for --text).
   AllocatorMoments allocator;
+  // The page's allocation view (filled by add_page_panels when the page embeds one).
+  std::optional<PageAllocations> allocations;
 };
 constexpr size_t kMaxOomPanels = 8;
 
@@ -193,9 +216,12 @@ RunTimeline build_timeline(const FileAnalysis& file, const std::string& label, d
 // allocator panel shows the first kAllocatorPanelRuns runs (web/app.js's
 // MAX_ALLOC_RUNS), which share the page's budget for it
 // (kAllocatorPageBytes); the others get no more than the fewest moments.
+// And how many allocations the page's allocation view embeds (0: none, as
+// for the page memsnap serve serves, whose view asks the server).
 struct PagePlace {
   size_t ordinal = 0;
   size_t runs = 1;
+  uint64_t max_entries = kDefaultMaxEntries;
 };
 constexpr size_t kAllocatorPanelRuns = 4;
 uint64_t allocator_budget(PagePlace place);
