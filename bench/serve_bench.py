@@ -5,12 +5,15 @@ query of a scripted session takes on the server.
 Starts `memsnap serve FILE`, measures the time from start to the first
 answered request (the files read and analysed, the URL printed) beside
 `memsnap parse FILE --json` on the same file, then runs a scripted session
-of interactions a page would make (zooms and pans of the memory line at
-1,600 columns, by time and by entry; hovers on allocations; searches; the
-replay-to-time drill-down at a click) and reports the median and 99th
-percentile of each kind, as seen by a client on the same machine (loopback,
-one connection per request), and the server's peak RSS. The first line
-request builds the level index; it is reported on its own.
+of interactions, each the requests the page makes for it (a zoom or pan:
+the memory line, the allocation layout and the segment timeline at 1,600
+columns; a hover: an allocation's stack, a block's allocation; a click: the
+replay-to-time drill-down and the allocator's segments then; a search: the
+search and the layout that marks it), and reports the median, 99th
+percentile and maximum of each request, as seen by a client on the same
+machine (loopback, one connection per request), and the server's peak RSS.
+The first line request builds the level index and the allocation spans; it
+is reported on its own.
 
     python3 bench/serve_bench.py --memsnap build/memsnap FILE [--interactions 200]
 
@@ -52,7 +55,8 @@ class Client:
 
 
 def session(client, interactions, seed):
-    """The scripted interactions: (kind, seconds) per request."""
+    """The scripted interactions, each the requests the page makes for it:
+    (interaction, route, seconds) per request."""
     rng = random.Random(seed)
     _, _, files = client.get("/api/files")
     entries = files[0]["event_count"]
@@ -62,28 +66,43 @@ def session(client, interactions, seed):
     duration = parse["trace_duration_s"] or 0
     _, _, found = client.get("/api/search?file=0&q=forward")
     allocs = [row["entry"] for row in found["rows"]] or [0]
-    times = []
+    _, _, segments = client.get("/api/segments?file=0" + ("&time=%r" % (duration / 2) if timed else ""))
+    blocks = [(g["address"] + b[0]) for g in (segments or {}).get("map", []) for b in g["blocks"]
+              if b[2] == 0][:200] or [0]
+    position = (segments or {}).get("report", {}).get("position", entries)
+    out = []
     for _ in range(interactions):
         kind = rng.choice(["zoom", "pan", "hover", "hover", "click", "search"])
         if kind in ("zoom", "pan"):
             span = rng.choice([1.0, 0.1, 0.01, 0.001])
-            if timed:
-                start = rng.uniform(0, duration * (1 - span))
-                path = "/api/line?file=0&width=1600&from=%r&to=%r" % (start, start + duration * span)
-            else:
-                start = rng.uniform(0, entries * (1 - span))
-                path = "/api/line?file=0&axis=event&width=1600&from=%r&to=%r" % (
-                    start, start + entries * span)
+            end = duration if timed else entries
+            start = rng.uniform(0, end * (1 - span))
+            window = "%sfrom=%r&to=%r&width=1600" % ("" if timed else "axis=event&", start,
+                                                     start + end * span)
+            paths = [("line", "/api/line?file=0&" + window),
+                     ("layout", "/api/layout?file=0&" + window),
+                     ("segment-timeline", "/api/segment-timeline?file=0&" + window)]
         elif kind == "hover":
-            path = "/api/allocation?file=0&entry=%d" % rng.choice(allocs)
+            paths = [("allocation", "/api/allocation?file=0&entry=%d" % rng.choice(allocs)),
+                     ("block", "/api/block?file=0&address=%d&position=%d" % (rng.choice(blocks),
+                                                                            position))]
         elif kind == "click":
-            path = "/api/report/replay-to-time?file=0&time=%r&top=25" % rng.uniform(0, duration)
+            if timed:
+                t = rng.uniform(0, duration)
+                paths = [("replay-to-time", "/api/report/replay-to-time?file=0&time=%r&top=25" % t),
+                         ("segments", "/api/segments?file=0&time=%r" % t)]
+            else:
+                paths = [("segments", "/api/segments?file=0&position=%d" % rng.randrange(entries))]
         else:
-            path = "/api/search?file=0&q=%s" % rng.choice(["attention", "0x7f", "optim", "module.py"])
-        seconds, status, _ = client.get(path)
-        if status == 200:
-            times.append((kind, seconds))
-    return times, whole
+            q = rng.choice(["attention", "0x7f", "optim", "module.py"])
+            paths = [("search", "/api/search?file=0&q=%s" % q),
+                     ("layout+q", "/api/layout?file=0&width=1600&q=%s%s" % (
+                         q, "" if timed else "&axis=event"))]
+        for route, path in paths:
+            seconds, status, _ = client.get(path)
+            if status == 200:
+                out.append((kind, route, seconds))
+    return out, whole
 
 
 def main():
@@ -115,17 +134,21 @@ def main():
         server.wait(timeout=60)
     print("file: %s" % args.file)
     print("parse --json: %.3f s; serve answering after %.3f s; first line (builds the level "
-          "index): %.1f ms; server peak RSS %.0f MiB" % (parse_s, ready_s, first_line_s * 1e3,
-                                                        rss / 1024))
-    print("%-8s %6s %10s %10s" % ("kind", "count", "median ms", "p99 ms"))
-    for kind in ("zoom", "pan", "hover", "click", "search"):
-        seconds = [s for k, s in times if k == kind]
-        if seconds:
-            print("%-8s %6d %10.2f %10.2f" % (kind, len(seconds), statistics.median(seconds) * 1e3,
-                                              percentile(seconds, 0.99) * 1e3))
-    every = [s for _, s in times]
-    print("%-8s %6d %10.2f %10.2f" % ("all", len(every), statistics.median(every) * 1e3,
-                                      percentile(every, 0.99) * 1e3))
+          "index and the spans): %.1f ms; server peak RSS %.0f MiB" % (
+              parse_s, ready_s, first_line_s * 1e3, rss / 1024))
+    print("%-18s %6s %10s %10s %10s" % ("request", "count", "median ms", "p99 ms", "max ms"))
+    routes = []
+    for _, route, _ in times:
+        if route not in routes:
+            routes.append(route)
+    for route in routes:
+        seconds = [s for _, r, s in times if r == route]
+        print("%-18s %6d %10.2f %10.2f %10.2f" % (route, len(seconds), statistics.median(seconds) * 1e3,
+                                                 percentile(seconds, 0.99) * 1e3, max(seconds) * 1e3))
+    every = [s for _, _, s in times]
+    print("%-18s %6d %10.2f %10.2f %10.2f" % ("every request", len(every),
+                                             statistics.median(every) * 1e3,
+                                             percentile(every, 0.99) * 1e3, max(every) * 1e3))
     return 0
 
 

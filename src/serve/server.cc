@@ -388,6 +388,24 @@ ordered_json block_of(const httplib::Request& request, const FileAnalysis& file)
 // The allocations a search returns by entry, at most.
 constexpr size_t kSearchEntries = 500;
 
+// GET /api/allocation?file=I&entry=K: one allocation in full.
+ordered_json allocation_of(const httplib::Request& request, const FileAnalysis& file) {
+  only_parameters(request, "allocation", {"entry"});
+  const double entry = number_of(request, "entry", -1);
+  if (entry < 0 || entry != std::floor(entry) || entry > 0x1p53) {
+    throw Error::usage("entry must be the index of an alloc entry (memsnap events)");
+  }
+  return render_allocation_json(
+      allocation_at(file, static_cast<uint64_t>(entry), SourceKeyOptions{}));
+}
+
+// GET /api/search?file=I&q=TEXT: the allocations a search finds.
+ordered_json search_of(const httplib::Request& request, const FileAnalysis& file) {
+  only_parameters(request, "search", {"q"});
+  return render_search_json(
+      search_allocations(file, request.get_param_value("q"), kSearchEntries, SourceKeyOptions{}));
+}
+
 // Runs `answer`; a memsnap Error becomes its status: 400 for a bad request,
 // 422 where the file cannot give what was asked (no times, no steps).
 template <typename Answer>
@@ -473,59 +491,26 @@ void Server::State::routes() {
            [this](const httplib::Request& request, httplib::Response& response) {
              answered(response, [&] { answer_report(request, response); });
            });
-  http.Get("/api/line", [this](const httplib::Request& request, httplib::Response& response) {
-    answered(response, [&] {
-      const size_t index = file_index(request, "file", files.size());
-      send_json(response, 200, line_of(request, *files[index].analysis));
-    });
-  });
-  http.Get("/api/layout", [this](const httplib::Request& request, httplib::Response& response) {
-    answered(response, [&] {
-      const size_t index = file_index(request, "file", files.size());
-      send_json(response, 200, layout_of(request, *files[index].analysis));
-    });
-  });
-  http.Get("/api/segments", [this](const httplib::Request& request, httplib::Response& response) {
-    answered(response, [&] {
-      const size_t index = file_index(request, "file", files.size());
-      send_json(response, 200, segments_of(request, *files[index].analysis));
-    });
-  });
-  http.Get("/api/segment-timeline",
-           [this](const httplib::Request& request, httplib::Response& response) {
-             answered(response, [&] {
-               const size_t index = file_index(request, "file", files.size());
-               send_json(response, 200, segment_timeline_of(request, *files[index].analysis));
+  // The routes of one file's answers: file=I names it, the rest is theirs.
+  using FileAnswer = ordered_json (*)(const httplib::Request&, const FileAnalysis&);
+  const std::array<std::pair<const char*, FileAnswer>, 7> file_routes = {{
+      {"/api/line", line_of},
+      {"/api/layout", layout_of},
+      {"/api/segment-timeline", segment_timeline_of},
+      {"/api/segments", segments_of},
+      {"/api/block", block_of},
+      {"/api/allocation", allocation_of},
+      {"/api/search", search_of},
+  }};
+  for (const auto& [path, answer] : file_routes) {
+    http.Get(path,
+             [this, answer = answer](const httplib::Request& request, httplib::Response& response) {
+               answered(response, [&] {
+                 const size_t index = file_index(request, "file", files.size());
+                 send_json(response, 200, answer(request, *files[index].analysis));
+               });
              });
-           });
-  http.Get("/api/block", [this](const httplib::Request& request, httplib::Response& response) {
-    answered(response, [&] {
-      const size_t index = file_index(request, "file", files.size());
-      send_json(response, 200, block_of(request, *files[index].analysis));
-    });
-  });
-  http.Get("/api/allocation", [this](const httplib::Request& request, httplib::Response& response) {
-    answered(response, [&] {
-      const FileAnalysis& file = *files[file_index(request, "file", files.size())].analysis;
-      only_parameters(request, "allocation", {"entry"});
-      const double entry = number_of(request, "entry", -1);
-      if (entry < 0 || entry != std::floor(entry) || entry > 0x1p53) {
-        throw Error::usage("entry must be the index of an alloc entry (memsnap events)");
-      }
-      send_json(response, 200,
-                render_allocation_json(
-                    allocation_at(file, static_cast<uint64_t>(entry), SourceKeyOptions{})));
-    });
-  });
-  http.Get("/api/search", [this](const httplib::Request& request, httplib::Response& response) {
-    answered(response, [&] {
-      const FileAnalysis& file = *files[file_index(request, "file", files.size())].analysis;
-      only_parameters(request, "search", {"q"});
-      send_json(response, 200,
-                render_search_json(search_allocations(file, request.get_param_value("q"),
-                                                      kSearchEntries, SourceKeyOptions{})));
-    });
-  });
+  }
   http.set_exception_handler(
       [](const httplib::Request& /*request*/, httplib::Response& response,
          const std::exception_ptr& /*error*/) { send_error(response, 500, "internal error"); });
