@@ -16,6 +16,7 @@
 #include <utility>
 
 #include <nlohmann/json.hpp>
+#include <zlib.h>
 
 #include "analysis/reports/allocation.h"
 #include "analysis/reports/allocation_layout.h"
@@ -37,7 +38,35 @@ namespace {
 
 using nlohmann::ordered_json;
 
-constexpr std::string_view kJson = "application/json";
+// cpp-httplib 0.11 compresses every answer whose Content-Type is exactly
+// "application/json" or starts with "text/", with brotli at quality 11 when
+// the browser accepts it: about a second per MiB (a 5 MiB page took 3.7 s,
+// a 370 KB layout 440 ms, in Chromium; curl, which asks for no encoding,
+// 7 ms). Spelled with a charset (for JSON) and a capital T (for the page;
+// MIME types are case-insensitive, RFC 9110), the answers go as they are,
+// and the page is gzipped once, here, for browsers that accept it.
+constexpr std::string_view kJson = "application/json; charset=utf-8";
+constexpr std::string_view kHtml = "Text/html; charset=utf-8";
+
+// `text` gzipped (zlib's default level), for Content-Encoding: gzip.
+std::string gzipped(std::string_view text) {
+  z_stream stream{};
+  // 15 + 16: a gzip header and trailer, not zlib's.
+  if (deflateInit2(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
+      Z_OK) {
+    throw Error("cannot start compressing the page");
+  }
+  std::string out(deflateBound(&stream, text.size()), '\0');
+  stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  stream.avail_in = static_cast<uInt>(text.size());
+  stream.next_out = reinterpret_cast<Bytef*>(out.data());
+  stream.avail_out = static_cast<uInt>(out.size());
+  const int done = deflate(&stream, Z_FINISH);
+  deflateEnd(&stream);
+  if (done != Z_STREAM_END) throw Error("cannot compress the page");
+  out.resize(stream.total_out);
+  return out;
+}
 
 // 24 bytes from the kernel's random source (getrandom), in hex.
 std::string random_token() {
@@ -107,6 +136,7 @@ struct Server::State {
   std::function<std::string()> build_page;
   std::once_flag page_once;
   std::string page;
+  std::string page_gzip;  // the same, gzipped once
   std::string page_error;
   std::once_flag ranks_once;
   ordered_json ranks;  // GET /api/ranks, computed on the first request
@@ -459,10 +489,11 @@ void Server::State::routes() {
       [this](const httplib::Request& request, httplib::Response& response) {
         return admit(request, response);
       });
-  http.Get("/", [this](const httplib::Request& /*request*/, httplib::Response& response) {
+  http.Get("/", [this](const httplib::Request& request, httplib::Response& response) {
     std::call_once(page_once, [this] {
       try {
         page = build_page();
+        page_gzip = gzipped(page);
       } catch (const std::exception& error) {
         page_error = error.what();
       }
@@ -476,7 +507,13 @@ void Server::State::routes() {
     response.set_header("Content-Security-Policy",
                         "default-src 'none'; script-src 'unsafe-inline'; style-src "
                         "'unsafe-inline'; img-src data: blob:; connect-src 'self'");
-    response.set_content(page, "text/html; charset=utf-8");
+    response.set_header("Vary", "Accept-Encoding");
+    if (request.get_header_value("Accept-Encoding").find("gzip") != std::string::npos) {
+      response.set_header("Content-Encoding", "gzip");
+      response.set_content(page_gzip, std::string(kHtml));
+    } else {
+      response.set_content(page, std::string(kHtml));
+    }
   });
   http.Get("/api/files", [this](const httplib::Request& /*request*/, httplib::Response& response) {
     send_json(response, 200, files_json());
