@@ -1397,6 +1397,7 @@
     }
 
     async function hover(e) {
+      const t0 = performance.now();
       const k = under(e);
       const tip = $(config.tip);
       if (k !== chart.hover) {
@@ -1420,6 +1421,7 @@
         if (extra && chart.hover === k && chart.data === d) {
           tip.replaceChildren(element('div', config.facts(item, d), 'facts'), ...extra.nodes);
           tip.dataset.frames = String(extra.frames);
+          info[`${config.name}Hover`] = { entry: config.id(item), ms: performance.now() - t0 };
         }
       }
     }

@@ -566,6 +566,10 @@ Server::Server(std::vector<ServedFile> files, ServeOptions options,
   state_->options = std::move(options);
   state_->build_page = std::move(page);
   state_->http.set_payload_max_length(0);
+  // An answer's headers and body are two writes: without TCP_NODELAY the
+  // second waits for the browser's delayed ACK of the first on a kept-alive
+  // connection (about 40 ms per request on Linux; a hover took 83 ms).
+  state_->http.set_tcp_nodelay(true);
   // SO_REUSEADDR alone: a restart may take the port back from TIME_WAIT, but
   // no second process shares a port in use (cpp-httplib's default adds
   // SO_REUSEPORT, which would let one and split the connections between them).
