@@ -1563,6 +1563,100 @@
     segmentView.schedule();
   }
 
+  // ---------------------------------------------------------------- a drill-down row opened
+
+  // The allocations of a row's source live at the clicked moment, largest
+  // first, per run; a click on one shows its stack. Served, the server lists
+  // them (GET /api/live, as replay-to-time counts them); offline, the largest
+  // of those the page embeds for its allocation view.
+  async function openDrillRow(tr) {
+    const source = tr.dataset.source;
+    if (source == null || tr.dataset.unlisted) return;
+    $('drilldown').querySelectorAll('tr.selected').forEach((x) => x.classList.remove('selected'));
+    tr.classList.add('selected');
+    const box = $('drill-allocations');
+    const detail = $('drill-allocation-detail');
+    box.hidden = false;
+    detail.hidden = true;
+    const byEvent = state.clickedEvent != null;
+    const parts = [];
+    for (let r = 0; r < RUNS.length && parts.length < 8; r++) {
+      if (!(Number(tr.getAttribute(`data-bytes-${r}`)) > 0)) continue;
+      const run = RUNS[r];
+      let listed;
+      try {
+        listed = SERVED
+          ? await askServer('/api/live', { file: r, source, ...(byEvent ? { position: state.clickedEvent + 1 } : { time: state.clickedTime }) })
+          : embeddedLive(r, source, byEvent ? { position: state.clickedEvent + 1 } : { timeS: state.clickedTime });
+      } catch (err) {
+        parts.push(element('p', `${run.name}: ${err.message || err}`, 'error'));
+        continue;
+      }
+      if (!listed) {
+        parts.push(element('p', `${run.name}: this page embeds no allocations to list (memsnap serve lists them all).`, 'hint'));
+        continue;
+      }
+      const what = SERVED
+        ? `${run.name}: ${formatCount(listed.count)} allocation${listed.count === 1 ? '' : 's'} of ${source} live then, ${formatBytes(listed.bytes)}${listed.count > listed.rows.length ? ` (the largest ${listed.rows.length})` : ''}; click one for its stack`
+        : `${run.name}: the ${formatCount(listed.rows.length)} largest of ${source} live then among the allocations this page embeds (memsnap serve lists every one); click one for its stack`;
+      const table = element('table');
+      table.innerHTML = '<thead><tr><th class="num">entry</th><th class="num">size</th><th class="num">made at (s)</th></tr></thead>';
+      const body = element('tbody');
+      listed.rows.forEach((row) => {
+        const line = element('tr');
+        line.dataset.entry = String(row.entry);
+        line.append(element('td', String(row.entry), 'num'), element('td', formatBytes(Number(row.size)), 'num'),
+          element('td', row.time_s == null ? '-' : row.time_s.toFixed(6), 'num'));
+        line.addEventListener('click', () => {
+          body.querySelectorAll('tr.selected').forEach((x) => x.classList.remove('selected'));
+          line.classList.add('selected');
+          if (SERVED) showAllocation(r, row.entry, detail);
+          else showEmbeddedAllocation(r, row.item, detail);
+        });
+        body.append(line);
+      });
+      table.append(body);
+      const listing = element('div', undefined, 'drill-run-allocations');
+      listing.dataset.run = String(r);
+      listing.dataset.count = String(SERVED ? listed.count : listed.rows.length);
+      listing.append(element('p', what, 'facts'), table);
+      parts.push(listing);
+    }
+    box.replaceChildren(element('h3', `Allocations of ${source}`), ...parts);
+    info.drillRow = { source, runs: parts.length };
+  }
+
+  // Offline: the embedded allocations of `source` live at a moment, largest first.
+  function embeddedLive(r, source, at) {
+    const embedded = DATA.runs[r].allocations;
+    if (!embedded) return null;
+    const it = embedded.items;
+    const sourceIndex = embedded.sources.indexOf(source);
+    const rows = [];
+    for (let k = 0; k < it.entry.length; k++) {
+      if (it.source[k] !== sourceIndex) continue;
+      const live = at.position != null
+        ? it.entry[k] < at.position && (it.end_entry[k] < 0 || it.end_entry[k] >= at.position)
+        : it.time_s[k] != null && it.time_s[k] <= at.timeS && (it.end_entry[k] < 0 || it.end_time_s[k] == null || it.end_time_s[k] > at.timeS);
+      if (live) rows.push({ entry: it.entry[k], size: it.size[k], time_s: it.time_s[k], item: k });
+    }
+    rows.sort((a, b) => b.size - a.size || a.entry - b.entry);
+    return { rows: rows.slice(0, 500) };
+  }
+
+  function showEmbeddedAllocation(r, k, box) {
+    const embedded = DATA.runs[r].allocations;
+    const it = embedded.items;
+    const a = { entry: it.entry[k], size: it.size[k], time_s: it.time_s[k], end_entry: it.end_entry[k] < 0 ? null : it.end_entry[k],
+      end_time_s: it.end_time_s[k], category: it.category[k], source: it.source[k], stack: it.stack[k] };
+    box.hidden = false;
+    box.replaceChildren(element('h3', embedded.sources[a.source]),
+      element('p', allocView.config.facts(a, { sources: embedded.sources }), 'facts'),
+      element('h4', 'Allocated at'), framesList(embeddedFrames(r, a)),
+      element('p', 'Its address and the stack of its free: memsnap serve.', 'hint'));
+    box.dataset.entry = String(a.entry);
+  }
+
   // ---------------------------------------------------------------- allocator panel
 
   const MAX_ALLOC_RUNS = 4; // runs shown side by side in the allocator panel (kAllocatorPanelRuns in timeline.h)
@@ -2017,6 +2111,10 @@
     wireSearch();
     allocView.wire();
     segmentView.wire();
+    $('drilldown').tBodies[0].addEventListener('click', (e) => {
+      const tr = e.target.closest('tr');
+      if (tr && tr.dataset.source != null) openDrillRow(tr);
+    });
     wireServedAllocator();
     render();
     showRanks();

@@ -39,6 +39,19 @@ ordered_json render_allocation_json(const AllocationDetail& detail) {
           {"end", end}};
 }
 
+ordered_json render_live_of_source_json(const LiveOfSource& live) {
+  ordered_json rows = ordered_json::array();
+  for (const FoundAllocation& row : live.rows) {
+    rows.push_back(
+        {{"entry", row.entry}, {"size", row.size}, {"time_s", number_or_null(row.time_s)}});
+  }
+  return {{"position", live.position},
+          {"source", live.source},
+          {"count", live.count},
+          {"bytes", live.bytes},
+          {"rows", rows}};
+}
+
 ordered_json render_search_json(const SearchResult& result) {
   ordered_json rows = ordered_json::array();
   for (const FoundAllocation& row : result.rows) {

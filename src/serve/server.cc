@@ -15,8 +15,8 @@
 #include <mutex>
 #include <utility>
 
-#include <nlohmann/json.hpp>
 #include <zlib.h>
+#include <nlohmann/json.hpp>
 
 #include "analysis/reports/allocation.h"
 #include "analysis/reports/allocation_layout.h"
@@ -429,6 +429,26 @@ ordered_json allocation_of(const httplib::Request& request, const FileAnalysis& 
       allocation_at(file, static_cast<uint64_t>(entry), SourceKeyOptions{}));
 }
 
+// GET /api/live?file=I&time=T|position=P&source=NAME: the allocations of
+// one source live then, largest first (a drill-down row opened).
+ordered_json live_of(const httplib::Request& request, const FileAnalysis& file) {
+  only_parameters(request, "live", {"time", "position", "source"});
+  if (request.has_param("time") == request.has_param("position")) {
+    throw Error::usage("give time or position (not both)");
+  }
+  uint64_t position = 0;
+  if (request.has_param("time")) {
+    const double seconds = number_of(request, "time", 0);
+    if (seconds < 0) throw Error::usage("time must be >= 0 (seconds from the trace's start)");
+    file.time().require_times(file.path(), "ask by position instead");
+    position = file.time().position_at(file.time().clamped(seconds));
+  } else {
+    position = whole_number_of(request, "position", 0, static_cast<double>(file.trace().count()));
+  }
+  return render_live_of_source_json(live_of_source(
+      file, position, request.get_param_value("source"), kSearchEntries, SourceKeyOptions{}));
+}
+
 // GET /api/search?file=I&q=TEXT: the allocations a search finds.
 ordered_json search_of(const httplib::Request& request, const FileAnalysis& file) {
   only_parameters(request, "search", {"q"});
@@ -530,7 +550,8 @@ void Server::State::routes() {
            });
   // The routes of one file's answers: file=I names it, the rest is theirs.
   using FileAnswer = ordered_json (*)(const httplib::Request&, const FileAnalysis&);
-  const std::array<std::pair<const char*, FileAnswer>, 7> file_routes = {{
+  const std::array<std::pair<const char*, FileAnswer>, 8> file_routes = {{
+      {"/api/live", live_of},
       {"/api/line", line_of},
       {"/api/layout", layout_of},
       {"/api/segment-timeline", segment_timeline_of},

@@ -1254,6 +1254,44 @@ async function checkOfflineAllocations(page, name, files, device = null) {
   }
 }
 
+// Offline, a drill-down row opened lists the largest allocations of its
+// source live at the clicked time among those the page embeds: each is an
+// alloc of that source live then (its alloc at or before the time, its end
+// after it, as memsnap events --json has them), largest first.
+async function checkOfflineDrillRow(page, name, files, device = null) {
+  const timed = await page.evaluate(() => window.memsnapState.xMode === 'time');
+  if (!timed) return;
+  const T = Number(await clickChart(page, 0.5));
+  const row = page.locator('#drilldown tbody tr[data-source]:not(.unlisted)').first();
+  if (!(await row.count())) return;
+  const source = await row.getAttribute('data-source');
+  await row.click();
+  await page.waitForFunction((src) => window.memsnapInfo.drillRow && window.memsnapInfo.drillRow.source === src, source, { timeout: 10000 });
+  const listed = await page.evaluate(() => [...document.querySelectorAll('#drill-allocations .drill-run-allocations')]
+    .map((d) => ({ run: Number(d.dataset.run), entries: [...d.querySelectorAll('tbody tr')].map((tr) => Number(tr.dataset.entry)) })));
+  let wrong = 0;
+  let shown = 0;
+  for (const l of listed) {
+    const listing = listEvents(files[l.run], device);
+    const rows = new Map(listing.events.map((e) => [e.index, e]));
+    const ends = eventColumnsFromListing(listing);
+    const endOf = new Map(ends.start.map((st, k) => [st, ends.end[k] === LIVE_U32 ? null : ends.end[k]]));
+    const t0 = listing.events.find((e) => e.time_us != null);
+    const seconds = (e) => (e.time_us - t0.time_us) / 1e6;
+    let last = Infinity;
+    for (const entry of l.entries) {
+      shown += 1;
+      const e = rows.get(entry);
+      const end = endOf.get(entry);
+      const live = e && e.action === 'alloc' && e.source === source && seconds(e) <= T + 1e-6
+        && (end == null || seconds(rows.get(end)) > T - 1e-6);
+      if (!live || e.size > last) wrong += 1;
+      last = e ? e.size : last;
+    }
+  }
+  check(listed.length > 0 && wrong === 0, `${name}: a drill-down row (${source}) lists ${shown} of its allocations live at t=${T}, largest first (${wrong} wrong)`);
+}
+
 // A real fixture: opens cleanly; optional extra checks.
 async function testFixture(browser, fixture, { device, expectOom, expectNoTime, drill, allocatorEveryChange } = {}) {
   const base = path.basename(fixture).replace(/\.[^.]+$/, '');
@@ -1281,6 +1319,7 @@ async function testFixture(browser, fixture, { device, expectOom, expectNoTime, 
     }
     if (expectOom) check(info.markers.oom > 0, `${p.name}: the OOM entry is not marked on the chart`);
     await checkOfflineAllocations(page, p.name, [fixture], device);
+    await checkOfflineDrillRow(page, p.name, [fixture], device);
     if (!expectNoTime) await checkStacked(page, p.name, 1, state.xMode === 'time' ? ['time', 'index'] : ['index']);
     if (drill && state.xMode === 'time') {
       await checkPeaks(page, p.name, 'time, absolute');
@@ -1428,6 +1467,7 @@ async function generatedScenarios(browser) {
     const p = await openPage(browser, overlay, 'overlay.html');
     try {
       await checkOfflineAllocations(p.page, 'overlay.html', [A, B]);
+      await checkOfflineDrillRow(p.page, 'overlay.html', [A, B]);
       await p.page.locator('#allocations-panel').screenshot({ path: path.join(opts.outDir, 'allocations-offline.png') });
     } finally {
       await closePage(p);

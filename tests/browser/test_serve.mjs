@@ -254,6 +254,24 @@ async function checkServedAllocator(page, url) {
   });
   const expected = (await api(url, '/api/block', { file: 0, address: hovered.address, position: hovered.position })).allocation;
   check(hovered.entry === (expected ? String(expected.entry) : ''), `a hovered block names its allocation: entry ${hovered.entry}`);
+  // A drill-down row opened: its source's allocations live then, per run, as GET /api/live lists them.
+  const row = page.locator('#drilldown tbody tr[data-source]:not(.unlisted)').first();
+  const source = await row.getAttribute('data-source');
+  const clickedTime = Number(await page.evaluate(() => document.body.dataset.clickedTime));
+  await row.click();
+  await page.waitForFunction((src) => window.memsnapInfo.drillRow && window.memsnapInfo.drillRow.source === src, source, { timeout: 15000 });
+  const listed = await page.evaluate(() => [...document.querySelectorAll('#drill-allocations .drill-run-allocations')]
+    .map((d) => ({ run: Number(d.dataset.run), count: Number(d.dataset.count), entries: [...d.querySelectorAll('tbody tr')].map((tr) => Number(tr.dataset.entry)) })));
+  let same = listed.length > 0;
+  for (const l of listed) {
+    const expected = await api(url, '/api/live', { file: l.run, time: clickedTime, source });
+    same = same && expected.count === l.count && JSON.stringify(expected.rows.map((r) => r.entry)) === JSON.stringify(l.entries);
+  }
+  check(same, `a drill-down row (${source}) lists its allocations live then, as GET /api/live does (${listed.map((l) => l.count).join(', ')})`);
+  await page.locator('#drill-allocations tbody tr').first().click();
+  await page.waitForFunction(() => document.getElementById('drill-allocation-detail').dataset.entry !== undefined
+    && !document.getElementById('drill-allocation-detail').hidden, null, { timeout: 10000 });
+  check(true, 'one of them opens its stack');
   const asked = await page.evaluate(() => Number(document.body.dataset.allocAsked));
   await page.locator('#alloc-slider').fill('250');
   await page.waitForFunction((n) => Number(document.body.dataset.allocAsked) > n, asked, { timeout: 15000 });

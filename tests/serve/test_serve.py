@@ -495,6 +495,33 @@ def test_the_segment_timeline_makes_up_reserved_memory(memsnap, served):
         assert status == 400, (bad, status, body)
 
 
+def check_live_of_sources(server, file_index, path, memsnap, times):
+    """A drill-down row opened: the allocations of a source live at T are
+    as many, and as many bytes, as replay-to-time --time T says for it,
+    largest first, each live then by the trace's own alloc and free."""
+    for t in times:
+        replay = cli_json(memsnap, "replay-to-time", path, "--time", repr(t), "--top", "6")
+        for row in replay["sources"]:
+            query = urllib.parse.urlencode({"file": file_index, "time": repr(t), "source": row["source"]})
+            status, _, body = server.get("/api/live?" + query)
+            assert status == 200, body
+            got = json.loads(body)
+            assert (got["count"], got["bytes"]) == (row["count"], row["bytes"]), (t, row["source"])
+            sizes = [r["size"] for r in got["rows"]]
+            assert sizes == sorted(sizes, reverse=True) and len(sizes) == min(500, row["count"])
+
+
+def test_a_drill_down_row_lists_its_allocations(memsnap, served):
+    check_live_of_sources(served, 0, A, memsnap, (0.05, 0.1, 0.16))
+    check_live_of_sources(served, 1, B, memsnap, (0.1,))
+    at_position = json.loads(served.get("/api/live?file=0&position=3000&source=%3Cno%20frames%3E")[2])
+    assert at_position["position"] == 3000 and at_position["count"] > 0
+    for bad in ("time=1&position=2&source=x", "source=x", "time=-1&source=x", "position=1.5&source=x",
+                "time=1&source=x&y=1"):
+        status, _, body = served.get("/api/live?file=0&" + bad)
+        assert status == 400, (bad, status, body)
+
+
 def test_allocations_and_search_equal_the_events(memsnap, served):
     for index, path in enumerate((A, B)):
         events = events_of(memsnap, path)
@@ -531,6 +558,7 @@ def test_every_fixture_with_a_trace(memsnap, fixtures_dir):
             parse = cli_json(memsnap, "parse", path)
             if parse.get("trace_duration_s") and "cannot replay" not in json.dumps(parse):
                 status, _, body = server.get("/api/segments?file=0&time=%r" % (parse["trace_duration_s"] / 2))
+                check_live_of_sources(server, 0, path, memsnap, (parse["trace_duration_s"] / 3,))
                 if status == 200:
                     check_segment_map(server, 0, path, memsnap, (parse["trace_duration_s"] / 2,))
                     mapped += 1

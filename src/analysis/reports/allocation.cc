@@ -155,3 +155,33 @@ SearchResult search_allocations(const FileAnalysis& file, std::string_view query
 }
 
 }  // namespace memsnap
+
+namespace memsnap {
+
+LiveOfSource live_of_source(const FileAnalysis& file, uint64_t position, std::string_view source,
+                            size_t limit, const SourceKeyOptions& keys) {
+  const DeviceTrace& trace = file.trace();
+  const EventColumns& events = file.snapshot().events;
+  const AllocationSpans& spans = file.spans();
+  LiveOfSource out;
+  out.position = std::min(position, trace.count());
+  out.source = std::string(source);
+  SourceIndex sources(file.snapshot(), keys);
+  // Largest first already: the spans are kept so.
+  for (const AllocationSpan& span : spans.by_size()) {
+    if (!span.live_at(out.position)) continue;
+    const uint64_t at = trace.begin + span.entry();
+    const uint64_t size = spans.size_of(span);
+    if (sources.name(sources.of(LiveAllocation{size, events.stack[at], at, 0})) != source) {
+      continue;
+    }
+    ++out.count;
+    out.bytes += size;
+    if (out.rows.size() < limit) {
+      out.rows.push_back({span.entry(), size, file.seconds_at(at), out.source});
+    }
+  }
+  return out;
+}
+
+}  // namespace memsnap

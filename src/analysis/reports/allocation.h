@@ -88,6 +88,18 @@ struct SearchResult {
   std::vector<FoundAllocation> rows;  // the first `limit` of them, by entry
 };
 
+// The trace's allocations of one source (as every report names sources)
+// live after `position` entries, largest first: a drill-down row opened.
+struct LiveOfSource {
+  uint64_t position = 0;
+  std::string source;
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  std::vector<FoundAllocation> rows;  // the first `limit`, largest first
+};
+LiveOfSource live_of_source(const FileAnalysis& file, uint64_t position, std::string_view source,
+                            size_t limit, const SourceKeyOptions& keys);
+
 // Throws a usage Error for an empty or too long query.
 SearchResult search_allocations(const FileAnalysis& file, std::string_view query, size_t limit,
                                 const SourceKeyOptions& keys);
