@@ -3,14 +3,18 @@
 // no console error and asks nothing of any origin but the server; its search
 // box finds what GET /api/search finds (count, rows); a row's click shows the
 // allocation's stack as GET /api/allocation gives it, the user's frames in
-// the open and the library's folded. The allocation view draws the server's
-// layout for the chart's window (checkAllocations says what holds). The view lives in the address's
-// fragment: a link opens it, a change of view rewrites it, a reload keeps it.
-// The same page opened as a file keeps the panel hidden (test_plot.mjs checks
-// it makes no request at all).
+// the open and the library's folded. The allocation and segment views draw
+// the server's layouts for the chart's window (checkAllocations,
+// checkSegments), the allocator panel equals memsnap segments --time, a
+// drill-down row lists its source's allocations, the ranks table opens a
+// rank. The view lives in the address's fragment: a link opens it, a change
+// of view rewrites it, a reload keeps it. The same page opened as a file
+// keeps the served panels hidden (test_plot.mjs checks it makes no request
+// at all). With --fixtures DIR: every real fixture with a trace, served
+// together (fixturePass).
 //
 //   node tests/browser/test_serve.mjs --memsnap build/memsnap [--chromium /usr/bin/chromium]
-//        [--out-dir build/browser]
+//        [--out-dir build/browser] [--fixtures DIR]
 //
 // Exits 0 when every check passes, 1 otherwise, 77 (skipped) where the build
 // has no server or there is no Chromium.
@@ -38,9 +42,11 @@ function check(ok, what) {
   if (!ok) failures.push(what);
 }
 
+const FIXTURES = option('--fixtures', null);
+
 // Starts `memsnap serve FILES` and resolves with its URL (the first stdout line).
-function startServer() {
-  const server = spawn(MEMSNAP, ['serve', ...FILES], { stdio: ['ignore', 'pipe', 'pipe'] });
+function startServer(files = FILES) {
+  const server = spawn(MEMSNAP, ['serve', ...files], { stdio: ['ignore', 'pipe', 'pipe'] });
   let err = '';
   server.stderr.on('data', (chunk) => { err += chunk; });
   return new Promise((resolve, reject) => {
@@ -340,7 +346,115 @@ async function checkViewInAddress(context, url) {
   await page.close();
 }
 
+// Every real fixture with a trace, served together (--fixtures DIR): for
+// each, in the event-index view at three zooms of its own trace, the
+// allocation view's bands and the band of the rest make up GET /api/line at
+// every column and the segment timeline's make up reserved memory; the
+// hovered allocation shows the user frames GET /api/allocation gives (which
+// test_serve.py checks against memsnap events --json on the same files).
+async function fixturePass(page, url) {
+  const files = await api(url, '/api/files', {});
+  await page.selectOption('#x-mode', 'index');
+  let runs = 0;
+  for (const f of files) {
+    if (!(f.event_count > 0)) continue;
+    runs += 1;
+    const name = path.basename(f.path);
+    await page.evaluate((i) => { window.memsnapAllocations.open(i); window.memsnapSegments.open(i); }, f.file);
+    for (const [lo, hi] of [[0, 1], [0.3, 0.6], [0.5, 0.51]]) {
+      const before = await page.evaluate(() => [Number(document.body.dataset.allocations || 0), Number(document.body.dataset.segments || 0)]);
+      await page.evaluate(([a, b]) => {
+        window.memsnapPlot.setScale('x', { min: a, max: b });
+        window.memsnapAllocations.refresh();
+        window.memsnapSegments.refresh();
+      }, [f.event_count * lo, f.event_count * hi]);
+      const drew = await page.waitForFunction(([a, s]) => Number(document.body.dataset.allocations || 0) > a
+        && Number(document.body.dataset.segments || 0) > s, before, { timeout: 30000 }).then(() => true, () => false);
+      if (!check(drew, `${name} ${lo}-${hi}: both band charts drew`)) continue;
+      const shown = await page.evaluate(() => ({
+        a: window.memsnapInfo.allocations, atop: Array.from(window.memsnapAllocations.stacked.top),
+        stop: Array.from(window.memsnapSegments.stacked.top), reserved: window.memsnapSegments.data.reserved,
+      }));
+      const line = await api(url, '/api/line', { file: f.file, axis: 'event', from: shown.a.from, to: shown.a.to, width: shown.a.width });
+      const step = Math.max(1, Math.floor(shown.a.width / 50));
+      let bad = 0;
+      for (let c = 0; c < shown.a.width; c += step) if (shown.atop[c] !== line.high[c]) bad += 1;
+      check(shown.a.run === f.file && bad === 0, `${name} ${lo}-${hi}: allocations and the band make up the line (${shown.a.drawn} drawn, ${bad} columns differ)`);
+      check(shown.stop.every((v, c) => v === shown.reserved[c]), `${name} ${lo}-${hi}: segments and the band make up reserved memory`);
+    }
+    await page.evaluate((n) => { window.memsnapPlot.setScale('x', { min: 0, max: n }); window.memsnapAllocations.refresh(); }, f.event_count);
+    const before = await page.evaluate(() => Number(document.body.dataset.allocations || 0));
+    await page.waitForFunction((a) => Number(document.body.dataset.allocations || 0) > a, before, { timeout: 30000 }).catch(() => {});
+    await page.locator('#allocations-canvas').scrollIntoViewIfNeeded();
+    const target = await page.evaluate(() => {
+      const v = window.memsnapAllocations;
+      const L = v.data;
+      if (!L || !L.allocations.length) return null;
+      // The largest drawn at least 3 columns wide and 3 pixels high (a thinner
+      // band is hard to point at), in its middle.
+      const rect = document.getElementById('allocations-canvas').getBoundingClientRect();
+      const top = Math.max(1, ...L.high) * 1.05;
+      const wide = (i) => v.stacked.bands[i].last - v.stacked.bands[i].first >= 2
+        && (Number(L.allocations[i].size) / top) * rect.height >= 3;
+      let k = -1;
+      L.allocations.forEach((a, i) => { if (wide(i) && (k < 0 || Number(a.size) > Number(L.allocations[k].size))) k = i; });
+      if (k < 0) return null;
+      const b = v.stacked.bands[k];
+      const c = Math.floor((b.first + b.last) / 2);
+      const x = L.colFrom + (c + 0.5) * L.colStep;
+      return { entry: L.allocations[k].entry, x: rect.left + ((x - L.window.from) / (L.window.to - L.window.from)) * rect.width,
+        y: rect.bottom - ((b.bottoms[c - b.first] + Number(L.allocations[k].size) / 2) / top) * rect.height };
+    });
+    if (!target) continue;
+    await page.mouse.move(target.x, target.y);
+    const hovered = await page.waitForFunction((e) => document.getElementById('allocations-tip').dataset.entry === String(e)
+      && document.getElementById('allocations-tip').dataset.frames !== undefined, target.entry, { timeout: 10000 }).then(() => true, () => false);
+    if (!check(hovered, `${name}: hovering entry ${target.entry} shows it`)) continue;
+    const expected = await api(url, '/api/allocation', { file: f.file, entry: target.entry });
+    const users = expected.frames.filter((fr) => fr.users);
+    const wanted = (users.length ? users : expected.frames).slice(0, 6).map((fr) => `${fr.name} ${fr.filename}:${fr.line}`);
+    const tip = await page.evaluate(() => [...document.querySelectorAll('#allocations-tip li')].map((li) => li.textContent));
+    check(JSON.stringify(tip) === JSON.stringify(wanted), `${name}: the hovered allocation shows its frames (${wanted.length})`);
+  }
+  check(runs > 0, `${runs} fixtures with a trace served and checked`);
+}
+
+async function mainFixtures() {
+  if (!fs.existsSync(FIXTURES)) {
+    console.log(`skipped: no fixtures at ${FIXTURES}`);
+    return SKIPPED;
+  }
+  const files = fs.readdirSync(FIXTURES).filter((n) => /\.(pickle|pkl)$/.test(n)).sort().map((n) => path.join(FIXTURES, n));
+  let started;
+  try {
+    started = await startServer(files);
+  } catch (err) {
+    if (/built without the server/.test(err.message)) {
+      console.log('skipped: this memsnap has no server');
+      return SKIPPED;
+    }
+    throw err;
+  }
+  const { server, url } = started;
+  const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });
+  try {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const problems = [];
+    page.on('pageerror', (err) => problems.push(`page error: ${err.message}`));
+    await page.goto(url, { waitUntil: 'load', timeout: 300000 });
+    await page.waitForFunction(() => document.body.dataset.ready === 'true', null, { timeout: 300000 });
+    await fixturePass(page, url);
+    check(problems.length === 0, `no page error: ${problems.join('; ')}`);
+  } finally {
+    await browser.close();
+    server.kill('SIGINT');
+  }
+  console.log(failures.length ? `${failures.length} failed` : 'all passed');
+  return failures.length ? 1 : 0;
+}
+
 async function main() {
+  if (FIXTURES && fs.existsSync(CHROMIUM) && MEMSNAP) return mainFixtures();
   if (!MEMSNAP) {
     console.error('usage: test_serve.mjs --memsnap PATH');
     return 2;
