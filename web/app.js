@@ -1179,15 +1179,20 @@
   const POOL_COLORS = ['#0891b2', '#7c3aed', '#059669', '#db2777', '#ca8a04', '#2563eb', '#ea580c', '#65a30d'];
   const allocationDetails = new Map();
 
-  function allocationDetail(run, entry) {
-    const key = `${run}:${entry}`;
-    if (!allocationDetails.has(key)) {
-      if (allocationDetails.size > 500) allocationDetails.clear();
-      const asked = askServer('/api/allocation', { file: run, entry });
-      asked.catch(() => allocationDetails.delete(key));
-      allocationDetails.set(key, asked);
+  // One answer per key, asked once (a failed one is asked again); at most
+  // 500 kept per cache.
+  function askedOnce(cache, key, ask) {
+    if (!cache.has(key)) {
+      if (cache.size > 500) cache.clear();
+      const asked = ask();
+      asked.catch(() => cache.delete(key));
+      cache.set(key, asked);
     }
-    return allocationDetails.get(key);
+    return cache.get(key);
+  }
+
+  function allocationDetail(run, entry) {
+    return askedOnce(allocationDetails, `${run}:${entry}`, () => askServer('/api/allocation', { file: run, entry }));
   }
 
   // The chart's x window in a run's own terms (seconds from its first timed
@@ -1787,14 +1792,8 @@
 
   // The trace's allocation holding a block (null: from before the trace).
   function blockAllocation(run, address, position) {
-    const key = `${run}:${address}:${position}`;
-    if (!allocatorView.blocks.has(key)) {
-      if (allocatorView.blocks.size > 500) allocatorView.blocks.clear();
-      const asked = askServer('/api/block', { file: run, address, position }).then((b) => b.allocation);
-      asked.catch(() => allocatorView.blocks.delete(key));
-      allocatorView.blocks.set(key, asked);
-    }
-    return allocatorView.blocks.get(key);
+    return askedOnce(allocatorView.blocks, `${run}:${address}:${position}`,
+      () => askServer('/api/block', { file: run, address, position }).then((b) => b.allocation));
   }
 
   function blockUnder(target) {

@@ -793,6 +793,23 @@ class Plot:
         return f"<memsnap.Plot: {', '.join(self._labels)}>"
 
 
+def _snapshots_and_labels(
+    snapshots: Union[Snapshot, Source, Sequence[Union[Snapshot, Source]]],
+    labels: Optional[Sequence[str]],
+) -> Tuple[List[Snapshot], List[str]]:
+    """One snapshot or several (snapshots, paths, bytes), each loaded, and
+    their labels (default: file names), as plot and serve take them."""
+    items = (
+        [snapshots]
+        if isinstance(snapshots, (Snapshot, str, os.PathLike, bytes, bytearray, memoryview))
+        else list(snapshots)
+    )
+    loaded = [_as_snapshot(item) for item in items]
+    if labels is None:
+        return loaded, [os.path.basename(s.name) for s in loaded]
+    return loaded, _strings(labels, "labels")
+
+
 class Server:
     """``memsnap serve`` on a thread of this process (:func:`serve`).
 
@@ -871,27 +888,18 @@ def serve(
             "this memsnap was built without the server (it needs cpp-httplib at build time); "
             "memsnap.plot(...).save(path) writes the page as a file"
         )
-    items = (
-        [snapshots]
-        if isinstance(snapshots, (Snapshot, str, os.PathLike, bytes, bytearray, memoryview))
-        else list(snapshots)
-    )
-    loaded = [_as_snapshot(item) for item in items]
-    if labels is None:
-        labels = [os.path.basename(s.name) for s in loaded]
-    else:
-        labels = _strings(labels, "labels")
+    loaded, labels = _snapshots_and_labels(snapshots, labels)
     if not isinstance(host, str) or not host:
         raise ValueError("host must be an address such as 127.0.0.1")
-    if _whole(port, "port", 0) > 65535:
+    port = _whole(port, "port", 0)
+    if port > 65535:
         raise ValueError(f"port must be 0 to 65535, not {port}")
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
         raise ValueError(
             f"host={host!r} answers other machines: give token= too (a secret of your own), "
             "or use 127.0.0.1 and an SSH tunnel"
         )
-    return Server(loaded, labels, device=_device(device), host=host,
-                  port=_whole(port, "port", 0), token=token)
+    return Server(loaded, labels, device=_device(device), host=host, port=port, token=token)
 
 
 def plot(
@@ -907,16 +915,7 @@ def plot(
     ``labels``: one per snapshot (default: file names). The attribution options
     (:meth:`Snapshot.with_keys`) of the first snapshot name the sources.
     """
-    items = (
-        [snapshots]
-        if isinstance(snapshots, (Snapshot, str, os.PathLike, bytes, bytearray, memoryview))
-        else list(snapshots)
-    )
-    loaded = [_as_snapshot(item) for item in items]
-    if labels is None:
-        labels = [os.path.basename(s.name) for s in loaded]
-    else:
-        labels = _strings(labels, "labels")
+    loaded, labels = _snapshots_and_labels(snapshots, labels)
     if not (isinstance(precision_ms, (int, float)) and precision_ms > 0):
         raise ValueError("precision_ms must be a positive number of milliseconds")
     return Plot(

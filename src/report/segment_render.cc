@@ -269,10 +269,6 @@ ordered_json render_segments_json(const SegmentReport& r, int top) {
       {"segments", segments}};
 }
 
-}  // namespace memsnap
-
-namespace memsnap {
-
 nlohmann::ordered_json render_segment_timeline_json(const SegmentTimeline& timeline) {
   nlohmann::ordered_json segments = nlohmann::ordered_json::array();
   const auto entry_or_null = [](const std::optional<uint64_t>& entry) {

@@ -290,6 +290,23 @@ double number_of(const httplib::Request& request, const char* name, double fallb
   return value;
 }
 
+// A whole number in lowest..highest from the request; `fallback` when absent.
+uint64_t whole_number_of(const httplib::Request& request, const char* name, double fallback,
+                         double lowest, double highest) {
+  const double value = number_of(request, name, fallback);
+  if (value < lowest || value != std::floor(value) || value > highest) {
+    throw Error::usage(fmt::format("{} must be a whole number, {} to {}", name, lowest, highest));
+  }
+  return static_cast<uint64_t>(value);
+}
+
+// time=T: seconds from the trace's start, at least 0.
+double seconds_of(const httplib::Request& request) {
+  const double seconds = number_of(request, "time", 0);
+  if (seconds < 0) throw Error::usage("time must be >= 0 (seconds from the trace's start)");
+  return seconds;
+}
+
 // The window of a line or a layout: axis=time|event&from=A&to=B&width=W,
 // the whole trace by default.
 LineWindow window_of(const httplib::Request& request, const FileAnalysis& file) {
@@ -301,11 +318,7 @@ LineWindow window_of(const httplib::Request& request, const FileAnalysis& file) 
                                                     : static_cast<double>(file.trace().count());
   window.from = number_of(request, "from", 0);
   window.to = number_of(request, "to", end);
-  const double width = number_of(request, "width", 1000);
-  if (width != std::floor(width) || width < 1 || width > kMaxLineWidth) {
-    throw Error::usage(fmt::format("width must be a whole number, 1 to {}", kMaxLineWidth));
-  }
-  window.width = static_cast<int>(width);
+  window.width = static_cast<int>(whole_number_of(request, "width", 1000, 1, kMaxLineWidth));
   return window;
 }
 
@@ -323,11 +336,8 @@ constexpr size_t kSegmentBudget = 500;
 
 // budget=N: how many spans to draw one by one, 1 to `limit`.
 size_t budget_of(const httplib::Request& request, size_t fallback, size_t limit) {
-  const double budget = number_of(request, "budget", static_cast<double>(fallback));
-  if (budget != std::floor(budget) || budget < 1 || budget > static_cast<double>(limit)) {
-    throw Error::usage(fmt::format("budget must be a whole number, 1 to {}", limit));
-  }
-  return static_cast<size_t>(budget);
+  return whole_number_of(request, "budget", static_cast<double>(fallback), 1,
+                         static_cast<double>(limit));
 }
 
 // GET /api/layout?file=I&<window>&budget=N&q=TEXT: the window's largest
@@ -354,32 +364,20 @@ ordered_json segment_timeline_of(const httplib::Request& request, const FileAnal
 constexpr double kMapSegments = 48;
 constexpr double kMaxMapSegments = 1000;
 
-// A whole number in 0..limit from the request; `fallback` when absent.
-uint64_t whole_number_of(const httplib::Request& request, const char* name, double fallback,
-                         double limit) {
-  const double value = number_of(request, name, fallback);
-  if (value < 0 || value != std::floor(value) || value > limit) {
-    throw Error::usage(fmt::format("{} must be a whole number, 0 to {}", name, limit));
-  }
-  return static_cast<uint64_t>(value);
-}
-
 // GET /api/segments?file=I&time=T|position=P&limit=N: the allocator's
 // segments then (the dump without either), as `memsnap segments --time T
 // --json --top N` says, and the map of the largest N with their blocks.
 ordered_json segments_of(const httplib::Request& request, const FileAnalysis& file) {
   only_parameters(request, "segments", {"time", "position", "limit"});
-  const auto limit = whole_number_of(request, "limit", kMapSegments, kMaxMapSegments);
+  const auto limit = whole_number_of(request, "limit", kMapSegments, 0, kMaxMapSegments);
   SegmentReport report;
   if (request.has_param("time") && request.has_param("position")) {
     throw Error::usage("give time or position, not both");
   } else if (request.has_param("time")) {
-    const double seconds = number_of(request, "time", 0);
-    if (seconds < 0) throw Error::usage("time must be >= 0 (seconds from the trace's start)");
-    report = segments_at_time(file, seconds, true);
+    report = segments_at_time(file, seconds_of(request), true);
   } else if (request.has_param("position")) {
     const uint64_t position =
-        whole_number_of(request, "position", 0, static_cast<double>(file.trace().count()));
+        whole_number_of(request, "position", 0, 0, static_cast<double>(file.trace().count()));
     report = segments_at_position(file, position, true);
     // The time of the last entry applied, where the trace has times.
     const std::optional<double> seconds = position == 0
@@ -409,7 +407,7 @@ ordered_json block_of(const httplib::Request& request, const FileAnalysis& file)
   if (begin == end || problem != std::errc() || at != end) {
     throw Error::usage("address must be a block's address (decimal or 0x hex)");
   }
-  const uint64_t position = whole_number_of(request, "position", 0, 0x1p53);
+  const uint64_t position = whole_number_of(request, "position", 0, 0, 0x1p53);
   const std::optional<uint64_t> entry = allocation_at_address(file, address, position);
   if (!entry) return {{"allocation", nullptr}};
   return {{"allocation", render_allocation_json(allocation_at(file, *entry, SourceKeyOptions{}))}};
@@ -438,12 +436,12 @@ ordered_json live_of(const httplib::Request& request, const FileAnalysis& file) 
   }
   uint64_t position = 0;
   if (request.has_param("time")) {
-    const double seconds = number_of(request, "time", 0);
-    if (seconds < 0) throw Error::usage("time must be >= 0 (seconds from the trace's start)");
+    const double seconds = seconds_of(request);
     file.time().require_times(file.path(), "ask by position instead");
     position = file.time().position_at(file.time().clamped(seconds));
   } else {
-    position = whole_number_of(request, "position", 0, static_cast<double>(file.trace().count()));
+    position =
+        whole_number_of(request, "position", 0, 0, static_cast<double>(file.trace().count()));
   }
   return render_live_of_source_json(live_of_source(
       file, position, request.get_param_value("source"), kSearchEntries, SourceKeyOptions{}));

@@ -59,6 +59,19 @@ function startServer(files = FILES) {
   });
 }
 
+// startServer, or null (say skipped) where this memsnap has no server.
+async function startOrSkip(files = FILES) {
+  try {
+    return await startServer(files);
+  } catch (err) {
+    if (/built without the server/.test(err.message)) {
+      console.log('skipped: this memsnap has no server');
+      return null;
+    }
+    throw err;
+  }
+}
+
 async function api(url, route, params) {
   const base = new URL(url);
   const query = new URLSearchParams({ ...params, token: base.searchParams.get('token') });
@@ -425,16 +438,8 @@ async function mainFixtures() {
     return SKIPPED;
   }
   const files = fs.readdirSync(FIXTURES).filter((n) => /\.(pickle|pkl)$/.test(n)).sort().map((n) => path.join(FIXTURES, n));
-  let started;
-  try {
-    started = await startServer(files);
-  } catch (err) {
-    if (/built without the server/.test(err.message)) {
-      console.log('skipped: this memsnap has no server');
-      return SKIPPED;
-    }
-    throw err;
-  }
+  const started = await startOrSkip(files);
+  if (!started) return SKIPPED;
   const { server, url } = started;
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });
   try {
@@ -463,16 +468,8 @@ async function main() {
     console.log(`skipped: no Chromium at ${CHROMIUM}`);
     return SKIPPED;
   }
-  let started;
-  try {
-    started = await startServer();
-  } catch (err) {
-    if (/built without the server/.test(err.message)) {
-      console.log('skipped: this memsnap has no server');
-      return SKIPPED;
-    }
-    throw err;
-  }
+  const started = await startOrSkip();
+  if (!started) return SKIPPED;
   const { server, url } = started;
   const origin = new URL(url).origin;
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });

@@ -101,7 +101,7 @@ const TraceAnalysis& FileAnalysis::trace_analysis() const {
 
 const LevelIndex& FileAnalysis::levels() const {
   std::call_once(parts_->levels_once, [this] {
-    compute("levels", [&] { parts_->levels = LevelIndex(*snapshot_, trace_, &parts_->spans); });
+    compute("levels", [&] { parts_->levels = LevelIndex(*snapshot_, trace_, parts_->spans); });
   });
   return parts_->levels;
 }

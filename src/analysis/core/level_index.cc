@@ -53,25 +53,18 @@ struct SpanCollector {
 
 }  // namespace
 
-LevelIndex::LevelIndex(const Snapshot& snapshot, const DeviceTrace& trace, AllocationSpans* spans) {
+LevelIndex::LevelIndex(const Snapshot& snapshot, const DeviceTrace& trace, AllocationSpans& spans) {
   levels_.reserve(trace.count() + 1);
   levels_.push_back(0);
   Replay replay(snapshot);
-  if (spans != nullptr) {
-    SpanCollector collector{trace.begin, trace.count() + 1, {}};
-    for (uint64_t i = trace.begin; i < trace.end; ++i) {
-      replay.apply(i, collector);
-      levels_.push_back(replay.delta());
-    }
-    spans->spans_ = collector.sorted();
-    spans->events_ = &snapshot.events;
-    spans->trace_begin_ = trace.begin;
-  } else {
-    for (uint64_t i = trace.begin; i < trace.end; ++i) {
-      replay.apply(i);
-      levels_.push_back(replay.delta());
-    }
+  SpanCollector collector{trace.begin, trace.count() + 1, {}};
+  for (uint64_t i = trace.begin; i < trace.end; ++i) {
+    replay.apply(i, collector);
+    levels_.push_back(replay.delta());
   }
+  spans.spans_ = collector.sorted();
+  spans.events_ = &snapshot.events;
+  spans.trace_begin_ = trace.begin;
   reduce(levels_, levels_, kBlock, block_min_, block_max_);
   reduce(block_min_, block_max_, kBlock, super_min_, super_max_);
 }

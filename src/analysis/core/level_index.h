@@ -23,8 +23,8 @@ class AllocationSpans;
 class LevelIndex {
  public:
   LevelIndex() = default;
-  // Fills `spans` (when given) from the same replay.
-  LevelIndex(const Snapshot& snapshot, const DeviceTrace& trace, AllocationSpans* spans = nullptr);
+  // Fills `spans` from the same replay.
+  LevelIndex(const Snapshot& snapshot, const DeviceTrace& trace, AllocationSpans& spans);
 
   // Positions are counts of entries applied: 0 (before the first) to count().
   [[nodiscard]] uint64_t count() const { return levels_.empty() ? 0 : levels_.size() - 1; }

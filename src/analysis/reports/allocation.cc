@@ -154,10 +154,6 @@ SearchResult search_allocations(const FileAnalysis& file, std::string_view query
   return result;
 }
 
-}  // namespace memsnap
-
-namespace memsnap {
-
 LiveOfSource live_of_source(const FileAnalysis& file, uint64_t position, std::string_view source,
                             size_t limit, const SourceKeyOptions& keys) {
   const DeviceTrace& trace = file.trace();
