@@ -305,3 +305,42 @@ def test_a_replicated_fixture_is_exact(memsnap, fixtures_dir):
               and not os.path.exists(os.path.join(tmp, 'refused.pickle')), p.stderr.strip())
 
     check.verify()
+
+
+def distinct(trace, key):
+    """How many distinct objects the entries hold under `key` (frame lists),
+    and how many distinct dicts in those lists (frame dicts)."""
+    lists = {id(e[key]): e[key] for e in trace if isinstance(e.get(key), list)}
+    return len(lists), len({id(d) for frames in lists.values() for d in frames})
+
+
+@pytest.mark.fixtures
+def test_a_streamed_file_holds_the_same_snapshot(memsnap, fixtures_dir):
+    """--stream (each repetition written as it is made, for files too large
+    to hold) writes the snapshot the unstreamed writer does at the same
+    protocol: equal when CPython reads both, the same objects shared (as
+    many distinct frame lists and frame dicts), the same memsnap parse, and
+    about the same size; protocol 4 is refused."""
+    fixture = os.path.join(fixtures_dir, FIXTURE)
+    if not os.path.isfile(fixture):
+        testlib.skip_absent(f'the fixture {fixture}')
+    with tempfile.TemporaryDirectory(prefix='memsnap-stream-') as tmp:
+        held, streamed = os.path.join(tmp, 'held.pickle'), os.path.join(tmp, 'streamed.pickle')
+        for out, extra in ((held, ['--protocol', '3']), (streamed, ['--stream'])):
+            p = generate(fixture, EVENTS, out, *extra)
+            assert p.returncode == 0, p.stderr[-400:]
+        a, b = load(held), load(streamed)
+        assert a == b
+        device = max(range(len(a['device_traces'])), key=lambda d: len(a['device_traces'][d]))
+        lists, dicts = distinct(b['device_traces'][device], 'frames')
+        assert (lists, dicts) == distinct(a['device_traces'][device], 'frames')
+        assert lists > 1 and dicts > 1
+        size_a, size_b = os.path.getsize(held), os.path.getsize(streamed)
+        assert abs(size_b - size_a) <= size_a // 100, (size_a, size_b)
+        parse_a, parse_b = (memsnap_json(memsnap, 'parse', p, device) for p in (held, streamed))
+        for doc in (parse_a, parse_b):
+            for key in ('file', 'file_size_bytes', 'pickle_size_bytes'):
+                doc.pop(key)
+        assert parse_a == parse_b
+        p = generate(fixture, 100, os.path.join(tmp, 'p4.pickle'), '--stream', '--protocol', '4')
+        assert p.returncode == 2 and '--stream writes protocol 2 or 3' in p.stderr, p.stderr

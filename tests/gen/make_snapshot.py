@@ -84,6 +84,12 @@ PyTorch writes it. Written with the fixture's pickle protocol (4 for
 PyTorch's files) unless --protocol is given. --manifest writes the
 repetition count, the close-out's and opening's lengths, stride and period.
 
+--stream writes each repetition as it is made instead of building the whole
+trace first (a 50M-entry trace as Python objects needs far more than a 24 GiB
+machine has): the same snapshot, read back equal by CPython and by memsnap,
+with protocol 3's explicit memo numbers (see StreamingPickler): 1M entries of
+the bench fixture in 7 s and 110 MB of memory here.
+
 Standard library only. Deterministic for a given set of arguments.
 
     make_snapshot.py --out PATH [--events N] [--protocol P] [--devices K]
@@ -92,13 +98,14 @@ Standard library only. Deterministic for a given set of arguments.
                      [--big-addresses] [--graph-pool] [--no-time] [--seed S]
                      [--gzip] [--top-level-list] [--empty]
     make_snapshot.py --replicate FIXTURE --events N --out PATH [--gzip]
-                     [--shared-frame-lists] [--protocol P] [--manifest PATH]
+                     [--shared-frame-lists] [--protocol P] [--stream] [--manifest PATH]
     make_snapshot.py --corpus DIR
 """
 
 import argparse
 import bisect
 import gzip
+import io
 import json
 import math
 import os
@@ -1498,7 +1505,7 @@ def opening_plan(ranges, blocks):
     return plan
 
 
-def replicate_snapshot(path, events, shared_frame_lists=False):
+def replicate_snapshot(path, events, shared_frame_lists=False, stream=False):
     """The fixture's busiest device trace repeated until it has `events`
     entries, each repetition in its own address range and after the previous
     one in time, every repetition but the last closed out by entries that
@@ -1510,6 +1517,8 @@ def replicate_snapshot(path, events, shared_frame_lists=False):
     later repetition's list as a memo reference; by default each repetition
     has its own lists (of the shared frame dicts; lists shared inside the
     fixture stay shared inside each repetition), as a long real run has them.
+    stream: the device's trace is a StreamedList, each repetition made only
+    when write_object writes it (see StreamingPickler).
 
     Returns (snapshot object, pickle protocol of the fixture or None, manifest)."""
     snap, protocol = load_fixture(path)
@@ -1691,19 +1700,21 @@ def replicate_snapshot(path, events, shared_frame_lists=False):
                     shared_lists if shared_frame_lists else {},
                     lambda group: release_frames if group < 0 else free_frames, pool_for)
 
-    if reps == 1:
-        trace = (open_(0)[n_open + n_source - first:] if first > n_source else []) \
-            + source[max(0, n_source - first):]
-    elif first > n_source + n_close:
-        trace = open_(0)[full - first:] + source + close(0)
-    elif first > n_close:
-        trace = source[n_source + n_close - first:] + close(0)
-    else:
-        trace = close(0)[n_close - first:]
-    for k in range(1, reps):
+    def repetition(k):
+        """Repetition k's entries (k >= 1): its opening, the fixture's trace
+        moved, and its close-out unless it is the last."""
+        if k == 0:
+            if reps == 1:
+                return (open_(0)[n_open + n_source - first:] if first > n_source else []) \
+                    + source[max(0, n_source - first):]
+            if first > n_source + n_close:
+                return open_(0)[full - first:] + source + close(0)
+            if first > n_close:
+                return source[n_source + n_close - first:] + close(0)
+            return close(0)[n_close - first:]
         da, dt = k * stride, k * period
-        trace.extend(open_(k))
-        append = trace.append
+        entries = open_(k)
+        append = entries.append
         lists = {}   # id of a fixture frame list -> its copy in this repetition
         for e, shift_addr, shift_time, fresh, frames in plan:
             c = dict(e)
@@ -1720,7 +1731,16 @@ def replicate_snapshot(path, events, shared_frame_lists=False):
                 c[key] = fresh_str(c[key])
             append(c)
         if k < reps - 1:
-            trace.extend(close(k))
+            entries.extend(close(k))
+        return entries
+
+    if stream:
+        trace = StreamedList(events, [lambda k=k: repetition(k) for k in range(reps)],
+                             reachable_ids(snap))
+    else:
+        trace = []
+        for k in range(reps):
+            trace.extend(repetition(k))
 
     # The dump is the last repetition's: the device's segments, shifted.
     last = (reps - 1) * stride
@@ -1765,14 +1785,111 @@ def replicate_snapshot(path, events, shared_frame_lists=False):
     return out, protocol, manifest
 
 
-def write_object(obj, path, protocol, compress):
+class StreamedList:
+    """A list too long to hold: `count` items, made part by part by the
+    callables `parts` (each returns a list) as StreamingPickler writes them.
+    `keep`: the ids of the objects the parts share, alive while the list is
+    (for --replicate, everything in the fixture)."""
+
+    def __init__(self, count, parts, keep):
+        self.count = count
+        self.parts = parts
+        self.keep = keep
+
+    def __len__(self):
+        return self.count
+
+
+class StreamingPickler(pickle._Pickler):
+    """Writes an object that holds StreamedLists without holding their items.
+
+    Every object pickle memoizes is also kept alive by the pickler's memo (so
+    that its id cannot be reused), so a list of 50M entries cannot be written
+    by one pickle.dump on a 24 GiB machine. Here each part of a StreamedList
+    is pickled by CPython's C pickler with a memo that holds only what the
+    file still refers to: the memo of everything written before the list
+    and the objects a part memoized that outlive it (for --replicate, the
+    fixture's frame dicts and strings, which every repetition shares), never
+    a part's own entries. That takes explicit memo numbers (protocol 2 and 3's
+    BINPUT): a part's objects reuse the numbers of the part before, which no
+    later opcode refers to; protocol 4's MEMOIZE numbers each object by how
+    many came before, so its memo could never drop one. Everything else goes
+    through this (pure Python) pickler, slow but small here.
+
+    Each part is pickled as a list; its PROTO, EMPTY_LIST and BINPUT (the
+    part's own list) and its STOP are cut off, so that its APPENDS append to
+    the StreamedList's list written before it."""
+
+    def __init__(self, file, protocol):
+        if not 2 <= protocol <= 3:
+            raise ValueError('a streamed pickle needs protocol 2 or 3 (explicit memo numbers)')
+        super().__init__(file, protocol)
+        self.dispatch = dict(pickle._Pickler.dispatch)
+        self.dispatch[StreamedList] = StreamingPickler.save_streamed
+
+    def save_streamed(self, obj):
+        self.write(pickle.EMPTY_LIST)
+        self.memoize(obj)
+        kept = dict(self.memo)   # the memo before the list, and what its parts keep
+        pads = []
+        for make in obj.parts:
+            part = make()
+            # CPython's pickler numbers a new object by the size of its memo:
+            # placeholders fill the numbers a dropped object had, so that
+            # nothing new takes a kept object's number.
+            top = max(index for index, _ in kept.values()) + 1
+            while len(pads) < top - len(kept):
+                pads.append(object())
+            memo = dict(kept)
+            for pad in pads[:top - len(kept)]:
+                memo[id(pad)] = (0, pad)   # never referred to: any number
+            out = io.BytesIO()
+            chunk = pickle.Pickler(out, self.proto)
+            chunk.memo = memo
+            chunk.dump(part)
+            for key, (index, value) in chunk.memo.copy().items():
+                if key in obj.keep and key not in kept:
+                    kept[key] = (index, value)
+            self.write(self._appends_of(out.getvalue()))
+
+    @staticmethod
+    def _appends_of(data):
+        # PROTO n, EMPTY_LIST, then BINPUT i (q + 1 byte) or LONG_BINPUT (r + 4).
+        assert data[0:1] == pickle.PROTO and data[2:3] == pickle.EMPTY_LIST, data[:8]
+        start = 5 if data[3:4] == pickle.BINPUT else 8
+        assert data[3:4] in (pickle.BINPUT, pickle.LONG_BINPUT) and data[-1:] == pickle.STOP
+        return data[start:-1]
+
+
+def reachable_ids(obj):
+    """The ids of every container and string reachable from obj (what pickle
+    memoizes)."""
+    seen, todo = set(), [obj]
+    while todo:
+        x = todo.pop()
+        if id(x) in seen or not isinstance(x, (dict, list, tuple, str, bytes)):
+            continue
+        seen.add(id(x))
+        if isinstance(x, dict):
+            todo.extend(x.keys())
+            todo.extend(x.values())
+        elif isinstance(x, (list, tuple)):
+            todo.extend(x)
+    return seen
+
+
+def write_object(obj, path, protocol, compress, stream=False):
+    """Pickles obj to path (through a temporary file). With `stream`, obj may
+    hold StreamedLists: see StreamingPickler."""
     tmp = path + '.tmp'
     with open(tmp, 'wb') as f:
-        if compress:
-            with gzip.GzipFile(filename='', mode='wb', fileobj=f, mtime=0) as g:
-                pickle.dump(obj, g, protocol=protocol)
+        out = gzip.GzipFile(filename='', mode='wb', fileobj=f, mtime=0) if compress else f
+        if stream:
+            StreamingPickler(out, protocol).dump(obj)
         else:
-            pickle.dump(obj, f, protocol=protocol)
+            pickle.dump(obj, out, protocol=protocol)
+        if compress:
+            out.close()
     os.replace(tmp, path)
 
 
@@ -1890,6 +2007,10 @@ def main(argv=None):
                          'reference (a smaller file than a real run\'s); by default each '
                          'repetition has its own lists (of the same frame dicts), as a long '
                          'real run has them')
+    ap.add_argument('--stream', action='store_true',
+                    help='with --replicate: write each repetition as it is made, never holding '
+                         'the trace (any --events on a small machine); protocol 3 unless '
+                         '--protocol 2 (see StreamingPickler)')
     ap.add_argument('--manifest', metavar='PATH', help='write expected values as JSON')
     args = ap.parse_args(argv)
     if args.corpus:
@@ -1900,25 +2021,30 @@ def main(argv=None):
     if args.replicate:
         # The simulation's options mean nothing for a real history: refuse them.
         own = {'out', 'corpus', 'manifest', 'replicate', 'events', 'protocol', 'gzip',
-               'shared_frame_lists'}
+               'shared_frame_lists', 'stream'}
         ignored = sorted('--' + k.replace('_', '-') for k, v in vars(args).items()
                          if k not in own and v != ap.get_default(k))
         if ignored:
             ap.error('--replicate takes only --events, --out, --gzip, --protocol, '
-                     '--shared-frame-lists and --manifest, not ' + ', '.join(ignored))
+                     '--shared-frame-lists, --stream and --manifest, not ' + ', '.join(ignored))
+        if args.stream and args.protocol not in (None, 2, 3):
+            ap.error('--stream writes protocol 2 or 3 (explicit memo numbers), not %d'
+                     % args.protocol)
         if args.events < 1:
             ap.error('--replicate needs --events >= 1')
         try:
             obj, protocol, manifest = replicate_snapshot(args.replicate, args.events,
-                                                         args.shared_frame_lists)
+                                                         args.shared_frame_lists, args.stream)
         except ReplicateError as e:
             print('make_snapshot.py: error: %s' % e, file=sys.stderr)
             return 1
         if args.protocol is not None:
             protocol = args.protocol
+        elif args.stream:
+            protocol = 3
         elif protocol is None or protocol < 2:
             protocol = 4
-        write_object(obj, args.out, protocol, args.gzip)
+        write_object(obj, args.out, protocol, args.gzip, args.stream)
         if args.manifest:
             manifest['protocol'] = protocol
             with open(args.manifest, 'w') as f:
@@ -1928,6 +2054,8 @@ def main(argv=None):
         args.protocol = 4
     if args.shared_frame_lists:
         ap.error('--shared-frame-lists goes with --replicate')
+    if args.stream:
+        ap.error('--stream goes with --replicate')
     if args.devices < 1:
         ap.error('--devices must be >= 1')
     if not 0 <= args.oom_device < args.devices:

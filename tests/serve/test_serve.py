@@ -100,6 +100,8 @@ def test_every_report_equals_the_command_line(memsnap, served):
     late = served.report("replay-to-time", file=0, time="1e6", top="3")
     assert late["report"] == cli_json(memsnap, "replay-to-time", A, "--time", "1e6", "--top", "3")
     assert any("clamped" in note for note in late["notes"]), late["notes"]
+    check_replay_to_time(served, 0, A, memsnap, (0.0, 0.01, 0.05, 0.1, 0.16, 1e6))
+    check_replay_to_time(served, 1, B, memsnap, (0.02, 0.1))
 
 
 def test_ranks_of_the_served_files_equal_the_command_line(memsnap, served):
@@ -495,6 +497,17 @@ def test_the_segment_timeline_makes_up_reserved_memory(memsnap, served):
         assert status == 400, (bad, status, body)
 
 
+def check_replay_to_time(server, file_index, path, memsnap, times):
+    """Once the line was drawn, the server answers replay-to-time from its
+    levels and spans instead of a replay: the same document as the command
+    line's, which replays."""
+    status, _, body = server.get("/api/line?file=%d&axis=event&width=100" % file_index)
+    assert status == 200, body
+    for t in times:
+        got = server.report("replay-to-time", file=file_index, time=repr(t), top="100000")
+        assert got["report"] == cli_json(memsnap, "replay-to-time", path, "--time", repr(t), "--top", "100000"), t
+
+
 def check_live_of_sources(server, file_index, path, memsnap, times):
     """A drill-down row opened: the allocations of a source live at T are
     as many, and as many bytes, as replay-to-time --time T says for it,
@@ -559,6 +572,8 @@ def test_every_fixture_with_a_trace(memsnap, fixtures_dir):
             if parse.get("trace_duration_s") and "cannot replay" not in json.dumps(parse):
                 status, _, body = server.get("/api/segments?file=0&time=%r" % (parse["trace_duration_s"] / 2))
                 check_live_of_sources(server, 0, path, memsnap, (parse["trace_duration_s"] / 3,))
+                check_replay_to_time(server, 0, path, memsnap,
+                                     [parse["trace_duration_s"] * k for k in (0, 0.3, 0.7, 1, 2)])
                 if status == 200:
                     check_segment_map(server, 0, path, memsnap, (parse["trace_duration_s"] / 2,))
                     mapped += 1

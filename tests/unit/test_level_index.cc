@@ -107,6 +107,66 @@ TEST(AllocationSpans, EqualAReplayAndComeLargestFirst) {
   EXPECT_EQ(spans.find(0, 1), nullptr);
 }
 
+// What was live at a position, read from the levels and spans (serve's
+// replay-to-time), equals the replay from the start: rows by every grouping,
+// counts and bytes, with stacks, address reuse and frees without an alloc.
+TEST(LiveAt, FromSpansEqualsTheReplay) {
+  testing::ModelBuilder b;
+  std::mt19937 random(17);
+  std::vector<StackId> stacks;
+  for (int s = 0; s < 12; ++s) {
+    stacks.push_back(b.stack({{"f" + std::to_string(s), "/home/u/train.py", s + 1},
+                              {"forward", "/site-packages/torch/nn/module.py", 10}}));
+  }
+  std::vector<uint64_t> live;
+  for (int i = 0; i < 6'000; ++i) {
+    const int64_t time_us = 1'000'000 + i;
+    const StackId stack = stacks[random() % stacks.size()];
+    const uint32_t pick = random() % 10;
+    if (live.empty() || pick < 5) {
+      const uint64_t addr = 0x1000 * (1 + random() % 4'000);  // reuse replaces a live one
+      b.alloc(addr, 512 * (random() % 64), time_us, stack);   // zero bytes too
+      live.push_back(addr);
+    } else if (pick == 5) {
+      b.free(0x9000'0000 + 0x1000 * static_cast<uint64_t>(i), 4096, time_us, stack);  // no alloc
+    } else {
+      const size_t k = random() % live.size();
+      b.free(live[k], 0, time_us, stack);
+      live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+  }
+  const FileAnalysis file = analyze_file("test", b.model, std::nullopt);
+  EXPECT_FALSE(file.has_levels());  // a one-shot command never builds them
+  const uint64_t count = file.trace().count();
+  for (GroupBy group : {GroupBy::kSource, GroupBy::kCategory, GroupBy::kFile}) {
+    SourceKeyOptions options;
+    options.group = group;
+    SourceIndex replayed(b.model, options);
+    SourceIndex scanned(b.model, options);
+    std::vector<uint64_t> positions{0, 1, count - 1, count, count + 5};
+    for (int k = 0; k < 60; ++k) positions.push_back(random() % (count + 1));
+    for (uint64_t position : positions) {
+      const LiveAt slow = live_at(b.model, file.trace(), replayed, position);
+      const LiveAt fast =
+          live_at(b.model, file.trace(), file.levels(), file.spans(), scanned, position);
+      SCOPED_TRACE(position);
+      EXPECT_EQ(fast.alloc_count, slow.alloc_count);
+      EXPECT_EQ(fast.free_count, slow.free_count);
+      EXPECT_EQ(fast.delta, slow.delta);
+      EXPECT_EQ(fast.live_count, slow.live_count);
+      EXPECT_EQ(fast.live_bytes, slow.live_bytes);
+      ASSERT_EQ(fast.sources.size(), slow.sources.size());
+      for (size_t r = 0; r < fast.sources.size(); ++r) {
+        EXPECT_EQ(fast.sources[r].source, slow.sources[r].source);
+        EXPECT_EQ(fast.sources[r].bytes, slow.sources[r].bytes);
+        EXPECT_EQ(fast.sources[r].count, slow.sources[r].count);
+        EXPECT_EQ(fast.sources[r].kind, slow.sources[r].kind);
+      }
+    }
+  }
+  EXPECT_TRUE(file.has_levels());
+}
+
 TEST(AllocationLayout, BandAndDrawnMakeUpTheLineAndTheLargestAreDrawn) {
   testing::ModelBuilder b = random_trace(4'000, 9);
   // A dump that holds what the trace left live (and more, from before it):

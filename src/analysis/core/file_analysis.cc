@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <future>
 #include <mutex>
@@ -32,6 +34,7 @@ struct FileAnalysis::Parts {
   std::once_flag fragmentation_once;
   FragmentationHistory fragmentation;
   std::once_flag levels_once;
+  std::atomic<bool> levels_built{false};
   LevelIndex levels;
   AllocationSpans spans;
   std::once_flag segment_spans_once;
@@ -102,8 +105,13 @@ const TraceAnalysis& FileAnalysis::trace_analysis() const {
 const LevelIndex& FileAnalysis::levels() const {
   std::call_once(parts_->levels_once, [this] {
     compute("levels", [&] { parts_->levels = LevelIndex(*snapshot_, trace_, parts_->spans); });
+    parts_->levels_built.store(true, std::memory_order_release);
   });
   return parts_->levels;
+}
+
+bool FileAnalysis::has_levels() const {
+  return parts_->levels_built.load(std::memory_order_acquire);
 }
 
 const std::vector<SegmentSpan>& FileAnalysis::segment_spans() const {

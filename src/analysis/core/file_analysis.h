@@ -98,6 +98,9 @@ class FileAnalysis {
   [[nodiscard]] const std::vector<SegmentSpan>& segment_spans() const;
   // Every allocation's span, largest first: built with the levels.
   [[nodiscard]] const AllocationSpans& spans() const;
+  // Whether the levels (and spans) are built: a report that can use them
+  // instead of a replay asks this, so that only a server pays for them.
+  [[nodiscard]] bool has_levels() const;
   // Begins the allocator replay on another thread, if it has not begun.
   void start_allocator_history() const;
 

@@ -310,7 +310,36 @@ LiveAt live_at(const Snapshot& snapshot, const DeviceTrace& trace, SourceIndex& 
   std::vector<uint64_t> positions{position};
   LiveAt at;
   at.sources = std::move(rows_at(replay, trace, sources, positions, baseline)[0]);
-  at.totals = replay.totals();
+  const ReplayTotals totals = replay.totals();
+  at.alloc_count = totals.alloc_count;
+  at.free_count = totals.free_count;
+  at.delta = totals.end_delta;
+  at.live_count = totals.live_count_at_end;
+  at.live_bytes = totals.live_bytes_at_end;
+  return at;
+}
+
+LiveAt live_at(const Snapshot& snapshot, const DeviceTrace& trace, const LevelIndex& levels,
+               const AllocationSpans& spans, SourceIndex& sources, uint64_t position) {
+  const EventColumns& events = snapshot.events;
+  position = std::min(position, trace.count());
+  LiveAt at;
+  const auto first = events.action.begin() + static_cast<std::ptrdiff_t>(trace.begin);
+  const auto last = first + static_cast<std::ptrdiff_t>(position);
+  at.alloc_count = static_cast<uint64_t>(std::count(first, last, Action::kAlloc));
+  at.free_count = static_cast<uint64_t>(std::count(first, last, Action::kFreeCompleted));
+  at.delta = levels.at(position);
+  LiveBySource live(sources);
+  for (const AllocationSpan& span : spans.by_size()) {
+    if (!span.live_at(position)) continue;
+    const uint64_t event = trace.begin + span.entry();
+    const uint64_t size = spans.size_of(span);
+    // What the replay would have made of it: of() reads the event and stack.
+    live.add(sources.of(LiveAllocation{size, events.stack[event], event, 0}), size);
+    ++at.live_count;
+    at.live_bytes += size;
+  }
+  at.sources = live.rows();
   return at;
 }
 

@@ -12,6 +12,7 @@
 
 #include "analysis/core/categories.h"
 #include "analysis/core/free_frames.h"
+#include "analysis/core/level_index.h"
 #include "analysis/core/source_key.h"
 #include "memsnap/model.h"
 #include "memsnap/replay.h"
@@ -157,14 +158,25 @@ std::vector<std::vector<SourceUsage>> live_by_source(const Snapshot& snapshot,
                                                      std::span<const uint64_t> positions,
                                                      const BaselineSources* baseline = nullptr);
 
-// live_by_source at one position, with the replay's totals there: what was
-// live at time T, in one pass.
+// live_by_source at one position, with the replay's counts there: what was
+// live at time T.
 struct LiveAt {
-  ReplayTotals totals;
+  uint64_t alloc_count = 0;  // alloc entries applied
+  uint64_t free_count = 0;   // free_completed entries applied
+  int64_t delta = 0;         // the replay's delta there
+  uint64_t live_count = 0;   // allocations live there, and their bytes
+  uint64_t live_bytes = 0;
   std::vector<SourceUsage> sources;
 };
+// In one replay from the trace's start.
 LiveAt live_at(const Snapshot& snapshot, const DeviceTrace& trace, SourceIndex& sources,
                uint64_t position, const BaselineSources* baseline = nullptr);
+// The same answer (without a baseline) from the levels and spans that serve
+// keeps (FileAnalysis::levels): one scan of the spans and a count of the
+// actions before the position, instead of a replay of everything before it,
+// so that a click late in a long trace costs what a click early does.
+LiveAt live_at(const Snapshot& snapshot, const DeviceTrace& trace, const LevelIndex& levels,
+               const AllocationSpans& spans, SourceIndex& sources, uint64_t position);
 
 // Live memory at the dump by source, from the segments' blocks of one device
 // (a block's own frames, or the newest entry of a PyTorch 2.0 `history`):

@@ -24,15 +24,19 @@ TimeSide replay_to_time(const FileAnalysis& file, double seconds,
   }
   uint64_t position = time.position_at(side.time_s);
   SourceIndex sources(snapshot, key_options);
-  LiveAt at = live_at(snapshot, file.trace(), sources, position);
-  const ReplayTotals& t = at.totals;
+  // A server keeps the levels and spans: a click then costs one scan of the
+  // spans, not a replay of everything before it. A one-shot command replays
+  // (building the spans would cost more than the replay it saves).
+  LiveAt at = file.has_levels()
+                  ? live_at(snapshot, file.trace(), file.levels(), file.spans(), sources, position)
+                  : live_at(snapshot, file.trace(), sources, position);
   side.baseline = file.baseline().baseline_at_start;
-  side.delta = t.end_delta;
+  side.delta = at.delta;
   side.absolute = add_bytes(side.baseline, static_cast<uint64_t>(side.delta));
-  side.alloc_count = t.alloc_count;
-  side.free_count = t.free_count;
-  side.live_count = t.live_count_at_end;
-  side.live_bytes = t.live_bytes_at_end;
+  side.alloc_count = at.alloc_count;
+  side.free_count = at.free_count;
+  side.live_count = at.live_count;
+  side.live_bytes = at.live_bytes;
   side.sources = std::move(at.sources);
   return side;
 }
