@@ -12,8 +12,9 @@ replay-to-time drill-down and the allocator's segments then; a search: the
 search and the layout that marks it), and reports the median, 99th
 percentile and maximum of each request, as seen by a client on the same
 machine (loopback, one connection per request), and the server's peak RSS.
-The first line request builds the level index and the allocation spans; it
-is reported on its own.
+The server builds the level index, the allocation spans and the segment
+spans on a thread of their own once it answers; the first line request waits
+for the first two, and is reported on its own.
 
     python3 bench/serve_bench.py --memsnap build/memsnap FILE [--interactions 200]
 
@@ -133,7 +134,7 @@ def main():
         server.terminate()
         server.wait(timeout=60)
     print("file: %s" % args.file)
-    print("parse --json: %.3f s; serve answering after %.3f s; first line (builds the level "
+    print("parse --json: %.3f s; serve answering after %.3f s; first line (waits for the level "
           "index and the spans): %.1f ms; server peak RSS %.0f MiB" % (
               parse_s, ready_s, first_line_s * 1e3, rss / 1024))
     print("%-18s %6s %10s %10s %10s" % ("request", "count", "median ms", "p99 ms", "max ms"))
