@@ -381,6 +381,16 @@ class Snapshot:
         ``more_streams``."""
         return self._report("streams", top=top)
 
+    @_documented("whatif")
+    def whatif(self, *, check: bool = False, top: int = 10) -> Dict[str, Any]:
+        """``check=True`` is the one form so far (the table of other settings is not
+        built yet).
+
+        Main keys: ``possible``, ``settings``, ``start``, ``segments_reserved``
+        (``recorded``, ``model``, ``matched``), ``segments_released``, ``allocs``,
+        ``peak_reserved``, ``end``, ``first_divergence``, ``segments_exact``, ``exact``."""
+        return self._report("whatif", check=check, top=top)
+
     @_documented("replay-to-time")
     def replay_to_time(self, time: float, *, top: int = 25) -> Dict[str, Any]:
         """Past the end of the trace the time is clamped, with a :class:`MemsnapWarning`.

@@ -59,6 +59,7 @@ const std::vector<Command>& command_table() {
       oom_command(),
       report_command("segments"),
       report_command("streams"),
+      report_command("whatif"),
       described(summarize_command(),
                 "A few KB of JSON per snapshot (peaks, steps, what was live at the peak by "
                 "source and category, OOMs): read thousands of ranks once, then ranks, "

@@ -12,6 +12,7 @@
 #include "analysis/reports/step_report.h"
 #include "analysis/reports/stream_report.h"
 #include "analysis/reports/time_report.h"
+#include "analysis/reports/whatif.h"
 #include "memsnap/error.h"
 #include "report/explain_render.h"
 #include "report/oom_render.h"
@@ -20,6 +21,7 @@
 #include "report/step_render.h"
 #include "report/stream_render.h"
 #include "report/time_render.h"
+#include "report/whatif_render.h"
 
 namespace memsnap::service {
 namespace {
@@ -163,6 +165,27 @@ Answer answer_segments(const FileAnalysis& file, const ReportRequest& request, F
 Answer answer_streams(const FileAnalysis& file, const ReportRequest& request, Format format) {
   return rendered(stream_report(file), format, request.top, render_streams_text,
                   render_streams_json);
+}
+
+const Parameter kCheck{
+    .id = "check",
+    .kind = ParameterKind::kSwitch,
+    .help =
+        "Run the model under the file's own settings and compare it with what the file "
+        "recorded: segments reserved and released at the same entries, each block where "
+        "the file placed it, the dump's segments and blocks at the end",
+};
+
+Answer answer_whatif(const FileAnalysis& file, const ReportRequest& request, Format format) {
+  if (!request.arguments.on("check")) {
+    throw Error::usage(fmt::format(
+        "whatif needs {} for now: the check of the allocator model against what the file "
+        "recorded (the table of other settings is not built yet)",
+        spelled(kCheck, request.spelling)));
+  }
+  file.start_allocator_history();
+  return rendered(check_recorded_segments(file), format, request.top, render_whatif_check_text,
+                  render_whatif_check_json);
 }
 
 // ---- the table ---------------------------------------------------------------
@@ -330,9 +353,35 @@ ReportEntry streams_entry() {
   };
 }
 
+ReportEntry whatif_entry() {
+  return {
+      .name = "whatif",
+      .summary =
+          "A model of PyTorch's caching allocator driven by the trace: --check compares it, "
+          "under the file's settings, with the segments and blocks the file recorded",
+      .description =
+          "The trace's requests and frees through a model of PyTorch's CUDA caching "
+          "allocator (rounding, small and large pools, best fit per stream, splitting and "
+          "merging, max_split_size, expandable segments, releases before a retried "
+          "cudaMalloc), from the allocator's state before the first entry. --check runs it "
+          "under the file's own settings and says how much of what the file recorded it "
+          "reproduces: the segments reserved and released at the same entries, each block at "
+          "its address, the dump at the end, the peak of reserved memory.",
+      .example = "memsnap whatif run.pickle --check",
+      .file_help = kSnapshotHelp,
+      .parameters = {kCheck},
+      .default_top = 10,
+      .top_rows = "rows (unused by --check)",
+      .uses_keys = false,
+      .uses_steps = false,
+      .schema = "whatif_check",
+      .answer = answer_whatif,
+  };
+}
+
 std::vector<ReportEntry> make_table() {
   return {explain_entry(), parse_entry(),    replay_to_time_entry(), replay_step_entry(),
-          oom_entry(),     segments_entry(), streams_entry()};
+          oom_entry(),     segments_entry(), streams_entry(),        whatif_entry()};
 }
 
 }  // namespace

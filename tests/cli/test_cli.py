@@ -871,7 +871,7 @@ def group_by_annotation_and_pool(memsnap, work):
 # command or flag, and one exit status for a file that cannot be read.
 
 def usage_in_memsnaps_words(memsnap, work, plain):
-    commands = ("explain, parse, dump, events, compare, replay-to-time, replay-step, plot, oom, segments, streams, summarize, "
+    commands = ("explain, parse, dump, events, compare, replay-to-time, replay-step, plot, oom, segments, streams, whatif, summarize, "
                 "ranks, check, serve")
     said = [
         ("--versio", ["--versio"], "memsnap: unknown flag --versio; did you mean --version?"),

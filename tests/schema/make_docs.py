@@ -33,6 +33,7 @@ SCHEMAS = [
     ("compare_runs.schema.json", "compare (two run folders)"),
     ("check.schema.json", "check"),
     ("check_ranks.schema.json", "check (a run folder, rank by rank)"),
+    ("whatif_check.schema.json", "whatif --check"),
 ]
 
 TYPE_NAMES = {"integer": "integer", "number": "number", "string": "string", "boolean": "boolean",

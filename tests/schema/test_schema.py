@@ -66,6 +66,7 @@ SCHEMA_FILES = {
     "compare_runs": "compare_runs.schema.json",
     "check": "check.schema.json",
     "check_ranks": "check_ranks.schema.json",
+    "whatif_check": "whatif_check.schema.json",
 }
 
 # Units a number may carry (x-unit), and a word its description must then use.
@@ -144,6 +145,10 @@ RUNS = [
     ("streams no time", "streams", ["streams", "--json", "no_time.pickle"]),
     ("streams empty", "streams", ["streams", "--json", "empty.pickle"]),
     ("streams --top 0", "streams", ["streams", "--json", "--top", "0", "@example"]),
+    ("whatif --check", "whatif_check", ["whatif", "--json", "--check", "steps_a.pickle"]),
+    ("whatif --check two devices", "whatif_check", ["whatif", "--json", "--check", "--device", "1", "two_devices.pickle"]),
+    ("whatif --check empty", "whatif_check", ["whatif", "--json", "--check", "empty.pickle"]),
+    ("whatif --check example", "whatif_check", ["whatif", "--json", "--check", "@example"]),
     ("replay-step one", "replay_step", ["replay-step", "--json", "--step", "2", "steps_a.pickle"]),
     ("replay-step open step", "replay_step", ["replay-step", "--json", "--all-steps", "open_step.pickle"]),
     ("replay-step C++ frames", "replay_step", ["replay-step", "--json", "--all-steps", "all_stacks.pickle"]),

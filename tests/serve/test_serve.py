@@ -21,7 +21,7 @@ REPO = testlib.REPO
 A = os.path.join(REPO, "examples", "training_steps.pickle.gz")
 B = os.path.join(REPO, "examples", "training_steps_larger_batch.pickle.gz")
 # Parameters each report needs to answer at all.
-REQUIRED = {"replay-to-time": {"time": "0.1"}, "replay-step": {"all_steps": "true"}}
+REQUIRED = {"replay-to-time": {"time": "0.1"}, "replay-step": {"all_steps": "true"}, "whatif": {"check": "true"}}
 
 
 class Served:

@@ -165,7 +165,7 @@ uint64_t next_power2_division(uint64_t size, uint64_t divisions) {
 }
 
 // PyTorch's round_size.
-uint64_t rounded_request(uint64_t size, const SplitRule& rule) {
+uint64_t round_size(uint64_t size, const SplitRule& rule) {
   if (size < kMinBlockSize) return kMinBlockSize;
   constexpr unsigned kFirstInterval = 20;  // log2(1 MiB)
   const auto log_size = static_cast<unsigned>(std::bit_width(size) - 1);
@@ -180,12 +180,16 @@ uint64_t rounded_request(uint64_t size, const SplitRule& rule) {
 
 }  // namespace
 
-uint64_t carved_block_size(uint64_t requested, uint64_t free_size, const SplitRule& rule) {
+uint64_t rounded_block_size(uint64_t requested, const SplitRule& rule) {
   constexpr uint64_t kNpuPadding = 32;              // torch_npu's round_size adds this first
   constexpr uint64_t kLargestRequest = 1ULL << 62;  // keeps the rounding below in range
   uint64_t size = std::min(requested, kLargestRequest);
   if (rule.rounding == RoundingRule::kNpu) size += kNpuPadding;
-  const uint64_t rounded = rounded_request(size, rule);
+  return round_size(size, rule);
+}
+
+uint64_t carved_block_size(uint64_t requested, uint64_t free_size, const SplitRule& rule) {
+  const uint64_t rounded = rounded_block_size(requested, rule);
   if (rounded >= free_size) return rounded;
   const uint64_t remaining = free_size - rounded;
   const bool small_pool = rounded <= kSmallSize;

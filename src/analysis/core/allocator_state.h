@@ -254,6 +254,10 @@ FragmentationHistory fragmentation_history(const AllocatorHistory& history,
 // The dump's ranges and held blocks of one device.
 AllocatorState state_at_dump(const Snapshot& snapshot, int device);
 
+// The block size a request rounds to (PyTorch's round_size under the rule;
+// requests beyond 2^62 bytes are taken as 2^62).
+uint64_t rounded_block_size(uint64_t requested, const SplitRule& rule);
+
 // The block the allocator carves for a request of `requested` bytes from a
 // free block of `free_size` bytes: the rounded size, or the whole free block
 // when the remainder is too small to split off (PyTorch's should_split).

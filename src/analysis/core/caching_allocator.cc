@@ -1,0 +1,562 @@
+#include "analysis/core/caching_allocator.h"
+
+#include <algorithm>
+
+#include "memsnap/error.h"
+
+namespace memsnap {
+namespace {
+
+// PyTorch's constants (CUDACachingAllocator.cpp).
+constexpr uint64_t kSmallSize = uint64_t{1} << 20;    // largest small-pool request
+constexpr uint64_t kSmallBuffer = uint64_t{2} << 20;  // small-pool segments and pages
+constexpr uint64_t kLargeBuffer = uint64_t{20}
+                                  << 20;  // segments for requests under 10 MiB; large pages
+constexpr uint64_t kMinLargeAlloc = uint64_t{10} << 20;  // from here, segments fit the request
+constexpr uint64_t kRoundLarge = uint64_t{2} << 20;      // ... rounded up to this
+constexpr uint64_t kMinBlockSize = 512;                  // the small pool splits down to this
+// An expandable segment reserves 1.125 times the device's memory; the model
+// does not know the device, and any reservation larger than the requests
+// behaves the same.
+constexpr uint64_t kExpandableSpan = uint64_t{1} << 40;
+
+bool same_pool(PoolId a, PoolId b) {
+  return a.first == b.first && a.second == b.second;
+}
+
+uint64_t round_up(uint64_t value, uint64_t step) {
+  return (value + step - 1) / step * step;
+}
+
+}  // namespace
+
+uint64_t segment_size_for(uint64_t rounded) {
+  if (rounded <= kSmallSize) return kSmallBuffer;
+  if (rounded < kMinLargeAlloc) return kLargeBuffer;
+  return round_up(rounded, kRoundLarge);
+}
+
+AllocatorModel::AllocatorModel(AllocatorModelSettings settings) : settings_(settings) {
+  blocks_.emplace_back();  // index 0 is kNone
+}
+
+uint32_t AllocatorModel::pool_index(PoolId id, bool small) {
+  for (size_t i = 0; i < pools_.size(); ++i) {
+    if (pools_[i].small == small && same_pool(pools_[i].id, id)) return static_cast<uint32_t>(i);
+  }
+  pools_.push_back(Pool{id, small, {}, {}});
+  return static_cast<uint32_t>(pools_.size() - 1);
+}
+
+uint32_t AllocatorModel::new_block(const Block& block) {
+  if (!unused_.empty()) {
+    const uint32_t index = unused_.back();
+    unused_.pop_back();
+    blocks_[index] = block;
+    return index;
+  }
+  if (blocks_.size() >= UINT32_MAX) {
+    throw Error::limit("the allocator model ran out of block ids (4 billion)");
+  }
+  blocks_.push_back(block);
+  return static_cast<uint32_t>(blocks_.size() - 1);
+}
+
+void AllocatorModel::cache(uint32_t index) {
+  const Block& block = blocks_[index];
+  pools_[block.pool].free.emplace(FreeKey{block.stream, block.size, block.address}, index);
+}
+
+void AllocatorModel::uncache(uint32_t index) {
+  const Block& block = blocks_[index];
+  pools_[block.pool].free.erase(FreeKey{block.stream, block.size, block.address});
+}
+
+void AllocatorModel::file(uint32_t index) {
+  const Block& block = blocks_[index];
+  if (block.mapped) {
+    cache(index);
+  } else {
+    pools_[block.pool].unmapped.emplace(std::pair{block.stream, block.address}, index);
+  }
+}
+
+void AllocatorModel::unfile(uint32_t index) {
+  const Block& block = blocks_[index];
+  if (block.mapped) {
+    uncache(index);
+  } else {
+    pools_[block.pool].unmapped.erase(std::pair{block.stream, block.address});
+  }
+}
+
+absl::btree_map<uint64_t, ModelBlockId> AllocatorModel::load(const AllocatorState& state) {
+  absl::btree_map<uint64_t, ModelBlockId> made;
+  // An expandable segment's mapped ranges are listed one by one: those of a
+  // pool and stream are one segment, unmapped between them and after.
+  struct Chain {
+    uint32_t segment = 0;  // expandables_ index + 1
+    uint32_t last = kNone;
+    uint64_t end = 0;
+  };
+  absl::btree_map<std::tuple<int64_t, int64_t, bool, uint64_t>, Chain> chains;
+  const auto link = [&](uint32_t previous, uint32_t index) {
+    blocks_[index].prev = previous;
+    if (previous != kNone) blocks_[previous].next = index;
+  };
+  for (const auto& entry : state.ranges) {
+    const uint64_t address = entry.first;  // named: lambdas below capture them
+    const MappedRange& range = entry.second;
+    // The segment's pool: small ones are the 2 MiB segments of the small pool.
+    const bool small = range.kind.empty() ? range.size == kSmallBuffer : range.kind == "small";
+    const uint32_t pool = pool_index(range.pool, small);
+    uint32_t previous = kNone;
+    uint32_t segment = 0;
+    if (range.expandable) {
+      Chain& chain = chains[{range.pool.first, range.pool.second, small, range.stream}];
+      if (chain.segment == 0) {
+        expandables_.push_back({address, small ? kSmallBuffer : kLargeBuffer});
+        chain.segment = static_cast<uint32_t>(expandables_.size());
+        chain.end = address;
+      } else if (address > chain.end) {  // the unmapped pages between
+        const uint32_t gap = new_block(Block{chain.end, address - chain.end, 0, range.stream, pool,
+                                             kNone, kNone, false, false, chain.segment});
+        link(chain.last, gap);
+        file(gap);
+        chain.last = gap;
+      }
+      segment = chain.segment;
+      previous = chain.last;
+    }
+    uint64_t cursor = address;
+    state.for_each_block(address, range, [&](uint64_t at, uint64_t size, const HeldBlock* held) {
+      if (size == 0 || at < cursor) return;  // overlapping dump blocks: keep the first
+      size = std::min(size, address + range.size - at);
+      const uint32_t index =
+          new_block(Block{at, size, held != nullptr ? held->requested : 0, range.stream, pool,
+                          kNone, kNone, held != nullptr, true, segment});
+      link(previous, index);
+      if (previous == kNone) segments_[address] = index;
+      previous = index;
+      cursor = at + size;
+      if (held != nullptr) {
+        allocated_ += size;
+        made[at] = ModelBlockId{index};
+      } else {
+        cache(index);
+      }
+    });
+    reserved_ += range.size;
+    if (range.expandable) {
+      Chain& chain = chains[{range.pool.first, range.pool.second, small, range.stream}];
+      chain.last = previous;
+      chain.end = address + range.size;
+    }
+  }
+  // Each expandable segment ends in the rest of its reservation, unmapped.
+  for (const auto& [key, chain] : chains) {
+    const Block& last = blocks_[chain.last];
+    const uint32_t tail = new_block(Block{chain.end, kExpandableSpan, 0, last.stream, last.pool,
+                                          kNone, kNone, false, false, chain.segment});
+    link(chain.last, tail);
+    file(tail);
+  }
+  return made;
+}
+
+uint64_t AllocatorModel::expandable_size(uint32_t index) const {
+  const Block& block = blocks_[index];
+  const bool grows = block.next != kNone && !blocks_[block.next].mapped;
+  return block.size + (grows ? blocks_[block.next].size : 0);
+}
+
+uint32_t AllocatorModel::find_free(Pool& pool, uint64_t stream, uint64_t size) const {
+  auto it = pool.free.lower_bound(FreeKey{stream, size, 0});
+  if (it == pool.free.end() || it->first.stream != stream) return kNone;
+  // Of an expandable segment, the block that cannot grow comes first: the
+  // one with the least unmapped space after it among those that fit.
+  if (blocks_[it->second].segment != 0) {
+    for (auto next = std::next(it); next != pool.free.end() && next->first.stream == stream &&
+                                    blocks_[it->second].segment != 0 &&
+                                    expandable_size(next->second) < expandable_size(it->second);
+         ++next) {
+      it = next;
+    }
+  }
+  const uint64_t found = it->first.size;
+  const uint64_t max_split = settings_.split.max_split_size;
+  // No oversize block for a request under max_split_size, and none 20 MiB
+  // or more larger than an oversize request.
+  if (size < max_split && found >= max_split) return kNone;
+  if (size >= max_split && found >= size + kLargeBuffer) return kNone;
+  return it->second;
+}
+
+bool AllocatorModel::should_split(const Block& block, uint64_t size) const {
+  const uint64_t remaining = block.size - size;
+  if (pools_[block.pool].small || settings_.split.expandable) return remaining >= kMinBlockSize;
+  return size < settings_.split.max_split_size && remaining > kSmallSize;
+}
+
+void AllocatorModel::release(uint32_t index, std::vector<ModelSegmentEvent>& events) {
+  Block& block = blocks_[index];
+  uncache(index);
+  events.push_back({false, false, block.address, block.size, block.stream});
+  segments_.erase(block.address);
+  reserved_ -= block.size;
+  unused_.push_back(index);
+}
+
+bool AllocatorModel::release_oversize(Pool& pool, uint64_t stream, uint64_t size,
+                                      std::vector<ModelSegmentEvent>& events) {
+  const uint64_t max_split = settings_.split.max_split_size;
+  if (max_split == UINT64_MAX) return false;
+  const uint64_t wanted = std::max(size, max_split);
+  const auto whole = [&](uint32_t index) {
+    const Block& block = blocks_[index];
+    return block.segment == 0 && block.prev == kNone && block.next == kNone;
+  };
+  auto it = pool.free.lower_bound(FreeKey{stream, wanted, 0});
+  if (it != pool.free.end() && it->first.stream == stream && whole(it->second)) {
+    release(it->second, events);  // one oversize block is enough
+    return true;
+  }
+  // None is: release the stream's oversize blocks from the largest down
+  // until enough bytes are.
+  uint64_t released = 0;
+  while (released < wanted && it != pool.free.begin()) {
+    --it;
+    if (it->first.stream != stream || it->first.size < max_split) break;
+    const uint32_t index = it->second;
+    if (!whole(index)) continue;
+    released += blocks_[index].size;
+    release(index, events);
+    it = pool.free.lower_bound(FreeKey{stream, wanted, 0});  // the map changed under it
+  }
+  return released >= wanted;
+}
+
+uint32_t AllocatorModel::carve(uint32_t index, uint64_t at, uint64_t end) {
+  // The part after `end`, then the part from `at`: each a block of its own
+  // after the one before it in the segment.
+  const auto split_at = [&](uint32_t from, uint64_t address) {
+    Block& block = blocks_[from];
+    const Block rest{address,
+                     block.address + block.size - address,
+                     0,
+                     block.stream,
+                     block.pool,
+                     from,
+                     block.next,
+                     false,
+                     block.mapped,
+                     block.segment};
+    const uint32_t rest_index = new_block(rest);
+    Block& before = blocks_[from];  // new_block may have moved it
+    if (before.next != kNone) blocks_[before.next].prev = rest_index;
+    before.next = rest_index;
+    before.size = address - before.address;
+    return rest_index;
+  };
+  const Block& block = blocks_[index];
+  if (end < block.address + block.size) file(split_at(index, end));
+  if (at == blocks_[index].address) return index;
+  return split_at(index, at);
+}
+
+uint32_t AllocatorModel::map_block(uint32_t index, uint64_t size,
+                                   std::vector<ModelSegmentEvent>& events) {
+  unfile(index);
+  const Block& block = blocks_[index];
+  const uint64_t page = expandables_[block.segment - 1].page;
+  const uint64_t bytes = std::min(round_up(size, page), block.size);
+  if (bytes < block.size) carve(index, block.address, block.address + bytes);
+  Block& mapped = blocks_[index];
+  mapped.mapped = true;
+  reserved_ += bytes;
+  events.push_back({true, true, mapped.address, bytes, mapped.stream});
+  merge(index, mapped.prev);
+  merge(index, blocks_[index].next);
+  if (blocks_[index].prev == kNone) segments_[blocks_[index].address] = index;
+  cache(index);
+  return index;
+}
+
+uint32_t AllocatorModel::grow_expandable(uint32_t pool_at, uint64_t stream, uint64_t size,
+                                         const AddressOf& address_of,
+                                         std::vector<ModelSegmentEvent>& events) {
+  const auto allocatable = [&](uint32_t index) {
+    return index != kNone && !blocks_[index].allocated;
+  };
+  // The first unmapped range of the stream (by address) that, with the free
+  // block before it and the free blocks after it, holds the request.
+  uint32_t start = kNone;
+  Pool& pool = pools_[pool_at];
+  for (auto it = pool.unmapped.lower_bound({stream, 0});
+       it != pool.unmapped.end() && it->first.first == stream; ++it) {
+    uint32_t from = it->second;
+    if (allocatable(blocks_[from].prev) && blocks_[blocks_[from].prev].mapped) {
+      from = blocks_[from].prev;
+    }
+    uint64_t total = 0;
+    for (uint32_t b = from; allocatable(b) && total < size; b = blocks_[b].next) {
+      total += blocks_[b].size;
+    }
+    if (total >= size) {
+      start = from;
+      break;
+    }
+  }
+  // The bytes it maps, page by page: refused whole when the device has no room.
+  const uint64_t page = pools_[pool_at].small ? kSmallBuffer : kLargeBuffer;
+  uint64_t to_map = round_up(size, page);
+  if (start != kNone && blocks_[start].mapped) {
+    to_map = round_up(size - std::min(size, blocks_[start].size), page);
+  }
+  if (reserved_ > settings_.capacity || to_map > settings_.capacity - reserved_) return kNone;
+  if (start == kNone) {  // a new expandable segment
+    const uint64_t base = address_of(to_map, kExpandableSpan);
+    expandables_.push_back({base, page});
+    start = new_block(Block{base, kExpandableSpan, 0, stream, pool_at, kNone, kNone, false, false,
+                            static_cast<uint32_t>(expandables_.size())});
+    segments_[base] = start;
+    file(start);
+  }
+  uint32_t candidate = start;
+  if (!blocks_[candidate].mapped) {
+    candidate = map_block(candidate, std::min(blocks_[candidate].size, size), events);
+  }
+  while (blocks_[candidate].size < size) {
+    // The next pages, merged with the candidate into one block.
+    const uint32_t next = blocks_[candidate].next;
+    candidate =
+        map_block(next, std::min(size - blocks_[candidate].size, blocks_[next].size), events);
+  }
+  uncache(candidate);
+  return candidate;
+}
+
+std::optional<ModelBlockId> AllocatorModel::malloc(uint64_t requested, uint64_t stream,
+                                                   PoolId pool_id, const AddressOf& address_of,
+                                                   std::vector<ModelSegmentEvent>& events) {
+  const uint64_t size = rounded_block_size(requested, settings_.split);
+  const uint32_t pool_at = pool_index(pool_id, size <= kSmallSize);
+  uint32_t index = find_free(pools_[pool_at], stream, size);
+  if (index != kNone) {
+    uncache(index);
+  } else if (settings_.split.expandable) {
+    index = grow_expandable(pool_at, stream, size, address_of, events);
+    if (index == kNone) {
+      release_oversize(pools_[pool_at], stream, size, events);
+      index = grow_expandable(pool_at, stream, size, address_of, events);
+    }
+    if (index == kNone) {
+      empty_cache(events);
+      index = grow_expandable(pool_at, stream, size, address_of, events);
+    }
+    if (index == kNone) return std::nullopt;
+  } else {
+    const uint64_t segment = segment_size_for(size);
+    const auto fits = [&] {
+      return reserved_ <= settings_.capacity && segment <= settings_.capacity - reserved_;
+    };
+    if (!fits()) release_oversize(pools_[pool_at], stream, size, events);
+    if (!fits()) empty_cache(events);
+    if (!fits()) return std::nullopt;
+    const uint64_t address = address_of(segment, segment);
+    index = new_block(Block{address, segment, 0, stream, pool_at, kNone, kNone, false, true, 0});
+    segments_[address] = index;
+    reserved_ += segment;
+    events.push_back({true, false, address, segment, stream});
+  }
+  if (should_split(blocks_[index], size)) {
+    const Block& block = blocks_[index];
+    carve(index, block.address, block.address + size);
+  }
+  Block& taken = blocks_[index];
+  taken.allocated = true;
+  taken.requested = requested;
+  allocated_ += taken.size;
+  return ModelBlockId{index};
+}
+
+uint64_t AllocatorModel::merge(uint32_t index, uint32_t other_index) {
+  if (other_index == kNone || blocks_[other_index].allocated ||
+      blocks_[other_index].mapped != blocks_[index].mapped) {
+    return 0;
+  }
+  unfile(other_index);
+  Block& block = blocks_[index];
+  const Block& other = blocks_[other_index];
+  if (other.address < block.address) {  // the one before
+    block.address = other.address;
+    block.prev = other.prev;
+    if (block.prev != kNone) blocks_[block.prev].next = index;
+  } else {
+    block.next = other.next;
+    if (block.next != kNone) blocks_[block.next].prev = index;
+  }
+  block.size += other.size;
+  unused_.push_back(other_index);
+  return other.size;
+}
+
+void AllocatorModel::free(ModelBlockId id) {
+  const uint32_t index = id.value;
+  Block& block = blocks_[index];
+  if (!block.allocated) return;
+  block.allocated = false;
+  allocated_ -= block.size;
+  merge(index, block.prev);
+  merge(index, block.next);
+  if (block.prev == kNone) segments_[block.address] = index;  // it heads its segment now
+  cache(index);
+}
+
+void AllocatorModel::unmap(uint32_t index, uint64_t from, uint64_t to,
+                           std::vector<ModelSegmentEvent>& events) {
+  uncache(index);
+  const uint32_t middle = carve(index, from, to);
+  if (middle != index) cache(index);  // the mapped part before stays cached
+  Block& block = blocks_[middle];
+  block.mapped = false;
+  reserved_ -= to - from;
+  events.push_back({false, true, from, to - from, block.stream});
+  merge(middle, block.prev);
+  merge(middle, blocks_[middle].next);
+  if (blocks_[middle].prev == kNone) segments_[blocks_[middle].address] = middle;
+  file(middle);
+}
+
+void AllocatorModel::empty_cache(std::vector<ModelSegmentEvent>& events) {
+  // The default pool's large blocks, then its small ones, each in its
+  // free-block order, as release_cached_blocks walks them: whole segments
+  // released, then the whole pages of expandable segments' cached blocks
+  // unmapped. A private pool (a CUDA graph's, a MemPool) is released only
+  // once nothing uses it, which a trace does not say: its segments stay.
+  for (bool small : {false, true}) {
+    for (Pool& pool : pools_) {
+      if (pool.small != small || !pool.id.is_default()) continue;
+      std::vector<uint32_t> whole;
+      std::vector<uint32_t> pages;
+      for (const auto& [key, index] : pool.free) {
+        const Block& block = blocks_[index];
+        if (block.segment != 0) {
+          pages.push_back(index);
+        } else if (block.prev == kNone && block.next == kNone) {
+          whole.push_back(index);
+        }
+      }
+      for (uint32_t index : whole) release(index, events);
+      for (uint32_t index : pages) {
+        const Block& block = blocks_[index];
+        const Expandable& segment = expandables_[block.segment - 1];
+        const uint64_t offset = block.address - segment.base;
+        const uint64_t from = segment.base + round_up(offset, segment.page);
+        const uint64_t to = segment.base + (offset + block.size) / segment.page * segment.page;
+        if (from < to) unmap(index, from, to, events);
+      }
+    }
+  }
+}
+
+bool AllocatorModel::release_segment(uint64_t address, std::vector<ModelSegmentEvent>& events) {
+  auto it = segments_.find(address);
+  if (it == segments_.end()) return false;
+  const Block& block = blocks_[it->second];
+  if (block.allocated || block.next != kNone || block.segment != 0) return false;
+  release(it->second, events);
+  return true;
+}
+
+uint32_t AllocatorModel::block_at(uint64_t address) const {
+  // The last segment at or before the address, walked to the block.
+  auto head = segments_.upper_bound(address);
+  if (head == segments_.begin()) return kNone;
+  for (uint32_t i = std::prev(head)->second; i != kNone; i = blocks_[i].next) {
+    const Block& block = blocks_[i];
+    if (address < block.address) return kNone;
+    if (address < block.address + block.size) return i;
+  }
+  return kNone;
+}
+
+bool AllocatorModel::unmap_range(uint64_t address, uint64_t size,
+                                 std::vector<ModelSegmentEvent>& events) {
+  const uint32_t i = block_at(address);
+  if (i == kNone) return false;
+  const Block& block = blocks_[i];
+  if (block.allocated || !block.mapped || block.segment == 0 ||
+      address + size > block.address + block.size) {
+    return false;
+  }
+  unmap(i, address, address + size, events);
+  return true;
+}
+
+std::optional<ModelBlockId> AllocatorModel::take_at(uint64_t address, uint64_t requested,
+                                                    uint64_t stream, PoolId pool) {
+  const uint64_t size = rounded_block_size(requested, settings_.split);
+  const uint32_t i = block_at(address);
+  if (i == kNone) return std::nullopt;
+  const Block& block = blocks_[i];
+  const Pool& owner = pools_[block.pool];
+  if (block.allocated || !block.mapped || block.stream != stream || !same_pool(owner.id, pool) ||
+      owner.small != (size <= kSmallSize) || address + size > block.address + block.size) {
+    return std::nullopt;
+  }
+  uncache(i);
+  // The rest after it is split off as a split would (else it goes with it).
+  Block tail_probe = block;
+  tail_probe.size = block.address + block.size - address;
+  const uint64_t end = should_split(tail_probe, size) ? address + size : block.address + block.size;
+  const uint32_t taken = carve(i, address, end);
+  if (taken != i) cache(i);  // the free part before it
+  Block& result = blocks_[taken];
+  result.allocated = true;
+  result.requested = requested;
+  allocated_ += result.size;
+  return ModelBlockId{taken};
+}
+
+AllocatorState AllocatorModel::state() const {
+  AllocatorState state;
+  for (const auto& [address, first] : segments_) {
+    // A segment's blocks; an expandable segment lists each mapped run as a
+    // range of its own, as the dump does.
+    MappedRange range;
+    uint64_t start = 0;
+    bool open = false;
+    const auto close = [&] {
+      if (!open) return;
+      state.ranges[start] = range;
+      state.reserved += range.size;
+      open = false;
+    };
+    for (uint32_t i = first; i != kNone; i = blocks_[i].next) {
+      const Block& block = blocks_[i];
+      if (!block.mapped) {
+        close();
+        continue;
+      }
+      if (!open) {
+        range = MappedRange{};
+        range.stream = block.stream;
+        range.pool = pools_[block.pool].id;
+        range.kind = pools_[block.pool].small ? "small" : "large";
+        range.expandable = block.segment != 0;
+        start = block.address;
+        open = true;
+      }
+      range.size += block.size;
+      if (block.allocated) {
+        state.blocks[block.address] = HeldBlock{block.size, block.requested};
+        state.held += block.size;
+      }
+    }
+    close();
+  }
+  return state;
+}
+
+}  // namespace memsnap

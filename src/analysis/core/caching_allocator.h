@@ -1,0 +1,194 @@
+// A model of PyTorch's CUDA caching allocator policy
+// (c10/cuda/CUDACachingAllocator.cpp), driven by a trace's requests and
+// frees: which cached block each request takes, where blocks split and
+// merge, and which segments it reserves (cudaMalloc) and releases (cudaFree)
+// under any settings and any device capacity. `memsnap whatif` runs it with
+// the file's own settings, where it must make the segments the file
+// recorded, and with others, to say what they would have done.
+//
+// The policy, as the allocator applies it to one request:
+//   1. round the request (512 bytes, or roundup_power2_divisions);
+//   2. the pool: small for rounded sizes up to 1 MiB, else large; each
+//      private pool (CUDA graphs, MemPool) has its own two; free blocks are
+//      looked up by (stream, size, address), the smallest that fits first,
+//      never an oversize block (max_split_size or more) for a smaller
+//      request, nor one 20 MiB or more larger than a request of
+//      max_split_size or more;
+//   3. no cached block: a new segment (2 MiB for the small pool, 20 MiB for
+//      requests under 10 MiB, else the request rounded up to 2 MiB); when
+//      the device has no room for it, release cached oversize blocks, then
+//      every cached whole segment, then try again, then fail (an OOM);
+//   4. split the block when the rest is worth keeping (512 bytes or more in
+//      the small pool; more than 1 MiB in the large one, for requests under
+//      max_split_size), the request taking the front.
+// A free merges the block with free neighbours of its segment and caches it.
+//
+// With expandable_segments, a pool's segment on a stream is one large
+// virtual range whose pages (2 MiB small, 20 MiB large) are mapped as
+// requests need them (segment_map) and unmapped only by empty_cache or
+// before a retried allocation (segment_unmap); a free block that borders
+// unmapped space is taken last, since it can still grow.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <absl/container/btree_map.h>
+
+#include "analysis/core/allocator_state.h"
+#include "memsnap/model.h"
+
+namespace memsnap {
+
+struct AllocatorModelSettings {
+  SplitRule split;  // rounding, max_split_size, roundup_power2_divisions
+  // What cudaMalloc can reserve in all; UINT64_MAX: it never fails.
+  uint64_t capacity = UINT64_MAX;
+};
+
+// A segment the model reserved or released: what the trace would record as
+// segment_alloc or segment_free (segment_map or segment_unmap for the pages
+// of an expandable segment).
+struct ModelSegmentEvent {
+  bool reserved = true;  // segment_alloc or segment_map; false: segment_free or segment_unmap
+  bool expandable = false;
+  uint64_t address = 0;
+  uint64_t size = 0;
+  uint64_t stream = 0;
+};
+
+using ModelBlockId = Id<struct ModelBlockTag>;
+
+class AllocatorModel {
+ public:
+  explicit AllocatorModel(AllocatorModelSettings settings);
+
+  // Starts from a state (the allocator's before a trace's first entry): each
+  // range a segment, its held blocks allocated and the gaps between them
+  // free (cached). Returns the blocks it made, by address.
+  absl::btree_map<uint64_t, ModelBlockId> load(const AllocatorState& state);
+
+  // Where a new segment goes (a cudaMalloc's answer): `size` bytes, or for
+  // an expandable segment a virtual range of `span` bytes whose first
+  // `size` bytes are mapped at once.
+  using AddressOf = std::function<uint64_t(uint64_t size, uint64_t span)>;
+  // A request of `requested` bytes on a stream and pool: the block it takes,
+  // or nullopt when the device has no room (an OOM). The segments it reserves
+  // and releases are appended to `events`.
+  std::optional<ModelBlockId> malloc(uint64_t requested, uint64_t stream, PoolId pool,
+                                     const AddressOf& address_of,
+                                     std::vector<ModelSegmentEvent>& events);
+  // The request served at `address` instead, as a file recorded it: the
+  // cached block holding [address, address + rounded size) is split there.
+  // nullopt when no cached block of the pool and stream holds it.
+  std::optional<ModelBlockId> take_at(uint64_t address, uint64_t requested, uint64_t stream,
+                                      PoolId pool);
+  // The block is freed (free_completed): merged with free neighbours, cached.
+  void free(ModelBlockId id);
+  // torch.cuda.empty_cache(): every cached whole segment released.
+  void empty_cache(std::vector<ModelSegmentEvent>& events);
+  // Releases the segment at `address` if it is cached whole (no block of it
+  // in use); returns whether it was.
+  bool release_segment(uint64_t address, std::vector<ModelSegmentEvent>& events);
+  // Unmaps [address, address + size) of an expandable segment if a cached
+  // block holds it; returns whether one did.
+  bool unmap_range(uint64_t address, uint64_t size, std::vector<ModelSegmentEvent>& events);
+
+  [[nodiscard]] uint64_t reserved() const { return reserved_; }
+  [[nodiscard]] uint64_t allocated() const { return allocated_; }
+  [[nodiscard]] uint64_t segment_count() const { return segments_.size(); }
+  [[nodiscard]] uint64_t address_of(ModelBlockId block) const {
+    return blocks_[block.value].address;
+  }
+  [[nodiscard]] uint64_t size_of(ModelBlockId block) const { return blocks_[block.value].size; }
+  // The state as AllocatorState (ranges and allocated blocks).
+  [[nodiscard]] AllocatorState state() const;
+
+ private:
+  static constexpr uint32_t kNone = 0;  // block 0 is never used
+  struct Block {
+    uint64_t address = 0;
+    uint64_t size = 0;
+    uint64_t requested = 0;
+    uint64_t stream = 0;
+    uint32_t pool = 0;  // index in pools_
+    uint32_t prev = kNone;
+    uint32_t next = kNone;
+    bool allocated = false;
+    bool mapped = true;    // false: an expandable segment's unmapped pages
+    uint32_t segment = 0;  // an expandable segment's index in expandables_ + 1; 0: none
+  };
+  struct Expandable {
+    uint64_t base = 0;  // pages are counted from here
+    uint64_t page = 0;
+  };
+  // Free blocks of one pool, by (stream, size, address), as the allocator
+  // orders them.
+  struct FreeKey {
+    uint64_t stream;
+    uint64_t size;
+    uint64_t address;
+    friend bool operator<(const FreeKey& a, const FreeKey& b) {
+      if (a.stream != b.stream) return a.stream < b.stream;
+      if (a.size != b.size) return a.size < b.size;
+      return a.address < b.address;
+    }
+  };
+  struct Pool {
+    PoolId id;
+    bool small = false;
+    absl::btree_map<FreeKey, uint32_t> free;
+    // Expandable segments' unmapped blocks, by (stream, address).
+    absl::btree_map<std::pair<uint64_t, uint64_t>, uint32_t> unmapped;
+  };
+
+  uint32_t pool_index(PoolId id, bool small);
+  uint32_t new_block(const Block& block);
+  void cache(uint32_t index);    // into its pool's free blocks
+  void uncache(uint32_t index);  // out of them
+  // The smallest cached block of the pool on the stream that the request may take.
+  uint32_t find_free(Pool& pool, uint64_t stream, uint64_t size) const;
+  [[nodiscard]] bool should_split(const Block& block, uint64_t size) const;
+  // Releases one cached whole segment (its only block).
+  void release(uint32_t index, std::vector<ModelSegmentEvent>& events);
+  // PyTorch's release_available_cached_blocks: oversize cached blocks of the
+  // stream, for a request of `size` bytes; returns whether enough was.
+  bool release_oversize(Pool& pool, uint64_t stream, uint64_t size,
+                        std::vector<ModelSegmentEvent>& events);
+  // Merges `other` into `block` (its neighbour) when it is free and mapped
+  // alike; returns the bytes merged.
+  uint64_t merge(uint32_t index, uint32_t other_index);
+  // Expandable segments: a block of at least `size` bytes mapped for the
+  // request (kNone when the device has no room), the pages it maps, the
+  // pages of a cached block unmapped.
+  uint32_t grow_expandable(uint32_t pool, uint64_t stream, uint64_t size,
+                           const AddressOf& address_of, std::vector<ModelSegmentEvent>& events);
+  uint32_t map_block(uint32_t index, uint64_t size, std::vector<ModelSegmentEvent>& events);
+  void unmap(uint32_t index, uint64_t from, uint64_t to, std::vector<ModelSegmentEvent>& events);
+  // Splits [at, end) of block off as a block of its own; returns it (the
+  // block keeps the part before `at`, a third block the part after `end`).
+  uint32_t carve(uint32_t index, uint64_t at, uint64_t end);
+  [[nodiscard]] uint64_t expandable_size(uint32_t index) const;
+  // The block holding `address` (kNone: none).
+  [[nodiscard]] uint32_t block_at(uint64_t address) const;
+  void file(uint32_t index);  // cached or unmapped, as it is
+  void unfile(uint32_t index);
+
+  AllocatorModelSettings settings_;
+  std::vector<Block> blocks_;
+  std::vector<uint32_t> unused_;  // indices of blocks_ to reuse
+  std::vector<Pool> pools_;
+  std::vector<Expandable> expandables_;
+  absl::btree_map<uint64_t, uint32_t> segments_;  // address -> its first block
+  uint64_t reserved_ = 0;
+  uint64_t allocated_ = 0;
+};
+
+// The segment a request of `rounded` bytes makes when no cached block fits
+// (PyTorch's get_allocation_size).
+uint64_t segment_size_for(uint64_t rounded);
+
+}  // namespace memsnap

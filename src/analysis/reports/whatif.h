@@ -1,0 +1,93 @@
+// `memsnap whatif`: the trace's requests and frees through a model of
+// PyTorch's caching allocator (analysis/core/caching_allocator.h).
+//
+// The check that makes the model trustworthy: run with the file's own
+// settings from the allocator's state at the trace's first entry, it must
+// make the segments the file recorded, at the same entries, and the blocks
+// the trace's allocs took.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "analysis/core/file_analysis.h"
+
+namespace memsnap {
+
+// How the model, under the file's own settings, reproduces what the file
+// recorded.
+struct SegmentCheck {
+  std::string file;
+  int device = 0;
+  bool possible = false;  // the state before the trace is known (the dump lists its blocks)
+  std::string impossible_reason;
+  // The file's settings the model ran with (max_split_size: UINT64_MAX when
+  // unlimited), and the allocator's state it started from.
+  uint64_t max_split_size = UINT64_MAX;
+  uint64_t segments_at_start = 0;
+  uint64_t blocks_at_start = 0;
+  uint64_t inferred_sizes = 0;  // of those, sizes from the split rule (freed in the trace)
+  bool expandable = false;      // expandable segments: the file's settings, or its mapped pages
+  // The request rounding the model kept: CUDA's, or torch_npu's (32 bytes
+  // more), whichever reproduces the file closer.
+  RoundingRule rounding = RoundingRule::kCuda;
+  // Segments reserved (segment_alloc): recorded, made by the model, and
+  // made by both for the same request with the same size.
+  uint64_t recorded_reserves = 0;
+  uint64_t model_reserves = 0;
+  uint64_t matched_reserves = 0;
+  // Segments the file released (segment_free: empty_cache, or a release
+  // before a retried cudaMalloc) that the model followed: the model had the
+  // segment cached whole then. Those it could not are divergences.
+  uint64_t recorded_releases = 0;
+  uint64_t followed_releases = 0;
+  // The trace's allocs, and those the model placed at the recorded address.
+  uint64_t allocs = 0;
+  uint64_t allocs_at_recorded_address = 0;
+  // Of the others, those the model then placed where the file did (a cached
+  // block held the address), so that one placement does not part the rest.
+  uint64_t followed_placements = 0;
+  uint64_t unknown_frees = 0;  // free_completed of a block the model does not hold
+  // Where model and file part, first: a segment one reserved and the other
+  // did not, a release the model could not follow, or a block placed at
+  // another address.
+  enum class Parting : uint8_t { kModelReserves, kFileReserves, kRelease, kAddress };
+  struct Divergence {
+    Parting parting = Parting::kAddress;
+    uint64_t position = 0;       // trace entry index
+    uint64_t size = 0;           // the segment's bytes, or the request's
+    uint64_t file_address = 0;   // the file's segment or block
+    uint64_t model_address = 0;  // the model's block (kAddress)
+    uint64_t request = 0;        // the request served (kModelReserves)
+  };
+  std::optional<Divergence> first_divergence;
+  uint64_t divergences = 0;  // entries where they part
+  // Reserved bytes at their highest, as the file recorded them (the state at
+  // the start plus its segment entries) and as the model had them.
+  uint64_t peak_reserved_recorded = 0;
+  uint64_t peak_reserved_model = 0;
+  // The model's state at the end against the dump's: segments (address and
+  // size) and allocated blocks (address and size) on one side only.
+  uint64_t end_segments_differing = 0;
+  uint64_t end_blocks_differing = 0;
+  [[nodiscard]] bool end_equals_dump() const {
+    return end_segments_differing == 0 && end_blocks_differing == 0;
+  }
+  // What the issue asks of the model: every segment the file reserved and
+  // released, reproduced at the same entry with the same size, and the
+  // dump's segments and blocks at the end.
+  [[nodiscard]] bool segments_exact() const {
+    return possible && matched_reserves == recorded_reserves &&
+           model_reserves == recorded_reserves && followed_releases == recorded_releases &&
+           end_equals_dump();
+  }
+  // ... and every block where the file placed it, by the model's own choice.
+  [[nodiscard]] bool exact() const {
+    return segments_exact() && allocs_at_recorded_address == allocs;
+  }
+};
+
+SegmentCheck check_recorded_segments(const FileAnalysis& file);
+
+}  // namespace memsnap

@@ -1,0 +1,150 @@
+#include "report/whatif_render.h"
+
+#include <fmt/format.h>
+
+#include "report/format.h"
+
+namespace memsnap {
+
+using nlohmann::ordered_json;
+
+namespace {
+
+std::string_view parting_name(SegmentCheck::Parting parting) {
+  switch (parting) {
+    case SegmentCheck::Parting::kModelReserves: return "model_reserves";
+    case SegmentCheck::Parting::kFileReserves: return "file_reserves";
+    case SegmentCheck::Parting::kRelease: return "release";
+    case SegmentCheck::Parting::kAddress: return "address";
+  }
+  return "address";
+}
+
+std::string parting_text(const SegmentCheck::Divergence& d) {
+  switch (d.parting) {
+    case SegmentCheck::Parting::kModelReserves:
+      return fmt::format(
+          "the model reserves a {} segment for a request of {} that the file served "
+          "from its cache",
+          format_bytes(d.size), format_bytes(d.request));
+    case SegmentCheck::Parting::kFileReserves:
+      return fmt::format("the file reserves a {} segment at {:#x} that the model does not",
+                         format_bytes(d.size), d.file_address);
+    case SegmentCheck::Parting::kRelease:
+      return fmt::format("the file releases {} at {:#x}, which the model does not hold cached",
+                         format_bytes(d.size), d.file_address);
+    case SegmentCheck::Parting::kAddress:
+      return fmt::format("the model places a request of {} at {:#x}, the file at {:#x}",
+                         format_bytes(d.size), d.model_address, d.file_address);
+  }
+  return {};
+}
+
+std::string settings_text(const SegmentCheck& c) {
+  return fmt::format(
+      "max_split_size {}, expandable segments {}, {} rounding",
+      c.max_split_size == UINT64_MAX ? std::string("unlimited") : format_bytes(c.max_split_size),
+      c.expandable ? "on" : "off", c.rounding == RoundingRule::kNpu ? "torch_npu's" : "CUDA's");
+}
+
+std::string of_total(uint64_t part, uint64_t total) {
+  return fmt::format("{} of {}", format_count(part), format_count(total));
+}
+
+}  // namespace
+
+std::string render_whatif_check_text(const SegmentCheck& c, int /*top*/) {
+  std::string out =
+      fmt::format("The allocator model against {} (device {})\n", printable(c.file), c.device);
+  if (!c.possible) {
+    return out + fmt::format("  Not possible: {}.\n", c.impossible_reason);
+  }
+  out += fmt::format(
+      "  PyTorch's caching allocator under the file's settings ({}), from the state before the "
+      "first entry ({} segments, {} blocks{})\n\n",
+      settings_text(c), format_count(c.segments_at_start), format_count(c.blocks_at_start),
+      c.inferred_sizes > 0
+          ? fmt::format(", {} of them sized by the split rule", format_count(c.inferred_sizes))
+          : std::string());
+  TextTable table({"", "reproduced", ""});
+  table.add_row({"segments reserved", of_total(c.matched_reserves, c.recorded_reserves),
+                 fmt::format("at the same entries with the same sizes; the model reserved {}",
+                             format_count(c.model_reserves))});
+  table.add_row({"segments released", of_total(c.followed_releases, c.recorded_releases),
+                 "followed: the model held each cached then (empty_cache, or before a retry)"});
+  table.add_row({"blocks placed", of_total(c.allocs_at_recorded_address, c.allocs),
+                 c.followed_placements > 0
+                     ? fmt::format("where the file placed them; {} others followed the file",
+                                   format_count(c.followed_placements))
+                     : std::string("where the file placed them")});
+  table.add_row({"peak reserved", format_bytes(c.peak_reserved_model),
+                 fmt::format("the file's {}", format_bytes(c.peak_reserved_recorded))});
+  table.add_row({"at the dump",
+                 c.end_equals_dump() ? std::string("the same")
+                                     : fmt::format("{} segments, {} blocks differ",
+                                                   format_count(c.end_segments_differing),
+                                                   format_count(c.end_blocks_differing)),
+                 "segments and allocated blocks against the dump's"});
+  out += table.render("  ");
+  if (c.first_divergence) {
+    out +=
+        fmt::format("\n  First parting, at entry {}: {}.\n",
+                    format_count(c.first_divergence->position), parting_text(*c.first_divergence));
+  }
+  if (c.unknown_frees > 0) {
+    out += fmt::format("  {} frees of blocks the model did not hold were skipped.\n",
+                       format_count(c.unknown_frees));
+  }
+  out += fmt::format("\n  Verdict: {}.\n",
+                     c.exact()            ? "exact (every segment, every placement, the dump)"
+                     : c.segments_exact() ? "every segment and the dump reproduced; some "
+                                            "placements differ"
+                                          : "the model parts from the file");
+  return out;
+}
+
+ordered_json render_whatif_check_json(const SegmentCheck& c, int /*top*/) {
+  ordered_json out;
+  out["file"] = c.file;
+  out["device"] = c.device;
+  out["possible"] = c.possible;
+  out["impossible_reason"] = c.possible ? ordered_json() : ordered_json(c.impossible_reason);
+  out["settings"] = {
+      {"max_split_size",
+       c.max_split_size == UINT64_MAX ? ordered_json() : ordered_json(c.max_split_size)},
+      {"expandable_segments", c.expandable},
+      {"rounding", c.rounding == RoundingRule::kNpu ? "npu" : "cuda"}};
+  out["start"] = {{"segments", c.segments_at_start},
+                  {"blocks", c.blocks_at_start},
+                  {"inferred_sizes", c.inferred_sizes}};
+  out["segments_reserved"] = {{"recorded", c.recorded_reserves},
+                              {"model", c.model_reserves},
+                              {"matched", c.matched_reserves}};
+  out["segments_released"] = {{"recorded", c.recorded_releases}, {"followed", c.followed_releases}};
+  out["allocs"] = {{"count", c.allocs},
+                   {"at_recorded_address", c.allocs_at_recorded_address},
+                   {"followed", c.followed_placements},
+                   {"unknown_frees", c.unknown_frees}};
+  out["peak_reserved"] = {{"recorded", c.peak_reserved_recorded}, {"model", c.peak_reserved_model}};
+  out["end"] = {{"equals_dump", c.end_equals_dump()},
+                {"segments_differing", c.end_segments_differing},
+                {"blocks_differing", c.end_blocks_differing}};
+  out["divergences"] = c.divergences;
+  if (c.first_divergence) {
+    const SegmentCheck::Divergence& d = *c.first_divergence;
+    out["first_divergence"] = {{"position", d.position},
+                               {"kind", parting_name(d.parting)},
+                               {"size", d.size},
+                               {"file_address", d.file_address},
+                               {"model_address", d.model_address},
+                               {"request", d.request},
+                               {"text", parting_text(d)}};
+  } else {
+    out["first_divergence"] = nullptr;
+  }
+  out["segments_exact"] = c.segments_exact();
+  out["exact"] = c.exact();
+  return out;
+}
+
+}  // namespace memsnap
