@@ -382,14 +382,18 @@ class Snapshot:
         return self._report("streams", top=top)
 
     @_documented("whatif")
-    def whatif(self, *, check: bool = False, top: int = 10) -> Dict[str, Any]:
-        """``check=True`` is the one form so far (the table of other settings is not
-        built yet).
+    def whatif(self, *, capacity: Optional[Union[int, str]] = None, check: bool = False,
+               top: int = 10) -> Dict[str, Any]:
+        """Main keys: ``capacity`` and ``capacity_from``, ``floor``,
+        ``recorded_peak_reserved``, ``capacity_to_fit``, ``runs`` (per setting:
+        ``setting``, ``peak_reserved``, ``reserved_at_oom``, ``cuda_mallocs``,
+        ``cuda_frees``, ``oom_requests_fit``, ``model_ooms``, ``fits``).
 
-        Main keys: ``possible``, ``settings``, ``start``, ``segments_reserved``
-        (``recorded``, ``model``, ``matched``), ``segments_released``, ``allocs``,
-        ``peak_reserved``, ``end``, ``first_divergence``, ``segments_exact``, ``exact``."""
-        return self._report("whatif", check=check, top=top)
+        ``check=True`` returns the model's check against the file instead
+        (tests/schema/whatif_check.schema.json): ``segments_reserved``,
+        ``segments_released``, ``allocs``, ``peak_reserved``, ``end``,
+        ``first_divergence``, ``segments_exact``, ``exact``."""
+        return self._report("whatif", capacity=capacity, check=check, top=top)
 
     @_documented("replay-to-time")
     def replay_to_time(self, time: float, *, top: int = 25) -> Dict[str, Any]:

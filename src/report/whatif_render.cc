@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <span>
+
 #include "report/format.h"
 
 namespace memsnap {
@@ -144,6 +147,115 @@ ordered_json render_whatif_check_json(const SegmentCheck& c, int /*top*/) {
   }
   out["segments_exact"] = c.segments_exact();
   out["exact"] = c.exact();
+  return out;
+}
+
+namespace {
+
+std::string capacity_source(const WhatIfReport& r) {
+  switch (r.capacity_from) {
+    case WhatIfReport::CapacityFrom::kGiven: return "given with --capacity";
+    case WhatIfReport::CapacityFrom::kOom:
+      return "the first oom entry's free device memory plus what the file had reserved then";
+    case WhatIfReport::CapacityFrom::kPeak:
+      return "no oom entry: the most the file reserved (give --capacity for the device's)";
+  }
+  return {};
+}
+
+// The first `top` runs (--top), the file's own first.
+std::span<const WhatIfRun> shown(const WhatIfReport& r, int top) {
+  return std::span<const WhatIfRun>(r.runs).first(
+      std::min(r.runs.size(), static_cast<size_t>(std::max(top, 0))));
+}
+
+std::string run_outcome(const WhatIfRun& run) {
+  if (run.model_ooms > 0) {
+    return fmt::format("out of memory at entry {}", format_count(*run.first_model_oom));
+  }
+  if (run.oom_requests > 0) {
+    return fmt::format("{} of {} oom requests fit", format_count(run.oom_requests_fit),
+                       format_count(run.oom_requests));
+  }
+  return "fits";
+}
+
+}  // namespace
+
+std::string render_whatif_text(const WhatIfReport& r, int top) {
+  std::string out = fmt::format("What other allocator settings would have done: {} (device {})\n",
+                                printable(r.file), r.device);
+  if (!r.possible) return out + fmt::format("  Not possible: {}.\n", r.impossible_reason);
+  out += fmt::format("  capacity {}: {}\n", format_bytes(r.capacity), capacity_source(r));
+  out += fmt::format(
+      "  floor {}: the live requests at their highest, each rounded to 512 bytes; no setting "
+      "reserves less\n\n",
+      format_bytes(r.floor));
+  TextTable table({"setting", "peak reserved", "at the oom", "free at peak", "cudaMalloc",
+                   "cudaFree", "outcome"});
+  for (const WhatIfRun& run : shown(r, top)) {
+    table.add_row(
+        {run.settings.label, format_bytes(run.peak_reserved),
+         run.reserved_at_oom ? format_bytes(*run.reserved_at_oom) : std::string("-"),
+         format_bytes(run.peak_reserved - std::min(run.peak_reserved, run.allocated_at_peak)),
+         format_count(run.reserves), format_count(run.releases), run_outcome(run)});
+  }
+  out += table.render("  ");
+  out += fmt::format("\n  The file recorded a peak of {} reserved.",
+                     format_bytes(r.recorded_peak_reserved));
+  if (r.capacity_to_fit) {
+    out += fmt::format(" Under its own settings the run fits in {}.\n",
+                       format_bytes(*r.capacity_to_fit));
+  } else {
+    out += fmt::format(" Under its own settings it needs more than {}.\n",
+                       format_bytes(std::max(r.capacity, r.floor) * 4));
+  }
+  if (r.model_segments_exact) {
+    out +=
+        "  Under the file's own settings the model makes the segments the file recorded "
+        "(memsnap whatif FILE --check).\n";
+  } else {
+    out += fmt::format(
+        "  Under the file's own settings the model makes {} of the {} segments the file "
+        "reserved: read the rows with care (memsnap whatif FILE --check says where it parts).\n",
+        format_count(r.model_matched_reserves), format_count(r.recorded_reserves));
+  }
+  return out;
+}
+
+ordered_json render_whatif_json(const WhatIfReport& r, int top) {
+  ordered_json out;
+  out["file"] = r.file;
+  out["device"] = r.device;
+  out["possible"] = r.possible;
+  out["impossible_reason"] = r.possible ? ordered_json() : ordered_json(r.impossible_reason);
+  out["capacity"] = r.capacity;
+  out["capacity_from"] = r.capacity_from == WhatIfReport::CapacityFrom::kGiven ? "given"
+                         : r.capacity_from == WhatIfReport::CapacityFrom::kOom ? "oom"
+                                                                               : "peak";
+  out["recorded_peak_reserved"] = r.recorded_peak_reserved;
+  out["floor"] = r.floor;
+  out["capacity_to_fit"] = r.capacity_to_fit ? ordered_json(*r.capacity_to_fit) : ordered_json();
+  out["model_check"] = {{"segments_exact", r.model_segments_exact},
+                        {"matched_reserves", r.model_matched_reserves},
+                        {"recorded_reserves", r.recorded_reserves}};
+  ordered_json runs = ordered_json::array();
+  for (const WhatIfRun& run : shown(r, top)) {
+    runs.push_back({{"setting", run.settings.label},
+                    {"peak_reserved", run.peak_reserved},
+                    {"allocated_at_peak", run.allocated_at_peak},
+                    {"reserved_at_oom",
+                     run.reserved_at_oom ? ordered_json(*run.reserved_at_oom) : ordered_json()},
+                    {"cuda_mallocs", run.reserves},
+                    {"cuda_frees", run.releases},
+                    {"oom_requests", run.oom_requests},
+                    {"oom_requests_fit", run.oom_requests_fit},
+                    {"model_ooms", run.model_ooms},
+                    {"first_model_oom",
+                     run.first_model_oom ? ordered_json(*run.first_model_oom) : ordered_json()},
+                    {"fits", run.fits()}});
+  }
+  out["runs"] = std::move(runs);
   return out;
 }
 

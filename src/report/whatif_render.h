@@ -1,5 +1,5 @@
-// Renderers of `memsnap whatif --check`: they only read a finished
-// SegmentCheck.
+// Renderers of `memsnap whatif` (a finished WhatIfReport) and of
+// `memsnap whatif --check` (a finished SegmentCheck).
 #pragma once
 
 #include <string>
@@ -12,5 +12,7 @@ namespace memsnap {
 
 std::string render_whatif_check_text(const SegmentCheck& check, int top);
 nlohmann::ordered_json render_whatif_check_json(const SegmentCheck& check, int top);
+std::string render_whatif_text(const WhatIfReport& report, int top);
+nlohmann::ordered_json render_whatif_json(const WhatIfReport& report, int top);
 
 }  // namespace memsnap

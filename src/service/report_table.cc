@@ -176,16 +176,32 @@ const Parameter kCheck{
         "the file placed it, the dump's segments and blocks at the end",
 };
 
+const Parameter kWhatIfCapacity{
+    .id = "capacity",
+    .kind = ParameterKind::kSize,
+    .help =
+        "What cudaMalloc can reserve in all, such as 80GiB (default: the first oom entry's "
+        "free device memory plus what the file had reserved then, else the most it "
+        "reserved)",
+    .value_name = "SIZE",
+    .minimum = 1,
+};
+
 Answer answer_whatif(const FileAnalysis& file, const ReportRequest& request, Format format) {
-  if (!request.arguments.on("check")) {
-    throw Error::usage(fmt::format(
-        "whatif needs {} for now: the check of the allocator model against what the file "
-        "recorded (the table of other settings is not built yet)",
-        spelled(kCheck, request.spelling)));
-  }
   file.start_allocator_history();
-  return rendered(check_recorded_segments(file), format, request.top, render_whatif_check_text,
-                  render_whatif_check_json);
+  if (request.arguments.on("check")) {
+    if (request.arguments.has("capacity")) {
+      throw Error::usage(fmt::format(
+          "{} runs under the file's own settings without a capacity; "
+          "{} goes with the table of settings",
+          spelled(kCheck, request.spelling), spelled(kWhatIfCapacity, request.spelling)));
+    }
+    return rendered(check_recorded_segments(file), format, request.top, render_whatif_check_text,
+                    render_whatif_check_json);
+  }
+  const uint64_t capacity = request.arguments.bytes("capacity");  // 0: not given
+  return rendered(what_if(file, capacity > 0 ? std::optional<uint64_t>(capacity) : std::nullopt),
+                  format, request.top, render_whatif_text, render_whatif_json);
 }
 
 // ---- the table ---------------------------------------------------------------
@@ -357,24 +373,28 @@ ReportEntry whatif_entry() {
   return {
       .name = "whatif",
       .summary =
-          "A model of PyTorch's caching allocator driven by the trace: --check compares it, "
-          "under the file's settings, with the segments and blocks the file recorded",
+          "What other allocator settings (expandable_segments, max_split_size_mb, ...) would "
+          "have done with this trace, by a model of PyTorch's caching allocator",
       .description =
           "The trace's requests and frees through a model of PyTorch's CUDA caching "
           "allocator (rounding, small and large pools, best fit per stream, splitting and "
           "merging, max_split_size, expandable segments, releases before a retried "
-          "cudaMalloc), from the allocator's state before the first entry. --check runs it "
-          "under the file's own settings and says how much of what the file recorded it "
-          "reproduces: the segments reserved and released at the same entries, each block at "
-          "its address, the dump at the end, the peak of reserved memory.",
-      .example = "memsnap whatif run.pickle --check",
+          "cudaMalloc), from the allocator's state before the first entry, within the "
+          "device's capacity. For the settings people try (the file's own, expandable "
+          "segments, max_split_size_mb at the trace's large request sizes, "
+          "garbage_collection_threshold, roundup_power2_divisions): peak reserved, reserved at "
+          "the OOM, free memory at the peak, cudaMalloc and cudaFree calls, whether each OOM "
+          "request would have fit; the floor no setting beats, and the capacity the run needs. "
+          "--check runs the model under the file's own settings and says how much of what the "
+          "file recorded it reproduces.",
+      .example = "memsnap whatif oom.pickle --capacity 80GiB",
       .file_help = kSnapshotHelp,
-      .parameters = {kCheck},
+      .parameters = {kCheck, kWhatIfCapacity},
       .default_top = 10,
-      .top_rows = "rows (unused by --check)",
+      .top_rows = "settings (the file's own first)",
       .uses_keys = false,
       .uses_steps = false,
-      .schema = "whatif_check",
+      .schema = "whatif",  // --check: whatif_check
       .answer = answer_whatif,
   };
 }

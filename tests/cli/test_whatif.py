@@ -141,12 +141,82 @@ def test_a_placement_against_the_policy_is_named_and_followed(memsnap, work):
     check.verify()
 
 
+def fragmented():
+    """Ten 8 MiB requests: two per 20 MiB segment (the 4 MiB rest of each
+    split off), five segments end to end; the second block of the first
+    segment and the first of the second freed (8 + 4 and 8 MiB free, side by
+    side but in two segments: never merged); then a 16 MiB request finds no
+    cached block, needs a segment of its size (16 MiB: 10 MiB or more), and
+    100 + 16 MiB is more than the 110 MiB the device has: an oom entry
+    (device_free 10 MiB). With
+    expandable segments the blocks are laid end to end in one range of
+    pages, the two freed ones merge into 16 MiB, and the request fits."""
+    k = iter(range(1000))
+    e, blocks = [], {}
+    for n in range(10):
+        seg = BASE + (n // 2) * 20 * MiB
+        if n % 2 == 0:
+            e.append(entry("segment_alloc", seg, 20 * MiB, next(k)))
+        addr = seg + (n % 2) * 8 * MiB
+        e.append(entry("alloc", addr, 8 * MiB, next(k)))
+        blocks[addr] = True
+    for addr in (BASE + 8 * MiB, BASE + 20 * MiB):
+        e.append(entry("free_requested", addr, 8 * MiB, next(k)))
+        e.append(entry("free_completed", addr, 8 * MiB, next(k)))
+        del blocks[addr]
+    oom = entry("oom", 0, 16 * MiB, next(k))
+    oom["device_free"] = 10 * MiB
+    e.append(oom)
+    segments = []
+    for s_ in range(5):
+        seg = BASE + s_ * 20 * MiB
+        held = [(off, 8 * MiB, 8 * MiB, "active_allocated") for off in (0, 8 * MiB) if seg + off in blocks]
+        segments.append(segment(seg, 20 * MiB, held))
+    return snapshot(e, segments)
+
+
+def test_the_table_of_settings_on_a_fragmented_oom(memsnap, work):
+    os.makedirs(work, exist_ok=True)
+    path = write(work, "fragmented.pickle", fragmented())
+    checked = testlib.memsnap_json(memsnap, ["whatif", path, "--check", "--json"])
+    same("the history is the policy's", checked["exact"], True)
+    got = testlib.memsnap_json(memsnap, ["whatif", path, "--json"])
+    same("capacity from the oom entry", (got["capacity"], got["capacity_from"]), (110 * MiB, "oom"))
+    same("the floor: eight 8 MiB blocks live", got["floor"], 80 * MiB)
+    runs = {r["setting"]: r for r in got["runs"]}
+    own = runs.get("the file's own", {})
+    same("own settings: as the file, the request does not fit",
+         (own.get("peak_reserved"), own.get("reserved_at_oom"), own.get("cuda_mallocs"),
+          own.get("oom_requests_fit"), own.get("fits")), (100 * MiB, 100 * MiB, 5, 0, False))
+    expandable = runs.get("expandable_segments:True", {})
+    same("expandable segments: the freed blocks merge and the request fits",
+         (expandable.get("oom_requests"), expandable.get("oom_requests_fit"), expandable.get("fits")),
+         (1, 1, True))
+    same("expandable: four 20 MiB pages hold the 80 MiB of blocks",
+         expandable.get("reserved_at_oom"), 80 * MiB)
+    # The own settings need a 16 MiB segment more than the 100 MiB: 116 MiB
+    # (the bisection stops within 0.5%).
+    check("the capacity the run needs under its own settings",
+          got["capacity_to_fit"] is not None
+          and 116 * MiB <= got["capacity_to_fit"] <= 116 * MiB * 1.005, got["capacity_to_fit"])
+    text = run(memsnap, ["whatif", path])
+    check("the text names the settings and says what fits",
+          text.returncode == 0 and "expandable_segments:True" in text.stdout
+          and "1 of 1 oom requests fit" in text.stdout and "0 of 1 oom requests fit" in text.stdout,
+          text.stdout + text.stderr)
+    # Less than the live blocks and the request: no setting helps.
+    small = testlib.memsnap_json(memsnap, ["whatif", path, "--json", "--capacity", "70MiB"])
+    same("under 70 MiB nothing fits", [r["fits"] for r in small["runs"]], [False] * len(small["runs"]))
+    same("the given capacity", (small["capacity"], small["capacity_from"]), (70 * MiB, "given"))
+    check.verify()
+
+
 def test_refusals(memsnap, work):
     os.makedirs(work, exist_ok=True)
     path = write(work, "policy.pickle", snapshot(*policy_trace(0)))
-    done = run(memsnap, ["whatif", path])
-    check("without --check: exit 2 and why", done.returncode == 2 and "--check" in done.stderr,
-                 done.stderr)
+    done = run(memsnap, ["whatif", path, "--check", "--capacity", "1GiB"])
+    check("--check with --capacity: exit 2 and why",
+          done.returncode == 2 and "--capacity goes with the table" in done.stderr, done.stderr)
     # A PyTorch 2.0 dump: blocks without addresses, so no state before the trace.
     no_blocks = snapshot([entry("alloc", BASE, 512, 0)],
                          [dict(segment(BASE, 2 * MiB, []), blocks=[{"size": 2 * MiB, "state": "inactive"}])])
@@ -185,6 +255,17 @@ def test_every_fixture(memsnap, fixtures_dir):
         if events == 0:
             continue
         with_events.append(got["segments_exact"])
+        if got["segments_exact"]:
+            # The table's first row, the file's own settings within the
+            # file's capacity, is the file: its peak, its cudaMalloc and
+            # cudaFree calls, its oom requests not served.
+            table = testlib.memsnap_json(memsnap, ["whatif", os.path.join(fixtures_dir, name), "--json"])
+            own = table["runs"][0]
+            same(f"{name}: the file's own row is the file",
+                 (own["setting"], own["peak_reserved"], own["cuda_mallocs"], own["cuda_frees"],
+                  own["model_ooms"], own["oom_requests_fit"]),
+                 ("the file's own", table["recorded_peak_reserved"], reserved["recorded"],
+                  released["recorded"], 0, 0))
         rows.append("%-60s %5d/%-5d %5d/%-5d %7d/%-7d %s" % (
             name[:60], reserved["matched"], reserved["recorded"], released["followed"],
             released["recorded"], got["allocs"]["at_recorded_address"], got["allocs"]["count"],

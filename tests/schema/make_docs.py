@@ -33,6 +33,7 @@ SCHEMAS = [
     ("compare_runs.schema.json", "compare (two run folders)"),
     ("check.schema.json", "check"),
     ("check_ranks.schema.json", "check (a run folder, rank by rank)"),
+    ("whatif.schema.json", "whatif"),
     ("whatif_check.schema.json", "whatif --check"),
 ]
 

@@ -66,6 +66,7 @@ SCHEMA_FILES = {
     "compare_runs": "compare_runs.schema.json",
     "check": "check.schema.json",
     "check_ranks": "check_ranks.schema.json",
+    "whatif": "whatif.schema.json",
     "whatif_check": "whatif_check.schema.json",
 }
 
@@ -145,6 +146,10 @@ RUNS = [
     ("streams no time", "streams", ["streams", "--json", "no_time.pickle"]),
     ("streams empty", "streams", ["streams", "--json", "empty.pickle"]),
     ("streams --top 0", "streams", ["streams", "--json", "--top", "0", "@example"]),
+    ("whatif", "whatif", ["whatif", "--json", "steps_a.pickle"]),
+    ("whatif two devices oom", "whatif", ["whatif", "--json", "--device", "1", "two_devices.pickle"]),
+    ("whatif --capacity", "whatif", ["whatif", "--json", "--capacity", "1GiB", "@example"]),
+    ("whatif empty", "whatif", ["whatif", "--json", "empty.pickle"]),
     ("whatif --check", "whatif_check", ["whatif", "--json", "--check", "steps_a.pickle"]),
     ("whatif --check two devices", "whatif_check", ["whatif", "--json", "--check", "--device", "1", "two_devices.pickle"]),
     ("whatif --check empty", "whatif_check", ["whatif", "--json", "--check", "empty.pickle"]),

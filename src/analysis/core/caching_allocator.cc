@@ -44,7 +44,7 @@ uint32_t AllocatorModel::pool_index(PoolId id, bool small) {
   for (size_t i = 0; i < pools_.size(); ++i) {
     if (pools_[i].small == small && same_pool(pools_[i].id, id)) return static_cast<uint32_t>(i);
   }
-  pools_.push_back(Pool{id, small, {}, {}});
+  pools_.push_back(Pool{id, small, {}, 0, {}});
   return static_cast<uint32_t>(pools_.size() - 1);
 }
 
@@ -63,7 +63,8 @@ uint32_t AllocatorModel::new_block(const Block& block) {
 }
 
 void AllocatorModel::cache(uint32_t index) {
-  const Block& block = blocks_[index];
+  Block& block = blocks_[index];
+  block.cached_at = pools_[block.pool].clock;
   pools_[block.pool].free.emplace(FreeKey{block.stream, block.size, block.address}, index);
 }
 
@@ -170,7 +171,8 @@ uint64_t AllocatorModel::expandable_size(uint32_t index) const {
   return block.size + (grows ? blocks_[block.next].size : 0);
 }
 
-uint32_t AllocatorModel::find_free(Pool& pool, uint64_t stream, uint64_t size) const {
+uint32_t AllocatorModel::find_free(Pool& pool, uint64_t stream, uint64_t size) {
+  if (settings_.gc_threshold > 0) ++pool.clock;
   auto it = pool.free.lower_bound(FreeKey{stream, size, 0});
   if (it == pool.free.end() || it->first.stream != stream) return kNone;
   // Of an expandable segment, the block that cannot grow comes first: the
@@ -190,6 +192,48 @@ uint32_t AllocatorModel::find_free(Pool& pool, uint64_t stream, uint64_t size) c
   if (size < max_split && found >= max_split) return kNone;
   if (size >= max_split && found >= size + kLargeBuffer) return kNone;
   return it->second;
+}
+
+void AllocatorModel::collect_garbage(std::vector<ModelSegmentEvent>& events) {
+  if (settings_.capacity == UINT64_MAX) return;
+  const auto limit =
+      static_cast<uint64_t>(settings_.gc_threshold * static_cast<double>(settings_.capacity));
+  if (reserved_ <= limit) return;
+  const uint64_t target = reserved_ - limit;
+  for (Pool& pool : pools_) {
+    if (pool.small || !pool.id.is_default()) continue;
+    // Cached whole segments, by age: released in passes, each releasing
+    // those at least as old as the mean age at its start, until the target
+    // is met or a pass releases nothing.
+    const auto whole = [&](uint32_t index) {
+      const Block& block = blocks_[index];
+      return block.segment == 0 && block.prev == kNone && block.next == kNone;
+    };
+    const auto age = [&](uint32_t index) { return pool.clock - blocks_[index].cached_at; };
+    uint64_t total_age = 0;
+    uint64_t count = 0;
+    for (const auto& [key, index] : pool.free) {
+      if (!whole(index)) continue;
+      total_age += age(index);
+      ++count;
+    }
+    uint64_t released = 0;
+    bool freed = true;
+    while (released < target && freed && count > 0) {
+      const double mean = static_cast<double>(total_age) / static_cast<double>(count);
+      std::vector<uint32_t> old;
+      for (const auto& [key, index] : pool.free) {
+        if (whole(index) && static_cast<double>(age(index)) >= mean) old.push_back(index);
+      }
+      freed = !old.empty();
+      for (uint32_t index : old) {
+        released += blocks_[index].size;
+        total_age -= age(index);
+        --count;
+        release(index, events);
+      }
+    }
+  }
 }
 
 bool AllocatorModel::should_split(const Block& block, uint64_t size) const {
@@ -345,6 +389,7 @@ std::optional<ModelBlockId> AllocatorModel::malloc(uint64_t requested, uint64_t 
   if (index != kNone) {
     uncache(index);
   } else if (settings_.split.expandable) {
+    if (settings_.gc_threshold > 0) collect_garbage(events);
     index = grow_expandable(pool_at, stream, size, address_of, events);
     if (index == kNone) {
       release_oversize(pools_[pool_at], stream, size, events);
@@ -356,6 +401,7 @@ std::optional<ModelBlockId> AllocatorModel::malloc(uint64_t requested, uint64_t 
     }
     if (index == kNone) return std::nullopt;
   } else {
+    if (settings_.gc_threshold > 0) collect_garbage(events);
     const uint64_t segment = segment_size_for(size);
     const auto fits = [&] {
       return reserved_ <= settings_.capacity && segment <= settings_.capacity - reserved_;

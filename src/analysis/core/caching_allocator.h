@@ -47,6 +47,12 @@ struct AllocatorModelSettings {
   SplitRule split;  // rounding, max_split_size, roundup_power2_divisions
   // What cudaMalloc can reserve in all; UINT64_MAX: it never fails.
   uint64_t capacity = UINT64_MAX;
+  // garbage_collection_threshold (0: off): before reserving, when more than
+  // this fraction of the capacity is reserved, the oldest cached whole
+  // segments of the default large pool are released. PyTorch applies it
+  // only under a per-process memory fraction; the model takes the capacity
+  // as that limit.
+  double gc_threshold = 0;
 };
 
 // A segment the model reserved or released: what the trace would record as
@@ -118,8 +124,9 @@ class AllocatorModel {
     uint32_t prev = kNone;
     uint32_t next = kNone;
     bool allocated = false;
-    bool mapped = true;    // false: an expandable segment's unmapped pages
-    uint32_t segment = 0;  // an expandable segment's index in expandables_ + 1; 0: none
+    bool mapped = true;      // false: an expandable segment's unmapped pages
+    uint32_t segment = 0;    // an expandable segment's index in expandables_ + 1; 0: none
+    uint64_t cached_at = 0;  // its pool's clock when it was cached (garbage collection's age)
   };
   struct Expandable {
     uint64_t base = 0;  // pages are counted from here
@@ -141,6 +148,7 @@ class AllocatorModel {
     PoolId id;
     bool small = false;
     absl::btree_map<FreeKey, uint32_t> free;
+    uint64_t clock = 0;  // lookups in this pool while garbage collection is on
     // Expandable segments' unmapped blocks, by (stream, address).
     absl::btree_map<std::pair<uint64_t, uint64_t>, uint32_t> unmapped;
   };
@@ -150,7 +158,9 @@ class AllocatorModel {
   void cache(uint32_t index);    // into its pool's free blocks
   void uncache(uint32_t index);  // out of them
   // The smallest cached block of the pool on the stream that the request may take.
-  uint32_t find_free(Pool& pool, uint64_t stream, uint64_t size) const;
+  uint32_t find_free(Pool& pool, uint64_t stream, uint64_t size);
+  // PyTorch's garbage_collect_cached_blocks (settings_.gc_threshold).
+  void collect_garbage(std::vector<ModelSegmentEvent>& events);
   [[nodiscard]] bool should_split(const Block& block, uint64_t size) const;
   // Releases one cached whole segment (its only block).
   void release(uint32_t index, std::vector<ModelSegmentEvent>& events);

@@ -1,6 +1,8 @@
 #include "analysis/reports/whatif.h"
 
 #include <algorithm>
+#include <bit>
+#include <string>
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
@@ -59,6 +61,15 @@ bool uses_expandable_segments(const FileAnalysis& file) {
          snapshot.count_of(file.trace(), Action::kSegmentMap) > 0;
 }
 
+// The file's own settings: allocator_settings, expandable segments as the
+// file shows them, and the rounding.
+SplitRule file_rule(const FileAnalysis& file, RoundingRule rounding) {
+  SplitRule rule = split_rule_from_settings(file.snapshot().allocator_settings);
+  rule.rounding = rounding;
+  rule.expandable = uses_expandable_segments(file);
+  return rule;
+}
+
 // One walk of the trace with the model beside it: each entry applied to the
 // model as the file says it happened, and what the model did compared.
 class Checker {
@@ -102,7 +113,6 @@ class Checker {
   };
 
   AllocatorModelSettings settings(const AllocatorHistory& history, RoundingRule rounding) {
-    const Snapshot& snapshot = file_.snapshot();
     out_.file = file_.path();
     out_.device = file_.device();
     out_.possible = true;
@@ -111,11 +121,9 @@ class Checker {
     out_.blocks_at_start = history.check().blocks_at_start;
     out_.inferred_sizes = history.check().inferred_sizes;
     AllocatorModelSettings settings;
-    settings.split = split_rule_from_settings(snapshot.allocator_settings);
-    settings.split.rounding = rounding;
+    settings.split = file_rule(file_, rounding);
     out_.max_split_size = settings.split.max_split_size;
-    out_.expandable = uses_expandable_segments(file_);
-    settings.split.expandable = out_.expandable;
+    out_.expandable = settings.split.expandable;
     return settings;
   }
 
@@ -269,6 +277,283 @@ SegmentCheck check_recorded_segments(const FileAnalysis& file) {
       history->check().rounding == RoundingRule::kCuda ? RoundingRule::kNpu : RoundingRule::kCuda;
   SegmentCheck second = Checker(file, *history, other).run();
   return second.divergences < found.divergences ? second : found;
+}
+
+namespace {
+
+uint64_t round_512(uint64_t size) {
+  return (std::min(size, uint64_t{1} << 62) + 511) / 512 * 512;
+}
+
+// The trace through the model under some settings within a capacity: the
+// program's requests and frees, and the file's releases as empty_cache
+// calls; the allocator's other choices (segments, releases before a retry
+// within the capacity) the model's.
+class Simulation {
+ public:
+  Simulation(const FileAnalysis& file, const AllocatorHistory& history,
+             const WhatIfSettings& settings, uint64_t capacity)
+      : file_(file),
+        events_(file.snapshot().events),
+        model_({.split = settings.split,
+                .capacity = capacity,
+                .gc_threshold = settings.gc_threshold}) {
+    out_.settings = settings;
+    for (const auto& [address, block] : model_.load(history.start())) {
+      live_[address] = block;
+      live_requested_ += round_512(history.start().blocks.at(address).requested);
+    }
+    floor_ = live_requested_;
+    observe();
+  }
+
+  WhatIfRun run(uint64_t* floor) {
+    const DeviceTrace& trace = file_.trace();
+    bool in_burst = false;
+    for (uint64_t i = trace.begin; i < trace.end; ++i) {
+      const Action action = events_.action[i];
+      const bool release = action == Action::kSegmentFree || action == Action::kSegmentUnmap;
+      if (release) released(i, in_burst);
+      in_burst = release;
+      if (action == Action::kSegmentAlloc || action == Action::kSegmentMap) {
+        pending_.push_back({events_.addr[i], events_.size[i]});
+      }
+      if (action == Action::kAlloc) allocated(i);
+      if (action == Action::kFreeCompleted) freed(i);
+      if (action == Action::kOom) out_of_memory(i);
+    }
+    if (floor != nullptr) *floor = floor_;
+    return std::move(out_);
+  }
+
+ private:
+  void observe() {
+    if (model_.reserved() > out_.peak_reserved) {
+      out_.peak_reserved = model_.reserved();
+      out_.allocated_at_peak = model_.allocated();
+    }
+  }
+
+  void count(uint64_t i) {
+    for (const ModelSegmentEvent& event : made_) (event.reserved ? out_.reserves : out_.releases)++;
+    static_cast<void>(i);
+    observe();
+  }
+
+  // The file released a segment (torch.cuda.empty_cache(), or the allocator
+  // before a retried cudaMalloc). Where the model holds that segment cached
+  // whole (under the file's own settings, always: the check), it releases
+  // it; a burst of releases it cannot follow is taken as empty_cache, which
+  // releases what the model holds cached whole (under other settings a
+  // retry's release may not have been needed: it costs the model cudaMalloc
+  // calls later, never memory).
+  void released(uint64_t i, bool in_burst) {
+    made_.clear();
+    const bool followed = events_.action[i] == Action::kSegmentFree
+                              ? model_.release_segment(events_.addr[i], made_)
+                              : model_.unmap_range(events_.addr[i], events_.size[i], made_);
+    if (!followed && !in_burst) model_.empty_cache(made_);
+    count(i);
+  }
+
+  std::optional<ModelBlockId> request(uint64_t i, uint64_t size) {
+    made_.clear();
+    // A new segment of the size the file reserved for this request takes
+    // its address (the file's own settings then place as the file did);
+    // others go where no recorded segment is.
+    const auto address_of = [&](uint64_t bytes, uint64_t span) {
+      for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+        if (it->second == bytes) {
+          const uint64_t address = it->first;
+          pending_.erase(it);
+          return address;
+        }
+      }
+      return addresses_.next(span);
+    };
+    std::optional<ModelBlockId> block =
+        model_.malloc(size, events_.stream[i], pool_of(events_, i), address_of, made_);
+    pending_.clear();
+    count(i);
+    return block;
+  }
+
+  void allocated(uint64_t i) {
+    const std::optional<ModelBlockId> block = request(i, events_.size[i]);
+    if (!block) {
+      if (out_.model_ooms++ == 0) out_.first_model_oom = i - file_.trace().begin;
+      return;
+    }
+    if (auto [it, inserted] = live_.try_emplace(events_.addr[i], *block); !inserted) {
+      it->second = *block;
+    }
+    live_requested_ += round_512(events_.size[i]);
+    requested_[events_.addr[i]] = round_512(events_.size[i]);
+    floor_ = std::max(floor_, live_requested_);
+  }
+
+  void freed(uint64_t i) {
+    auto found = live_.find(events_.addr[i]);
+    if (found == live_.end()) return;  // the request did not fit, or came before the state
+    model_.free(found->second);
+    live_.erase(found);
+    auto size = requested_.find(events_.addr[i]);
+    const uint64_t rounded = size != requested_.end() ? size->second : round_512(events_.size[i]);
+    live_requested_ -= std::min(live_requested_, rounded);
+    if (size != requested_.end()) requested_.erase(size);
+  }
+
+  // The file ran out of memory here: would the request have fit? Served and
+  // given back at once (the program did not get it).
+  void out_of_memory(uint64_t i) {
+    ++out_.oom_requests;
+    if (!out_.reserved_at_oom) out_.reserved_at_oom = model_.reserved();
+    if (const std::optional<ModelBlockId> block = request(i, events_.size[i])) {
+      ++out_.oom_requests_fit;
+      model_.free(*block);
+    }
+  }
+
+  const FileAnalysis& file_;
+  const EventColumns& events_;
+  AllocatorModel model_;
+  WhatIfRun out_;
+  absl::flat_hash_map<uint64_t, ModelBlockId> live_;
+  absl::flat_hash_map<uint64_t, uint64_t> requested_;  // trace address -> rounded request
+  std::vector<ModelSegmentEvent> made_;
+  UnrecordedAddresses addresses_;
+  std::vector<std::pair<uint64_t, uint64_t>> pending_;  // segments the file reserved: address, size
+  uint64_t live_requested_ = 0;
+  uint64_t floor_ = 0;
+};
+
+// The file's reserved memory (the state before the trace plus its segment
+// entries) at each entry: the capacity at its first oom entry, and its peak.
+struct RecordedReserved {
+  uint64_t peak = 0;
+  std::optional<uint64_t> capacity_at_oom;  // device_free + reserved then
+};
+RecordedReserved recorded_reserved(const FileAnalysis& file, const AllocatorHistory& history) {
+  const EventColumns& events = file.snapshot().events;
+  RecordedReserved out;
+  uint64_t reserved = history.start().reserved;
+  out.peak = reserved;
+  const DeviceTrace& trace = file.trace();
+  for (uint64_t i = trace.begin; i < trace.end; ++i) {
+    switch (events.action[i]) {
+      case Action::kSegmentAlloc:
+      case Action::kSegmentMap:
+        reserved += events.size[i];
+        out.peak = std::max(out.peak, reserved);
+        break;
+      case Action::kSegmentFree:
+      case Action::kSegmentUnmap: reserved -= std::min(reserved, events.size[i]); break;
+      case Action::kOom:
+        if (!out.capacity_at_oom) {
+          auto free = events.device_free.find(i);
+          const uint64_t device_free =
+              free != events.device_free.end() ? free->second : events.addr[i];
+          out.capacity_at_oom = reserved + device_free;
+        }
+        break;
+      default: break;
+    }
+  }
+  return out;
+}
+
+// The settings people try: the file's own, then each change on its own.
+std::vector<WhatIfSettings> settings_to_try(const FileAnalysis& file, const SplitRule& own) {
+  std::vector<WhatIfSettings> out;
+  out.push_back({"the file's own", own, 0});
+  WhatIfSettings expandable{
+      own.expandable ? "expandable_segments:False" : "expandable_segments:True", own, 0};
+  expandable.split.expandable = !own.expandable;
+  out.push_back(expandable);
+  // max_split_size at the sizes of the trace's large requests: the median
+  // and the 90th percentile of those over 20 MiB, each up to a power of two
+  // in MiB (PyTorch needs more than 20).
+  const EventColumns& events = file.snapshot().events;
+  std::vector<uint64_t> large;
+  for (uint64_t i = file.trace().begin; i < file.trace().end; ++i) {
+    if (events.action[i] == Action::kAlloc && events.size[i] > (uint64_t{20} << 20)) {
+      large.push_back(events.size[i]);
+    }
+  }
+  std::sort(large.begin(), large.end());
+  std::vector<uint64_t> splits;
+  for (double q : {0.5, 0.9}) {
+    if (large.empty()) break;
+    const uint64_t size = large[static_cast<size_t>(q * static_cast<double>(large.size() - 1))];
+    const uint64_t mib = std::max<uint64_t>(32, std::bit_ceil((size + (1 << 20) - 1) >> 20));
+    if (mib <= (uint64_t{1} << 30) &&
+        std::find(splits.begin(), splits.end(), mib) == splits.end()) {
+      splits.push_back(mib);
+    }
+  }
+  for (uint64_t mib : splits) {
+    WhatIfSettings split{"max_split_size_mb:" + std::to_string(mib), own, 0};
+    split.split.max_split_size = mib << 20;
+    out.push_back(split);
+  }
+  out.push_back({"garbage_collection_threshold:0.8", own, 0.8});
+  WhatIfSettings power2{"roundup_power2_divisions:4", own, 0};
+  power2.split.power2_divisions.fill(4);
+  out.push_back(power2);
+  return out;
+}
+
+}  // namespace
+
+WhatIfReport what_if(const FileAnalysis& file, std::optional<uint64_t> capacity) {
+  WhatIfReport out;
+  out.file = file.path();
+  out.device = file.device();
+  const AllocatorHistory* history = file.allocator_history();
+  if (history == nullptr || !history->check().possible) {
+    out.impossible_reason = history == nullptr ? "the file has no trace for this device"
+                                               : history->check().impossible_reason;
+    return out;
+  }
+  out.possible = true;
+  const RecordedReserved recorded = recorded_reserved(file, *history);
+  out.recorded_peak_reserved = recorded.peak;
+  if (capacity) {
+    out.capacity = *capacity;
+    out.capacity_from = WhatIfReport::CapacityFrom::kGiven;
+  } else if (recorded.capacity_at_oom) {
+    out.capacity = *recorded.capacity_at_oom;
+    out.capacity_from = WhatIfReport::CapacityFrom::kOom;
+  } else {
+    out.capacity = recorded.peak;
+    out.capacity_from = WhatIfReport::CapacityFrom::kPeak;
+  }
+  const SegmentCheck check = check_recorded_segments(file);
+  out.model_segments_exact = check.segments_exact();
+  out.model_matched_reserves = check.matched_reserves;
+  out.recorded_reserves = check.recorded_reserves;
+  const SplitRule own = file_rule(file, check.rounding);
+  for (const WhatIfSettings& settings : settings_to_try(file, own)) {
+    uint64_t floor = 0;
+    out.runs.push_back(Simulation(file, *history, settings, out.capacity).run(&floor));
+    out.floor = std::max(out.floor, floor);
+  }
+  // The least capacity the file's own settings fit in: a bisection between
+  // the floor and 4 times the capacity, to 2 MiB or 0.5%.
+  const WhatIfSettings& mine = out.runs.front().settings;
+  const auto fits = [&](uint64_t bytes) {
+    return Simulation(file, *history, mine, bytes).run(nullptr).fits();
+  };
+  uint64_t low = out.floor;
+  uint64_t high = std::max(out.capacity, out.floor) * 4;
+  if (fits(high)) {
+    while (high - low > std::max(uint64_t{2} << 20, high / 200)) {
+      const uint64_t middle = low + (high - low) / 2;
+      (fits(middle) ? high : low) = middle;
+    }
+    out.capacity_to_fit = high;
+  }
+  return out;
 }
 
 }  // namespace memsnap

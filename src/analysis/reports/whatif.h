@@ -90,4 +90,60 @@ struct SegmentCheck {
 
 SegmentCheck check_recorded_segments(const FileAnalysis& file);
 
+// One configuration of the allocator, as PYTORCH_CUDA_ALLOC_CONF sets it.
+struct WhatIfSettings {
+  std::string label;  // "the file's own", "expandable_segments:True", ...
+  SplitRule split;    // rounding, max_split_size, roundup_power2_divisions, expandable
+  double gc_threshold = 0;
+};
+
+// What the allocator would have done under some settings, on the device's
+// trace from the state before it, within a capacity.
+struct WhatIfRun {
+  WhatIfSettings settings;
+  uint64_t peak_reserved = 0;
+  uint64_t allocated_at_peak = 0;           // block bytes in use when reserved memory peaked
+  std::optional<uint64_t> reserved_at_oom;  // at the file's first oom entry
+  uint64_t reserves = 0;                    // cudaMalloc calls (or page mappings)
+  uint64_t releases = 0;  // cudaFree calls (or unmappings), empty_cache's included
+  // The file's oom entries, and those whose request would have fit then.
+  uint64_t oom_requests = 0;
+  uint64_t oom_requests_fit = 0;
+  // Requests the model could not serve within the capacity (the run would
+  // have stopped at the first), and the first one's entry.
+  uint64_t model_ooms = 0;
+  std::optional<uint64_t> first_model_oom;
+  [[nodiscard]] bool fits() const { return model_ooms == 0 && oom_requests_fit == oom_requests; }
+};
+
+struct WhatIfReport {
+  std::string file;
+  int device = 0;
+  bool possible = false;
+  std::string impossible_reason;
+  // What cudaMalloc could reserve: given, or the first oom entry's free
+  // device memory plus what the file had reserved then, or (no oom entry)
+  // the most the file reserved.
+  uint64_t capacity = 0;
+  enum class CapacityFrom : uint8_t { kGiven, kOom, kPeak };
+  CapacityFrom capacity_from = CapacityFrom::kPeak;
+  uint64_t recorded_peak_reserved = 0;
+  // The highest the live requests reached, each rounded to 512 bytes: no
+  // setting reserves less.
+  uint64_t floor = 0;
+  std::vector<WhatIfRun> runs;  // the file's own settings first
+  // How far the model reproduces the file under its own settings
+  // (check_recorded_segments): the ground of every row.
+  bool model_segments_exact = false;
+  uint64_t model_matched_reserves = 0;
+  uint64_t recorded_reserves = 0;
+  // The least capacity (to 2 MiB or 0.5%) at which the file's own settings
+  // serve every request; nullopt when it needs more than 4 times the capacity.
+  std::optional<uint64_t> capacity_to_fit;
+};
+
+// The settings people try, each run within the capacity (nullopt: the
+// file's, see WhatIfReport::capacity).
+WhatIfReport what_if(const FileAnalysis& file, std::optional<uint64_t> capacity);
+
 }  // namespace memsnap
