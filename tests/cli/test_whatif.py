@@ -211,6 +211,39 @@ def test_the_table_of_settings_on_a_fragmented_oom(memsnap, work):
     check.verify()
 
 
+def test_hostile_histories(memsnap, work):
+    """Sizes near 2^64, frees of blocks never allocated, a free of the same
+    block twice, and 50,000 streams each with a segment (expandable too):
+    every form answers (exit 0) or refuses in words (exit 1), never crashes
+    or hangs (each run bounded by the subprocess timeout)."""
+    os.makedirs(work, exist_ok=True)
+    k = iter(range(10 ** 7))
+    huge = [entry("segment_alloc", BASE, (1 << 63) - 4096, next(k)),
+            entry("alloc", BASE, (1 << 63) - 4096, next(k)),
+            entry("alloc", BASE + (1 << 62), (1 << 64) - 1, next(k)),
+            entry("free_completed", BASE + 12345, 1 << 40, next(k)),
+            entry("free_completed", BASE, 0, next(k)),
+            entry("free_completed", BASE, 0, next(k)),
+            entry("segment_free", BASE + 999, 1 << 63, next(k))]
+    streams = []
+    for n in range(50_000):
+        e = entry("alloc", BASE + n * (32 * MiB), MiB + 1, next(k))
+        e["stream"] = n + 1
+        streams.append(e)
+    cases = {"huge": snapshot(huge, []), "streams": snapshot(streams, [])}
+    expandable = snapshot(streams, [])
+    expandable["allocator_settings"]["expandable_segments"] = True
+    cases["streams_expandable"] = expandable
+    for name, document in cases.items():
+        path = write(work, f"hostile_{name}.pickle", document)
+        for extra in (["--check"], [], ["--capacity", "16EiB"], ["--capacity", "1"]):
+            done = run(memsnap, ["whatif", path, "--json"] + extra, timeout=300)
+            check(f"{name} {' '.join(extra)}: exit 0 or a refusal in words",
+                  done.returncode == 0 or (done.returncode in (1, 2) and done.stderr.startswith("memsnap:")),
+                  "exit %d: %s" % (done.returncode, done.stderr[-300:]))
+    check.verify()
+
+
 def test_refusals(memsnap, work):
     os.makedirs(work, exist_ok=True)
     path = write(work, "policy.pickle", snapshot(*policy_trace(0)))

@@ -24,8 +24,15 @@ bool same_pool(PoolId a, PoolId b) {
   return a.first == b.first && a.second == b.second;
 }
 
+// Sizes here are at most 2^62 (rounded_block_size), so this cannot wrap.
 uint64_t round_up(uint64_t value, uint64_t step) {
   return (value + step - 1) / step * step;
+}
+
+// Reserved bytes of a hostile trace could pass 2^64 (no capacity in the
+// check): they stop there.
+uint64_t saturating_add(uint64_t a, uint64_t b) {
+  return b > UINT64_MAX - a ? UINT64_MAX : a + b;
 }
 
 }  // namespace
@@ -141,13 +148,13 @@ absl::btree_map<uint64_t, ModelBlockId> AllocatorModel::load(const AllocatorStat
       previous = index;
       cursor = at + size;
       if (held != nullptr) {
-        allocated_ += size;
+        allocated_ = saturating_add(allocated_, size);
         made[at] = ModelBlockId{index};
       } else {
         cache(index);
       }
     });
-    reserved_ += range.size;
+    reserved_ = saturating_add(reserved_, range.size);
     if (range.expandable) {
       Chain& chain = chains[{range.pool.first, range.pool.second, small, range.stream}];
       chain.last = previous;
@@ -247,7 +254,7 @@ void AllocatorModel::release(uint32_t index, std::vector<ModelSegmentEvent>& eve
   uncache(index);
   events.push_back({false, false, block.address, block.size, block.stream});
   segments_.erase(block.address);
-  reserved_ -= block.size;
+  reserved_ -= std::min(reserved_, block.size);
   unused_.push_back(index);
 }
 
@@ -317,7 +324,7 @@ uint32_t AllocatorModel::map_block(uint32_t index, uint64_t size,
   if (bytes < block.size) carve(index, block.address, block.address + bytes);
   Block& mapped = blocks_[index];
   mapped.mapped = true;
-  reserved_ += bytes;
+  reserved_ = saturating_add(reserved_, bytes);
   events.push_back({true, true, mapped.address, bytes, mapped.stream});
   merge(index, mapped.prev);
   merge(index, blocks_[index].next);
@@ -359,9 +366,11 @@ uint32_t AllocatorModel::grow_expandable(uint32_t pool_at, uint64_t stream, uint
   }
   if (reserved_ > settings_.capacity || to_map > settings_.capacity - reserved_) return kNone;
   if (start == kNone) {  // a new expandable segment
-    const uint64_t base = address_of(to_map, kExpandableSpan);
+    // Its reservation holds the request whatever its size.
+    const uint64_t span = std::max(kExpandableSpan, round_up(size, page));
+    const uint64_t base = address_of(to_map, span);
     expandables_.push_back({base, page});
-    start = new_block(Block{base, kExpandableSpan, 0, stream, pool_at, kNone, kNone, false, false,
+    start = new_block(Block{base, span, 0, stream, pool_at, kNone, kNone, false, false,
                             static_cast<uint32_t>(expandables_.size())});
     segments_[base] = start;
     file(start);
@@ -412,7 +421,7 @@ std::optional<ModelBlockId> AllocatorModel::malloc(uint64_t requested, uint64_t 
     const uint64_t address = address_of(segment, segment);
     index = new_block(Block{address, segment, 0, stream, pool_at, kNone, kNone, false, true, 0});
     segments_[address] = index;
-    reserved_ += segment;
+    reserved_ = saturating_add(reserved_, segment);
     events.push_back({true, false, address, segment, stream});
   }
   if (should_split(blocks_[index], size)) {
@@ -422,7 +431,7 @@ std::optional<ModelBlockId> AllocatorModel::malloc(uint64_t requested, uint64_t 
   Block& taken = blocks_[index];
   taken.allocated = true;
   taken.requested = requested;
-  allocated_ += taken.size;
+  allocated_ = saturating_add(allocated_, taken.size);
   return ModelBlockId{index};
 }
 
@@ -452,7 +461,7 @@ void AllocatorModel::free(ModelBlockId id) {
   Block& block = blocks_[index];
   if (!block.allocated) return;
   block.allocated = false;
-  allocated_ -= block.size;
+  allocated_ -= std::min(allocated_, block.size);
   merge(index, block.prev);
   merge(index, block.next);
   if (block.prev == kNone) segments_[block.address] = index;  // it heads its segment now
@@ -466,7 +475,7 @@ void AllocatorModel::unmap(uint32_t index, uint64_t from, uint64_t to,
   if (middle != index) cache(index);  // the mapped part before stays cached
   Block& block = blocks_[middle];
   block.mapped = false;
-  reserved_ -= to - from;
+  reserved_ -= std::min(reserved_, to - from);
   events.push_back({false, true, from, to - from, block.stream});
   merge(middle, block.prev);
   merge(middle, blocks_[middle].next);
@@ -561,7 +570,7 @@ std::optional<ModelBlockId> AllocatorModel::take_at(uint64_t address, uint64_t r
   Block& result = blocks_[taken];
   result.allocated = true;
   result.requested = requested;
-  allocated_ += result.size;
+  allocated_ = saturating_add(allocated_, result.size);
   return ModelBlockId{taken};
 }
 

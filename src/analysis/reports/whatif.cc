@@ -8,6 +8,7 @@
 #include <absl/container/flat_hash_map.h>
 
 #include "analysis/core/caching_allocator.h"
+#include "memsnap/error.h"
 
 namespace memsnap {
 namespace {
@@ -19,8 +20,14 @@ using Parting = SegmentCheck::Parting;
 class UnrecordedAddresses {
  public:
   uint64_t next(uint64_t span) {
+    const uint64_t step = (span + kAlign - 1) / kAlign * kAlign;
+    if (step > UINT64_MAX - next_) {
+      throw Error::limit(
+          "the allocator model ran out of addresses for new segments (a trace "
+          "that reserves more than 2^60 bytes)");
+    }
     const uint64_t address = next_;
-    next_ += (span + kAlign - 1) / kAlign * kAlign;
+    next_ += step;
     return address;
   }
 
@@ -316,7 +323,7 @@ class Simulation {
       if (release) released(i, in_burst);
       in_burst = release;
       if (action == Action::kSegmentAlloc || action == Action::kSegmentMap) {
-        pending_.push_back({events_.addr[i], events_.size[i]});
+        pending_.emplace_back(events_.addr[i], events_.size[i]);
       }
       if (action == Action::kAlloc) allocated(i);
       if (action == Action::kFreeCompleted) freed(i);
