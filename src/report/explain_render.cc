@@ -6,6 +6,7 @@
 
 #include "report/format.h"
 #include "report/source_tables.h"
+#include "report/whatif_render.h"
 
 namespace memsnap {
 namespace {
@@ -154,6 +155,7 @@ void write_oom(const ExplainReport& r, std::string& out) {
                       : std::string()));
     if (o.shortfall > 0)
       line(fmt::format("  short by   {}", format_bytes(static_cast<uint64_t>(o.shortfall))));
+    if (o.prediction) line(fmt::format("  what-if    {}", prediction_text(*o.prediction)));
   }
 }
 
@@ -293,7 +295,8 @@ ordered_json render_explain_json(const ExplainReport& r, int top) {
         {"largest_usable_block",
          o.largest_usable ? ordered_json(*o.largest_usable) : ordered_json(nullptr)},
         {"device_free", o.device_free ? ordered_json(*o.device_free) : ordered_json(nullptr)},
-        {"shortfall", o.shortfall}};
+        {"shortfall", o.shortfall},
+        {"whatif", prediction_json(o.prediction)}};
   } else {
     out["oom"] = nullptr;
   }

@@ -8,6 +8,7 @@
 #include "report/format.h"
 #include "report/json_fields.h"
 #include "report/source_tables.h"
+#include "report/whatif_render.h"
 
 namespace memsnap {
 
@@ -240,6 +241,7 @@ void write_request(const OomAnalysis& r, const OomCase& c, std::string& out) {
     for (size_t i = 0; i < c.verdicts.size(); ++i) {
       out += fmt::format("  {}{}\n", i == 0 ? "" : "Also: ", verdict_sentence(r, c, c.verdicts[i]));
     }
+    if (r.prediction) out += fmt::format("  What-if: {}.\n", prediction_text(*r.prediction));
   } else {
     if (!c.at_trace_start) {
       out += "\nThe allocation that reached the peak\n";
@@ -420,6 +422,7 @@ ordered_json render_oom_json(const OomAnalysis& r, int top) {
       {"verdict",
        c.verdicts.empty() ? ordered_json(nullptr) : ordered_json(verdict_name(c.verdicts.front()))},
       {"verdicts", verdicts},
+      {"whatif", prediction_json(r.prediction)},
       {"headroom", r.at_peak ? ordered_json(headroom_sentence(r, c)) : ordered_json(nullptr)},
       {"shortfall", c.shortfall},
       {"available", c.available},

@@ -182,6 +182,47 @@ std::string run_outcome(const WhatIfRun& run) {
 
 }  // namespace
 
+std::string prediction_text(const OomPrediction& p) {
+  std::string text;
+  switch (p.kind) {
+    case OomPrediction::Kind::kSettingFits:
+      text = fmt::format("with {} this request would have fit: peak reserved {} of {}", p.setting,
+                         format_bytes(p.peak_reserved), format_bytes(p.capacity));
+      break;
+    case OomPrediction::Kind::kNothingFits:
+      text = fmt::format(
+          "no allocator setting avoids it: the live tensors and the request alone "
+          "need {} of {}",
+          format_bytes(p.needed), format_bytes(p.capacity));
+      break;
+    case OomPrediction::Kind::kNoneTriedFits:
+      text = fmt::format("none of the settings memsnap whatif tries would have served it in {}",
+                         format_bytes(p.capacity));
+      break;
+  }
+  if (!p.model_reproduces && p.kind != OomPrediction::Kind::kNothingFits) {
+    text += " (the allocator model does not reproduce this file: memsnap whatif --check)";
+  }
+  return text;
+}
+
+ordered_json prediction_json(const std::optional<OomPrediction>& p) {
+  if (!p) return nullptr;
+  const char* kind = p->kind == OomPrediction::Kind::kSettingFits   ? "setting_fits"
+                     : p->kind == OomPrediction::Kind::kNothingFits ? "nothing_fits"
+                                                                    : "none_tried_fits";
+  return {{"kind", kind},
+          {"setting", p->kind == OomPrediction::Kind::kSettingFits ? ordered_json(p->setting)
+                                                                   : ordered_json()},
+          {"peak_reserved", p->kind == OomPrediction::Kind::kSettingFits
+                                ? ordered_json(p->peak_reserved)
+                                : ordered_json()},
+          {"capacity", p->capacity},
+          {"needed", p->needed},
+          {"model_reproduces", p->model_reproduces},
+          {"sentence", prediction_text(*p)}};
+}
+
 std::string render_whatif_text(const WhatIfReport& r, int top) {
   std::string out = fmt::format("What other allocator settings would have done: {} (device {})\n",
                                 printable(r.file), r.device);

@@ -211,6 +211,31 @@ def test_the_table_of_settings_on_a_fragmented_oom(memsnap, work):
     check.verify()
 
 
+def test_oom_and_explain_say_what_a_setting_would_have_done(memsnap, work):
+    os.makedirs(work, exist_ok=True)
+    path = write(work, "fragmented.pickle", fragmented())
+    oom = testlib.memsnap_json(memsnap, ["oom", path, "--json"])["oom"]
+    same("oom: fragmentation, and expandable segments would have served it",
+         (oom["verdict"], (oom["whatif"] or {}).get("kind"), (oom["whatif"] or {}).get("setting"),
+          (oom["whatif"] or {}).get("peak_reserved")),
+         ("fragmentation", "setting_fits", "expandable_segments:True", 80 * MiB))
+    text = run(memsnap, ["oom", path])
+    check("oom text: the what-if line",
+          "What-if: with expandable_segments:True this request would have fit: peak reserved "
+          "80.00 MiB of 110.00 MiB." in text.stdout, text.stdout)
+    explain = testlib.memsnap_json(memsnap, ["explain", path, "--json"])["oom"]
+    same("explain: the same", explain["whatif"], oom["whatif"])
+    # Under 70 MiB the live blocks (64 MiB) and the request (16 MiB) alone do
+    # not fit: no setting avoids it.
+    small = testlib.memsnap_json(memsnap, ["oom", path, "--json", "--capacity", "70MiB"])["oom"]
+    same("oom --capacity 70MiB: nothing fits",
+         ((small["whatif"] or {}).get("kind"), (small["whatif"] or {}).get("needed")),
+         ("nothing_fits", 80 * MiB))
+    peak = testlib.memsnap_json(memsnap, ["oom", path, "--json", "--at", "peak"])["peak"]
+    same("at the peak: no what-if", peak["whatif"], None)
+    check.verify()
+
+
 def test_hostile_histories(memsnap, work):
     """Sizes near 2^64, frees of blocks never allocated, a free of the same
     block twice, and 50,000 streams each with a segment (expandable too):

@@ -32,6 +32,7 @@ ExplainOom first_oom(const FileAnalysis& file, const ExplainOptions& options) {
   oom.verdicts = c.verdicts;
   oom.request_source = c.request_source;
   oom.shortfall = c.shortfall;
+  oom.prediction = analysis.prediction;
   return oom;
 }
 

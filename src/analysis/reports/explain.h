@@ -61,6 +61,7 @@ struct ExplainOom {
   std::vector<OomVerdict> verdicts;        // primary first
   std::string request_source;
   int64_t shortfall = 0;
+  std::optional<OomPrediction> prediction;  // what other allocator settings would have done
 };
 
 struct ExplainSteps {

@@ -371,6 +371,10 @@ OomAnalysis analyze_oom(const FileAnalysis& file, const OomOptions& options) {
   fill_state(file, *moment, replayed, c);
   name_live_from_blocks(file, replayed, sources, category_index, c);
   judge(report, options, c);
+  if (!options.at_peak && c.ordinal == 1) {
+    report.prediction = predict_first_oom(
+        file, options.capacity != 0 ? std::optional<uint64_t>(options.capacity) : std::nullopt);
+  }
   report.chosen = std::move(c);
   return report;
 }

@@ -13,6 +13,7 @@
 #include "analysis/core/source_key.h"
 #include "analysis/core/sources.h"
 #include "analysis/reports/segment_report.h"
+#include "analysis/reports/whatif.h"
 
 namespace memsnap {
 
@@ -131,6 +132,9 @@ struct OomAnalysis {
   bool expandable_segments = false;  // allocator_settings, or any segment of the file is expandable
   bool at_peak = false;           // the moment is the absolute peak (--at peak), not an oom entry
   std::optional<OomCase> chosen;  // none: the file has no oom entry on the device
+  // For the first oom entry: what the allocator model says other settings
+  // would have done (whatif.h).
+  std::optional<OomPrediction> prediction;
 };
 
 // The file's chosen device, already replayed (plot reuses its FileAnalysis).

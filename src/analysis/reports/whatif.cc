@@ -308,7 +308,9 @@ class Simulation {
     out_.settings = settings;
     for (const auto& [address, block] : model_.load(history.start())) {
       live_[address] = block;
-      live_requested_ += round_512(history.start().blocks.at(address).requested);
+      const uint64_t rounded = round_512(history.start().blocks.at(address).requested);
+      requested_[address] = rounded;
+      live_requested_ += rounded;
     }
     floor_ = live_requested_;
     observe();
@@ -385,37 +387,53 @@ class Simulation {
     return block;
   }
 
+  // The program's request: counted live as the trace says (the floor),
+  // served by the model if it can be.
   void allocated(uint64_t i) {
+    const uint64_t address = events_.addr[i];
+    const uint64_t rounded = round_512(events_.size[i]);
+    if (auto old = requested_.find(address); old != requested_.end()) {
+      live_requested_ -= std::min(live_requested_, old->second);  // the file reused the address
+    }
+    requested_[address] = rounded;
+    live_requested_ += rounded;
+    floor_ = std::max(floor_, live_requested_);
     const std::optional<ModelBlockId> block = request(i, events_.size[i]);
     if (!block) {
       if (out_.model_ooms++ == 0) out_.first_model_oom = i - file_.trace().begin;
+      live_.erase(address);
       return;
     }
-    if (auto [it, inserted] = live_.try_emplace(events_.addr[i], *block); !inserted) {
-      it->second = *block;
-    }
-    live_requested_ += round_512(events_.size[i]);
-    requested_[events_.addr[i]] = round_512(events_.size[i]);
-    floor_ = std::max(floor_, live_requested_);
+    live_.insert_or_assign(address, *block);
   }
 
   void freed(uint64_t i) {
-    auto found = live_.find(events_.addr[i]);
-    if (found == live_.end()) return;  // the request did not fit, or came before the state
+    const uint64_t address = events_.addr[i];
+    if (auto size = requested_.find(address); size != requested_.end()) {
+      live_requested_ -= std::min(live_requested_, size->second);
+      requested_.erase(size);
+    }
+    auto found = live_.find(address);
+    if (found == live_.end()) return;  // the model could not serve it
     model_.free(found->second);
     live_.erase(found);
-    auto size = requested_.find(events_.addr[i]);
-    const uint64_t rounded = size != requested_.end() ? size->second : round_512(events_.size[i]);
-    live_requested_ -= std::min(live_requested_, rounded);
-    if (size != requested_.end()) requested_.erase(size);
   }
 
   // The file ran out of memory here: would the request have fit? Served and
   // given back at once (the program did not get it).
   void out_of_memory(uint64_t i) {
     ++out_.oom_requests;
-    if (!out_.reserved_at_oom) out_.reserved_at_oom = model_.reserved();
-    if (const std::optional<ModelBlockId> block = request(i, events_.size[i])) {
+    const bool first = !out_.reserved_at_oom;
+    if (first) {
+      out_.reserved_at_oom = model_.reserved();
+      out_.live_at_oom = live_requested_;
+    }
+    const std::optional<ModelBlockId> block = request(i, events_.size[i]);
+    if (first) {
+      out_.first_oom_fit = block.has_value() && !out_.first_model_oom;
+      out_.peak_reserved_to_oom = out_.peak_reserved;
+    }
+    if (block) {
       ++out_.oom_requests_fit;
       model_.free(*block);
     }
@@ -512,15 +530,20 @@ std::vector<WhatIfSettings> settings_to_try(const FileAnalysis& file, const Spli
 
 }  // namespace
 
-WhatIfReport what_if(const FileAnalysis& file, std::optional<uint64_t> capacity) {
-  WhatIfReport out;
+namespace {
+
+// What every what-if run shares: the history, the capacity, the file's own
+// settings and how far the model reproduces the file. False when the state
+// before the trace is unknown (`out` then says why).
+bool prepare(const FileAnalysis& file, std::optional<uint64_t> capacity, WhatIfReport& out,
+             SplitRule& own) {
   out.file = file.path();
   out.device = file.device();
   const AllocatorHistory* history = file.allocator_history();
   if (history == nullptr || !history->check().possible) {
     out.impossible_reason = history == nullptr ? "the file has no trace for this device"
                                                : history->check().impossible_reason;
-    return out;
+    return false;
   }
   out.possible = true;
   const RecordedReserved recorded = recorded_reserved(file, *history);
@@ -539,12 +562,51 @@ WhatIfReport what_if(const FileAnalysis& file, std::optional<uint64_t> capacity)
   out.model_segments_exact = check.segments_exact();
   out.model_matched_reserves = check.matched_reserves;
   out.recorded_reserves = check.recorded_reserves;
-  const SplitRule own = file_rule(file, check.rounding);
+  own = file_rule(file, check.rounding);
   for (const WhatIfSettings& settings : settings_to_try(file, own)) {
     uint64_t floor = 0;
     out.runs.push_back(Simulation(file, *history, settings, out.capacity).run(&floor));
     out.floor = std::max(out.floor, floor);
   }
+  return true;
+}
+
+}  // namespace
+
+std::optional<OomPrediction> predict_first_oom(const FileAnalysis& file,
+                                               std::optional<uint64_t> capacity) {
+  if (file.trace_analysis().counts.oom_events.empty()) return std::nullopt;
+  WhatIfReport report;
+  SplitRule own;
+  if (!prepare(file, capacity, report, own)) return std::nullopt;
+  const WhatIfRun& mine = report.runs.front();
+  OomPrediction out;
+  out.capacity = report.capacity;
+  out.needed =
+      mine.live_at_oom +
+      round_512(file.snapshot().events.size[file.trace_analysis().counts.oom_events.front()]);
+  out.model_reproduces = report.model_segments_exact;
+  if (out.needed > out.capacity) {
+    out.kind = OomPrediction::Kind::kNothingFits;
+    return out;
+  }
+  for (size_t i = 1; i < report.runs.size(); ++i) {
+    if (report.runs[i].first_oom_fit) {
+      out.kind = OomPrediction::Kind::kSettingFits;
+      out.setting = report.runs[i].settings.label;
+      out.peak_reserved = report.runs[i].peak_reserved_to_oom;
+      return out;
+    }
+  }
+  out.kind = OomPrediction::Kind::kNoneTriedFits;
+  return out;
+}
+
+WhatIfReport what_if(const FileAnalysis& file, std::optional<uint64_t> capacity) {
+  WhatIfReport out;
+  SplitRule own;
+  if (!prepare(file, capacity, out, own)) return out;
+  const AllocatorHistory* history = file.allocator_history();
   // The least capacity the file's own settings fit in: a bisection between
   // the floor and 4 times the capacity, to 2 MiB or 0.5%.
   const WhatIfSettings& mine = out.runs.front().settings;

@@ -113,6 +113,12 @@ struct WhatIfRun {
   // have stopped at the first), and the first one's entry.
   uint64_t model_ooms = 0;
   std::optional<uint64_t> first_model_oom;
+  // At the file's first oom entry: the live requests (each rounded to 512
+  // bytes), whether its request was served with nothing refused before it,
+  // and reserved memory at its highest up to and with it.
+  uint64_t live_at_oom = 0;
+  bool first_oom_fit = false;
+  uint64_t peak_reserved_to_oom = 0;
   [[nodiscard]] bool fits() const { return model_ooms == 0 && oom_requests_fit == oom_requests; }
 };
 
@@ -145,5 +151,21 @@ struct WhatIfReport {
 // The settings people try, each run within the capacity (nullopt: the
 // file's, see WhatIfReport::capacity).
 WhatIfReport what_if(const FileAnalysis& file, std::optional<uint64_t> capacity);
+
+// The one line `oom` and `explain` add for the first oom entry: a setting
+// among those tried that would have served its request, or that none can
+// (the live requests and the request alone exceed the capacity).
+struct OomPrediction {
+  enum class Kind : uint8_t { kSettingFits, kNothingFits, kNoneTriedFits };
+  Kind kind = Kind::kNoneTriedFits;
+  std::string setting;         // kSettingFits: the first that serves it
+  uint64_t peak_reserved = 0;  // kSettingFits: reserved at its highest up to and with the request
+  uint64_t capacity = 0;
+  uint64_t needed = 0;            // the live requests and the request, each rounded to 512 bytes
+  bool model_reproduces = false;  // the model makes the file's segments under its own settings
+};
+// nullopt: no oom entry on the device, or no state before the trace.
+std::optional<OomPrediction> predict_first_oom(const FileAnalysis& file,
+                                               std::optional<uint64_t> capacity);
 
 }  // namespace memsnap
