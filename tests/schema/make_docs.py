@@ -34,7 +34,7 @@ SCHEMAS = [
     ("check.schema.json", "check"),
     ("check_ranks.schema.json", "check (a run folder, rank by rank)"),
     ("whatif.schema.json", "whatif"),
-    ("whatif_check.schema.json", "whatif --check"),
+    ("whatif_check.schema.json", "whatif check"),
 ]
 
 TYPE_NAMES = {"integer": "integer", "number": "number", "string": "string", "boolean": "boolean",
