@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <future>
 #include <string>
 #include <vector>
 
@@ -563,9 +564,19 @@ bool prepare(const FileAnalysis& file, std::optional<uint64_t> capacity, WhatIfR
   out.model_matched_reserves = check.matched_reserves;
   out.recorded_reserves = check.recorded_reserves;
   own = file_rule(file, check.rounding);
+  // Each setting's run reads only the file and the history: they run side
+  // by side (two cores are the common case).
+  std::vector<std::future<std::pair<WhatIfRun, uint64_t>>> runs;
   for (const WhatIfSettings& settings : settings_to_try(file, own)) {
-    uint64_t floor = 0;
-    out.runs.push_back(Simulation(file, *history, settings, out.capacity).run(&floor));
+    runs.push_back(std::async(std::launch::async, [&file, history, settings, &out] {
+      uint64_t floor = 0;
+      WhatIfRun run = Simulation(file, *history, settings, out.capacity).run(&floor);
+      return std::pair{std::move(run), floor};
+    }));
+  }
+  for (auto& run : runs) {
+    auto [result, floor] = run.get();
+    out.runs.push_back(std::move(result));
     out.floor = std::max(out.floor, floor);
   }
   return true;
