@@ -382,18 +382,22 @@ class Snapshot:
         return self._report("streams", top=top)
 
     @_documented("whatif")
-    def whatif(self, *, capacity: Optional[Union[int, str]] = None, check: bool = False,
+    def whatif(self, settings: Optional[Union[str, Dict[str, Any]]] = None, *,
+               capacity: Optional[Union[int, str]] = None, check: bool = False,
                top: int = 10) -> Dict[str, Any]:
-        """Main keys: ``capacity`` and ``capacity_from``, ``floor``,
-        ``recorded_peak_reserved``, ``capacity_to_fit``, ``runs`` (per setting:
-        ``setting``, ``peak_reserved``, ``reserved_at_oom``, ``cuda_mallocs``,
-        ``cuda_frees``, ``oom_requests_fit``, ``model_ooms``, ``fits``).
+        """``settings``: a configuration to try against the file's own, as a
+        PYTORCH_CUDA_ALLOC_CONF text or a dict (``{"expandable_segments": True}``).
 
-        ``check=True`` returns the model's check against the file instead
-        (tests/schema/whatif_check.schema.json): ``segments_reserved``,
-        ``segments_released``, ``allocs``, ``peak_reserved``, ``end``,
-        ``first_divergence``, ``segments_exact``, ``exact``."""
-        return self._report("whatif", capacity=capacity, check=check, top=top)
+        Main keys: ``capacity`` and ``capacity_from``, ``floor``,
+        ``recorded_peak_reserved``, ``capacity_to_fit``, ``model_check``, ``runs`` (per
+        setting: ``setting``, ``peak_reserved``, ``reserved_at_oom``, ``cuda_mallocs``,
+        ``cuda_frees``, ``oom_requests_fit``, ``model_ooms``, ``fits``), ``timeline``
+        (with ``settings``). ``check=True`` returns the model's check against the file
+        instead (tests/schema/whatif_check.schema.json)."""
+        conf = settings
+        if isinstance(settings, dict):
+            conf = ",".join("%s:%s" % (key, value) for key, value in settings.items())
+        return self._report("whatif", set=conf, capacity=capacity, check=check, top=top)
 
     @_documented("replay-to-time")
     def replay_to_time(self, time: float, *, top: int = 25) -> Dict[str, Any]:

@@ -613,10 +613,10 @@ service::Value value_of_object(const service::Parameter& parameter, nb::handle o
   const bool is_text = PyUnicode_Check(value);
   if (kind == Kind::kSwitch && is_bool) return value == Py_True;
   if (kind == Kind::kSeconds && is_float) return nb::cast<double>(object);
-  if ((kind == Kind::kSize || kind == Kind::kWholeOrWord) && is_text) {
+  if ((kind == Kind::kSize || kind == Kind::kWholeOrWord || kind == Kind::kText) && is_text) {
     return nb::cast<std::string>(object);
   }
-  if (kind != Kind::kSwitch && is_int) {
+  if (kind != Kind::kSwitch && kind != Kind::kText && is_int) {
     int64_t whole = 0;
     if (!nb::try_cast(object, whole)) {
       throw Error::usage(fmt::format("{} is out of range", parameter.id));

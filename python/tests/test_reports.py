@@ -212,6 +212,21 @@ def test_report_methods_come_from_the_report_table() -> None:
         assert all(len(line) <= 88 for line in method.__doc__.splitlines()[:6])
 
 
+def test_whatif_takes_settings_as_a_dict_or_a_text() -> None:
+    snapshot = memsnap.load(EXAMPLE_A)
+    as_dict = snapshot.whatif(settings={"expandable_segments": True, "max_split_size_mb": 64})
+    as_text = snapshot.whatif("expandable_segments:True,max_split_size_mb:64")
+    assert as_dict == as_text
+    assert [run["setting"] for run in as_dict["runs"]] == [
+        "the file's own", "expandable_segments:True,max_split_size_mb:64"]
+    assert len(as_dict["timeline"]["runs"]) == 2
+    assert snapshot.whatif(check=True)["segments_reserved"]["recorded"] > 0
+    table = snapshot.whatif(capacity="64GiB")
+    assert table["capacity"] == 64 << 30 and table["capacity_from"] == "given"
+    with pytest.raises(ValueError, match="the model knows"):
+        snapshot.whatif(settings={"backend": "cudaMallocAsync"})
+
+
 def test_report_parameters_are_checked_by_the_table() -> None:
     snapshot = memsnap.load(EXAMPLE_A)
     with pytest.raises(TypeError, match="time must be a number of seconds, not str"):

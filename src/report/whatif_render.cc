@@ -242,6 +242,12 @@ std::string render_whatif_text(const WhatIfReport& r, int top) {
          format_count(run.reserves), format_count(run.releases), run_outcome(run)});
   }
   out += table.render("  ");
+  if (!r.timeline_positions.empty()) {
+    out += fmt::format(
+        "\n  Reserved memory over the trace, as recorded and as each setting had it, is in "
+        "--json (timeline: {} columns).",
+        format_count(r.timeline_positions.size()));
+  }
   out += fmt::format("\n  The file recorded a peak of {} reserved.",
                      format_bytes(r.recorded_peak_reserved));
   if (r.capacity_to_fit) {
@@ -297,6 +303,14 @@ ordered_json render_whatif_json(const WhatIfReport& r, int top) {
                     {"fits", run.fits()}});
   }
   out["runs"] = std::move(runs);
+  if (!r.timeline_positions.empty()) {
+    ordered_json by_run = ordered_json::array();
+    for (const WhatIfRun& run : shown(r, top)) by_run.push_back(run.timeline);
+    out["timeline"] = {
+        {"positions", r.timeline_positions}, {"recorded", r.recorded_timeline}, {"runs", by_run}};
+  } else {
+    out["timeline"] = nullptr;
+  }
   return out;
 }
 

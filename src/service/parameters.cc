@@ -107,6 +107,14 @@ Value checked_value(const Parameter& parameter, const Value& value, Spelling spe
     case ParameterKind::kSwitch:
       if (!std::holds_alternative<bool>(value)) wrong_type(parameter, spelling);
       return value;
+    case ParameterKind::kText: {
+      const auto* text = std::get_if<std::string>(&value);
+      if (text == nullptr) wrong_type(parameter, spelling);
+      if (std::string problem = syntax_problem(parameter, *text); !problem.empty()) {
+        throw Error::usage(fmt::format("{}: {}", spelled(parameter, spelling), problem));
+      }
+      return value;
+    }
   }
   return value;
 }
@@ -130,6 +138,7 @@ std::string kind_description(const Parameter& parameter) {
     case ParameterKind::kWholeOrWord: return fmt::format("a whole number or '{}'", parameter.word);
     case ParameterKind::kSize: return "a number of bytes or a size like '80GiB'";
     case ParameterKind::kSwitch: return "True or False";
+    case ParameterKind::kText: return "a text";
   }
   return "a value";
 }
@@ -190,6 +199,9 @@ std::string syntax_problem(const Parameter& parameter, std::string_view text) {
         return {};
       }
       return fmt::format("expects true or false, not '{}'", shown(text));
+    case ParameterKind::kText:
+      if (text.size() <= kMaxTextBytes) return {};
+      return fmt::format("expects at most {} bytes, not {}", kMaxTextBytes, text.size());
   }
   return {};
 }
@@ -209,6 +221,7 @@ Value value_of_text(const Parameter& parameter, std::string_view text, Spelling 
       return static_cast<int64_t>(std::min<uint64_t>(bytes, std::numeric_limits<int64_t>::max()));
     }
     case ParameterKind::kSwitch: return text.empty() || text == "true" || text == "1";
+    case ParameterKind::kText: return std::string(text);
   }
   return {};
 }

@@ -22,7 +22,9 @@ enum class ParameterKind : uint8_t {
   kWholeOrWord,  // a whole number, or one word that is a choice of its own ("peak")
   kSize,         // bytes: a whole number, or a size such as 80GiB or 512MiB
   kSwitch,       // on or off
+  kText,         // a short text (at most kMaxTextBytes): allocator settings
 };
+constexpr size_t kMaxTextBytes = 256;
 
 struct Parameter {
   std::string_view id;  // Python's keyword and a URL's query key: "time", "all_steps"
@@ -66,6 +68,9 @@ class Arguments {
   [[nodiscard]] std::optional<double> seconds(std::string_view id) const { return get<double>(id); }
   [[nodiscard]] std::optional<int64_t> whole(std::string_view id) const { return get<int64_t>(id); }
   [[nodiscard]] std::optional<std::string> word(std::string_view id) const {
+    return get<std::string>(id);
+  }
+  [[nodiscard]] std::optional<std::string> text(std::string_view id) const {
     return get<std::string>(id);
   }
   [[nodiscard]] bool on(std::string_view id) const {  // a switch given and on

@@ -187,20 +187,33 @@ const Parameter kWhatIfCapacity{
     .minimum = 1,
 };
 
+const Parameter kWhatIfSet{
+    .id = "set",
+    .kind = ParameterKind::kText,
+    .help =
+        "A configuration to try against the file's own, in PYTORCH_CUDA_ALLOC_CONF's words "
+        "(expandable_segments:True,max_split_size_mb:128; also "
+        "garbage_collection_threshold, roundup_power2_divisions), with reserved memory over "
+        "the trace for both in --json",
+    .value_name = "CONF",
+};
+
 Answer answer_whatif(const FileAnalysis& file, const ReportRequest& request, Format format) {
   file.start_allocator_history();
   if (request.arguments.on("check")) {
-    if (request.arguments.has("capacity")) {
+    if (request.arguments.has("capacity") || request.arguments.has("set")) {
       throw Error::usage(fmt::format(
-          "{} runs under the file's own settings without a capacity; "
-          "{} goes with the table of settings",
-          spelled(kCheck, request.spelling), spelled(kWhatIfCapacity, request.spelling)));
+          "{} runs under the file's own settings without a capacity; {} and {} go with the "
+          "table of settings",
+          spelled(kCheck, request.spelling), spelled(kWhatIfCapacity, request.spelling),
+          spelled(kWhatIfSet, request.spelling)));
     }
     return rendered(check_recorded_segments(file), format, request.top, render_whatif_check_text,
                     render_whatif_check_json);
   }
   const uint64_t capacity = request.arguments.bytes("capacity");  // 0: not given
-  return rendered(what_if(file, capacity > 0 ? std::optional<uint64_t>(capacity) : std::nullopt),
+  return rendered(what_if(file, capacity > 0 ? std::optional<uint64_t>(capacity) : std::nullopt,
+                          request.arguments.text("set")),
                   format, request.top, render_whatif_text, render_whatif_json);
 }
 
@@ -389,7 +402,7 @@ ReportEntry whatif_entry() {
           "file recorded it reproduces.",
       .example = "memsnap whatif oom.pickle --capacity 80GiB",
       .file_help = kSnapshotHelp,
-      .parameters = {kCheck, kWhatIfCapacity},
+      .parameters = {kCheck, kWhatIfCapacity, kWhatIfSet},
       .default_top = 10,
       .top_rows = "settings (the file's own first)",
       .uses_keys = false,

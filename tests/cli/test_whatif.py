@@ -204,6 +204,20 @@ def test_the_table_of_settings_on_a_fragmented_oom(memsnap, work):
           text.returncode == 0 and "expandable_segments:True" in text.stdout
           and "1 of 1 oom requests fit" in text.stdout and "0 of 1 oom requests fit" in text.stdout,
           text.stdout + text.stderr)
+    # One configuration against the file's own, with the timelines.
+    one = testlib.memsnap_json(memsnap, ["whatif", path, "--json", "--set", "expandable_segments:True"])
+    same("--set: the file's own and the configuration",
+         [(r["setting"], r["fits"]) for r in one["runs"]],
+         [("the file's own", False), ("expandable_segments:True", True)])
+    timeline = one["timeline"] or {}
+    same("--set: one column per entry here, the recorded peak in them",
+         (len(timeline.get("positions", [])), max(timeline.get("recorded", [0])),
+          [max(r) for r in timeline.get("runs", [])]),
+         (len(fragmented()["device_traces"][0]), 100 * MiB, [100 * MiB, 80 * MiB]))
+    for bad, said in (("nonsense:1", "the model knows"), ("max_split_size_mb:20", "more than 20"),
+                      ("expandable_segments:yes", "True or False"), ("garbage_collection_threshold:2", "between 0 and 1")):
+        done = run(memsnap, ["whatif", path, "--set", bad])
+        check(f"--set {bad}: refused in words", done.returncode == 2 and said in done.stderr, done.stderr)
     # Less than the live blocks and the request: no setting helps.
     small = testlib.memsnap_json(memsnap, ["whatif", path, "--json", "--capacity", "70MiB"])
     same("under 70 MiB nothing fits", [r["fits"] for r in small["runs"]], [False] * len(small["runs"]))
@@ -274,7 +288,7 @@ def test_refusals(memsnap, work):
     path = write(work, "policy.pickle", snapshot(*policy_trace(0)))
     done = run(memsnap, ["whatif", path, "--check", "--capacity", "1GiB"])
     check("--check with --capacity: exit 2 and why",
-          done.returncode == 2 and "--capacity goes with the table" in done.stderr, done.stderr)
+          done.returncode == 2 and "go with the table" in done.stderr, done.stderr)
     # A PyTorch 2.0 dump: blocks without addresses, so no state before the trace.
     no_blocks = snapshot([entry("alloc", BASE, 512, 0)],
                          [dict(segment(BASE, 2 * MiB, []), blocks=[{"size": 2 * MiB, "state": "inactive"}])])

@@ -150,6 +150,7 @@ RUNS = [
     ("whatif two devices oom", "whatif", ["whatif", "--json", "--device", "1", "two_devices.pickle"]),
     ("whatif --capacity", "whatif", ["whatif", "--json", "--capacity", "1GiB", "@example"]),
     ("whatif empty", "whatif", ["whatif", "--json", "empty.pickle"]),
+    ("whatif --set", "whatif", ["whatif", "--json", "--set", "expandable_segments:True,max_split_size_mb:64", "steps_a.pickle"]),
     ("whatif --check", "whatif_check", ["whatif", "--json", "--check", "steps_a.pickle"]),
     ("whatif --check two devices", "whatif_check", ["whatif", "--json", "--check", "--device", "1", "two_devices.pickle"]),
     ("whatif --check empty", "whatif_check", ["whatif", "--json", "--check", "empty.pickle"]),

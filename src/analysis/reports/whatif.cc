@@ -1,7 +1,10 @@
 #include "analysis/reports/whatif.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <bit>
+#include <charconv>
 #include <future>
 #include <string>
 #include <vector>
@@ -300,13 +303,14 @@ uint64_t round_512(uint64_t size) {
 class Simulation {
  public:
   Simulation(const FileAnalysis& file, const AllocatorHistory& history,
-             const WhatIfSettings& settings, uint64_t capacity)
+             const WhatIfSettings& settings, uint64_t capacity, uint64_t column_width = 0)
       : file_(file),
         events_(file.snapshot().events),
         model_({.split = settings.split,
                 .capacity = capacity,
                 .gc_threshold = settings.gc_threshold}) {
     out_.settings = settings;
+    column_width_ = column_width;
     for (const auto& [address, block] : model_.load(history.start())) {
       live_[address] = block;
       const uint64_t rounded = round_512(history.start().blocks.at(address).requested);
@@ -331,6 +335,11 @@ class Simulation {
       if (action == Action::kAlloc) allocated(i);
       if (action == Action::kFreeCompleted) freed(i);
       if (action == Action::kOom) out_of_memory(i);
+      if (column_width_ != 0) {
+        const uint64_t column = (i - trace.begin) / column_width_;
+        if (column >= out_.timeline.size()) out_.timeline.resize(column + 1, 0);
+        out_.timeline[column] = std::max(out_.timeline[column], model_.reserved());
+      }
     }
     if (floor != nullptr) *floor = floor_;
     return std::move(out_);
@@ -451,6 +460,7 @@ class Simulation {
   std::vector<std::pair<uint64_t, uint64_t>> pending_;  // segments the file reserved: address, size
   uint64_t live_requested_ = 0;
   uint64_t floor_ = 0;
+  uint64_t column_width_ = 0;  // entries per timeline column; 0: no timeline
 };
 
 // The file's reserved memory (the state before the trace plus its segment
@@ -459,7 +469,9 @@ struct RecordedReserved {
   uint64_t peak = 0;
   std::optional<uint64_t> capacity_at_oom;  // device_free + reserved then
 };
-RecordedReserved recorded_reserved(const FileAnalysis& file, const AllocatorHistory& history) {
+RecordedReserved recorded_reserved(const FileAnalysis& file, const AllocatorHistory& history,
+                                   uint64_t column_width = 0,
+                                   std::vector<uint64_t>* timeline = nullptr) {
   const EventColumns& events = file.snapshot().events;
   RecordedReserved out;
   uint64_t reserved = history.start().reserved;
@@ -483,6 +495,11 @@ RecordedReserved recorded_reserved(const FileAnalysis& file, const AllocatorHist
         }
         break;
       default: break;
+    }
+    if (timeline != nullptr && column_width != 0) {
+      const uint64_t column = (i - trace.begin) / column_width;
+      if (column >= timeline->size()) timeline->resize(column + 1, 0);
+      (*timeline)[column] = std::max((*timeline)[column], reserved);
     }
   }
   return out;
@@ -531,13 +548,80 @@ std::vector<WhatIfSettings> settings_to_try(const FileAnalysis& file, const Spli
 
 }  // namespace
 
+WhatIfSettings settings_of_conf(std::string_view conf, const SplitRule& own) {
+  WhatIfSettings out{std::string(conf), own, 0};
+  const auto refuse = [&](std::string_view why) {
+    throw Error::usage(fmt::format("allocator settings '{}': {}", conf, why));
+  };
+  // key:value pairs split at commas outside brackets.
+  std::vector<std::string_view> pairs;
+  size_t depth = 0;
+  size_t start = 0;
+  for (size_t i = 0; i <= conf.size(); ++i) {
+    if (i < conf.size() && conf[i] == '[') ++depth;
+    if (i < conf.size() && conf[i] == ']' && depth > 0) --depth;
+    if (i == conf.size() || (conf[i] == ',' && depth == 0)) {
+      if (i > start) pairs.push_back(conf.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  if (pairs.empty())
+    refuse("no setting (write them as PYTORCH_CUDA_ALLOC_CONF does: key:value,...)");
+  const auto whole = [&](std::string_view text) {
+    uint64_t value = 0;
+    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (error != std::errc() || end != text.data() + text.size()) {
+      refuse(fmt::format("'{}' is no whole number", text));
+    }
+    return value;
+  };
+  for (std::string_view pair : pairs) {
+    const size_t colon = pair.find(':');
+    if (colon == std::string_view::npos) refuse(fmt::format("'{}' has no ':'", pair));
+    const std::string_view key = pair.substr(0, colon);
+    const std::string_view value = pair.substr(colon + 1);
+    if (key == "expandable_segments") {
+      if (value != "True" && value != "False") refuse("expandable_segments is True or False");
+      out.split.expandable = value == "True";
+    } else if (key == "max_split_size_mb") {
+      const uint64_t mib = whole(value);
+      if (mib <= 20 || mib > (uint64_t{1} << 40)) refuse("max_split_size_mb must be more than 20");
+      out.split.max_split_size = mib << 20;
+    } else if (key == "garbage_collection_threshold") {
+      double threshold = 0;
+      const auto [end, error] =
+          std::from_chars(value.data(), value.data() + value.size(), threshold);
+      if (error != std::errc() || end != value.data() + value.size() || !(threshold > 0) ||
+          !(threshold < 1)) {
+        refuse("garbage_collection_threshold is a number between 0 and 1");
+      }
+      out.gc_threshold = threshold;
+    } else if (key == "roundup_power2_divisions") {
+      if (!value.empty() && value.front() == '[') {
+        refuse("roundup_power2_divisions per size ([256:1,...]) is not read here; give one number");
+      }
+      const uint64_t divisions = whole(value);
+      if (divisions > 1 && !std::has_single_bit(divisions)) {
+        refuse("roundup_power2_divisions must be a power of two");
+      }
+      out.split.power2_divisions.fill(divisions);
+    } else {
+      refuse(
+          fmt::format("the model knows expandable_segments, max_split_size_mb, "
+                      "garbage_collection_threshold and roundup_power2_divisions, not '{}'",
+                      key));
+    }
+  }
+  return out;
+}
+
 namespace {
 
 // What every what-if run shares: the history, the capacity, the file's own
 // settings and how far the model reproduces the file. False when the state
 // before the trace is unknown (`out` then says why).
 bool prepare(const FileAnalysis& file, std::optional<uint64_t> capacity, WhatIfReport& out,
-             SplitRule& own) {
+             SplitRule& own, const std::optional<std::string>& conf = std::nullopt) {
   out.file = file.path();
   out.device = file.device();
   const AllocatorHistory* history = file.allocator_history();
@@ -547,7 +631,15 @@ bool prepare(const FileAnalysis& file, std::optional<uint64_t> capacity, WhatIfR
     return false;
   }
   out.possible = true;
-  const RecordedReserved recorded = recorded_reserved(file, *history);
+  // With --set, the timelines: the trace in at most kTimelineColumns columns.
+  const uint64_t width =
+      conf ? std::max<uint64_t>(1, (file.trace().count() + kTimelineColumns - 1) / kTimelineColumns)
+           : 0;
+  const RecordedReserved recorded =
+      recorded_reserved(file, *history, width, conf ? &out.recorded_timeline : nullptr);
+  for (uint64_t c = 0; c < out.recorded_timeline.size(); ++c) {
+    out.timeline_positions.push_back(std::min(file.trace().count(), (c + 1) * width));
+  }
   out.recorded_peak_reserved = recorded.peak;
   if (capacity) {
     out.capacity = *capacity;
@@ -566,11 +658,15 @@ bool prepare(const FileAnalysis& file, std::optional<uint64_t> capacity, WhatIfR
   own = file_rule(file, check.rounding);
   // Each setting's run reads only the file and the history: they run side
   // by side (two cores are the common case).
+  std::vector<WhatIfSettings> settings_list =
+      conf ? std::vector<WhatIfSettings>{{"the file's own", own, 0}, settings_of_conf(*conf, own)}
+           : settings_to_try(file, own);
   std::vector<std::future<std::pair<WhatIfRun, uint64_t>>> runs;
-  for (const WhatIfSettings& settings : settings_to_try(file, own)) {
-    runs.push_back(std::async(std::launch::async, [&file, history, settings, &out] {
+  runs.reserve(settings_list.size());
+  for (const WhatIfSettings& settings : settings_list) {
+    runs.push_back(std::async(std::launch::async, [&file, history, settings, &out, width] {
       uint64_t floor = 0;
-      WhatIfRun run = Simulation(file, *history, settings, out.capacity).run(&floor);
+      WhatIfRun run = Simulation(file, *history, settings, out.capacity, width).run(&floor);
       return std::pair{std::move(run), floor};
     }));
   }
@@ -613,10 +709,12 @@ std::optional<OomPrediction> predict_first_oom(const FileAnalysis& file,
   return out;
 }
 
-WhatIfReport what_if(const FileAnalysis& file, std::optional<uint64_t> capacity) {
+WhatIfReport what_if(const FileAnalysis& file, std::optional<uint64_t> capacity,
+                     std::optional<std::string> conf) {
   WhatIfReport out;
   SplitRule own;
-  if (!prepare(file, capacity, out, own)) return out;
+  if (conf) settings_of_conf(*conf, own);  // a text the model does not read: refused first
+  if (!prepare(file, capacity, out, own, conf)) return out;
   const AllocatorHistory* history = file.allocator_history();
   // The least capacity the file's own settings fit in: a bisection between
   // the floor and 4 times the capacity, to 2 MiB or 0.5%.

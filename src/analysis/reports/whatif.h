@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "analysis/core/file_analysis.h"
 
@@ -119,6 +121,9 @@ struct WhatIfRun {
   uint64_t live_at_oom = 0;
   bool first_oom_fit = false;
   uint64_t peak_reserved_to_oom = 0;
+  // With a timeline (--set): reserved memory at its highest in each column
+  // of WhatIfReport::timeline_positions.
+  std::vector<uint64_t> timeline;
   [[nodiscard]] bool fits() const { return model_ooms == 0 && oom_requests_fit == oom_requests; }
 };
 
@@ -138,6 +143,11 @@ struct WhatIfReport {
   // setting reserves less.
   uint64_t floor = 0;
   std::vector<WhatIfRun> runs;  // the file's own settings first
+  // With --set: the trace cut into at most kTimelineColumns columns (each
+  // column's last entry position), and reserved memory at its highest in
+  // each as the file recorded it; each run has its own.
+  std::vector<uint64_t> timeline_positions;
+  std::vector<uint64_t> recorded_timeline;
   // How far the model reproduces the file under its own settings
   // (check_recorded_segments): the ground of every row.
   bool model_segments_exact = false;
@@ -148,9 +158,19 @@ struct WhatIfReport {
   std::optional<uint64_t> capacity_to_fit;
 };
 
+inline constexpr uint64_t kTimelineColumns = 1000;
+
 // The settings people try, each run within the capacity (nullopt: the
-// file's, see WhatIfReport::capacity).
-WhatIfReport what_if(const FileAnalysis& file, std::optional<uint64_t> capacity);
+// file's, see WhatIfReport::capacity); with `conf` (PYTORCH_CUDA_ALLOC_CONF's
+// text: "expandable_segments:True,max_split_size_mb:128"), that
+// configuration against the file's own, with the timelines. Throws a usage
+// Error for a text the model does not read.
+WhatIfReport what_if(const FileAnalysis& file, std::optional<uint64_t> capacity,
+                     std::optional<std::string> conf = std::nullopt);
+// The file's own settings changed by `conf` (the keys the model knows:
+// expandable_segments, max_split_size_mb, garbage_collection_threshold,
+// roundup_power2_divisions); the label is the text.
+WhatIfSettings settings_of_conf(std::string_view conf, const SplitRule& own);
 
 // The one line `oom` and `explain` add for the first oom entry: a setting
 // among those tried that would have served its request, or that none can
