@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""memsnap whatif benchmark: the allocator model's runs against the
+allocator-history replay on one file.
+
+Runs `memsnap segments --timings FILE` (the read, and the allocator history:
+the replay back from the dump and forward again that every allocator report
+starts from), then `memsnap whatif --check` (the history, then one model run
+per rounding tried) and `memsnap whatif` (the history, the check, one run per
+setting on threads, and the bisection of the capacity the run needs), and
+prints wall time and peak RSS of each, with the model's share: the command's
+time less the read and the history.
+
+    python3 bench/whatif_bench.py --memsnap build/memsnap FILE [FILE...]
+
+Standard library only. A benchmark, not a test: it prints numbers and exits 0.
+"""
+import argparse
+import re
+import resource
+import subprocess
+import time
+
+
+def timed(command):
+    start = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    done = subprocess.run(command, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    if done.returncode != 0:
+        raise SystemExit("%s: exit %d: %s" % (" ".join(command), done.returncode, done.stderr[-300:]))
+    return seconds, max(rss, before) / 1024, done.stderr
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--memsnap", required=True)
+    parser.add_argument("files", nargs="+")
+    args = parser.parse_args()
+    print("%-40s %9s %9s %12s %12s %12s %9s" % ("file", "read s", "history s", "check s",
+                                             "table s", "model/hist", "RSS MiB"))
+    for path in args.files:
+        seconds, rss, stderr = timed([args.memsnap, "segments", "--timings", path])
+        read = float(re.search(r"read and decode ([0-9.]+) s", stderr).group(1))
+        history = float(re.search(r"allocator history ([0-9.]+) s", stderr).group(1))
+        check, rss_check, _ = timed([args.memsnap, "whatif", "--check", path])
+        table, rss_table, _ = timed([args.memsnap, "whatif", path])
+        # The check's model time: its wall time less the read and the history.
+        model = max(0.0, check - read - history)
+        print("%-40s %9.2f %9.2f %12.2f %12.2f %12.2f %9.0f" % (
+            path[-40:], read, history, check, table, model / max(history, 1e-9),
+            max(rss, rss_check, rss_table)))
+
+
+if __name__ == "__main__":
+    main()
