@@ -38,3 +38,15 @@ def test_the_bench_prints_every_table_and_no_command_fails(memsnap, work):
     if not re.search(r'^\s*20k\s.*\blifetimes\b', out, re.M):
         failures.append('the plot row does not say how the page drills down')
     assert not failures, '\n'.join(failures) + '\n' + out[-4000:]
+
+
+def test_the_whatif_bench_prints_a_row_per_file(memsnap, work):
+    """bench/whatif_bench.py on the bundled example: one row, the model's
+    share a number."""
+    example = os.path.join(ROOT, 'examples', 'training_steps.pickle.gz')
+    argv = [sys.executable, os.path.join(ROOT, 'bench', 'whatif_bench.py'), '--memsnap', memsnap,
+            example]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line for line in done.stdout.splitlines() if 'training_steps.pickle.gz' in line]
+    assert len(rows) == 1 and len(rows[0].split()) == 7, done.stdout
