@@ -297,9 +297,9 @@ uint64_t round_512(uint64_t size) {
 }
 
 // The trace through the model under some settings within a capacity: the
-// program's requests and frees, and the file's releases as empty_cache
-// calls; the allocator's other choices (segments, releases before a retry
-// within the capacity) the model's.
+// program's requests and frees, and the file's releases (see released());
+// the allocator's other choices (segments, releases before a retry within
+// the capacity) the model's.
 class Simulation {
  public:
   Simulation(const FileAnalysis& file, const AllocatorHistory& history,
@@ -353,9 +353,9 @@ class Simulation {
     }
   }
 
-  void count(uint64_t i) {
+  // The segments the model just reserved and released, counted.
+  void count() {
     for (const ModelSegmentEvent& event : made_) (event.reserved ? out_.reserves : out_.releases)++;
-    static_cast<void>(i);
     observe();
   }
 
@@ -372,7 +372,7 @@ class Simulation {
                               ? model_.release_segment(events_.addr[i], made_)
                               : model_.unmap_range(events_.addr[i], events_.size[i], made_);
     if (!followed && !in_burst) model_.empty_cache(made_);
-    count(i);
+    count();
   }
 
   std::optional<ModelBlockId> request(uint64_t i, uint64_t size) {
@@ -393,7 +393,7 @@ class Simulation {
     std::optional<ModelBlockId> block =
         model_.malloc(size, events_.stream[i], pool_of(events_, i), address_of, made_);
     pending_.clear();
-    count(i);
+    count();
     return block;
   }
 
