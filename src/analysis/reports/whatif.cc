@@ -88,8 +88,7 @@ class Checker {
   Checker(const FileAnalysis& file, const AllocatorHistory& history, RoundingRule rounding)
       : file_(file), events_(file.snapshot().events), model_(settings(history, rounding)) {
     for (const auto& [address, block] : model_.load(history.start())) live_[address] = block;
-    recorded_reserved_ = model_.reserved();
-    out_.peak_reserved_recorded = recorded_reserved_;
+    out_.peak_reserved_recorded = file.reserved().peak;
     out_.peak_reserved_model = model_.reserved();
   }
 
@@ -145,15 +144,12 @@ class Checker {
   // A segment the file reserved: the model's next request must make it.
   void reserved(uint64_t i) {
     ++out_.recorded_reserves;
-    recorded_reserved_ += events_.size[i];
-    out_.peak_reserved_recorded = std::max(out_.peak_reserved_recorded, recorded_reserved_);
     pending_.push_back({events_.addr[i], events_.size[i], false});
   }
 
   // A segment the file released (empty_cache, or before a retry): followed.
   void released(uint64_t i, uint64_t position) {
     ++out_.recorded_releases;
-    recorded_reserved_ -= std::min(recorded_reserved_, events_.size[i]);
     made_.clear();
     const bool followed = events_.action[i] == Action::kSegmentFree
                               ? model_.release_segment(events_.addr[i], made_)
@@ -263,7 +259,6 @@ class Checker {
   std::vector<Recorded> pending_;  // segments the file reserved since the last request
   std::vector<ModelSegmentEvent> made_;
   UnrecordedAddresses unrecorded_;
-  uint64_t recorded_reserved_ = 0;
 };
 
 }  // namespace
@@ -463,44 +458,39 @@ class Simulation {
   uint64_t column_width_ = 0;  // entries per timeline column; 0: no timeline
 };
 
-// The file's reserved memory (the state before the trace plus its segment
-// entries) at each entry: the capacity at its first oom entry, and its peak.
-struct RecordedReserved {
-  uint64_t peak = 0;
-  std::optional<uint64_t> capacity_at_oom;  // device_free + reserved then
-};
-RecordedReserved recorded_reserved(const FileAnalysis& file, const AllocatorHistory& history,
-                                   uint64_t column_width = 0,
-                                   std::vector<uint64_t>* timeline = nullptr) {
+// Reserved memory at the file's first oom entry plus the driver's free
+// memory then: what this process could have had.
+std::optional<uint64_t> capacity_at_oom(const FileAnalysis& file) {
+  const std::vector<uint64_t>& ooms = file.trace_analysis().counts.oom_events;
+  if (ooms.empty()) return std::nullopt;
+  const uint64_t i = ooms.front();
   const EventColumns& events = file.snapshot().events;
-  RecordedReserved out;
-  uint64_t reserved = history.start().reserved;
-  out.peak = reserved;
+  auto free = events.device_free.find(i);
+  const uint64_t device_free = free != events.device_free.end() ? free->second : events.addr[i];
+  return file.reserved().at_position(file.trace(), i - file.trace().begin) + device_free;
+}
+
+// Reserved memory as the file recorded it (the reserved part), at its
+// highest after any entry of each column of `width` entries.
+std::vector<uint64_t> recorded_timeline(const FileAnalysis& file, uint64_t width) {
+  const ReservedHistory& reserved = file.reserved();
   const DeviceTrace& trace = file.trace();
-  for (uint64_t i = trace.begin; i < trace.end; ++i) {
-    switch (events.action[i]) {
-      case Action::kSegmentAlloc:
-      case Action::kSegmentMap:
-        reserved += events.size[i];
-        out.peak = std::max(out.peak, reserved);
-        break;
-      case Action::kSegmentFree:
-      case Action::kSegmentUnmap: reserved -= std::min(reserved, events.size[i]); break;
-      case Action::kOom:
-        if (!out.capacity_at_oom) {
-          auto free = events.device_free.find(i);
-          const uint64_t device_free =
-              free != events.device_free.end() ? free->second : events.addr[i];
-          out.capacity_at_oom = reserved + device_free;
-        }
-        break;
-      default: break;
+  std::vector<uint64_t> out((trace.count() + width - 1) / width, 0);
+  const auto at_least_0 = [](int64_t bytes) {
+    return static_cast<uint64_t>(std::max<int64_t>(bytes, 0));
+  };
+  uint64_t level = reserved.at_start;  // after the entries so far
+  auto step = reserved.steps.begin();
+  for (uint64_t column = 0; column < out.size(); ++column) {
+    const uint64_t first = trace.begin + column * width;
+    const uint64_t end = std::min(trace.end, first + width);
+    // The level carried in counts unless the column's first entry changes it.
+    uint64_t high = step != reserved.steps.end() && step->event == first ? 0 : level;
+    for (; step != reserved.steps.end() && step->event < end; ++step) {
+      level = at_least_0(step->reserved);
+      high = std::max(high, level);
     }
-    if (timeline != nullptr && column_width != 0) {
-      const uint64_t column = (i - trace.begin) / column_width;
-      if (column >= timeline->size()) timeline->resize(column + 1, 0);
-      (*timeline)[column] = std::max((*timeline)[column], reserved);
-    }
+    out[column] = high;
   }
   return out;
 }
@@ -635,20 +625,19 @@ bool prepare(const FileAnalysis& file, std::optional<uint64_t> capacity, WhatIfR
   const uint64_t width =
       conf ? std::max<uint64_t>(1, (file.trace().count() + kTimelineColumns - 1) / kTimelineColumns)
            : 0;
-  const RecordedReserved recorded =
-      recorded_reserved(file, *history, width, conf ? &out.recorded_timeline : nullptr);
+  if (conf) out.recorded_timeline = recorded_timeline(file, width);
   for (uint64_t c = 0; c < out.recorded_timeline.size(); ++c) {
     out.timeline_positions.push_back(std::min(file.trace().count(), (c + 1) * width));
   }
-  out.recorded_peak_reserved = recorded.peak;
+  out.recorded_peak_reserved = file.reserved().peak;
   if (capacity) {
     out.capacity = *capacity;
     out.capacity_from = WhatIfReport::CapacityFrom::kGiven;
-  } else if (recorded.capacity_at_oom) {
-    out.capacity = *recorded.capacity_at_oom;
+  } else if (const std::optional<uint64_t> at_oom = capacity_at_oom(file)) {
+    out.capacity = *at_oom;
     out.capacity_from = WhatIfReport::CapacityFrom::kOom;
   } else {
-    out.capacity = recorded.peak;
+    out.capacity = out.recorded_peak_reserved;
     out.capacity_from = WhatIfReport::CapacityFrom::kPeak;
   }
   const SegmentCheck check = check_recorded_segments(file);

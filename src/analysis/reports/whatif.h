@@ -65,8 +65,8 @@ struct SegmentCheck {
   };
   std::optional<Divergence> first_divergence;
   uint64_t divergences = 0;  // entries where they part
-  // Reserved bytes at their highest, as the file recorded them (the state at
-  // the start plus its segment entries) and as the model had them.
+  // Reserved bytes at their highest, as the file recorded them (the
+  // analysis' reserved part, as parse reports it) and as the model had them.
   uint64_t peak_reserved_recorded = 0;
   uint64_t peak_reserved_model = 0;
   // The model's state at the end against the dump's: segments (address and
@@ -138,7 +138,7 @@ struct WhatIfReport {
   uint64_t capacity = 0;
   enum class CapacityFrom : uint8_t { kGiven, kOom, kPeak };
   CapacityFrom capacity_from = CapacityFrom::kPeak;
-  uint64_t recorded_peak_reserved = 0;
+  uint64_t recorded_peak_reserved = 0;  // the reserved part's peak
   // The highest the live requests reached, each rounded to 512 bytes: no
   // setting reserves less.
   uint64_t floor = 0;
