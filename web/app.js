@@ -147,12 +147,14 @@
     v.sources = bySource ? { shown: layout.shown, available: layout.available } : null;
     v.series.push({ run, kind: 'total', values: total.hi });
     if (isTime && run.reserved) v.series.push({ run, kind: 'reserved', values: T.regroupSteps(run.reserved, edges, total.last) });
+    if (isTime && run.whatif) v.series.push({ run, kind: 'whatif', values: T.regroupSteps(run.whatif.reserved, edges, total.last) });
     if (isTime && run.free) v.series.push({ run, kind: 'free', values: T.regroupSteps(run.free, edges, total.last) });
     const per = isTime ? `${formatMs(v.G / 1000)} ms per bucket` : `${formatCount(v.fineG)} event${v.fineG === 1 ? '' : 's'} per bucket`;
     v.note = `${STACK_NAMES[state.stack]}, ${per}: each bucket shows what was live at its highest point, so the layers add up to the max line. `
       + 'Absolute memory; the lowest layer is what was allocated before the trace began, then the steadiest layers (mean ÷ max over the run near 1: memory that stays), and what rises and falls on top.'
       + (bySource ? ` ${formatCount(layout.shown)} of the ${formatCount(layout.available)} sources this page holds have a layer of their own (Sources); the rest are other sources.` : '');
     if (!isTime && !hasTime()) v.note += ' No timestamps (time_us), so no wall-clock view.';
+    if (isTime) v.note += whatifNote([run]);
     return v;
   }
 
@@ -181,6 +183,7 @@
         v.series.push({ run, kind: 'max', values: g.hi });
         v.series.push({ run, kind: 'min', values: g.lo });
         if (absolute && run.reserved && few) v.series.push({ run, kind: 'reserved', values: T.regroupSteps(run.reserved, edges, g.last) });
+        if (absolute && run.whatif && few) v.series.push({ run, kind: 'whatif', values: T.regroupSteps(run.whatif.reserved, edges, g.last) });
         if (absolute && run.free && few) v.series.push({ run, kind: 'free', values: T.regroupSteps(run.free, edges, g.last) });
       }
     } else {
@@ -207,7 +210,21 @@
     if (!absolute && RUNS.some((r) => r.reserved) && state.xMode === 'time') {
       v.note += ' Reserved memory is shown in the absolute view only.';
     }
+    if (absolute && few && state.xMode === 'time') v.note += whatifNote(runs);
     return v;
+  }
+
+  // What the dash-dot line is (plot --whatif), per run that has one, and
+  // why a run that asked for one has none.
+  function whatifNote(runs) {
+    return runs.map((run) => {
+      const w = run.whatif;
+      if (!w) return run.whatifReason ? ` ${run.label}: no simulated line (${run.whatifReason}).` : '';
+      return ` ${run.label}, dash-dot: reserved memory as memsnap's model of PyTorch's caching allocator has it under ${w.settings}`
+        + ` (peak ${formatBytes(w.peak)}, the file's ${formatBytes(w.recordedPeak)}`
+        + (w.modelOoms > 0 ? `; ${formatCount(w.modelOoms)} request${w.modelOoms === 1 ? '' : 's'} it could not serve within ${formatBytes(w.capacity)}` : '')
+        + (w.exact ? ')' : '; under the file\'s own settings the model does not make every segment the file recorded)') + '.';
+    }).join('');
   }
 
   // Event-index view: after a zoom, rebuild the buckets so the visible range
@@ -408,6 +425,7 @@
         series.push({ ...base, label: `${s.run.label} (min)`, stroke: withAlpha(c, 0.55), width: 1 });
         bands.push({ series: [idx - 1, idx], fill: withAlpha(c, 0.16) });
       } else if (s.kind === 'free') series.push({ ...base, label: `${s.run.label} (free in segments)`, stroke: withAlpha(c, 0.8), width: 1, dash: [2, 3] });
+      else if (s.kind === 'whatif') series.push({ ...base, label: `${s.run.label} (reserved under ${s.run.whatif.settings})`, stroke: c, width: 1.5, dash: [10, 3, 2, 3] });
       else series.push({ ...base, label: `${s.run.label} (reserved)`, stroke: c, width: 1.25, dash: [6, 4] });
       data.push(s.values);
     });
@@ -628,6 +646,11 @@
           + `<span class="legend-value" id="legend-layer-${k}"></span></span>`);
       }
       const run = view.runs[0];
+      if (run.whatif && state.xMode === 'time') {
+        items.unshift(`<span class="legend-item layer" style="--run-color:#111827" title="${esc(whatifTitle(run))}">`
+          + `<span class="swatch dashdot"></span><span class="legend-sub">reserved under ${esc(run.whatif.settings)}</span>`
+          + `<span class="legend-value" id="legend-whatif-${run.ordinal}"></span></span>`);
+      }
       items.unshift(`<span class="legend-item layer total" style="--run-color:#111827" title="${esc(fullName(run))}">`
         + `<span class="swatch"></span><span class="legend-label" data-label="${esc(run.label)}">${esc(run.name)} (max)</span>`
         + `<span class="legend-value" id="legend-total"></span></span>`);
@@ -650,19 +673,26 @@
     el.innerHTML = groups + RUNS.map((run) => {
       const reserved = run.reserved && showReserved && few
         ? `<span class="swatch dashed"></span><span class="legend-sub">reserved</span><span class="legend-value" id="legend-reserved-${run.ordinal}"></span>` : '';
+      const whatif = run.whatif && showReserved && few
+        ? `<span class="swatch dashdot"></span><span class="legend-sub" title="${esc(whatifTitle(run))}">under ${esc(run.whatif.settings)}</span><span class="legend-value" id="legend-whatif-${run.ordinal}"></span>` : '';
       const free = run.free && showReserved && few
         ? `<span class="swatch dotted"></span><span class="legend-sub" title="reserved memory no block holds (the bucket's highest), and the largest free block at the nearest earlier sample">free in segments</span><span class="legend-value" id="legend-free-${run.ordinal}"></span>` : '';
       return `<span class="legend-item${run.visible ? '' : ' off'}" data-run="${run.ordinal}" style="--run-color:${run.color}" title="${esc(fullName(run))}\n(click to hide or show)">`
         + `<span class="swatch"></span><span class="legend-label" data-label="${esc(run.label)}">${esc(run.name)}</span>`
-        + `<span class="legend-value" id="legend-value-${run.ordinal}"></span>${reserved}${free}</span>`;
+        + `<span class="legend-value" id="legend-value-${run.ordinal}"></span>${reserved}${whatif}${free}</span>`;
     }).join('');
+  }
+
+  function whatifTitle(run) {
+    return `reserved memory as memsnap's model of PyTorch's caching allocator has it under ${run.whatif.settings}, `
+      + `from the allocator's state at the trace's first entry (memsnap whatif FILE --set ${run.whatif.settings})`;
   }
 
   function updateReadout(u) {
     const out = $('cursor-readout');
     const idx = u.cursor.idx;
     for (const run of RUNS) {
-      for (const id of [`legend-value-${run.ordinal}`, `legend-reserved-${run.ordinal}`, `legend-free-${run.ordinal}`]) {
+      for (const id of [`legend-value-${run.ordinal}`, `legend-reserved-${run.ordinal}`, `legend-whatif-${run.ordinal}`, `legend-free-${run.ordinal}`]) {
         const el = $(id);
         if (el) el.textContent = '';
       }
@@ -675,7 +705,8 @@
     const x = xs[idx];
     if (view.stacked) {
       view.series.forEach((s) => {
-        const el = s.kind === 'layer' ? $(`legend-layer-${s.layer}`) : s.kind === 'total' ? $('legend-total') : null;
+        const el = s.kind === 'layer' ? $(`legend-layer-${s.layer}`) : s.kind === 'total' ? $('legend-total')
+          : s.kind === 'whatif' ? $(`legend-whatif-${s.run.ordinal}`) : null;
         const value = s.kind === 'layer' ? s.own[idx] : s.values[idx];
         if (el && value != null) el.textContent = value < 0 ? formatSignedBytes(value) : formatBytes(value);
       });
@@ -696,6 +727,8 @@
       }
       const er = $(`legend-reserved-${run.ordinal}`);
       if (er && p.reserved != null) er.textContent = formatBytes(p.reserved);
+      const ew = $(`legend-whatif-${run.ordinal}`);
+      if (ew && p.whatif != null) ew.textContent = formatBytes(p.whatif);
       const ef = $(`legend-free-${run.ordinal}`);
       if (ef && p.free != null) {
         const largest = T.stepValueAt(run.largestFree, x * 1e6);

@@ -694,6 +694,23 @@
     return { count: n, t: column(raw.t_us, n, 'f64', `${what}.t_us`), bytes: column(raw.bytes, n, 'f64', `${what}.bytes`) };
   }
 
+  // The data's `whatif` (see web/README.md): the simulated line and what the
+  // legend says of it; null when absent or when the model could not run.
+  function decodeWhatIf(raw, what) {
+    if (!raw || !raw.possible) return null;
+    const reserved = stepSeries(raw.reserved, `${what}.reserved`);
+    if (!reserved) return null;
+    return {
+      settings: String(raw.settings),
+      reserved,
+      peak: Number(raw.peak_reserved) || 0,
+      recordedPeak: Number(raw.recorded_peak_reserved) || 0,
+      capacity: Number(raw.capacity) || 0,
+      modelOoms: Number(raw.model_ooms) || 0,
+      exact: raw.model_segments_exact === true,
+    };
+  }
+
   // The value of a step function at x: its last point at or before x (null before the first).
   function stepValueAt(series, x) {
     if (!series) return null;
@@ -744,6 +761,10 @@
       reserved: stepSeries(raw.reserved, `${what}.reserved`),
       free: stepSeries(raw.free, `${what}.free`),
       largestFree: stepSeries(raw.largest_free, `${what}.largest_free`),
+      // `plot --whatif CONF`: reserved memory as the allocator model had it
+      // under those settings (null: not asked, or the model could not run).
+      whatif: decodeWhatIf(raw.whatif, `${what}.whatif`),
+      whatifReason: raw.whatif && !raw.whatif.possible ? String(raw.whatif.impossible_reason || '') : '',
       steps: Array.isArray(raw.steps) ? raw.steps : [],
       stepsSource: raw.steps_source && typeof raw.steps_source === 'object' ? raw.steps_source : null,
       annotations: Array.isArray(raw.annotations) ? raw.annotations : [],

@@ -394,10 +394,8 @@ class Snapshot:
         ``cuda_frees``, ``oom_requests_fit``, ``model_ooms``, ``fits``), ``timeline``
         (with ``settings``). ``check=True`` returns the model's check against the file
         instead (tests/schema/whatif_check.schema.json)."""
-        conf = settings
-        if isinstance(settings, dict):
-            conf = ",".join("%s:%s" % (key, value) for key, value in settings.items())
-        return self._report("whatif", set=conf, capacity=capacity, check=check, top=top)
+        return self._report("whatif", set=_alloc_conf(settings), capacity=capacity, check=check,
+                            top=top)
 
     @_documented("replay-to-time")
     def replay_to_time(self, time: float, *, top: int = 25) -> Dict[str, Any]:
@@ -453,6 +451,13 @@ class Snapshot:
 
     def __repr__(self) -> str:
         return f"<memsnap.Snapshot {self.name!r}: device {self.device} of {self.devices}>"
+
+
+def _alloc_conf(settings: Optional[Union[str, Mapping[str, Any]]]) -> Optional[str]:
+    """PYTORCH_CUDA_ALLOC_CONF's text for settings given as a text or a dict."""
+    if isinstance(settings, Mapping):
+        return ",".join("%s:%s" % (key, value) for key, value in settings.items())
+    return settings
 
 
 def _make_keys(options: Mapping[str, Any]) -> Any:
@@ -752,12 +757,14 @@ class Plot:
         device: Optional[int],
         precision_ms: float,
         max_lifetimes: int,
+        whatif: Optional[str] = None,
     ) -> None:
         self._snapshots = list(snapshots)
         self._labels = list(labels)
         self._device = device
         self._precision_ms = precision_ms
         self._max_lifetimes = max_lifetimes
+        self._whatif = whatif
         self._html: Optional[str] = None
 
     @property
@@ -771,6 +778,7 @@ class Plot:
                 self._precision_ms,
                 self._max_lifetimes,
                 self._snapshots[0]._keys,
+                self._whatif,
             )
         return self._html
 
@@ -927,11 +935,16 @@ def plot(
     device: Optional[int] = None,
     precision_ms: float = 1.0,
     max_lifetimes: int = 500_000,
+    whatif: Optional[Union[str, Mapping[str, Any]]] = None,
 ) -> Plot:
     """The timeline of one run or several overlaid: snapshots, paths or bytes, one line each.
 
     ``labels``: one per snapshot (default: file names). The attribution options
     (:meth:`Snapshot.with_keys`) of the first snapshot name the sources.
+    ``whatif``: allocator settings as :meth:`Snapshot.whatif` takes them
+    (``"expandable_segments:True"`` or ``{"expandable_segments": True}``): the page
+    also draws reserved memory as the allocator model has it under them
+    (``plot --whatif``; the HTML page only).
     """
     loaded, labels = _snapshots_and_labels(snapshots, labels)
     if not (isinstance(precision_ms, (int, float)) and precision_ms > 0):
@@ -942,4 +955,5 @@ def plot(
         device=_device(device),
         precision_ms=float(precision_ms),
         max_lifetimes=_whole(max_lifetimes, "max_lifetimes", 1),
+        whatif=_alloc_conf(whatif),
     )

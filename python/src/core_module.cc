@@ -373,7 +373,8 @@ std::vector<RunTimeline> plot_runs(const std::vector<Loaded*>& snapshots,
                                    const std::vector<std::string>& labels,
                                    std::optional<int> device, double precision_ms,
                                    uint64_t max_lifetimes, const SourceKeyOptions& keys, bool page,
-                                   uint64_t max_entries = kDefaultMaxEntries) {
+                                   uint64_t max_entries = kDefaultMaxEntries,
+                                   const std::optional<std::string>& whatif = std::nullopt) {
   if (snapshots.empty()) throw Error::usage("plot needs at least one snapshot");
   if (labels.size() != snapshots.size()) {
     throw Error::usage("labels has " + std::to_string(labels.size()) + " labels for " +
@@ -381,10 +382,13 @@ std::vector<RunTimeline> plot_runs(const std::vector<Loaded*>& snapshots,
   }
   if (!(precision_ms > 0))
     throw Error::usage("precision must be a positive number of milliseconds");
+  if (whatif)
+    settings_of_conf(*whatif, SplitRule{});  // a text the model does not read: refused first
   std::vector<RunTimeline> runs;
   for (size_t i = 0; i < snapshots.size(); ++i) {
     runs.push_back(plot_run(snapshots[i]->analysis(device), labels[i], precision_ms, keys,
-                            max_lifetimes, page, PagePlace{i, snapshots.size(), max_entries}));
+                            max_lifetimes, page, PagePlace{i, snapshots.size(), max_entries},
+                            whatif));
   }
   return runs;
 }
@@ -743,15 +747,15 @@ void bind_loading(nb::module_& m) {
       "plot_html",
       [](const std::vector<Loaded*>& snapshots, const std::vector<std::string>& labels,
          std::optional<int> device, double precision_ms, uint64_t max_lifetimes,
-         const SourceKeyOptions& keys) {
+         const SourceKeyOptions& keys, const std::optional<std::string>& whatif) {
         if (!html_plot_available())
           throw Error::usage("this memsnap was built without the HTML plot; use text()");
-        return render_plot_html(
-            plot_runs(snapshots, labels, device, precision_ms, max_lifetimes, keys, true),
-            precision_ms);
+        return render_plot_html(plot_runs(snapshots, labels, device, precision_ms, max_lifetimes,
+                                          keys, true, kDefaultMaxEntries, whatif),
+                                precision_ms);
       },
       "snapshots"_a, "labels"_a, "device"_a.none(), "precision_ms"_a, "max_lifetimes"_a, "keys"_a,
-      Release());
+      "whatif"_a.none() = nb::none(), Release());
   m.def(
       "plot_text",
       [](const std::vector<Loaded*>& snapshots, const std::vector<std::string>& labels,

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import memsnap
 from conftest import CLI, EXAMPLE_A, EXAMPLE_B, run_cli
 
@@ -59,6 +61,27 @@ def test_plot_html_text_and_notebook_repr(tmp_path: Path) -> None:
     )
     assert status == 0 and plot.text(width=60, height=8) == expected
     assert "training_steps.pickle.gz" in a.plot().text()
+
+
+def page_runs(page: str) -> list:
+    start = page.index(">", page.index('<script id="memsnap-data" type="application/json">')) + 1
+    return json.loads(page[start:page.index("</script>", start)])["runs"]
+
+
+def test_plot_whatif_draws_the_models_reserved_line_as_the_cli(tmp_path: Path) -> None:
+    snapshot = memsnap.load(str(EXAMPLE_A))
+    page = snapshot.plot(whatif={"expandable_segments": True}).html
+    line = page_runs(page)[0]["whatif"]
+    table = snapshot.whatif("expandable_segments:True")
+    assert line["settings"] == "expandable_segments:True" and line["possible"]
+    assert line["peak_reserved"] == table["runs"][1]["peak_reserved"]
+    out = tmp_path / "cli.html"
+    status, _, _ = run_cli("plot", str(EXAMPLE_A), "--whatif", "expandable_segments:True",
+                           "-o", str(out))
+    assert status == 0 and page_runs(out.read_text(encoding="utf-8"))[0]["whatif"] == line
+    assert page_runs(snapshot.plot().html)[0]["whatif"] is None
+    with pytest.raises(ValueError, match="the model knows"):
+        _ = snapshot.plot(whatif="backend:cudaMallocAsync").html
 
 
 def test_import_is_small_and_leaves_numpy_for_tables() -> None:

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "analysis/reports/timeline.h"
+#include "analysis/reports/whatif.h"
 #include "cli/command.h"
 #include "cli/options.h"
 #include "cli/output.h"
@@ -29,12 +30,27 @@ struct PlotFlags {
   double precision_ms = 1.0;
   uint64_t max_lifetimes = kDefaultMaxLifetimes;
   uint64_t max_entries = kDefaultMaxEntries;
+  std::optional<std::string> whatif;  // PYTORCH_CUDA_ALLOC_CONF's text
   bool text = false;
   bool delta = false;
   int width = 100;
   int height = 20;
   CommonOptions common;
 };
+
+// Why a run that asked for the allocator model's line has none on the page.
+void note_missing_whatif_line(const RunTimeline& run) {
+  if (!run.whatif) return;
+  if (!run.whatif->possible) {
+    write_note(fmt::format("{}: no simulated reserved line: {}", run.label,
+                           run.whatif->impossible_reason));
+  } else if (!run.has_time) {
+    write_note(
+        fmt::format("{}: no simulated reserved line: the trace has no times (time_us), "
+                    "and the page draws reserved memory on the wall clock only",
+                    run.label));
+  }
+}
 
 void run_plot(const PlotFlags& flags) {
   // Folders stand for their snapshot files (one line each, in natural name order).
@@ -49,6 +65,14 @@ void run_plot(const PlotFlags& flags) {
       (flags.width < 20 || flags.width > 1000 || flags.height < 5 || flags.height > 500)) {
     throw Error::usage("--width must be 20 to 1000 columns and --height 5 to 500 rows");
   }
+  if (flags.whatif) {
+    if (flags.text) {
+      throw Error::usage(
+          "--whatif draws on the HTML page, beside the reserved line; --text draws no reserved "
+          "memory (use memsnap whatif FILE --set CONF for the numbers)");
+    }
+    settings_of_conf(*flags.whatif, SplitRule{});  // a text the model does not read: refused first
+  }
   if (!flags.text) refuse_overwriting_inputs(flags.output, files);
   if (!flags.text && !html_plot_available()) {
     throw Error::usage(
@@ -61,7 +85,9 @@ void run_plot(const PlotFlags& flags) {
     FileAnalysis file = analyze(files[i], snapshots[i], common);
     std::string label = flags.labels.empty() ? default_label(files[i]) : flags.labels[i];
     runs.push_back(plot_run(file, label, flags.precision_ms, common.keys, flags.max_lifetimes,
-                            !flags.text, PagePlace{i, files.size(), flags.max_entries}));
+                            !flags.text, PagePlace{i, files.size(), flags.max_entries},
+                            flags.whatif));
+    note_missing_whatif_line(runs.back());
   }
   if (flags.text) {
     TextChartOptions options;
@@ -109,6 +135,14 @@ Command plot_command() {
                         "largest visible over the whole trace (default 15000, as memory_viz; at "
                         "most 15000; 0: no allocation view); the rest is one band, exact")
             ->check(CLI::Range(uint64_t{0}, uint64_t{kMaxLayoutBudget}));
+        command
+            .add_option(
+                "--whatif", flags->whatif,
+                "Also draw reserved memory as the allocator model has it under these settings, "
+                "in PYTORCH_CUDA_ALLOC_CONF's words "
+                "(expandable_segments:True,max_split_size_mb:128; "
+                "as memsnap whatif --set), beside the reserved line the file recorded")
+            ->type_name("CONF");
         command.add_flag("--text", flags->text,
                          "Draw the overlay in the terminal instead of writing HTML");
         command.add_flag("--delta", flags->delta,

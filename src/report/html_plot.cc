@@ -13,6 +13,7 @@
 #include "report/findings.h"
 #include "report/json_fields.h"
 #include "report/oom_render.h"
+#include "report/whatif_render.h"
 
 namespace memsnap {
 #if MEMSNAP_HTML_PLOT
@@ -367,6 +368,26 @@ ordered_json page_allocations_json(const std::optional<PageAllocations>& allocat
           {"time", a.by_time ? page_layout_json(*a.by_time, items) : ordered_json(nullptr)}};
 }
 
+namespace {
+
+// `plot --whatif`: the simulated reserved line and what the legend says of it.
+ordered_json whatif_line_json(const std::optional<SimulatedReservedLine>& line) {
+  if (!line) return nullptr;
+  return {{"settings", line->settings},
+          {"possible", line->possible},
+          {"impossible_reason",
+           line->possible ? ordered_json(nullptr) : ordered_json(line->impossible_reason)},
+          {"capacity", line->capacity},
+          {"capacity_from", capacity_from_name(line->capacity_from)},
+          {"peak_reserved", line->peak_reserved},
+          {"recorded_peak_reserved", line->recorded_peak_reserved},
+          {"model_ooms", line->model_ooms},
+          {"model_segments_exact", line->model_segments_exact},
+          {"reserved", step_series_json(line->reserved.t_us, line->reserved.bytes)}};
+}
+
+}  // namespace
+
 ordered_json plot_data_json(const std::vector<RunTimeline>& runs, double precision_ms) {
   ordered_json list = ordered_json::array();
   for (const RunTimeline& run : runs) {
@@ -399,6 +420,7 @@ ordered_json plot_data_json(const std::vector<RunTimeline>& runs, double precisi
          {"time_buckets", buckets_json(run.time_buckets, "bucket_us")},
          {"index_buckets", buckets_json(run.index_buckets, "bucket_events")},
          {"reserved", reserved},
+         {"whatif", whatif_line_json(run.whatif)},
          {"steps", steps},
          {"steps_source", steps_source_json(run.steps_origin)},
          {"annotations", notes},

@@ -270,6 +270,15 @@ std::string render_whatif_text(const WhatIfReport& r, int top) {
   return out;
 }
 
+const char* capacity_from_name(WhatIfReport::CapacityFrom from) {
+  switch (from) {
+    case WhatIfReport::CapacityFrom::kGiven: return "given";
+    case WhatIfReport::CapacityFrom::kOom: return "oom";
+    case WhatIfReport::CapacityFrom::kPeak: return "peak";
+  }
+  return "peak";
+}
+
 ordered_json render_whatif_json(const WhatIfReport& r, int top) {
   ordered_json out;
   out["file"] = r.file;
@@ -277,9 +286,7 @@ ordered_json render_whatif_json(const WhatIfReport& r, int top) {
   out["possible"] = r.possible;
   out["impossible_reason"] = r.possible ? ordered_json() : ordered_json(r.impossible_reason);
   out["capacity"] = r.capacity;
-  out["capacity_from"] = r.capacity_from == WhatIfReport::CapacityFrom::kGiven ? "given"
-                         : r.capacity_from == WhatIfReport::CapacityFrom::kOom ? "oom"
-                                                                               : "peak";
+  out["capacity_from"] = capacity_from_name(r.capacity_from);
   out["recorded_peak_reserved"] = r.recorded_peak_reserved;
   out["floor"] = r.floor;
   out["capacity_to_fit"] = r.capacity_to_fit ? ordered_json(*r.capacity_to_fit) : ordered_json();

@@ -17,5 +17,7 @@ std::string render_whatif_text(const WhatIfReport& report, int top);
 std::string prediction_text(const OomPrediction& prediction);
 nlohmann::ordered_json prediction_json(const std::optional<OomPrediction>& prediction);
 nlohmann::ordered_json render_whatif_json(const WhatIfReport& report, int top);
+// "given", "oom" or "peak": where the capacity came from, in JSON.
+const char* capacity_from_name(WhatIfReport::CapacityFrom from);
 
 }  // namespace memsnap

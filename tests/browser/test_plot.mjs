@@ -207,6 +207,47 @@ async function openPage(browser, file, name, viewport = { width: 1280, height: 8
   return { page, context, problems, name };
 }
 
+// plot --whatif: the dash-dot line peaks where `whatif --set` says the model
+// did, in the lines and the stacked views; the legend reads it at the cursor;
+// the note says what it is.
+async function testWhatIfLine(browser, file, table) {
+  const p = await openPage(browser, file, path.basename(file));
+  const { page } = p;
+  try {
+    const want = table.runs[1].peak_reserved;
+    const drawn = () => page.evaluate(() => {
+      const u = window.memsnapPlot;
+      const i = u.series.findIndex((s) => / \(reserved under expandable_segments:True\)$/.test(String(s.label)));
+      let max = -Infinity;
+      if (i > 0) for (const v of u.data[i]) if (v != null && v > max) max = v;
+      return { i, max, dash: i > 0 ? Array.from(u.series[i].dash || []) : [], note: document.getElementById('view-note').textContent };
+    });
+    for (const stack of ['lines', 'category']) {
+      await page.selectOption('#view-mode', stack);
+      await nextFrame(page);
+      const state = await pageState(page);
+      check(state.stack === stack && state.xMode === 'time' && state.yMode === 'absolute',
+        `${p.name}: not in the absolute wall-clock ${stack} view: ${JSON.stringify(state)}`);
+      const got = await drawn();
+      check(got.i > 0 && got.dash.length === 4, `${p.name} (${stack}): no dash-dot line for expandable_segments:True`);
+      check(got.max === want, `${p.name} (${stack}): the simulated line peaks at ${got.max}, whatif --set says ${want}`);
+      check(/dash-dot: reserved memory as memsnap's model of PyTorch's caching allocator has it under expandable_segments:True \(peak /.test(got.note),
+        `${p.name} (${stack}): the note does not say what the line is: ${got.note}`);
+      const box = await page.evaluate(() => {
+        const r = window.memsnapPlot.over.getBoundingClientRect();
+        return { x: r.left, y: r.top, w: r.width, h: r.height };
+      });
+      await page.mouse.move(box.x + box.w * 0.6, box.y + box.h * 0.5);
+      await nextFrame(page);
+      const read = await page.evaluate(() => (document.getElementById('legend-whatif-0') || {}).textContent || '');
+      check(/^[\d.]+ [KMG]?i?B$/.test(read), `${p.name} (${stack}): the legend reads the simulated line as "${read}"`);
+    }
+    await page.screenshot({ path: path.join(opts.outDir, 'whatif.png') });
+  } finally {
+    await closePage(p);
+  }
+}
+
 async function closePage(p) {
   await nextFrame(p.page).catch(() => {});
   check(p.problems.length === 0, `${p.name}: ${p.problems.join('; ')}`);
@@ -1543,6 +1584,11 @@ async function generatedScenarios(browser) {
   memsnap(['plot', A, '-o', single], 'plot A');
   await testOverlay(browser, single, 1, (T) => expectedFromMemsnap([A], T), 'single.png');
   await testAllocatorPanel(browser, single, [A], true);
+
+  section('the allocator model\'s reserved line (plot --whatif)');
+  const whatifPage = path.join(opts.outDir, 'whatif.html');
+  memsnap(['plot', A, '--whatif', 'expandable_segments:True', '-o', whatifPage], 'plot A --whatif expandable_segments:True');
+  await testWhatIfLine(browser, whatifPage, memsnapJson(['whatif', A, '--set', 'expandable_segments:True'], 'whatif A --set'));
 
   section('moments instead of lifetimes (plot --max-lifetimes)');
   // The page keeps live-by-source at moments, not every allocation: a click

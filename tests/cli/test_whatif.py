@@ -14,9 +14,12 @@ the files that recorded segment events, at least 90% have every segment
 event reproduced at the same entry with the same size and the dump's
 segments and blocks at the end; the peak of reserved memory within 1% on all
 of them. The table is printed (the README's is this one)."""
+import base64
+import bisect
 import json
 import os
 import pickle
+import struct
 
 import pytest
 
@@ -247,6 +250,66 @@ def test_oom_and_explain_say_what_a_setting_would_have_done(memsnap, work):
          ("nothing_fits", 80 * MiB))
     peak = testlib.memsnap_json(memsnap, ["oom", path, "--json", "--at", "peak"])["peak"]
     same("at the peak: no what-if", peak["whatif"], None)
+    check.verify()
+
+
+def page_runs(html):
+    page = open(html, encoding="utf-8").read()
+    start = page.index(">", page.index('<script id="memsnap-data" type="application/json">')) + 1
+    return json.loads(page[start:page.index("</script>", start)])["runs"]
+
+
+def step_series(series):
+    """A page's step series (base64 doubles) as (times, bytes)."""
+    if not series:
+        return [], []
+    decode = lambda text: list(struct.unpack(f"<{series['count']}d", base64.b64decode(text)))
+    return decode(series["t_us"]), decode(series["bytes"])
+
+
+def step_at(series, t):
+    times, values = series
+    k = bisect.bisect_right(times, t) - 1
+    return values[k] if k >= 0 else None
+
+
+def test_plot_draws_the_simulated_reserved_line(memsnap, work):
+    os.makedirs(work, exist_ok=True)
+    path = write(work, "fragmented.pickle", fragmented())
+    html = os.path.join(work, "whatif.html")
+    done = run(memsnap, ["plot", path, "-o", html, "--whatif", "expandable_segments:True"])
+    check("plot --whatif writes the page", done.returncode == 0, done.stderr)
+    line = page_runs(html)[0]["whatif"] or {}
+    table = testlib.memsnap_json(memsnap, ["whatif", path, "--json", "--set", "expandable_segments:True"])
+    simulated = step_series(line.get("reserved"))
+    same("the line's facts are whatif --set's",
+         (line.get("settings"), line.get("possible"), line.get("capacity"), line.get("capacity_from"),
+          line.get("peak_reserved"), line.get("recorded_peak_reserved"), line.get("model_segments_exact")),
+         ("expandable_segments:True", True, table["capacity"], "oom", table["runs"][1]["peak_reserved"],
+          100 * MiB, True))
+    same("the line peaks where the model did (four 20 MiB pages), from 0",
+         (max(simulated[1], default=None), simulated[1][:1]), (80 * MiB, [0.0]))
+    # Under the file's own settings the model makes the file's segments
+    # here: its line is the recorded one after each request and free (the
+    # file records a segment at the entry before the request that needed
+    # it; the model at the request).
+    done = run(memsnap, ["plot", path, "-o", html, "--whatif", "expandable_segments:False"])
+    runs = page_runs(html)
+    own = step_series((runs[0]["whatif"] or {}).get("reserved"))
+    recorded = step_series(runs[0]["reserved"])
+    moments = [e["time_us"] - T0 for e in fragmented()["device_traces"][0]
+               if not e["action"].startswith("segment_")]
+    same("own settings: the simulated line is the recorded line after each request and free",
+         [step_at(own, t) for t in moments], [step_at(recorded, t) for t in moments])
+    check("own settings: exit 0", done.returncode == 0 and own[0], done.stderr)
+    plain = run(memsnap, ["plot", path, "-o", html])
+    same("without --whatif: no line", page_runs(html)[0]["whatif"], None)
+    for extra, said in ((["--whatif", "nonsense:1"], "the model knows"),
+                        (["--whatif", "expandable_segments:True", "--text"], "--text draws no reserved")):
+        done = run(memsnap, ["plot", path, "-o", html] + extra)
+        check(f"plot {' '.join(extra)}: refused in words", done.returncode == 2 and said in done.stderr,
+              done.stderr)
+    check("plain plot exits 0", plain.returncode == 0, plain.stderr)
     check.verify()
 
 

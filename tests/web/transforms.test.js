@@ -458,6 +458,21 @@ test('prepareRun decodes a run of the data contract', () => {
   assert.equal(run.life, null);
   assert.equal(T.prepareRun({ ...raw, time_buckets: { count: 0 } }, 0).durationS, 0);
   assert.throws(() => T.prepareRun({ ...raw, reserved: { ...raw.reserved, count: 2 } }, 0), /runs\[0\]\.reserved\.t_us/);
+  assert.equal(run.whatif, null);
+  // plot --whatif: the simulated line, or why a run has none.
+  const whatif = {
+    settings: 'expandable_segments:True', possible: true, impossible_reason: null, capacity: 2 ** 30,
+    capacity_from: 'oom', peak_reserved: 2 ** 22, recorded_peak_reserved: 2 ** 21, model_ooms: 1,
+    model_segments_exact: true, reserved: raw.reserved,
+  };
+  const simulated = T.prepareRun({ ...raw, whatif }, 0).whatif;
+  assert.equal(simulated.settings, 'expandable_segments:True');
+  assert.deepEqual([simulated.peak, simulated.recordedPeak, simulated.capacity, simulated.modelOoms, simulated.exact],
+    [2 ** 22, 2 ** 21, 2 ** 30, 1, true]);
+  assert.deepEqual(Array.from(simulated.reserved.bytes), [2 ** 21]);
+  const impossible = T.prepareRun({ ...raw, whatif: { ...whatif, possible: false, impossible_reason: 'no blocks', reserved: null } }, 0);
+  assert.deepEqual([impossible.whatif, impossible.whatifReason], [null, 'no blocks']);
+  assert.throws(() => T.prepareRun({ ...raw, whatif: { ...whatif, reserved: { ...raw.reserved, count: 3 } } }, 0), /runs\[0\]\.whatif\.reserved\.t_us/);
 });
 
 // ---------------------------------------------------------------- aggregation

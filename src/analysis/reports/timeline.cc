@@ -917,10 +917,11 @@ PageAllocations page_allocations(const FileAnalysis& file, uint64_t max_entries,
 
 RunTimeline plot_run(const FileAnalysis& file, const std::string& label, double precision_ms,
                      const SourceKeyOptions& key_options, uint64_t max_lifetimes, bool page,
-                     PagePlace place) {
+                     PagePlace place, const std::optional<std::string>& whatif) {
   if (page) file.start_allocator_history();
   RunTimeline run = build_timeline(file, label, precision_ms, key_options, max_lifetimes);
   if (page) add_page_panels(file, key_options, run, place);
+  if (page && whatif) run.whatif = simulated_reserved_line(file, *whatif, run.duration_s * 1e6);
   return run;
 }
 

@@ -14,6 +14,7 @@
 #include "analysis/reports/allocation_layout.h"
 #include "analysis/reports/oom_report.h"
 #include "analysis/reports/segment_report.h"
+#include "analysis/reports/whatif.h"
 
 namespace memsnap {
 
@@ -205,6 +206,9 @@ struct RunTimeline {
   AllocatorMoments allocator;
   // The page's allocation view (filled by add_page_panels when the page embeds one).
   std::optional<PageAllocations> allocations;
+  // `plot --whatif CONF`: reserved memory as the allocator model had it
+  // under those settings (filled by the plot command).
+  std::optional<SimulatedReservedLine> whatif;
 };
 constexpr size_t kMaxOomPanels = 8;
 
@@ -233,9 +237,11 @@ void add_page_panels(const FileAnalysis& file, const SourceKeyOptions& key_optio
                      RunTimeline& run, PagePlace place = {});
 
 // One run of `plot`: its timeline, and for the HTML page (`page`) the panels,
-// with the allocator replay begun first so that it runs beside the timeline.
+// with the allocator replay begun first so that it runs beside the timeline;
+// with `whatif` (PYTORCH_CUDA_ALLOC_CONF's text), the allocator model's
+// reserved line under those settings (a usage Error for a text it does not read).
 RunTimeline plot_run(const FileAnalysis& file, const std::string& label, double precision_ms,
                      const SourceKeyOptions& key_options, uint64_t max_lifetimes, bool page,
-                     PagePlace place = {});
+                     PagePlace place = {}, const std::optional<std::string>& whatif = std::nullopt);
 
 }  // namespace memsnap

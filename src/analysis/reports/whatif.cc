@@ -7,11 +7,13 @@
 #include <charconv>
 #include <future>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
 
 #include "analysis/core/caching_allocator.h"
+#include "analysis/reports/segment_report.h"
 #include "memsnap/error.h"
 
 namespace memsnap {
@@ -316,8 +318,17 @@ class Simulation {
     observe();
   }
 
+  // Reserved memory over the trace's wall clock into `line` as run() goes
+  // (the plot's simulated line), from the state at the start.
+  void draw(BoundedStepSeries& line) {
+    line_ = &line;
+    line_bytes_ = model_.reserved();
+    line.add(0, line_bytes_);
+  }
+
   WhatIfRun run(uint64_t* floor) {
     const DeviceTrace& trace = file_.trace();
+    const int64_t t0 = file_.time().start_us();
     bool in_burst = false;
     for (uint64_t i = trace.begin; i < trace.end; ++i) {
       const Action action = events_.action[i];
@@ -335,7 +346,14 @@ class Simulation {
         if (column >= out_.timeline.size()) out_.timeline.resize(column + 1, 0);
         out_.timeline[column] = std::max(out_.timeline[column], model_.reserved());
       }
+      if (line_ != nullptr && model_.reserved() != line_bytes_) {
+        line_bytes_ = model_.reserved();
+        // As the recorded line: an entry without a time at the start.
+        const int64_t time = events_.time_us[i];
+        line_->add(time != 0 ? std::max<int64_t>(time - t0, 0) : 0, line_bytes_);
+      }
     }
+    if (line_ != nullptr) line_->finish();
     if (floor != nullptr) *floor = floor_;
     return std::move(out_);
   }
@@ -456,6 +474,8 @@ class Simulation {
   uint64_t live_requested_ = 0;
   uint64_t floor_ = 0;
   uint64_t column_width_ = 0;  // entries per timeline column; 0: no timeline
+  BoundedStepSeries* line_ = nullptr;
+  uint64_t line_bytes_ = 0;  // the line's last point
 };
 
 // Reserved memory at the file's first oom entry plus the driver's free
@@ -468,6 +488,17 @@ std::optional<uint64_t> capacity_at_oom(const FileAnalysis& file) {
   auto free = events.device_free.find(i);
   const uint64_t device_free = free != events.device_free.end() ? free->second : events.addr[i];
   return file.reserved().at_position(file.trace(), i - file.trace().begin) + device_free;
+}
+
+// The capacity the model runs within: given, or what the process could have
+// had at the first oom entry, or the most the file reserved.
+std::pair<uint64_t, WhatIfReport::CapacityFrom> capacity_of(const FileAnalysis& file,
+                                                            std::optional<uint64_t> given) {
+  if (given) return {*given, WhatIfReport::CapacityFrom::kGiven};
+  if (const std::optional<uint64_t> at_oom = capacity_at_oom(file)) {
+    return {*at_oom, WhatIfReport::CapacityFrom::kOom};
+  }
+  return {file.reserved().peak, WhatIfReport::CapacityFrom::kPeak};
 }
 
 // Reserved memory as the file recorded it (the reserved part), at its
@@ -630,16 +661,7 @@ bool prepare(const FileAnalysis& file, std::optional<uint64_t> capacity, WhatIfR
     out.timeline_positions.push_back(std::min(file.trace().count(), (c + 1) * width));
   }
   out.recorded_peak_reserved = file.reserved().peak;
-  if (capacity) {
-    out.capacity = *capacity;
-    out.capacity_from = WhatIfReport::CapacityFrom::kGiven;
-  } else if (const std::optional<uint64_t> at_oom = capacity_at_oom(file)) {
-    out.capacity = *at_oom;
-    out.capacity_from = WhatIfReport::CapacityFrom::kOom;
-  } else {
-    out.capacity = out.recorded_peak_reserved;
-    out.capacity_from = WhatIfReport::CapacityFrom::kPeak;
-  }
+  std::tie(out.capacity, out.capacity_from) = capacity_of(file, capacity);
   const SegmentCheck check = check_recorded_segments(file);
   out.model_segments_exact = check.segments_exact();
   out.model_matched_reserves = check.matched_reserves;
@@ -720,6 +742,31 @@ WhatIfReport what_if(const FileAnalysis& file, std::optional<uint64_t> capacity,
     }
     out.capacity_to_fit = high;
   }
+  return out;
+}
+
+SimulatedReservedLine simulated_reserved_line(const FileAnalysis& file, const std::string& conf,
+                                              double duration_us) {
+  SimulatedReservedLine out;
+  out.settings = conf;
+  const AllocatorHistory* history = file.allocator_history();
+  if (history == nullptr || !history->check().possible) {
+    out.impossible_reason = history == nullptr ? "the file has no trace for this device"
+                                               : history->check().impossible_reason;
+    return out;
+  }
+  out.possible = true;
+  std::tie(out.capacity, out.capacity_from) = capacity_of(file, std::nullopt);
+  out.recorded_peak_reserved = file.reserved().peak;
+  const SegmentCheck check = check_recorded_segments(file);
+  out.model_segments_exact = check.segments_exact();
+  const WhatIfSettings settings = settings_of_conf(conf, file_rule(file, check.rounding));
+  Simulation simulation(file, *history, settings, out.capacity);
+  BoundedStepSeries line(duration_us, out.reserved);
+  simulation.draw(line);
+  const WhatIfRun run = simulation.run(nullptr);
+  out.peak_reserved = run.peak_reserved;
+  out.model_ooms = run.model_ooms;
   return out;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "analysis/core/file_analysis.h"
+#include "analysis/reports/segment_report.h"
 
 namespace memsnap {
 
@@ -187,5 +188,25 @@ struct OomPrediction {
 // nullopt: no oom entry on the device, or no state before the trace.
 std::optional<OomPrediction> predict_first_oom(const FileAnalysis& file,
                                                std::optional<uint64_t> capacity);
+
+// The line `plot --whatif CONF` draws: reserved memory as the model had it
+// under the file's own settings changed by `conf`, within the capacity
+// `whatif` takes by default, over the trace's wall clock and bucketed as
+// the recorded reserved line is (`duration_us`: the page's run's).
+struct SimulatedReservedLine {
+  std::string settings;  // the text, as given
+  bool possible = false;
+  std::string impossible_reason;  // when not: no state before the trace
+  uint64_t capacity = 0;
+  WhatIfReport::CapacityFrom capacity_from = WhatIfReport::CapacityFrom::kPeak;
+  uint64_t peak_reserved = 0;           // the model's
+  uint64_t recorded_peak_reserved = 0;  // the file's (the reserved part)
+  uint64_t model_ooms = 0;              // requests it could not serve within the capacity
+  bool model_segments_exact = false;    // it makes the file's segments under its own settings
+  StepSeries reserved;                  // t_us from the trace's first timed entry
+};
+// Throws a usage Error for a text the model does not read.
+SimulatedReservedLine simulated_reserved_line(const FileAnalysis& file, const std::string& conf,
+                                              double duration_us);
 
 }  // namespace memsnap
