@@ -7,17 +7,20 @@ the replay back from the dump and forward again that every allocator report
 starts from), then `memsnap whatif --check` (the history, then one model run
 per rounding tried) and `memsnap whatif` (the history, the check, one run per
 setting on threads, and the bisection of the capacity the run needs), and
-prints wall time and peak RSS of each, with the model's share: the command's
-time less the read and the history.
+`memsnap plot` without and with `--whatif expandable_segments:True` (the
+page's simulated reserved line), and prints wall time and peak RSS of each,
+with the model's share: the command's time less the read and the history.
 
     python3 bench/whatif_bench.py --memsnap build/memsnap FILE [FILE...]
 
 Standard library only. A benchmark, not a test: it prints numbers and exits 0.
 """
 import argparse
+import os
 import re
 import resource
 import subprocess
+import tempfile
 import time
 
 
@@ -37,19 +40,25 @@ def main():
     parser.add_argument("--memsnap", required=True)
     parser.add_argument("files", nargs="+")
     args = parser.parse_args()
-    print("%-40s %9s %9s %12s %12s %12s %9s" % ("file", "read s", "history s", "check s",
-                                             "table s", "model/hist", "RSS MiB"))
+    print("%-40s %9s %9s %12s %12s %12s %9s %9s %9s" % (
+        "file", "read s", "history s", "check s", "table s", "model/hist", "plot s", "+whatif s",
+        "RSS MiB"))
     for path in args.files:
         seconds, rss, stderr = timed([args.memsnap, "segments", "--timings", path])
         read = float(re.search(r"read and decode ([0-9.]+) s", stderr).group(1))
         history = float(re.search(r"allocator history ([0-9.]+) s", stderr).group(1))
         check, rss_check, _ = timed([args.memsnap, "whatif", "--check", path])
         table, rss_table, _ = timed([args.memsnap, "whatif", path])
+        with tempfile.TemporaryDirectory() as work:
+            page = os.path.join(work, "page.html")
+            plot, rss_plot, _ = timed([args.memsnap, "plot", path, "-o", page])
+            line, rss_line, _ = timed([args.memsnap, "plot", path, "-o", page,
+                                       "--whatif", "expandable_segments:True"])
         # The check's model time: its wall time less the read and the history.
         model = max(0.0, check - read - history)
-        print("%-40s %9.2f %9.2f %12.2f %12.2f %12.2f %9.0f" % (
-            path[-40:], read, history, check, table, model / max(history, 1e-9),
-            max(rss, rss_check, rss_table)))
+        print("%-40s %9.2f %9.2f %12.2f %12.2f %12.2f %9.2f %9.2f %9.0f" % (
+            path[-40:], read, history, check, table, model / max(history, 1e-9), plot, line,
+            max(rss, rss_check, rss_table, rss_plot, rss_line)))
 
 
 if __name__ == "__main__":

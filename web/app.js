@@ -146,15 +146,17 @@
     v.steadiness = layout.steadiness;
     v.sources = bySource ? { shown: layout.shown, available: layout.available } : null;
     v.series.push({ run, kind: 'total', values: total.hi });
-    if (isTime && run.reserved) v.series.push({ run, kind: 'reserved', values: T.regroupSteps(run.reserved, edges, total.last) });
-    if (isTime && run.whatif) v.series.push({ run, kind: 'whatif', values: T.regroupSteps(run.whatif.reserved, edges, total.last) });
+    const reserved = reservedLine(run, isTime);
+    if (reserved) v.series.push({ run, kind: 'reserved', values: T.regroupSteps(reserved, edges, total.last) });
+    const simulated = run.whatif && reservedLine(run.whatif, isTime);
+    if (simulated) v.series.push({ run, kind: 'whatif', values: T.regroupSteps(simulated, edges, total.last) });
     if (isTime && run.free) v.series.push({ run, kind: 'free', values: T.regroupSteps(run.free, edges, total.last) });
     const per = isTime ? `${formatMs(v.G / 1000)} ms per bucket` : `${formatCount(v.fineG)} event${v.fineG === 1 ? '' : 's'} per bucket`;
     v.note = `${STACK_NAMES[state.stack]}, ${per}: each bucket shows what was live at its highest point, so the layers add up to the max line. `
       + 'Absolute memory; the lowest layer is what was allocated before the trace began, then the steadiest layers (mean ÷ max over the run near 1: memory that stays), and what rises and falls on top.'
       + (bySource ? ` ${formatCount(layout.shown)} of the ${formatCount(layout.available)} sources this page holds have a layer of their own (Sources); the rest are other sources.` : '');
     if (!isTime && !hasTime()) v.note += ' No timestamps (time_us), so no wall-clock view.';
-    if (isTime) v.note += whatifNote([run]);
+    v.note += whatifNote([run]);
     return v;
   }
 
@@ -199,19 +201,30 @@
       const per = (g) => `${formatCount(g)} event${g === 1 ? '' : 's'} per bucket`;
       v.note = `Event index, ${per(v.fineG)}${v.fineG !== v.G ? ' in the zoomed range' : ''} (min and max of each).`;
       if (!hasTime()) v.note += ` No timestamps (time_us), so no wall-clock view or markers${hasEventIndex() ? '' : ' and no drill-down'}.`;
-      else if (RUNS.some((r) => r.reserved) && absolute) v.note += ' Reserved memory and markers are drawn in the wall-clock view only.';
-      else if (RUNS.some((r) => r.steps.length || r.oom.length || r.annotations.length)) v.note += ' Markers are drawn in the wall-clock view only.';
+      else if (RUNS.some((r) => r.steps.length || r.oom.length || r.annotations.length || r.free)) {
+        v.note += ' Markers and free memory are drawn in the wall-clock view only.';
+      }
+      if (!few && RUNS.some((r) => r.reservedByEntry)) v.note += ` Reserved memory is drawn for up to ${MANY_RUNS} runs at a time: hide runs (legend) to see them.`;
       for (const run of runs) {
         const g = T.regroup(run.index, edges, absolute ? run.baseline : 0);
         v.series.push({ run, kind: 'max', values: g.hi });
         v.series.push({ run, kind: 'min', values: g.lo });
+        if (absolute && run.reservedByEntry && few) v.series.push({ run, kind: 'reserved', values: T.regroupSteps(run.reservedByEntry, edges, g.last) });
+        if (absolute && run.whatif && run.whatif.reservedByEntry && few) {
+          v.series.push({ run, kind: 'whatif', values: T.regroupSteps(run.whatif.reservedByEntry, edges, g.last) });
+        }
       }
     }
-    if (!absolute && RUNS.some((r) => r.reserved) && state.xMode === 'time') {
+    if (!absolute && RUNS.some((r) => r.reserved || r.reservedByEntry)) {
       v.note += ' Reserved memory is shown in the absolute view only.';
     }
-    if (absolute && few && state.xMode === 'time') v.note += whatifNote(runs);
+    if (absolute && few) v.note += whatifNote(runs);
     return v;
+  }
+
+  // A run's (or its simulated line's) reserved memory on the view's axis.
+  function reservedLine(source, isTime) {
+    return isTime ? source.reserved : source.reservedByEntry;
   }
 
   // What the dash-dot line is (plot --whatif), per run that has one, and
@@ -646,7 +659,7 @@
           + `<span class="legend-value" id="legend-layer-${k}"></span></span>`);
       }
       const run = view.runs[0];
-      if (run.whatif && state.xMode === 'time') {
+      if (run.whatif && reservedLine(run.whatif, state.xMode === 'time')) {
         items.unshift(`<span class="legend-item layer" style="--run-color:#111827" title="${esc(whatifTitle(run))}">`
           + `<span class="swatch dashdot"></span><span class="legend-sub">reserved under ${esc(run.whatif.settings)}</span>`
           + `<span class="legend-value" id="legend-whatif-${run.ordinal}"></span></span>`);
@@ -657,7 +670,8 @@
       el.innerHTML = items.join('');
       return;
     }
-    const showReserved = state.xMode === 'time' && state.yMode === 'absolute';
+    const isTime = state.xMode === 'time';
+    const showReserved = state.yMode === 'absolute';
     let groups = '';
     if (RUNS.length > MANY_RUNS) {
       groups = '<div class="legend-groups" title="runs whose absolute peaks lie within 1% of each other; click to hide or show a group">'
@@ -671,11 +685,11 @@
     const few = RUNS.filter((r) => r.visible).length <= MANY_RUNS;
     el.classList.toggle('many', !few);
     el.innerHTML = groups + RUNS.map((run) => {
-      const reserved = run.reserved && showReserved && few
+      const reserved = reservedLine(run, isTime) && showReserved && few
         ? `<span class="swatch dashed"></span><span class="legend-sub">reserved</span><span class="legend-value" id="legend-reserved-${run.ordinal}"></span>` : '';
-      const whatif = run.whatif && showReserved && few
+      const whatif = run.whatif && reservedLine(run.whatif, isTime) && showReserved && few
         ? `<span class="swatch dashdot"></span><span class="legend-sub" title="${esc(whatifTitle(run))}">under ${esc(run.whatif.settings)}</span><span class="legend-value" id="legend-whatif-${run.ordinal}"></span>` : '';
-      const free = run.free && showReserved && few
+      const free = run.free && isTime && showReserved && few
         ? `<span class="swatch dotted"></span><span class="legend-sub" title="reserved memory no block holds (the bucket's highest), and the largest free block at the nearest earlier sample">free in segments</span><span class="legend-value" id="legend-free-${run.ordinal}"></span>` : '';
       return `<span class="legend-item${run.visible ? '' : ' off'}" data-run="${run.ordinal}" style="--run-color:${run.color}" title="${esc(fullName(run))}\n(click to hide or show)">`
         + `<span class="swatch"></span><span class="legend-label" data-label="${esc(run.label)}">${esc(run.name)}</span>`

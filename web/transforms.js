@@ -688,10 +688,12 @@
 
   // A step function {count, t_us, bytes} (reserved memory, free memory, the
   // largest free block over time), decoded; null when absent or empty.
-  function stepSeries(raw, what) {
+  // A step series of the data (`x`: t_us, or entry on the event axis) as
+  // { count, t, bytes }, t in the axis' units; null when absent or empty.
+  function stepSeries(raw, what, x = 't_us') {
     const n = count(raw);
     if (n === 0) return null;
-    return { count: n, t: column(raw.t_us, n, 'f64', `${what}.t_us`), bytes: column(raw.bytes, n, 'f64', `${what}.bytes`) };
+    return { count: n, t: column(raw[x], n, 'f64', `${what}.${x}`), bytes: column(raw.bytes, n, 'f64', `${what}.bytes`) };
   }
 
   // The data's `whatif` (see web/README.md): the simulated line and what the
@@ -699,10 +701,12 @@
   function decodeWhatIf(raw, what) {
     if (!raw || !raw.possible) return null;
     const reserved = stepSeries(raw.reserved, `${what}.reserved`);
-    if (!reserved) return null;
+    const reservedByEntry = stepSeries(raw.reserved_by_entry, `${what}.reserved_by_entry`, 'entry');
+    if (!reserved && !reservedByEntry) return null;
     return {
       settings: String(raw.settings),
       reserved,
+      reservedByEntry,
       peak: Number(raw.peak_reserved) || 0,
       recordedPeak: Number(raw.recorded_peak_reserved) || 0,
       capacity: Number(raw.capacity) || 0,
@@ -759,6 +763,7 @@
       time: decodeBuckets(raw.time_buckets, 'bucket_us', `${what}.time_buckets`),
       index: decodeBuckets(raw.index_buckets, 'bucket_events', `${what}.index_buckets`),
       reserved: stepSeries(raw.reserved, `${what}.reserved`),
+      reservedByEntry: stepSeries(raw.reserved_by_entry, `${what}.reserved_by_entry`, 'entry'),
       free: stepSeries(raw.free, `${what}.free`),
       largestFree: stepSeries(raw.largest_free, `${what}.largest_free`),
       // `plot --whatif CONF`: reserved memory as the allocator model had it

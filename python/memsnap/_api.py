@@ -239,9 +239,13 @@ class Snapshot:
 
             extra = sorted(set(other.values()) - set(action_labels))
             action_labels += extra
-            codes = np.array(columns["action"], dtype=np.uint8)
+            # A file may name any number of actions of its own: the codes
+            # widen past 256 labels.
+            code_of = {label: code for code, label in enumerate(action_labels)}
+            wide = len(action_labels) > 256
+            codes = np.array(columns["action"], dtype=np.uint32 if wide else np.uint8)
             for index, label in other.items():
-                codes[index] = action_labels.index(label)
+                codes[index] = code_of[label]
             columns["action"] = codes
         source, source_labels, category = self._core.entry_groups(wanted, self._keys)
         columns["source"] = source

@@ -84,6 +84,35 @@ def test_plot_whatif_draws_the_models_reserved_line_as_the_cli(tmp_path: Path) -
         _ = snapshot.plot(whatif="backend:cudaMallocAsync").html
 
 
+def test_the_in_process_cli_shares_no_state_with_threads_beside_it(tmp_path: Path) -> None:
+    """Issue 40, finding 1: the in-process command (memsnap._core.run_cli)
+    in one thread while others call ranks() and check(): no crash, every
+    answer whole and the same as alone."""
+    import concurrent.futures
+
+    paths = [str(EXAMPLE_A), str(EXAMPLE_B)]
+    ranks_alone = memsnap.ranks(paths)
+    check_alone = memsnap.check(str(EXAMPLE_A), max_peak="100GiB")
+
+    def cli(k: int) -> str:
+        out = tmp_path / f"summaries_{k}"
+        status = memsnap._core.run_cli(["memsnap", "summarize", str(EXAMPLE_A), "-o", str(out)])
+        assert status == 0
+        return (out / "training_steps.summary.json").read_text(encoding="utf-8")
+
+    def reports(_: int) -> None:
+        assert memsnap.ranks(paths) == ranks_alone
+        assert memsnap.check(str(EXAMPLE_A), max_peak="100GiB") == check_alone
+
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        written = [pool.submit(cli, k) for k in range(8)]
+        checked = [pool.submit(reports, k) for k in range(16)]
+        texts = {future.result() for future in written}
+        for future in checked:
+            future.result()
+    assert len(texts) == 1 and json.loads(texts.pop())["file"]["path"].endswith("training_steps.pickle.gz")
+
+
 def test_import_is_small_and_leaves_numpy_for_tables() -> None:
     # A report needs neither numpy nor pandas: the RSS of a Snapshot stays the core's.
     code = (

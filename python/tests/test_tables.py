@@ -113,6 +113,16 @@ def test_sizes_and_addresses_are_signed_and_time_s_is_seconds_from_the_first_ent
     assert list(frame["source"].astype(str)) == ["forward@model.py:12"] * 3
 
 
+def test_a_file_may_name_more_actions_than_a_byte_holds() -> None:
+    """Issue 40, finding 2: 300 actions of the file's own (an allocator this
+    memsnap does not know) each keep their name, as `events --json` does."""
+    own = ["custom_action_%03d" % k for k in range(300)]
+    entries = [_entry("alloc", 0x1000, 512, 1, FORWARD)]
+    entries += [_entry(name, 0x1000 + 512 * k, 512, 2 + k, FORWARD) for k, name in enumerate(own)]
+    snapshot = memsnap.from_dict({"segments": [], "device_traces": [entries]})
+    assert list(snapshot.events().decoded("action")) == ["alloc"] + own
+
+
 def test_time_s_is_nan_without_a_time() -> None:
     snapshot = memsnap.from_dict({"segments": [], "device_traces": [[
         _entry("alloc", 0x1000, 512, 0, FORWARD)]]})

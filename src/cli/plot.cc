@@ -44,11 +44,6 @@ void note_missing_whatif_line(const RunTimeline& run) {
   if (!run.whatif->possible) {
     write_note(fmt::format("{}: no simulated reserved line: {}", run.label,
                            run.whatif->impossible_reason));
-  } else if (!run.has_time) {
-    write_note(
-        fmt::format("{}: no simulated reserved line: the trace has no times (time_us), "
-                    "and the page draws reserved memory on the wall clock only",
-                    run.label));
   }
 }
 

@@ -293,11 +293,22 @@ std::string fill_template(
 
 // A step function as the page reads it: {count, t_us, bytes} (base64 f64
 // columns), null when it has no point.
-ordered_json step_series_json(const std::vector<int64_t>& t_us,
-                              const std::vector<uint64_t>& bytes) {
-  if (t_us.empty()) return nullptr;
-  std::vector<double> t(t_us.begin(), t_us.end());
-  return {{"count", t.size()}, {"t_us", base64_of(t)}, {"bytes", base64_of(as_doubles(bytes))}};
+// A step series as the page reads it: `x_name` (t_us or entry) and bytes,
+// base64 doubles; null when empty.
+ordered_json series_json(const StepSeries& series, const char* x_name) {
+  if (series.t_us.empty()) return nullptr;
+  std::vector<double> x(series.t_us.begin(), series.t_us.end());
+  return {
+      {"count", x.size()}, {x_name, base64_of(x)}, {"bytes", base64_of(as_doubles(series.bytes))}};
+}
+
+ordered_json step_series_json(const StepSeries& series) {
+  return series_json(series, "t_us");
+}
+
+// Over the event axis: x is entries from the trace's first.
+ordered_json entry_series_json(const StepSeries& series) {
+  return series_json(series, "entry");
 }
 
 // One axis of the page's allocation view: the line's high and the band per
@@ -383,7 +394,8 @@ ordered_json whatif_line_json(const std::optional<SimulatedReservedLine>& line) 
           {"recorded_peak_reserved", line->recorded_peak_reserved},
           {"model_ooms", line->model_ooms},
           {"model_segments_exact", line->model_segments_exact},
-          {"reserved", step_series_json(line->reserved.t_us, line->reserved.bytes)}};
+          {"reserved", step_series_json(line->reserved)},
+          {"reserved_by_entry", entry_series_json(line->reserved_by_entry)}};
 }
 
 }  // namespace
@@ -391,7 +403,6 @@ ordered_json whatif_line_json(const std::optional<SimulatedReservedLine>& line) 
 ordered_json plot_data_json(const std::vector<RunTimeline>& runs, double precision_ms) {
   ordered_json list = ordered_json::array();
   for (const RunTimeline& run : runs) {
-    ordered_json reserved = step_series_json(run.reserved_t_us, run.reserved_bytes);
     ordered_json steps = ordered_json::array();
     for (const Marker& m : run.steps) steps.push_back(marker_json(m, "step", true));
     ordered_json notes = ordered_json::array();
@@ -419,7 +430,8 @@ ordered_json plot_data_json(const std::vector<RunTimeline>& runs, double precisi
            {"has_time", run.has_time}}},
          {"time_buckets", buckets_json(run.time_buckets, "bucket_us")},
          {"index_buckets", buckets_json(run.index_buckets, "bucket_events")},
-         {"reserved", reserved},
+         {"reserved", step_series_json(run.reserved)},
+         {"reserved_by_entry", entry_series_json(run.reserved_by_entry)},
          {"whatif", whatif_line_json(run.whatif)},
          {"steps", steps},
          {"steps_source", steps_source_json(run.steps_origin)},
@@ -434,9 +446,8 @@ ordered_json plot_data_json(const std::vector<RunTimeline>& runs, double precisi
          {"unlisted", unlisted_json(run.unlisted)},
          {"oom_analyses", oom_analyses_json(run.oom_analyses)},
          {"allocator", allocator_json(run.allocator)},
-         {"free", step_series_json(run.allocator.free.t_us, run.allocator.free.bytes)},
-         {"largest_free",
-          step_series_json(run.allocator.largest_free.t_us, run.allocator.largest_free.bytes)},
+         {"free", step_series_json(run.allocator.free)},
+         {"largest_free", step_series_json(run.allocator.largest_free)},
          {"stacks",
           {{"category", stacked_json(run.by_category)}, {"source", stacked_json(run.by_source)}}},
          {"allocations", page_allocations_json(run.allocations)}});

@@ -49,4 +49,4 @@ def test_the_whatif_bench_prints_a_row_per_file(memsnap, work):
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [line for line in done.stdout.splitlines() if 'training_steps.pickle.gz' in line]
-    assert len(rows) == 1 and len(rows[0].split()) == 7, done.stdout
+    assert len(rows) == 1 and len(rows[0].split()) == 9, done.stdout

@@ -222,17 +222,19 @@ async function testWhatIfLine(browser, file, table) {
       if (i > 0) for (const v of u.data[i]) if (v != null && v > max) max = v;
       return { i, max, dash: i > 0 ? Array.from(u.series[i].dash || []) : [], note: document.getElementById('view-note').textContent };
     });
-    for (const stack of ['lines', 'category']) {
+    for (const [stack, x] of [['lines', 'time'], ['category', 'time'], ['lines', 'index'], ['category', 'index']]) {
       await page.selectOption('#view-mode', stack);
+      await page.selectOption('#x-mode', x);
       await nextFrame(page);
       const state = await pageState(page);
-      check(state.stack === stack && state.xMode === 'time' && state.yMode === 'absolute',
-        `${p.name}: not in the absolute wall-clock ${stack} view: ${JSON.stringify(state)}`);
+      check(state.stack === stack && state.xMode === x && state.yMode === 'absolute',
+        `${p.name}: not in the absolute ${x} ${stack} view: ${JSON.stringify(state)}`);
       const got = await drawn();
-      check(got.i > 0 && got.dash.length === 4, `${p.name} (${stack}): no dash-dot line for expandable_segments:True`);
-      check(got.max === want, `${p.name} (${stack}): the simulated line peaks at ${got.max}, whatif --set says ${want}`);
+      const where = `${p.name} (${stack}, ${x})`;
+      check(got.i > 0 && got.dash.length === 4, `${where}: no dash-dot line for expandable_segments:True`);
+      check(got.max === want, `${where}: the simulated line peaks at ${got.max}, whatif --set says ${want}`);
       check(/dash-dot: reserved memory as memsnap's model of PyTorch's caching allocator has it under expandable_segments:True \(peak /.test(got.note),
-        `${p.name} (${stack}): the note does not say what the line is: ${got.note}`);
+        `${where}: the note does not say what the line is: ${got.note}`);
       const box = await page.evaluate(() => {
         const r = window.memsnapPlot.over.getBoundingClientRect();
         return { x: r.left, y: r.top, w: r.width, h: r.height };
@@ -240,7 +242,7 @@ async function testWhatIfLine(browser, file, table) {
       await page.mouse.move(box.x + box.w * 0.6, box.y + box.h * 0.5);
       await nextFrame(page);
       const read = await page.evaluate(() => (document.getElementById('legend-whatif-0') || {}).textContent || '');
-      check(/^[\d.]+ [KMG]?i?B$/.test(read), `${p.name} (${stack}): the legend reads the simulated line as "${read}"`);
+      check(/^[\d.]+ [KMG]?i?B$/.test(read), `${where}: the legend reads the simulated line as "${read}"`);
     }
     await page.screenshot({ path: path.join(opts.outDir, 'whatif.png') });
   } finally {

@@ -259,12 +259,13 @@ def page_runs(html):
     return json.loads(page[start:page.index("</script>", start)])["runs"]
 
 
-def step_series(series):
-    """A page's step series (base64 doubles) as (times, bytes)."""
+def step_series(series, x="t_us"):
+    """A page's step series (base64 doubles) as (x, bytes); x is t_us, or
+    entry on the event axis."""
     if not series:
         return [], []
     decode = lambda text: list(struct.unpack(f"<{series['count']}d", base64.b64decode(text)))
-    return decode(series["t_us"]), decode(series["bytes"])
+    return decode(series[x]), decode(series["bytes"])
 
 
 def step_at(series, t):
@@ -301,6 +302,13 @@ def test_plot_draws_the_simulated_reserved_line(memsnap, work):
                if not e["action"].startswith("segment_")]
     same("own settings: the simulated line is the recorded line after each request and free",
          [step_at(own, t) for t in moments], [step_at(recorded, t) for t in moments])
+    # The same on the event axis (what a trace without times draws).
+    own = step_series((runs[0]["whatif"] or {}).get("reserved_by_entry"), "entry")
+    recorded = step_series(runs[0]["reserved_by_entry"], "entry")
+    entries = [k for k, e in enumerate(fragmented()["device_traces"][0])
+               if not e["action"].startswith("segment_")]
+    same("own settings, event axis: the simulated line is the recorded line after each request and free",
+         [step_at(own, k) for k in entries], [step_at(recorded, k) for k in entries])
     check("own settings: exit 0", done.returncode == 0 and own[0], done.stderr)
     plain = run(memsnap, ["plot", path, "-o", html])
     same("without --whatif: no line", page_runs(html)[0]["whatif"], None)
@@ -364,7 +372,7 @@ def test_refusals(memsnap, work):
 
 
 @pytest.mark.fixtures
-def test_every_fixture(memsnap, fixtures_dir):
+def test_every_fixture(memsnap, fixtures_dir, work):
     names = sorted(n for n in os.listdir(fixtures_dir) if n.endswith((".pickle", ".pkl")))
     rows, with_events = [], []
     for name in names:
@@ -401,6 +409,19 @@ def test_every_fixture(memsnap, fixtures_dir):
                   own["model_ooms"], own["oom_requests_fit"]),
                  ("the file's own", table["recorded_peak_reserved"], reserved["recorded"],
                   released["recorded"], 0, 0))
+            # The page's simulated line under the file's own settings peaks
+            # where the file did, on both axes (plot --whatif).
+            html = os.path.join(work, "fixture.html")
+            own_conf = "expandable_segments:%s" % got["settings"]["expandable_segments"]
+            done = run(memsnap, ["plot", os.path.join(fixtures_dir, name), "--whatif", own_conf,
+                                 "--max-entries", "0", "-o", html], timeout=600)
+            page = page_runs(html)[0] if done.returncode == 0 else {}
+            line = page.get("whatif") or {}
+            same(f"{name}: plot --whatif {own_conf}: the simulated and recorded lines peak alike",
+                 [max(step_series(line.get("reserved"))[1], default=None),
+                  max(step_series(line.get("reserved_by_entry"), "entry")[1], default=None),
+                  max(step_series(page.get("reserved_by_entry"), "entry")[1], default=None)],
+                 [float(peak["recorded"])] * 3)
         rows.append("%-60s %5d/%-5d %5d/%-5d %7d/%-7d %s" % (
             name[:60], reserved["matched"], reserved["recorded"], released["followed"],
             released["recorded"], got["allocs"]["at_recorded_address"], got["allocs"]["count"],

@@ -459,6 +459,12 @@ test('prepareRun decodes a run of the data contract', () => {
   assert.equal(T.prepareRun({ ...raw, time_buckets: { count: 0 } }, 0).durationS, 0);
   assert.throws(() => T.prepareRun({ ...raw, reserved: { ...raw.reserved, count: 2 } }, 0), /runs\[0\]\.reserved\.t_us/);
   assert.equal(run.whatif, null);
+  assert.equal(run.reservedByEntry, null);
+  const byEntry = { count: 2, entry: b64(new Float64Array([0, 5])), bytes: b64(new Float64Array([2 ** 21, 2 ** 22])) };
+  const indexed = T.prepareRun({ ...raw, reserved_by_entry: byEntry }, 0).reservedByEntry;
+  assert.deepEqual([Array.from(indexed.t), Array.from(indexed.bytes)], [[0, 5], [2 ** 21, 2 ** 22]]);
+  assert.throws(() => T.prepareRun({ ...raw, reserved_by_entry: { ...byEntry, entry: byEntry.bytes.slice(0, 4) } }, 0),
+    /runs\[0\]\.reserved_by_entry\.entry/);
   // plot --whatif: the simulated line, or why a run has none.
   const whatif = {
     settings: 'expandable_segments:True', possible: true, impossible_reason: null, capacity: 2 ** 30,
@@ -470,6 +476,9 @@ test('prepareRun decodes a run of the data contract', () => {
   assert.deepEqual([simulated.peak, simulated.recordedPeak, simulated.capacity, simulated.modelOoms, simulated.exact],
     [2 ** 22, 2 ** 21, 2 ** 30, 1, true]);
   assert.deepEqual(Array.from(simulated.reserved.bytes), [2 ** 21]);
+  assert.equal(simulated.reservedByEntry, null);
+  const entryOnly = T.prepareRun({ ...raw, whatif: { ...whatif, reserved: null, reserved_by_entry: byEntry } }, 0).whatif;
+  assert.deepEqual([entryOnly.reserved, Array.from(entryOnly.reservedByEntry.t)], [null, [0, 5]]);
   const impossible = T.prepareRun({ ...raw, whatif: { ...whatif, possible: false, impossible_reason: 'no blocks', reserved: null } }, 0);
   assert.deepEqual([impossible.whatif, impossible.whatifReason], [null, 'no blocks']);
   assert.throws(() => T.prepareRun({ ...raw, whatif: { ...whatif, reserved: { ...raw.reserved, count: 3 } } }, 0), /runs\[0\]\.whatif\.reserved\.t_us/);

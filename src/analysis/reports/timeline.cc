@@ -606,27 +606,30 @@ RunTimeline timeline_of(const FileAnalysis& file, const std::string& label) {
 }
 
 // Reserved memory, as the file's reserved history walked it, at most
-// kFreeSeriesBuckets buckets' max and last points, like the free line. A
-// trace without segment entries reserved the same all along: the dump's
-// segments, drawn flat from start to end.
+// kFreeSeriesBuckets buckets' max and last points, like the free line: over
+// the wall clock and over the event axis. A trace without segment entries
+// reserved the same all along: the dump's segments, drawn flat from start to
+// end.
 template <typename OffsetOf>
 void add_reserved_line(const FileAnalysis& file, const OffsetOf& offset_of, RunTimeline& run) {
-  if (const ReservedHistory& history = file.reserved();
-      !history.steps.empty() || (history.at_dump > 0 && file.trace().count() > 0)) {
-    StepSeries reserved;
-    BoundedStepSeries series(run.duration_s * 1e6, reserved);
-    series.add(0, history.at_start);
-    for (const ReservedStep& step : history.steps) {
-      series.add(std::max<int64_t>(offset_of(step.event), 0),
-                 static_cast<uint64_t>(std::max<int64_t>(step.reserved, 0)));
-    }
-    if (history.steps.empty()) {
-      series.add(static_cast<int64_t>(run.duration_s * 1e6), history.at_dump);
-    }
-    series.finish();
-    run.reserved_t_us = std::move(reserved.t_us);
-    run.reserved_bytes = std::move(reserved.bytes);
+  const ReservedHistory& history = file.reserved();
+  const DeviceTrace& trace = file.trace();
+  if (history.steps.empty() && (history.at_dump == 0 || trace.count() == 0)) return;
+  BoundedStepSeries by_time(run.duration_s * 1e6, run.reserved);
+  BoundedStepSeries by_entry(static_cast<double>(trace.count()), run.reserved_by_entry);
+  by_time.add(0, history.at_start);
+  by_entry.add(0, history.at_start);
+  for (const ReservedStep& step : history.steps) {
+    const auto bytes = static_cast<uint64_t>(std::max<int64_t>(step.reserved, 0));
+    by_time.add(std::max<int64_t>(offset_of(step.event), 0), bytes);
+    by_entry.add(static_cast<int64_t>(step.event - trace.begin), bytes);
   }
+  if (history.steps.empty()) {
+    by_time.add(static_cast<int64_t>(run.duration_s * 1e6), history.at_dump);
+    by_entry.add(static_cast<int64_t>(trace.count()), history.at_dump);
+  }
+  by_time.finish();
+  by_entry.finish();
 }
 
 // The steps, the record_function ranges (ProfilerStep aside) and the oom

@@ -184,8 +184,11 @@ struct RunTimeline {
   double duration_s = 0;
   Buckets time_buckets;  // empty when the trace has no time_us
   Buckets index_buckets;
-  std::vector<int64_t> reserved_t_us;  // empty when no segment events
-  std::vector<uint64_t> reserved_bytes;
+  // Reserved memory (empty without segment events or dump segments): over
+  // the wall clock (t_us from the trace's first timed entry), and over the
+  // event axis (entries from the trace's first), for traces without times.
+  StepSeries reserved;
+  StepSeries reserved_by_entry;
   std::vector<Marker> steps;        // name = step number
   StepsInference steps_origin;      // ProfilerStep marks or iterations inferred from the optimizer
   std::vector<Marker> annotations;  // other record_function ranges

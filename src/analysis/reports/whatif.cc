@@ -318,12 +318,15 @@ class Simulation {
     observe();
   }
 
-  // Reserved memory over the trace's wall clock into `line` as run() goes
-  // (the plot's simulated line), from the state at the start.
-  void draw(BoundedStepSeries& line) {
-    line_ = &line;
+  // Reserved memory over the trace's wall clock and over its entries into
+  // these as run() goes (the plot's simulated line), from the state at the
+  // start.
+  void draw(BoundedStepSeries& by_time, BoundedStepSeries& by_entry) {
+    by_time_ = &by_time;
+    by_entry_ = &by_entry;
     line_bytes_ = model_.reserved();
-    line.add(0, line_bytes_);
+    by_time.add(0, line_bytes_);
+    by_entry.add(0, line_bytes_);
   }
 
   WhatIfRun run(uint64_t* floor) {
@@ -346,14 +349,18 @@ class Simulation {
         if (column >= out_.timeline.size()) out_.timeline.resize(column + 1, 0);
         out_.timeline[column] = std::max(out_.timeline[column], model_.reserved());
       }
-      if (line_ != nullptr && model_.reserved() != line_bytes_) {
+      if (by_time_ != nullptr && model_.reserved() != line_bytes_) {
         line_bytes_ = model_.reserved();
         // As the recorded line: an entry without a time at the start.
         const int64_t time = events_.time_us[i];
-        line_->add(time != 0 ? std::max<int64_t>(time - t0, 0) : 0, line_bytes_);
+        by_time_->add(time != 0 ? std::max<int64_t>(time - t0, 0) : 0, line_bytes_);
+        by_entry_->add(static_cast<int64_t>(i - trace.begin), line_bytes_);
       }
     }
-    if (line_ != nullptr) line_->finish();
+    if (by_time_ != nullptr) {
+      by_time_->finish();
+      by_entry_->finish();
+    }
     if (floor != nullptr) *floor = floor_;
     return std::move(out_);
   }
@@ -474,8 +481,9 @@ class Simulation {
   uint64_t live_requested_ = 0;
   uint64_t floor_ = 0;
   uint64_t column_width_ = 0;  // entries per timeline column; 0: no timeline
-  BoundedStepSeries* line_ = nullptr;
-  uint64_t line_bytes_ = 0;  // the line's last point
+  BoundedStepSeries* by_time_ = nullptr;
+  BoundedStepSeries* by_entry_ = nullptr;
+  uint64_t line_bytes_ = 0;  // the lines' last point
 };
 
 // Reserved memory at the file's first oom entry plus the driver's free
@@ -762,8 +770,9 @@ SimulatedReservedLine simulated_reserved_line(const FileAnalysis& file, const st
   out.model_segments_exact = check.segments_exact();
   const WhatIfSettings settings = settings_of_conf(conf, file_rule(file, check.rounding));
   Simulation simulation(file, *history, settings, out.capacity);
-  BoundedStepSeries line(duration_us, out.reserved);
-  simulation.draw(line);
+  BoundedStepSeries by_time(duration_us, out.reserved);
+  BoundedStepSeries by_entry(static_cast<double>(file.trace().count()), out.reserved_by_entry);
+  simulation.draw(by_time, by_entry);
   const WhatIfRun run = simulation.run(nullptr);
   out.peak_reserved = run.peak_reserved;
   out.model_ooms = run.model_ooms;

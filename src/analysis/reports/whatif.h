@@ -191,8 +191,9 @@ std::optional<OomPrediction> predict_first_oom(const FileAnalysis& file,
 
 // The line `plot --whatif CONF` draws: reserved memory as the model had it
 // under the file's own settings changed by `conf`, within the capacity
-// `whatif` takes by default, over the trace's wall clock and bucketed as
-// the recorded reserved line is (`duration_us`: the page's run's).
+// `whatif` takes by default, over the trace's wall clock and over its
+// entries, bucketed as the recorded reserved line is (`duration_us`: the
+// page's run's).
 struct SimulatedReservedLine {
   std::string settings;  // the text, as given
   bool possible = false;
@@ -204,6 +205,7 @@ struct SimulatedReservedLine {
   uint64_t model_ooms = 0;              // requests it could not serve within the capacity
   bool model_segments_exact = false;    // it makes the file's segments under its own settings
   StepSeries reserved;                  // t_us from the trace's first timed entry
+  StepSeries reserved_by_entry;         // entries from the trace's first
 };
 // Throws a usage Error for a text the model does not read.
 SimulatedReservedLine simulated_reserved_line(const FileAnalysis& file, const std::string& conf,
