@@ -78,12 +78,23 @@ void finish_output() {
 void refuse_overwriting_inputs(const std::string& output, const std::vector<std::string>& inputs) {
   if (output.empty()) throw Error::usage("-o needs a file name");
   std::error_code error;
+  struct stat written {};
+  const bool output_exists = ::stat(output.c_str(), &written) == 0;
   for (const std::string& input : inputs) {
     if (input.empty()) continue;
-    const bool same = input == output || (input != "-" && std::filesystem::exists(output, error) &&
-                                          std::filesystem::equivalent(input, output, error));
+    // "-" is stdin: the file a redirect (< run.pickle) opened is known by
+    // its device and inode only.
+    struct stat read {};
+    const bool same =
+        input == "-"
+            ? output_exists && ::fstat(STDIN_FILENO, &read) == 0 && S_ISREG(read.st_mode) &&
+                  read.st_dev == written.st_dev && read.st_ino == written.st_ino
+            : input == output ||
+                  (output_exists && std::filesystem::equivalent(input, output, error));
     if (same) {
-      throw Error::usage("-o " + output + " is one of the input files; refusing to overwrite it");
+      throw Error::usage("-o " + output + " is " +
+                         (input == "-" ? "the file stdin reads" : "one of the input files") +
+                         "; refusing to overwrite it");
     }
   }
 }
@@ -104,14 +115,39 @@ void write_and_close(std::FILE* out, const std::string& path, std::string_view c
   if (!written || !closed) fail_file(path, !written ? write_errno : errno);
 }
 
+// Whether `path` is a symbolic link whose chain reaches /dev or /proc
+// (/dev/stdout, /proc/self/fd/1, a user's link to either): what it leads to
+// is the system's to name, so it is written through, never replaced.
+bool leads_through_dev_or_proc(const std::string& path) {
+  std::error_code error;
+  std::filesystem::path at = std::filesystem::absolute(path, error);
+  if (!std::filesystem::is_symlink(std::filesystem::symlink_status(at, error))) return false;
+  for (int hop = 0; hop < 40; ++hop) {  // the kernel's own limit of links followed
+    const std::string name = at.lexically_normal().string();
+    if (name.starts_with("/dev/") || name.starts_with("/proc/")) return true;
+    if (!std::filesystem::is_symlink(std::filesystem::symlink_status(at, error))) return false;
+    const std::filesystem::path next = std::filesystem::read_symlink(at, error);
+    if (error) return false;
+    at = next.is_absolute() ? next : at.parent_path() / next;
+  }
+  return false;
+}
+
 }  // namespace
 
 void write_file(const std::string& path, std::string_view contents) {
-  // An existing file that is no regular file (/dev/null, a FIFO,
-  // /dev/stdout) is written in place: replacing it would be wrong.
+  // A regular file is replaced: written beside it, then renamed over it, so
+  // that a failed write leaves it whole, and so is a user's symbolic link to
+  // one (the link replaced, never written through: a link planted in a
+  // shared folder must not redirect the write). Written in place instead:
+  // what exists and is no regular file, link or not (/dev/null, a FIFO, a
+  // terminal, a pipe), and any link whose chain reaches /dev or /proc (/dev/stdout,
+  // /proc/self/fd/1 lead to what the shell opened, often a regular file the
+  // rename would not reach, and the link itself is the system's).
   std::error_code status_error;
   const std::filesystem::file_status status = std::filesystem::status(path, status_error);
-  if (std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) {
+  if ((std::filesystem::exists(status) && !std::filesystem::is_regular_file(status)) ||
+      leads_through_dev_or_proc(path)) {
     std::FILE* out = std::fopen(path.c_str(), "wb");
     if (out == nullptr) fail_file(path, errno);
     write_and_close(out, path, contents);

@@ -42,15 +42,17 @@ std::string json_text(const nlohmann::ordered_json& value, int indent);
 void finish_output();
 
 // -o must name a file, and never one the command reads (a snapshot, a
-// baseline, a budget): a usage error saying so ("-o X is one of the input
-// files; refusing to overwrite it").
+// baseline, a budget, or the file stdin reads for "-", by device and
+// inode): a usage error saying so ("-o X is one of the input files;
+// refusing to overwrite it").
 void refuse_overwriting_inputs(const std::string& output, const std::vector<std::string>& inputs);
 
 // Writes a whole file (plot's HTML, check -o, summarize -o) through a
 // temporary file in the same folder renamed over the target: a reader never
 // sees half a file, and a symlink at the target is replaced, never followed.
-// A target that exists and is no regular file (/dev/null, a FIFO,
-// /dev/stdout) is written in place. Errors name the path.
+// A target that exists and is no regular file (/dev/null, a FIFO, a
+// terminal), and any link under /dev or /proc (/dev/stdout, /proc/self/fd/1,
+// whatever they lead to), are written in place. Errors name the path.
 void write_file(const std::string& path, std::string_view contents);
 
 }  // namespace memsnap::cli

@@ -270,6 +270,42 @@ def refusals(memsnap, base, cur):
     got = run(memsnap, ["check", cur, "--max-peak", "100GiB", "-o", "/dev/null"])
     check("-o /dev/null leaves /dev/null a device", got.returncode == 0
           and stat.S_ISCHR(os.stat("/dev/null").st_mode), (got.returncode, got.stderr))
+    # Issue 40, finding 3: with stdout redirected to a file, -o /dev/stdout
+    # (a link to /proc/self/fd/1, a link to that file) wrote a file renamed
+    # over the link and left the redirect empty. A link under /dev or /proc
+    # is written through; a link of the user's to it (as /dev/stdout is,
+    # tried here without touching the machine's) is not replaced either.
+    own_stdout = os.path.join(folder, "my_stdout")
+    os.symlink("/proc/self/fd/1", own_stdout)
+    for target in ("/dev/stdout", "/proc/self/fd/1", "/dev/fd/1", own_stdout):
+        redirected = os.path.join(folder, "redirected.json")
+        with open(redirected, "wb") as out:
+            got = subprocess.run([memsnap, "check", cur, "--max-peak", "100GiB", "--format", "json",
+                                  "-o", target], stdout=out, stderr=subprocess.PIPE, text=True,
+                                 timeout=60)
+        text = open(redirected).read()
+        check("-o %s with stdout redirected to a file: the report lands in the file" % target,
+              got.returncode == 0 and text.startswith("{") and json.loads(text)["passed"]
+              and os.path.islink("/dev/stdout") and os.path.islink(own_stdout),
+              (got.returncode, got.stderr, text[:80]))
+    # Issue 40, finding 4: -o onto the file stdin reads ("-") is refused, as
+    # the path form is, for the run, the baseline and --write-budget.
+    for args in (["-", "--max-peak", "1GiB", "-o", cur],
+                 ["-", "--write-budget", "-o", cur],
+                 [base, "--baseline", "-", "--max-growth", "5%", "-o", cur]):
+        with open(cur, "rb") as stdin:
+            got = subprocess.run([memsnap, "check"] + args, stdin=stdin, capture_output=True,
+                                 text=True, timeout=60)
+        check("check %s < run: refused, exit 2, the run untouched" % " ".join(args),
+              got.returncode == 2
+              and got.stderr == "memsnap: -o %s is the file stdin reads; refusing to overwrite it\n" % cur
+              and open(cur, "rb").read() == before[cur], (got.returncode, got.stderr))
+    for command in (["plot", "-", "-o", cur], ["summarize", "-", "-o", folder]):
+        with open(cur, "rb") as stdin:
+            got = subprocess.run([memsnap] + command, stdin=stdin, capture_output=True, text=True,
+                                 timeout=60)
+        check("%s < run: the run untouched" % " ".join(command),
+              open(cur, "rb").read() == before[cur], (got.returncode, got.stderr))
     summaries = os.path.join(folder, "sums")
     os.makedirs(summaries)
     name = os.path.basename(cur).replace(".pickle", ".summary.json")
