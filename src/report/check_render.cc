@@ -297,6 +297,10 @@ std::string render_check_text(const CheckReport& r, int top) {
     out += diff_table(r.sources.rows, top);
     out += "\nBy category\n";
     out += diff_table(r.categories.rows, top, "category");
+  } else if (r.failed > 0 && std::ranges::any_of(r.results, [](const LimitResult& result) {
+               return result.note == LimitNote::kNoBaselineRank;
+             })) {
+    out += "\n(the baseline run has no file of this rank: nothing to see what grew against)\n";
   } else if (r.failed > 0) {
     out += "\n(no --baseline: pass one, a snapshot or a summary, to see what grew)\n";
   }

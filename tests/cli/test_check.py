@@ -367,13 +367,13 @@ def folders(memsnap, work):
                         "--function", "forward", *extra], check=True)
     os.rename(os.path.join(b, "snapshot_3.pickle"), os.path.join(b, "snapshot_7.pickle"))
     code, report, err = check_json(memsnap, [b, "--baseline", a, "--max-growth", "5%"])
-    check("folders: exit 3, rank 2 the one that fails, ranks 0-2 checked against their baselines, "
-          "rank 7 (no baseline rank) against the absolute limits",
-          code == 3 and report and report["failed_ranks"] == [2] and report["ranks_checked"] == 4
+    check("folders: exit 3, rank 2 fails its growth, ranks 0-2 checked against their baselines, "
+          "rank 7 (no baseline rank) fails the growth it cannot measure",
+          code == 3 and report and report["failed_ranks"] == [2, 7] and report["ranks_checked"] == 4
           and [r["current"]["rank"] for r in report["ranks"]] == [0, 1, 2, 7]
           and report["ranks"][3]["baseline"] is None
           and [(l["name"], l["status"], l["note"]) for l in report["ranks"][3]["limits"]]
-          == [("max_growth", "not_applicable", "no baseline rank")]
+          == [("max_growth", "fail", "no baseline rank")]
           and report["ranks"][2]["sources"][0]["source"] == "forward@stage1.py:99", (code, err, report and report["failed_ranks"]))
     check("folders: the ranks without a match are listed on both sides",
           report and [os.path.basename(p) for p in report["only_current"]] == ["snapshot_7.pickle"]
@@ -381,15 +381,16 @@ def folders(memsnap, work):
     got = run(memsnap, ["check", b, "--baseline", a, "--max-growth", "5%", "--max-peak", "1MiB"])
     headline = got.stdout.splitlines()[0] if got.stdout else ""
     verdict = re.match(r"memsnap check: FAIL, (\d+ of \d+ ranks violate \d+ limits?): ", headline)
-    check("folders: the headline and the exit message give one count (4 ranks, 5 limits: rank 7's max_peak too)",
-          got.returncode == 3 and verdict and verdict.group(1) == "4 of 4 ranks violate 5 limits"
+    check("folders: the headline and the exit message give one count (4 ranks, 6 limits: rank 7's max_peak "
+          "and its unmeasured growth too)",
+          got.returncode == 3 and verdict and verdict.group(1) == "4 of 4 ranks violate 6 limits"
           and got.stderr.strip().splitlines() == ["memsnap: " + verdict.group(1)], (headline, got.stderr))
     got = run(memsnap, ["check", "--format", "junit", b, "--baseline", a, "--max-growth", "5%"])
     root = ET.fromstring(got.stdout)
     suites = root.findall("testsuite")
-    check("folders junit: one <testsuite> per rank, the failure in rank 2's",
-          len(suites) == 4 and int(root.get("failures")) == 1
-          and [int(x.get("failures")) for x in suites] == [0, 0, 1, 0], got.stdout[:400])
+    check("folders junit: one <testsuite> per rank, the failures in rank 2's and rank 7's",
+          len(suites) == 4 and int(root.get("failures")) == 2
+          and [int(x.get("failures")) for x in suites] == [0, 0, 1, 1], got.stdout[:400])
     # A current rank whose baseline rank is missing may not slip past an absolute limit.
     code, report, err = check_json(memsnap, [b, "--baseline", a, "--max-peak", "1MiB"])
     check("folders: a rank without a baseline rank still fails --max-peak (exit 3, rank 7 among them)",
@@ -397,8 +398,25 @@ def folders(memsnap, work):
           and report["ranks"][3]["limits"][0]["status"] == "fail", (code, err, report and report["failed_ranks"]))
     got = run(memsnap, ["check", "--format", "github", b, "--baseline", a, "--max-growth", "5%"])
     errors = [l for l in got.stdout.splitlines() if l.startswith("::error")]
-    check("folders github: the error names the rank", len(errors) == 1
-          and errors[0].startswith("::error title=memsnap check%3A rank 2%3A max_growth::rank 2: max_growth"), errors)
+    check("folders github: the errors name the rank", len(errors) == 2
+          and errors[0].startswith("::error title=memsnap check%3A rank 2%3A max_growth::rank 2: max_growth")
+          and errors[1].startswith("::error title=memsnap check%3A rank 7%3A max_growth::rank 7: max_growth"), errors)
+    # Issue 40, finding 5: a folder whose ranks match none of the baseline's
+    # measured nothing; it fails, and passes only with --allow-unmeasured.
+    lone_a, lone_b = os.path.join(work, "loneA"), os.path.join(work, "loneB")
+    os.makedirs(lone_a)
+    os.makedirs(lone_b)
+    shutil.copy(os.path.join(a, "snapshot_0.pickle"), os.path.join(lone_a, "rank_0.pickle"))
+    shutil.copy(os.path.join(b, "snapshot_2.pickle"), os.path.join(lone_b, "rank_1.pickle"))
+    code, report, err = check_json(memsnap, [lone_b, "--baseline", lone_a, "--max-growth", "1%"])
+    check("no rank matching the baseline's: FAIL, exit 3, the growth unmeasured",
+          code == 3 and report and not report["passed"]
+          and [(l["name"], l["status"], l["note"]) for l in report["ranks"][0]["limits"]]
+          == [("max_growth", "fail", "no baseline rank")], (code, err, report))
+    code, report, err = check_json(memsnap, [lone_b, "--baseline", lone_a, "--max-growth", "1%",
+                                             "--allow-unmeasured"])
+    check("... and with --allow-unmeasured it is not checked, exit 0",
+          code == 0 and report and report["ranks"][0]["limits"][0]["status"] == "not_applicable", (code, err))
     code, report, err = check_json(memsnap, [a, "--max-peak", "1GiB"])
     check("a folder without a baseline: every rank against the limits alone", code == 0 and report["ranks_checked"] == 4
           and report["passed"], err)

@@ -350,7 +350,7 @@ TEST(CheckRanked, RanksArePairedByNumberAndTheRestListed) {
   const RankedCheck checked =
       check_ranked(current, &baseline, {limit(LimitKind::kMaxGrowth, 10, true)});
   // Every current rank, by rank whatever the order of the files; rank 2 has
-  // no baseline rank: checked against the absolute limits alone (none here).
+  // no baseline rank: its growth cannot be measured, a failure.
   ASSERT_EQ(checked.ranks.size(), 3u);
   EXPECT_EQ(checked.ranks[0].rank, 0);
   EXPECT_EQ(checked.ranks[0].baseline_file, "a0");
@@ -359,9 +359,9 @@ TEST(CheckRanked, RanksArePairedByNumberAndTheRestListed) {
   EXPECT_EQ(checked.ranks[1].failed, 1u);  // rank 1 doubled
   EXPECT_EQ(checked.ranks[2].rank, 2);
   EXPECT_EQ(checked.ranks[2].baseline_file, "");
-  EXPECT_EQ(checked.ranks[2].not_checked, 1u);  // max_growth: no baseline rank
-  EXPECT_EQ(checked.ranks[2].failed, 0u);
-  EXPECT_EQ(checked.failed_ranks, 1u);
+  EXPECT_EQ(checked.ranks[2].not_checked, 0u);
+  EXPECT_EQ(checked.ranks[2].failed, 1u);  // max_growth: no baseline rank
+  EXPECT_EQ(checked.failed_ranks, 2u);
   EXPECT_EQ(checked.only_current, std::vector<std::string>{"b2"});
   EXPECT_EQ(checked.only_baseline, std::vector<std::string>{"a3"});
 }
@@ -382,10 +382,35 @@ TEST(CheckRanked, ARankWithoutItsBaselineRankIsHeldToAbsoluteLimits) {
       {limit(LimitKind::kMaxPeak, 2.0 * (1 << 30)), limit(LimitKind::kMaxGrowth, 10, true)});
   ASSERT_EQ(checked.ranks.size(), 2u);
   EXPECT_EQ(checked.ranks[1].rank, 1);
-  EXPECT_EQ(checked.ranks[1].failed, 1u);       // max_peak: 3 GiB > 2 GiB
-  EXPECT_EQ(checked.ranks[1].not_checked, 1u);  // max_growth
+  // max_peak: 3 GiB > 2 GiB; max_growth: asked of rank 1, not measurable
+  // without its baseline rank, so it fails (issue 40, finding 5).
+  EXPECT_EQ(checked.ranks[1].failed, 2u);
+  EXPECT_EQ(checked.ranks[1].not_checked, 0u);
   EXPECT_EQ(checked.ranks[1].results[1].note, LimitNote::kNoBaselineRank);
+  EXPECT_FALSE(checked.ranks[1].results[1].measurable);
   EXPECT_EQ(checked.failed_ranks, 1u);
+  // --allow-unmeasured: the growth limit not checked, max_peak still failing.
+  const RankedCheck allowed = check_ranked(
+      current, &baseline,
+      {limit(LimitKind::kMaxPeak, 2.0 * (1 << 30)), limit(LimitKind::kMaxGrowth, 10, true)},
+      {.allow_unmeasured = true});
+  EXPECT_EQ(allowed.ranks[1].failed, 1u);
+  EXPECT_EQ(allowed.ranks[1].not_checked, 1u);
+}
+
+// A folder whose ranks match none of the baseline's is not a pass: every
+// growth limit is unmeasured.
+TEST(CheckRanked, NoRankMatchingTheBaselineFails) {
+  RunSummary base = run(1 << 30, "rank_0");
+  base.rank = 0;
+  RunSummary grown = run(int64_t{6} << 28, "rank_1");  // 1.5 GiB: 50% more
+  grown.rank = 1;
+  const std::vector<RunSummary> baseline = {base};
+  const std::vector<RunSummary> current = {grown};
+  const RankedCheck checked =
+      check_ranked(current, &baseline, {limit(LimitKind::kMaxGrowth, 1, true)});
+  EXPECT_EQ(checked.failed_ranks, 1u);
+  EXPECT_EQ(checked.ranks[0].results[0].status, LimitStatus::kFail);
 }
 
 }  // namespace

@@ -255,7 +255,14 @@ CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
         // The front ends refuse it first, naming their parameters (runs/run_check).
         throw Error::usage(fmt::format("{}: needs a baseline to grow from", info.name));
       }
-      r.status = LimitStatus::kNotApplicable;
+      // No baseline at all (a budget's growth limit, no --baseline): not
+      // applicable. A baseline folder without this rank: the limit was asked
+      // of this rank and cannot be measured, so it fails as any unmeasured
+      // limit does (else a folder whose ranks match none passes unchecked).
+      r.measurable = !options.no_baseline_rank;
+      r.status = options.no_baseline_rank && !options.allow_unmeasured
+                     ? LimitStatus::kFail
+                     : LimitStatus::kNotApplicable;
       r.note = options.no_baseline_rank ? LimitNote::kNoBaselineRank : LimitNote::kNeedsBaseline;
       report.results.push_back(std::move(r));
       continue;

@@ -115,8 +115,9 @@ struct CheckOptions {
   bool baseline_is_summary = false;
   // A limit the file cannot measure is not checked instead of failed.
   bool allow_unmeasured = false;
-  // A rank of a folder without its baseline rank: growth limits are then not
-  // checked, absolute ones still hold.
+  // A rank of a folder without its baseline rank: its growth limits cannot
+  // be measured (they fail, or with allow_unmeasured are not checked);
+  // absolute ones still hold.
   bool no_baseline_rank = false;
 };
 
