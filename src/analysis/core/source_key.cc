@@ -482,12 +482,25 @@ bool is_under_root(std::string_view filename, std::string_view root) {
 
 std::string_view autograd_node_name(std::string_view frame_name) {
   if (contains(frame_name, "AccumulateGrad")) return "AccumulateGrad";
+  // Each occurrence's word begins where the run of letters and digits
+  // before it does; a run that reaches back to the previous occurrence
+  // begins where that one's did, so no character is scanned twice (a name
+  // of "xBackward" repeated was quadratic).
+  const auto in_word = [&](size_t i) {
+    return is_identifier_char(frame_name[i]) && frame_name[i] != '_';
+  };
+  size_t previous_at = 0;
+  size_t previous_begin = 0;
+  bool previous = false;
   for (size_t at = frame_name.find("Backward"); at != std::string_view::npos;
        at = frame_name.find("Backward", at + 1)) {
+    const size_t stop = previous ? previous_at : 0;
     size_t begin = at;
-    while (begin > 0 && is_identifier_char(frame_name[begin - 1]) && frame_name[begin - 1] != '_') {
-      --begin;
-    }
+    while (begin > stop && in_word(begin - 1)) --begin;
+    if (previous && begin == stop) begin = previous_begin;
+    previous = true;
+    previous_at = at;
+    previous_begin = begin;
     size_t end = at + std::string_view("Backward").size();
     if (end < frame_name.size() && frame_name[end] == 's') ++end;  // CopyBackwards
     while (end < frame_name.size() && frame_name[end] >= '0' && frame_name[end] <= '9') ++end;

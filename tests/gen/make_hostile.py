@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""Hostile shapes of issue 40 (round four), each a small file whose structure
+once multiplied memsnap's time or memory: the regression tests
+(tests/cli/test_hostile_structures.py) and the hostile-input bench
+(bench/hostile_bench.py) write them from here.
+
+    python3 tests/gen/make_hostile.py SHAPE --out FILE [--scale K]
+
+`--scale` multiplies the shape's size (1: the size the tests use, seconds at
+most on this machine; the bench takes larger ones). Standard library only:
+pickles written by CPython's pickler, gzipped where the point is a small file
+that decodes to much (the memo shares one object however often it is named).
+"""
+import argparse
+import gzip
+import pickle
+
+T0 = 1_700_000_000_000_000  # µs
+
+
+def entry(k, frames, **extra):
+    return dict({"action": "alloc", "addr": 0x7F00_0000_0000 + 512 * k, "size": 512, "stream": 0,
+                 "time_us": T0 + k, "frames": frames}, **extra)
+
+
+def backward_names(scale):
+    """Finding 6: a C++ frame name of "xBackward" repeated (every occurrence
+    of "Backward" once scanned back over the whole word), in 8 stacks."""
+    name = "xBackward" * (16384 * scale)
+    return {"segments": [], "device_traces": [[
+        entry(k, [{"name": name, "filename": "??", "line": 0},
+                  {"name": "f%d" % k, "filename": "/home/me/train.py", "line": k}])
+        for k in range(8)]]}
+
+
+SHAPES = {"backward_names": backward_names}
+
+
+def write(shape, path, scale=1):
+    document = SHAPES[shape](scale)
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "wb") as out:
+        pickle.dump(document, out, protocol=4)
+    return path
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("shape", choices=sorted(SHAPES))
+    parser.add_argument("--out", required=True, help="the file to write (.gz: gzipped)")
+    parser.add_argument("--scale", type=int, default=1)
+    args = parser.parse_args()
+    write(args.shape, args.out, args.scale)
+
+
+if __name__ == "__main__":
+    main()
