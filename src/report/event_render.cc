@@ -12,7 +12,7 @@ namespace {
 
 std::vector<std::string> text_cells(const EventListing& listing, const EventRow& row) {
   return {std::to_string(row.index), row.time_us ? fmt::format("{:.6f}", row.time_s) : "-",
-          std::string(row.action),   row.addr ? fmt::format("0x{:x}", *row.addr) : "-",
+          row_label(row.action),     row.addr ? fmt::format("0x{:x}", *row.addr) : "-",
           format_bytes(row.size),    listing.sources[row.source]};
 }
 
@@ -39,12 +39,15 @@ class QuotedNames {
     return quoted;
   }
   // Actions are a handful of names (the model's labels, or names copied from
-  // the file): a short list, emptied if a hostile file has more than 64.
+  // the file): a short list, emptied if a hostile file has more than 64;
+  // a name past kMaxRowLabelBytes is cut (row_label) before it is looked up.
   const std::string& action(std::string_view action) {
+    std::string shown = row_label(action);
     for (const auto& [name, quoted] : actions_)
-      if (name == action) return quoted;
+      if (name == shown) return quoted;
     if (actions_.size() >= 64) actions_.clear();  // a file with many foreign actions
-    actions_.emplace_back(std::string(action), JsonStream::quoted(action));
+    std::string quoted = JsonStream::quoted(shown);
+    actions_.emplace_back(std::move(shown), std::move(quoted));
     return actions_.back().second;
   }
 

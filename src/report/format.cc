@@ -5,6 +5,8 @@
 #include <array>
 #include <cstdlib>
 
+#include "util/utf8.h"
+
 namespace memsnap {
 namespace {
 
@@ -212,6 +214,11 @@ std::string shell_quote(const std::string& word) {
   std::string quoted = "'";
   for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
   return quoted + "'";
+}
+
+std::string row_label(std::string_view label) {
+  if (label.size() <= kMaxRowLabelBytes) return std::string(label);
+  return fmt::format("{}\u2026 [{} bytes]", utf8_prefix(label, kMaxRowLabelBytes), label.size());
 }
 
 }  // namespace memsnap

@@ -21,6 +21,11 @@ std::string format_percent(double fraction);
 // escapes (\x1b, \r, \n, \t, \u009b); everything else, UTF-8 included, stays.
 // Text renderers pass every string from the file through it; JSON stays exact.
 std::string printable(std::string_view text);
+// A label of the file's (an action's name, a source key) as reports write
+// it once per row: cut past kMaxRowLabelBytes, ending in "… [N bytes]", so
+// that one long label shared by every entry does not multiply the output.
+inline constexpr size_t kMaxRowLabelBytes = 256;
+std::string row_label(std::string_view label);
 
 // Text that XML 1.0 can carry (JUnit): invalid UTF-8, surrogates, U+FFFE and
 // U+FFFF become U+FFFD; control characters but tab, LF and CR are shown as

@@ -1,10 +1,12 @@
 #include "snapshot/decoder.h"
 
+#include <absl/container/flat_hash_map.h>
 #include <fmt/format.h>
 #include <algorithm>
 #include <array>
 #include <initializer_list>
 #include <numeric>
+#include <utility>
 
 #include "memsnap/error.h"
 #include "pickle/json.h"
@@ -232,18 +234,18 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     std::string_view action_text = vm.view(f.action);
     std::optional<Action> parsed = parse_action(action_text);
     events.action.push_back(parsed.value_or(Action::kOther));
-    if (!parsed) events.other_action.emplace(index, intern_text(action_text));
+    if (!parsed) events.other_action.emplace(index, intern_view(vm, f.action));
     if (f.category.kind == Kind::kStr) {
-      events.category.emplace(index, intern_text(vm.view(f.category)));
+      events.category.emplace(index, intern_view(vm, f.category));
     }
     // PyTorch writes these on every entry: "" and "N/A" when nothing was set,
     // which must cost nothing (the maps hold only entries that say something).
     if (f.user_metadata.kind == Kind::kStr && f.user_metadata.size != 0) {
-      events.user_metadata.emplace(index, intern_text(vm.view(f.user_metadata)));
+      events.user_metadata.emplace(index, intern_view(vm, f.user_metadata));
     }
     if (f.compile_context.kind == Kind::kStr && f.compile_context.size != 0 &&
         vm.view(f.compile_context) != "N/A") {
-      events.compile_context.emplace(index, intern_text(vm.view(f.compile_context)));
+      events.compile_context.emplace(index, intern_view(vm, f.compile_context));
     }
     if (present(f.pool_id)) {
       std::vector<Value> pair = list_items(vm, f.pool_id);
@@ -677,6 +679,23 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     EntryKey id = EntryKey::kOther;
   };
   bool flat_;
+  // Interns a string of the pickle. A long one is interned once per place
+  // in the input: the memo hands the same value to every entry that shares
+  // it (one 1 MiB user_metadata named by 100k entries was hashed 100k times),
+  // and a value's offset and length name its bytes for the whole read.
+  StringId intern_view(const Vm& vm, const Value& text) {
+    if (text.size < kViewCacheMinBytes) return intern_text(vm.view(text));
+    const auto [at, added] = view_ids_.try_emplace(
+        std::pair{text.payload, (uint64_t{text.flags} << 32) | text.size}, StringId{});
+    if (added) {
+      at->second = intern_text(vm.view(text));
+    } else if (text.size > kMaxStringBytes) {
+      ++model_.anomalies.truncated_strings;  // as often as without the cache
+    }
+    return at->second;
+  }
+  static constexpr uint32_t kViewCacheMinBytes = 256;
+
   // Interns `text` into the model, cut to kMaxStringBytes (counted).
   StringId intern_text(std::string_view text) {
     if (text.size() > kMaxStringBytes) [[unlikely]] {
@@ -689,6 +708,7 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
   Snapshot& model_;
   std::array<KeySlot, 16> key_slots_{};
   std::vector<FrameId> scratch_frames_;
+  absl::flat_hash_map<std::pair<uint64_t, uint64_t>, StringId> view_ids_;  // see intern_view
   ByteBudget entry_bytes_;
   ByteBudget segment_bytes_;
   ByteBudget block_bytes_;

@@ -33,7 +33,27 @@ def backward_names(scale):
         for k in range(8)]]}
 
 
-SHAPES = {"backward_names": backward_names}
+def shared_strings(scale, field="user_metadata"):
+    """Finding 7: one 1 MiB string (the memo shares it) as the `field` of
+    every one of 12,500 x scale entries: once hashed, matched and written
+    per entry."""
+    text = "m" * (1 << 20)
+    frames = [{"name": "step", "filename": "/home/me/train.py", "line": 7}]
+    entries = []
+    for k in range(12_500 * scale):
+        e = entry(k, frames)
+        e[field] = text
+        entries.append(e)
+    return {"segments": [], "device_traces": [entries]}
+
+
+SHAPES = {
+    "backward_names": backward_names,
+    "shared_user_metadata": lambda scale: shared_strings(scale, "user_metadata"),
+    "shared_compile_context": lambda scale: shared_strings(scale, "compile_context"),
+    "shared_category": lambda scale: shared_strings(scale, "category"),
+    "shared_action": lambda scale: shared_strings(scale, "action"),
+}
 
 
 def write(shape, path, scale=1):

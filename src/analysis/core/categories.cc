@@ -217,6 +217,20 @@ Categorizer::Categorizer(const Snapshot& snapshot, std::span<const CategoryRuleS
     }
     user_rules_.push_back(std::move(rule));
   }
+  for (const DeviceTrace& trace : snapshot.devices) {
+    if (trace.end > trace.begin) traces_.push_back(trace);
+  }
+}
+
+// The device whose trace holds `event`: a search among the non-empty traces,
+// which lie in file order (a file may list devices by the hundred thousand).
+int Categorizer::device_of(uint64_t event) const {
+  const auto after =
+      std::upper_bound(traces_.begin(), traces_.end(), event,
+                       [](uint64_t at, const DeviceTrace& trace) { return at < trace.begin; });
+  if (after == traces_.begin()) return 0;
+  const DeviceTrace& trace = *(after - 1);
+  return event < trace.end ? trace.device : 0;
 }
 
 uint64_t Categorizer::frame_rule_matches(StackId stack) {
@@ -262,13 +276,13 @@ bool Categorizer::active(const std::vector<Intervals>& by_device, int device, in
 Category Categorizer::of(uint64_t event, StackId stack) {
   const EventColumns& events = snapshot_.events;
   if (auto own = events.category.find(event); own != events.category.end()) {
-    if (auto known = parse_category(snapshot_.strings.get(own->second))) return *known;
+    // Once per distinct text: entries may share one long string.
+    const auto [at, added] = own_category_.try_emplace(own->second);
+    if (added) at->second = parse_category(snapshot_.strings.get(own->second));
+    if (at->second) return *at->second;
   }
   const int64_t time_us = event < events.count() ? events.time_us[event] : 0;
-  int device = 0;
-  for (const DeviceTrace& trace : snapshot_.devices) {
-    if (event >= trace.begin && event < trace.end) device = trace.device;
-  }
+  const int device = device_of(event);
   if (auto chosen = user_category(event, stack, device, time_us)) return *chosen;
   const uint64_t frames = frame_rule_matches(stack);
   for (size_t k = 0; k < kRules.size(); ++k) {
@@ -308,6 +322,22 @@ uint64_t Categorizer::user_frame_rule_matches(StackId stack) {
   return mask;
 }
 
+// Bit k set: metadata rule k matches the text. Each rule runs once per
+// distinct text, however many entries share it.
+uint64_t Categorizer::metadata_rule_matches(StringId text) {
+  const auto [at, added] = metadata_matches_.try_emplace(text, 0);
+  if (!added) return at->second;
+  const std::string_view subject = snapshot_.strings.get(text);
+  for (size_t k = 0; k < user_rules_.size(); ++k) {
+    if (static_cast<CategoryRuleSpec::Where>(user_rules_[k].where) ==
+            CategoryRuleSpec::Where::kMetadata &&
+        user_rules_[k].pattern.search(subject)) {
+      at->second |= uint64_t{1} << k;
+    }
+  }
+  return at->second;
+}
+
 std::optional<Category> Categorizer::user_category(uint64_t event, StackId stack, int device,
                                                    int64_t time_us) {
   if (user_rules_.empty()) return std::nullopt;
@@ -325,9 +355,9 @@ std::optional<Category> Categorizer::user_category(uint64_t event, StackId stack
       case CategoryRuleSpec::Where::kMetadata:
         if (event == kNoEvent) break;
         if (auto found = snapshot_.events.user_metadata.find(event);
-            found != snapshot_.events.user_metadata.end()) {
-          std::string_view text = snapshot_.strings.get(found->second);
-          if (rule.pattern.search(text)) return rule.category;
+            found != snapshot_.events.user_metadata.end() &&
+            (metadata_rule_matches(found->second) & (uint64_t{1} << k)) != 0) {
+          return rule.category;
         }
         break;
     }

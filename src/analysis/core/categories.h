@@ -10,6 +10,8 @@
 // allocated. The rules are data, so the table in docs/semantics.md is this table.
 #pragma once
 
+#include <absl/container/flat_hash_map.h>
+
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -86,6 +88,8 @@ class Categorizer {
   // Bit k set: frame rule k matches one of the stack's frames.
   uint64_t frame_rule_matches(StackId stack);
   uint64_t user_frame_rule_matches(StackId stack);
+  uint64_t metadata_rule_matches(StringId text);
+  [[nodiscard]] int device_of(uint64_t event) const;
   struct Intervals;
   [[nodiscard]] static bool active(const std::vector<Intervals>& by_device, int device,
                                    int64_t time_us);
@@ -117,6 +121,9 @@ class Categorizer {
   std::vector<uint8_t> free_site_by_stack_;  // by stack id: category + 1 (0: not yet computed)
   std::vector<uint64_t> user_matches_by_stack_;
   std::vector<bool> user_computed_;
+  absl::flat_hash_map<StringId, uint64_t> metadata_matches_;             // by metadata text
+  absl::flat_hash_map<StringId, std::optional<Category>> own_category_;  // an entry's category text
+  std::vector<DeviceTrace> traces_;  // the non-empty ones, in file order
 };
 
 }  // namespace memsnap

@@ -229,7 +229,6 @@ int64_t trace_end_us(const Snapshot& snapshot, const DeviceTrace& trace) {
   return 0;
 }
 
-
 namespace {
 
 // Totals over the events applied so far. A window's counts are the totals
@@ -391,13 +390,37 @@ void finish_window(StepStats& stats, const RunningCounts& start, const RunningCo
   }
 }
 
+// The labels of the actions memsnap skips, counted by interned label: a
+// label is copied and compared once, not per entry (one 1 MiB label shared
+// by every entry once cost its length each time).
+class OtherActionCounter {
+ public:
+  void add(const Snapshot& snapshot, uint64_t i) {
+    const auto found = snapshot.events.other_action.find(i);
+    if (found == snapshot.events.other_action.end()) {
+      ++unnamed_;
+    } else {
+      ++by_label_[found->second];
+    }
+  }
+  void write(const Snapshot& snapshot, std::map<std::string, uint64_t>& out) const {
+    for (const auto& [label, count] : by_label_)
+      out[std::string(snapshot.strings.get(label))] += count;
+    if (unnamed_ > 0) out[std::string(action_name(Action::kOther))] += unnamed_;
+  }
+
+ private:
+  absl::flat_hash_map<StringId, uint64_t> by_label_;
+  uint64_t unnamed_ = 0;
+};
+
 // The entry's action and time, counted.
 inline void count_entry(const Snapshot& snapshot, uint64_t i, TraceCounts& counted,
-                        int64_t& last_time) {
+                        OtherActionCounter& other_actions, int64_t& last_time) {
   const EventColumns& events = snapshot.events;
   const Action action = events.action[i];
   if (action == Action::kOther) {
-    ++counted.other_actions[std::string(snapshot.action_label(i))];
+    other_actions.add(snapshot, i);
   } else {
     ++counted.actions[static_cast<size_t>(action)];
     if (action == Action::kOom) counted.oom_events.push_back(i);
@@ -468,13 +491,15 @@ TraceAnalysis analyze_trace(const Snapshot& snapshot, const DeviceTrace& trace,
     if (open_windows == 0) candidates.clear();
   };
   TraceCounts& counted = analysis.counts;
+  OtherActionCounter other_actions;
   int64_t last_time = 0;
   for (uint64_t i = trace.begin; i < trace.end; ++i) {
     open_until(i);
     close_until(i);
     replay.apply(i, sweep);
-    count_entry(snapshot, i, counted, last_time);
+    count_entry(snapshot, i, counted, other_actions, last_time);
   }
+  other_actions.write(snapshot, counted.other_actions);
   // Windows that start after the last event open (and close) at the final delta.
   open_until(UINT64_MAX);
   close_until(UINT64_MAX);
