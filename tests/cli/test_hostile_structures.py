@@ -62,3 +62,20 @@ def test_a_shared_long_string_costs_once(memsnap, work):
     check("the long action is cut with its length", rc == 0
           and ("m" * 256 + "\u2026 [1048576 bytes]").encode() in out, out[:400])
     check.verify()
+
+
+def test_empty_devices_cost_nothing_per_entry(memsnap, work):
+    """Finding 8: 400,000 entries on device 0 and 400,000 empty device lists
+    (1.7 MB gzipped): an entry's device was found by a walk over every
+    device, per entry (the old code took minutes); every command answers
+    device 0's report."""
+    os.makedirs(work, exist_ok=True)
+    path = make_hostile.write("empty_devices", os.path.join(work, "devices.pickle.gz"), 16)
+    for command in COMMANDS + (["events", "--json", "--group-by", "category"], ["whatif"],
+                               ["check", "--max-peak", "1GiB", "--allow-unmeasured"]):
+        rc, out, err = run(memsnap, command[:1] + [path] + command[1:])
+        check("empty devices: %s answers" % " ".join(command), rc == 0 and out, (rc, err[-300:]))
+    rc, out, _ = run(memsnap, ["parse", "--json", path])
+    check("empty devices: device 0's 400,000 entries", rc == 0 and b'"event_count": 400000' in out,
+          out[:300])
+    check.verify()

@@ -47,7 +47,17 @@ def shared_strings(scale, field="user_metadata"):
     return {"segments": [], "device_traces": [entries]}
 
 
+def empty_devices(scale):
+    """Finding 8: 25,000 x scale entries on device 0 and as many empty device
+    lists after it: every per-device loop must cost by entries."""
+    frames = [{"name": "step", "filename": "/home/me/train.py", "line": 7}]
+    count = 25_000 * scale
+    entries = [entry(k, frames) for k in range(count)]
+    return {"segments": [], "device_traces": [entries] + [[] for _ in range(count)]}
+
+
 SHAPES = {
+    "empty_devices": empty_devices,
     "backward_names": backward_names,
     "shared_user_metadata": lambda scale: shared_strings(scale, "user_metadata"),
     "shared_compile_context": lambda scale: shared_strings(scale, "compile_context"),
