@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import inspect
 import json
+import math
 import os
 import pickle
 import re
@@ -53,21 +54,33 @@ def _size_bytes(value: Union[int, str, None], what: str) -> int:
     if isinstance(value, int):
         if value < 1:
             raise ValueError(f"{what} must be at least 1 byte, not {value}")
+        if value > _MAX_U64:
+            raise ValueError(f"{what} is out of range (at most 16 EiB)")
         return value
     if isinstance(value, str):
         match = _SIZE.match(value)
         if match:
             scale = 1024 ** " kmgtp".index((match.group(2) or " ").lower())
-            return int(float(match.group(1)) * scale)
+            number = float(match.group(1)) * scale
+            if not number < _MAX_U64:  # also inf: '9' * 400
+                raise ValueError(f"{what} is out of range (at most 16 EiB)")
+            return int(number)
         raise ValueError(f"{what}: '{value}' is not a size (e.g. 80GiB, 512MiB, 1048576)")
     raise TypeError(f"{what} must be a number of bytes or a size like '80GiB'")
 
 
-def _whole(value: Any, what: str, minimum: int) -> int:
+_MAX_INT = 2**31 - 1  # the core's int parameters (device, jobs, frame_depth, width, ...)
+_MAX_U64 = 2**64 - 1
+
+
+def _whole(value: Any, what: str, minimum: int, maximum: int = _MAX_INT) -> int:
+    """A whole-number argument, refused in memsnap's words (never the binding's)."""
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{what} must be a whole number, not {type(value).__name__}")
     if value < minimum:
         raise ValueError(f"{what} must be >= {minimum}, not {value}")
+    if value > maximum:
+        raise ValueError(f"{what} must be <= {maximum}, not {value}")
     return value
 
 
@@ -466,24 +479,14 @@ def _alloc_conf(settings: Optional[Union[str, Mapping[str, Any]]]) -> Optional[s
 
 def _make_keys(options: Mapping[str, Any]) -> Any:
     rules_path = options.get("category_rules")
-    rules_text = None
-    if rules_path is not None:
-        try:
-            with open(rules_path, encoding="utf-8", errors="replace") as rules:
-                rules_text = rules.read(1 << 20)
-        except OSError as error:
-            raise SnapshotError(
-                f"category_rules: {rules_path}: {error.strerror}", path=rules_path
-            ) from error
     return _core.Keys(
-        frame_depth=options.get("frame_depth", 1),
+        frame_depth=_whole(options.get("frame_depth", 1), "frame_depth", 1),
         keys=options.get("keys", "user"),
         group_by=options.get("group_by", "source"),
         skip=options.get("skip", []),
         keep=options.get("keep", []),
         root=options.get("root", []),
-        category_rules=rules_text,
-        category_rules_name=rules_path or "<category rules>",
+        category_rules_file=None if rules_path is None else os.fspath(rules_path),
     )
 
 
@@ -516,7 +519,9 @@ def load(
             raise FileNotFoundError(2, "No such file or directory", path)
         core = _core.load_path(path, bool(allow_objects), limit)
         head = b""
-        if path != "-":
+        # The head again from a regular file only: a FIFO was read by the
+        # core, and opening it again waits for a writer that never comes.
+        if path != "-" and os.path.isfile(path):
             with open(path, "rb") as file:
                 head = file.read(_HEAD_BYTES)
         return _loaded(core, device, head)
@@ -568,7 +573,12 @@ def from_dict(
             "from_dict() takes the dict of torch.cuda.memory._snapshot(), not "
             f"{type(snapshot).__name__}"
         )
-    data = pickle.dumps(snapshot, protocol=pickle.DEFAULT_PROTOCOL)
+    try:
+        data = pickle.dumps(snapshot, protocol=pickle.DEFAULT_PROTOCOL)
+    except (RecursionError, pickle.PicklingError, AttributeError, TypeError) as error:
+        # A function, a lambda, nesting deeper than Python recurses: no
+        # snapshot holds these.
+        raise SnapshotError(f"<dict>: not a snapshot: {error}", path="<dict>") from error
     return _load_bytes(data, "<dict>", device, allow_objects, 0)
 
 
@@ -601,7 +611,7 @@ def _run_options(options: Dict[str, Any], what: str, extra: Tuple[str, ...] = ()
         "rank_from": str(options.get("rank_from") or ""),
         "jobs": _whole(options.get("jobs", 0), "jobs", 0),
         "allow_objects": bool(options.get("allow_objects", False)),
-        "max_input": 0 if max_input is None else _whole(max_input, "max_input", 0),
+        "max_input": 0 if max_input is None else _whole(max_input, "max_input", 0, _MAX_U64),
     }
 
 
@@ -835,6 +845,8 @@ def _snapshots_and_labels(
         else list(snapshots)
     )
     loaded = [_as_snapshot(item) for item in items]
+    if not loaded:
+        raise ValueError("give at least one snapshot")
     if labels is None:
         return loaded, [os.path.basename(s.name) for s in loaded]
     return loaded, _strings(labels, "labels")
@@ -951,13 +963,13 @@ def plot(
     (``plot --whatif``; the HTML page only).
     """
     loaded, labels = _snapshots_and_labels(snapshots, labels)
-    if not (isinstance(precision_ms, (int, float)) and precision_ms > 0):
-        raise ValueError("precision_ms must be a positive number of milliseconds")
+    if not (isinstance(precision_ms, (int, float)) and 0 < precision_ms < math.inf):
+        raise ValueError("precision_ms must be a positive, finite number of milliseconds")
     return Plot(
         loaded,
         labels,
         device=_device(device),
         precision_ms=float(precision_ms),
-        max_lifetimes=_whole(max_lifetimes, "max_lifetimes", 1),
+        max_lifetimes=_whole(max_lifetimes, "max_lifetimes", 1, _MAX_U64),
         whatif=_alloc_conf(whatif),
     )

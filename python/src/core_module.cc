@@ -47,6 +47,7 @@
 #include "cli/command.h"
 #include "cli/output.h"
 #include "formats/summary_json.h"
+#include "io/input.h"
 #include "memsnap/error.h"
 #include "memsnap/load.h"
 #include "memsnap/replay.h"
@@ -107,8 +108,7 @@ class Loaded {
 SourceKeyOptions make_keys(int depth, const std::string& rule, const std::string& group,
                            std::vector<std::string> skip, std::vector<std::string> keep,
                            std::vector<std::string> roots,
-                           const std::optional<std::string>& category_rules,
-                           const std::string& category_rules_name) {
+                           const std::optional<std::string>& category_rules_file) {
   SourceKeyOptions keys;
   if (depth < 1) throw Error::usage("frame_depth must be >= 1");
   keys.depth = depth;
@@ -126,8 +126,12 @@ SourceKeyOptions make_keys(int depth, const std::string& rule, const std::string
   keys.skip = std::move(skip);
   keys.keep = std::move(keep);
   keys.roots = std::move(roots);
-  if (category_rules)
-    keys.category_rules = parse_category_rules(*category_rules, category_rules_name);
+  // Read as the command line reads --category-rules: the same 1 MiB limit and
+  // refusals (a rule past a cut would be dropped without a word).
+  if (category_rules_file) {
+    keys.category_rules = parse_category_rules(
+        read_small_file(*category_rules_file, "category_rules"), *category_rules_file);
+  }
   check_key_options(
       keys,
       KeyOptionNames{
@@ -536,16 +540,15 @@ void bind_keys(nb::module_& m) {
           "__init__",
           [](SourceKeyOptions* self, int depth, const std::string& rule, const std::string& group,
              std::vector<std::string> skip, std::vector<std::string> keep,
-             std::vector<std::string> roots, const std::optional<std::string>& category_rules,
-             const std::string& category_rules_name) {
+             std::vector<std::string> roots,
+             const std::optional<std::string>& category_rules_file) {
             new (self)
                 SourceKeyOptions(make_keys(depth, rule, group, std::move(skip), std::move(keep),
-                                           std::move(roots), category_rules, category_rules_name));
+                                           std::move(roots), category_rules_file));
           },
           "frame_depth"_a = 1, "keys"_a = "user", "group_by"_a = "source",
           "skip"_a = std::vector<std::string>{}, "keep"_a = std::vector<std::string>{},
-          "root"_a = std::vector<std::string>{}, "category_rules"_a = nb::none(),
-          "category_rules_name"_a = "<category rules>");
+          "root"_a = std::vector<std::string>{}, "category_rules_file"_a = nb::none());
 }
 
 // A loaded snapshot: its devices, settings and columns (numpy views).

@@ -12,7 +12,7 @@ from typing import Any, Dict
 import pytest
 
 import memsnap
-from conftest import EXAMPLE_A
+from conftest import EXAMPLE_A, run_cli
 
 FILE_FIELDS = {"file", "file_size_bytes", "pickle_size_bytes", "compression", "pickle_protocol"}
 
@@ -110,6 +110,97 @@ def test_snapshot_error_carries_path_offset_kind(tmp_path: Path) -> None:
         memsnap.load(b'{"segments": []}')
     with pytest.raises(memsnap.SnapshotError, match="empty"):
         memsnap.load(b"")
+
+
+def test_load_reads_a_fifo_once(tmp_path: Path) -> None:
+    """Issue 40, finding 13: load() on a FIFO opened it again for its head
+    after the core had read it, and waited for a writer forever."""
+    import threading
+
+    fifo = tmp_path / "snapshot.fifo"
+    os.mkfifo(fifo)
+    data = EXAMPLE_A.read_bytes()
+
+    def writer() -> None:
+        with open(fifo, "wb") as out:
+            out.write(data)
+
+    feeding = threading.Thread(target=writer, daemon=True)
+    feeding.start()
+    result: Dict[str, Any] = {}
+    loading = threading.Thread(target=lambda: result.update(parse=memsnap.load(fifo).parse()),
+                               daemon=True)
+    loading.start()
+    loading.join(timeout=60)
+    assert not loading.is_alive(), "load() of a FIFO did not return"
+    assert result["parse"]["replay"] == memsnap.load(EXAMPLE_A).parse()["replay"]
+
+
+def test_category_rules_are_read_as_the_cli_reads_them(tmp_path: Path) -> None:
+    """Issue 40, finding 14: a rules file past 1 MiB was cut at 2^20
+    characters and the rule past the cut dropped; it is refused, as the
+    command line refuses it, and a missing one raises SnapshotError."""
+    snapshot = memsnap.load(EXAMPLE_A)
+    big = tmp_path / "rules.txt"
+    big.write_text("# padding\n" * 110_000 + "activation frame train\n", encoding="utf-8")
+    with pytest.raises(memsnap.SnapshotError, match="category_rules .*rules.txt: larger than 1 MiB"):
+        snapshot.with_keys(category_rules=big)
+    status, _, err = run_cli("parse", str(EXAMPLE_A), "--category-rules", str(big))
+    assert status == 1 and "larger than 1 MiB" in err
+    with pytest.raises(memsnap.SnapshotError, match="No such file"):
+        snapshot.with_keys(category_rules=tmp_path / "missing.txt")
+    small = tmp_path / "small.txt"
+    small.write_text("activation frame train\n", encoding="utf-8")
+    assert snapshot.with_keys(category_rules=small).parse()["device"] == snapshot.parse()["device"]
+
+
+def test_wrong_arguments_are_refused_in_memsnaps_words(tmp_path: Path) -> None:
+    """Issue 40, finding 16: every wrong argument is a TypeError or a
+    ValueError with memsnap's message (not OverflowError, IndexError,
+    AttributeError, RecursionError, or the binding's "incompatible function
+    arguments"); a dict that cannot be a snapshot is a SnapshotError."""
+    snapshot = memsnap.load(EXAMPLE_A)
+    huge = 2**31
+    calls = {
+        "max_input": lambda: memsnap.load(EXAMPLE_A, max_input="9" * 400),
+        "max_input int": lambda: memsnap.load(EXAMPLE_A, max_input=2**70),
+        "capacity": lambda: snapshot.whatif(capacity="9" * 400),
+        "no snapshot": lambda: memsnap.plot([]),
+        "precision_ms": lambda: memsnap.plot([snapshot], precision_ms=float("inf")),
+        "max_lifetimes": lambda: memsnap.plot([snapshot], max_lifetimes=2**70),
+        "device": lambda: memsnap.load(EXAMPLE_A, device=huge),
+        "frame_depth": lambda: snapshot.with_keys(frame_depth=huge),
+        "jobs": lambda: memsnap.ranks([str(EXAMPLE_A)], jobs=huge),
+        "width": lambda: snapshot.plot().text(width=2**40),
+        "time": lambda: snapshot.replay_to_time(float("inf")),
+        "window": lambda: snapshot.oom(window=float("inf")),
+    }
+    for name, call in calls.items():
+        with pytest.raises((TypeError, ValueError)) as raised:
+            call()
+        assert "incompatible function arguments" not in str(raised.value), name
+        assert type(raised.value) in (TypeError, ValueError, memsnap.SnapshotError), name
+    deep: Any = []
+    for _ in range(100_000):
+        deep = [deep]
+    for hostile in ({"segments": [lambda: 1]}, {"segments": deep}):
+        with pytest.raises(memsnap.SnapshotError, match="<dict>"):
+            memsnap.from_dict(hostile)
+
+
+def test_paths_are_never_flags(tmp_path: Path) -> None:
+    """Issue 40, finding 15: no path reaches a command line (check() once took
+    ['run.pickle', '-o', 'notes.txt'] and overwrote notes.txt; ranks('--help')
+    printed help)."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("keep", encoding="utf-8")
+    with pytest.raises(ValueError, match="takes one run"):
+        memsnap.check([str(EXAMPLE_A), "-o", str(notes)], max_peak="1GiB")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="write_budget"):
+        memsnap.check(str(EXAMPLE_A), write_budget=True)  # type: ignore[call-arg]
+    with pytest.raises(memsnap.SnapshotError):
+        memsnap.ranks("--help")
+    assert notes.read_text(encoding="utf-8") == "keep"
 
 
 def test_usage_errors_are_type_and_value_errors() -> None:
