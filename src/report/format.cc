@@ -123,6 +123,50 @@ std::string TextTable::row_line(std::vector<std::string> cells, const std::strin
   return line(cells, widths(), indent);
 }
 
+namespace {
+
+// The code point of the UTF-8 sequence at text[i] and its length; length 0
+// when the bytes there are no valid sequence (overlong, a surrogate, cut).
+struct CodePoint {
+  uint32_t code = 0;
+  size_t length = 0;
+};
+CodePoint decode_utf8(std::string_view text, size_t i) {
+  const auto c = static_cast<unsigned char>(text[i]);
+  if (c < 0x80) return {c, 1};
+  const size_t length = c >= 0xc2 && c <= 0xdf   ? 2
+                        : c >= 0xe0 && c <= 0xef ? 3
+                        : c >= 0xf0 && c <= 0xf4 ? 4
+                                                 : 0;
+  uint32_t code = length == 2 ? (c & 0x1fU) : length == 3 ? (c & 0x0fU) : (c & 0x07U);
+  bool valid = length != 0 && i + length <= text.size();
+  for (size_t k = 1; valid && k < length; ++k) {
+    const auto next = static_cast<unsigned char>(text[i + k]);
+    valid = (next & 0xc0) == 0x80;
+    code = (code << 6) | (next & 0x3fU);
+  }
+  const uint32_t smallest = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000;
+  valid = valid && code >= smallest && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff);
+  return valid ? CodePoint{code, length} : CodePoint{};
+}
+
+// Characters that change what a line seems to say without being seen: C1
+// controls (CSI, OSC), the bidirectional marks, embeddings, overrides and
+// isolates (text shown in another order than it reads), the line and
+// paragraph separators (a line break to some viewers), and the tag
+// characters (invisible text).
+bool spoofs(uint32_t code) {
+  return (code >= 0x80 && code <= 0x9f) || code == 0x061c || code == 0x200e || code == 0x200f ||
+         (code >= 0x2028 && code <= 0x202e) || (code >= 0x2066 && code <= 0x2069) ||
+         (code >= 0xe0000 && code <= 0xe007f);
+}
+
+std::string escaped_code_point(uint32_t code) {
+  return code <= 0xffff ? fmt::format("\\u{:04x}", code) : fmt::format("\\U{:08x}", code);
+}
+
+}  // namespace
+
 std::string printable(std::string_view text) {
   std::string out;
   out.reserve(text.size());
@@ -136,13 +180,14 @@ std::string printable(std::string_view text) {
       out += "\\t";
     } else if (c < 0x20 || c == 0x7f) {
       out += fmt::format("\\x{:02x}", c);
-    } else if (c == 0xc2 && i + 1 < text.size() &&
-               static_cast<unsigned char>(text[i + 1]) >= 0x80 &&
-               static_cast<unsigned char>(text[i + 1]) <= 0x9f) {
-      out += fmt::format("\\u{:04x}", static_cast<unsigned char>(text[i + 1]));  // C1 (CSI, OSC)
-      ++i;
-    } else {
+    } else if (c < 0x80) {
       out.push_back(static_cast<char>(c));
+    } else if (const CodePoint point = decode_utf8(text, i);
+               point.length != 0 && spoofs(point.code)) {
+      out += escaped_code_point(point.code);
+      i += point.length - 1;
+    } else {
+      out.push_back(static_cast<char>(c));  // other text, and bytes no sequence holds, as they are
     }
   }
   return out;
@@ -164,32 +209,18 @@ std::string xml_safe(std::string_view text) {
       ++i;
       continue;
     }
-    // A UTF-8 sequence: its length from the lead byte, then its code point.
-    const size_t length = c >= 0xc2 && c <= 0xdf   ? 2
-                          : c >= 0xe0 && c <= 0xef ? 3
-                          : c >= 0xf0 && c <= 0xf4 ? 4
-                                                   : 0;
-    uint32_t code = length == 2 ? (c & 0x1fU) : length == 3 ? (c & 0x0fU) : (c & 0x07U);
-    bool valid = length != 0 && i + length <= text.size();
-    for (size_t k = 1; valid && k < length; ++k) {
-      const auto next = static_cast<unsigned char>(text[i + k]);
-      valid = (next & 0xc0) == 0x80;
-      code = (code << 6) | (next & 0x3fU);
-    }
-    const uint32_t smallest = length == 2 ? 0x80 : length == 3 ? 0x800 : 0x10000;
-    valid = valid && code >= smallest && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff) &&
-            code != 0xfffe && code != 0xffff;
-    if (!valid) {
-      out += kReplacement;
-      ++i;
+    const CodePoint point = decode_utf8(text, i);
+    if (point.length == 0 || point.code == 0xfffe || point.code == 0xffff) {
+      out += kReplacement;  // no XML 1.0 character: a stray byte, or the whole sequence
+      i += std::max<size_t>(point.length, 1);
       continue;
     }
-    if (code <= 0x9f) {  // C1 controls (CSI, OSC)
-      out += fmt::format("\\u{:04x}", code);
+    if (spoofs(point.code)) {
+      out += escaped_code_point(point.code);
     } else {
-      out.append(text.substr(i, length));
+      out.append(text.substr(i, point.length));
     }
-    i += length;
+    i += point.length;
   }
   return out;
 }

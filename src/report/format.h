@@ -18,7 +18,10 @@ std::string format_count(uint64_t count);  // thousands separated: 1,234,567
 std::string format_percent(double fraction);
 // Text for a terminal: control characters (C0, DEL, C1) that a hostile file
 // can put in names (ESC sequences, CR/LF that fake a line) become visible
-// escapes (\x1b, \r, \n, \t, \u009b); everything else, UTF-8 included, stays.
+// escapes (\x1b, \r, \n, \t, \u009b), and so are the characters that change
+// what a line seems to say unseen: bidirectional marks, embeddings,
+// overrides and isolates (\u202e), U+2028/U+2029, and the tag characters
+// (\U000e0041); everything else, UTF-8 included, stays.
 // Text renderers pass every string from the file through it; JSON stays exact.
 std::string printable(std::string_view text);
 // A label of the file's (an action's name, a source key) as reports write
@@ -29,7 +32,7 @@ std::string row_label(std::string_view label);
 
 // Text that XML 1.0 can carry (JUnit): invalid UTF-8, surrogates, U+FFFE and
 // U+FFFF become U+FFFD; control characters but tab, LF and CR are shown as
-// printable() shows them (`\x1b`, `\u009b`). pugixml would write `&#27;`,
+// printable() shows them (`\x1b`, `\u009b`, `\u202e`). pugixml would write `&#27;`,
 // which no XML 1.0 parser accepts.
 std::string xml_safe(std::string_view text);
 

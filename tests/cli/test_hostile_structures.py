@@ -79,3 +79,32 @@ def test_empty_devices_cost_nothing_per_entry(memsnap, work):
     check("empty devices: device 0's 400,000 entries", rc == 0 and b'"event_count": 400000' in out,
           out[:300])
     check.verify()
+
+
+def test_text_formats_show_spoofing_characters(memsnap, work):
+    """Finding 18: a frame name with a right-to-left override, an isolate, a
+    line separator and tag characters reached text, Markdown, JUnit and
+    GitHub output raw; each is shown escaped (\\u202e), as control
+    characters are. JSON stays exact."""
+    import pickle
+    os.makedirs(work, exist_ok=True)
+    name = "load\u202egpj.exe\u2066x\u2069\u2028\U000E0041"
+    frames = [{"name": name, "filename": "/home/me/train\u202e.py", "line": 3}]
+    entries = [make_hostile.entry(0, frames, size=1 << 30),
+               make_hostile.entry(0, frames, size=1 << 30, action="free_completed")]
+    path = os.path.join(work, "run\u202egpj.pickle")  # the check formats name the file
+    with open(path, "wb") as f:
+        pickle.dump({"segments": [], "device_traces": [entries]}, f, protocol=4)
+    raw = [ch.encode() for ch in ("\u202e", "\u2066", "\u2069", "\u2028", "\U000E0041")]
+    for command in (["parse"], ["explain"], ["events"], ["compare", path],
+                    ["check", "--max-peak", "1KiB"],
+                    ["check", "--max-peak", "1KiB", "--format", "markdown"],
+                    ["check", "--max-peak", "1KiB", "--format", "junit"],
+                    ["check", "--max-peak", "1KiB", "--format", "github"]):
+        rc, out, err = run(memsnap, command[:1] + [path] + command[1:])
+        check("%s: no spoofing character raw" % " ".join(command),
+              rc in (0, 3) and out and not any(r in out or r in err for r in raw)
+              and b"\\u202e" in out, (rc, out[:400], err[-200:]))
+    rc, out, _ = run(memsnap, ["events", "--json", path])
+    check("events --json keeps the name exact", rc == 0 and "\u202e".encode() in out, out[:300])
+    check.verify()

@@ -49,5 +49,27 @@ TEST(Words, DeviceChoiceNoteNamesTheFile) {
             "on devices 0, 2 (choose one with --device N)");
 }
 
+// Issue 40, finding 18: text that shows a line in another order than it
+// reads (U+202E), breaks it for some viewers (U+2028) or hides words (tag
+// characters) is escaped in text and in XML as the C0 and C1 controls are;
+// other UTF-8 stays.
+TEST(Words, SpoofingCharactersAreShown) {
+  const std::string evil =
+      "train\u202Eyp.exe\u2066x\u2069 \u2028next \u200F\U000E0041\U000E007F caf\u00e9 \u4e2d";
+  const std::string shown =
+      "train\\u202eyp.exe\\u2066x\\u2069 \\u2028next \\u200f\\U000e0041\\U000e007f caf\u00e9 "
+      "\u4e2d";
+  EXPECT_EQ(printable(evil), shown);
+  EXPECT_EQ(xml_safe(evil), shown);
+  EXPECT_EQ(printable("\x1b[31m\u0085"), "\\x1b[31m\\u0085");
+  EXPECT_EQ(xml_safe("a\xff"
+                     "\xef\xbf\xbe"
+                     "b"),  // a stray byte, U+FFFE
+            "a\xef\xbf\xbd"
+            "\xef\xbf\xbd"
+            "b");
+  EXPECT_EQ(printable("a\xffb"), "a\xffb");  // printable() leaves bytes no sequence holds
+}
+
 }  // namespace
 }  // namespace memsnap
