@@ -328,7 +328,7 @@ Snapshot load_with_progress(const std::string& path, const CommonOptions& option
 
 void note_device_choice(const std::string& path, const DeviceChoice& choice) {
   if (choice.reason == DeviceReason::kRequested || !choice.others()) return;
-  write_note(printable(device_choice_note(path, choice)));
+  defer_note(printable(device_choice_note(path, choice)));
 }
 
 PartObserver timing_observer(const CommonOptions& options) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "memsnap/error.h"
 #include "report/format.h"
@@ -24,7 +25,27 @@ namespace {
 
 CapturedOutput* g_captured = nullptr;
 
+// Notes about how a command answers (the device it chose), held until it
+// does: written before its first output, dropped when it fails first, so a
+// failure is one line. Per thread: the in-process command line (Python's
+// memsnap._core.run_cli) may run on several at once.
+thread_local std::vector<std::string> t_deferred_notes;
+
+void write_deferred_notes() {
+  std::vector<std::string> notes;
+  notes.swap(t_deferred_notes);
+  for (const std::string& note : notes) write_note(note);
+}
+
 }  // namespace
+
+void defer_note(std::string line) {
+  t_deferred_notes.push_back(std::move(line));
+}
+
+void discard_deferred_notes() {
+  t_deferred_notes.clear();
+}
 
 CapturedOutput::CapturedOutput() {
   g_captured = this;
@@ -52,6 +73,7 @@ void write_note(std::string_view line) {
 
 void write_out(std::string_view text) {
   if (text.empty()) return;
+  if (!t_deferred_notes.empty()) write_deferred_notes();
   if (g_captured != nullptr) {
     g_captured->out.append(text);
     return;
@@ -70,6 +92,7 @@ void write_json(const nlohmann::ordered_json& value) {
 }
 
 void finish_output() {
+  if (!t_deferred_notes.empty()) write_deferred_notes();
   if (g_captured != nullptr) return;
   errno = 0;
   if (std::fflush(stdout) != 0 || std::ferror(stdout) != 0) fail_output(errno != 0 ? errno : EIO);

@@ -25,6 +25,12 @@ class CapturedOutput {
   std::string out;    // the report
   std::string notes;  // the notes, each ending in '\n', without "memsnap: "
 };
+// A note about how the command answers (the device it chose): written
+// before the command's first output (or when it finishes), dropped if it
+// fails first (discard_deferred_notes), so that a failure is one line.
+void defer_note(std::string line);
+void discard_deferred_notes();
+
 // Whether output is captured: progress lines on a terminal are then not drawn.
 bool output_captured();
 

@@ -123,14 +123,19 @@ int run_parsed(const std::vector<std::pair<CLI::App*, Runner>>& runners) {
         return exit_status(unwritten);
       }
     }
+    // A report a limit failed on was written, and its notes with it (above);
+    // any other failure is its one line.
+    discard_deferred_notes();
     std::fflush(stdout);
     write_note(error.what());
     return exit_status(error);
   } catch (const std::bad_alloc&) {
+    discard_deferred_notes();
     std::fflush(stdout);
     write_note("out of memory");
     return kExitInput;
   } catch (const std::exception& error) {
+    discard_deferred_notes();
     std::fflush(stdout);
     return internal_error(error);
   }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -127,6 +128,33 @@ const CLI::Option* option_named_in(const CLI::App& app, const std::string& messa
   return nullptr;
 }
 
+// CLI11's words for a value it could not take, in memsnap's: "Could not
+// convert: --device = 99999999999" and "--max-entries: Value 99 not in range
+// 0 to 15"; nullopt for any other error.
+std::optional<std::string> value_message(const CLI::ParseError& error, const CLI::App* command,
+                                         const std::string& prefix) {
+  const std::string message = error.what();
+  if (dynamic_cast<const CLI::ConversionError*>(&error) != nullptr) {
+    constexpr std::string_view kLead = "Could not convert: ";
+    const size_t equals = message.find(" = ");
+    if (message.starts_with(kLead) && equals != std::string::npos) {
+      const std::string name = message.substr(kLead.size(), equals - kLead.size());
+      const std::string value = message.substr(equals + 3);
+      const bool numeral =
+          !value.empty() && value.find_first_not_of("-+0123456789") == std::string::npos;
+      return fmt::format("{}{}: '{}' is {} (see {})", prefix, name, shown(value),
+                         numeral ? "out of range" : "not a value it takes", help_of(command));
+    }
+  }
+  if (const size_t value_at = message.find(": Value "), range_at = message.find(" not in range ");
+      value_at != std::string::npos && range_at != std::string::npos && range_at > value_at) {
+    return fmt::format("{}{}: expects {}, not '{}'", prefix, message.substr(0, value_at),
+                       message.substr(range_at + 14),
+                       shown(message.substr(value_at + 8, range_at - value_at - 8)));
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::vector<std::string> nearest_words(std::string_view typed,
@@ -235,8 +263,9 @@ std::string usage_message(const CLI::App& app, const CLI::ParseError& error) {
                          help_of(command));
     }
   }
-  // Validation and conversion: the validators' own words ("--time: expects a
-  // finite number, not 'abc'").
+  if (std::optional<std::string> words = value_message(error, command, prefix)) return *words;
+  // Validation: the validators' own words ("--time: expects a finite number,
+  // not 'abc'").
   return prefix + error.what();
 }
 

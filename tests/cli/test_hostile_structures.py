@@ -108,3 +108,30 @@ def test_text_formats_show_spoofing_characters(memsnap, work):
     rc, out, _ = run(memsnap, ["events", "--json", path])
     check("events --json keeps the name exact", rc == 0 and "\u202e".encode() in out, out[:300])
     check.verify()
+
+
+def test_a_failure_is_one_line_in_memsnaps_words(memsnap, work):
+    """Finding 19: the note naming the device chosen came before an error
+    (two stderr lines for one failure), and CLI11's words leaked ("Could not
+    convert: --device = 99999999999", "Value ... not in range")."""
+    import pickle
+    os.makedirs(work, exist_ok=True)
+    frames = [{"name": "step", "filename": "/home/me/train.py", "line": 7}]
+    untimed = [dict(make_hostile.entry(k, frames), time_us=0) for k in range(4)]
+    path = os.path.join(work, "two_devices.pickle")
+    with open(path, "wb") as f:
+        pickle.dump({"segments": [], "device_traces": [untimed[:1], untimed]}, f, protocol=4)
+    rc, _, err = run(memsnap, ["parse", path])
+    check("a report names the device it chose", rc == 0 and b"this report is device 1" in err, err)
+    for args, said in ((["replay-to-time", path, "--time", "1"], b"no time can be asked for"),
+                       (["replay-step", path, "--step", "3"], b"has no steps"),
+                       (["parse", path, "--device", "99999999999"],
+                        b"parse: --device: '99999999999' is out of range (see memsnap parse --help)"),
+                       (["plot", path, "--max-entries", "20000", "-o", os.devnull],
+                        b"plot: --max-entries: expects 0 to 15000, not '20000'")):
+        rc, _, err = run(memsnap, args)
+        lines = err.splitlines()
+        check("%s: one line, memsnap's words" % " ".join(args[:1] + args[2:]),
+              rc in (1, 2) and len(lines) == 1 and lines[0].startswith(b"memsnap: ")
+              and said in lines[0] and b"Could not convert" not in err, (rc, lines))
+    check.verify()
