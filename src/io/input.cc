@@ -102,7 +102,11 @@ bool is_gzip(std::span<const uint8_t> bytes) {
   return starts_with(bytes, {0x1f, 0x8b});
 }
 bool is_zstd(std::span<const uint8_t> bytes) {
-  return starts_with(bytes, {0x28, 0xb5, 0x2f, 0xfd});
+  // A frame, or a skippable frame (magic 0x184D2A50 to 0x184D2A5F, little
+  // endian) that a zstd stream may begin with: the decoder passes over it.
+  return starts_with(bytes, {0x28, 0xb5, 0x2f, 0xfd}) ||
+         (bytes.size() >= 4 && (bytes[0] & 0xf0) == 0x50 && bytes[1] == 0x2a && bytes[2] == 0x4d &&
+          bytes[3] == 0x18);
 }
 
 }  // namespace
@@ -386,17 +390,16 @@ void gunzip_into(std::span<const uint8_t> compressed, uint64_t max_output,
     out.produced(grow - stream.avail_out);
     out.input_read(consumed - stream.avail_in);
     check_output_limit(out, max_output);
-    gate.see(out, status == Z_STREAM_END);
-    if (status == Z_STREAM_END) {
-      // Concatenated gzip members (as `cat a.gz b.gz` makes, or a writer that
-      // flushes members) decompress as one stream, wherever the member ends in
-      // our input window. Bytes after the last member that do not start
-      // another one are ignored, as gunzip does.
-      size_t next = consumed - stream.avail_in;  // offset of what follows the member
-      bool another =
-          next + 1 < compressed.size() && compressed[next] == 0x1f && compressed[next + 1] == 0x8b;
-      if (another) status = inflateReset(&stream);
-    }
+    // Concatenated gzip members (as `cat a.gz b.gz` makes, or a writer that
+    // flushes members) decompress as one stream, wherever the member ends in
+    // our input window; an empty first member is no empty file. Bytes after
+    // the last member that do not start another one are ignored, as gunzip
+    // does.
+    const size_t next = consumed - stream.avail_in;  // offset of what follows the member
+    const bool another = status == Z_STREAM_END && next + 1 < compressed.size() &&
+                         compressed[next] == 0x1f && compressed[next + 1] == 0x8b;
+    gate.see(out, status == Z_STREAM_END && !another);
+    if (another) status = inflateReset(&stream);
     if (status != Z_OK && status != Z_STREAM_END && status != Z_BUF_ERROR) {
       throw Error(std::string("gzip: ") + (stream.msg != nullptr ? stream.msg : "corrupt data"));
     }
@@ -432,7 +435,9 @@ void unzstd_into(std::span<const uint8_t> compressed, uint64_t max_output,
     if (ZSTD_isError(last) != 0u) {
       throw Error(std::string("zstd: ") + ZSTD_getErrorName(last));
     }
-    gate.see(out, last == 0);
+    // A frame ended (0): the end only when no frame follows (a skippable or
+    // empty frame may come first).
+    gate.see(out, last == 0 && input.pos == input.size);
     if (input.pos == input.size && output.pos == 0 && before == input.pos && last != 0) {
       throw Error("zstd: truncated compressed stream (the file was cut short)");
     }

@@ -105,6 +105,28 @@ std::string gzip_of(const std::string& data) {
   return packed;
 }
 
+// Issue 40, finding 17: a stream may begin with an empty gzip member, an
+// empty zstd frame or a zstd skippable frame; each was refused ("empty
+// file", or the skippable frame read as a raw pickle) though gunzip and zstd
+// read them.
+TEST(Input, StreamsThatBeginWithNothingAreRead) {
+  const std::string pickle("\x80\x04\x95\x03\x00\x00\x00\x00\x00\x00\x00K\x07.", 14);
+  const auto read = [](const std::string& packed) {
+    InputBuffer input = open_input(temp_file(packed));
+    return std::string(reinterpret_cast<const char*>(input.bytes().data()), input.size());
+  };
+  EXPECT_EQ(read(gzip_of("") + gzip_of(pickle)), pickle);
+  std::string zst(ZSTD_compressBound(pickle.size()), '\0');
+  zst.resize(ZSTD_compress(zst.data(), zst.size(), pickle.data(), pickle.size(), 3));
+  std::string empty_frame(ZSTD_compressBound(0), '\0');
+  empty_frame.resize(ZSTD_compress(empty_frame.data(), empty_frame.size(), "", 0, 3));
+  EXPECT_EQ(read(empty_frame + zst), pickle);
+  // Skippable frame 0x184D2A53 of 5 bytes, little endian.
+  const std::string skippable("\x53\x2a\x4d\x18\x05\x00\x00\x00hello", 13);
+  EXPECT_EQ(read(skippable + zst), pickle);
+  expect_error_containing<Error>([&] { open_input(temp_file(gzip_of(""))); }, "empty file");
+}
+
 TEST(Input, TruncatedGzipIsReported) {
   std::string data(4096, 'x');
   std::string packed = gzip_of(data);
