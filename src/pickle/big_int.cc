@@ -38,6 +38,16 @@ std::vector<uint32_t> magnitude_words(std::string_view raw, bool& negative) {
 
 }  // namespace
 
+void Vm::spend_big_int_bytes(uint64_t bytes) const {
+  big_int_bytes_ += bytes;
+  if (big_int_bytes_ > kMaxBigIntBytesPerFile) {
+    throw Error(fmt::format(
+        "integers wider than 64 bits: more than {} bytes of them to turn into decimal text "
+        "(the limit per file; no snapshot holds such integers)",
+        kMaxBigIntBytesPerFile));
+  }
+}
+
 // Schoolbook conversion: divide the magnitude by 10^9 until it is zero, each
 // remainder nine digits. Quadratic in the width, so the width is bounded
 // (kMaxLongBytes). Each sweep over the words divides by 10^9 kChains times
@@ -50,6 +60,7 @@ std::string big_int_decimal(const Vm& vm, const Value& value) {
     throw Error(fmt::format("integer of {} bytes is too wide to print (the limit is {} bytes)",
                             raw.size(), kMaxLongBytes));
   }
+  vm.spend_big_int_bytes(raw.size());
   constexpr size_t kChains = 8;
   bool negative = false;
   std::vector<uint32_t> words = magnitude_words(raw, negative);

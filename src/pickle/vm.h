@@ -206,6 +206,11 @@ class Vm {
   // which real files never share); otherwise the container stays resolvable.
   void replace_container(const Value& value, Value substitute, bool reuse_slot);
 
+  // Takes `bytes` of wide integer from the file's budget for decimal text
+  // (kMaxBigIntBytesPerFile); throws when it is spent. Const: converting is
+  // reading, and the budget is the file's, not a value's.
+  void spend_big_int_bytes(uint64_t bytes) const;
+
  private:
   friend class FlatReader;  // flat_reader.cc: the fast path for trace entries
 
@@ -399,12 +404,18 @@ class Vm {
   std::string owned_;
   uint64_t held_bytes_ = 0;
   uint64_t max_held_bytes_ = 0;
+  mutable uint64_t big_int_bytes_ = 0;  // wide integers turned into decimal text so far
 };
 
 // The widest integer the VM reads (LONG4's byte count; LONG1's is at most
 // 255): 64 Ki bits, 19,729 decimal digits. Its decimal text (big_int_decimal)
 // takes quadratic time in the width, about a millisecond at this bound.
 constexpr uint64_t kMaxLongBytes = 8192;
+// The wide-integer bytes one file may have turned into decimal text, in all:
+// each takes time quadratic in its width, so a file of thousands of the
+// widest took seconds (about 0.25 s at this bound). Real snapshots hold
+// none wider than 64 bits.
+constexpr uint64_t kMaxBigIntBytesPerFile = uint64_t{1} << 20;
 
 // Refuses input whose first byte is no pickle opcode (an error at byte
 // offset 0, as the VM would give), from the first bytes alone: lets the input

@@ -135,3 +135,22 @@ def test_a_failure_is_one_line_in_memsnaps_words(memsnap, work):
               rc in (1, 2) and len(lines) == 1 and lines[0].startswith(b"memsnap: ")
               and said in lines[0] and b"Could not convert" not in err, (rc, lines))
     check.verify()
+
+
+def test_wide_integers_have_a_budget(memsnap, work):
+    """Finding 11: 1,000 integers of 8,000 bytes (8 MB) took seconds to turn
+    into decimal text; past 1 MiB of them a file is refused in one line, and
+    a few wide integers still read."""
+    import pickle
+    os.makedirs(work, exist_ok=True)
+    path = make_hostile.write("wide_ints", os.path.join(work, "wide.pickle"))
+    rc, _, err = run(memsnap, ["parse", path])
+    check("1,000 wide integers: refused, exit 1, one line", rc == 1 and err.count(b"\n") == 1
+          and b"integers wider than 64 bits: more than 1048576 bytes" in err, (rc, err))
+    few = os.path.join(work, "few_wide.pickle")
+    with open(few, "wb") as f:
+        pickle.dump({"segments": [], "device_traces": [[]],
+                     "allocator_settings": {"wide": [1 << 100, -(1 << 200)]}}, f, protocol=4)
+    rc, out, err = run(memsnap, ["parse", "--json", few])
+    check("two wide integers read, exact", rc == 0 and str(1 << 100).encode() in out, (rc, err))
+    check.verify()

@@ -56,7 +56,15 @@ def empty_devices(scale):
     return {"segments": [], "device_traces": [entries] + [[] for _ in range(count)]}
 
 
+def wide_ints(scale):
+    """Finding 11: 1,000 x scale integers of 8,000 bytes in the allocator
+    settings, each turned into decimal text in time quadratic in its width."""
+    return {"segments": [], "device_traces": [[]],
+            "allocator_settings": {"wide": [(1 << (8 * 8000)) + k for k in range(1000 * scale)]}}
+
+
 SHAPES = {
+    "wide_ints": wide_ints,
     "empty_devices": empty_devices,
     "backward_names": backward_names,
     "shared_user_metadata": lambda scale: shared_strings(scale, "user_metadata"),
