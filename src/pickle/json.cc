@@ -164,14 +164,44 @@ ordered_json plain(const Vm& vm, const Value& raw, int depth, TextBudget& text) 
 // How often each container is reached from `root` (index: the container's
 // payload; 0, 1, or 2 for twice or more). Each container is expanded once,
 // so the walk is linear in the tree's distinct values, cycles included.
-std::vector<uint8_t> count_reaches(const Vm& vm, const Value& root) {
-  std::vector<uint8_t> reached(vm.container_count(), 0);
+// Strings, bytes and object names at least this long that the pickle
+// shares (the memo hands one to every place that names it) are written once
+// too: one 1 MiB string named a million times was a terabyte of JSON.
+constexpr uint32_t kSharedTextBytes = 256;
+
+bool is_long_text(const Value& value) {
+  return (value.kind == Kind::kStr || value.kind == Kind::kBytes ||
+          value.kind == Kind::kByteArray || value.kind == Kind::kObject) &&
+         value.size >= kSharedTextBytes;
+}
+
+// A text value's place in the input (or the VM's own bytes): the same key,
+// the same bytes.
+std::pair<uint64_t, uint64_t> text_key(const Value& value) {
+  return {value.payload, (uint64_t{value.flags} << 40) |
+                             (uint64_t{static_cast<uint8_t>(value.kind)} << 32) | value.size};
+}
+
+// How often each container (by index) and each long text (by place) is
+// reached from the root, counted to 2.
+struct Reaches {
+  std::vector<uint8_t> containers;
+  absl::flat_hash_map<std::pair<uint64_t, uint64_t>, uint8_t> texts;
+};
+
+Reaches count_reaches(const Vm& vm, const Value& root) {
+  Reaches reached{std::vector<uint8_t>(vm.container_count(), 0), {}};
   std::vector<Value> pending{root};
   while (!pending.empty()) {
     const Value value = vm.resolve(pending.back());
     pending.pop_back();
+    if (is_long_text(value)) {
+      uint8_t& count = reached.texts[text_key(value)];
+      count = static_cast<uint8_t>(std::min(count + 1, 2));
+      continue;
+    }
     if (!value.is_container()) continue;
-    uint8_t& count = reached[value.payload];
+    uint8_t& count = reached.containers[value.payload];
     if (count == 2) continue;
     if (++count == 2) continue;
     for (const Value& item : vm.items(value)) pending.push_back(item);
@@ -199,17 +229,45 @@ class TaggedWriter {
   void write(const Value& raw, int depth) {
     check_depth(depth);
     Value value = vm_.resolve(raw);
-    if (mark_shared_ && value.is_container() && reached_[value.payload] == 2) {
+    if (mark_shared_ && value.is_container() && reached_.containers[value.payload] == 2) {
       shared(value, depth);
+      return;
+    }
+    if (shared_long_text(value)) {
+      shared_text(value, text_key(value), depth);
       return;
     }
     body(value, depth);
   }
 
  private:
+  [[nodiscard]] bool shared_long_text(const Value& value) const {
+    if (!mark_shared_ || !is_long_text(value)) return false;
+    const auto count = reached_.texts.find(text_key(value));
+    return count != reached_.texts.end() && count->second == 2;
+  }
+
+  // A long text reached more than once: in full the first time, by number after.
+  void shared_text(const Value& value, std::pair<uint64_t, uint64_t> key, int depth) {
+    const auto [it, first] = shared_texts_.try_emplace(key, next_shared_);
+    if (!first) {
+      put("{\"__ref__\": ");
+      put(std::to_string(it->second));
+      put("}");
+      return;
+    }
+    ++next_shared_;
+    put("{\"__shared__\": ");
+    put(std::to_string(it->second));
+    put(", \"__value__\": ");
+    body(value, depth);
+    put("}");
+  }
+
   // A container reached more than once: in full the first time, by number after.
   void shared(const Value& value, int depth) {
-    auto [it, first] = shared_.try_emplace(value.payload, Shared{shared_.size(), false});
+    auto [it, first] = shared_.try_emplace(value.payload, Shared{next_shared_, false});
+    if (first) ++next_shared_;
     if (!first) {
       // Reached again from inside itself: a cycle, which JSON cannot hold.
       if (!it->second.written) fail_nesting();
@@ -280,9 +338,13 @@ class TaggedWriter {
 
   void dict(const Value& value, int depth) {
     std::vector<std::pair<Value, Value>> entries = dict_entries(vm_, value, depth);
+    // A key the pickle shares long is written once like any long text: in the
+    // [key, value] form, where a key may be {"__ref__": N}.
     bool all_str = true;
-    for (const auto& entry : entries)
-      all_str = all_str && vm_.resolve(entry.first).kind == Kind::kStr;
+    for (const auto& entry : entries) {
+      const Value key = vm_.resolve(entry.first);
+      all_str = all_str && key.kind == Kind::kStr && !shared_long_text(key);
+    }
     if (all_str) {
       put("{");
       for (size_t i = 0; i < entries.size(); ++i) {
@@ -332,8 +394,10 @@ class TaggedWriter {
   const Vm& vm_;
   const TextSink& sink_;
   bool mark_shared_;
-  std::vector<uint8_t> reached_;  // count_reaches of the root, when marking shared objects
+  Reaches reached_;  // count_reaches of the root, when marking shared objects
   absl::flat_hash_map<uint64_t, Shared> shared_;
+  absl::flat_hash_map<std::pair<uint64_t, uint64_t>, size_t> shared_texts_;
+  size_t next_shared_ = 0;  // containers and texts numbered together, in order
   std::string buffer_;
 };
 

@@ -13,7 +13,7 @@ namespace {
 std::vector<std::string> text_cells(const EventListing& listing, const EventRow& row) {
   return {std::to_string(row.index), row.time_us ? fmt::format("{:.6f}", row.time_s) : "-",
           row_label(row.action),     row.addr ? fmt::format("0x{:x}", *row.addr) : "-",
-          format_bytes(row.size),    listing.sources[row.source]};
+          format_bytes(row.size),    row_label(listing.sources[row.source])};
 }
 
 // {"name": ..., "filename": ..., "line": ...} of the model's frame.
@@ -30,7 +30,9 @@ class QuotedNames {
   const std::string& source(const EventListing& listing, uint32_t id) {
     if (sources_.empty()) sources_.resize(listing.sources.size());
     std::string& quoted = sources_[id];
-    if (quoted.empty()) quoted = JsonStream::quoted(listing.sources[id]);
+    // Cut past kMaxRowLabelBytes: a whole stack (--group-by stack) written
+    // per row multiplied the output; the row's stack number gives it whole.
+    if (quoted.empty()) quoted = JsonStream::quoted(row_label(listing.sources[id]));
     return quoted;
   }
   const std::string& category(Category category) {

@@ -221,13 +221,18 @@ class Resolver:
 
 
 def containers_shared(value):
-    """Containers reached more than once from the root of CPython's unpickled
-    value, by identity. Empty tuples and frozensets are left out: CPython
-    makes them singletons (one object for unrelated ones)."""
+    """Containers, and strings and bytes of 256 bytes or more, reached more
+    than once from the root of CPython's unpickled value, by identity (the
+    memo's sharing). Empty tuples and frozensets are left out: CPython makes
+    them singletons (one object for unrelated ones)."""
     reached = {}
     pending = [value]
     while pending:
         v = pending.pop()
+        if isinstance(v, (str, bytes, bytearray)):
+            if len(v.encode("utf-8", "surrogatepass") if isinstance(v, str) else v) >= 256:
+                reached[id(v)] = reached.get(id(v), 0) + 1
+            continue
         if not isinstance(v, (list, dict, tuple, set, frozenset)):
             continue
         if isinstance(v, (tuple, frozenset)) and not v:
