@@ -112,9 +112,9 @@ void Vm::fail_at(const std::string& message, uint64_t offset) const {
 
 void Vm::fail_memory_bound() const {
   fail(fmt::format(
-      "this pickle needs more than {} MiB of memory for {:.1f} MiB of input (the limit is {} "
-      "bytes per input byte or {} MiB, whichever is larger): a degenerate pickle, not a memory "
-      "snapshot",
+      "this pickle needs more than {} MiB of memory, its values and the snapshot decoded from "
+      "them, for {:.1f} MiB of input (the limit is {} bytes per input byte or {} MiB, whichever "
+      "is larger): a degenerate pickle, not a memory snapshot",
       max_held_bytes_ >> 20, static_cast<double>(input_.size()) / (1 << 20), kHeldBytesPerInputByte,
       kMinHeldBytes >> 20));
 }

@@ -210,6 +210,11 @@ class Vm {
   // (kMaxBigIntBytesPerFile); throws when it is spent. Const: converting is
   // reading, and the budget is the file's, not a value's.
   void spend_big_int_bytes(uint64_t bytes) const;
+  // Charges what an observer builds from the values (the decoded snapshot's
+  // rows) to the same bound as the VM's own memory: a value the memo shares
+  // costs the VM two bytes of input per reference, but a row per reference
+  // in the model (one entry named ten million times was 39x its pickle).
+  void charge_decoded(uint64_t bytes) { charge(bytes); }
 
  private:
   friend class FlatReader;  // flat_reader.cc: the fast path for trace entries

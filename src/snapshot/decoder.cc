@@ -229,6 +229,7 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
 
   // Appends the entry's row to the event columns; returns its substitute.
   Value add_row(Vm& vm, const EntryFields& f, StackId stack) {
+    vm.charge_decoded(kRowBytes);
     EventColumns& events = model_.events;
     uint64_t index = events.count();
     std::string_view action_text = vm.view(f.action);
@@ -539,9 +540,11 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
                                                         : BlockState::kUnknown;
         }
         if (frames != nullptr) block.stack = stack_of(vm, *frames);
+        vm.charge_decoded(sizeof(Block));
         model_.blocks.push_back(block);
       }
       segment.block_count = static_cast<uint32_t>(model_.blocks.size() - segment.first_block);
+      vm.charge_decoded(sizeof(Segment));
       model_.segments.push_back(segment);
     }
   }
@@ -571,8 +574,10 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
       }
       for (const Value& entry : list_view(vm, device_list)) {
         if (entry.kind == Kind::kExternalRange && entry.flags == kEventTag) {
+          vm.charge_decoded(sizeof(device_ranges.back()));
           device_ranges.emplace_back(entry.payload, entry.payload + entry.size);
         } else if (entry.is_external(kEventTag)) {  // a shared entry, via the memo
+          vm.charge_decoded(sizeof(device_ranges.back()));
           device_ranges.emplace_back(entry.payload, entry.payload + 1);
         } else if (entry.is_external(kRejectedTag) ||
                    (entry.kind == Kind::kExternalRange && entry.flags == kRejectedTag)) {
@@ -584,15 +589,22 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     }
     // The usual case: device 0's entries, then device 1's, ... each one run.
     uint64_t expected = 0;
+    uint64_t listed = 0;  // rows once each device's entries are contiguous
     bool in_order = true;
     for (const auto& device_ranges : ranges) {
       for (const auto& [begin, end] : device_ranges) {
         in_order = in_order && begin == expected;
         expected = end;
+        listed += end - begin;
       }
     }
     in_order = in_order && expected == model_.events.count();
-    if (!in_order) reorder_events(ranges);
+    if (!in_order) {
+      // A shared entry becomes a row per reference: the rows reordered (and
+      // their order) are the model's too, charged before they are made.
+      vm.charge_decoded(listed * (kRowBytes + sizeof(uint64_t)));
+      reorder_events(ranges);
+    }
     uint64_t next = 0;
     for (size_t device = 0; device < ranges.size(); ++device) {
       uint64_t count = 0;
@@ -678,6 +690,9 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     Value key;
     EntryKey id = EntryKey::kOther;
   };
+  // A row of the event columns, as charged to the VM's memory bound (action,
+  // address, size, stream, time, stack, and a little of the maps).
+  static constexpr uint64_t kRowBytes = 48;
   bool flat_;
   // Interns a string of the pickle. A long one is interned once per place
   // in the input: the memo hands the same value to every entry that shares

@@ -63,7 +63,27 @@ def wide_ints(scale):
             "allocator_settings": {"wide": [(1 << (8 * 8000)) + k for k in range(1000 * scale)]}}
 
 
+def shared_entry(scale):
+    """Finding 9: one trace entry (the memo shares it) named 1,000,000 x
+    scale times in device 0's trace: two bytes of pickle per reference, a
+    row of the model per reference."""
+    one = entry(0, [{"name": "step", "filename": "/home/me/train.py", "line": 7}])
+    return {"segments": [], "device_traces": [[one] * (1_000_000 * scale)]}
+
+
+def shared_block(scale):
+    """Finding 9: one block dict named 1,000,000 x scale times in a segment."""
+    block = {"address": 0x7F00_0000_0000, "size": 512, "requested_size": 512,
+             "state": "active_allocated", "frames": []}
+    segment = {"device": 0, "address": 0x7F00_0000_0000, "total_size": 2 << 20, "stream": 0,
+               "segment_type": "small", "allocated_size": 512, "active_size": 512,
+               "requested_size": 512, "blocks": [block] * (1_000_000 * scale)}
+    return {"segments": [segment], "device_traces": [[]]}
+
+
 SHAPES = {
+    "shared_entry": shared_entry,
+    "shared_block": shared_block,
     "wide_ints": wide_ints,
     "empty_devices": empty_devices,
     "backward_names": backward_names,
