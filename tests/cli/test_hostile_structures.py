@@ -17,6 +17,9 @@ import make_hostile  # noqa: E402
 
 check = testlib.Checks()
 TIMEOUT = 60
+# The sanitized build runs the same shapes smaller (a quarter): the sizes
+# where the old cost passes the time limit are the plain build's to hold.
+SHRINK = 4 if os.environ.get("MEMSNAP_SANITIZED") else 1
 COMMANDS = (["parse", "--json"], ["explain", "--json"], ["events", "--json"],
             ["plot", "--text"])
 
@@ -53,7 +56,8 @@ def test_a_shared_long_string_costs_once(memsnap, work):
     with open(rules, "w") as f:
         f.write("activation metadata m+x\nparameter metadata (m|n)*q\n")
     for field in ("user_metadata", "compile_context", "category", "action"):
-        path = make_hostile.write("shared_" + field, os.path.join(work, field + ".pickle.gz"), 16)
+        path = make_hostile.write("shared_" + field, os.path.join(work, field + ".pickle.gz"),
+                                   16 // SHRINK)
         for command in COMMANDS + (["summarize"], ["events"], ["dump"]):
             rules_flag = [] if command[0] == "dump" else ["--category-rules", rules]
             rc, out, err = run(memsnap, command[:1] + [path] + rules_flag + command[1:])
@@ -72,13 +76,15 @@ def test_empty_devices_cost_nothing_per_entry(memsnap, work):
     device, per entry (the old code took minutes); every command answers
     device 0's report."""
     os.makedirs(work, exist_ok=True)
-    path = make_hostile.write("empty_devices", os.path.join(work, "devices.pickle.gz"), 16)
+    path = make_hostile.write("empty_devices", os.path.join(work, "devices.pickle.gz"),
+                               16 // SHRINK)
     for command in COMMANDS + (["events", "--json", "--group-by", "category"], ["whatif"],
                                ["check", "--max-peak", "1GiB", "--allow-unmeasured"]):
         rc, out, err = run(memsnap, command[:1] + [path] + command[1:])
         check("empty devices: %s answers" % " ".join(command), rc == 0 and out, (rc, err[-300:]))
     rc, out, _ = run(memsnap, ["parse", "--json", path])
-    check("empty devices: device 0's 400,000 entries", rc == 0 and b'"event_count": 400000' in out,
+    check("empty devices: all of device 0's entries", rc == 0
+          and b'"event_count": %d' % (400_000 // SHRINK) in out,
           out[:300])
     check.verify()
 
