@@ -44,12 +44,12 @@ class QuotedNames {
   // the file): a short list, emptied if a hostile file has more than 64;
   // a name past kMaxRowLabelBytes is cut (row_label) before it is looked up.
   const std::string& action(std::string_view action) {
-    std::string shown = row_label(action);
+    std::string cut;  // only for a name past the limit: a row costs no copy
+    if (action.size() > kMaxRowLabelBytes) action = cut = row_label(action);
     for (const auto& [name, quoted] : actions_)
-      if (name == shown) return quoted;
+      if (name == action) return quoted;
     if (actions_.size() >= 64) actions_.clear();  // a file with many foreign actions
-    std::string quoted = JsonStream::quoted(shown);
-    actions_.emplace_back(std::move(shown), std::move(quoted));
+    actions_.emplace_back(std::string(action), JsonStream::quoted(action));
     return actions_.back().second;
   }
 

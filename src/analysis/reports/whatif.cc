@@ -8,6 +8,7 @@
 #include <future>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
@@ -263,16 +264,32 @@ class Checker {
   UnrecordedAddresses unrecorded_;
 };
 
+// The allocator history the model starts from; nullptr, with `why_not`
+// said, when the file has none for the device or its state before the
+// trace is unknown.
+const AllocatorHistory* usable_history(const FileAnalysis& file, std::string& why_not) {
+  const AllocatorHistory* history = file.allocator_history();
+  if (history == nullptr) {
+    why_not = "the file has no trace for this device";
+    return nullptr;
+  }
+  if (!history->check().possible) {
+    why_not = history->check().impossible_reason;
+    return nullptr;
+  }
+  return history;
+}
+
 }  // namespace
 
 SegmentCheck check_recorded_segments(const FileAnalysis& file) {
-  const AllocatorHistory* history = file.allocator_history();
-  if (history == nullptr || !history->check().possible) {
+  std::string why_not;
+  const AllocatorHistory* history = usable_history(file, why_not);
+  if (history == nullptr) {
     SegmentCheck out;
     out.file = file.path();
     out.device = file.device();
-    out.impossible_reason = history == nullptr ? "the file has no trace for this device"
-                                               : history->check().impossible_reason;
+    out.impossible_reason = std::move(why_not);
     return out;
   }
   // The rounding the history found first; when the model parts from the
@@ -653,12 +670,8 @@ bool prepare(const FileAnalysis& file, std::optional<uint64_t> capacity, WhatIfR
              SplitRule& own, const std::optional<std::string>& conf = std::nullopt) {
   out.file = file.path();
   out.device = file.device();
-  const AllocatorHistory* history = file.allocator_history();
-  if (history == nullptr || !history->check().possible) {
-    out.impossible_reason = history == nullptr ? "the file has no trace for this device"
-                                               : history->check().impossible_reason;
-    return false;
-  }
+  const AllocatorHistory* history = usable_history(file, out.impossible_reason);
+  if (history == nullptr) return false;
   out.possible = true;
   // With --set, the timelines: the trace in at most kTimelineColumns columns.
   const uint64_t width =
@@ -757,12 +770,8 @@ SimulatedReservedLine simulated_reserved_line(const FileAnalysis& file, const st
                                               double duration_us) {
   SimulatedReservedLine out;
   out.settings = conf;
-  const AllocatorHistory* history = file.allocator_history();
-  if (history == nullptr || !history->check().possible) {
-    out.impossible_reason = history == nullptr ? "the file has no trace for this device"
-                                               : history->check().impossible_reason;
-    return out;
-  }
+  const AllocatorHistory* history = usable_history(file, out.impossible_reason);
+  if (history == nullptr) return out;
   out.possible = true;
   std::tie(out.capacity, out.capacity_from) = capacity_of(file, std::nullopt);
   out.recorded_peak_reserved = file.reserved().peak;
