@@ -232,6 +232,11 @@ struct DecodeAnomalies {
   // Strings (frame names, file names, annotations, metadata, settings) longer
   // than kMaxStringBytes, kept cut to it.
   uint64_t truncated_strings = 0;
+  // Bytes after the pickle's STOP opcode (not read), and bytes after the
+  // last gzip member that start no member (ignored, as gunzip does): a file
+  // appended to, or two dumps in one.
+  uint64_t bytes_after_stop = 0;
+  uint64_t bytes_after_compressed = 0;
 };
 
 // The longest string the model keeps (1 MiB): a frame name or setting longer

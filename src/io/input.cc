@@ -364,15 +364,17 @@ void check_output_limit(const OutputSink& out, uint64_t max_output) {
   if (out.size() > max_output) throw Error(too_large_message("decompressed data", max_output));
 }
 
-void gunzip_into(std::span<const uint8_t> compressed, uint64_t max_output,
-                 const StartCheck& check_start, OutputSink& out) {
+// Returns how many bytes after the last member start no member (ignored).
+uint64_t gunzip_into(std::span<const uint8_t> compressed, uint64_t max_output,
+                     const StartCheck& check_start, OutputSink& out) {
   StartGate gate(check_start);
   InflateStream owner;
   z_stream& stream = owner.get();
   size_t consumed = 0;
+  size_t member_end = 0;
   int status = Z_OK;
   while (status != Z_STREAM_END) {
-    if (out.cancelled()) return;
+    if (out.cancelled()) return 0;
     if (stream.avail_in == 0) {
       if (consumed == compressed.size()) break;
       size_t take = std::min<size_t>(compressed.size() - consumed, 1u << 30);
@@ -394,8 +396,9 @@ void gunzip_into(std::span<const uint8_t> compressed, uint64_t max_output,
     // flushes members) decompress as one stream, wherever the member ends in
     // our input window; an empty first member is no empty file. Bytes after
     // the last member that do not start another one are ignored, as gunzip
-    // does.
+    // does, and counted so that the report can say so.
     const size_t next = consumed - stream.avail_in;  // offset of what follows the member
+    if (status == Z_STREAM_END) member_end = next;
     const bool another = status == Z_STREAM_END && next + 1 < compressed.size() &&
                          compressed[next] == 0x1f && compressed[next + 1] == 0x8b;
     gate.see(out, status == Z_STREAM_END && !another);
@@ -408,6 +411,7 @@ void gunzip_into(std::span<const uint8_t> compressed, uint64_t max_output,
   if (status != Z_STREAM_END)
     throw Error("gzip: truncated compressed stream (the file was cut short)");
   gate.see(out, true);
+  return compressed.size() - member_end;
 }
 
 void unzstd_into(std::span<const uint8_t> compressed, uint64_t max_output,
@@ -474,7 +478,7 @@ class InflatingStream final : public OutputSink {
       };
       try {
         if (gzip) {
-          gunzip_into(compressed_.bytes(), capacity_, check, *this);
+          ignored_after_stream_ = gunzip_into(compressed_.bytes(), capacity_, check, *this);
         } else {
           unzstd_into(compressed_.bytes(), capacity_, check, *this);
         }
@@ -518,6 +522,13 @@ class InflatingStream final : public OutputSink {
     return have;
   }
   uint64_t finish() { return wait_for(UINT64_MAX); }
+  // Bytes after the compressed stream that were ignored (gunzip_into),
+  // once the stream has ended.
+  uint64_t ignored_after_stream() {
+    finish();
+    std::lock_guard<std::mutex> lock(mutex_);
+    return ignored_after_stream_;
+  }
   [[nodiscard]] bool done() {
     std::lock_guard<std::mutex> lock(mutex_);
     return done_;
@@ -602,6 +613,7 @@ class InflatingStream final : public OutputSink {
   std::atomic<uint64_t> consumed_{0};     // InputBuffer::discard_before's offset
   uint64_t wanted_ = 0;                   // under mutex_: the most a reader waited for
   bool done_ = false;                     // under mutex_
+  uint64_t ignored_after_stream_ = 0;     // written by the thread before done_
   std::exception_ptr error_;
   std::thread thread_;
 };
@@ -623,6 +635,10 @@ std::span<const uint8_t> InputBuffer::wait_for(uint64_t end) {
 std::span<const uint8_t> InputBuffer::bytes() const {
   if (stream_) size_ = stream_->finish();
   return available();
+}
+
+uint64_t InputBuffer::ignored_after_stream() const {
+  return stream_ ? stream_->ignored_after_stream() : 0;
 }
 
 bool InputBuffer::streaming() const {

@@ -45,6 +45,9 @@ class InputBuffer {
   std::span<const uint8_t> wait_for(uint64_t end);
   // Whether the bytes are still arriving (a compressed file being inflated).
   [[nodiscard]] bool streaming() const;
+  // Bytes after the last gzip member that start no member: ignored, as
+  // gunzip does (0 for other input). Waits for the stream to end.
+  [[nodiscard]] uint64_t ignored_after_stream() const;
   // Size on disk (before decompression); equals size() for plain files.
   [[nodiscard]] uint64_t file_size() const { return file_size_; }
   [[nodiscard]] Compression compression() const { return compression_; }

@@ -178,6 +178,9 @@ class Vm {
   Value run();
 
   [[nodiscard]] int protocol() const { return protocol_; }
+  // After run(): the offset just past the STOP opcode (bytes beyond it are
+  // not read, as CPython's pickle.load leaves them).
+  [[nodiscard]] uint64_t end_offset() const { return pos_; }
 
   // Reading values.
   [[nodiscard]] std::string_view view(const Value& value) const;

@@ -74,6 +74,21 @@ std::string say(const finding::TruncatedStrings& f) {
       "cut to it",
       f.count, kMaxStringBytes >> 20);
 }
+std::string say(const finding::BytesNotRead& f) {
+  std::vector<std::string> parts;
+  if (f.after_stop != 0) {
+    parts.push_back(
+        fmt::format("{} after the pickle's STOP opcode were not read",
+                    format_count(f.after_stop) + (f.after_stop == 1 ? " byte" : " bytes")));
+  }
+  if (f.after_compressed != 0) {
+    parts.push_back(fmt::format(
+        "{} after the last gzip member start no member and were ignored, as gunzip does",
+        format_count(f.after_compressed) + (f.after_compressed == 1 ? " byte" : " bytes")));
+  }
+  return fmt::format("{}: the file was appended to, or holds more than one dump",
+                     fmt::join(parts, "; "));
+}
 std::string say(const finding::MalformedField& f) {
   return fmt::format("'{}' is {}, not a list: left out", f.field, f.found);
 }

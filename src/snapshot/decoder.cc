@@ -780,6 +780,9 @@ Snapshot decode_snapshot(InputBuffer& input, const LoadOptions& options, EntryRe
   try {
     Value root = vm.run();
     model.pickle_size = input.size();  // all of it inflated (an error after STOP shows here)
+    model.anomalies.bytes_after_stop =
+        model.pickle_size - std::min(vm.end_offset(), model.pickle_size);
+    model.anomalies.bytes_after_compressed = input.ignored_after_stream();
     if (options.on_progress) options.on_progress(model.pickle_size, model.pickle_size);
     model.pickle_protocol = vm.protocol();
     decoder.decode_root(vm, root);

@@ -178,3 +178,46 @@ def test_shared_references_count_against_the_memory_bound(memsnap, work):
             check("%s: %s refused in one line naming the bound" % (shape, command[0]),
                   rc == 1 and len(lines) == 1 and b"bytes per input byte" in lines[0], (rc, lines))
     check.verify()
+
+
+def test_bytes_that_are_not_read_are_said(memsnap, work):
+    """Finding 17: bytes after the last gzip member that start no member
+    were ignored silently (as gunzip ignores them, but gunzip says so), and
+    so were bytes after the pickle's STOP. Both are read as before and named
+    in one warning, the file, stdin and the .gz alike; a clean file has none."""
+    import gzip
+    import json
+    import pickle
+    os.makedirs(work, exist_ok=True)
+    frames = [{"name": "step", "filename": "/home/me/train.py", "line": 7}]
+    body = pickle.dumps({"segments": [], "device_traces": [
+        [dict(make_hostile.entry(k, frames), time_us=k + 1) for k in range(4)]]}, protocol=4)
+    cases = {"clean.pickle": (body, None),
+             "appended.pickle": (body + b"\x80\x04N.", b"4 bytes after the pickle's STOP"),
+             "appended.pickle.gz": (gzip.compress(body) + b"garbage!",
+                                    b"8 bytes after the last gzip member start no member"),
+             "both.pickle.gz": (gzip.compress(body + b"xy") + b"\x1f",
+                                b"2 bytes after the pickle's STOP opcode were not read; 1 byte "
+                                b"after the last gzip member")}
+    clean = None
+    for name, (data, said) in cases.items():
+        path = os.path.join(work, name)
+        with open(path, "wb") as f:
+            f.write(data)
+        for args, stdin in ((["parse", "--json", path], None), (["parse", "--json", "-"], data)):
+            got = subprocess.run([memsnap] + args, capture_output=True, input=stdin,
+                                 timeout=TIMEOUT)
+            report = json.loads(got.stdout) if got.returncode == 0 else {}
+            warned = [w for w in report.get("warnings", []) if "not read" in w or "gunzip" in w]
+            where = "stdin" if stdin else "the file"
+            if said is None:
+                clean = report
+                check("%s from %s: read, nothing said" % (name, where),
+                      got.returncode == 0 and not warned, (got.returncode, got.stderr))
+                continue
+            check("%s from %s: read as the clean file" % (name, where),
+                  got.returncode == 0 and report.get("peaks") == clean.get("peaks"),
+                  (got.returncode, got.stderr))
+            check("%s from %s: said in one warning" % (name, where),
+                  len(warned) == 1 and said.decode() in warned[0], warned)
+    check.verify()

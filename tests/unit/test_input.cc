@@ -127,6 +127,23 @@ TEST(Input, StreamsThatBeginWithNothingAreRead) {
   expect_error_containing<Error>([&] { open_input(temp_file(gzip_of(""))); }, "empty file");
 }
 
+// Issue 40, finding 17: bytes after the last gzip member that start no
+// member are ignored, as gunzip does, but counted so the report says so
+// (they were dropped silently); a second member is read, not counted.
+TEST(Input, BytesAfterTheLastGzipMemberAreCounted) {
+  const std::string pickle("\x80\x04\x95\x03\x00\x00\x00\x00\x00\x00\x00K\x07.", 14);
+  InputBuffer clean = open_input(temp_file(gzip_of(pickle) + gzip_of("")));
+  EXPECT_EQ(clean.size(), pickle.size());
+  EXPECT_EQ(clean.ignored_after_stream(), 0U);
+  InputBuffer appended = open_input(temp_file(gzip_of(pickle) + "garbage!"));
+  EXPECT_EQ(appended.size(), pickle.size());
+  EXPECT_EQ(appended.ignored_after_stream(), 8U);
+  // One byte of gzip's magic is no member either.
+  InputBuffer half_magic = open_input(temp_file(gzip_of(pickle) + "\x1f"));
+  EXPECT_EQ(half_magic.ignored_after_stream(), 1U);
+  EXPECT_EQ(open_input(temp_file(pickle + "tail")).ignored_after_stream(), 0U);
+}
+
 TEST(Input, TruncatedGzipIsReported) {
   std::string data(4096, 'x');
   std::string packed = gzip_of(data);

@@ -53,6 +53,10 @@ struct MalformedAnnotations {
 struct TruncatedStrings {  // strings beyond kMaxStringBytes, kept cut
   uint64_t count = 0;
 };
+struct BytesNotRead {  // after the pickle's STOP, or after the last gzip member
+  uint64_t after_stop = 0;
+  uint64_t after_compressed = 0;
+};
 struct UnusableTimes {  // time_us that is no timestamp: the entries count as untimed
   uint64_t count = 0;
 };
@@ -120,10 +124,10 @@ using Finding =
                  finding::NegativeBaseline, finding::NoTimestamps, finding::OutOfMemory,
                  finding::MalformedEntries, finding::MalformedSegments,
                  finding::MalformedAnnotations, finding::UnusableTimes, finding::TruncatedStrings,
-                 finding::MalformedField, finding::FlatDeviceTraces, finding::TimesGoBackwards,
-                 finding::StepsEndBeforeStart, finding::OtherDevices, finding::CudaGraphsLikely,
-                 finding::TopSourcesShare, finding::SideTruncated, finding::BaselinesDiffer,
-                 finding::DifferentDevices, finding::DifferentRanks, finding::PrivatePoolsOneSide,
-                 finding::NoTrace>;
+                 finding::BytesNotRead, finding::MalformedField, finding::FlatDeviceTraces,
+                 finding::TimesGoBackwards, finding::StepsEndBeforeStart, finding::OtherDevices,
+                 finding::CudaGraphsLikely, finding::TopSourcesShare, finding::SideTruncated,
+                 finding::BaselinesDiffer, finding::DifferentDevices, finding::DifferentRanks,
+                 finding::PrivatePoolsOneSide, finding::NoTrace>;
 
 }  // namespace memsnap

@@ -229,6 +229,10 @@ void add_warnings(const FileAnalysis& file, bool large_baseline, ParseReport& re
   if (anomalies.unusable_times != 0) {
     warnings.emplace_back(finding::UnusableTimes{anomalies.unusable_times});
   }
+  if (anomalies.bytes_after_stop != 0 || anomalies.bytes_after_compressed != 0) {
+    warnings.emplace_back(
+        finding::BytesNotRead{anomalies.bytes_after_stop, anomalies.bytes_after_compressed});
+  }
 }
 
 }  // namespace
