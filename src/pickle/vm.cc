@@ -172,6 +172,7 @@ Value Vm::new_container(Kind kind) {
     free_containers_.pop_back();
   } else {
     if (containers_.size() >= std::numeric_limits<uint32_t>::max()) fail("too many containers");
+    check_room_to_grow(containers_, 1);
     charge(sizeof(Container));
     index = containers_.size();
     containers_.emplace_back();
@@ -204,6 +205,7 @@ Value Vm::view_value(Kind kind, uint64_t offset, uint64_t length) {
 Value Vm::owned_value(Kind kind, std::string_view bytes, uint8_t extra_flags) {
   Value value = view_value(kind, owned_.size(), bytes.size());
   value.flags = Value::kOwnedBytes | extra_flags;
+  check_room_to_grow(owned_, bytes.size());
   charge(bytes.size());
   owned_.append(bytes);
   return value;
@@ -313,8 +315,9 @@ void Vm::append_range(Value& list, const Value* first, const Value* last) {
       run_end = last;
     }
     if (run_end != first) {
-      charge(static_cast<uint64_t>(run_end - first) * sizeof(Value));
       std::vector<Value>& items = container(list).items;
+      check_room_to_grow(items, static_cast<size_t>(run_end - first));
+      charge(static_cast<uint64_t>(run_end - first) * sizeof(Value));
       items.insert(items.end(), first, run_end);
       first = run_end;
     }
@@ -342,6 +345,7 @@ void Vm::append_to_list(Value& list, Value item) {
     item.kind = Kind::kExternalRange;
     item.size = 1;
   }
+  check_room_to_grow(items, 1);
   charge(sizeof(Value));
   items.push_back(item);
 }
@@ -768,8 +772,9 @@ Value Vm::stop() {
     const Value key = pop();
     Value& dict = top();
     if (dict.kind != Kind::kDict) fail(fmt::format("SETITEM on {}", kind_with_article(dict.kind)));
-    charge(2 * sizeof(Value));
     auto& items = container(dict).items;
+    check_room_to_grow(items, 2);
+    charge(2 * sizeof(Value));
     items.push_back(key);
     items.push_back(value);
     return;
@@ -791,8 +796,9 @@ Value Vm::stop() {
     if (target.kind != Kind::kSet) {
       fail(fmt::format("ADDITEMS on {}", kind_with_article(target.kind)));
     }
-    charge((stack_.size() - base) * sizeof(Value));
     auto& items = container(target).items;
+    check_room_to_grow(items, stack_.size() - base);
+    charge((stack_.size() - base) * sizeof(Value));
     items.insert(items.end(), stack_.begin() + static_cast<ptrdiff_t>(base), stack_.end());
   }
   stack_.resize(base);
@@ -804,8 +810,9 @@ Value Vm::stop() {
     fail(fmt::format("SETITEMS on {}", kind_with_article(target.kind)));
   }
   if ((stack_.size() - base) % 2 != 0) fail("SETITEMS with an odd number of items");
-  charge((stack_.size() - base) * sizeof(Value));
   Container& dict = container(target);
+  check_room_to_grow(dict.items, stack_.size() - base);
+  charge((stack_.size() - base) * sizeof(Value));
   dict.items.insert(dict.items.end(), stack_.begin() + static_cast<ptrdiff_t>(base), stack_.end());
   stack_.resize(base);
   if (dict.list_item) {

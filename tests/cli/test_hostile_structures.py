@@ -221,3 +221,23 @@ def test_bytes_that_are_not_read_are_said(memsnap, work):
             check("%s from %s: said in one warning" % (name, where),
                   len(warned) == 1 and said.decode() in warned[0], warned)
     check.verify()
+
+
+def test_degenerate_pickles_are_refused_within_the_bound(memsnap, work):
+    """Finding 10: 2.5M EMPTY_LIST opcodes (as 20 MB of them that peaked at
+    18x the input) are refused in one line naming the bound, from the file
+    and from a .gz; a 32 MiB frame name is read and cut to 1 MiB."""
+    import json
+    os.makedirs(work, exist_ok=True)
+    for name in ("empty_lists.pickle", "empty_lists.pickle.gz"):
+        path = make_hostile.write("empty_lists", os.path.join(work, name), 1)
+        rc, _, err = run(memsnap, ["parse", path])
+        lines = err.splitlines()
+        check("%s: refused in one line naming the bound" % name,
+              rc == 1 and len(lines) == 1 and b"bytes per input byte" in lines[0], (rc, lines))
+    path = make_hostile.write("long_name", os.path.join(work, "long_name.pickle.gz"), 1)
+    rc, out, err = run(memsnap, ["parse", "--json", path])
+    warnings = json.loads(out)["warnings"] if rc == 0 else []
+    check("a 32 MiB frame name: read, cut and said",
+          any("longer than 1 MiB and are cut" in w for w in warnings), (rc, err))
+    check.verify()
