@@ -46,26 +46,33 @@ def main():
 # One command, its exit status, time, peak RSS and output size, measured in a
 # process of its own (RUSAGE_CHILDREN then counts that command alone).
 RUN_ONE = r"""
-import resource, subprocess, sys, time
+import resource, subprocess, sys, threading, time
 memsnap, timeout, rest = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
 start = time.perf_counter()
-written = 0
+written = [0]
 child = subprocess.Popen([memsnap] + rest, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-status = None
-while True:
-    chunk = child.stdout.read(1 << 20)
-    if not chunk:
-        break
-    written += len(chunk)
-    if time.perf_counter() - start > timeout:
-        child.kill()
-        status = "timeout"
-        break
-code = child.wait()
-status = status or str(code)
+
+def drain():
+    # Counted on a thread of its own, so that the timeout holds for a command
+    # that writes nothing until it ends.
+    while True:
+        chunk = child.stdout.read(1 << 20)
+        if not chunk:
+            return
+        written[0] += len(chunk)
+
+reader = threading.Thread(target=drain)
+reader.start()
+try:
+    status = str(child.wait(timeout=timeout))
+except subprocess.TimeoutExpired:
+    child.kill()
+    child.wait()
+    status = "timeout"
+reader.join()
 seconds = time.perf_counter() - start
 rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-print("%6s %9.2f %9.0f %12.1f" % (status, seconds, rss, written / 1e6))
+print("%6s %9.2f %9.0f %12.1f" % (status, seconds, rss, written[0] / 1e6))
 """
 
 
