@@ -8,7 +8,8 @@ its one error line must contain, exactly], "byte_offset": true when the
 refusal comes from the pickle VM, whose messages say where in the file it
 stopped}. OUTDIR/must_parse.json describes files that must parse: {"file":
 {"same_as": "other file"}} (identical `parse --json` apart from the file name
-and size), and {"file": {"default_error": {"says": ..., "byte_offset": ...},
+and size; with "warns": "phrase", apart from one more warning that holds the
+phrase), and {"file": {"default_error": {"says": ..., "byte_offset": ...},
 "allow_objects": true, "object_at": [keys...], "object_name": "mod.name"}}
 (refused by default, parsed with --allow-objects, the object dumped as
 {"__object__": "mod.name"}).
@@ -364,7 +365,9 @@ def write(outdir):
     # must parse
     small4 = pickle.dumps(snap, protocol=4)
     put('trailing-bytes.pickle', small4 + b'\x00trailing garbage after STOP\n')
-    must_parse['trailing-bytes.pickle'] = {'same_as': 'small-p4.pickle'}
+    must_parse['trailing-bytes.pickle'] = {
+        'same_as': 'small-p4.pickle',
+        'warns': "29 bytes after the pickle's STOP opcode were not read"}
     put('small-p4.pickle.gz', gzip.compress(small4, mtime=0))
     must_parse['small-p4.pickle.gz'] = {'same_as': 'small-p4.pickle'}
     put('small-p2-gzip.pickle', gzip.compress(pickle.dumps(snap, protocol=2), mtime=0))
