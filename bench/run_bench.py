@@ -92,6 +92,8 @@ CHROMIUM_ARGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-q
 
 MiB = 1 << 20
 GiB = 1 << 30
+HOSTILE_SCALES = (1, 8)         # make_hostile.py's shapes at these scales: time linear in each
+HOSTILE_COMMANDS = (['parse'], ['events', '--json'])
 
 
 def log(msg=''):
@@ -1259,6 +1261,53 @@ def ranks_rows(r):
     return rows
 
 
+def measure_hostile(memsnap, runner, work):
+    """Each shape of tests/gen/make_hostile.py (issue 40's structures that
+    once multiplied time or memory) at HOSTILE_SCALES, gzipped as the
+    regression tests write them: `parse` and `events --json`, refusals timed
+    as answers. Linear means the time grows by the scale, not its square."""
+    sys.path.insert(0, os.path.join(ROOT, 'tests', 'gen'))
+    import make_hostile  # noqa: E402 (the generator lives with the tests)
+    rows = []
+    for shape in sorted(make_hostile.SHAPES):
+        row = {'shape': shape, 'scales': {}}
+        for scale in HOSTILE_SCALES:
+            path = make_hostile.write(shape, os.path.join(work, f'hostile-{shape}-{scale}.pickle.gz'),
+                                      scale)
+            got = {'bytes': os.path.getsize(path)}
+            for command in HOSTILE_COMMANDS:
+                got[command[0]] = run_timed(runner, [memsnap, command[0], path] + command[1:],
+                                            f'{shape} x{scale} {command[0]}', accept_exit=True)
+            os.remove(path)
+            row['scales'][scale] = got
+        rows.append(row)
+        log(f'hostile: {shape} measured')
+    return rows
+
+
+def hostile_rows(rows):
+    low, high = HOSTILE_SCALES
+    header = ['shape', f'x{low}: file', f'x{high}: file']
+    for command in HOSTILE_COMMANDS:
+        header += [f'{command[0]} x{low}', f'{command[0]} x{high}', f'x{high} / x{low}']
+    out = []
+    for r in rows:
+        a, b = r['scales'][low], r['scales'][high]
+        cells = [r['shape'], f"{a['bytes'] / 1024:.1f} KB", f"{b['bytes'] / 1024:.1f} KB"]
+        for command in HOSTILE_COMMANDS:
+            ma, mb = a[command[0]], b[command[0]]
+            if 'error' in ma or 'error' in mb:
+                cells += ['FAILED', 'FAILED', '-']
+                continue
+
+            def cell(m):
+                return (f'{m["wall"]:.2f} s, {fmt_size(m["rss"] * 1024)}'
+                        + (' (refused)' if m.get('rc') else ''))
+            cells += [cell(ma), cell(mb), f'{mb["wall"] / ma["wall"]:.1f}']
+        out.append(cells)
+    return header, out
+
+
 def print_table(header, rows, markdown, n_right):
     """n_right: the first n_right columns are numbers (right-aligned), the rest verdicts."""
     if markdown:
@@ -1297,6 +1346,8 @@ def main(argv=None):
                     help='rank files for the ranks case (default 64; 0 skips it)')
     ap.add_argument('--rank-events', type=parse_size, default=100_000,
                     help='trace entries per rank file (default 100k)')
+    ap.add_argument('--no-hostile', action='store_true',
+                    help='leave out the hostile shapes (tests/gen/make_hostile.py at scales 1 and 8)')
     ap.add_argument('--no-compressed', action='store_true',
                     help='leave out the .gz / .zst parse of each size')
     ap.add_argument('--no-browser', action='store_true',
@@ -1469,6 +1520,8 @@ def main(argv=None):
     log()
     ranks = measure_ranks(memsnap, runner, work, args.ranks, args.rank_events) if args.ranks else None
     log()
+    hostile = [] if args.no_hostile else measure_hostile(memsnap, runner, work)
+    log()
 
     if not args.keep:
         leftovers = [p for path in files for p in (path, path + '.params')]
@@ -1633,6 +1686,14 @@ def main(argv=None):
               'the summaries alone')
         print_table(['files', 'on disk', 'parse RSS (largest)', 'ranks -j 1', 'ranks -j 2', '-j 2 RSS / parse',
                      'map (summarize)', 'summary size', 'reduce'], ranks_rows(ranks), args.markdown, 9)
+    if hostile:
+        print()
+        print(f'hostile shapes: tests/gen/make_hostile.py at scales {HOSTILE_SCALES[0]} and '
+              f'{HOSTILE_SCALES[1]} (gzipped), median of {MEMSNAP_RUNS}; the last column of each '
+              f'command is the time\'s growth, {HOSTILE_SCALES[1]} or less where time is linear '
+              f'(start-up and the fixed costs weigh most at scale 1)')
+        header, rows = hostile_rows(hostile)
+        print_table(header, rows, args.markdown, len(header))
     if all_missed:
         print('MISSED targets:')
         for m in all_missed:
