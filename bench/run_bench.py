@@ -92,7 +92,7 @@ CHROMIUM_ARGS = ['--headless=new', '--no-sandbox', '--disable-gpu', '--disable-q
 
 MiB = 1 << 20
 GiB = 1 << 30
-HOSTILE_SCALES = (1, 8)         # make_hostile.py's shapes at these scales: time linear in each
+HOSTILE_SCALES = (1, 8)         # make_hostile.py's shapes at these scales (--hostile-scales)
 HOSTILE_COMMANDS = (['parse'], ['events', '--json'])
 
 
@@ -1261,9 +1261,9 @@ def ranks_rows(r):
     return rows
 
 
-def measure_hostile(memsnap, runner, work):
+def measure_hostile(memsnap, runner, work, scales=HOSTILE_SCALES):
     """Each shape of tests/gen/make_hostile.py (issue 40's structures that
-    once multiplied time or memory) at HOSTILE_SCALES, gzipped as the
+    once multiplied time or memory) at two scales, gzipped as the
     regression tests write them: `parse` and `events --json`, refusals timed
     as answers. Linear means the time grows by the scale, not its square."""
     sys.path.insert(0, os.path.join(ROOT, 'tests', 'gen'))
@@ -1271,7 +1271,7 @@ def measure_hostile(memsnap, runner, work):
     rows = []
     for shape in sorted(make_hostile.SHAPES):
         row = {'shape': shape, 'scales': {}}
-        for scale in HOSTILE_SCALES:
+        for scale in scales:
             path = make_hostile.write(shape, os.path.join(work, f'hostile-{shape}-{scale}.pickle.gz'),
                                       scale)
             got = {'bytes': os.path.getsize(path)}
@@ -1286,7 +1286,7 @@ def measure_hostile(memsnap, runner, work):
 
 
 def hostile_rows(rows):
-    low, high = HOSTILE_SCALES
+    low, high = sorted(rows[0]['scales'])
     header = ['shape', f'x{low}: file', f'x{high}: file']
     for command in HOSTILE_COMMANDS:
         header += [f'{command[0]} x{low}', f'{command[0]} x{high}', f'x{high} / x{low}']
@@ -1347,7 +1347,9 @@ def main(argv=None):
     ap.add_argument('--rank-events', type=parse_size, default=100_000,
                     help='trace entries per rank file (default 100k)')
     ap.add_argument('--no-hostile', action='store_true',
-                    help='leave out the hostile shapes (tests/gen/make_hostile.py at scales 1 and 8)')
+                    help='leave out the hostile shapes (tests/gen/make_hostile.py)')
+    ap.add_argument('--hostile-scales', default='1,8',
+                    help='the two scales of the hostile shapes (default 1,8)')
     ap.add_argument('--no-compressed', action='store_true',
                     help='leave out the .gz / .zst parse of each size')
     ap.add_argument('--no-browser', action='store_true',
@@ -1520,7 +1522,10 @@ def main(argv=None):
     log()
     ranks = measure_ranks(memsnap, runner, work, args.ranks, args.rank_events) if args.ranks else None
     log()
-    hostile = [] if args.no_hostile else measure_hostile(memsnap, runner, work)
+    hostile_scales = sorted({parse_size(n) for n in args.hostile_scales.split(',') if n.strip()})
+    if len(hostile_scales) != 2:
+        sys.exit(f'run_bench: --hostile-scales {args.hostile_scales}: two scales, as 1,8')
+    hostile = [] if args.no_hostile else measure_hostile(memsnap, runner, work, hostile_scales)
     log()
 
     if not args.keep:
@@ -1688,10 +1693,10 @@ def main(argv=None):
                      'map (summarize)', 'summary size', 'reduce'], ranks_rows(ranks), args.markdown, 9)
     if hostile:
         print()
-        print(f'hostile shapes: tests/gen/make_hostile.py at scales {HOSTILE_SCALES[0]} and '
-              f'{HOSTILE_SCALES[1]} (gzipped), median of {MEMSNAP_RUNS}; the last column of each '
-              f'command is the time\'s growth, {HOSTILE_SCALES[1]} or less where time is linear '
-              f'(start-up and the fixed costs weigh most at scale 1)')
+        print(f'hostile shapes: tests/gen/make_hostile.py at scales {hostile_scales[0]} and '
+              f'{hostile_scales[1]} (gzipped), median of {MEMSNAP_RUNS}; the last column of each '
+              f'command is the time\'s growth, {hostile_scales[1] // hostile_scales[0]} or less '
+              f'where time is linear (start-up and the fixed costs weigh most at the small scale)')
         header, rows = hostile_rows(hostile)
         print_table(header, rows, args.markdown, len(header))
     if all_missed:

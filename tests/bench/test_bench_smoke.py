@@ -19,13 +19,14 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def test_the_bench_prints_every_table_and_no_command_fails(memsnap, work):
     argv = [sys.executable, os.path.join(ROOT, 'bench', 'run_bench.py'), '--memsnap', memsnap,
             '--sizes', '20k', '--ranks', '3', '--rank-events', '2k', '--many-steps', '300',
-            '--no-browser', '--python-runs', '1', '--work', work]
+            '--no-browser', '--python-runs', '1', '--hostile-scales', '1,2', '--work', work]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     out = done.stdout
     failures = []
     if done.returncode != 0:
         failures.append(f'exit {done.returncode}: {done.stderr[-2000:]}')
-    for title in ('parse:', 'compressed input:', 'compare / replay-step:', 'events:', 'plot:'):
+    for title in ('parse:', 'compressed input:', 'compare / replay-step:', 'events:', 'plot:',
+                  'hostile shapes:'):
         if title not in out:
             failures.append(f'no "{title}" table')
     if 'FAILED' in out:
@@ -35,6 +36,8 @@ def test_the_bench_prints_every_table_and_no_command_fails(memsnap, work):
             failures.append('no .gz / .zst rows in the compressed table')
     if not re.search(r'20k: memsnap parse reports 20000 events', out):
         failures.append('the parse check did not read back 20000 events')
+    if not re.search(r'^\s*shared_entry\s.*\(refused\)', out, re.M):
+        failures.append('the hostile table has no refused shared_entry row')
     if not re.search(r'^\s*20k\s.*\blifetimes\b', out, re.M):
         failures.append('the plot row does not say how the page drills down')
     assert not failures, '\n'.join(failures) + '\n' + out[-4000:]
