@@ -35,6 +35,23 @@ def test_bytes_file_objects_and_paths_agree() -> None:
     assert from_plain["compression"] == "none" and from_bytes["compression"] == "gzip"
 
 
+def test_bytes_that_are_not_read_are_said() -> None:
+    """Issue 40, finding 17: bytes after the pickle's STOP, and after the last
+    gzip member, are named in one warning, from bytes as from a path."""
+    data = EXAMPLE_A.read_bytes()
+    clean = memsnap.load(data).parse()
+    for appended, said, counts in ((gzip.compress(gzip.decompress(data) + b"tail"),
+                                    "4 bytes after the pickle's STOP opcode were not read", (4, 0)),
+                                   (data + b"garbage!",
+                                    "8 bytes after the last gzip member start no member", (0, 8))):
+        report = memsnap.load(appended).parse()
+        added = [w for w in report["warnings"] if w not in clean["warnings"]]
+        assert len(added) == 1 and said in added[0], report["warnings"]
+        anomalies = report["anomalies"]
+        assert (anomalies["bytes_after_stop"], anomalies["bytes_after_compressed"]) == counts
+        assert report["replay"] == clean["replay"] and report["segments"] == clean["segments"]
+
+
 def test_zstd_bytes(tmp_path: Path) -> None:
     import shutil
     import subprocess

@@ -392,7 +392,9 @@ ordered_json anomalies_json(const ParseReport& r) {
           {"malformed_segments", r.anomalies.malformed_segments},
           {"malformed_annotations", r.anomalies.malformed_annotations},
           {"malformed_blocks", r.anomalies.malformed_blocks},
-          {"unusable_times", r.anomalies.unusable_times}};
+          {"unusable_times", r.anomalies.unusable_times},
+          {"bytes_after_stop", r.anomalies.bytes_after_stop},
+          {"bytes_after_compressed", r.anomalies.bytes_after_compressed}};
 }
 
 }  // namespace

@@ -460,7 +460,8 @@ def hostile_round_two(memsnap, work, plain):
           and report.get("replay", {}).get("peak_delta") == 123
           and report.get("anomalies") == {"malformed_fields": [], "flat_device_traces": False, "times_backwards": 0,
                                           "steps_ending_before_start": [], "malformed_entries": 2, "malformed_segments": 3, "malformed_annotations": 1,
-                                          "malformed_blocks": 1, "unusable_times": 3}, report.get("anomalies"))
+                                          "malformed_blocks": 1, "unusable_times": 3, "bytes_after_stop": 0,
+                                          "bytes_after_compressed": 0}, report.get("anomalies"))
     text = run(memsnap, ["parse", hostile]).stdout.decode()
     check("and warned", "2 malformed trace entries were skipped" in text
           and "3 malformed segments and 1 malformed blocks were skipped" in text

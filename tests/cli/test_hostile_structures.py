@@ -199,6 +199,7 @@ def test_bytes_that_are_not_read_are_said(memsnap, work):
              "both.pickle.gz": (gzip.compress(body + b"xy") + b"\x1f",
                                 b"2 bytes after the pickle's STOP opcode were not read; 1 byte "
                                 b"after the last gzip member")}
+    counts = {"appended.pickle": (4, 0), "appended.pickle.gz": (0, 8), "both.pickle.gz": (2, 1)}
     clean = None
     for name, (data, said) in cases.items():
         path = os.path.join(work, name)
@@ -220,6 +221,10 @@ def test_bytes_that_are_not_read_are_said(memsnap, work):
                   (got.returncode, got.stderr))
             check("%s from %s: said in one warning" % (name, where),
                   len(warned) == 1 and said.decode() in warned[0], warned)
+            counted = report.get("anomalies", {})
+            check("%s from %s: counted in anomalies" % (name, where),
+                  (counted.get("bytes_after_stop"), counted.get("bytes_after_compressed"))
+                  == counts[name], counted)
     check.verify()
 
 
