@@ -75,16 +75,16 @@ std::string say(const finding::TruncatedStrings& f) {
       f.count, kMaxStringBytes >> 20);
 }
 std::string say(const finding::BytesNotRead& f) {
+  const auto bytes = [](uint64_t n) { return format_count(n) + (n == 1 ? " byte" : " bytes"); };
   std::vector<std::string> parts;
   if (f.after_stop != 0) {
     parts.push_back(
-        fmt::format("{} after the pickle's STOP opcode were not read",
-                    format_count(f.after_stop) + (f.after_stop == 1 ? " byte" : " bytes")));
+        fmt::format("{} after the pickle's STOP opcode were not read", bytes(f.after_stop)));
   }
   if (f.after_compressed != 0) {
     parts.push_back(fmt::format(
         "{} after the last gzip member start no member and were ignored, as gunzip does",
-        format_count(f.after_compressed) + (f.after_compressed == 1 ? " byte" : " bytes")));
+        bytes(f.after_compressed)));
   }
   return fmt::format("{}: the file was appended to, or holds more than one dump",
                      fmt::join(parts, "; "));
