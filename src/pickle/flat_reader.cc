@@ -40,12 +40,20 @@
 // batch, its bytes key the substitute the observer gave it; the next list
 // with the same bytes takes that substitute without being read, and the
 // observer takes it as its answer (FlatDict::list_substitute with no
-// list_items). The cache holds while every memo slot keeps its meaning.
+// list_items). A list is looked up before its bytes are scanned: each
+// APPENDS byte within the longest key's reach ends a candidate key (a few at
+// most; a memo index may hold that byte too), and a key the cache holds is
+// one a scan would give, since a key is a whole run of references and equal
+// bytes scan the same. Scanning first cost more than the rest of the entry:
+// each reference's width depends on the byte before it. The cache holds
+// while every memo slot keeps its meaning.
 // Converting a container to its substitute does not change a slot's meaning
 // (every reader resolves the one to the other); any other overwrite of a
 // defined slot may, and empties the cache (forget_cached_lists, called by
 // Vm::memo_put_slow). It is bounded: 64 Ki lists or 16 MiB of their bytes.
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -95,6 +103,8 @@ class FlatReader {
   bool read_list_value();
   bool read_reference(int op);
   [[nodiscard]] std::string_view single_batch() const;
+  [[nodiscard]] bool ends_list(const uint8_t* appends) const;
+  [[nodiscard]] bool find_cached_list();
   bool take_cached_list();
   bool read_list();
   void remember_list();
@@ -248,28 +258,65 @@ std::string_view FlatReader::single_batch() const {
     if (static_cast<uint64_t>(in_.end - q) < width) return {};
     q += width;
   }
-  if (q == in_.end || *q != kAppends) return {};
-  // What follows must not go on with the list (another batch, ref APPEND).
-  const uint8_t* after = q + 1;
-  if (after != in_.end && (*after == kMark || *after == kFrame)) return {};
-  if (after != in_.end && (*after == kBinGet || *after == kLongBinGet)) {
-    const uint64_t width = *after == kBinGet ? 2 : 5;
-    if (static_cast<uint64_t>(in_.end - after) <= width || after[width] == kAppend) return {};
-  }
+  if (q == in_.end || *q != kAppends || !ends_list(q)) return {};
   return {reinterpret_cast<const char*>(in_.p), static_cast<size_t>(q - in_.p)};
 }
 
+// Whether the list ends with the APPENDS at `appends`: what follows must not
+// go on with it (another batch, ref APPEND).
+bool FlatReader::ends_list(const uint8_t* appends) const {
+  const uint8_t* after = appends + 1;
+  if (after != in_.end && (*after == kMark || *after == kFrame)) return false;
+  if (after != in_.end && (*after == kBinGet || *after == kLongBinGet)) {
+    const uint64_t width = *after == kBinGet ? 2 : 5;
+    if (static_cast<uint64_t>(in_.end - after) <= width || after[width] == kAppend) return false;
+  }
+  return true;
+}
+
+// At a list's first MARK, before any scan: the cached list whose bytes come
+// next, ended by an APPENDS byte (see the list cache above). On a hit the
+// substitute is the answer and the cursor is past its APPENDS.
+bool FlatReader::find_cached_list() {
+  constexpr int kMaxCandidates = 4;  // APPENDS bytes tried; then the scan
+  const uint64_t reach = std::min(in_.left(), vm_.list_cache_longest_ + 1);
+  const uint8_t* const limit = in_.p + reach;
+  const uint8_t* from = in_.p;
+  for (int tried = 0; tried < kMaxCandidates && from != limit; ++tried) {
+    const auto* appends =
+        static_cast<const uint8_t*>(std::memchr(from, kAppends, static_cast<size_t>(limit - from)));
+    if (appends == nullptr) return false;
+    from = appends + 1;
+    if (appends == in_.p) continue;  // no references: never cached
+    const absl::string_view key(reinterpret_cast<const char*>(in_.p),
+                                static_cast<size_t>(appends - in_.p));
+    const auto known = vm_.list_cache_.find(key);
+    if (known == vm_.list_cache_.end()) continue;
+    if (!ends_list(appends)) return false;  // the scan would find the same end
+    dict_.list_substitute = known->second;
+    in_.p = appends + 1;
+    return true;
+  }
+  return false;
+}
+
 // At a list's first MARK: true when its bytes are in the list cache; the
-// substitute is then the answer and the cursor is past its APPENDS.
+// substitute is then the answer and the cursor is past its APPENDS. Else
+// list_key_ holds the bytes to cache once the list is read (when it is one
+// batch).
 bool FlatReader::take_cached_list() {
-  list_key_ = single_batch();
-  if (list_key_.empty()) return false;
-  // (abseil's own string_view: Debian builds it without std's.)
-  const auto known = vm_.list_cache_.find(absl::string_view(list_key_.data(), list_key_.size()));
-  if (known == vm_.list_cache_.end()) return false;
-  dict_.list_substitute = known->second;
-  in_.p += list_key_.size() + 1;  // the refs and APPENDS
   list_key_ = {};
+  if (vm_.list_cache_.empty() || !find_cached_list()) {
+    list_key_ = single_batch();
+    if (list_key_.empty() || vm_.list_cache_.empty()) return false;
+    // Past the candidates find_cached_list tries: the scan's key, looked up.
+    // (abseil's own string_view: Debian builds it without std's.)
+    const auto known = vm_.list_cache_.find(absl::string_view(list_key_.data(), list_key_.size()));
+    if (known == vm_.list_cache_.end()) return false;
+    dict_.list_substitute = known->second;
+    in_.p += list_key_.size() + 1;  // the refs and APPENDS
+    list_key_ = {};
+  }
   return true;
 }
 
@@ -322,6 +369,7 @@ void FlatReader::remember_list() {
   }
   vm_.charge(list_key_.size() + sizeof(Value) + 32);
   vm_.list_cache_bytes_ += list_key_.size();
+  vm_.list_cache_longest_ = std::max<uint64_t>(vm_.list_cache_longest_, list_key_.size());
   vm_.list_cache_.emplace(std::string(list_key_), *dict_.list_substitute);
 }
 
@@ -338,6 +386,7 @@ void Vm::forget_cached_lists() {
   list_cache_.clear();
   give_back(list_cache_bytes_);
   list_cache_bytes_ = 0;
+  list_cache_longest_ = 0;
 }
 
 }  // namespace memsnap::pickle

@@ -385,6 +385,7 @@ class Vm {
   // by the list's bytes, emptied by forget_cached_lists.
   absl::flat_hash_map<std::string, Value> list_cache_;
   uint64_t list_cache_bytes_ = 0;
+  uint64_t list_cache_longest_ = 0;  // the longest key's bytes
   bool converting_ = false;  // replace_container's memo update
   FlatDict flat_;
   Scratch<PendingPut> pending_puts_;

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "analysis/core/device_choice.h"
 #include "expect_error.h"
 #include "io/input.h"
 #include "memsnap/error.h"
 #include "pickle_writer.h"
 #include "snapshot/decoder.h"
-#include "analysis/core/device_choice.h"
 
 namespace memsnap {
 namespace {
@@ -414,6 +414,46 @@ TEST(Decoder, FlatAndGenericReadingsBuildTheSameModel) {
     EXPECT_EQ(flat.action_label(i), generic.action_label(i));
   }
   EXPECT_EQ(flat.events.device_free.size(), 1u);
+}
+
+// The flat reader finds a cached frames list by the APPENDS byte that ends
+// it, before scanning: memo slot 101 is that byte (0x65), so a candidate end
+// falls inside a reference, and one list is the other's first reference.
+// Each must read as the generic VM reads it.
+TEST(Decoder, CachedFramesListsAreFoundByTheirEndNotByAnAppendsByteInAReference) {
+  std::vector<Py> frames;
+  for (int slot = 0; slot < 103; ++slot) {
+    frames.push_back(frame("f" + std::to_string(slot), "/w/a.py", slot).memo(slot));
+  }
+  std::vector<Py> entries;
+  entries.push_back(entry("alloc", 0x1000, 512, 0, Py::list(std::move(frames))));
+  const std::vector<std::vector<int>> lists = {{101, 102}, {101},           {101, 102}, {101},
+                                               {100, 101}, {101, 102, 101}, {100, 101}, {101, 102}};
+  int64_t time = 1;
+  for (const std::vector<int>& slots : lists) {
+    std::vector<Py> refs;
+    for (int slot : slots) refs.push_back(Py::get(slot));
+    entries.push_back(entry("alloc", 0x1000 + time * 0x1000, 512, time, Py::list(std::move(refs))));
+    ++time;
+  }
+  const Py root = traces({Py::list(std::move(entries))});
+  const Snapshot flat = decode(root, EntryReading::kFlat);
+  const Snapshot generic = decode(root, EntryReading::kGenericOnly);
+  ASSERT_EQ(flat.events.count(), lists.size() + 1);
+  ASSERT_EQ(generic.events.count(), lists.size() + 1);
+  auto names = [](const Snapshot& s, size_t i) {
+    std::string out;
+    for (FrameId f : s.stacks.get(s.events.stack[i])) {
+      out += std::string(s.strings.get(s.frames.get(f).name)) + ";";
+    }
+    return out;
+  };
+  for (size_t i = 1; i < flat.events.count(); ++i) {
+    std::string expected;
+    for (int slot : lists[i - 1]) expected += "f" + std::to_string(slot) + ";";
+    EXPECT_EQ(names(flat, i), expected) << "entry " << i;
+    EXPECT_EQ(names(generic, i), expected) << "entry " << i;
+  }
 }
 
 // Refusals: each says what the pickle holds instead of a snapshot.
