@@ -53,3 +53,27 @@ def test_the_whatif_bench_prints_a_row_per_file(memsnap, work):
     assert done.returncode == 0, done.stderr[-2000:]
     rows = [line for line in done.stdout.splitlines() if 'training_steps.pickle.gz' in line]
     assert len(rows) == 1 and len(rows[0].split()) == 9, done.stdout
+
+
+def test_the_parse_targets_bench_prints_each_pair(memsnap, work):
+    """bench/parse_targets.py at 40k entries (400k for the linear row), one
+    run per pair: a row per target, each with its ratio and a verdict."""
+    sys.path.insert(0, os.path.join(ROOT, 'bench'))
+    import run_bench  # the fixture the replicated shape repeats
+    if not os.path.exists(run_bench.REPLICATE_FIXTURE):
+        import pytest
+        pytest.skip(f'no fixture at {run_bench.REPLICATE_FIXTURE}')
+    argv = [sys.executable, os.path.join(ROOT, 'bench', 'parse_targets.py'), '--memsnap', memsnap,
+            '--events', '40k', '--runs', '1', '--work', work]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    rows = [line for line in done.stdout.splitlines() if line.startswith('| 4')]
+    assert [row.split('|')[1].strip() for row in rows] == [
+        '40k replicated: parse / pickle.load', '40k replicated: parse / cat into a pipe',
+        '40k replicated: peak RSS / file',
+        '40k replicated .gz (-1): parse / (gzip -dc + plain parse)',
+        '400k replicated: parse / (10 x 40k parse)', '400k replicated: peak RSS / file'], done.stdout
+    for row in rows:
+        cells = [cell.strip() for cell in row.split('|')[1:-1]]
+        assert re.fullmatch(r'[0-9.]+x', cells[2]) and cells[4] in ('met', 'MISSED'), row
+    assert not os.path.exists(os.path.join(work, 'replicated-40k.pickle')), 'not cleaned up'
