@@ -394,3 +394,50 @@ TEST(AllocatorHistory, FragmentationHistoryPeaksWhereFreeMemoryDoes) {
 
 }  // namespace
 }  // namespace memsnap
+
+namespace memsnap {
+namespace {
+
+// Blocks for requests past max_split_size take their whole free block. Here
+// X (4 MiB at +16 MiB) and then A (10 MiB at the base, so the 16 MiB before
+// X) are carved, X is freed and then A: going forward nothing misfits and
+// the end is the dump, but the walk back puts A back with the whole 20 MiB
+// that is free when A is freed, over X's address, and misfits from there.
+// The forward start state must not be taken then (it would say no misfit):
+// the history is the walk back's, whichever way it was asked for.
+TEST(AllocatorHistory, AForwardStartIsNotTakenWhereTheWalkBackWouldSizeABlockLarger) {
+  testing::ModelBuilder b;
+  b.model.allocator_settings.max_split_size = 4 * kMiB;
+  b.event(Action::kSegmentAlloc, kBase, 20 * kMiB, 1);
+  b.alloc(kBase + 16 * kMiB, 4 * kMiB, 2);
+  b.alloc(kBase, 10 * kMiB, 3);
+  b.event(Action::kFreeRequested, kBase + 16 * kMiB, 4 * kMiB, 4);
+  b.event(Action::kFreeCompleted, kBase + 16 * kMiB, 4 * kMiB, 5);
+  b.event(Action::kFreeRequested, kBase, 10 * kMiB, 6);
+  b.event(Action::kFreeCompleted, kBase, 10 * kMiB, 7);
+  dump_segment(b.model, kBase, 20 * kMiB, {{kBase, 20 * kMiB, 0, BlockState::kInactive}});
+  const AllocatorHistory forward(b.model, 0, StartDerivation::kForwardFirst);
+  const AllocatorHistory back(b.model, 0, StartDerivation::kWalkBack);
+  EXPECT_FALSE(forward.derived_forward());
+  EXPECT_GT(back.check().misfits_back, 0u);
+  EXPECT_EQ(forward.check().misfits_back, back.check().misfits_back);
+  EXPECT_EQ(forward.check().misfits_forward, back.check().misfits_forward);
+  EXPECT_EQ(forward.check().exact, back.check().exact);
+  expect_same_state(forward.start(), back.start());
+}
+
+// The whole-trace example takes the forward start, and it is the walk back's.
+TEST(AllocatorHistory, AForwardStartEqualsTheWalkBacksWhereItIsTaken) {
+  const Snapshot s = whole_trace();
+  const AllocatorHistory forward(s, 0, StartDerivation::kForwardFirst);
+  const AllocatorHistory back(s, 0, StartDerivation::kWalkBack);
+  EXPECT_TRUE(forward.derived_forward());
+  EXPECT_FALSE(back.derived_forward());
+  expect_same_state(forward.start(), back.start());
+  EXPECT_EQ(forward.check().entries, back.check().entries);
+  EXPECT_EQ(forward.peak_free().bytes, back.peak_free().bytes);
+  EXPECT_EQ(forward.peak_free().position, back.peak_free().position);
+}
+
+}  // namespace
+}  // namespace memsnap

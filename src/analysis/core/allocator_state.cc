@@ -1,5 +1,6 @@
 #include "analysis/core/allocator_state.h"
 
+#include <absl/container/flat_hash_set.h>
 #include <fmt/format.h>
 #include <algorithm>
 #include <bit>
@@ -327,6 +328,10 @@ bool AllocatorHistory::Walker::forward(AllocatorState& state, uint64_t i) {
       set_block_state(state, address, BlockState::kActivePendingFree);
       return true;
     case Action::kFreeCompleted: {
+      if (check_back_sizes) {
+        free_checking_back_size(state, i);
+        return true;
+      }
       bool inferred = false;
       erase_block(state, address, inferred);
       return true;
@@ -340,6 +345,31 @@ bool AllocatorHistory::Walker::forward(AllocatorState& state, uint64_t i) {
       remove_entry_range(state, i, events.action[i] == Action::kSegmentFree);
       return true;
     default: return false;
+  }
+}
+
+void AllocatorHistory::Walker::free_checking_back_size(AllocatorState& state, uint64_t i) {
+  const uint64_t address = snapshot.events.addr[i];
+  auto it = state.blocks.find(address);
+  if (it == state.blocks.end()) {
+    ++misfits;
+    return;
+  }
+  const uint64_t size = it->second.size;
+  state.held -= size;
+  auto next = state.blocks.erase(it);
+  // The walk back puts the block back here with the split rule's size on
+  // the free space it now leaves (as backward() does, from the same state).
+  auto range = state.range_at(address);
+  if (range == state.ranges.end()) {
+    ++back_sizes_above;
+    return;
+  }
+  const uint64_t limit =
+      next == state.blocks.end() ? range_end(range) : std::min(range_end(range), next->first);
+  const uint64_t free_size = limit - address;
+  if (std::min(carved_block_size(snapshot.events.size[i], free_size, rule), free_size) > size) {
+    ++back_sizes_above;
   }
 }
 
@@ -393,8 +423,10 @@ bool AllocatorHistory::Walker::backward(AllocatorState& state, uint64_t i, uint6
   }
 }
 
-AllocatorHistory::AllocatorHistory(const Snapshot& snapshot, int device)
-    : snapshot_(&snapshot), rule_(split_rule_from_settings(snapshot.allocator_settings)) {
+AllocatorHistory::AllocatorHistory(const Snapshot& snapshot, int device, StartDerivation derivation)
+    : snapshot_(&snapshot),
+      derivation_(derivation),
+      rule_(split_rule_from_settings(snapshot.allocator_settings)) {
   trace_ = DeviceTrace{device, 0, 0};
   if (const DeviceTrace* trace = snapshot.trace_of(device)) trace_ = *trace;
   for (const Segment& segment : snapshot.segments) {
@@ -420,6 +452,7 @@ AllocatorHistory::AllocatorHistory(const Snapshot& snapshot, int device)
     HistoryCheck cuda = check_;
     AllocatorState cuda_start = start_;
     PeakFree cuda_peak = peak_free_;
+    const bool cuda_derived = derived_forward_;
     std::vector<Checkpoint> cuda_checkpoints = std::move(checkpoints_);
     replay(dump, RoundingRule::kNpu);
     const auto misses = [](const HistoryCheck& h) {
@@ -429,6 +462,7 @@ AllocatorHistory::AllocatorHistory(const Snapshot& snapshot, int device)
       check_ = std::move(cuda);
       start_ = std::move(cuda_start);
       peak_free_ = cuda_peak;
+      derived_forward_ = cuda_derived;
       checkpoints_ = std::move(cuda_checkpoints);
     }
   }
@@ -479,17 +513,23 @@ void compare_with_dump(const AllocatorState& dump, const AllocatorState& end, Hi
 }  // namespace
 
 void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding) {
-  const Snapshot& snapshot = *snapshot_;
   const bool possible = check_.possible;
   const std::string reason = check_.impossible_reason;
-  check_ = HistoryCheck{};
-  check_.possible = possible;
-  check_.impossible_reason = reason;
-  check_.rounding = rounding;
+  const auto fresh_check = [&] {
+    check_ = HistoryCheck{};
+    check_.possible = possible;
+    check_.impossible_reason = reason;
+    check_.rounding = rounding;
+  };
+  fresh_check();
   rule_.rounding = rounding;
+  derived_forward_ = derivation_ == StartDerivation::kForwardFirst && possible &&
+                     !rule_.expandable && derive_start(dump);
+  if (derived_forward_) return;
+  fresh_check();
   // Back from the dump to the start.
   start_ = dump;
-  Walker back{snapshot, rule_};
+  Walker back{*snapshot_, rule_};
   uint64_t inferred = 0;
   for (uint64_t i = trace_.end; i > trace_.begin; --i) {
     if (back.backward(start_, i - 1, inferred)) ++check_.entries;
@@ -498,10 +538,70 @@ void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding)
   check_.ranges_at_start = start_.ranges.size();
   check_.blocks_at_start = start_.blocks.size();
   check_.inferred_sizes = inferred;
-  // Forward again to the dump, deriving every traced block's size anew, and
+  walk_forward(dump, /*deriving=*/false);
+}
+
+// The start state without walking every entry back (issue 41): the dump's
+// ranges walked back over the segment entries alone, and the dump's blocks
+// at addresses no alloc or free names. It is the walk back's start when the
+// forward walk from it (1) meets no misfit, (2) ends on the dump exactly,
+// and (3) frees no block that the walk back would put back larger than the
+// block was. Proof, by induction from the dump back to the start: the walk
+// back's state B after undoing entries t+1.. and the forward state F after
+// entry t hold the same ranges (address and size) and the same block
+// addresses, each B block no larger than its F block. At the dump B = F by
+// (2). Undoing an alloc erases a block F just made; a free_requested finds
+// its block; a free_completed finds its range (F's blocks lie in ranges, by
+// (1)) and no block at or over its address (same addresses; the block
+// before is no larger than in F, where nothing overlaps, by (1)), and puts
+// the block back with the split rule on the same free space as F's state
+// after the free, no larger than F's block by (3); undoing a segment_alloc
+// removes the range F made, with no block in it, and undoing a
+// segment_free puts back a range F had, overlapping none. So the walk back
+// meets no misfit and ends with F's start: ranges as the segment-only walk
+// gives them (the same operations on the same ranges), and at the other
+// addresses exactly the blocks no entry touched, as in the dump. Expandable
+// segments (ranges that join and split) are left to the walk back.
+bool AllocatorHistory::derive_start(const AllocatorState& dump) {
+  const EventColumns& events = snapshot_->events;
+  absl::flat_hash_set<uint64_t> named;  // addresses of the dump's blocks an entry names
+  absl::flat_hash_set<uint64_t> dump_blocks;
+  dump_blocks.reserve(dump.blocks.size());
+  for (const auto& entry : dump.blocks) dump_blocks.insert(entry.first);
+  start_ = AllocatorState{};
+  start_.ranges = dump.ranges;
+  start_.reserved = dump.reserved;
+  Walker back{*snapshot_, rule_};
+  uint64_t unused_inferred = 0;
+  for (uint64_t i = trace_.end; i > trace_.begin; --i) {
+    switch (events.action[i - 1]) {
+      case Action::kAlloc:
+      case Action::kFreeRequested:
+      case Action::kFreeCompleted:
+        ++check_.entries;
+        if (dump_blocks.contains(events.addr[i - 1])) named.insert(events.addr[i - 1]);
+        break;
+      default:
+        if (back.backward(start_, i - 1, unused_inferred)) ++check_.entries;
+    }
+  }
+  if (back.misfits != 0) return false;
+  for (const auto& [address, block] : dump.blocks) {
+    if (named.contains(address)) continue;
+    start_.blocks.emplace(address, block);
+    start_.held += block.size;
+  }
+  check_.ranges_at_start = start_.ranges.size();
+  check_.blocks_at_start = start_.blocks.size();
+  return walk_forward(dump, /*deriving=*/true);
+}
+
+bool AllocatorHistory::walk_forward(const AllocatorState& dump, bool deriving) {
+  // Forward to the dump, deriving every traced block's size anew, and
   // keeping checkpoints on the way.
   AllocatorState end = start_;
-  Walker forth{snapshot, rule_};
+  Walker forth{*snapshot_, rule_};
+  forth.check_back_sizes = deriving;
   peak_free_ = PeakFree{free_bytes(end), 0, end.reserved};
   checkpoints_.clear();
   const uint64_t every = std::max(kMinCheckpointEvery, trace_.count() / kMaxCheckpoints);
@@ -513,6 +613,7 @@ void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding)
     if (forth.forward(end, i) && free_bytes(end) > peak_free_.bytes) {
       peak_free_ = PeakFree{free_bytes(end), i + 1 - trace_.begin, end.reserved};
     }
+    if (deriving && (forth.misfits != 0 || forth.back_sizes_above != 0)) return false;
     if (--until_checkpoint == 0) {
       until_checkpoint = every;
       const uint64_t elements = end.ranges.size() + end.blocks.size();
@@ -525,6 +626,7 @@ void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding)
   check_.misfits_forward = forth.misfits;
   compare_with_dump(dump, end, check_);
   check_.exact = check_.possible && check_.differences == 0;
+  return check_.exact;
 }
 
 const AllocatorHistory::Checkpoint* AllocatorHistory::checkpoint_before(uint64_t position) const {

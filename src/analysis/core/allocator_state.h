@@ -132,11 +132,26 @@ struct HistoryCheck {
   std::string first_difference;  // empty when exact
 };
 
+// How the history finds the state before the trace's first entry.
+enum class StartDerivation : uint8_t {
+  // Forward first: the dump's ranges walked back over the segment entries
+  // alone, and the dump's blocks that no entry names; the forward walk from
+  // there must then meet no misfit, end on the dump, and free no block that
+  // the walk back would put back larger than it was (see derive_start). When
+  // any of that fails, the walk back below, whose start this then equals.
+  kForwardFirst,
+  // Always the walk back over every entry from the dump (the tests' reference).
+  kWalkBack,
+};
+
 class AllocatorHistory {
  public:
-  AllocatorHistory(const Snapshot& snapshot, int device);
+  AllocatorHistory(const Snapshot& snapshot, int device,
+                   StartDerivation derivation = StartDerivation::kForwardFirst);
 
   [[nodiscard]] const HistoryCheck& check() const { return check_; }
+  // Whether the start state came from derive_start, not the walk back.
+  [[nodiscard]] bool derived_forward() const { return derived_forward_; }
   // Entries of the device's trace (the unit of `position`).
   [[nodiscard]] uint64_t trace_entries() const { return trace_.count(); }
   // The state after the first `position` entries of the device's trace
@@ -192,6 +207,12 @@ class AllocatorHistory {
     const Snapshot& snapshot;
     SplitRule rule;
     uint64_t misfits = 0;
+    // When set, each free_completed also asks what size the walk back would
+    // give the block it frees (the split rule on the free space the free
+    // leaves), and counts those above the block's own size: a start state
+    // derived forward holds only while there are none (derive_start).
+    bool check_back_sizes = false;
+    uint64_t back_sizes_above = 0;
     // Returns whether entry i is an allocator entry (and was applied).
     bool forward(AllocatorState& state, uint64_t i);
     bool backward(AllocatorState& state, uint64_t i, uint64_t& inferred);
@@ -199,6 +220,8 @@ class AllocatorHistory {
    private:
     // Each entry that does not fit the state counts as a misfit and is skipped.
     void set_block_state(AllocatorState& state, uint64_t address, BlockState to);
+    // free_completed going forward, with check_back_sizes.
+    void free_checking_back_size(AllocatorState& state, uint64_t i);
     // Removes the held block at address; returns whether it was there.
     bool erase_block(AllocatorState& state, uint64_t address, bool& was_inferred);
     // The segment or mapped range a segment entry adds, or removes.
@@ -206,8 +229,18 @@ class AllocatorHistory {
     void remove_entry_range(AllocatorState& state, uint64_t i, bool whole_segment);
   };
 
-  // Back from the dump, forward again, and the comparison, under one rule.
+  // The start state and the forward walk with its comparison, under one
+  // rule: derived forward first when the derivation allows, else back from
+  // the dump and forward again.
   void replay(const AllocatorState& dump, RoundingRule rounding);
+  // The start state without the walk back over every entry (the proof that
+  // it equals the walk back's is at its definition); false when the forward
+  // walk from it does not bear it out, check_ then to be filled anew.
+  bool derive_start(const AllocatorState& dump);
+  // From start_: peak free, checkpoints, misfits and the comparison with the
+  // dump. With `deriving`, gives up (false) at the first misfit or block the
+  // walk back would size above its own size.
+  bool walk_forward(const AllocatorState& dump, bool deriving);
 
   // Copies of the state the checking walk passed, every so many entries, so
   // that at(position) walks from the nearest one before it rather than from
@@ -225,10 +258,12 @@ class AllocatorHistory {
   [[nodiscard]] const Checkpoint* checkpoint_before(uint64_t position) const;
 
   const Snapshot* snapshot_;
+  StartDerivation derivation_;
   DeviceTrace trace_;
   SplitRule rule_;  // the file's settings; rounding as the history found it (check_.rounding)
   AllocatorState start_;
   HistoryCheck check_;
+  bool derived_forward_ = false;
   PeakFree peak_free_;
   std::vector<Checkpoint> checkpoints_;  // ascending positions
 };
