@@ -274,6 +274,12 @@ TEST(AllocatorHistory, ATraceThatStartsMidRunInfersWhatWasThere) {
   // Walked back past its free_requested: allocated again before the trace.
   EXPECT_EQ(start.blocks.at(kBase + 4096).state, BlockState::kActiveAllocated);
   expect_consistent(start, "start");
+  // Found going forward (its size settled at its free), as the walk back finds it.
+  EXPECT_TRUE(history.derived_forward());
+  const AllocatorHistory back(b.model, 0, StartDerivation::kWalkBack);
+  expect_same_state(start, back.start());
+  EXPECT_EQ(history.peak_free().bytes, back.peak_free().bytes);
+  EXPECT_EQ(history.peak_free().position, back.peak_free().position);
 }
 
 TEST(AllocatorHistory, ADumpThatDisagreesIsNotExactAndSaysWhere) {
@@ -423,6 +429,26 @@ TEST(AllocatorHistory, AForwardStartIsNotTakenWhereTheWalkBackWouldSizeABlockLar
   EXPECT_EQ(forward.check().misfits_back, back.check().misfits_back);
   EXPECT_EQ(forward.check().misfits_forward, back.check().misfits_forward);
   EXPECT_EQ(forward.check().exact, back.check().exact);
+  expect_same_state(forward.start(), back.start());
+}
+
+// A block from before the trace, freed late with 1500 bytes requested, is
+// settled at 1536 bytes; while it was held an allocation was placed 1024
+// bytes after it. The walk back puts it back over that allocation and
+// misfits; the forward start must not be taken.
+TEST(AllocatorHistory, AForwardStartIsNotTakenWhereABlockFromBeforeWouldCoverALaterOne) {
+  testing::ModelBuilder b;
+  b.alloc(kBase + 1024, 512, 1);
+  b.event(Action::kFreeRequested, kBase + 1024, 512, 2);
+  b.event(Action::kFreeCompleted, kBase + 1024, 512, 3);
+  b.event(Action::kFreeCompleted, kBase, 1500, 4);
+  dump_segment(b.model, kBase, 2 * kMiB, {{kBase, 2 * kMiB, 0, BlockState::kInactive}});
+  const AllocatorHistory forward(b.model, 0, StartDerivation::kForwardFirst);
+  const AllocatorHistory back(b.model, 0, StartDerivation::kWalkBack);
+  EXPECT_FALSE(forward.derived_forward());
+  EXPECT_GT(back.check().misfits_back, 0u);
+  EXPECT_EQ(forward.check().misfits_back, back.check().misfits_back);
+  EXPECT_EQ(forward.check().inferred_sizes, back.check().inferred_sizes);
   expect_same_state(forward.start(), back.start());
 }
 

@@ -1,5 +1,6 @@
 #include "analysis/core/allocator_state.h"
 
+#include <absl/container/flat_hash_map.h>
 #include <absl/container/flat_hash_set.h>
 #include <fmt/format.h>
 #include <algorithm>
@@ -237,6 +238,50 @@ AllocatorState state_at_dump(const Snapshot& snapshot, int device) {
   return state;
 }
 
+struct AllocatorHistory::Settling {
+  // A block from before the trace that the trace frees first: where, the
+  // size the walk back gives it (the split rule on the free space at that
+  // free), and the free's entry (it was held at every position before).
+  struct Freed {
+    uint64_t address = 0;
+    uint64_t size = 0;
+    uint64_t entry = 0;
+  };
+  std::vector<Freed> freed;
+  // Allocations placed just after such a block while it was held: (its
+  // address, theirs). One inside its settled size would have shrunk it.
+  std::vector<std::pair<uint64_t, uint64_t>> placed_after;
+  // The most free memory as this walk counts it (those blocks at size 0),
+  // first moment, between one of those frees and the next: the blocks still
+  // held then are the same all along, so one correction serves the stretch.
+  struct Peak {
+    int64_t free = INT64_MIN;
+    uint64_t position = 0;
+    uint64_t reserved = 0;
+  };
+  std::vector<Peak> peaks = std::vector<Peak>(1);
+  // The allocs that make blocks of the dump, by entry: each must carve the
+  // dump's size, or the end differs from the dump (known then, not at the end).
+  struct Lasting {
+    uint64_t entry = 0;
+    uint64_t address = 0;
+    uint64_t size = 0;
+  };
+  std::vector<Lasting> lasting;
+  [[nodiscard]] bool lasts_as_dumped(const AllocatorState& state, uint64_t entry,
+                                     size_t& next) const {
+    for (; next < lasting.size() && lasting[next].entry <= entry; ++next) {
+      auto it = state.blocks.find(lasting[next].address);
+      if (it == state.blocks.end() || it->second.size != lasting[next].size) return false;
+    }
+    return true;
+  }
+  void observe(const AllocatorState& state, uint64_t position) {
+    const auto free = static_cast<int64_t>(state.reserved) - static_cast<int64_t>(state.held);
+    if (free > peaks.back().free) peaks.back() = Peak{free, position, state.reserved};
+  }
+};
+
 void AllocatorHistory::Walker::set_block_state(AllocatorState& state, uint64_t address,
                                                BlockState to) {
   auto it = state.blocks.find(address);
@@ -296,6 +341,9 @@ bool AllocatorHistory::Walker::forward(AllocatorState& state, uint64_t i) {
       auto next = state.blocks.lower_bound(address);
       if (next != state.blocks.begin()) {
         auto prev = std::prev(next);
+        if (settling != nullptr && prev->second.size_inferred) {
+          settling->placed_after.emplace_back(prev->first, address);
+        }
         if (prev->first + prev->second.size > address) {
           // A block allocated before the trace whose size was inferred ends
           // here: the allocator carved this one where the free space began.
@@ -328,7 +376,7 @@ bool AllocatorHistory::Walker::forward(AllocatorState& state, uint64_t i) {
       set_block_state(state, address, BlockState::kActivePendingFree);
       return true;
     case Action::kFreeCompleted: {
-      if (check_back_sizes) {
+      if (settling != nullptr) {
         free_checking_back_size(state, i);
         return true;
       }
@@ -356,6 +404,7 @@ void AllocatorHistory::Walker::free_checking_back_size(AllocatorState& state, ui
     return;
   }
   const uint64_t size = it->second.size;
+  const bool before_trace = it->second.size_inferred;
   state.held -= size;
   auto next = state.blocks.erase(it);
   // The walk back puts the block back here with the split rule's size on
@@ -368,7 +417,11 @@ void AllocatorHistory::Walker::free_checking_back_size(AllocatorState& state, ui
   const uint64_t limit =
       next == state.blocks.end() ? range_end(range) : std::min(range_end(range), next->first);
   const uint64_t free_size = limit - address;
-  if (std::min(carved_block_size(snapshot.events.size[i], free_size, rule), free_size) > size) {
+  const uint64_t back_size =
+      std::min(carved_block_size(snapshot.events.size[i], free_size, rule), free_size);
+  if (before_trace) {
+    settling->freed.push_back(Settling::Freed{address, back_size, i});
+  } else if (back_size > size) {
     ++back_sizes_above;
   }
 }
@@ -538,70 +591,143 @@ void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding)
   check_.ranges_at_start = start_.ranges.size();
   check_.blocks_at_start = start_.blocks.size();
   check_.inferred_sizes = inferred;
-  walk_forward(dump, /*deriving=*/false);
+  walk_forward(dump, nullptr);
 }
 
 // The start state without walking every entry back (issue 41): the dump's
-// ranges walked back over the segment entries alone, and the dump's blocks
-// at addresses no alloc or free names. It is the walk back's start when the
-// forward walk from it (1) meets no misfit, (2) ends on the dump exactly,
-// and (3) frees no block that the walk back would put back larger than the
-// block was. Proof, by induction from the dump back to the start: the walk
-// back's state B after undoing entries t+1.. and the forward state F after
-// entry t hold the same ranges (address and size) and the same block
+// ranges walked back over the segment entries alone; the dump's blocks at
+// addresses no alloc or free names (and those whose one entry requests
+// their free: allocated then); and the blocks the trace frees before it
+// allocates them, held from the start with the size the walk back gives
+// them at that first free_completed (the split rule on the free space the
+// free leaves), which the forward walk learns only when it gets there: it
+// holds them at size 0 until then and settle() puts the sizes in.
+//
+// It is the walk back's start when the forward walk from it (1) meets no
+// misfit, (2) ends on the dump exactly, (3) frees no other block that the
+// walk back would put back larger than the block was, and (4) has nothing
+// begin inside a block from before the trace at its settled size while the
+// block is held (checked on the block next to it at the start and on each
+// alloc placed just after it). Proof, by induction from the dump back to
+// the start: the walk back's state B after undoing entries t+1.. and the
+// forward state F after entry t (the blocks from before the trace at their
+// settled sizes) hold the same ranges (address and size) and the same block
 // addresses, each B block no larger than its F block. At the dump B = F by
 // (2). Undoing an alloc erases a block F just made; a free_requested finds
 // its block; a free_completed finds its range (F's blocks lie in ranges, by
 // (1)) and no block at or over its address (same addresses; the block
-// before is no larger than in F, where nothing overlaps, by (1)), and puts
-// the block back with the split rule on the same free space as F's state
-// after the free, no larger than F's block by (3); undoing a segment_alloc
-// removes the range F made, with no block in it, and undoing a
-// segment_free puts back a range F had, overlapping none. So the walk back
-// meets no misfit and ends with F's start: ranges as the segment-only walk
-// gives them (the same operations on the same ranges), and at the other
-// addresses exactly the blocks no entry touched, as in the dump. Expandable
-// segments (ranges that join and split) are left to the walk back.
+// before is no larger than in F, where nothing overlaps, by (1) and (4)),
+// and puts the block back with the split rule on the same free space as F's
+// state after the free: no larger than F's block by (3), or exactly the
+// settled size of a block from before the trace; undoing a segment_alloc
+// removes the range F made, with no block in it, and undoing a segment_free
+// puts back a range F had, overlapping none. So the walk back meets no
+// misfit and ends with F's start: ranges as the segment-only walk gives
+// them (the same operations on the same ranges), the blocks it puts back
+// and never erases (those the trace frees first), and the dump's blocks no
+// entry touched. (4) also means the forward walk never shrinks a block from
+// before the trace, so the walk at size 0 carved and placed as the settled
+// one does; only the held bytes differ, by the sizes of those still held,
+// which settle() takes off the peak of free memory (per stretch between
+// their frees) and adds to the checkpoints. Expandable segments (ranges
+// that join and split) are left to the walk back.
+namespace {
+
+// The first two alloc and free entries at one address, in trace order.
+struct FirstEntries {
+  Action first = Action::kOther;
+  Action second = Action::kOther;
+  uint64_t first_entry = 0;
+  uint64_t second_entry = 0;
+  bool twice = false;                // there is a second
+  uint64_t last_alloc = UINT64_MAX;  // the last entry at the address, when it is an alloc
+};
+
+}  // namespace
+
 bool AllocatorHistory::derive_start(const AllocatorState& dump) {
   const EventColumns& events = snapshot_->events;
-  absl::flat_hash_set<uint64_t> named;  // addresses of the dump's blocks an entry names
-  absl::flat_hash_set<uint64_t> dump_blocks;
-  dump_blocks.reserve(dump.blocks.size());
-  for (const auto& entry : dump.blocks) dump_blocks.insert(entry.first);
+  absl::flat_hash_map<uint64_t, FirstEntries> named;  // every block address an entry names
   start_ = AllocatorState{};
   start_.ranges = dump.ranges;
   start_.reserved = dump.reserved;
   Walker back{*snapshot_, rule_};
   uint64_t unused_inferred = 0;
   for (uint64_t i = trace_.end; i > trace_.begin; --i) {
-    switch (events.action[i - 1]) {
+    const Action action = events.action[i - 1];
+    switch (action) {
       case Action::kAlloc:
       case Action::kFreeRequested:
-      case Action::kFreeCompleted:
+      case Action::kFreeCompleted: {
         ++check_.entries;
-        if (dump_blocks.contains(events.addr[i - 1])) named.insert(events.addr[i - 1]);
+        auto [it, fresh] = named.try_emplace(events.addr[i - 1]);
+        FirstEntries& firsts = it->second;
+        if (fresh && action == Action::kAlloc) firsts.last_alloc = i - 1;
+        if (!fresh) {
+          firsts.second = firsts.first;
+          firsts.second_entry = firsts.first_entry;
+          firsts.twice = true;
+        }
+        firsts.first = action;
+        firsts.first_entry = i - 1;
         break;
+      }
       default:
         if (back.backward(start_, i - 1, unused_inferred)) ++check_.entries;
     }
   }
   if (back.misfits != 0) return false;
+  Settling settling;
   for (const auto& [address, block] : dump.blocks) {
-    if (named.contains(address)) continue;
-    start_.blocks.emplace(address, block);
-    start_.held += block.size;
+    auto it = named.find(address);
+    if (it != named.end() && it->second.last_alloc != UINT64_MAX) {
+      settling.lasting.push_back(Settling::Lasting{it->second.last_alloc, address, block.size});
+    }
+    if (it == named.end()) {
+      start_.blocks.emplace(address, block);  // no entry names it: as in the dump
+      start_.held += block.size;
+    } else if (it->second.first == Action::kFreeRequested && !it->second.twice) {
+      HeldBlock allocated = block;  // only its free was requested in the trace
+      allocated.state = BlockState::kActiveAllocated;
+      start_.blocks.emplace(address, allocated);
+      start_.held += block.size;
+    }
+  }
+  // Blocks from before the trace that it frees first: held until then, with
+  // the size the walk back gives them there (size 0 until the walk gets there).
+  for (const auto& [address, firsts] : named) {
+    uint64_t completed = UINT64_MAX;
+    BlockState state = BlockState::kActivePendingFree;
+    if (firsts.first == Action::kFreeCompleted) completed = firsts.first_entry;
+    if (firsts.first == Action::kFreeRequested && firsts.twice &&
+        firsts.second == Action::kFreeCompleted) {
+      completed = firsts.second_entry;
+      state = BlockState::kActiveAllocated;
+    }
+    if (completed == UINT64_MAX) continue;
+    if (!start_.blocks.emplace(address, HeldBlock{0, events.size[completed], state, true}).second) {
+      return false;
+    }
+    ++check_.inferred_sizes;
   }
   check_.ranges_at_start = start_.ranges.size();
   check_.blocks_at_start = start_.blocks.size();
-  return walk_forward(dump, /*deriving=*/true);
+  std::sort(settling.lasting.begin(), settling.lasting.end(),
+            [](const auto& a, const auto& b) { return a.entry < b.entry; });
+  return walk_forward(dump, &settling);
 }
 
-bool AllocatorHistory::walk_forward(const AllocatorState& dump, bool deriving) {
+bool AllocatorHistory::walk_forward(const AllocatorState& dump, Settling* settling) {
   // Forward to the dump, deriving every traced block's size anew, and
   // keeping checkpoints on the way.
   AllocatorState end = start_;
   Walker forth{*snapshot_, rule_};
-  forth.check_back_sizes = deriving;
+  const bool deriving = settling != nullptr;
+  size_t lasting = 0;  // the next of settling->lasting
+  if (deriving) {
+    forth.settling = settling;
+    settling->observe(end, 0);
+  }
   peak_free_ = PeakFree{free_bytes(end), 0, end.reserved};
   checkpoints_.clear();
   const uint64_t every = std::max(kMinCheckpointEvery, trace_.count() / kMaxCheckpoints);
@@ -610,23 +736,85 @@ bool AllocatorHistory::walk_forward(const AllocatorState& dump, bool deriving) {
   uint64_t budget = trace_.count() / 8 + kMinCheckpointEvery;
   uint64_t until_checkpoint = every;
   for (uint64_t i = trace_.begin; i < trace_.end; ++i) {
-    if (forth.forward(end, i) && free_bytes(end) > peak_free_.bytes) {
-      peak_free_ = PeakFree{free_bytes(end), i + 1 - trace_.begin, end.reserved};
+    const bool applied = forth.forward(end, i);
+    const uint64_t position = i + 1 - trace_.begin;
+    if (deriving) {
+      if (forth.misfits != 0 || forth.back_sizes_above != 0 ||
+          !settling->lasts_as_dumped(end, i, lasting)) {
+        return false;
+      }
+      // A block from before the trace freed: the next stretch of the peak.
+      if (settling->freed.size() == settling->peaks.size()) settling->peaks.emplace_back();
+      if (applied) settling->observe(end, position);
+    } else if (applied && free_bytes(end) > peak_free_.bytes) {
+      peak_free_ = PeakFree{free_bytes(end), position, end.reserved};
     }
-    if (deriving && (forth.misfits != 0 || forth.back_sizes_above != 0)) return false;
     if (--until_checkpoint == 0) {
       until_checkpoint = every;
       const uint64_t elements = end.ranges.size() + end.blocks.size();
       if (elements <= budget) {
         budget -= elements;
-        checkpoints_.push_back(Checkpoint{i + 1 - trace_.begin, end});
+        checkpoints_.push_back(Checkpoint{position, end});
       }
     }
   }
   check_.misfits_forward = forth.misfits;
   compare_with_dump(dump, end, check_);
   check_.exact = check_.possible && check_.differences == 0;
-  return check_.exact;
+  return deriving ? check_.exact && settle(*settling) : check_.exact;
+}
+
+bool AllocatorHistory::settle(const Settling& settling) {
+  absl::flat_hash_map<uint64_t, uint64_t> settled;  // address -> size, of each block from before
+  for (const Settling::Freed& freed : settling.freed) settled.emplace(freed.address, freed.size);
+  if (settled.size() != settling.freed.size() || settled.size() != check_.inferred_sizes) {
+    return false;
+  }
+  // Nothing the block was beside, at the start or placed after it while it
+  // was held, may begin inside its settled size: the walk back would meet it
+  // there (a misfit) or the walk forward would shrink the block.
+  std::vector<std::pair<uint64_t, uint64_t>> beside = settling.placed_after;
+  for (auto it = start_.blocks.begin(); it != start_.blocks.end(); ++it) {
+    if (!it->second.size_inferred) continue;
+    if (auto next = std::next(it); next != start_.blocks.end()) {
+      beside.emplace_back(it->first, next->first);
+    }
+    if (it != start_.blocks.begin()) {
+      const auto prev = std::prev(it);
+      if (!prev->second.size_inferred && prev->first + prev->second.size > it->first) return false;
+    }
+  }
+  for (const auto& [block, next] : beside) {
+    const auto size = settled.find(block);
+    if (size == settled.end() || next < block + size->second) return false;
+  }
+  // The start and each checkpoint hold those not freed by then.
+  const auto settle_state = [&](AllocatorState& state, uint64_t position) {
+    for (const Settling::Freed& freed : settling.freed) {
+      if (freed.entry + 1 - trace_.begin <= position) continue;
+      auto it = state.blocks.find(freed.address);
+      if (it == state.blocks.end()) continue;  // not held there (a misfit would have said so)
+      it->second.size = freed.size;
+      state.held += freed.size;
+    }
+  };
+  settle_state(start_, 0);
+  for (Checkpoint& checkpoint : checkpoints_) settle_state(checkpoint.state, checkpoint.position);
+  // The peak of free memory: each stretch's less the sizes still held in it.
+  int64_t still_held = 0;
+  for (const Settling::Freed& freed : settling.freed)
+    still_held += static_cast<int64_t>(freed.size);
+  int64_t best = INT64_MIN;
+  for (size_t k = 0; k < settling.peaks.size(); ++k) {
+    const Settling::Peak& peak = settling.peaks[k];
+    if (peak.free != INT64_MIN && peak.free - still_held > best) {
+      best = peak.free - still_held;
+      peak_free_ =
+          PeakFree{static_cast<uint64_t>(std::max<int64_t>(best, 0)), peak.position, peak.reserved};
+    }
+    if (k < settling.freed.size()) still_held -= static_cast<int64_t>(settling.freed[k].size);
+  }
+  return best >= 0;
 }
 
 const AllocatorHistory::Checkpoint* AllocatorHistory::checkpoint_before(uint64_t position) const {

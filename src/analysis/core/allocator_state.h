@@ -203,15 +203,19 @@ class AllocatorHistory {
   [[nodiscard]] const PeakFree& peak_free() const { return peak_free_; }
 
  private:
+  // What the forward walk from a derived start keeps to settle the blocks
+  // from before the trace that the trace frees first (allocator_state.cc).
+  struct Settling;
   struct Walker {
     const Snapshot& snapshot;
     SplitRule rule;
     uint64_t misfits = 0;
-    // When set, each free_completed also asks what size the walk back would
-    // give the block it frees (the split rule on the free space the free
-    // leaves), and counts those above the block's own size: a start state
-    // derived forward holds only while there are none (derive_start).
-    bool check_back_sizes = false;
+    // Set while walking from a derived start (derive_start): each
+    // free_completed also asks what size the walk back would give the block
+    // it frees (the split rule on the free space the free leaves) and counts
+    // those above the block's own size; the blocks from before the trace,
+    // held with size 0 until then, get theirs so.
+    Settling* settling = nullptr;
     uint64_t back_sizes_above = 0;
     // Returns whether entry i is an allocator entry (and was applied).
     bool forward(AllocatorState& state, uint64_t i);
@@ -238,9 +242,14 @@ class AllocatorHistory {
   // walk from it does not bear it out, check_ then to be filled anew.
   bool derive_start(const AllocatorState& dump);
   // From start_: peak free, checkpoints, misfits and the comparison with the
-  // dump. With `deriving`, gives up (false) at the first misfit or block the
-  // walk back would size above its own size.
-  bool walk_forward(const AllocatorState& dump, bool deriving);
+  // dump. With a settling (a derived start), gives up (false) at the first
+  // misfit, block the walk back would size above its own size, or block of
+  // the dump carved to another size.
+  bool walk_forward(const AllocatorState& dump, Settling* settling);
+  // The derived walk's end: the sizes of the blocks from before the trace
+  // into the start, the checkpoints and the peak of free memory; false when
+  // the walk back would have shrunk one of them (an allocation inside it).
+  bool settle(const Settling& settling);
 
   // Copies of the state the checking walk passed, every so many entries, so
   // that at(position) walks from the nearest one before it rather than from
