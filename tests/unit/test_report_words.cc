@@ -68,7 +68,10 @@ TEST(Words, SpoofingCharactersAreShown) {
             "a\xef\xbf\xbd"
             "\xef\xbf\xbd"
             "b");
-  EXPECT_EQ(printable("a\xffb"), "a\xffb");  // printable() leaves bytes no sequence holds
+  EXPECT_EQ(printable("a\xff"
+                      "b"),
+            "a\xff"
+            "b");  // printable() leaves bytes no sequence holds
 }
 
 }  // namespace
