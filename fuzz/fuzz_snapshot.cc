@@ -1,16 +1,18 @@
 // libFuzzer target: everything after the decoder. Whatever decodes must go
 // through every analysis and every renderer (text, JSON, HTML) without a
 // crash, a hang or undefined behaviour; refusals are memsnap::Error.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <vector>
 
+#include "analysis/core/allocator_state.h"
+#include "analysis/core/file_analysis.h"
 #include "analysis/reports/check.h"
 #include "analysis/reports/compare.h"
 #include "analysis/reports/event_list.h"
 #include "analysis/reports/explain.h"
-#include "analysis/core/file_analysis.h"
 #include "analysis/reports/parse_report.h"
 #include "analysis/reports/ranks.h"
 #include "analysis/reports/run_summary.h"
@@ -132,6 +134,49 @@ void every_report(const memsnap::Snapshot& snapshot, std::optional<int> device) 
   (void)read_budget(write_budget_toml(limits, "fuzz"), "fuzz.toml");
 }
 
+// The allocator history's start state derived forward must be the walk
+// back's wherever it is taken (the proof at derive_start): on every device,
+// the same start, check and peak of free memory, and the same state midway.
+bool same_state(const memsnap::AllocatorState& a, const memsnap::AllocatorState& b) {
+  const auto same_range = [](const auto& x, const auto& y) {
+    return x.first == y.first && x.second.size == y.second.size &&
+           x.second.stream == y.second.stream && x.second.pool.first == y.second.pool.first &&
+           x.second.pool.second == y.second.pool.second && x.second.kind == y.second.kind &&
+           x.second.expandable == y.second.expandable;
+  };
+  const auto same_block = [](const auto& x, const auto& y) {
+    return x.first == y.first && x.second.size == y.second.size &&
+           x.second.requested == y.second.requested && x.second.state == y.second.state &&
+           x.second.size_inferred == y.second.size_inferred;
+  };
+  return a.reserved == b.reserved && a.held == b.held &&
+         std::equal(a.ranges.begin(), a.ranges.end(), b.ranges.begin(), b.ranges.end(),
+                    same_range) &&
+         std::equal(a.blocks.begin(), a.blocks.end(), b.blocks.begin(), b.blocks.end(), same_block);
+}
+
+void derived_start_is_the_walk_backs(const memsnap::Snapshot& snapshot) {
+  using namespace memsnap;
+  for (const DeviceTrace& trace : snapshot.devices) {
+    const AllocatorHistory forward(snapshot, trace.device, StartDerivation::kForwardFirst);
+    if (!forward.derived_forward()) continue;
+    const AllocatorHistory back(snapshot, trace.device, StartDerivation::kWalkBack);
+    const HistoryCheck& f = forward.check();
+    const HistoryCheck& b = back.check();
+    const bool same =
+        f.entries == b.entries && f.misfits_back == b.misfits_back &&
+        f.misfits_forward == b.misfits_forward && f.ranges_at_start == b.ranges_at_start &&
+        f.blocks_at_start == b.blocks_at_start && f.inferred_sizes == b.inferred_sizes &&
+        f.rounding == b.rounding && f.exact == b.exact && f.differences == b.differences &&
+        forward.peak_free().bytes == back.peak_free().bytes &&
+        forward.peak_free().position == back.peak_free().position &&
+        forward.peak_free().reserved == back.peak_free().reserved &&
+        same_state(forward.start(), back.start()) &&
+        same_state(forward.at(trace.count() / 2), back.at(trace.count() / 2));
+    if (!same) __builtin_trap();
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -145,6 +190,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } catch (const Error&) {
     return 0;
   }
+  derived_start_is_the_walk_backs(snapshot);
   std::vector<std::optional<int>> devices{std::nullopt};
   for (int device : snapshot.devices_in_use()) devices.emplace_back(device);
   for (const std::optional<int>& device : devices) {
