@@ -404,6 +404,15 @@ TEST(AllocatorHistory, FragmentationHistoryPeaksWhereFreeMemoryDoes) {
 namespace memsnap {
 namespace {
 
+// A trace where the walk back misfits: the history asked forward first is
+// the walk back's (not derived), misfits and start state alike.
+void expect_the_walk_backs(const AllocatorHistory& forward, const AllocatorHistory& back) {
+  EXPECT_FALSE(forward.derived_forward());
+  EXPECT_GT(back.check().misfits_back, 0u);
+  EXPECT_EQ(forward.check().misfits_back, back.check().misfits_back);
+  expect_same_state(forward.start(), back.start());
+}
+
 // Blocks for requests past max_split_size take their whole free block. Here
 // X (4 MiB at +16 MiB) and then A (10 MiB at the base, so the 16 MiB before
 // X) are carved, X is freed and then A: going forward nothing misfits and
@@ -424,12 +433,9 @@ TEST(AllocatorHistory, AForwardStartIsNotTakenWhereTheWalkBackWouldSizeABlockLar
   dump_segment(b.model, kBase, 20 * kMiB, {{kBase, 20 * kMiB, 0, BlockState::kInactive}});
   const AllocatorHistory forward(b.model, 0, StartDerivation::kForwardFirst);
   const AllocatorHistory back(b.model, 0, StartDerivation::kWalkBack);
-  EXPECT_FALSE(forward.derived_forward());
-  EXPECT_GT(back.check().misfits_back, 0u);
-  EXPECT_EQ(forward.check().misfits_back, back.check().misfits_back);
+  expect_the_walk_backs(forward, back);
   EXPECT_EQ(forward.check().misfits_forward, back.check().misfits_forward);
   EXPECT_EQ(forward.check().exact, back.check().exact);
-  expect_same_state(forward.start(), back.start());
 }
 
 // A block from before the trace, freed late with 1500 bytes requested, is
@@ -445,11 +451,8 @@ TEST(AllocatorHistory, AForwardStartIsNotTakenWhereABlockFromBeforeWouldCoverALa
   dump_segment(b.model, kBase, 2 * kMiB, {{kBase, 2 * kMiB, 0, BlockState::kInactive}});
   const AllocatorHistory forward(b.model, 0, StartDerivation::kForwardFirst);
   const AllocatorHistory back(b.model, 0, StartDerivation::kWalkBack);
-  EXPECT_FALSE(forward.derived_forward());
-  EXPECT_GT(back.check().misfits_back, 0u);
-  EXPECT_EQ(forward.check().misfits_back, back.check().misfits_back);
+  expect_the_walk_backs(forward, back);
   EXPECT_EQ(forward.check().inferred_sizes, back.check().inferred_sizes);
-  expect_same_state(forward.start(), back.start());
 }
 
 // The whole-trace example takes the forward start, and it is the walk back's.

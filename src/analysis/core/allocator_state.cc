@@ -27,6 +27,20 @@ RangeMap::iterator range_containing(RangeMap& ranges, uint64_t address) {
   return address < it->first + it->second.size ? it : ranges.end();
 }
 
+// Bytes free from `address` to the next held block (`next`, the first at or
+// after it) or the end of its range.
+uint64_t free_from(const AllocatorState& state, RangeMap::const_iterator range,
+                   BlockMap::const_iterator next, uint64_t address) {
+  const uint64_t end = range_end(range);
+  return (next == state.blocks.end() ? end : std::min(end, next->first)) - address;
+}
+
+// The size the walk back gives a block it puts back where `free_size` bytes
+// are free: the split rule's, never past the free space.
+uint64_t put_back_size(uint64_t requested, uint64_t free_size, const SplitRule& rule) {
+  return std::min(carved_block_size(requested, free_size, rule), free_size);
+}
+
 PoolId entry_pool(const Snapshot& snapshot, uint64_t i) {
   auto it = snapshot.events.pool_id.find(i);
   return it == snapshot.events.pool_id.end() ? PoolId{} : it->second;
@@ -362,9 +376,7 @@ bool AllocatorHistory::Walker::forward(AllocatorState& state, uint64_t i) {
       }
       // The free space ends at the next held block (`next`: none sits at
       // the address) or at the range's end; one search serves both.
-      const uint64_t limit =
-          next == state.blocks.end() ? range_end(range) : std::min(range_end(range), next->first);
-      const uint64_t free_size = limit - address;
+      const uint64_t free_size = free_from(state, range, next, address);
       HeldBlock block{carved_block_size(size, free_size, rule), size, BlockState::kActiveAllocated,
                       false};
       if (block.size > free_size) ++misfits;
@@ -414,11 +426,8 @@ void AllocatorHistory::Walker::free_checking_back_size(AllocatorState& state, ui
     ++back_sizes_above;
     return;
   }
-  const uint64_t limit =
-      next == state.blocks.end() ? range_end(range) : std::min(range_end(range), next->first);
-  const uint64_t free_size = limit - address;
   const uint64_t back_size =
-      std::min(carved_block_size(snapshot.events.size[i], free_size, rule), free_size);
+      put_back_size(snapshot.events.size[i], free_from(state, range, next, address), rule);
   if (before_trace) {
     settling->freed.push_back(Settling::Freed{address, back_size, i});
   } else if (back_size > size) {
@@ -454,10 +463,7 @@ bool AllocatorHistory::Walker::backward(AllocatorState& state, uint64_t i, uint6
         ++misfits;
         return true;
       }
-      const uint64_t limit =
-          next == state.blocks.end() ? range_end(range) : std::min(range_end(range), next->first);
-      const uint64_t free_size = limit - address;
-      HeldBlock block{std::min(carved_block_size(size, free_size, rule), free_size), size,
+      HeldBlock block{put_back_size(size, free_from(state, range, next, address), rule), size,
                       BlockState::kActivePendingFree, true};
       state.blocks.emplace_hint(next, address, block);
       state.held += block.size;

@@ -135,10 +135,10 @@ struct HistoryCheck {
 // How the history finds the state before the trace's first entry.
 enum class StartDerivation : uint8_t {
   // Forward first: the dump's ranges walked back over the segment entries
-  // alone, and the dump's blocks that no entry names; the forward walk from
-  // there must then meet no misfit, end on the dump, and free no block that
-  // the walk back would put back larger than it was (see derive_start). When
-  // any of that fails, the walk back below, whose start this then equals.
+  // alone, the dump's blocks that no entry names, and the blocks the trace
+  // frees before it allocates them, sized at that free; taken only where the
+  // forward walk from there proves it the walk back's (see derive_start),
+  // else the walk back below.
   kForwardFirst,
   // Always the walk back over every entry from the dump (the tests' reference).
   kWalkBack,
@@ -224,7 +224,7 @@ class AllocatorHistory {
    private:
     // Each entry that does not fit the state counts as a misfit and is skipped.
     void set_block_state(AllocatorState& state, uint64_t address, BlockState to);
-    // free_completed going forward, with check_back_sizes.
+    // free_completed going forward, with a settling.
     void free_checking_back_size(AllocatorState& state, uint64_t i);
     // Removes the held block at address; returns whether it was there.
     bool erase_block(AllocatorState& state, uint64_t address, bool& was_inferred);
