@@ -148,6 +148,53 @@ TEST(CachingAllocator, MergesFreedNeighboursAndEmptyCacheReleasesWholeSegments) 
   EXPECT_EQ(h.model.reserved(), 0U);
 }
 
+// load() caches a segment's free front before it links the held block after
+// it: the front is no whole segment and must stay through empty_cache; once
+// the held block is freed, the two merge and the segment goes.
+TEST(CachingAllocator, EmptyCacheKeepsALoadedSegmentWithAHeldBlock) {
+  AllocatorState state;
+  const uint64_t base = 0x2000'0000'0000;
+  state.ranges[base] = MappedRange{.size = 20 * kMiB, .kind = "large"};
+  state.blocks[base + 8 * kMiB] = HeldBlock{.size = 12 * kMiB, .requested = 12 * kMiB};
+  Harness h;
+  const auto made = h.model.load(state);
+  ASSERT_EQ(made.size(), 1U);
+  h.model.empty_cache(h.events);
+  EXPECT_TRUE(h.events.empty());
+  EXPECT_EQ(h.model.reserved(), 20 * kMiB);
+  h.model.free(made.begin()->second);
+  h.model.empty_cache(h.events);
+  ASSERT_EQ(h.events.size(), 1U);
+  EXPECT_EQ(h.events[0].address, base);
+  EXPECT_EQ(h.events[0].size, 20 * kMiB);
+}
+
+// A thousand streams each with a cached block no release can take (the rest
+// of its segment) and one stream with a cached whole segment: a request on a
+// full device releases that segment, and only it, before reserving its own.
+TEST(CachingAllocator, ARetryFindsTheWholeSegmentAmongManyPartlyUsedOnes) {
+  constexpr uint64_t kStreams = 1000;
+  AllocatorModelSettings settings;
+  settings.capacity = (kStreams + 1) * 20 * kMiB;
+  Harness h(settings);
+  for (uint64_t stream = 1; stream <= kStreams; ++stream) h.malloc(5 * kMiB, stream);
+  const ModelBlockId whole = h.malloc(8 * kMiB, 2 * kStreams);
+  const uint64_t whole_at = h.address(whole);
+  h.model.free(whole);
+  EXPECT_EQ(h.model.reserved(), settings.capacity);
+  h.events.clear();
+  h.malloc(8 * kMiB, 3 * kStreams);
+  ASSERT_EQ(h.events.size(), 2U);
+  EXPECT_FALSE(h.events[0].reserved);
+  EXPECT_EQ(h.events[0].address, whole_at);
+  EXPECT_EQ(h.events[0].stream, 2 * kStreams);
+  EXPECT_TRUE(h.events[1].reserved);
+  EXPECT_EQ(h.model.reserved(), settings.capacity);
+  h.events.clear();
+  EXPECT_FALSE(h.try_malloc(8 * kMiB, 4 * kStreams).has_value());  // nothing whole is left
+  EXPECT_TRUE(h.events.empty());
+}
+
 TEST(CachingAllocator, ReleasesCachedSegmentsBeforeARetryThenFails) {
   AllocatorModelSettings settings;
   settings.capacity = 40 * kMiB;

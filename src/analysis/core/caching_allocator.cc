@@ -48,11 +48,15 @@ AllocatorModel::AllocatorModel(AllocatorModelSettings settings) : settings_(sett
 }
 
 uint32_t AllocatorModel::pool_index(PoolId id, bool small) {
-  for (size_t i = 0; i < pools_.size(); ++i) {
-    if (pools_[i].small == small && same_pool(pools_[i].id, id)) return static_cast<uint32_t>(i);
-  }
-  pools_.push_back(Pool{id, small, {}, 0, {}});
-  return static_cast<uint32_t>(pools_.size() - 1);
+  const auto [it, added] = pool_at_.try_emplace(std::tuple{id.first, id.second, small},
+                                                static_cast<uint32_t>(pools_.size()));
+  if (added) pools_.push_back(Pool{id, small, {}, {}, {}, 0, {}});
+  return it->second;
+}
+
+AllocatorModel::Pool* AllocatorModel::default_pool(bool small) {
+  const auto at = pool_at_.find(std::tuple{int64_t{0}, int64_t{0}, small});
+  return at == pool_at_.end() ? nullptr : &pools_[at->second];
 }
 
 uint32_t AllocatorModel::new_block(const Block& block) {
@@ -71,13 +75,39 @@ uint32_t AllocatorModel::new_block(const Block& block) {
 
 void AllocatorModel::cache(uint32_t index) {
   Block& block = blocks_[index];
-  block.cached_at = pools_[block.pool].clock;
-  pools_[block.pool].free.emplace(FreeKey{block.stream, block.size, block.address}, index);
+  Pool& pool = pools_[block.pool];
+  block.cached_at = pool.clock;
+  const FreeKey key{block.stream, block.size, block.address};
+  pool.free.emplace(key, index);
+  block.in_whole = is_whole(index);
+  if (block.in_whole) pool.whole.emplace(key, index);
+  const auto [from, to] = whole_pages(index);
+  block.in_pages = from < to;
+  if (block.in_pages) pool.pages.emplace(key, index);
 }
 
 void AllocatorModel::uncache(uint32_t index) {
+  Block& block = blocks_[index];
+  Pool& pool = pools_[block.pool];
+  const FreeKey key{block.stream, block.size, block.address};
+  pool.free.erase(key);
+  if (block.in_whole) pool.whole.erase(key);
+  if (block.in_pages) pool.pages.erase(key);
+  block.in_whole = block.in_pages = false;
+}
+
+bool AllocatorModel::is_whole(uint32_t index) const {
   const Block& block = blocks_[index];
-  pools_[block.pool].free.erase(FreeKey{block.stream, block.size, block.address});
+  return block.segment == 0 && block.prev == kNone && block.next == kNone;
+}
+
+std::pair<uint64_t, uint64_t> AllocatorModel::whole_pages(uint32_t index) const {
+  const Block& block = blocks_[index];
+  if (block.segment == 0) return {0, 0};
+  const Expandable& segment = expandables_[block.segment - 1];
+  const uint64_t offset = block.address - segment.base;
+  return {segment.base + round_up(offset, segment.page),
+          segment.base + (offset + block.size) / segment.page * segment.page};
 }
 
 void AllocatorModel::file(uint32_t index) {
@@ -207,38 +237,34 @@ void AllocatorModel::collect_garbage(std::vector<ModelSegmentEvent>& events) {
       static_cast<uint64_t>(settings_.gc_threshold * static_cast<double>(settings_.capacity));
   if (reserved_ <= limit) return;
   const uint64_t target = reserved_ - limit;
-  for (Pool& pool : pools_) {
-    if (pool.small || !pool.id.is_default()) continue;
-    // Cached whole segments, by age: released in passes, each releasing
-    // those at least as old as the mean age at its start, until the target
-    // is met or a pass releases nothing.
-    const auto whole = [&](uint32_t index) {
-      const Block& block = blocks_[index];
-      return block.segment == 0 && block.prev == kNone && block.next == kNone;
-    };
-    const auto age = [&](uint32_t index) { return pool.clock - blocks_[index].cached_at; };
-    uint64_t total_age = 0;
-    uint64_t count = 0;
-    for (const auto& [key, index] : pool.free) {
-      if (!whole(index)) continue;
-      total_age += age(index);
-      ++count;
+  const Pool* large = default_pool(false);  // the default pool's large blocks alone
+  if (large == nullptr) return;
+  const Pool& pool = *large;
+  // Cached whole segments, by age: released in passes, each releasing
+  // those at least as old as the mean age at its start, until the target
+  // is met or a pass releases nothing.
+  const auto age = [&](uint32_t index) { return pool.clock - blocks_[index].cached_at; };
+  uint64_t total_age = 0;
+  uint64_t count = 0;
+  for (const auto& [key, index] : pool.whole) {
+    if (!is_whole(index)) continue;
+    total_age += age(index);
+    ++count;
+  }
+  uint64_t released = 0;
+  bool freed = true;
+  while (released < target && freed && count > 0) {
+    const double mean = static_cast<double>(total_age) / static_cast<double>(count);
+    std::vector<uint32_t> old;
+    for (const auto& [key, index] : pool.whole) {
+      if (is_whole(index) && static_cast<double>(age(index)) >= mean) old.push_back(index);
     }
-    uint64_t released = 0;
-    bool freed = true;
-    while (released < target && freed && count > 0) {
-      const double mean = static_cast<double>(total_age) / static_cast<double>(count);
-      std::vector<uint32_t> old;
-      for (const auto& [key, index] : pool.free) {
-        if (whole(index) && static_cast<double>(age(index)) >= mean) old.push_back(index);
-      }
-      freed = !old.empty();
-      for (uint32_t index : old) {
-        released += blocks_[index].size;
-        total_age -= age(index);
-        --count;
-        release(index, events);
-      }
+    freed = !old.empty();
+    for (uint32_t index : old) {
+      released += blocks_[index].size;
+      total_age -= age(index);
+      --count;
+      release(index, events);
     }
   }
 }
@@ -263,26 +289,23 @@ bool AllocatorModel::release_oversize(Pool& pool, uint64_t stream, uint64_t size
   const uint64_t max_split = settings_.split.max_split_size;
   if (max_split == UINT64_MAX) return false;
   const uint64_t wanted = std::max(size, max_split);
-  const auto whole = [&](uint32_t index) {
-    const Block& block = blocks_[index];
-    return block.segment == 0 && block.prev == kNone && block.next == kNone;
-  };
   auto it = pool.free.lower_bound(FreeKey{stream, wanted, 0});
-  if (it != pool.free.end() && it->first.stream == stream && whole(it->second)) {
+  if (it != pool.free.end() && it->first.stream == stream && is_whole(it->second)) {
     release(it->second, events);  // one oversize block is enough
     return true;
   }
   // None is: release the stream's oversize blocks from the largest down
-  // until enough bytes are.
+  // until enough bytes are (those of expandable segments stay).
   uint64_t released = 0;
-  while (released < wanted && it != pool.free.begin()) {
-    --it;
-    if (it->first.stream != stream || it->first.size < max_split) break;
-    const uint32_t index = it->second;
-    if (!whole(index)) continue;
+  auto whole = pool.whole.lower_bound(FreeKey{stream, wanted, 0});
+  while (released < wanted && whole != pool.whole.begin()) {
+    --whole;
+    if (whole->first.stream != stream || whole->first.size < max_split) break;
+    const uint32_t index = whole->second;
+    if (!is_whole(index)) continue;
     released += blocks_[index].size;
     release(index, events);
-    it = pool.free.lower_bound(FreeKey{stream, wanted, 0});  // the map changed under it
+    whole = pool.whole.lower_bound(FreeKey{stream, wanted, 0});  // the map changed under it
   }
   return released >= wanted;
 }
@@ -490,27 +513,18 @@ void AllocatorModel::empty_cache(std::vector<ModelSegmentEvent>& events) {
   // unmapped. A private pool (a CUDA graph's, a MemPool) is released only
   // once nothing uses it, which a trace does not say: its segments stay.
   for (bool small : {false, true}) {
-    for (Pool& pool : pools_) {
-      if (pool.small != small || !pool.id.is_default()) continue;
-      std::vector<uint32_t> whole;
-      std::vector<uint32_t> pages;
-      for (const auto& [key, index] : pool.free) {
-        const Block& block = blocks_[index];
-        if (block.segment != 0) {
-          pages.push_back(index);
-        } else if (block.prev == kNone && block.next == kNone) {
-          whole.push_back(index);
-        }
-      }
-      for (uint32_t index : whole) release(index, events);
-      for (uint32_t index : pages) {
-        const Block& block = blocks_[index];
-        const Expandable& segment = expandables_[block.segment - 1];
-        const uint64_t offset = block.address - segment.base;
-        const uint64_t from = segment.base + round_up(offset, segment.page);
-        const uint64_t to = segment.base + (offset + block.size) / segment.page * segment.page;
-        if (from < to) unmap(index, from, to, events);
-      }
+    const Pool* pool = default_pool(small);
+    if (pool == nullptr) continue;
+    std::vector<uint32_t> whole;
+    for (const auto& [key, index] : pool->whole) {
+      if (is_whole(index)) whole.push_back(index);
+    }
+    std::vector<uint32_t> pages;
+    for (const auto& [key, index] : pool->pages) pages.push_back(index);
+    for (uint32_t index : whole) release(index, events);
+    for (uint32_t index : pages) {
+      const auto [from, to] = whole_pages(index);
+      unmap(index, from, to, events);
     }
   }
 }

@@ -34,9 +34,12 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include <absl/container/btree_map.h>
+#include <absl/container/flat_hash_map.h>
 
 #include "analysis/core/allocator_state.h"
 #include "memsnap/model.h"
@@ -127,6 +130,8 @@ class AllocatorModel {
     bool mapped = true;      // false: an expandable segment's unmapped pages
     uint32_t segment = 0;    // an expandable segment's index in expandables_ + 1; 0: none
     uint64_t cached_at = 0;  // its pool's clock when it was cached (garbage collection's age)
+    bool in_whole = false;   // in its pool's `whole`
+    bool in_pages = false;   // in its pool's `pages`
   };
   struct Expandable {
     uint64_t base = 0;  // pages are counted from here
@@ -148,15 +153,31 @@ class AllocatorModel {
     PoolId id;
     bool small = false;
     absl::btree_map<FreeKey, uint32_t> free;
+    // Of those, the ones empty_cache, garbage collection and the release of
+    // oversize blocks may release, in the same order: cached whole segments,
+    // and blocks of expandable segments that hold a whole page. Walking only
+    // these keeps a device full of cached blocks that cannot be released
+    // (one per stream, say) from making each retried request cost them all.
+    // A block enters when it is cached: it becomes whole only by merging
+    // with a neighbour, never while cached. load() links a block to the next
+    // after caching it, so a use checks the block again.
+    absl::btree_map<FreeKey, uint32_t> whole;
+    absl::btree_map<FreeKey, uint32_t> pages;
     uint64_t clock = 0;  // lookups in this pool while garbage collection is on
     // Expandable segments' unmapped blocks, by (stream, address).
     absl::btree_map<std::pair<uint64_t, uint64_t>, uint32_t> unmapped;
   };
 
   uint32_t pool_index(PoolId id, bool small);
+  Pool* default_pool(bool small);  // nullptr until a block uses it
   uint32_t new_block(const Block& block);
   void cache(uint32_t index);    // into its pool's free blocks
   void uncache(uint32_t index);  // out of them
+  // A cached whole segment (one block, no expandable segment's).
+  [[nodiscard]] bool is_whole(uint32_t index) const;
+  // The whole pages of an expandable segment's block: [from, to), empty
+  // when it holds none (or is no expandable segment's).
+  [[nodiscard]] std::pair<uint64_t, uint64_t> whole_pages(uint32_t index) const;
   // The smallest cached block of the pool on the stream that the request may take.
   uint32_t find_free(Pool& pool, uint64_t stream, uint64_t size);
   // PyTorch's garbage_collect_cached_blocks (settings_.gc_threshold).
@@ -191,6 +212,7 @@ class AllocatorModel {
   std::vector<Block> blocks_;
   std::vector<uint32_t> unused_;  // indices of blocks_ to reuse
   std::vector<Pool> pools_;
+  absl::flat_hash_map<std::tuple<int64_t, int64_t, bool>, uint32_t> pool_at_;  // index in pools_
   std::vector<Expandable> expandables_;
   absl::btree_map<uint64_t, uint32_t> segments_;  // address -> its first block
   uint64_t reserved_ = 0;
