@@ -25,8 +25,6 @@ namespace memsnap::cli {
 
 namespace {
 
-constexpr uint64_t kMaxBudgetBytes = uint64_t{1} << 20;
-
 struct CheckFlags {
   std::string current;
   std::string baseline;

@@ -123,7 +123,10 @@ template <typename In>
 template <typename In>
 [[gnu::always_inline]] inline bool read_view(In& in, Kind kind, uint64_t length, Value& out) {
   const uint64_t offset = in.offset();
-  if (in.take(length) == nullptr || length > kMaxViewLength) return false;
+  // Named, as in read_long1: the generic loop's take() never returns null,
+  // and clang warns on comparing such a call itself with null.
+  const uint8_t* bytes = in.take(length);
+  if (bytes == nullptr || length > kMaxViewLength) return false;
   out = Value{kind, 0, static_cast<uint32_t>(length), offset};
   return true;
 }

@@ -194,9 +194,9 @@ TEST(AllocationLayout, BandAndDrawnMakeUpTheLineAndTheLargestAreDrawn) {
       uint64_t largest_left = 0;
       size_t visible = 0;
       for (const auto& [entry, span] : spans) {
-        const bool live_somewhere =
-            std::any_of(layout.sample.begin(), layout.sample.end(),
-                        [&](uint64_t p) { return span.first <= p && p < span.second; });
+        const bool live_somewhere = std::any_of(
+            layout.sample.begin(), layout.sample.end(),
+            [from = span.first, to = span.second](uint64_t p) { return from <= p && p < to; });
         visible += live_somewhere ? 1 : 0;
         if (live_somewhere && drawn.count(entry) == 0) {
           largest_left = std::max(largest_left, b.model.events.size[entry]);
