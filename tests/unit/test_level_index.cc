@@ -114,6 +114,7 @@ TEST(LiveAt, FromSpansEqualsTheReplay) {
   testing::ModelBuilder b;
   std::mt19937 random(17);
   std::vector<StackId> stacks;
+  stacks.reserve(12);
   for (int s = 0; s < 12; ++s) {
     stacks.push_back(b.stack({{"f" + std::to_string(s), "/home/u/train.py", s + 1},
                               {"forward", "/site-packages/torch/nn/module.py", 10}}));
