@@ -48,15 +48,18 @@ AllocatorModel::AllocatorModel(AllocatorModelSettings settings) : settings_(sett
 }
 
 uint32_t AllocatorModel::pool_index(PoolId id, bool small) {
+  uint32_t* const default_at = id.is_default() ? &default_pool_at_[small ? 1 : 0] : nullptr;
+  if (default_at != nullptr && *default_at != kNotListed) return *default_at;
   const auto [it, added] = pool_at_.try_emplace(std::tuple{id.first, id.second, small},
                                                 static_cast<uint32_t>(pools_.size()));
   if (added) pools_.push_back(Pool{id, small, {}, {}, {}, 0, {}});
+  if (default_at != nullptr) *default_at = it->second;
   return it->second;
 }
 
 AllocatorModel::Pool* AllocatorModel::default_pool(bool small) {
-  const auto at = pool_at_.find(std::tuple{int64_t{0}, int64_t{0}, small});
-  return at == pool_at_.end() ? nullptr : &pools_[at->second];
+  const uint32_t at = default_pool_at_[small ? 1 : 0];
+  return at == kNotListed ? nullptr : &pools_[at];
 }
 
 uint32_t AllocatorModel::new_block(const Block& block) {
@@ -77,23 +80,52 @@ void AllocatorModel::cache(uint32_t index) {
   Block& block = blocks_[index];
   Pool& pool = pools_[block.pool];
   block.cached_at = pool.clock;
-  const FreeKey key{block.stream, block.size, block.address};
-  pool.free.emplace(key, index);
-  block.in_whole = is_whole(index);
-  if (block.in_whole) pool.whole.emplace(key, index);
-  const auto [from, to] = whole_pages(index);
-  block.in_pages = from < to;
-  if (block.in_pages) pool.pages.emplace(key, index);
+  // The lists hold what the free blocks hold: a block whose key another
+  // already has (a segment the model made where it still holds one, when
+  // it follows a file's addresses) stays out of both.
+  if (!pool.free.emplace(FreeKey{block.stream, block.size, block.address}, index).second) return;
+  std::vector<uint32_t>* listed = nullptr;
+  if (is_whole(index)) {
+    listed = &pool.whole;
+  } else if (const auto [from, to] = whole_pages(index); from < to) {
+    listed = &pool.pages;
+  }
+  if (listed != nullptr) {
+    block.listed_at = static_cast<uint32_t>(listed->size());
+    listed->push_back(index);
+  }
 }
 
 void AllocatorModel::uncache(uint32_t index) {
-  Block& block = blocks_[index];
+  const Block& block = blocks_[index];
   Pool& pool = pools_[block.pool];
-  const FreeKey key{block.stream, block.size, block.address};
-  pool.free.erase(key);
-  if (block.in_whole) pool.whole.erase(key);
-  if (block.in_pages) pool.pages.erase(key);
-  block.in_whole = block.in_pages = false;
+  const auto it = pool.free.find(FreeKey{block.stream, block.size, block.address});
+  if (it == pool.free.end()) return;
+  // The block the key names leaves its list too (the last one takes its place).
+  Block& leaving = blocks_[it->second];
+  pool.free.erase(it);
+  if (leaving.listed_at == kNotListed) return;
+  std::vector<uint32_t>& listed = leaving.segment == 0 ? pool.whole : pool.pages;
+  const uint32_t last = listed.back();
+  listed[leaving.listed_at] = last;
+  blocks_[last].listed_at = leaving.listed_at;
+  listed.pop_back();
+  leaving.listed_at = kNotListed;
+}
+
+template <typename Keep>
+std::vector<uint32_t> AllocatorModel::in_free_order(const std::vector<uint32_t>& listed,
+                                                    Keep keep) const {
+  std::vector<uint32_t> kept;
+  for (uint32_t index : listed) {
+    if (keep(index)) kept.push_back(index);
+  }
+  const auto key = [this](uint32_t index) {
+    const Block& block = blocks_[index];
+    return FreeKey{block.stream, block.size, block.address};
+  };
+  std::sort(kept.begin(), kept.end(), [&](uint32_t a, uint32_t b) { return key(a) < key(b); });
+  return kept;
 }
 
 bool AllocatorModel::is_whole(uint32_t index) const {
@@ -246,7 +278,7 @@ void AllocatorModel::collect_garbage(std::vector<ModelSegmentEvent>& events) {
   const auto age = [&](uint32_t index) { return pool.clock - blocks_[index].cached_at; };
   uint64_t total_age = 0;
   uint64_t count = 0;
-  for (const auto& [key, index] : pool.whole) {
+  for (uint32_t index : pool.whole) {
     if (!is_whole(index)) continue;
     total_age += age(index);
     ++count;
@@ -255,10 +287,9 @@ void AllocatorModel::collect_garbage(std::vector<ModelSegmentEvent>& events) {
   bool freed = true;
   while (released < target && freed && count > 0) {
     const double mean = static_cast<double>(total_age) / static_cast<double>(count);
-    std::vector<uint32_t> old;
-    for (const auto& [key, index] : pool.whole) {
-      if (is_whole(index) && static_cast<double>(age(index)) >= mean) old.push_back(index);
-    }
+    const std::vector<uint32_t> old = in_free_order(pool.whole, [&](uint32_t index) {
+      return is_whole(index) && static_cast<double>(age(index)) >= mean;
+    });
     freed = !old.empty();
     for (uint32_t index : old) {
       released += blocks_[index].size;
@@ -297,15 +328,14 @@ bool AllocatorModel::release_oversize(Pool& pool, uint64_t stream, uint64_t size
   // None is: release the stream's oversize blocks from the largest down
   // until enough bytes are (those of expandable segments stay).
   uint64_t released = 0;
-  auto whole = pool.whole.lower_bound(FreeKey{stream, wanted, 0});
-  while (released < wanted && whole != pool.whole.begin()) {
-    --whole;
-    if (whole->first.stream != stream || whole->first.size < max_split) break;
-    const uint32_t index = whole->second;
+  while (released < wanted && it != pool.free.begin()) {
+    --it;
+    if (it->first.stream != stream || it->first.size < max_split) break;
+    const uint32_t index = it->second;
     if (!is_whole(index)) continue;
     released += blocks_[index].size;
     release(index, events);
-    whole = pool.whole.lower_bound(FreeKey{stream, wanted, 0});  // the map changed under it
+    it = pool.free.lower_bound(FreeKey{stream, wanted, 0});  // the map changed under it
   }
   return released >= wanted;
 }
@@ -515,12 +545,9 @@ void AllocatorModel::empty_cache(std::vector<ModelSegmentEvent>& events) {
   for (bool small : {false, true}) {
     const Pool* pool = default_pool(small);
     if (pool == nullptr) continue;
-    std::vector<uint32_t> whole;
-    for (const auto& [key, index] : pool->whole) {
-      if (is_whole(index)) whole.push_back(index);
-    }
-    std::vector<uint32_t> pages;
-    for (const auto& [key, index] : pool->pages) pages.push_back(index);
+    const std::vector<uint32_t> whole =
+        in_free_order(pool->whole, [this](uint32_t index) { return is_whole(index); });
+    const std::vector<uint32_t> pages = in_free_order(pool->pages, [](uint32_t) { return true; });
     for (uint32_t index : whole) release(index, events);
     for (uint32_t index : pages) {
       const auto [from, to] = whole_pages(index);
