@@ -12,11 +12,19 @@ page's simulated reserved line), and prints wall time and peak RSS of each,
 with the model's share: the command's time less the read and the history.
 
     python3 bench/whatif_bench.py --memsnap build/memsnap FILE [FILE...]
+    python3 bench/whatif_bench.py --memsnap build/memsnap --streams 50000,200000
+
+`--streams` times the `whatif` table on the hostile shape of
+tests/cli/test_whatif.py instead: one request of 1 MiB + 1 byte on each of
+N streams, so that every request after the first few retries on a device
+holding N cached blocks no release can take (with and without expandable
+segments). The time should grow with N, not with its square.
 
 Standard library only. A benchmark, not a test: it prints numbers and exits 0.
 """
 import argparse
 import os
+import pickle
 import re
 import resource
 import subprocess
@@ -35,11 +43,43 @@ def timed(command):
     return seconds, max(rss, before) / 1024, done.stderr
 
 
+def streams_snapshot(count, expandable):
+    """test_whatif.py's hostile history: one request per stream, each in a
+    segment of its own that stays partly used."""
+    mib, base, t0 = 1 << 20, 0x7F00_0000_0000, 1_700_000_000_000_000
+    frames = [{"name": "forward", "filename": "/home/me/model.py", "line": 42}]
+    entries = [{"action": "alloc", "addr": base + n * 32 * mib, "size": mib + 1, "stream": n + 1,
+                "time_us": t0 + n, "frames": frames} for n in range(count)]
+    return {"segments": [], "device_traces": [entries],
+            "allocator_settings": {"max_split_size": -1, "expandable_segments": expandable,
+                                   "garbage_collection_threshold": 0.0}}
+
+
+def measure_streams(memsnap, counts):
+    print("%10s %14s %22s" % ("streams", "whatif s", "expandable whatif s"))
+    with tempfile.TemporaryDirectory() as work:
+        for count in counts:
+            seconds = []
+            for expandable in (False, True):
+                path = os.path.join(work, "streams.pickle")
+                with open(path, "wb") as f:
+                    pickle.dump(streams_snapshot(count, expandable), f, protocol=4)
+                seconds.append(timed([memsnap, "whatif", "--json", path])[0])
+            print("%10d %14.2f %22.2f" % (count, seconds[0], seconds[1]))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--memsnap", required=True)
-    parser.add_argument("files", nargs="+")
+    parser.add_argument("--streams", help="stream counts of the hostile shape, comma-separated")
+    parser.add_argument("files", nargs="*")
     args = parser.parse_args()
+    if args.streams:
+        measure_streams(args.memsnap, [int(n) for n in args.streams.split(",") if n.strip()])
+    if not args.files:
+        if not args.streams:
+            parser.error("give FILEs, --streams, or both")
+        return
     print("%-40s %9s %9s %12s %12s %12s %9s %9s %9s" % (
         "file", "read s", "history s", "check s", "table s", "model/hist", "plot s", "+whatif s",
         "RSS MiB"))
