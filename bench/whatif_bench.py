@@ -28,8 +28,12 @@ import pickle
 import re
 import resource
 import subprocess
+import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "gen"))
+import make_hostile  # noqa: E402 (the hostile shapes live with the tests)
 
 
 def timed(command):
@@ -43,18 +47,6 @@ def timed(command):
     return seconds, max(rss, before) / 1024, done.stderr
 
 
-def streams_snapshot(count, expandable):
-    """test_whatif.py's hostile history: one request per stream, each in a
-    segment of its own that stays partly used."""
-    mib, base, t0 = 1 << 20, 0x7F00_0000_0000, 1_700_000_000_000_000
-    frames = [{"name": "forward", "filename": "/home/me/model.py", "line": 42}]
-    entries = [{"action": "alloc", "addr": base + n * 32 * mib, "size": mib + 1, "stream": n + 1,
-                "time_us": t0 + n, "frames": frames} for n in range(count)]
-    return {"segments": [], "device_traces": [entries],
-            "allocator_settings": {"max_split_size": -1, "expandable_segments": expandable,
-                                   "garbage_collection_threshold": 0.0}}
-
-
 def measure_streams(memsnap, counts):
     print("%10s %14s %22s" % ("streams", "whatif s", "expandable whatif s"))
     with tempfile.TemporaryDirectory() as work:
@@ -63,7 +55,7 @@ def measure_streams(memsnap, counts):
             for expandable in (False, True):
                 path = os.path.join(work, "streams.pickle")
                 with open(path, "wb") as f:
-                    pickle.dump(streams_snapshot(count, expandable), f, protocol=4)
+                    pickle.dump(make_hostile.many_streams(count, expandable), f, protocol=4)
                 seconds.append(timed([memsnap, "whatif", "--json", path])[0])
             print("%10d %14.2f %22.2f" % (count, seconds[0], seconds[1]))
 

@@ -20,10 +20,14 @@ import json
 import os
 import pickle
 import struct
+import sys
 
 import pytest
 
 import testlib
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gen"))
+import make_hostile  # noqa: E402
 
 MiB = 1 << 20
 T0 = 1_700_000_000_000_000  # µs
@@ -335,15 +339,8 @@ def test_hostile_histories(memsnap, work):
             entry("free_completed", BASE, 0, next(k)),
             entry("free_completed", BASE, 0, next(k)),
             entry("segment_free", BASE + 999, 1 << 63, next(k))]
-    streams = []
-    for n in range(50_000):
-        e = entry("alloc", BASE + n * (32 * MiB), MiB + 1, next(k))
-        e["stream"] = n + 1
-        streams.append(e)
-    cases = {"huge": snapshot(huge, []), "streams": snapshot(streams, [])}
-    expandable = snapshot(streams, [])
-    expandable["allocator_settings"]["expandable_segments"] = True
-    cases["streams_expandable"] = expandable
+    cases = {"huge": snapshot(huge, []), "streams": make_hostile.many_streams(50_000),
+             "streams_expandable": make_hostile.many_streams(50_000, expandable=True)}
     for name, document in cases.items():
         path = write(work, f"hostile_{name}.pickle", document)
         for extra in (["--check"], [], ["--capacity", "16EiB"], ["--capacity", "1"]):

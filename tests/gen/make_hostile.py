@@ -99,6 +99,21 @@ def long_name(scale):
     return {"segments": [], "device_traces": [[entry(0, frames)]]}
 
 
+def many_streams(count, expandable=False):
+    """Not a reader's shape (so not in SHAPES): the allocator model's. One
+    request of 1 MiB + 1 byte on each of `count` streams, each in a segment
+    of its own that stays partly used, so that every retried request meets
+    `count` cached blocks no release can take. tests/cli/test_whatif.py runs
+    `whatif` on it; bench/whatif_bench.py --streams times it."""
+    mib = 1 << 20
+    frames = [{"name": "forward", "filename": "/home/me/model.py", "line": 42}]
+    entries = [{"action": "alloc", "addr": 0x7F00_0000_0000 + n * 32 * mib, "size": mib + 1,
+                "stream": n + 1, "time_us": T0 + n, "frames": frames} for n in range(count)]
+    return {"segments": [], "device_traces": [entries],
+            "allocator_settings": {"max_split_size": -1, "expandable_segments": expandable,
+                                   "garbage_collection_threshold": 0.0}}
+
+
 SHAPES = {
     "empty_lists": empty_lists,
     "long_name": long_name,

@@ -49,7 +49,7 @@ AllocatorModel::AllocatorModel(AllocatorModelSettings settings) : settings_(sett
 
 uint32_t AllocatorModel::pool_index(PoolId id, bool small) {
   uint32_t* const default_at = id.is_default() ? &default_pool_at_[small ? 1 : 0] : nullptr;
-  if (default_at != nullptr && *default_at != kNotListed) return *default_at;
+  if (default_at != nullptr && *default_at != kNoPool) return *default_at;
   const auto [it, added] = pool_at_.try_emplace(std::tuple{id.first, id.second, small},
                                                 static_cast<uint32_t>(pools_.size()));
   if (added) pools_.push_back(Pool{id, small, {}, {}, {}, 0, {}});
@@ -59,7 +59,7 @@ uint32_t AllocatorModel::pool_index(PoolId id, bool small) {
 
 AllocatorModel::Pool* AllocatorModel::default_pool(bool small) {
   const uint32_t at = default_pool_at_[small ? 1 : 0];
-  return at == kNotListed ? nullptr : &pools_[at];
+  return at == kNoPool ? nullptr : &pools_[at];
 }
 
 uint32_t AllocatorModel::new_block(const Block& block) {

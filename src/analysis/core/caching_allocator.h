@@ -159,7 +159,7 @@ class AllocatorModel {
     // cached whole segments, and blocks of expandable segments that hold a
     // whole page. Walking only these keeps a device full of cached blocks
     // that cannot be released (one per stream, say) from making each
-    // retried request cost them all (issue 41: 1.38 s to 0.09 s on 50,000
+    // retried request cost them all (issue 41: 1.38 s to 0.12 s on 50,000
     // streams). Unordered, so that caching a block costs no second search
     // tree (most cached blocks of a large pool are whole segments: an
     // ordered index made the what-if table 28% slower); a release sorts the
@@ -224,9 +224,10 @@ class AllocatorModel {
   std::vector<uint32_t> unused_;  // indices of blocks_ to reuse
   std::vector<Pool> pools_;
   // Pools by (id, small); the default pool's two, the common case, also
-  // here (kNotListed until made).
+  // here (kNoPool until made).
+  static constexpr uint32_t kNoPool = UINT32_MAX;
   absl::flat_hash_map<std::tuple<int64_t, int64_t, bool>, uint32_t> pool_at_;
-  std::array<uint32_t, 2> default_pool_at_{kNotListed, kNotListed};  // large, small
+  std::array<uint32_t, 2> default_pool_at_{kNoPool, kNoPool};  // large, small
   std::vector<Expandable> expandables_;
   absl::btree_map<uint64_t, uint32_t> segments_;  // address -> its first block
   uint64_t reserved_ = 0;
