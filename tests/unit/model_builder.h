@@ -67,4 +67,33 @@ class ModelBuilder {
   Snapshot model;
 };
 
+struct DumpBlock {
+  uint64_t address;
+  uint64_t size;
+  uint64_t requested;
+  BlockState state;
+};
+
+constexpr uint64_t kSmallSegment = uint64_t{2} << 20;  // the small pool's segments: 2 MiB
+
+// A segment of the dump with its blocks (free ones included, as PyTorch lists them).
+inline void dump_segment(Snapshot& model, uint64_t address, uint64_t total,
+                         const std::vector<DumpBlock>& blocks, bool expandable = false,
+                         int device = 0) {
+  Segment segment;
+  segment.device = device;
+  segment.address = address;
+  segment.total_size = total;
+  segment.segment_type = model.strings.intern(total == kSmallSegment ? "small" : "large");
+  segment.is_expandable = expandable;
+  segment.first_block = static_cast<uint32_t>(model.blocks.size());
+  for (const DumpBlock& b : blocks) {
+    model.blocks.push_back(Block{b.address, b.size, b.requested, b.state, {}});
+    if (b.state != BlockState::kInactive) segment.active_size += b.size;
+    if (b.state == BlockState::kActiveAllocated) segment.allocated_size += b.size;
+  }
+  segment.block_count = static_cast<uint32_t>(blocks.size());
+  model.segments.push_back(segment);
+}
+
 }  // namespace memsnap::testing

@@ -9,9 +9,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/core/allocator_state.h"
+#include "analysis/core/start_discovery.h"
 #include "memsnap/error.h"
 #include "memsnap/load.h"
 
@@ -45,22 +47,44 @@ std::string describe(const HistoryCheck& c) {
          c.first_difference + " reason " + c.impossible_reason;
 }
 
-TEST(StartDerivation, TheForwardStartEqualsTheWalkBackOnEveryFixture) {
-  const char* dir = std::getenv("MEMSNAP_FIXTURES_DIR");
-  if (dir == nullptr || !std::filesystem::is_directory(dir)) {
-    GTEST_SKIP() << "no fixtures (MEMSNAP_FIXTURES_DIR)";
+// The two histories agree on everything the walk gives: the check, the
+// start, the peak of free memory and the state at eight positions (each
+// from a checkpoint of the history's own).
+void expect_same_history(const AllocatorHistory& tried, const AllocatorHistory& back,
+                         uint64_t entries) {
+  ASSERT_EQ(describe(tried.check()), describe(back.check()));
+  ASSERT_EQ(describe(tried.start()), describe(back.start()));
+  EXPECT_EQ(tried.peak_free().bytes, back.peak_free().bytes);
+  EXPECT_EQ(tried.peak_free().position, back.peak_free().position);
+  EXPECT_EQ(tried.peak_free().reserved, back.peak_free().reserved);
+  for (uint64_t step = 1; step <= 8; ++step) {
+    const uint64_t position = entries * step / 8;
+    ASSERT_EQ(describe(tried.at(position)), describe(back.at(position))) << "at " << position;
   }
-  int histories = 0;
-  int derived = 0;
+}
+
+// Every real fixture's snapshot, with its name (none without the fixtures).
+std::vector<std::pair<std::string, Snapshot>> fixture_snapshots() {
+  std::vector<std::pair<std::string, Snapshot>> out;
+  const char* dir = std::getenv("MEMSNAP_FIXTURES_DIR");
+  if (dir == nullptr || !std::filesystem::is_directory(dir)) return out;
   for (const auto& file : std::filesystem::directory_iterator(dir)) {
-    const std::string name = file.path().filename().string();
     if (file.path().extension() != ".pickle" && file.path().extension() != ".pkl") continue;
-    Snapshot snapshot;
     try {
-      snapshot = load_snapshot(file.path().string());
+      out.emplace_back(file.path().filename().string(), load_snapshot(file.path().string()));
     } catch (const Error&) {
       continue;  // the fixtures that are no snapshot have tests of their own
     }
+  }
+  return out;
+}
+
+TEST(StartDerivation, TheForwardStartEqualsTheWalkBackOnEveryFixture) {
+  const auto snapshots = fixture_snapshots();
+  if (snapshots.empty()) GTEST_SKIP() << "no fixtures (MEMSNAP_FIXTURES_DIR)";
+  int histories = 0;
+  int derived = 0;
+  for (const auto& [name, snapshot] : snapshots) {
     for (const DeviceTrace& trace : snapshot.devices) {
       const AllocatorHistory forward(snapshot, trace.device, StartDerivation::kForwardFirst);
       const AllocatorHistory back(snapshot, trace.device, StartDerivation::kWalkBack);
@@ -68,21 +92,79 @@ TEST(StartDerivation, TheForwardStartEqualsTheWalkBackOnEveryFixture) {
       derived += forward.derived_forward() ? 1 : 0;
       EXPECT_FALSE(back.derived_forward());
       SCOPED_TRACE(name + " device " + std::to_string(trace.device));
-      ASSERT_EQ(describe(forward.check()), describe(back.check()));
-      ASSERT_EQ(describe(forward.start()), describe(back.start()));
-      EXPECT_EQ(forward.peak_free().bytes, back.peak_free().bytes);
-      EXPECT_EQ(forward.peak_free().position, back.peak_free().position);
-      EXPECT_EQ(forward.peak_free().reserved, back.peak_free().reserved);
-      for (uint64_t step = 1; step <= 8; ++step) {
-        const uint64_t position = trace.count() * step / 8;
-        ASSERT_EQ(describe(forward.at(position)), describe(back.at(position))) << "at " << position;
-      }
+      expect_same_history(forward, back, trace.count());
     }
   }
   // Most real files take the forward way (44 of the 57 replayable fixtures
   // on 2026-12-06); the rest fall back to the walk back.
   EXPECT_GT(derived, histories / 2) << derived << " of " << histories;
   std::printf("%d of %d histories derived their start forward\n", derived, histories);
+}
+
+// The walk begun before the trace is whole (start_discovery.h), fed the
+// trace in pieces as a reader would, under the default settings: where the
+// history takes it, the same history as the walk back's; and it takes it
+// wherever derive_start would have derived the start, but for the files
+// whose settings are not the default or whose dump lacks a segment a block
+// lands in.
+TEST(StartDerivation, TheDiscoveredWalkEqualsTheWalkBackOnEveryFixture) {
+  const auto snapshots = fixture_snapshots();
+  if (snapshots.empty()) GTEST_SKIP() << "no fixtures (MEMSNAP_FIXTURES_DIR)";
+  int histories = 0;
+  int derived = 0;
+  int discovered = 0;
+  for (const auto& [name, snapshot] : snapshots) {
+    for (const DeviceTrace& trace : snapshot.devices) {
+      StartDiscovery discovery(state_at_dump(snapshot, trace.device), SplitRule{}, trace.begin);
+      for (uint64_t end = trace.begin; end < trace.end;) {
+        end = std::min(trace.end, end + 1000);
+        discovery.walk(snapshot, end);
+      }
+      const AllocatorHistory tried(snapshot, trace.device, StartDerivation::kForwardFirst,
+                                   &discovery);
+      const AllocatorHistory back(snapshot, trace.device, StartDerivation::kWalkBack);
+      ++histories;
+      derived += tried.derived_forward() ? 1 : 0;
+      discovered += tried.discovered() ? 1 : 0;
+      SCOPED_TRACE(name + " device " + std::to_string(trace.device));
+      expect_same_history(tried, back, trace.count());
+    }
+  }
+  std::printf("%d of %d histories took the discovered walk (%d derived forward)\n", discovered,
+              histories, derived);
+  EXPECT_GT(discovered, derived / 2) << discovered << " of " << derived;
+}
+
+// The same on traces cut short: each fixture's trace from a quarter, half
+// and three quarters of the way in is a trace whose recording began later,
+// with more held from before it (blocks freed first, segments met late).
+TEST(StartDerivation, TheDiscoveredWalkEqualsTheWalkBackOnTracesCutShort) {
+  auto snapshots = fixture_snapshots();
+  if (snapshots.empty()) GTEST_SKIP() << "no fixtures (MEMSNAP_FIXTURES_DIR)";
+  int histories = 0;
+  int discovered = 0;
+  for (auto& [name, snapshot] : snapshots) {
+    for (size_t d = 0; d < snapshot.devices.size(); ++d) {
+      const DeviceTrace whole = snapshot.devices[d];
+      for (uint64_t quarter = 1; quarter <= 3; ++quarter) {
+        snapshot.devices[d].begin = whole.begin + whole.count() * quarter / 4;
+        const DeviceTrace& trace = snapshot.devices[d];
+        StartDiscovery discovery(state_at_dump(snapshot, trace.device), SplitRule{}, trace.begin);
+        discovery.walk(snapshot, trace.end);
+        const AllocatorHistory tried(snapshot, trace.device, StartDerivation::kForwardFirst,
+                                     &discovery);
+        const AllocatorHistory back(snapshot, trace.device, StartDerivation::kWalkBack);
+        ++histories;
+        discovered += tried.discovered() ? 1 : 0;
+        SCOPED_TRACE(name + " device " + std::to_string(trace.device) + " from " +
+                     std::to_string(trace.begin));
+        expect_same_history(tried, back, trace.count());
+      }
+      snapshot.devices[d] = whole;
+    }
+  }
+  std::printf("%d of %d cut histories took the discovered walk\n", discovered, histories);
+  EXPECT_GT(discovered, histories / 2) << discovered << " of " << histories;
 }
 
 }  // namespace

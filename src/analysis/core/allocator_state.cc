@@ -1,4 +1,5 @@
 #include "analysis/core/allocator_state.h"
+#include "analysis/core/allocator_walk.h"
 
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/flat_hash_set.h>
@@ -11,14 +12,7 @@
 
 namespace memsnap {
 
-namespace {
-
-constexpr uint64_t kMinBlockSize = 512;      // every block is a multiple of this
-constexpr uint64_t kSmallSize = 1ULL << 20;  // requests up to this use the small pool
-
-uint64_t range_end(RangeMap::const_iterator range) {
-  return range->first + range->second.size;
-}
+namespace allocator_walk {
 
 RangeMap::iterator range_containing(RangeMap& ranges, uint64_t address) {
   auto it = ranges.upper_bound(address);
@@ -126,6 +120,12 @@ bool remove_range(AllocatorState& state, uint64_t address, uint64_t size) {
 uint64_t free_bytes(const AllocatorState& state) {
   return state.reserved > state.held ? state.reserved - state.held : 0;
 }
+
+}  // namespace allocator_walk
+
+using namespace allocator_walk;  // NOLINT(google-build-using-namespace): defined here
+
+namespace {
 
 // torch_npu rounds request + 32 bytes, so under its rule no block is smaller
 // than that rounded up; one such block in the dump rules it out cheaply.
@@ -482,7 +482,8 @@ bool AllocatorHistory::Walker::backward(AllocatorState& state, uint64_t i, uint6
   }
 }
 
-AllocatorHistory::AllocatorHistory(const Snapshot& snapshot, int device, StartDerivation derivation)
+AllocatorHistory::AllocatorHistory(const Snapshot& snapshot, int device, StartDerivation derivation,
+                                   StartDiscovery* discovery)
     : snapshot_(&snapshot),
       derivation_(derivation),
       rule_(split_rule_from_settings(snapshot.allocator_settings)) {
@@ -505,6 +506,7 @@ AllocatorHistory::AllocatorHistory(const Snapshot& snapshot, int device, StartDe
   }
   const AllocatorState dump = state_at_dump(snapshot, device);
   check_.possible = check_.impossible_reason.empty();
+  if (discovery != nullptr && check_.possible && adopt(*discovery, dump)) return;
   replay(dump, RoundingRule::kCuda);
   if (check_.possible && !check_.exact && npu_rounding_possible(dump)) {
     // Not CUDA's rounding, perhaps: try torch_npu's and keep the better.
@@ -528,11 +530,8 @@ AllocatorHistory::AllocatorHistory(const Snapshot& snapshot, int device, StartDe
   rule_.rounding = check_.rounding;  // the walks after this one use the rule that won
 }
 
-namespace {
-
-// The replayed end against the dump, ranges then blocks, in address order:
-// how many differ, and the first.
-void compare_with_dump(const AllocatorState& dump, const AllocatorState& end, HistoryCheck& check) {
+void allocator_walk::compare_with_dump(const AllocatorState& dump, const AllocatorState& end,
+                                       HistoryCheck& check) {
   auto note = [&](const std::string& what) {
     if (check.differences++ == 0) check.first_difference = what;
   };
@@ -568,8 +567,6 @@ void compare_with_dump(const AllocatorState& dump, const AllocatorState& end, Hi
     }
   }
 }
-
-}  // namespace
 
 void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding) {
   const bool possible = check_.possible;
@@ -637,19 +634,26 @@ void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding)
 // which settle() takes off the peak of free memory (per stretch between
 // their frees) and adds to the checkpoints. Expandable segments (ranges
 // that join and split) are left to the walk back.
-namespace {
-
-// The first two alloc and free entries at one address, in trace order.
-struct FirstEntries {
-  Action first = Action::kOther;
-  Action second = Action::kOther;
-  uint64_t first_entry = 0;
-  uint64_t second_entry = 0;
-  bool twice = false;                // there is a second
-  uint64_t last_alloc = UINT64_MAX;  // the last entry at the address, when it is an alloc
-};
-
-}  // namespace
+bool allocator_walk::held_at_start(const FirstEntries* firsts, const HeldBlock* dumped,
+                                   const EventColumns& events, HeldBlock& held) {
+  if (firsts == nullptr || (firsts->first == Action::kFreeRequested && !firsts->twice)) {
+    if (dumped == nullptr) return false;
+    held = *dumped;  // no entry names it, or only its free was requested: allocated then
+    if (firsts != nullptr) held.state = BlockState::kActiveAllocated;
+    return true;
+  }
+  uint64_t completed = UINT64_MAX;
+  BlockState state = BlockState::kActivePendingFree;
+  if (firsts->first == Action::kFreeCompleted) completed = firsts->first_entry;
+  if (firsts->first == Action::kFreeRequested && firsts->twice &&
+      firsts->second == Action::kFreeCompleted) {
+    completed = firsts->second_entry;
+    state = BlockState::kActiveAllocated;
+  }
+  if (completed == UINT64_MAX) return false;
+  held = HeldBlock{0, events.size[completed], state, true};
+  return true;
+}
 
 bool AllocatorHistory::derive_start(const AllocatorState& dump) {
   const EventColumns& events = snapshot_->events;
@@ -686,34 +690,22 @@ bool AllocatorHistory::derive_start(const AllocatorState& dump) {
   Settling settling;
   for (const auto& [address, block] : dump.blocks) {
     auto it = named.find(address);
-    if (it != named.end() && it->second.last_alloc != UINT64_MAX) {
-      settling.lasting.push_back(Settling::Lasting{it->second.last_alloc, address, block.size});
+    const FirstEntries* firsts = it == named.end() ? nullptr : &it->second;
+    if (firsts != nullptr && firsts->last_alloc != UINT64_MAX) {
+      settling.lasting.push_back(Settling::Lasting{firsts->last_alloc, address, block.size});
     }
-    if (it == named.end()) {
-      start_.blocks.emplace(address, block);  // no entry names it: as in the dump
-      start_.held += block.size;
-    } else if (it->second.first == Action::kFreeRequested && !it->second.twice) {
-      HeldBlock allocated = block;  // only its free was requested in the trace
-      allocated.state = BlockState::kActiveAllocated;
-      start_.blocks.emplace(address, allocated);
-      start_.held += block.size;
+    HeldBlock held;
+    if (held_at_start(firsts, &block, events, held) && !held.size_inferred) {
+      start_.blocks.emplace(address, held);
+      start_.held += held.size;
     }
   }
   // Blocks from before the trace that it frees first: held until then, with
   // the size the walk back gives them there (size 0 until the walk gets there).
   for (const auto& [address, firsts] : named) {
-    uint64_t completed = UINT64_MAX;
-    BlockState state = BlockState::kActivePendingFree;
-    if (firsts.first == Action::kFreeCompleted) completed = firsts.first_entry;
-    if (firsts.first == Action::kFreeRequested && firsts.twice &&
-        firsts.second == Action::kFreeCompleted) {
-      completed = firsts.second_entry;
-      state = BlockState::kActiveAllocated;
-    }
-    if (completed == UINT64_MAX) continue;
-    if (!start_.blocks.emplace(address, HeldBlock{0, events.size[completed], state, true}).second) {
-      return false;
-    }
+    HeldBlock held;
+    if (!held_at_start(&firsts, nullptr, events, held)) continue;
+    if (!start_.blocks.emplace(address, held).second) return false;
     ++check_.inferred_sizes;
   }
   check_.ranges_at_start = start_.ranges.size();

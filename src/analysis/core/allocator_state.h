@@ -144,14 +144,22 @@ enum class StartDerivation : uint8_t {
   kWalkBack,
 };
 
+class StartDiscovery;
+
 class AllocatorHistory {
  public:
+  // With a discovery that walked the device's trace while it was read
+  // (start_discovery.h), its walk is taken where it proves to be the
+  // derived one; otherwise, and without one, the history walks itself.
   AllocatorHistory(const Snapshot& snapshot, int device,
-                   StartDerivation derivation = StartDerivation::kForwardFirst);
+                   StartDerivation derivation = StartDerivation::kForwardFirst,
+                   StartDiscovery* discovery = nullptr);
 
   [[nodiscard]] const HistoryCheck& check() const { return check_; }
   // Whether the start state came from derive_start, not the walk back.
   [[nodiscard]] bool derived_forward() const { return derived_forward_; }
+  // Whether it is the discovery's walk (then derived forward too).
+  [[nodiscard]] bool discovered() const { return discovered_; }
   // Entries of the device's trace (the unit of `position`).
   [[nodiscard]] uint64_t trace_entries() const { return trace_.count(); }
   // The state after the first `position` entries of the device's trace
@@ -203,6 +211,7 @@ class AllocatorHistory {
   [[nodiscard]] const PeakFree& peak_free() const { return peak_free_; }
 
  private:
+  friend class StartDiscovery;
   // What the forward walk from a derived start keeps to settle the blocks
   // from before the trace that the trace frees first (allocator_state.cc).
   struct Settling;
@@ -250,6 +259,9 @@ class AllocatorHistory {
   // into the start, the checkpoints and the peak of free memory; false when
   // the walk back would have shrunk one of them (an allocation inside it).
   bool settle(const Settling& settling);
+  // The discovery's walk as this history's, where it is derive_start's
+  // (start_discovery.cc); false, and nothing to keep, where not.
+  bool adopt(StartDiscovery& discovery, const AllocatorState& dump);
 
   // Copies of the state the checking walk passed, every so many entries, so
   // that at(position) walks from the nearest one before it rather than from
@@ -273,6 +285,7 @@ class AllocatorHistory {
   AllocatorState start_;
   HistoryCheck check_;
   bool derived_forward_ = false;
+  bool discovered_ = false;
   PeakFree peak_free_;
   std::vector<Checkpoint> checkpoints_;  // ascending positions
 };

@@ -1,0 +1,473 @@
+#include "analysis/core/start_discovery.h"
+
+#include <algorithm>
+#include <iterator>
+#include <utility>
+
+namespace memsnap {
+
+using namespace allocator_walk;  // NOLINT(google-build-using-namespace): the walk's own pieces
+
+StartDiscovery::StartDiscovery(AllocatorState dump, const SplitRule& rule, uint64_t begin)
+    : dump_(std::move(dump)),
+      rule_(rule),
+      begin_(begin),
+      next_(begin),
+      checkpoint_every_(AllocatorHistory::kMinCheckpointEvery),
+      until_checkpoint_(AllocatorHistory::kMinCheckpointEvery) {
+  observe(0);
+}
+
+void StartDiscovery::walk(const Snapshot& snapshot, uint64_t end) {
+  while (next_ < end && !given_up_) {
+    step(snapshot, next_);
+    if (!given_up_) ++next_;
+  }
+}
+
+void StartDiscovery::step(const Snapshot& snapshot, uint64_t i) {
+  const EventColumns& events = snapshot.events;
+  switch (events.action[i]) {
+    case Action::kAlloc: alloc(events.addr[i], events.size[i], i); break;
+    case Action::kFreeRequested: free_requested(events.addr[i], i); break;
+    case Action::kFreeCompleted: free_completed(events.addr[i], events.size[i], i); break;
+    case Action::kSegmentAlloc: segment_alloc(snapshot, i); break;
+    case Action::kSegmentFree: segment_free(snapshot, i); break;
+    case Action::kSegmentMap:
+    case Action::kSegmentUnmap: give_up(); break;  // expandable segments: the walk back's
+    default: checkpoint(i + 1 - begin_); return;
+  }
+  if (given_up_) return;
+  ++entries_;
+  const uint64_t position = i + 1 - begin_;
+  if (stretch_ends_) {
+    stretches_.emplace_back();
+    stretch_ends_ = false;
+  }
+  observe(position);
+  checkpoint(position);
+}
+
+bool StartDiscovery::name(uint64_t address, Action action, uint64_t i) {
+  auto [it, fresh] = named_.try_emplace(address);
+  FirstEntries& firsts = it->second;
+  if (fresh) {
+    firsts.first = action;
+    firsts.first_entry = i;
+  } else if (!firsts.twice) {
+    firsts.second = action;
+    firsts.second_entry = i;
+    firsts.twice = true;
+  }
+  firsts.last_alloc = action == Action::kAlloc ? i : UINT64_MAX;
+  return fresh;
+}
+
+RangeMap::const_iterator StartDiscovery::range_for(uint64_t address, uint64_t i) {
+  auto range = state_.range_at(address);
+  if (range != state_.ranges.end()) return range;
+  // Not a range the walk knows: one of the dump's held since before the
+  // trace, if no segment entry has named it (adopt() checks it was).
+  auto dumped = dump_.range_at(address);
+  if (dumped == dump_.ranges.end() || segment_named_.contains(dumped->first) ||
+      !add_range(state_, dumped->first, dumped->second)) {
+    give_up();
+    return state_.ranges.end();
+  }
+  reveal_range(i, dumped->first, dumped->second);
+  return state_.range_at(address);
+}
+
+void StartDiscovery::reveal_range(uint64_t i, uint64_t address, const MappedRange& range) {
+  range_reveals_.push_back(RangeReveal{i, address, range});
+  deltas_.push_back(Delta{i, range.size, 0});
+  stretch_ends_ = true;
+}
+
+bool StartDiscovery::may_reveal_block(uint64_t address, uint64_t i) {
+  // Held since before the trace, so at every carve walked so far: none may
+  // have chosen otherwise with it there.
+  if (range_for(address, i) == state_.ranges.end() || sensitive(address)) {
+    give_up();
+    return false;
+  }
+  return true;
+}
+
+void StartDiscovery::alloc(uint64_t address, uint64_t requested, uint64_t i) {
+  name(address, Action::kAlloc, i);
+  auto range = range_for(address, i);
+  if (given_up_) return;
+  auto next = state_.blocks.lower_bound(address);
+  const bool taken = next != state_.blocks.end() && next->first == address;
+  const bool overlaps = next != state_.blocks.begin() &&
+                        std::prev(next)->first + std::prev(next)->second.size > address;
+  if (taken || overlaps) return give_up();
+  const uint64_t free_size = free_from(state_, range, next, address);
+  const HeldBlock block{carved_block_size(requested, free_size, rule_), requested,
+                        BlockState::kActiveAllocated, false};
+  if (block.size > free_size) return give_up();
+  state_.blocks.emplace_hint(next, address, block);
+  state_.held += block.size;
+  mark_sensitive(address, requested, address + free_size, block.size);
+}
+
+void StartDiscovery::free_requested(uint64_t address, uint64_t i) {
+  const bool first = name(address, Action::kFreeRequested, i);
+  auto it = state_.blocks.find(address);
+  if (it != state_.blocks.end()) {
+    it->second.state = BlockState::kActivePendingFree;
+    return;
+  }
+  if (!first) return give_up();  // freed, and not allocated again
+  if (!may_reveal_block(address, i)) return;
+  // Size 0 until its free completes (or, held to the end, the dump's).
+  state_.blocks.emplace(address, HeldBlock{0, 0, BlockState::kActivePendingFree, true});
+  held_reveals_.emplace(address, block_reveals_.size());
+  block_reveals_.push_back(BlockReveal{address, i});
+}
+
+void StartDiscovery::free_completed(uint64_t address, uint64_t requested, uint64_t i) {
+  const bool first = name(address, Action::kFreeCompleted, i);
+  size_t reveal = SIZE_MAX;  // a block from before the trace
+  uint64_t size = 0;
+  if (auto it = state_.blocks.find(address); it != state_.blocks.end()) {
+    size = it->second.size;
+    if (it->second.size_inferred) {
+      auto held = held_reveals_.find(address);
+      reveal = held->second;
+      held_reveals_.erase(held);
+    }
+    state_.held -= size;
+    state_.blocks.erase(it);
+  } else if (!first) {
+    return give_up();
+  } else if (may_reveal_block(address, i)) {
+    reveal = block_reveals_.size();
+    block_reveals_.push_back(BlockReveal{address, i});
+  } else {
+    return;
+  }
+  // The size the walk back gives the block here (free_checking_back_size).
+  auto range = state_.range_at(address);
+  if (range == state_.ranges.end()) return give_up();
+  const uint64_t free_size = free_from(state_, range, state_.blocks.lower_bound(address), address);
+  const uint64_t back_size = put_back_size(requested, free_size, rule_);
+  mark_sensitive(address, requested, address + free_size, back_size);
+  if (reveal == SIZE_MAX) {
+    if (back_size > size) give_up();
+    return;
+  }
+  // Held from before the trace until now at back_size: nothing named so
+  // far (held at some moment since) may begin inside it.
+  if (named_inside(address, back_size)) return give_up();
+  BlockReveal& block = block_reveals_[reveal];
+  block.freed = i;
+  block.size = back_size;
+  block.requested = requested;
+  deltas_.push_back(Delta{i, 0, back_size});
+  stretch_ends_ = true;
+}
+
+void StartDiscovery::segment_alloc(const Snapshot& snapshot, uint64_t i) {
+  const EventColumns& events = snapshot.events;
+  const uint64_t size = events.size[i];
+  segment_named_.insert(events.addr[i]);
+  segment_entries_.push_back(i);
+  const MappedRange range{size, events.stream[i], entry_pool(snapshot, i), kind_of_segment(size),
+                          false};
+  if (!add_range(state_, events.addr[i], range)) give_up();
+}
+
+void StartDiscovery::segment_free(const Snapshot& snapshot, uint64_t i) {
+  const EventColumns& events = snapshot.events;
+  const uint64_t address = events.addr[i];
+  const uint64_t size = events.size[i];
+  segment_named_.insert(address);
+  segment_entries_.push_back(i);
+  removals_.push_back(Removal{i, address, size});
+  if (auto it = state_.ranges.find(address); it != state_.ranges.end()) {
+    if (it->second.size != size || !remove_range(state_, address, size)) give_up();
+    return;
+  }
+  // A segment from before the trace that the walk has not met: held until now.
+  const MappedRange range{size, events.stream[i], entry_pool(snapshot, i), kind_of_segment(size),
+                          false};
+  if (!add_range(state_, address, range)) return give_up();
+  reveal_range(i, address, range);
+  remove_range(state_, address, size);
+}
+
+void StartDiscovery::mark_sensitive(uint64_t address, uint64_t requested, uint64_t free_end,
+                                    uint64_t chosen) {
+  // A block at X in (address, free_end) makes the free space X - address.
+  // The rule then chooses `chosen` again only where it split before and
+  // still does: X at the block's end, or past it by more than the least
+  // remainder it splits off (512 bytes in the small pool, above 1 MiB in
+  // the large one).
+  const uint64_t rounded = rounded_block_size(requested, rule_);
+  if (chosen != rounded || rounded >= free_end - address) {
+    add_sensitive(address + 1, free_end);
+    return;
+  }
+  const uint64_t reach = rounded <= kSmallSize || rule_.expandable ? kMinBlockSize : kSmallSize + 1;
+  const uint64_t block_end = address + rounded;
+  add_sensitive(address + 1, block_end);
+  add_sensitive(block_end + 1, block_end + std::min(reach, free_end - block_end));
+}
+
+void StartDiscovery::add_sensitive(uint64_t low, uint64_t high) {
+  if (low >= high) return;
+  auto after = sensitive_.upper_bound(low);
+  if (after != sensitive_.begin()) {
+    auto before = std::prev(after);
+    if (before->second >= high) return;  // already inside
+    if (before->second >= low) {
+      low = before->first;
+      sensitive_.erase(before);
+    }
+  }
+  for (auto it = sensitive_.lower_bound(low); it != sensitive_.end() && it->first <= high;) {
+    high = std::max(high, it->second);
+    it = sensitive_.erase(it);
+  }
+  sensitive_.emplace(low, high);
+}
+
+bool StartDiscovery::sensitive(uint64_t address) const {
+  auto after = sensitive_.upper_bound(address);
+  return after != sensitive_.begin() && address < std::prev(after)->second;
+}
+
+bool StartDiscovery::named_inside(uint64_t address, uint64_t size) const {
+  auto after = named_.upper_bound(address);
+  return after != named_.end() && after->first - address < size;
+}
+
+void StartDiscovery::observe(uint64_t position) {
+  const int64_t free = static_cast<int64_t>(state_.reserved) - static_cast<int64_t>(state_.held);
+  Stretch& stretch = stretches_.back();
+  if (free > stretch.free) stretch = Stretch{free, position, state_.reserved};
+}
+
+void StartDiscovery::checkpoint(uint64_t position) {
+  // As walk_forward's, with the trace's length unknown: every so many
+  // entries, fewer (twice as far apart) whenever there are twice the most.
+  if (--until_checkpoint_ != 0) return;
+  until_checkpoint_ = checkpoint_every_;
+  const uint64_t elements = state_.ranges.size() + state_.blocks.size();
+  const uint64_t budget = position / 8 + AllocatorHistory::kMinCheckpointEvery;
+  if (checkpointed_elements_ + elements > budget) return;
+  checkpoints_.push_back(Checkpoint{position, state_});
+  checkpointed_elements_ += elements;
+  if (checkpoints_.size() < 2 * AllocatorHistory::kMaxCheckpoints) return;
+  std::vector<Checkpoint> kept;
+  checkpointed_elements_ = 0;
+  for (size_t k = 1; k < checkpoints_.size(); k += 2) {
+    checkpointed_elements_ +=
+        checkpoints_[k].state.ranges.size() + checkpoints_[k].state.blocks.size();
+    kept.push_back(std::move(checkpoints_[k]));
+  }
+  checkpoints_ = std::move(kept);
+  checkpoint_every_ *= 2;
+  until_checkpoint_ = checkpoint_every_;
+}
+
+namespace {
+
+bool same_range(const MappedRange& a, const MappedRange& b) {
+  return a.size == b.size && a.stream == b.stream && a.pool.first == b.pool.first &&
+         a.pool.second == b.pool.second && a.kind == b.kind && a.expandable == b.expandable;
+}
+
+bool same_block(const HeldBlock& a, const HeldBlock& b) {
+  return a.size == b.size && a.requested == b.requested && a.state == b.state &&
+         a.size_inferred == b.size_inferred;
+}
+
+bool same_state(const AllocatorState& a, const AllocatorState& b) {
+  return a.reserved == b.reserved && a.held == b.held &&
+         std::equal(a.ranges.begin(), a.ranges.end(), b.ranges.begin(), b.ranges.end(),
+                    [](const auto& x, const auto& y) {
+                      return x.first == y.first && same_range(x.second, y.second);
+                    }) &&
+         std::equal(a.blocks.begin(), a.blocks.end(), b.blocks.begin(), b.blocks.end(),
+                    [](const auto& x, const auto& y) {
+                      return x.first == y.first && same_block(x.second, y.second);
+                    });
+}
+
+bool same_rule(const SplitRule& a, const SplitRule& b) {
+  return a.rounding == b.rounding && a.expandable == b.expandable &&
+         a.max_split_size == b.max_split_size && a.power2_divisions == b.power2_divisions;
+}
+
+}  // namespace
+
+bool StartDiscovery::settle(const Snapshot& snapshot, AllocatorState& start) {
+  // derive_start's ranges: the dump's walked back over the segment entries.
+  AllocatorState ranges;
+  ranges.ranges = dump_.ranges;
+  ranges.reserved = dump_.reserved;
+  AllocatorHistory::Walker walker{snapshot, rule_};
+  uint64_t unused_inferred = 0;
+  for (auto it = segment_entries_.rbegin(); it != segment_entries_.rend(); ++it) {
+    walker.backward(ranges, *it, unused_inferred);
+  }
+  if (walker.misfits != 0) return false;
+  // The walk met some of them; the rest it lacked all along.
+  for (const RangeReveal& reveal : range_reveals_) {
+    auto it = ranges.ranges.find(reveal.address);
+    if (it == ranges.ranges.end() || !same_range(it->second, reveal.range)) return false;
+    ranges.ranges.erase(it);
+  }
+  late_ranges_.assign(ranges.ranges.begin(), ranges.ranges.end());
+  // derive_start's blocks: the dump's that no entry names (held all along,
+  // never met), and those the walk met at their first free.
+  late_blocks_.clear();
+  for (const auto& [address, block] : dump_.blocks) {
+    if (!named_.contains(address)) late_blocks_.emplace_back(address, block);
+  }
+  for (BlockReveal& reveal : block_reveals_) {
+    auto dumped = dump_.blocks.find(reveal.address);
+    // (Inferred exactly where the walk freed it: first freed, or requested
+    // then freed. Requested twice, or allocated after, is no block of the
+    // start: the walk back misfits there.)
+    if (!held_at_start(&named_.find(reveal.address)->second,
+                       dumped == dump_.blocks.end() ? nullptr : &dumped->second, snapshot.events,
+                       reveal.at_start)) {
+      return false;
+    }
+    if (reveal.at_start.size_inferred) reveal.at_start.size = reveal.size;
+  }
+  // Those held to the end were held at every carve and inside no block named.
+  const auto held_throughout = [&](uint64_t address, const HeldBlock& block) {
+    return !sensitive(address) && !named_inside(address, block.size);
+  };
+  for (const auto& [address, block] : late_blocks_) {
+    if (!held_throughout(address, block)) return false;
+  }
+  for (const BlockReveal& reveal : block_reveals_) {
+    if (reveal.freed == UINT64_MAX && !held_throughout(reveal.address, reveal.at_start)) {
+      return false;
+    }
+  }
+  start = AllocatorState{};
+  complete(start, 0);
+  return held_blocks_outlive_their_segments(start);
+}
+
+bool StartDiscovery::held_blocks_outlive_their_segments(const AllocatorState& start) const {
+  absl::flat_hash_map<uint64_t, uint64_t> freed;  // block -> its free, where the trace frees it
+  for (const BlockReveal& reveal : block_reveals_) freed.emplace(reveal.address, reveal.freed);
+  // Bounded: a file of many segment frees over many such blocks gives up.
+  uint64_t budget = entries_ + (uint64_t{1} << 20);
+  for (const Removal& removal : removals_) {
+    for (auto it = start.blocks.lower_bound(removal.address);
+         it != start.blocks.end() && it->first - removal.address < removal.size; ++it) {
+      if (budget-- == 0) return false;
+      auto until = freed.find(it->first);
+      if (until == freed.end() || until->second > removal.entry) return false;
+    }
+  }
+  return true;
+}
+
+void StartDiscovery::complete(AllocatorState& state, uint64_t position) const {
+  const uint64_t applied = begin_ + position;  // entries before this one are applied
+  const auto add_range_to = [&state](uint64_t address, const MappedRange& range) {
+    state.ranges.emplace(address, range);
+    state.reserved += range.size;
+  };
+  for (const auto& [address, range] : late_ranges_) add_range_to(address, range);
+  for (const RangeReveal& reveal : range_reveals_) {
+    if (reveal.entry >= applied) add_range_to(reveal.address, reveal.range);
+  }
+  for (const auto& [address, block] : late_blocks_) {
+    state.blocks.emplace(address, block);
+    state.held += block.size;
+  }
+  for (const BlockReveal& reveal : block_reveals_) {
+    if (reveal.freed < applied) continue;  // freed by then
+    state.held += reveal.at_start.size;
+    if (reveal.revealed >= applied) {
+      state.blocks.emplace(reveal.address, reveal.at_start);
+      continue;
+    }
+    HeldBlock& held = state.blocks.find(reveal.address)->second;  // met, at size 0
+    held.size = reveal.at_start.size;
+    held.requested = reveal.at_start.requested;
+    held.size_inferred = reveal.at_start.size_inferred;
+  }
+}
+
+bool StartDiscovery::peak_free(AllocatorHistory::PeakFree& peak) const {
+  // What the walk lacked at a position: what was learnt at later entries,
+  // and what was held all along.
+  int64_t late_reserved = 0;
+  int64_t late_held = 0;
+  for (const auto& late : late_ranges_) late_reserved += static_cast<int64_t>(late.second.size);
+  for (const auto& late : late_blocks_) late_held += static_cast<int64_t>(late.second.size);
+  for (const BlockReveal& reveal : block_reveals_) {
+    if (reveal.freed == UINT64_MAX) late_held += static_cast<int64_t>(reveal.at_start.size);
+  }
+  std::vector<std::pair<int64_t, int64_t>> after(deltas_.size() + 1, {late_reserved, late_held});
+  for (size_t k = deltas_.size(); k > 0; --k) {
+    after[k - 1] = {after[k].first + static_cast<int64_t>(deltas_[k - 1].reserved),
+                    after[k].second + static_cast<int64_t>(deltas_[k - 1].held)};
+  }
+  int64_t best = INT64_MIN;
+  for (const Stretch& stretch : stretches_) {
+    if (stretch.free == INT64_MIN) continue;
+    const auto later =
+        std::lower_bound(deltas_.begin(), deltas_.end(), begin_ + stretch.position,
+                         [](const Delta& delta, uint64_t entry) { return delta.entry < entry; });
+    const auto [reserved, held] = after[static_cast<size_t>(later - deltas_.begin())];
+    const int64_t free = stretch.free + reserved - held;
+    if (free > best) {
+      best = free;
+      peak = AllocatorHistory::PeakFree{static_cast<uint64_t>(std::max<int64_t>(free, 0)),
+                                        stretch.position,
+                                        stretch.reserved + static_cast<uint64_t>(reserved)};
+    }
+  }
+  return best >= 0;
+}
+
+bool AllocatorHistory::adopt(StartDiscovery& discovery, const AllocatorState& dump) {
+  if (discovery.given_up_ || discovery.begin_ != trace_.begin || discovery.next_ != trace_.end ||
+      rule_.expandable || !same_rule(discovery.rule_, rule_) ||
+      !same_state(discovery.dump_, dump)) {
+    return false;
+  }
+  AllocatorState start;
+  if (!discovery.settle(*snapshot_, start)) return false;
+  AllocatorState end = discovery.state_;
+  discovery.complete(end, trace_.count());
+  HistoryCheck check;
+  check.possible = true;
+  check.rounding = rule_.rounding;
+  compare_with_dump(dump, end, check);
+  PeakFree peak;
+  if (check.differences != 0 || !discovery.peak_free(peak)) return false;
+  check.exact = true;
+  check.entries = discovery.entries_;
+  check.ranges_at_start = start.ranges.size();
+  check.blocks_at_start = start.blocks.size();
+  check.inferred_sizes = static_cast<uint64_t>(
+      std::count_if(start.blocks.begin(), start.blocks.end(),
+                    [](const auto& block) { return block.second.size_inferred; }));
+  check_ = std::move(check);
+  start_ = std::move(start);
+  peak_free_ = peak;
+  checkpoints_.clear();
+  for (StartDiscovery::Checkpoint& checkpoint : discovery.checkpoints_) {
+    discovery.complete(checkpoint.state, checkpoint.position);
+    checkpoints_.push_back(Checkpoint{checkpoint.position, std::move(checkpoint.state)});
+  }
+  derived_forward_ = true;
+  discovered_ = true;
+  return true;
+}
+
+}  // namespace memsnap
