@@ -34,6 +34,7 @@
 #include "analysis/core/source_key.h"
 #include "analysis/core/sources.h"
 #include "analysis/core/steps.h"
+#include "analysis/core/walk_ahead.h"
 #include "analysis/reports/compare.h"
 #include "analysis/reports/event_list.h"
 #include "analysis/reports/explain.h"
@@ -370,6 +371,14 @@ LoadOptions load_options(bool allow_objects, uint64_t max_input) {
   LoadOptions options;
   options.allow_objects = allow_objects;
   options.max_input_bytes = max_input;
+  return options;
+}
+
+// One file's read, with the allocator replay walking its trace on another
+// core while it is read (as the command line does).
+LoadOptions load_options_walking(bool allow_objects, uint64_t max_input) {
+  LoadOptions options = load_options(allow_objects, max_input);
+  options.listener = std::make_shared<AllocatorWalkAhead>();
   return options;
 }
 
@@ -725,7 +734,8 @@ void bind_loading(nb::module_& m) {
   m.def(
       "load_path",
       [](const std::string& path, bool allow_objects, uint64_t max_input) {
-        return new Loaded(load_snapshot(path, load_options(allow_objects, max_input)), path);
+        return new Loaded(load_snapshot(path, load_options_walking(allow_objects, max_input)),
+                          path);
       },
       "path"_a, "allow_objects"_a, "max_input"_a, Release());
   m.def(
@@ -733,8 +743,8 @@ void bind_loading(nb::module_& m) {
       [](const nb::bytes& data, const std::string& name, bool allow_objects, uint64_t max_input) {
         const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(data.data()), data.size());
         nb::gil_scoped_release release;  // `data` is immutable and held by the caller
-        return new Loaded(load_snapshot_bytes(bytes, name, load_options(allow_objects, max_input)),
-                          name);
+        return new Loaded(
+            load_snapshot_bytes(bytes, name, load_options_walking(allow_objects, max_input)), name);
       },
       "data"_a, "name"_a, "allow_objects"_a, "max_input"_a);
   m.def(

@@ -21,6 +21,7 @@
 #include <system_error>
 #include <thread>
 
+#include "analysis/core/walk_ahead.h"
 #include "cli/output.h"
 #include "cli/usage.h"
 #include "io/input.h"
@@ -34,10 +35,14 @@ namespace {
 
 constexpr uint64_t kProgressThreshold = uint64_t{64} << 20;
 
-LoadOptions load_options(const std::string& path, const CommonOptions& common, bool show_progress) {
+LoadOptions load_options(const std::string& path, const CommonOptions& common, bool show_progress,
+                         bool walk_ahead) {
   LoadOptions options;
   options.allow_objects = common.allow_objects;
   options.max_input_bytes = common.max_input_bytes;
+  // The allocator replay walks the trace on another core while it is read
+  // (a thread and a walk per file: for a file or two, not for a directory).
+  if (walk_ahead) options.listener = std::make_shared<AllocatorWalkAhead>();
   if (show_progress && !output_captured() && ::isatty(STDERR_FILENO) != 0) {
     options.on_progress = [path = printable(path), last_percent = -1, last_mib = uint64_t{0}](
                               uint64_t done, uint64_t total) mutable {
@@ -285,9 +290,10 @@ void add_timing(double TimingLedger::*field, double seconds) {
 }
 
 // Loads one file; with --timings, says how long reading and decoding took.
-Snapshot load_timed(const std::string& path, const CommonOptions& options, bool show_progress) {
+Snapshot load_timed(const std::string& path, const CommonOptions& options, bool show_progress,
+                    bool walk_ahead = true) {
   const auto start = std::chrono::steady_clock::now();
-  Snapshot snapshot = load_snapshot(path, load_options(path, options, show_progress));
+  Snapshot snapshot = load_snapshot(path, load_options(path, options, show_progress, walk_ahead));
   if (options.timings) {
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     write_note(fmt::format("timings: {}: read and decode {:.3f} s", path, took.count()));
@@ -358,13 +364,14 @@ std::vector<Snapshot> load_all(const std::vector<std::string>& paths,
   // The files after the first load on a few threads (one per core, never
   // one per file: `plot DIR` of 10,000 files once made 10,000 threads).
   std::vector<std::optional<Snapshot>> loaded(paths.size());
+  const bool walk_ahead = paths.size() <= 2;  // compare A B; not plot DIR
   std::vector<std::exception_ptr> errors(paths.size());
   std::atomic<size_t> next{1};
   auto load_rest = [&] {
     for (size_t i = next++; i < paths.size(); i = next++) {
       try {
         // One progress line at a time: the first file reports.
-        loaded[i] = load_timed(paths[i], options, false);
+        loaded[i] = load_timed(paths[i], options, false, walk_ahead);
       } catch (...) {
         errors[i] = std::current_exception();
       }
@@ -381,7 +388,7 @@ std::vector<Snapshot> load_all(const std::vector<std::string>& paths,
       }
     }
     try {
-      loaded[0] = load_with_progress(paths[0], options);
+      loaded[0] = load_timed(paths[0], options, true, walk_ahead);
     } catch (...) {
       errors[0] = std::current_exception();
     }

@@ -227,6 +227,14 @@ const Value* Vm::find(const Value& dict, std::string_view key) const {
   return found;
 }
 
+const Value* Vm::pending_item(std::string_view key, size_t depth) const {
+  const size_t size = std::min(stack_.size(), depth);
+  for (size_t i = 0; i + 1 < size; ++i) {
+    if (stack_[i].kind == Kind::kStr && view(stack_[i]) == key) return &stack_[i + 1];
+  }
+  return nullptr;
+}
+
 void Vm::replace_container(const Value& value, Value substitute, bool reuse_slot) {
   Container& slot = container(value);
   if (slot.memo_refs == 1) {

@@ -203,6 +203,10 @@ class Vm {
   [[nodiscard]] size_t container_count() const { return containers_.size(); }
   // Last value stored under a str key in a dict (pickle dicts may repeat keys).
   [[nodiscard]] const Value* find(const Value& dict, std::string_view key) const;
+  // The value after a str `key` among the stack's first `depth` values: an
+  // item of the outermost dict that SETITEMS has not set yet (a snapshot's
+  // "segments" while its trace is read); null when there is none.
+  [[nodiscard]] const Value* pending_item(std::string_view key, size_t depth) const;
 
   // For observers: replace a consumed container. Memo references to it now
   // yield `substitute`. With reuse_slot the storage is recycled (trace entries,
@@ -386,7 +390,7 @@ class Vm {
   absl::flat_hash_map<std::string, Value> list_cache_;
   uint64_t list_cache_bytes_ = 0;
   uint64_t list_cache_longest_ = 0;  // the longest key's bytes
-  bool converting_ = false;  // replace_container's memo update
+  bool converting_ = false;          // replace_container's memo update
   FlatDict flat_;
   Scratch<PendingPut> pending_puts_;
   // Called when a defined memo slot is overwritten other than by converting

@@ -87,6 +87,19 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
  public:
   SnapshotDecoder(Snapshot& model, bool flat) : flat_(flat), model_(model) {}
 
+  // Tells `listener` of the dump's segments and of the rows as they are
+  // added, for as long as the columns keep their reservation.
+  void listen(ReadListener* listener) {
+    const EventColumns& events = model_.events;
+    listener_ = listener;
+    publish_limit_ = std::min({events.action.capacity(), events.addr.capacity(),
+                               events.size.capacity(), events.stream.capacity()});
+  }
+  // Hands the listener the rows not yet handed over (the read is whole).
+  void publish_all() {
+    if (listener_ != nullptr) listener_->entries_read(columns(model_.events.count()));
+  }
+
   // Trace entries are the only dicts with an "action" key; each becomes a row
   // of the event columns and its dict storage is recycled at once.
   Value on_list_item(Vm& vm, Value item) override {
@@ -232,6 +245,8 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     vm.charge_decoded(kRowBytes);
     EventColumns& events = model_.events;
     uint64_t index = events.count();
+    if (listener_ != nullptr) [[unlikely]]
+      before_row(vm, index);
     std::string_view action_text = vm.view(f.action);
     std::optional<Action> parsed = parse_action(action_text);
     events.action.push_back(parsed.value_or(Action::kOther));
@@ -266,7 +281,36 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
     if (present(f.device_free)) {
       if (auto free_bytes = as_bytes(f.device_free)) events.device_free.emplace(index, *free_bytes);
     }
+    if (listener_ != nullptr && (index + 1) % kRowsPerHandover == 0) {
+      listener_->entries_read(columns(index + 1));
+    }
     return Value::external(kEventTag, index);
+  }
+
+  // The first row: the dump's segments, when the root dict still holds them
+  // unset below the trace; a row past the columns' reservation: the end of
+  // listening (they are about to move).
+  void before_row(Vm& vm, uint64_t index) {
+    if (index == 0) {
+      constexpr size_t kRootItems = 16;  // the root dict and a few items of it
+      if (const Value* segments = vm.pending_item("segments", kRootItems)) {
+        Snapshot dump;
+        SnapshotDecoder early(dump, false);
+        early.stacks_ = false;
+        early.decode_segments(vm, *segments);
+        listener_->segments_read(dump);
+      }
+    }
+    if (index >= publish_limit_) {
+      listener_->columns_moving();
+      listener_ = nullptr;
+    }
+  }
+
+  TraceColumns columns(uint64_t count) const {
+    const EventColumns& events = model_.events;
+    return TraceColumns{events.action.data(), events.addr.data(), events.size.data(),
+                        events.stream.data(), count};
   }
 
  public:
@@ -499,7 +543,9 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
       if (const Value* expandable = vm.find(dict, "is_expandable")) {
         segment.is_expandable = expandable->kind == Kind::kBool && expandable->payload != 0;
       }
-      if (const Value* frames = vm.find(dict, "frames")) segment.stack = stack_of(vm, *frames);
+      if (const Value* frames = vm.find(dict, "frames"); frames != nullptr && stacks_) {
+        segment.stack = stack_of(vm, *frames);
+      }
       segment.first_block = static_cast<uint32_t>(model_.blocks.size());
       uint64_t legacy_offset = segment.address;
       for (const Value& raw_block : list_items(vm, *or_none(vm.find(dict, "blocks")))) {
@@ -539,7 +585,7 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
                         : text == "inactive"            ? BlockState::kInactive
                                                         : BlockState::kUnknown;
         }
-        if (frames != nullptr) block.stack = stack_of(vm, *frames);
+        if (frames != nullptr && stacks_) block.stack = stack_of(vm, *frames);
         vm.charge_decoded(sizeof(Block));
         model_.blocks.push_back(block);
       }
@@ -617,6 +663,10 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
   // Rebuilds the columns so that each device's entries are contiguous (only
   // for unusual files: shared entries, or entries outside device_traces).
   void reorder_events(const std::vector<std::vector<std::pair<uint64_t, uint64_t>>>& ranges) {
+    if (listener_ != nullptr) {  // the rows it was given go
+      listener_->columns_moving();
+      listener_ = nullptr;
+    }
     std::vector<uint64_t> order;
     for (const auto& device_ranges : ranges) {
       for (const auto& [begin, end] : device_ranges) {
@@ -693,7 +743,13 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
   // A row of the event columns, as charged to the VM's memory bound (action,
   // address, size, stream, time, stack, and a little of the maps).
   static constexpr uint64_t kRowBytes = 48;
+  // Rows handed to the listener at a time: its thread wakes a few hundred
+  // times per million entries.
+  static constexpr uint64_t kRowsPerHandover = 4096;
   bool flat_;
+  bool stacks_ = true;  // segments' and blocks' frames interned (not for the listener's copy)
+  ReadListener* listener_ = nullptr;
+  uint64_t publish_limit_ = 0;  // rows the columns hold without moving
   // Interns a string of the pickle. A long one is interned once per place
   // in the input: the memo hands the same value to every entry that shares
   // it (one 1 MiB user_metadata named by 100k entries was hashed 100k times),
@@ -727,6 +783,29 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
   ByteBudget entry_bytes_;
   ByteBudget segment_bytes_;
   ByteBudget block_bytes_;
+};
+
+}  // namespace
+
+namespace {
+
+// The listener hears the read end however it ends (and, when the read
+// fails, that the rows it was given go with the model).
+class ReadEnding {
+ public:
+  explicit ReadEnding(ReadListener* listener) : listener_(listener) {}
+  ReadEnding(const ReadEnding&) = delete;
+  ReadEnding& operator=(const ReadEnding&) = delete;
+  ~ReadEnding() {
+    if (listener_ == nullptr) return;
+    if (!whole_) listener_->columns_moving();
+    listener_->read_ended();
+  }
+  void whole() { whole_ = true; }
+
+ private:
+  ReadListener* listener_;
+  bool whole_ = false;
 };
 
 }  // namespace
@@ -776,9 +855,14 @@ Snapshot decode_snapshot(InputBuffer& input, const LoadOptions& options, EntryRe
   // Columns grow to the entry count; reserving address space up front avoids
   // the copy-on-growth peak. Untouched capacity costs no resident memory.
   model.events.reserve(std::min<uint64_t>(expected / 24, uint64_t{1} << 28));
+  ReadEnding ending(options.listener.get());
+  // The model keeps the listener.
+  if (options.listener) decoder.listen(options.listener.get());
+  model.listener = ListenerHold(options.listener);
   pickle::Vm vm(input.available(), vm_options);
   try {
     Value root = vm.run();
+    decoder.publish_all();
     model.pickle_size = input.size();  // all of it inflated (an error after STOP shows here)
     model.anomalies.bytes_after_stop =
         model.pickle_size - std::min(vm.end_offset(), model.pickle_size);
@@ -792,6 +876,7 @@ Snapshot decode_snapshot(InputBuffer& input, const LoadOptions& options, EntryRe
     throw;
   }
   input.throw_if_changed();
+  ending.whole();
   return model;
 }
 

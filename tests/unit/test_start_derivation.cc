@@ -8,12 +8,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "analysis/core/allocator_state.h"
 #include "analysis/core/start_discovery.h"
+#include "analysis/core/walk_ahead.h"
 #include "memsnap/error.h"
 #include "memsnap/load.h"
 
@@ -133,6 +135,38 @@ TEST(StartDerivation, TheDiscoveredWalkEqualsTheWalkBackOnEveryFixture) {
   std::printf("%d of %d histories took the discovered walk (%d derived forward)\n", discovered,
               histories, derived);
   EXPECT_GT(discovered, derived / 2) << discovered << " of " << derived;
+}
+
+// The walk run beside the read (walk_ahead.h), on its own thread as the
+// command runs it: device 0's history takes it where it may, and is the
+// walk back's.
+TEST(StartDerivation, TheWalkBesideTheReadEqualsTheWalkBackOnEveryFixture) {
+  const char* dir = std::getenv("MEMSNAP_FIXTURES_DIR");
+  if (dir == nullptr || !std::filesystem::is_directory(dir)) GTEST_SKIP() << "no fixtures";
+  int histories = 0;
+  int discovered = 0;
+  for (const auto& file : std::filesystem::directory_iterator(dir)) {
+    if (file.path().extension() != ".pickle" && file.path().extension() != ".pkl") continue;
+    auto walk = std::make_shared<AllocatorWalkAhead>();
+    LoadOptions options;
+    options.listener = walk;
+    Snapshot snapshot;
+    try {
+      snapshot = load_snapshot(file.path().string(), options);
+    } catch (const Error&) {
+      continue;
+    }
+    if (snapshot.trace_of(0) == nullptr || snapshot.trace_of(0)->count() == 0) continue;
+    const std::unique_ptr<StartDiscovery> walked = walk->take(0);
+    const AllocatorHistory tried(snapshot, 0, StartDerivation::kForwardFirst, walked.get());
+    const AllocatorHistory back(snapshot, 0, StartDerivation::kWalkBack);
+    ++histories;
+    discovered += tried.discovered() ? 1 : 0;
+    SCOPED_TRACE(file.path().filename().string());
+    expect_same_history(tried, back, snapshot.trace_of(0)->count());
+  }
+  std::printf("%d of %d device-0 histories took the walk beside the read\n", discovered, histories);
+  EXPECT_GT(discovered, histories / 2) << discovered << " of " << histories;
 }
 
 // The same on traces cut short: each fixture's trace from a quarter, half

@@ -5,6 +5,7 @@
 // The real fixtures, whole and cut short, are in test_start_derivation.cc.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "analysis/core/allocator_state.h"
@@ -20,17 +21,19 @@ constexpr uint64_t kKiB = 1 << 10;
 constexpr uint64_t kMiB = 1 << 20;
 constexpr uint64_t kBase = 0x7f0000000000;
 
-// The history of device 0 with a discovery fed its trace one entry at a
-// time, under the default settings (those a reader knows before the trace).
+// The history of device 0 with a discovery fed its trace `rows` entries at
+// a time, under the default settings (those a reader knows before the trace).
 struct Discovered {
-  explicit Discovered(const Snapshot& snapshot)
+  explicit Discovered(const Snapshot& snapshot, uint64_t rows = 1)
       : discovery(state_at_dump(snapshot, 0), SplitRule{}, snapshot.devices.at(0).begin),
-        history(walked(snapshot, discovery), 0, StartDerivation::kForwardFirst, &discovery),
+        history(walked(snapshot, discovery, rows), 0, StartDerivation::kForwardFirst, &discovery),
         back(snapshot, 0, StartDerivation::kWalkBack) {}
 
-  static const Snapshot& walked(const Snapshot& snapshot, StartDiscovery& discovery) {
+  static const Snapshot& walked(const Snapshot& snapshot, StartDiscovery& discovery,
+                                uint64_t rows) {
     for (uint64_t end = snapshot.devices.at(0).begin; end < snapshot.devices.at(0).end;) {
-      discovery.walk(snapshot, ++end);
+      end = std::min(end + rows, snapshot.devices.at(0).end);
+      discovery.walk(snapshot, end);
     }
     return snapshot;
   }
@@ -111,6 +114,51 @@ TEST(StartDiscovery, IsNotTakenWhereABlockFromBeforeCoversOneNamedWhileItWasHeld
   const Discovered d(b.model);
   EXPECT_FALSE(d.history.discovered());
   EXPECT_GT(d.back.check().misfits_back, 0u);
+  expect_the_walk_backs(d);
+}
+
+// A block from before the trace, freed after 4.5 MiB were carved before
+// it, ended the free space of that carve (the allocator kept the whole 5
+// MiB). The walk, which learns of it at its free, starts again holding it
+// from the start, and is then the walk back's.
+TEST(StartDiscovery, StartsAgainKnowingABlockMetLate) {
+  testing::ModelBuilder b;
+  b.alloc(kBase, 4 * kMiB + 512 * kKiB, 1);
+  b.event(Action::kFreeCompleted, kBase + 5 * kMiB, kMiB, 2);
+  b.free(kBase, 4 * kMiB + 512 * kKiB, 3);
+  dump_segment(b.model, kBase, 20 * kMiB, {{kBase, 20 * kMiB, 0, BlockState::kInactive}});
+  const Discovered d(b.model);
+  EXPECT_TRUE(d.history.discovered());
+  EXPECT_EQ(d.history.at(1).blocks.at(kBase).size, 5 * kMiB);
+  expect_the_walk_backs(d);
+}
+
+// The same for a segment from before the trace that is no segment of the
+// dump: the block freed first in it is sized by where it ends, learnt only
+// when the trace frees it.
+TEST(StartDiscovery, StartsAgainKnowingASegmentMetLate) {
+  testing::ModelBuilder b;
+  b.event(Action::kFreeCompleted, kBase, 25 * kMiB, 1);
+  b.event(Action::kSegmentFree, kBase, 26 * kMiB, 2);
+  const Discovered d(b.model);
+  EXPECT_TRUE(d.history.discovered());
+  EXPECT_EQ(d.history.start().blocks.at(kBase).size, 26 * kMiB);  // the whole segment
+  expect_the_walk_backs(d);
+}
+
+// Ten such segments, freed after all their blocks: one restart learns them
+// all from the rows read so far (one at a time they would pass the limit).
+TEST(StartDiscovery, OneRestartLearnsAllTheRowsReadShow) {
+  testing::ModelBuilder b;
+  for (uint64_t k = 0; k < 10; ++k) {
+    b.event(Action::kFreeCompleted, kBase + k * 32 * kMiB, 25 * kMiB, static_cast<int64_t>(k));
+  }
+  for (uint64_t k = 0; k < 10; ++k) {
+    b.event(Action::kSegmentFree, kBase + k * 32 * kMiB, 26 * kMiB, static_cast<int64_t>(10 + k));
+  }
+  const Discovered d(b.model, /*rows=*/1000);
+  EXPECT_TRUE(d.history.discovered());
+  EXPECT_EQ(d.history.check().ranges_at_start, 10u);
   expect_the_walk_backs(d);
 }
 

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <utility>
 
+#include "analysis/core/walk_ahead.h"
 #include "memsnap/error.h"
 
 namespace memsnap {
@@ -151,19 +152,28 @@ void FileAnalysis::start_allocator_history() const {
   std::call_once(parts_->history_started, [this] {
     // The thread gets copies, never `this`: the analysis may move meanwhile.
     // The model it reads outlives the analysis.
+    // A walk begun while the file was read (walk_ahead.h) is the history's
+    // when it proves to be; the listener lives as long as the model.
+    auto* walk_ahead = dynamic_cast<AllocatorWalkAhead*>(snapshot_->listener.get());
     parts_->history =
-        std::async(
-            std::launch::async,
-            [snapshot = snapshot_, trace = trace_, observer = observer_,
-             path = path_]() -> std::shared_ptr<const AllocatorHistory> {
-              const auto start = std::chrono::steady_clock::now();
-              auto history = std::make_shared<const AllocatorHistory>(*snapshot, trace.device);
-              if (observer) {
-                const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
-                observer(PartTiming{"allocator history", path, trace.device, took.count()});
-              }
-              return history;
-            })
+        std::async(std::launch::async,
+                   [snapshot = snapshot_, trace = trace_, observer = observer_, path = path_,
+                    walk_ahead]() -> std::shared_ptr<const AllocatorHistory> {
+                     const auto start = std::chrono::steady_clock::now();
+                     const std::unique_ptr<StartDiscovery> walked =
+                         walk_ahead != nullptr ? walk_ahead->take(trace.device) : nullptr;
+                     auto history = std::make_shared<const AllocatorHistory>(
+                         *snapshot, trace.device, StartDerivation::kForwardFirst, walked.get());
+                     if (observer) {
+                       const std::chrono::duration<double> took =
+                           std::chrono::steady_clock::now() - start;
+                       observer(PartTiming{history->discovered()
+                                               ? "allocator history (walked beside the read)"
+                                               : "allocator history",
+                                           path, trace.device, took.count()});
+                     }
+                     return history;
+                   })
             .share();
   });
 }

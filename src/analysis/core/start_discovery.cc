@@ -1,5 +1,7 @@
 #include "analysis/core/start_discovery.h"
 
+#include <absl/container/flat_hash_set.h>
+
 #include <algorithm>
 #include <iterator>
 #include <utility>
@@ -18,21 +20,32 @@ StartDiscovery::StartDiscovery(AllocatorState dump, const SplitRule& rule, uint6
   observe(0);
 }
 
-void StartDiscovery::walk(const Snapshot& snapshot, uint64_t end) {
-  while (next_ < end && !given_up_) {
-    step(snapshot, next_);
-    if (!given_up_) ++next_;
+void StartDiscovery::walk(const TraceColumns& columns) {
+  while (next_ < columns.count && !given_up_) {
+    step(columns, next_);
+    if (restart_pending_) {
+      restart_pending_ = false;
+      learn_ahead(columns);
+      begin_walk();
+    } else if (!given_up_) {
+      ++next_;
+    }
   }
 }
 
-void StartDiscovery::step(const Snapshot& snapshot, uint64_t i) {
+void StartDiscovery::walk(const Snapshot& snapshot, uint64_t end) {
   const EventColumns& events = snapshot.events;
-  switch (events.action[i]) {
-    case Action::kAlloc: alloc(events.addr[i], events.size[i], i); break;
-    case Action::kFreeRequested: free_requested(events.addr[i], i); break;
-    case Action::kFreeCompleted: free_completed(events.addr[i], events.size[i], i); break;
-    case Action::kSegmentAlloc: segment_alloc(snapshot, i); break;
-    case Action::kSegmentFree: segment_free(snapshot, i); break;
+  walk(TraceColumns{events.action.data(), events.addr.data(), events.size.data(),
+                    events.stream.data(), std::min<uint64_t>(end, events.count())});
+}
+
+void StartDiscovery::step(const TraceColumns& columns, uint64_t i) {
+  switch (columns.action[i]) {
+    case Action::kAlloc: alloc(columns.addr[i], columns.size[i], i); break;
+    case Action::kFreeRequested: free_requested(columns.addr[i], i); break;
+    case Action::kFreeCompleted: free_completed(columns.addr[i], columns.size[i], i); break;
+    case Action::kSegmentAlloc: segment_alloc(columns, i); break;
+    case Action::kSegmentFree: segment_free(columns, i); break;
     case Action::kSegmentMap:
     case Action::kSegmentUnmap: give_up(); break;  // expandable segments: the walk back's
     default: checkpoint(i + 1 - begin_); return;
@@ -63,47 +76,164 @@ bool StartDiscovery::name(uint64_t address, Action action, uint64_t i) {
   return fresh;
 }
 
-RangeMap::const_iterator StartDiscovery::range_for(uint64_t address, uint64_t i) {
+bool StartDiscovery::locate(uint64_t address, uint64_t i, uint64_t& range_end) {
   auto range = state_.range_at(address);
-  if (range != state_.ranges.end()) return range;
-  // Not a range the walk knows: one of the dump's held since before the
-  // trace, if no segment entry has named it (adopt() checks it was).
-  auto dumped = dump_.range_at(address);
-  if (dumped == dump_.ranges.end() || segment_named_.contains(dumped->first) ||
-      !add_range(state_, dumped->first, dumped->second)) {
-    give_up();
-    return state_.ranges.end();
+  if (range == state_.ranges.end()) {
+    // Not a range the walk knows: one of the dump's held since before the
+    // trace, if no segment entry has named it (settle() checks it was).
+    auto dumped = dump_.range_at(address);
+    if (dumped != dump_.ranges.end() && !segment_named_.contains(dumped->first)) {
+      if (!add_range(state_, dumped->first, dumped->second)) {
+        give_up();
+        return false;
+      }
+      reveal_range(i, dumped->first, dumped->second);
+      if (stopped()) return false;
+      range = state_.range_at(address);
+    }
   }
-  reveal_range(i, dumped->first, dumped->second);
-  return state_.range_at(address);
+  if (range != state_.ranges.end()) {
+    range_end = allocator_walk::range_end(range);
+    return true;
+  }
+  // Else a segment from before the trace that it frees later (no segment of
+  // the dump): where it ends is learnt then (reveal_range); until then it
+  // ends at the latest where the next segment the walk knows begins.
+  floating_.insert(address);
+  auto next = state_.ranges.upper_bound(address);
+  range_end = next == state_.ranges.end() ? UINT64_MAX : next->first;
+  return true;
 }
 
 void StartDiscovery::reveal_range(uint64_t i, uint64_t address, const MappedRange& range) {
+  // Its end is where a block would have ended the free space of a carve
+  // made without it (the walk then starts again knowing it); the addresses
+  // met in it before are in a segment now.
+  const uint64_t end = address + range.size;
+  if (sensitive(end)) {
+    if (may_restart()) restart_ranges_.push_back(RangeReveal{i, address, range});
+    return;
+  }
+  floating_.erase(floating_.lower_bound(address), floating_.lower_bound(end));
   range_reveals_.push_back(RangeReveal{i, address, range});
   deltas_.push_back(Delta{i, range.size, 0});
   stretch_ends_ = true;
 }
 
-bool StartDiscovery::may_reveal_block(uint64_t address, uint64_t i) {
-  // Held since before the trace, so at every carve walked so far: none may
-  // have chosen otherwise with it there.
-  if (range_for(address, i) == state_.ranges.end() || sensitive(address)) {
-    give_up();
+bool StartDiscovery::may_reveal_block(uint64_t address, Action first, uint64_t i) {
+  uint64_t unused_end = 0;
+  if (!locate(address, i, unused_end)) return false;
+  // Held since before the trace, so at every carve walked so far: where one
+  // would have chosen otherwise with it there, the walk starts again
+  // knowing it.
+  if (sensitive(address)) {
+    restart(address, first);
     return false;
   }
   return true;
 }
 
+bool StartDiscovery::may_restart() {
+  if (restarts_ == kMaxRestarts || rewalked_ + (next_ - begin_) > kMaxRewalked) {
+    give_up();
+    return false;
+  }
+  ++restarts_;
+  rewalked_ += next_ - begin_;
+  restart_pending_ = true;
+  return true;
+}
+
+void StartDiscovery::restart(uint64_t address, Action first) {
+  if (may_restart()) restart_blocks_.emplace_back(address, first);
+}
+
+void StartDiscovery::learn_ahead(const TraceColumns& columns) {
+  // What else the rows read so far show was there before the trace: blocks
+  // they free before they allocate, segments they free before they make.
+  // (Entries are facts of the trace, whatever the walk made of them.)
+  absl::flat_hash_set<uint64_t> blocks;
+  absl::flat_hash_set<uint64_t> segments;
+  for (const auto& [address, first] : restart_blocks_) blocks.insert(address);
+  for (const RangeReveal& range : restart_ranges_) segments.insert(range.address);
+  absl::flat_hash_set<uint64_t> named;
+  absl::flat_hash_set<uint64_t> segment_named;
+  for (uint64_t i = begin_; i < columns.count; ++i) {
+    const Action action = columns.action[i];
+    const uint64_t address = columns.addr[i];
+    switch (action) {
+      case Action::kFreeRequested:
+      case Action::kFreeCompleted:
+        if (named.insert(address).second && !blocks.contains(address)) {
+          restart_blocks_.emplace_back(address, action);
+        }
+        break;
+      case Action::kAlloc: named.insert(address); break;
+      case Action::kSegmentAlloc: segment_named.insert(address); break;
+      case Action::kSegmentFree:
+        if (segment_named.insert(address).second && !segments.contains(address)) {
+          restart_ranges_.push_back(
+              RangeReveal{i, address,
+                          MappedRange{columns.size[i], columns.stream[i], PoolId{},
+                                      kind_of_segment(columns.size[i]), false}});
+        }
+        break;
+      default: break;
+    }
+  }
+}
+
+void StartDiscovery::begin_walk() {
+  state_ = AllocatorState{};
+  entries_ = 0;
+  named_.clear();
+  segment_named_.clear();
+  floating_.clear();
+  segment_entries_.clear();
+  removals_.clear();
+  range_reveals_.clear();
+  block_reveals_.clear();
+  held_reveals_.clear();
+  deltas_.clear();
+  stretches_.assign(1, Stretch{});
+  stretch_ends_ = false;
+  sensitive_.clear();
+  checkpoints_.clear();
+  checkpoint_every_ = AllocatorHistory::kMinCheckpointEvery;
+  until_checkpoint_ = checkpoint_every_;
+  checkpointed_elements_ = 0;
+  // What made a walk start again: segments held from the start, and
+  // blocks at size 0 (as derive_start holds them), freed as revealed ones are.
+  for (const RangeReveal& range : restart_ranges_) {
+    if (!add_range(state_, range.address, range.range)) give_up();  // overlapping: no allocator's
+  }
+  for (const auto& [address, first] : restart_blocks_) {
+    const BlockState state = first == Action::kFreeCompleted ? BlockState::kActivePendingFree
+                                                             : BlockState::kActiveAllocated;
+    state_.blocks.emplace(address, HeldBlock{0, 0, state, true});
+    held_reveals_.emplace(address, block_reveals_.size());
+    block_reveals_.push_back(BlockReveal{address, begin_});
+  }
+  initial_ = state_;
+  next_ = begin_;
+  observe(0);
+}
+
+uint64_t StartDiscovery::free_end(uint64_t address, uint64_t range_end) const {
+  auto next = state_.blocks.lower_bound(address);
+  return next == state_.blocks.end() ? range_end : std::min(range_end, next->first);
+}
+
 void StartDiscovery::alloc(uint64_t address, uint64_t requested, uint64_t i) {
   name(address, Action::kAlloc, i);
-  auto range = range_for(address, i);
-  if (given_up_) return;
+  uint64_t range_end = 0;
+  if (!locate(address, i, range_end)) return;
   auto next = state_.blocks.lower_bound(address);
   const bool taken = next != state_.blocks.end() && next->first == address;
   const bool overlaps = next != state_.blocks.begin() &&
                         std::prev(next)->first + std::prev(next)->second.size > address;
   if (taken || overlaps) return give_up();
-  const uint64_t free_size = free_from(state_, range, next, address);
+  const uint64_t free_size = free_end(address, range_end) - address;
   const HeldBlock block{carved_block_size(requested, free_size, rule_), requested,
                         BlockState::kActiveAllocated, false};
   if (block.size > free_size) return give_up();
@@ -120,7 +250,7 @@ void StartDiscovery::free_requested(uint64_t address, uint64_t i) {
     return;
   }
   if (!first) return give_up();  // freed, and not allocated again
-  if (!may_reveal_block(address, i)) return;
+  if (!may_reveal_block(address, Action::kFreeRequested, i)) return;
   // Size 0 until its free completes (or, held to the end, the dump's).
   state_.blocks.emplace(address, HeldBlock{0, 0, BlockState::kActivePendingFree, true});
   held_reveals_.emplace(address, block_reveals_.size());
@@ -142,16 +272,16 @@ void StartDiscovery::free_completed(uint64_t address, uint64_t requested, uint64
     state_.blocks.erase(it);
   } else if (!first) {
     return give_up();
-  } else if (may_reveal_block(address, i)) {
+  } else if (may_reveal_block(address, Action::kFreeCompleted, i)) {
     reveal = block_reveals_.size();
     block_reveals_.push_back(BlockReveal{address, i});
   } else {
     return;
   }
   // The size the walk back gives the block here (free_checking_back_size).
-  auto range = state_.range_at(address);
-  if (range == state_.ranges.end()) return give_up();
-  const uint64_t free_size = free_from(state_, range, state_.blocks.lower_bound(address), address);
+  uint64_t range_end = 0;
+  if (!locate(address, i, range_end)) return;
+  const uint64_t free_size = free_end(address, range_end) - address;
   const uint64_t back_size = put_back_size(requested, free_size, rule_);
   mark_sensitive(address, requested, address + free_size, back_size);
   if (reveal == SIZE_MAX) {
@@ -169,20 +299,18 @@ void StartDiscovery::free_completed(uint64_t address, uint64_t requested, uint64
   stretch_ends_ = true;
 }
 
-void StartDiscovery::segment_alloc(const Snapshot& snapshot, uint64_t i) {
-  const EventColumns& events = snapshot.events;
-  const uint64_t size = events.size[i];
-  segment_named_.insert(events.addr[i]);
+void StartDiscovery::segment_alloc(const TraceColumns& columns, uint64_t i) {
+  const uint64_t size = columns.size[i];
+  segment_named_.insert(columns.addr[i]);
   segment_entries_.push_back(i);
-  const MappedRange range{size, events.stream[i], entry_pool(snapshot, i), kind_of_segment(size),
-                          false};
-  if (!add_range(state_, events.addr[i], range)) give_up();
+  // (The pool is the entry's: complete() puts it in.)
+  const MappedRange range{size, columns.stream[i], PoolId{}, kind_of_segment(size), false};
+  if (!add_range(state_, columns.addr[i], range)) give_up();
 }
 
-void StartDiscovery::segment_free(const Snapshot& snapshot, uint64_t i) {
-  const EventColumns& events = snapshot.events;
-  const uint64_t address = events.addr[i];
-  const uint64_t size = events.size[i];
+void StartDiscovery::segment_free(const TraceColumns& columns, uint64_t i) {
+  const uint64_t address = columns.addr[i];
+  const uint64_t size = columns.size[i];
   segment_named_.insert(address);
   segment_entries_.push_back(i);
   removals_.push_back(Removal{i, address, size});
@@ -190,12 +318,13 @@ void StartDiscovery::segment_free(const Snapshot& snapshot, uint64_t i) {
     if (it->second.size != size || !remove_range(state_, address, size)) give_up();
     return;
   }
-  // A segment from before the trace that the walk has not met: held until now.
-  const MappedRange range{size, events.stream[i], entry_pool(snapshot, i), kind_of_segment(size),
-                          false};
+  // A segment from before the trace that the walk has not met: held until
+  // now (its pool, the entry's, is put in by settle()).
+  const MappedRange range{size, columns.stream[i], PoolId{}, kind_of_segment(size), false};
   if (!add_range(state_, address, range)) return give_up();
   reveal_range(i, address, range);
-  remove_range(state_, address, size);
+  if (stopped()) return;
+  if (!remove_range(state_, address, size)) give_up();  // blocks met in it still held
 }
 
 void StartDiscovery::mark_sensitive(uint64_t address, uint64_t requested, uint64_t free_end,
@@ -315,13 +444,35 @@ bool StartDiscovery::settle(const Snapshot& snapshot, AllocatorState& start) {
     walker.backward(ranges, *it, unused_inferred);
   }
   if (walker.misfits != 0) return false;
-  // The walk met some of them; the rest it lacked all along.
-  for (const RangeReveal& reveal : range_reveals_) {
+  made_.clear();
+  for (const uint64_t i : segment_entries_) {
+    if (snapshot.events.action[i] == Action::kSegmentAlloc) {
+      made_[snapshot.events.addr[i]].emplace_back(i, entry_pool(snapshot, i));
+    }
+  }
+  // The walk met some of them, or held them from its start; the rest it
+  // lacked all along.
+  for (RangeReveal& reveal : restart_ranges_) {
+    if (snapshot.events.action[reveal.entry] == Action::kSegmentFree) {
+      reveal.range.pool = entry_pool(snapshot, reveal.entry);
+    }
+    auto it = ranges.ranges.find(reveal.address);
+    if (it == ranges.ranges.end() || !same_range(it->second, reveal.range)) return false;
+    ranges.ranges.erase(it);
+  }
+  for (RangeReveal& reveal : range_reveals_) {
+    if (snapshot.events.action[reveal.entry] == Action::kSegmentFree) {
+      reveal.range.pool = entry_pool(snapshot, reveal.entry);
+    }
     auto it = ranges.ranges.find(reveal.address);
     if (it == ranges.ranges.end() || !same_range(it->second, reveal.range)) return false;
     ranges.ranges.erase(it);
   }
   late_ranges_.assign(ranges.ranges.begin(), ranges.ranges.end());
+  // Addresses met in no segment it knew: in one held all along, then.
+  for (const uint64_t address : floating_) {
+    if (ranges.range_at(address) == ranges.ranges.end()) return false;
+  }
   // derive_start's blocks: the dump's that no entry names (held all along,
   // never met), and those the walk met at their first free.
   late_blocks_.clear();
@@ -352,7 +503,7 @@ bool StartDiscovery::settle(const Snapshot& snapshot, AllocatorState& start) {
       return false;
     }
   }
-  start = AllocatorState{};
+  start = initial_;
   complete(start, 0);
   return held_blocks_outlive_their_segments(start);
 }
@@ -375,6 +526,22 @@ bool StartDiscovery::held_blocks_outlive_their_segments(const AllocatorState& st
 
 void StartDiscovery::complete(AllocatorState& state, uint64_t position) const {
   const uint64_t applied = begin_ + position;  // entries before this one are applied
+  for (auto& [address, range] : state.ranges) {
+    // A segment the trace made: the latest made there before; else one the
+    // walk held from its start.
+    auto made = made_.find(address);
+    if (made != made_.end()) {
+      auto after = std::lower_bound(made->second.begin(), made->second.end(), applied,
+                                    [](const auto& m, uint64_t entry) { return m.first < entry; });
+      if (after != made->second.begin()) {
+        range.pool = std::prev(after)->second;
+        continue;
+      }
+    }
+    for (const RangeReveal& held : restart_ranges_) {
+      if (held.address == address) range.pool = held.range.pool;
+    }
+  }
   const auto add_range_to = [&state](uint64_t address, const MappedRange& range) {
     state.ranges.emplace(address, range);
     state.reserved += range.size;
@@ -390,14 +557,15 @@ void StartDiscovery::complete(AllocatorState& state, uint64_t position) const {
   for (const BlockReveal& reveal : block_reveals_) {
     if (reveal.freed < applied) continue;  // freed by then
     state.held += reveal.at_start.size;
-    if (reveal.revealed >= applied) {
+    // Not met yet there (the start is built from nothing): as at the start.
+    auto held = state.blocks.find(reveal.address);
+    if (held == state.blocks.end()) {
       state.blocks.emplace(reveal.address, reveal.at_start);
       continue;
     }
-    HeldBlock& held = state.blocks.find(reveal.address)->second;  // met, at size 0
-    held.size = reveal.at_start.size;
-    held.requested = reveal.at_start.requested;
-    held.size_inferred = reveal.at_start.size_inferred;
+    held->second.size = reveal.at_start.size;  // met, at size 0
+    held->second.requested = reveal.at_start.requested;
+    held->second.size_inferred = reveal.at_start.size_inferred;
   }
 }
 

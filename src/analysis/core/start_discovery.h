@@ -31,6 +31,7 @@
 
 #include "analysis/core/allocator_state.h"
 #include "analysis/core/allocator_walk.h"
+#include "memsnap/load.h"
 
 namespace memsnap {
 
@@ -41,8 +42,11 @@ class StartDiscovery {
   // `begin`: the column index of the trace's first entry.
   StartDiscovery(AllocatorState dump, const SplitRule& rule, uint64_t begin);
 
-  // Walks the entries not walked yet, up to `end` (exclusive), which the
-  // columns must hold. Does nothing once the walk has given up.
+  // Walks the rows not walked yet of those the columns hold. Does nothing
+  // once the walk has given up. (The entries' pools are read when the
+  // trace has ended: the reader may still be adding to their map.)
+  void walk(const TraceColumns& columns);
+  // Walks the trace of a model read whole (tests).
   void walk(const Snapshot& snapshot, uint64_t end);
   [[nodiscard]] bool given_up() const { return given_up_; }
   [[nodiscard]] uint64_t walked_to() const { return next_; }
@@ -91,20 +95,34 @@ class StartDiscovery {
     AllocatorState state;
   };
 
-  void step(const Snapshot& snapshot, uint64_t i);
+  void step(const TraceColumns& columns, uint64_t i);
   void alloc(uint64_t address, uint64_t requested, uint64_t i);
   void free_requested(uint64_t address, uint64_t i);
   void free_completed(uint64_t address, uint64_t requested, uint64_t i);
-  void segment_alloc(const Snapshot& snapshot, uint64_t i);
-  void segment_free(const Snapshot& snapshot, uint64_t i);
+  void segment_alloc(const TraceColumns& columns, uint64_t i);
+  void segment_free(const TraceColumns& columns, uint64_t i);
   // Records the entry at a block address; true when it is the first.
   bool name(uint64_t address, Action action, uint64_t i);
-  // The range holding address, a segment of the dump learnt there if need
-  // be; ranges.end() when there is none (the walk has given up).
-  RangeMap::const_iterator range_for(uint64_t address, uint64_t i);
+  // Where the segment holding address ends (at the latest): the walk's,
+  // or one of the dump's learnt there, or one not met yet; false when the
+  // walk has given up.
+  bool locate(uint64_t address, uint64_t i, uint64_t& range_end);
   void reveal_range(uint64_t i, uint64_t address, const MappedRange& range);
+  // Where the free space from address ends: the next held block, or `range_end`.
+  [[nodiscard]] uint64_t free_end(uint64_t address, uint64_t range_end) const;
   // A block from before the trace, first named by a free at entry i.
-  [[nodiscard]] bool may_reveal_block(uint64_t address, uint64_t i);
+  [[nodiscard]] bool may_reveal_block(uint64_t address, Action first, uint64_t i);
+  // The walk is not the derived one for want of a block (or a segment) from
+  // before the trace: it starts again holding that one too, a few times at
+  // most (may_restart() says whether once more; else it gives up).
+  void restart(uint64_t address, Action first);
+  [[nodiscard]] bool may_restart();
+  [[nodiscard]] bool stopped() const { return given_up_ || restart_pending_; }
+  // Before a restart: every block and segment from before the trace that
+  // the rows read so far show, so that one restart learns them all.
+  void learn_ahead(const TraceColumns& columns);
+  // Everything walked forgotten, what the restarts learnt held.
+  void begin_walk();
   // The split rule chose `chosen` bytes for a request of `requested` at
   // `address` with free space up to `free_end`: where a block would have
   // chosen otherwise.
@@ -122,7 +140,8 @@ class StartDiscovery {
   // which it writes into `start`; false where it is not.
   [[nodiscard]] bool settle(const Snapshot& snapshot, AllocatorState& start);
   // The ranges and blocks learnt late into a state the walk passed at
-  // `position` (entries applied): it then is the derived walk's.
+  // `position` (entries applied), and the pools of the segments the trace
+  // made: it then is the derived walk's.
   void complete(AllocatorState& state, uint64_t position) const;
   // No segment the trace frees, while a block from before it is held, held that block.
   [[nodiscard]] bool held_blocks_outlive_their_segments(const AllocatorState& start) const;
@@ -134,13 +153,28 @@ class StartDiscovery {
   uint64_t begin_ = 0;
   uint64_t next_ = 0;
   bool given_up_ = false;
-  AllocatorState state_;  // what the walk knows: ranges and blocks met so far
-  uint64_t entries_ = 0;  // allocator entries walked
+  // What the restarts learnt: blocks from before the trace with their first
+  // entry, and segments with the entry that showed them.
+  std::vector<std::pair<uint64_t, Action>> restart_blocks_;
+  std::vector<RangeReveal> restart_ranges_;
+  size_t restarts_ = 0;
+  bool restart_pending_ = false;
+  uint64_t rewalked_ = 0;  // entries walked by walks given up for a restart
+  static constexpr size_t kMaxRestarts = 8;
+  static constexpr uint64_t kMaxRewalked = uint64_t{1} << 21;
+  AllocatorState state_;    // what the walk knows: ranges and blocks met so far
+  AllocatorState initial_;  // its state at the trace's start: what restarts learnt
+  uint64_t entries_ = 0;    // allocator entries walked
   // Every block address an entry names (ordered: named_inside), with its
   // first entries as derive_start counts them.
   absl::btree_map<uint64_t, allocator_walk::FirstEntries> named_;
   absl::btree_set<uint64_t> segment_named_;  // addresses a segment entry names
+  // Block addresses met in no segment the walk knew, not in one learnt since.
+  absl::btree_set<uint64_t> floating_;
   std::vector<uint64_t> segment_entries_;
+  // The segment_alloc entries at each address, ascending, with their pools
+  // (settle()): a segment the walk holds at a position is the latest before it.
+  absl::flat_hash_map<uint64_t, std::vector<std::pair<uint64_t, PoolId>>> made_;
   std::vector<Removal> removals_;
   std::vector<RangeReveal> range_reveals_;
   std::vector<BlockReveal> block_reveals_;
