@@ -115,8 +115,8 @@ class Recorder final : public ReadListener {
   void entries_read(const TraceColumns& columns) override {
     calls.emplace_back("entries " + std::to_string(columns.count));
   }
-  void columns_moving() override { calls.push_back("moving"); }
-  void read_ended() override { calls.push_back("ended"); }
+  void columns_moving() override { calls.emplace_back("moving"); }
+  void read_ended() override { calls.emplace_back("ended"); }
   std::vector<std::string> calls;
 };
 
