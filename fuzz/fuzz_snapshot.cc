@@ -4,10 +4,12 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "analysis/core/allocator_state.h"
+#include "analysis/core/walk_ahead.h"
 #include "analysis/core/file_analysis.h"
 #include "analysis/reports/check.h"
 #include "analysis/reports/compare.h"
@@ -155,26 +157,40 @@ bool same_state(const memsnap::AllocatorState& a, const memsnap::AllocatorState&
          std::equal(a.blocks.begin(), a.blocks.end(), b.blocks.begin(), b.blocks.end(), same_block);
 }
 
-void derived_start_is_the_walk_backs(const memsnap::Snapshot& snapshot) {
+// Everything a history gives, the same as the walk back's.
+bool same_as_the_walk_backs(const memsnap::Snapshot& snapshot, const memsnap::DeviceTrace& trace,
+                            const memsnap::AllocatorHistory& tried) {
+  using namespace memsnap;
+  const AllocatorHistory back(snapshot, trace.device, StartDerivation::kWalkBack);
+  const HistoryCheck& f = tried.check();
+  const HistoryCheck& b = back.check();
+  return f.entries == b.entries && f.misfits_back == b.misfits_back &&
+         f.misfits_forward == b.misfits_forward && f.ranges_at_start == b.ranges_at_start &&
+         f.blocks_at_start == b.blocks_at_start && f.inferred_sizes == b.inferred_sizes &&
+         f.rounding == b.rounding && f.exact == b.exact && f.differences == b.differences &&
+         tried.peak_free().bytes == back.peak_free().bytes &&
+         tried.peak_free().position == back.peak_free().position &&
+         tried.peak_free().reserved == back.peak_free().reserved &&
+         same_state(tried.start(), back.start()) &&
+         same_state(tried.at(trace.count() / 2), back.at(trace.count() / 2));
+}
+
+// The start derived forward, and the walk made beside the read (device 0),
+// wherever a history takes them, are the walk back's.
+void derived_start_is_the_walk_backs(const memsnap::Snapshot& snapshot,
+                                     memsnap::AllocatorWalkAhead& walk) {
   using namespace memsnap;
   for (const DeviceTrace& trace : snapshot.devices) {
     const AllocatorHistory forward(snapshot, trace.device, StartDerivation::kForwardFirst);
-    if (!forward.derived_forward()) continue;
-    const AllocatorHistory back(snapshot, trace.device, StartDerivation::kWalkBack);
-    const HistoryCheck& f = forward.check();
-    const HistoryCheck& b = back.check();
-    const bool same =
-        f.entries == b.entries && f.misfits_back == b.misfits_back &&
-        f.misfits_forward == b.misfits_forward && f.ranges_at_start == b.ranges_at_start &&
-        f.blocks_at_start == b.blocks_at_start && f.inferred_sizes == b.inferred_sizes &&
-        f.rounding == b.rounding && f.exact == b.exact && f.differences == b.differences &&
-        forward.peak_free().bytes == back.peak_free().bytes &&
-        forward.peak_free().position == back.peak_free().position &&
-        forward.peak_free().reserved == back.peak_free().reserved &&
-        same_state(forward.start(), back.start()) &&
-        same_state(forward.at(trace.count() / 2), back.at(trace.count() / 2));
-    if (!same) __builtin_trap();
+    if (forward.derived_forward() && !same_as_the_walk_backs(snapshot, trace, forward)) {
+      __builtin_trap();
+    }
   }
+  const DeviceTrace* first = snapshot.trace_of(0);
+  const std::unique_ptr<StartDiscovery> walked = walk.take(0);
+  if (first == nullptr || walked == nullptr) return;
+  const AllocatorHistory tried(snapshot, 0, StartDerivation::kForwardFirst, walked.get());
+  if (tried.discovered() && !same_as_the_walk_backs(snapshot, *first, tried)) __builtin_trap();
 }
 
 }  // namespace
@@ -183,14 +199,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // Summaries, budgets, rules files and patterns (fuzz/text_inputs.h).
   if (memsnap::fuzz::exercise_text_input(data, size)) return 0;
   memsnap::Snapshot snapshot;
+  // The allocator walk beside the read, as the command line runs it.
+  auto walk = std::make_shared<memsnap::AllocatorWalkAhead>();
   try {
     memsnap::InputBuffer input =
         memsnap::InputBuffer::from_memory(std::vector<uint8_t>(data, data + size), "fuzz");
-    snapshot = memsnap::decode_snapshot(input, memsnap::LoadOptions{});
+    memsnap::LoadOptions options;
+    options.listener = walk;
+    snapshot = memsnap::decode_snapshot(input, options);
   } catch (const Error&) {
     return 0;
   }
-  derived_start_is_the_walk_backs(snapshot);
+  derived_start_is_the_walk_backs(snapshot, *walk);
   std::vector<std::optional<int>> devices{std::nullopt};
   for (int device : snapshot.devices_in_use()) devices.emplace_back(device);
   for (const std::optional<int>& device : devices) {

@@ -259,6 +259,22 @@ TEST(StartDiscovery, IsNotTakenWhereASegmentMadeInTheTraceOverlapsOneFromBefore)
   expect_the_walk_backs(d);
 }
 
+// A block of the dump that no entry names lies in a segment the trace
+// makes: it was not there before the trace (the walk back misfits undoing
+// that segment_alloc). Neither the derived start nor the walk takes it.
+TEST(StartDiscovery, IsNotTakenWhereABlockFromBeforeLiesInASegmentTheTraceMakes) {
+  testing::ModelBuilder b;
+  b.event(Action::kSegmentAlloc, kBase, 20 * kMiB, 1);
+  dump_segment(b.model, kBase, 20 * kMiB,
+               {{kBase, kMiB, kMiB, BlockState::kActiveAllocated},
+                {kBase + kMiB, 19 * kMiB, 0, BlockState::kInactive}});
+  const Discovered d(b.model);
+  EXPECT_FALSE(d.history.discovered());
+  EXPECT_FALSE(d.history.derived_forward());
+  EXPECT_GT(d.back.check().misfits_back, 0u);
+  expect_the_walk_backs(d);
+}
+
 // The segment an allocation first lands in is the dump's at that address,
 // but the trace then frees it and makes another there on another stream:
 // the one before the trace was not the dump's.

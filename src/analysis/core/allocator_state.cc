@@ -121,6 +121,14 @@ uint64_t free_bytes(const AllocatorState& state) {
   return state.reserved > state.held ? state.reserved - state.held : 0;
 }
 
+bool blocks_within_ranges(const AllocatorState& state) {
+  return std::all_of(state.blocks.begin(), state.blocks.end(), [&state](const auto& block) {
+    auto range = state.range_at(block.first);
+    return range != state.ranges.end() &&
+           block.second.size <= range_end(range) - block.first;
+  });
+}
+
 }  // namespace allocator_walk
 
 using namespace allocator_walk;  // NOLINT(google-build-using-namespace): defined here
@@ -708,6 +716,7 @@ bool AllocatorHistory::derive_start(const AllocatorState& dump) {
     if (!start_.blocks.emplace(address, held).second) return false;
     ++check_.inferred_sizes;
   }
+  if (!blocks_within_ranges(start_)) return false;
   check_.ranges_at_start = start_.ranges.size();
   check_.blocks_at_start = start_.blocks.size();
   std::sort(settling.lasting.begin(), settling.lasting.end(),

@@ -43,6 +43,10 @@ bool add_range(AllocatorState& state, uint64_t address, MappedRange range);
 bool remove_range(AllocatorState& state, uint64_t address, uint64_t size);
 // Reserved bytes no block holds.
 uint64_t free_bytes(const AllocatorState& state);
+// Whether every block lies inside a range. A start state where one does not
+// is no walk back's (undoing the segment_alloc of the range the block is in
+// later would find the block there: a misfit).
+bool blocks_within_ranges(const AllocatorState& state);
 // The replayed end against the dump, ranges then blocks, in address order:
 // how many differ, and the first.
 void compare_with_dump(const AllocatorState& dump, const AllocatorState& end, HistoryCheck& check);

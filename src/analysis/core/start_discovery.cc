@@ -505,7 +505,7 @@ bool StartDiscovery::settle(const Snapshot& snapshot, AllocatorState& start) {
   }
   start = initial_;
   complete(start, 0);
-  return held_blocks_outlive_their_segments(start);
+  return blocks_within_ranges(start) && held_blocks_outlive_their_segments(start);
 }
 
 bool StartDiscovery::held_blocks_outlive_their_segments(const AllocatorState& start) const {
