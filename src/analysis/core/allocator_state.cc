@@ -124,8 +124,7 @@ uint64_t free_bytes(const AllocatorState& state) {
 bool blocks_within_ranges(const AllocatorState& state) {
   return std::all_of(state.blocks.begin(), state.blocks.end(), [&state](const auto& block) {
     auto range = state.range_at(block.first);
-    return range != state.ranges.end() &&
-           block.second.size <= range_end(range) - block.first;
+    return range != state.ranges.end() && block.second.size <= range_end(range) - block.first;
   });
 }
 

@@ -65,6 +65,7 @@ bool StartDiscovery::name(uint64_t address, Action action, uint64_t i) {
   auto [it, fresh] = named_.try_emplace(address);
   FirstEntries& firsts = it->second;
   if (fresh) {
+    named_in_order_.insert(address);
     firsts.first = action;
     firsts.first_entry = i;
   } else if (!firsts.twice) {
@@ -187,6 +188,7 @@ void StartDiscovery::begin_walk() {
   state_ = AllocatorState{};
   entries_ = 0;
   named_.clear();
+  named_in_order_.clear();
   segment_named_.clear();
   floating_.clear();
   segment_entries_.clear();
@@ -369,8 +371,8 @@ bool StartDiscovery::sensitive(uint64_t address) const {
 }
 
 bool StartDiscovery::named_inside(uint64_t address, uint64_t size) const {
-  auto after = named_.upper_bound(address);
-  return after != named_.end() && after->first - address < size;
+  auto after = named_in_order_.upper_bound(address);
+  return after != named_in_order_.end() && *after - address < size;
 }
 
 void StartDiscovery::observe(uint64_t position) {
@@ -433,7 +435,7 @@ bool same_rule(const SplitRule& a, const SplitRule& b) {
 
 }  // namespace
 
-bool StartDiscovery::settle(const Snapshot& snapshot, AllocatorState& start) {
+bool StartDiscovery::settle(const Snapshot& snapshot) {
   // derive_start's ranges: the dump's walked back over the segment entries.
   AllocatorState ranges;
   ranges.ranges = dump_.ranges;
@@ -491,6 +493,24 @@ bool StartDiscovery::settle(const Snapshot& snapshot, AllocatorState& start) {
     }
     if (reveal.at_start.size_inferred) reveal.at_start.size = reveal.size;
   }
+  return true;
+}
+
+bool StartDiscovery::ends_on_the_dumps_blocks(const AllocatorState& dump) const {
+  // What the end compared with the dump must find, known before settle():
+  // the walk's blocks are the dump's (those from before the trace at the
+  // dump's size), and the dump's others are named by no entry.
+  for (const auto& [address, block] : state_.blocks) {
+    auto dumped = dump.blocks.find(address);
+    if (dumped == dump.blocks.end()) return false;
+    if (!block.size_inferred && !same_block(block, dumped->second)) return false;
+  }
+  return std::none_of(dump.blocks.begin(), dump.blocks.end(), [this](const auto& dumped) {
+    return !state_.blocks.contains(dumped.first) && named_.contains(dumped.first);
+  });
+}
+
+bool StartDiscovery::start_is_derived(AllocatorState& start) const {
   // Those held to the end were held at every carve and inside no block named.
   const auto held_throughout = [&](uint64_t address, const HeldBlock& block) {
     return !sensitive(address) && !named_inside(address, block.size);
@@ -608,8 +628,9 @@ bool AllocatorHistory::adopt(StartDiscovery& discovery, const AllocatorState& du
       !same_state(discovery.dump_, dump)) {
     return false;
   }
-  AllocatorState start;
-  if (!discovery.settle(*snapshot_, start)) return false;
+  if (!discovery.ends_on_the_dumps_blocks(dump) || !discovery.settle(*snapshot_)) return false;
+  // The cheap refusals first: a walk whose end is not the dump (a file whose
+  // allocator the split rule does not explain) costs nothing more.
   AllocatorState end = discovery.state_;
   discovery.complete(end, trace_.count());
   HistoryCheck check;
@@ -617,7 +638,10 @@ bool AllocatorHistory::adopt(StartDiscovery& discovery, const AllocatorState& du
   check.rounding = rule_.rounding;
   compare_with_dump(dump, end, check);
   PeakFree peak;
-  if (check.differences != 0 || !discovery.peak_free(peak)) return false;
+  AllocatorState start;
+  if (check.differences != 0 || !discovery.peak_free(peak) || !discovery.start_is_derived(start)) {
+    return false;
+  }
   check.exact = true;
   check.entries = discovery.entries_;
   check.ranges_at_start = start.ranges.size();

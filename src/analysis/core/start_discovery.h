@@ -135,10 +135,17 @@ class StartDiscovery {
   void checkpoint(uint64_t position);
   void give_up() { given_up_ = true; }
 
-  // When the trace has ended (AllocatorHistory::adopt): what was held all
-  // along, and whether the walk is the one from derive_start's start,
-  // which it writes into `start`; false where it is not.
-  [[nodiscard]] bool settle(const Snapshot& snapshot, AllocatorState& start);
+  // When the trace has ended, first (AllocatorHistory::adopt): whether the
+  // walk's end can be the dump, block for block (cheap: a trace whose
+  // allocator the split rule does not explain is refused here).
+  [[nodiscard]] bool ends_on_the_dumps_blocks(const AllocatorState& dump) const;
+  // Then what was held all
+  // along (late_ranges_, late_blocks_, the reveals' sizes at the start);
+  // false where the segments or blocks met are not derive_start's.
+  [[nodiscard]] bool settle(const Snapshot& snapshot);
+  // Then whether the walk is the one from derive_start's start, which it
+  // writes into `start` (the checks that cost the most, after the end).
+  [[nodiscard]] bool start_is_derived(AllocatorState& start) const;
   // The ranges and blocks learnt late into a state the walk passed at
   // `position` (entries applied), and the pools of the segments the trace
   // made: it then is the derived walk's.
@@ -165,10 +172,11 @@ class StartDiscovery {
   AllocatorState state_;    // what the walk knows: ranges and blocks met so far
   AllocatorState initial_;  // its state at the trace's start: what restarts learnt
   uint64_t entries_ = 0;    // allocator entries walked
-  // Every block address an entry names (ordered: named_inside), with its
-  // first entries as derive_start counts them.
-  absl::btree_map<uint64_t, allocator_walk::FirstEntries> named_;
-  absl::btree_set<uint64_t> segment_named_;  // addresses a segment entry names
+  // Every block address an entry names, with its first entries as
+  // derive_start counts them (a hash: most entries name one named before).
+  absl::flat_hash_map<uint64_t, allocator_walk::FirstEntries> named_;
+  absl::btree_set<uint64_t> named_in_order_;  // the same addresses, ordered (named_inside)
+  absl::btree_set<uint64_t> segment_named_;   // addresses a segment entry names
   // Block addresses met in no segment the walk knew, not in one learnt since.
   absl::btree_set<uint64_t> floating_;
   std::vector<uint64_t> segment_entries_;

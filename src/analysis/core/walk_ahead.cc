@@ -11,6 +11,9 @@ namespace {
 // Rows walked between looks at the listener's state: a few milliseconds,
 // so that columns_moving() and the end of the model never wait long.
 constexpr uint64_t kRowsPerLook = uint64_t{1} << 16;
+// The history waits for a walk with at most 1/kMostRowsLeft of the rows
+// (or a look's worth) left to walk when the read ends.
+constexpr uint64_t kMostRowsLeft = 4;
 
 }  // namespace
 
@@ -54,9 +57,10 @@ void AllocatorWalkAhead::read_ended() {
 void AllocatorWalkAhead::run(std::unique_ptr<StartDiscovery> discovery) {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    changed_.wait(lock,
-                  [&] { return moving_ || ended_ || columns_.count > discovery->walked_to(); });
-    if (moving_ || discovery->given_up()) {
+    changed_.wait(lock, [&] {
+      return moving_ || abandoned_ || ended_ || columns_.count > discovery->walked_to();
+    });
+    if (moving_ || abandoned_ || discovery->given_up()) {
       discovery.reset();
       break;
     }
@@ -68,6 +72,7 @@ void AllocatorWalkAhead::run(std::unique_ptr<StartDiscovery> discovery) {
     discovery->walk(rows);
     lock.lock();
     reading_ = false;
+    walked_rows_ = discovery->walked_to();
     changed_.notify_all();
   }
   walked_ = std::move(discovery);
@@ -78,6 +83,14 @@ void AllocatorWalkAhead::run(std::unique_ptr<StartDiscovery> discovery) {
 std::unique_ptr<StartDiscovery> AllocatorWalkAhead::take(int device) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (!thread_.joinable()) return nullptr;  // no segments before the trace
+  // When the read ends with the walk far behind it (a trace it walks
+  // slower than it is read), the history walks itself rather than wait.
+  changed_.wait(lock, [this] { return done_ || ended_; });
+  const uint64_t left = columns_.count - walked_rows_;
+  if (!done_ && left > kRowsPerLook && left > columns_.count / kMostRowsLeft) {
+    abandoned_ = true;
+    changed_.notify_all();
+  }
   changed_.wait(lock, [this] { return done_; });
   // Done, and past its last use of the lock: its stack goes now, not with the model.
   thread_.join();

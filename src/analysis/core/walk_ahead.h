@@ -44,11 +44,13 @@ class AllocatorWalkAhead final : public ReadListener {
 
   std::mutex mutex_;
   std::condition_variable changed_;
-  TraceColumns columns_;  // the rows handed over so far
-  bool ended_ = false;    // the read has ended
-  bool moving_ = false;   // the rows may no longer be read
-  bool reading_ = false;  // the thread is reading rows
-  bool done_ = false;     // the thread has finished
+  TraceColumns columns_;      // the rows handed over so far
+  bool ended_ = false;        // the read has ended
+  bool moving_ = false;       // the rows may no longer be read
+  bool reading_ = false;      // the thread is reading rows
+  bool done_ = false;         // the thread has finished
+  bool abandoned_ = false;    // take() will not wait for the walk
+  uint64_t walked_rows_ = 0;  // as of the last batch
   std::unique_ptr<StartDiscovery> walked_;
   std::thread thread_;
 };
