@@ -618,7 +618,10 @@ void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding)
 // walk back would put back larger than the block was, and (4) has nothing
 // begin inside a block from before the trace at its settled size while the
 // block is held (checked on the block next to it at the start and on each
-// alloc placed just after it). Proof, by induction from the dump back to
+// alloc placed just after it), and (5) starts with every block inside a
+// range (a block the dump holds in a range the trace makes is not; F would
+// not see it, since adding a range looks at ranges only, and the walk back
+// would misfit undoing that segment_alloc). Proof, by induction from the dump back to
 // the start: the walk back's state B after undoing entries t+1.. and the
 // forward state F after entry t (the blocks from before the trace at their
 // settled sizes) hold the same ranges (address and size) and the same block
@@ -630,7 +633,8 @@ void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding)
 // and puts the block back with the split rule on the same free space as F's
 // state after the free: no larger than F's block by (3), or exactly the
 // settled size of a block from before the trace; undoing a segment_alloc
-// removes the range F made, with no block in it, and undoing a segment_free
+// removes the range F made, with no block in it (F's blocks lie in ranges,
+// by (1) and (5)), and undoing a segment_free
 // puts back a range F had, overlapping none. So the walk back meets no
 // misfit and ends with F's start: ranges as the segment-only walk gives
 // them (the same operations on the same ranges), the blocks it puts back
