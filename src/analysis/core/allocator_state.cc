@@ -21,16 +21,12 @@ RangeMap::iterator range_containing(RangeMap& ranges, uint64_t address) {
   return address < it->first + it->second.size ? it : ranges.end();
 }
 
-// Bytes free from `address` to the next held block (`next`, the first at or
-// after it) or the end of its range.
 uint64_t free_from(const AllocatorState& state, RangeMap::const_iterator range,
                    BlockMap::const_iterator next, uint64_t address) {
   const uint64_t end = range_end(range);
   return (next == state.blocks.end() ? end : std::min(end, next->first)) - address;
 }
 
-// The size the walk back gives a block it puts back where `free_size` bytes
-// are free: the split rule's, never past the free space.
 uint64_t put_back_size(uint64_t requested, uint64_t free_size, const SplitRule& rule) {
   return std::min(carved_block_size(requested, free_size, rule), free_size);
 }
@@ -40,15 +36,12 @@ PoolId entry_pool(const Snapshot& snapshot, uint64_t i) {
   return it == snapshot.events.pool_id.end() ? PoolId{} : it->second;
 }
 
-// The kind as a static string, so ranges need not point into a snapshot.
 std::string_view kind_name(std::string_view kind) {
   if (kind == "small") return "small";
   if (kind == "large") return "large";
   return {};
 }
 
-// A cudaMalloc'd segment's pool from its size: small-pool segments are
-// kSmallBuffer (2 MiB); large-pool ones are 20 MiB or larger multiples of 2 MiB.
 std::string_view kind_of_segment(uint64_t size) {
   return size == 2 * kSmallSize ? "small" : "large";
 }
@@ -604,6 +597,27 @@ void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding)
   walk_forward(dump, nullptr);
 }
 
+bool allocator_walk::held_at_start(const FirstEntries* firsts, const HeldBlock* dumped,
+                                   const EventColumns& events, HeldBlock& held) {
+  if (firsts == nullptr || (firsts->first == Action::kFreeRequested && !firsts->twice)) {
+    if (dumped == nullptr) return false;
+    held = *dumped;  // no entry names it, or only its free was requested: allocated then
+    if (firsts != nullptr) held.state = BlockState::kActiveAllocated;
+    return true;
+  }
+  uint64_t completed = UINT64_MAX;
+  BlockState state = BlockState::kActivePendingFree;
+  if (firsts->first == Action::kFreeCompleted) completed = firsts->first_entry;
+  if (firsts->first == Action::kFreeRequested && firsts->twice &&
+      firsts->second == Action::kFreeCompleted) {
+    completed = firsts->second_entry;
+    state = BlockState::kActiveAllocated;
+  }
+  if (completed == UINT64_MAX) return false;
+  held = HeldBlock{0, events.size[completed], state, true};
+  return true;
+}
+
 // The start state without walking every entry back (issue 41): the dump's
 // ranges walked back over the segment entries alone; the dump's blocks at
 // addresses no alloc or free names (and those whose one entry requests
@@ -621,8 +635,8 @@ void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding)
 // alloc placed just after it), and (5) starts with every block inside a
 // range (a block the dump holds in a range the trace makes is not; F would
 // not see it, since adding a range looks at ranges only, and the walk back
-// would misfit undoing that segment_alloc). Proof, by induction from the dump back to
-// the start: the walk back's state B after undoing entries t+1.. and the
+// would misfit undoing that segment_alloc). Proof, by induction from the
+// dump back to the start: the walk back's state B after undoing entries t+1.. and the
 // forward state F after entry t (the blocks from before the trace at their
 // settled sizes) hold the same ranges (address and size) and the same block
 // addresses, each B block no larger than its F block. At the dump B = F by
@@ -645,27 +659,6 @@ void AllocatorHistory::replay(const AllocatorState& dump, RoundingRule rounding)
 // which settle() takes off the peak of free memory (per stretch between
 // their frees) and adds to the checkpoints. Expandable segments (ranges
 // that join and split) are left to the walk back.
-bool allocator_walk::held_at_start(const FirstEntries* firsts, const HeldBlock* dumped,
-                                   const EventColumns& events, HeldBlock& held) {
-  if (firsts == nullptr || (firsts->first == Action::kFreeRequested && !firsts->twice)) {
-    if (dumped == nullptr) return false;
-    held = *dumped;  // no entry names it, or only its free was requested: allocated then
-    if (firsts != nullptr) held.state = BlockState::kActiveAllocated;
-    return true;
-  }
-  uint64_t completed = UINT64_MAX;
-  BlockState state = BlockState::kActivePendingFree;
-  if (firsts->first == Action::kFreeCompleted) completed = firsts->first_entry;
-  if (firsts->first == Action::kFreeRequested && firsts->twice &&
-      firsts->second == Action::kFreeCompleted) {
-    completed = firsts->second_entry;
-    state = BlockState::kActiveAllocated;
-  }
-  if (completed == UINT64_MAX) return false;
-  held = HeldBlock{0, events.size[completed], state, true};
-  return true;
-}
-
 bool AllocatorHistory::derive_start(const AllocatorState& dump) {
   const EventColumns& events = snapshot_->events;
   absl::flat_hash_map<uint64_t, FirstEntries> named;  // every block address an entry names

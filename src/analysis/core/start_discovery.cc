@@ -454,21 +454,18 @@ bool StartDiscovery::settle(const Snapshot& snapshot) {
   }
   // The walk met some of them, or held them from its start; the rest it
   // lacked all along.
-  for (RangeReveal& reveal : restart_ranges_) {
+  const auto met = [&](RangeReveal& reveal) {
     if (snapshot.events.action[reveal.entry] == Action::kSegmentFree) {
       reveal.range.pool = entry_pool(snapshot, reveal.entry);
     }
     auto it = ranges.ranges.find(reveal.address);
     if (it == ranges.ranges.end() || !same_range(it->second, reveal.range)) return false;
     ranges.ranges.erase(it);
-  }
-  for (RangeReveal& reveal : range_reveals_) {
-    if (snapshot.events.action[reveal.entry] == Action::kSegmentFree) {
-      reveal.range.pool = entry_pool(snapshot, reveal.entry);
-    }
-    auto it = ranges.ranges.find(reveal.address);
-    if (it == ranges.ranges.end() || !same_range(it->second, reveal.range)) return false;
-    ranges.ranges.erase(it);
+    return true;
+  };
+  if (!std::all_of(restart_ranges_.begin(), restart_ranges_.end(), met) ||
+      !std::all_of(range_reveals_.begin(), range_reveals_.end(), met)) {
+    return false;
   }
   late_ranges_.assign(ranges.ranges.begin(), ranges.ranges.end());
   // Addresses met in no segment it knew: in one held all along, then.
