@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Share of allocated bytes per category, per snapshot, for one or two builds.
 
-    tools/category_shares.py [--before OLD_MEMSNAP] MEMSNAP FILE_OR_DIR...
+    tools/category_shares.py [--before OLD_MEMSNAP] [--at-peak] MEMSNAP FILE_OR_DIR...
 
 Runs `memsnap parse FILE --group-by category --json` on every device that has
 trace entries and sums the allocated bytes (throughput) of each category over
@@ -22,13 +22,13 @@ from pathlib import Path
 
 CATEGORIES = [
     "parameter", "optimizer_state", "gradient", "activation", "temporary", "input",
-    "autograd_detail", "communication", "workspace", "unknown",
+    "autograd_detail", "communication", "workspace", "persistent", "unknown",
 ]
 SHORT = {
     "parameter": "param", "optimizer_state": "optim", "gradient": "grad",
     "activation": "act", "temporary": "temp", "input": "input",
     "autograd_detail": "autograd", "communication": "comm", "workspace": "wksp",
-    "unknown": "unknown",
+    "persistent": "persist", "unknown": "unknown",
 }
 
 
@@ -65,6 +65,23 @@ def category_bytes(memsnap: str, path: Path) -> dict[str, int] | None:
     return totals
 
 
+def peak_category_bytes(memsnap: str, path: Path) -> dict[str, int] | None:
+    """Bytes live at the peak by category (explain --json), rows that are no
+    category (`<before the trace: no block matches>`) under their own name;
+    None when memsnap refuses the file, {} when it has no trace entries."""
+    run = subprocess.run([memsnap, "explain", str(path), "--json", "--top", "100"],
+                         capture_output=True, text=True, check=False)
+    if run.returncode != 0:
+        return None
+    report = json.loads(run.stdout)
+    if not report.get("trace", {}).get("event_count", report.get("event_count", 0)):
+        return {}
+    totals: dict[str, int] = {}
+    for row in report["peak"]["by_category"]["rows"]:
+        totals[row["source"]] = totals.get(row["source"], 0) + row["bytes"]
+    return totals
+
+
 def shares(totals: dict[str, int]) -> dict[str, float]:
     whole = sum(totals.values())
     return {c: 100.0 * totals.get(c, 0) / whole for c in CATEGORIES} if whole else {}
@@ -79,6 +96,8 @@ def cell(before: float | None, after: float) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before", help="the memsnap to compare with (an older build)")
+    parser.add_argument("--at-peak", action="store_true",
+                        help="shares of the bytes live at the peak (explain), not of all allocated")
     parser.add_argument("memsnap", help="the memsnap binary to measure")
     parser.add_argument("inputs", nargs="+", type=Path, help="snapshot files or folders of them")
     args = parser.parse_args()
@@ -91,20 +110,23 @@ def main() -> int:
         else:
             files.append(given)
 
-    header = ["file", "allocated"] + [SHORT[c] for c in CATEGORIES]
+    header = ["file", "live at peak" if args.at_peak else "allocated"] + [SHORT[c] for c in CATEGORIES]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     untraced: list[str] = []
     unknown_after: list[float] = []
     unknown_before: list[float] = []
     for path in files:
-        after = category_bytes(args.memsnap, path)
+        measure = peak_category_bytes if args.at_peak else category_bytes
+        after = measure(args.memsnap, path)
         if not after:
             untraced.append(path.name + (" (refused)" if after is None else ""))
             continue
-        before = category_bytes(args.before, path) if args.before else None
+        before = measure(args.before, path) if args.before else None
         new = shares(after)
         old = shares(before) if before else {}
+        if not new:
+            continue
         unknown_after.append(new["unknown"])
         if old:
             unknown_before.append(old["unknown"])

@@ -30,7 +30,7 @@
   const LAYER_GREYS = { 'before the trace': '#cbd5e1', 'other sources': '#94a3b8', 'address reused without a free': '#475569' };
   const CATEGORY_COLORS = {
     parameter: '#2563eb', optimizer_state: '#7c3aed', gradient: '#db2777', activation: '#ea580c', temporary: '#ca8a04',
-    input: '#0891b2', autograd_detail: '#65a30d', communication: '#059669', workspace: '#b45309', unknown: '#e2e8f0',
+    input: '#0891b2', autograd_detail: '#65a30d', communication: '#059669', workspace: '#b45309', persistent: '#94a3b8', unknown: '#e2e8f0',
   };
   const SOURCE_COLORS = ['#2563eb', '#ea580c', '#059669', '#7c3aed', '#db2777', '#0891b2', '#65a30d', '#ca8a04',
     '#93c5fd', '#fdba74', '#6ee7b7', '#c4b5fd', '#f9a8d4', '#67e8f9', '#bef264', '#fde047'];

@@ -167,7 +167,9 @@ void write_drill_down(const CompareResult& r, int top, std::string& out) {
   // Rows under different sources that cancel out (the same optimizer state
   // named twice) still show as one category.
   if (r.group != GroupBy::kCategory) {
-    out += "\nBy category, the same live sets\n";
+    out += r.drill_from_blocks ? "\nBy category, the same live sets\n"
+                               : "\nBy category, everything live at the same moments (memory from "
+                                 "before the trace included, as explain and check count it)\n";
     out += diff_table(r.drill_by_category.rows, top, "category");
   }
   if (r.peak_phase_a || r.peak_phase_b) {

@@ -31,15 +31,27 @@ std::string verdicts_text(const std::vector<OomVerdict>& verdicts) {
 // The top rows, then one "(N more)" row with the rest summed.
 std::string table_text(const std::vector<SourceUsage>& rows, int top, std::string_view column) {
   const ShownRows shown = shown_rows(rows, top);
-  TextTable out({"bytes", "count", std::string(column)}, {true, true, false});
+  const bool evidence = has_evidence(shown.rows);
+  TextTable out(evidence
+                    ? std::vector<std::string>{"bytes", "count", std::string(column), "evidence"}
+                    : std::vector<std::string>{"bytes", "count", std::string(column)},
+                evidence ? std::vector<bool>{true, true, false, false}
+                         : std::vector<bool>{true, true, false});
   for (const SourceUsage& row : shown.rows) {
-    out.add_row({format_bytes(row.bytes), format_count(row.count), printable(row.source)});
+    std::vector<std::string> cells = {format_bytes(row.bytes), format_count(row.count),
+                                      printable(row.source)};
+    if (evidence) cells.push_back(evidence_cell(row));
+    out.add_row(cells);
   }
   if (shown.rest_sources > 0) {
-    out.add_row({format_bytes(shown.rest_bytes), format_count(shown.rest_count),
-                 fmt::format("({} more)", format_count(shown.rest_sources))});
+    std::vector<std::string> cells = {format_bytes(shown.rest_bytes),
+                                      format_count(shown.rest_count),
+                                      fmt::format("({} more)", format_count(shown.rest_sources))};
+    if (evidence) cells.emplace_back();
+    out.add_row(cells);
   }
-  return out.empty() ? "  (nothing live)\n" : out.render();
+  return out.empty() ? "  (nothing live)\n"
+                     : out.render() + evidence_legend(shown.rows) + row_name_notes(shown.rows);
 }
 
 ordered_json table_json(const std::vector<SourceUsage>& rows, int top) {

@@ -388,12 +388,16 @@ ordered_json whatif_line_json(const std::optional<SimulatedReservedLine>& line) 
           {"possible", line->possible},
           {"impossible_reason",
            line->possible ? ordered_json(nullptr) : ordered_json(line->impossible_reason)},
-          {"capacity", line->capacity},
+          {"capacity", line->capacity_from == WhatIfReport::CapacityFrom::kNone
+                           ? ordered_json(nullptr)
+                           : ordered_json(line->capacity)},
           {"capacity_from", capacity_from_name(line->capacity_from)},
           {"peak_reserved", line->peak_reserved},
           {"recorded_peak_reserved", line->recorded_peak_reserved},
           {"model_ooms", line->model_ooms},
           {"model_segments_exact", line->model_segments_exact},
+          {"start_from",
+           line->start_from == StartFrom::kFreshSegments ? "fresh_segments" : "recorded_segments"},
           {"reserved", step_series_json(line->reserved)},
           {"reserved_by_entry", entry_series_json(line->reserved_by_entry)}};
 }

@@ -28,20 +28,102 @@ ShownRows shown_rows(const std::vector<SourceUsage>& rows, int top) {
 ordered_json usage_json(const std::vector<SourceUsage>& rows, int top) {
   ordered_json out = ordered_json::array();
   for (size_t i = 0; i < limit(top, rows.size()); ++i) {
-    out.push_back({{"source", rows[i].source},
-                   {"bytes", rows[i].bytes},
-                   {"count", rows[i].count},
-                   {"key_kind", key_kind_name(rows[i].kind)}});
+    ordered_json row = {{"source", rows[i].source},
+                        {"bytes", rows[i].bytes},
+                        {"count", rows[i].count},
+                        {"key_kind", key_kind_name(rows[i].kind)}};
+    if (!rows[i].evidence.empty()) {
+      ordered_json evidence = ordered_json::array();
+      for (const RowEvidence& part : rows[i].evidence) {
+        evidence.push_back({{"rule", category_evidence()[part.evidence].id},
+                            {"bytes", part.bytes},
+                            {"count", part.count}});
+      }
+      row["evidence"] = std::move(evidence);
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+bool has_evidence(std::span<const SourceUsage> rows) {
+  return std::any_of(rows.begin(), rows.end(),
+                     [](const SourceUsage& row) { return !row.evidence.empty(); });
+}
+
+std::string evidence_cell(const SourceUsage& row) {
+  constexpr size_t kShown = 3;
+  std::vector<std::string_view> ids;
+  for (size_t i = 0; i < std::min(kShown, row.evidence.size()); ++i)
+    ids.push_back(category_evidence()[row.evidence[i].evidence].id);
+  std::string cell = fmt::format("{}", fmt::join(ids, ", "));
+  if (row.evidence.size() > kShown) cell += fmt::format(" +{}", row.evidence.size() - kShown);
+  return cell;
+}
+
+std::string evidence_legend(std::span<const SourceUsage> rows) {
+  std::vector<EvidenceId> shown;
+  for (const SourceUsage& row : rows) {
+    for (size_t i = 0; i < std::min<size_t>(3, row.evidence.size()); ++i) {
+      if (std::find(shown.begin(), shown.end(), row.evidence[i].evidence) == shown.end())
+        shown.push_back(row.evidence[i].evidence);
+    }
+  }
+  if (shown.empty()) return {};
+  std::string out = "  evidence:\n";
+  for (EvidenceId id : shown) {
+    const CategoryEvidence& e = category_evidence()[id];
+    out += fmt::format("    {}: {}\n", e.id, e.text);
+  }
+  return out;
+}
+
+std::string row_name_notes(std::span<const SourceUsage> rows) {
+  const auto shown = [rows](auto&& matches) {
+    return std::any_of(rows.begin(), rows.end(),
+                       [&](const SourceUsage& row) { return matches(row.source); });
+  };
+  std::string out;
+  if (shown([](std::string_view name) { return name == kNoFrames; })) {
+    out += fmt::format(
+        "  {}: allocations whose entries carry no stack (recorded without frames, or held since "
+        "before recording)\n",
+        kNoFrames);
+  }
+  if (shown([](std::string_view name) { return name == kBaselineUnmatched; })) {
+    out += fmt::format(
+        "  {}: memory the replay counts from before the trace that no block of the dump "
+        "accounts for (a traced allocation whose block size differs, or one the dump lacks)\n",
+        kBaselineUnmatched);
+  }
+  if (shown([](std::string_view name) {
+        return name.starts_with(kFreedAtPrefix) && name.ends_with(kFreedAtSuffix);
+      })) {
+    out += fmt::format(
+        "  {}CODE{}: memory allocated before the trace began; only its free is recorded, so the "
+        "code that freed it names it\n",
+        kFreedAtPrefix, kFreedAtSuffix);
   }
   return out;
 }
 
 std::string usage_table(const std::vector<SourceUsage>& rows, int top, std::string_view column) {
-  TextTable table({"bytes", "count", std::string(column)}, {true, true, false});
-  for (size_t i = 0; i < limit(top, rows.size()); ++i) {
-    table.add_row({format_bytes(rows[i].bytes), format_count(rows[i].count), rows[i].source});
+  const std::span<const SourceUsage> shown = std::span(rows).first(limit(top, rows.size()));
+  const bool evidence = has_evidence(shown);
+  std::vector<std::string> headers = {"bytes", "count", std::string(column)};
+  std::vector<bool> right = {true, true, false};
+  if (evidence) {
+    headers.emplace_back("evidence");
+    right.push_back(false);
   }
-  return table.empty() ? "  (nothing live)\n" : table.render();
+  TextTable table(headers, right);
+  for (const SourceUsage& row : shown) {
+    std::vector<std::string> cells = {format_bytes(row.bytes), format_count(row.count), row.source};
+    if (evidence) cells.push_back(evidence_cell(row));
+    table.add_row(cells);
+  }
+  return table.empty() ? "  (nothing live)\n"
+                       : table.render() + evidence_legend(shown) + row_name_notes(shown);
 }
 
 std::string diff_table(const std::vector<SourceDiff>& rows, int top, std::string_view column) {

@@ -28,6 +28,16 @@ struct ShownRows {
 ShownRows shown_rows(const std::vector<SourceUsage>& rows, int top);
 
 nlohmann::ordered_json usage_json(const std::vector<SourceUsage>& rows, int top);
+// Category rows carry their evidence: the cell that names it ("constructor,
+// nn-init"), whether any row shown has some, and the legend that explains
+// each id shown, one line each, for below the table.
+bool has_evidence(std::span<const SourceUsage> rows);
+std::string evidence_cell(const SourceUsage& row);
+std::string evidence_legend(std::span<const SourceUsage> rows);
+// A line under a table for each of memsnap's own row names shown
+// (`<no frames>`, `<before the trace: no block matches>`, "freed at ...
+// (allocated before the trace)"), saying what it stands for.
+std::string row_name_notes(std::span<const SourceUsage> rows);
 // `column`: the rows' header (group_label of the --group-by in force).
 std::string usage_table(const std::vector<SourceUsage>& rows, int top,
                         std::string_view column = "source");

@@ -56,9 +56,40 @@ std::string of_total(uint64_t part, uint64_t total) {
 
 }  // namespace
 
+// The check's verdict: exact, partial, parted, or nothing to check.
+std::string_view verdict_name(const SegmentCheck& c) {
+  if (c.nothing_to_check()) return "nothing_to_check";
+  if (!c.possible) return "not_possible";
+  if (c.exact()) return "exact";
+  if (c.segment_events() == 0) {
+    return c.allocs_at_recorded_address == c.allocs && c.end_equals_dump() ? "placements_exact"
+                                                                           : "parts";
+  }
+  return c.segments_exact() ? "segments_exact" : "parts";
+}
+
+std::string verdict_text(const SegmentCheck& c) {
+  const std::string_view name = verdict_name(c);
+  if (name == "nothing_to_check") {
+    return c.entries == 0 ? "nothing to check: the device has no trace entries, only the dump"
+                          : "nothing to check: the trace has no segment entry and no alloc";
+  }
+  if (name == "exact") return "exact (every segment, every placement, the dump)";
+  if (name == "placements_exact") {
+    return "every placement and the dump reproduced; the trace reserves and releases no segment "
+           "(every segment was reserved before recording), so how the model makes segments is "
+           "not tested";
+  }
+  if (name == "segments_exact") {
+    return "every segment and the dump reproduced; some placements differ";
+  }
+  return "the model parts from the file";
+}
+
 std::string render_whatif_check_text(const SegmentCheck& c, int /*top*/) {
   std::string out =
       fmt::format("The allocator model against {} (device {})\n", printable(c.file), c.device);
+  if (c.nothing_to_check()) return out + fmt::format("  Verdict: {}.\n", verdict_text(c));
   if (!c.possible) {
     return out + fmt::format("  Not possible: {}.\n", c.impossible_reason);
   }
@@ -98,11 +129,7 @@ std::string render_whatif_check_text(const SegmentCheck& c, int /*top*/) {
     out += fmt::format("  {} frees of blocks the model did not hold were skipped.\n",
                        format_count(c.unknown_frees));
   }
-  out += fmt::format("\n  Verdict: {}.\n",
-                     c.exact()            ? "exact (every segment, every placement, the dump)"
-                     : c.segments_exact() ? "every segment and the dump reproduced; some "
-                                            "placements differ"
-                                          : "the model parts from the file");
+  out += fmt::format("\n  Verdict: {}.\n", verdict_text(c));
   return out;
 }
 
@@ -147,6 +174,8 @@ ordered_json render_whatif_check_json(const SegmentCheck& c, int /*top*/) {
   }
   out["segments_exact"] = c.segments_exact();
   out["exact"] = c.exact();
+  out["verdict"] = verdict_name(c);
+  out["trace_entries"] = c.entries;
   return out;
 }
 
@@ -157,8 +186,10 @@ std::string capacity_source(const WhatIfReport& r) {
     case WhatIfReport::CapacityFrom::kGiven: return "given with --capacity";
     case WhatIfReport::CapacityFrom::kOom:
       return "the first oom entry's free device memory plus what the file had reserved then";
-    case WhatIfReport::CapacityFrom::kPeak:
-      return "no oom entry: the most the file reserved (give --capacity for the device's)";
+    case WhatIfReport::CapacityFrom::kNone:
+      return "none: the file has no oom entry and no --capacity was given, so no row is judged "
+             "against one; each says the least capacity it runs in (give --capacity SIZE, the "
+             "device's memory, for verdicts)";
   }
   return {};
 }
@@ -170,6 +201,7 @@ std::span<const WhatIfRun> shown(const WhatIfReport& r, int top) {
 }
 
 std::string run_outcome(const WhatIfRun& run) {
+  if (run.capacity_needed) return fmt::format("needs {}", format_bytes(*run.capacity_needed));
   if (run.model_ooms > 0) {
     return fmt::format("out of memory at entry {}", format_count(*run.first_model_oom));
   }
@@ -227,7 +259,11 @@ std::string render_whatif_text(const WhatIfReport& r, int top) {
   std::string out = fmt::format("What other allocator settings would have done: {} (device {})\n",
                                 printable(r.file), r.device);
   if (!r.possible) return out + fmt::format("  Not possible: {}.\n", r.impossible_reason);
-  out += fmt::format("  capacity {}: {}\n", format_bytes(r.capacity), capacity_source(r));
+  if (r.capacity_from == WhatIfReport::CapacityFrom::kNone) {
+    out += fmt::format("  capacity {}\n", capacity_source(r));
+  } else {
+    out += fmt::format("  capacity {}: {}\n", format_bytes(r.capacity), capacity_source(r));
+  }
   out += fmt::format(
       "  floor {}: the live requests at their highest, each rounded to 512 bytes; no setting "
       "reserves less\n\n",
@@ -257,7 +293,14 @@ std::string render_whatif_text(const WhatIfReport& r, int top) {
     out += fmt::format(" Under its own settings it needs more than {}.\n",
                        format_bytes(std::max(r.capacity, r.floor) * 4));
   }
-  if (r.model_segments_exact) {
+  if (r.start_from == StartFrom::kFreshSegments) {
+    out += fmt::format(
+        "  The trace reserves no segment: all {} segments were reserved before recording began. "
+        "Each row therefore starts from an empty allocator that serves the blocks live at the "
+        "first entry under its own settings, in address order, then runs the trace; the file's "
+        "own row is that too, not the recording.\n",
+        format_count(r.segments_at_start));
+  } else if (r.model_segments_exact) {
     out +=
         "  Under the file's own settings the model makes the segments the file recorded "
         "(memsnap whatif FILE --check).\n";
@@ -274,9 +317,9 @@ const char* capacity_from_name(WhatIfReport::CapacityFrom from) {
   switch (from) {
     case WhatIfReport::CapacityFrom::kGiven: return "given";
     case WhatIfReport::CapacityFrom::kOom: return "oom";
-    case WhatIfReport::CapacityFrom::kPeak: return "peak";
+    case WhatIfReport::CapacityFrom::kNone: return "none";
   }
-  return "peak";
+  return "none";
 }
 
 ordered_json render_whatif_json(const WhatIfReport& r, int top) {
@@ -285,14 +328,18 @@ ordered_json render_whatif_json(const WhatIfReport& r, int top) {
   out["device"] = r.device;
   out["possible"] = r.possible;
   out["impossible_reason"] = r.possible ? ordered_json() : ordered_json(r.impossible_reason);
-  out["capacity"] = r.capacity;
+  out["capacity"] = r.capacity_from == WhatIfReport::CapacityFrom::kNone ? ordered_json()
+                                                                         : ordered_json(r.capacity);
   out["capacity_from"] = capacity_from_name(r.capacity_from);
   out["recorded_peak_reserved"] = r.recorded_peak_reserved;
   out["floor"] = r.floor;
   out["capacity_to_fit"] = r.capacity_to_fit ? ordered_json(*r.capacity_to_fit) : ordered_json();
   out["model_check"] = {{"segments_exact", r.model_segments_exact},
                         {"matched_reserves", r.model_matched_reserves},
-                        {"recorded_reserves", r.recorded_reserves}};
+                        {"recorded_reserves", r.recorded_reserves},
+                        {"segments_at_start", r.segments_at_start}};
+  out["start_from"] =
+      r.start_from == StartFrom::kFreshSegments ? "fresh_segments" : "recorded_segments";
   ordered_json runs = ordered_json::array();
   for (const WhatIfRun& run : shown(r, top)) {
     runs.push_back({{"setting", run.settings.label},
@@ -307,7 +354,9 @@ ordered_json render_whatif_json(const WhatIfReport& r, int top) {
                     {"model_ooms", run.model_ooms},
                     {"first_model_oom",
                      run.first_model_oom ? ordered_json(*run.first_model_oom) : ordered_json()},
-                    {"fits", run.fits()}});
+                    {"fits", run.fits()},
+                    {"capacity_needed",
+                     run.capacity_needed ? ordered_json(*run.capacity_needed) : ordered_json()}});
   }
   out["runs"] = std::move(runs);
   if (!r.timeline_positions.empty()) {

@@ -621,7 +621,7 @@ async function checkPrecisionNote(page, name, askedMs, why) {
 // ---------------------------------------------------------------- scenarios
 
 const CATEGORY_LAYERS = new Set(['before the trace', 'parameter', 'optimizer_state', 'gradient', 'activation', 'temporary',
-  'input', 'autograd_detail', 'communication', 'workspace', 'unknown', 'address reused without a free']);
+  'input', 'autograd_detail', 'communication', 'workspace', 'persistent', 'unknown', 'address reused without a free']);
 
 // The stacked views, for every run, both modes and both x axes: the layers
 // stack up to exactly the plotted max line in every bucket (the max line

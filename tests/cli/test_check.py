@@ -235,7 +235,7 @@ def refusals(memsnap, base, cur):
                            (["--max-category", "activaton=1MiB"],
                             "memsnap: --max-category: 'activaton' is not a category (parameter, optimizer_state, "
                             "gradient, activation, temporary, input, autograd_detail, communication, workspace, "
-                            "unknown)"),
+                            "persistent, unknown)"),
                            (["--max-peak", "1GiB", "--format", "yaml"], "--format")):
         got = run(memsnap, ["check", cur] + flags)
         check("usage error, exit 2: %s" % message, got.returncode == 2 and message in got.stderr, got.stderr)

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "analysis/core/categories.h"
-#include "analysis/reports/event_list.h"
 #include "analysis/core/sources.h"
 #include "analysis/core/steps.h"
+#include "analysis/reports/event_list.h"
 #include "model_builder.h"
 
 namespace memsnap {
@@ -105,7 +105,7 @@ TEST(FreeSites, FreeSiteCategoryRules) {
   b.device();
   Categorizer categories(b.model);
   const auto of = [&](std::initializer_list<ModelBuilder::FrameSpec> frames) {
-    return category_name(categories.of_free_site(b.stack(frames)));
+    return category_name(categories.of_free_site(kNoEvent, b.stack(frames)));
   };
   EXPECT_EQ(of({{"zero_grad", "/env/torch/nn/modules/module.py", 2600}, {"step", kTrain, 3}}),
             "gradient");

@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -34,9 +35,13 @@ enum class Category : uint8_t {
   kAutogradDetail,
   kCommunication,
   kWorkspace,
+  // memsnap's: live since before recording, with no frames and no free in
+  // the trace. Nothing in the file says more than that it persists: in a
+  // training run weights, gradients kept across steps and optimizer state.
+  kPersistent,
   kUnknown,
 };
-inline constexpr size_t kCategoryCount = 10;
+inline constexpr size_t kCategoryCount = 11;
 
 std::string_view category_name(Category category);
 // PyTorch's spelling ("optimizer_state", "OPTIMIZER_STATE", ...).
@@ -53,7 +58,34 @@ struct CategoryRule {
   // allocator) is no tensor factory or storage: it took raw bytes.
   bool raw_bytes = false;
   std::string_view evidence;  // why the rule holds, for docs/semantics.md
+  std::string_view id;        // short name shown beside a category row (JSON `evidence[].rule`)
 };
+
+// Why an allocation got its category: a rule of the tables below, or what
+// its lifetime or its place in the file says. Every category a report shows
+// carries the ids of its evidence, and the legend under a table explains
+// them (category_evidence()[id].text).
+struct CategoryEvidence {
+  std::string_view id;
+  Category category = Category::kUnknown;
+  std::string_view text;
+};
+using EvidenceId = uint16_t;
+// Every rule of the three tables (in table order), then the evidence that is
+// no rule of frames: an entry's own category, a rule of the user's, an
+// allocation's lifetime against the optimizer's steps, memory persisting
+// from before the trace, and none.
+std::span<const CategoryEvidence> category_evidence();
+// The evidence named `id`, or nullopt.
+std::optional<EvidenceId> evidence_named(std::string_view id);
+
+struct Categorized {
+  Category category = Category::kUnknown;
+  EvidenceId evidence = 0;
+};
+// Whether the evidence places the allocation inside an optimizer step (a
+// step's temporaries are `temporary`, yet they say where the code was).
+bool made_in_optimizer_step(Categorized categorized);
 
 // In order: the first match wins.
 std::span<const CategoryRule> category_rules();
@@ -70,25 +102,43 @@ std::span<const CategoryRule> free_site_rules();
 // the freeing code ran inside), the first match wins.
 std::span<const CategoryRule> free_context_rules();
 
-struct CategoryRuleSpec;  // analysis/core/source_key.h: a user's rule
+struct CategoryRuleSpec;   // analysis/core/source_key.h: a user's rule
+class OptimizerLifetimes;  // analysis/core/optimizer_lifetime.h
 
 class Categorizer {
  public:
   // user_rules (--category-rules) come before the built-in table.
   explicit Categorizer(const Snapshot& snapshot, std::span<const CategoryRuleSpec> user_rules = {});
-  // The category of the allocation made by trace entry `event`.
-  Category of(uint64_t event, StackId stack);
+  Categorizer(Categorizer&&) noexcept;
+  ~Categorizer();
+
+  // The category of the allocation made by trace entry `event`: its own,
+  // the user's rules, the table; then its lifetime decides between
+  // optimizer state and a step's temporary (optimizer_lifetime.h).
+  Categorized classify(uint64_t event, StackId stack);
+  Category of(uint64_t event, StackId stack) { return classify(event, stack).category; }
   // From the frames alone (blocks of the segments, which have no event).
-  Category of_stack(StackId stack);
-  // Memory from before the trace, from the frames of the code that freed it
-  // (free_site_rules; --category-rules, which describe allocations, do not apply).
-  Category of_free_site(StackId free_stack);
+  Categorized classify_stack(StackId stack);
+  Category of_stack(StackId stack) { return classify_stack(stack).category; }
+  // A block of the dump held since before the trace (the trace has entries
+  // and never allocated it): its frames, else kPersistent.
+  Categorized classify_held_block(StackId stack);
+  // Memory from before the trace freed by trace entry `free_event`, from the
+  // frames of the code that freed it (free_site_rules; --category-rules,
+  // which describe allocations, do not apply) and from when: freed inside an
+  // optimizer step that began in the trace, it lived across the step's start.
+  Categorized classify_free_site(uint64_t free_event, StackId free_stack);
+  Category of_free_site(uint64_t free_event, StackId free_stack) {
+    return classify_free_site(free_event, free_stack).category;
+  }
 
  private:
   // Bit k set: frame rule k matches one of the stack's frames.
   uint64_t frame_rule_matches(StackId stack);
   uint64_t user_frame_rule_matches(StackId stack);
   uint64_t metadata_rule_matches(StringId text);
+  // The free-site and free-context rules on a free's frames.
+  [[nodiscard]] EvidenceId free_site_evidence(StackId free_stack) const;
   [[nodiscard]] int device_of(uint64_t event) const;
   struct Intervals;
   [[nodiscard]] static bool active(const std::vector<Intervals>& by_device, int device,
@@ -118,7 +168,11 @@ class Categorizer {
     std::vector<Intervals> intervals;  // annotation rules
   };
   std::vector<UserRule> user_rules_;
-  std::vector<uint8_t> free_site_by_stack_;  // by stack id: category + 1 (0: not yet computed)
+  // by stack id: evidence id + 1 of the free-site rules (0: not yet computed)
+  std::vector<EvidenceId> free_site_by_stack_;
+  // The trace's allocations against the optimizer's steps, found on first need.
+  const OptimizerLifetimes& lifetimes();
+  std::unique_ptr<OptimizerLifetimes> lifetimes_;
   std::vector<uint64_t> user_matches_by_stack_;
   std::vector<bool> user_computed_;
   absl::flat_hash_map<StringId, uint64_t> metadata_matches_;             // by metadata text

@@ -133,13 +133,56 @@ uint32_t SourceIndex::of_block(const Segment& segment, const Block& block) {
   return of(LiveAllocation{block.size, block.stack, kNoEvent, 0});
 }
 
+uint32_t SourceIndex::of_held_block(const Segment& segment, const Block& block) {
+  if (!categories_) return of_block(segment, block);
+  return category_source(categories_->classify_held_block(block.stack));
+}
+
 uint32_t SourceIndex::id_of(const std::string& name, KeyKind kind) {
   auto [it, inserted] = ids_.try_emplace(name, static_cast<uint32_t>(names_.size()));
   if (inserted) {
     names_.push_back(name);
     kinds_.push_back(kind);
+    evidence_.push_back(kNoEvidence);
   }
   return it->second;
+}
+
+uint32_t SourceIndex::category_source(Categorized categorized) {
+  const uint32_t key = (static_cast<uint32_t>(categorized.category) << 16) | categorized.evidence;
+  auto [it, inserted] = category_ids_.try_emplace(key, static_cast<uint32_t>(names_.size()));
+  if (inserted) {
+    names_.emplace_back(category_name(categorized.category));
+    kinds_.push_back(KeyKind::kOther);
+    evidence_.push_back(categorized.evidence);
+  }
+  return it->second;
+}
+
+std::vector<SourceUsage> SourceIndex::rows(std::span<const uint64_t> bytes,
+                                           std::span<const uint64_t> counts) const {
+  std::vector<SourceUsage> rows;
+  absl::flat_hash_map<std::string_view, size_t> row_of_name;
+  for (size_t s = 0; s < bytes.size() && s < counts.size(); ++s) {
+    if (counts[s] == 0) continue;
+    const auto id = static_cast<uint32_t>(s);
+    const auto [at, added] = row_of_name.try_emplace(names_[id], rows.size());
+    if (added) rows.push_back(SourceUsage{names_[id], 0, 0, kinds_[id], {}});
+    SourceUsage& row = rows[at->second];
+    row.bytes += bytes[s];
+    row.count += counts[s];
+    if (evidence_[id] != kNoEvidence) row.evidence.push_back({evidence_[id], bytes[s], counts[s]});
+  }
+  for (SourceUsage& row : rows) {
+    std::sort(row.evidence.begin(), row.evidence.end(),
+              [](const RowEvidence& a, const RowEvidence& b) {
+                return a.bytes != b.bytes ? a.bytes > b.bytes : a.evidence < b.evidence;
+              });
+  }
+  std::sort(rows.begin(), rows.end(), [](const SourceUsage& a, const SourceUsage& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.source < b.source;
+  });
+  return rows;
 }
 
 uint32_t SourceIndex::of_free(uint64_t event, uint64_t size) {
@@ -149,8 +192,7 @@ uint32_t SourceIndex::of_free(uint64_t event, uint64_t size) {
     case GroupBy::kAnnotation:
     case GroupBy::kUserMetadata:
     case GroupBy::kCompileContext: return id_of(std::string(kBeforeTraceGroup));
-    case GroupBy::kCategory:
-      return id_of(std::string(category_name(categories_->of_free_site(stack))));
+    case GroupBy::kCategory: return category_source(categories_->classify_free_site(event, stack));
     case GroupBy::kSource:
     case GroupBy::kFile:
     case GroupBy::kFunction:
@@ -184,11 +226,11 @@ uint32_t SourceIndex::of(const LiveAllocation& allocation) {
   if (!categories_ || allocation.event == kNoEvent) return of(allocation.stack);
   // A category can depend on the time (active annotations): one per event,
   // but only kCategoryCount names, so the table stays tiny.
-  return id_of(std::string(category_name(categories_->of(allocation.event, allocation.stack))));
+  return category_source(categories_->classify(allocation.event, allocation.stack));
 }
 
 uint32_t SourceIndex::of(StackId stack) {
-  if (categories_) return id_of(std::string(category_name(categories_->of_stack(stack))));
+  if (categories_) return category_source(categories_->classify_stack(stack));
   if (stack.value >= by_stack_.size()) by_stack_.resize(stack.value + 1, 0);  // model grew
   uint32_t& cached = by_stack_[stack.value];
   if (cached == 0) {
@@ -232,19 +274,7 @@ class LiveBySource {
     counts_[found->second] -= std::min<uint64_t>(counts_[found->second], 1);
   }
 
-  [[nodiscard]] std::vector<SourceUsage> rows() const {
-    std::vector<SourceUsage> rows;
-    for (size_t s = 0; s < bytes_.size(); ++s) {
-      if (counts_[s] != 0) {
-        const auto id = static_cast<uint32_t>(s);
-        rows.push_back(SourceUsage{sources_.name(id), bytes_[s], counts_[s], sources_.kind(id)});
-      }
-    }
-    std::sort(rows.begin(), rows.end(), [](const SourceUsage& a, const SourceUsage& b) {
-      return a.bytes != b.bytes ? a.bytes > b.bytes : a.source < b.source;
-    });
-    return rows;
-  }
+  [[nodiscard]] std::vector<SourceUsage> rows() const { return sources_.rows(bytes_, counts_); }
 
  private:
   void remove(const LiveAllocation& gone) {
@@ -412,7 +442,7 @@ BaselineSources baseline_sources(const Snapshot& snapshot, const BaselinePieces&
   for (const BaselinePieces::HeldBlock& held : pieces.blocks) {
     const Block& block = snapshot.blocks[held.block];
     baseline.known = baseline.known || block.stack.valid() || !sources.blocks_need_frames();
-    add(sources.of_block(snapshot.segments[held.segment], block), block.size);
+    add(sources.of_held_block(snapshot.segments[held.segment], block), block.size);
   }
   // One row says what no block names, so that the rows add up.
   if (pieces.unnamed != 0) add(sources.intern(kBaselineUnmatched), pieces.unnamed);
@@ -420,17 +450,7 @@ BaselineSources baseline_sources(const Snapshot& snapshot, const BaselinePieces&
 }
 
 std::vector<SourceUsage> BaselineSources::rows(const SourceIndex& sources) const {
-  std::vector<SourceUsage> rows;
-  for (size_t s = 0; s < bytes.size(); ++s) {
-    if (counts[s] != 0) {
-      const auto id = static_cast<uint32_t>(s);
-      rows.push_back(SourceUsage{sources.name(id), bytes[s], counts[s], sources.kind(id)});
-    }
-  }
-  std::sort(rows.begin(), rows.end(), [](const SourceUsage& a, const SourceUsage& b) {
-    return a.bytes != b.bytes ? a.bytes > b.bytes : a.source < b.source;
-  });
-  return rows;
+  return sources.rows(bytes, counts);
 }
 
 std::string frameless_size_class(uint64_t size) {

@@ -45,6 +45,9 @@ class SourceIndex {
   uint32_t of(StackId stack);
   // The group of a block of the segments at the dump.
   uint32_t of_block(const Segment& segment, const Block& block);
+  // The same for a block the dump holds since before the trace (a trace
+  // that never allocated it): by category, a frameless one is persistent.
+  uint32_t of_held_block(const Segment& segment, const Block& block);
   // The group of memory allocated before the trace that only its free
   // (trace entry `event`) shows, where the free's frames are the freeing
   // code's (FreeFrames::kFree or kUnknown): "freed at <code> (allocated before
@@ -58,9 +61,16 @@ class SourceIndex {
   [[nodiscard]] const std::string& name(uint32_t source) const { return names_[source]; }
   [[nodiscard]] KeyKind kind(uint32_t source) const { return kinds_[source]; }
   [[nodiscard]] size_t size() const { return names_.size(); }
+  // Rows of per-source totals (by source id), largest first; ids of one
+  // name (a category reached by several pieces of evidence) are one row,
+  // with its evidence split out.
+  [[nodiscard]] std::vector<struct SourceUsage> rows(std::span<const uint64_t> bytes,
+                                                     std::span<const uint64_t> counts) const;
 
  private:
   uint32_t id_of(const std::string& name, KeyKind kind = KeyKind::kOther);
+  // One id per category and evidence, named by the category.
+  uint32_t category_source(Categorized categorized);
   uint32_t pool_of(const LiveAllocation& allocation);
   uint32_t annotation_of(const LiveAllocation& allocation);
   uint32_t pool_name(PoolId pool);
@@ -74,7 +84,10 @@ class SourceIndex {
   std::vector<uint32_t> freed_by_stack_;   // the same for of_free
   std::vector<std::string> names_;
   std::vector<KeyKind> kinds_;  // by source id
+  static constexpr EvidenceId kNoEvidence = UINT16_MAX;
+  std::vector<EvidenceId> evidence_;  // by source id: a category's evidence, or kNoEvidence
   absl::flat_hash_map<std::string, uint32_t> ids_;
+  absl::flat_hash_map<uint32_t, uint32_t> category_ids_;  // category << 16 | evidence -> id
 
   // --group-by pool, for entries without their own pool_id: the segments at
   // the dump by (device, address).
@@ -95,11 +108,19 @@ class SourceIndex {
   std::vector<AnnotationTimeline> annotation_timelines_;
 };
 
+// The part of a category row that one piece of evidence put there.
+struct RowEvidence {
+  EvidenceId evidence = 0;  // into category_evidence()
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+};
+
 struct SourceUsage {
   std::string source;
   uint64_t bytes = 0;
   uint64_t count = 0;
   KeyKind kind = KeyKind::kAllocationSite;
+  std::vector<RowEvidence> evidence;  // category rows: why, largest first; else empty
 };
 
 // Memory allocated before the trace began, by source (or category: whatever

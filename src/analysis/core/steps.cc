@@ -6,6 +6,8 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "analysis/core/optimizer_lifetime.h"
+
 namespace memsnap {
 
 namespace {
@@ -51,36 +53,6 @@ namespace {
 
 constexpr std::string_view kOptimizerStepPrefix = "Optimizer.step#";
 constexpr std::string_view kDataLoaderPrefix = "enumerate(DataLoader)#";
-
-// A stack that passes through torch.optim's code, zero_grad aside (it frees
-// gradients; it does not update anything).
-class OptimizerStacks {
- public:
-  explicit OptimizerStacks(const Snapshot& snapshot)
-      : snapshot_(snapshot), known_(snapshot.stacks.size(), 0) {}
-  bool contains(StackId stack) {
-    if (stack.value >= known_.size()) return false;
-    uint8_t& known = known_[stack.value];
-    if (known == 0) known = inside_optimizer(stack) ? 1 : 2;
-    return known == 1;
-  }
-
- private:
-  [[nodiscard]] bool inside_optimizer(StackId stack) const {
-    for (FrameId id : snapshot_.stacks.get(stack)) {
-      const Frame& frame = snapshot_.frames.get(id);
-      std::string path(snapshot_.strings.get(frame.filename));
-      std::replace(path.begin(), path.end(), '\\', '/');
-      if (path.find("torch/optim/") != std::string::npos &&
-          snapshot_.strings.get(frame.name) != "zero_grad") {
-        return true;
-      }
-    }
-    return false;
-  }
-  const Snapshot& snapshot_;
-  std::vector<uint8_t> known_;  // by stack id: 0 not looked at, 1 inside, 2 not
-};
 
 }  // namespace
 

@@ -352,6 +352,9 @@ std::vector<Limit> budget_from_run(const RunSummary& run, double headroom) {
   }
   for (const SourceUsage& row : run.live_at_peak_by_category) {
     if (row.bytes < (uint64_t{1} << 20)) continue;  // a budget for what matters
+    // Memory no block names (<before the trace: no block matches>) is in
+    // the live set, yet no category: no limit can name it.
+    if (!parse_category(row.source)) continue;
     Limit limit = size(LimitKind::kCategory, static_cast<double>(row.bytes));
     limit.category = row.source;
     limits.push_back(limit);

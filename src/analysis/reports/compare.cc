@@ -167,11 +167,17 @@ void compare_live_sets(const FileAnalysis& a, const FileAnalysis& b,
   // 2.0 dump's single entry: its allocations reach under a tenth of the absolute
   // peak), the only live sets worth comparing are the dumps': the segments'
   // blocks, by their own frames, frameless ones by size class.
+  // A trace whose peak stands above everything the dump holds shows that
+  // peak however small its own share of it (a ring buffer that wrapped keeps
+  // only the last entries, yet the peak lies among them): only the trace
+  // can say what was live then.
   const auto trace_says_little = [](const FileAnalysis& file) {
+    if (file.trace().count() == 0) return true;
+    const int64_t peak = file.absolute_peak();
+    if (peak > 0 && static_cast<uint64_t>(peak) > file.segments().active_size) return false;
     // In doubles: deltas reach 2^60, and ten times that is no int64.
-    return file.trace().count() == 0 ||
-           static_cast<double>(file.trace_analysis().totals.peak_delta) * 10.0 <
-               static_cast<double>(file.absolute_peak());
+    return static_cast<double>(file.trace_analysis().totals.peak_delta) * 10.0 <
+           static_cast<double>(peak);
   };
   r.drill_from_blocks = trace_says_little(a) && trace_says_little(b);
   const auto from_blocks = [](const FileAnalysis& file, SourceIndex& sources) {
@@ -191,15 +197,26 @@ void compare_live_sets(const FileAnalysis& a, const FileAnalysis& b,
   by_category.group = GroupBy::kCategory;
   SourceIndex categories_a(a.snapshot(), by_category);
   SourceIndex categories_b(b.snapshot(), by_category);
+  // By category every byte live then counts, memory from before the trace
+  // included (explain's, oom's and check's category tables count the same).
+  const auto live_categories = [&](const FileAnalysis& file, SourceIndex& categories,
+                                   const std::vector<uint64_t>& position) {
+    if (r.drill_from_blocks) return from_blocks(file, categories);
+    const BaselineSources before_trace =
+        baseline_sources(file.snapshot(), file.baseline_pieces(), categories);
+    return live_by_source(file.snapshot(), file.trace(), categories, position, &before_trace)[0];
+  };
   r.drill_by_category =
-      compare_sources(live_set(a, categories_a, pa), live_set(b, categories_b, pb));
+      compare_sources(live_categories(a, categories_a, pa), live_categories(b, categories_b, pb));
+  if (key_options.group == GroupBy::kCategory) r.drill = r.drill_by_category;
   const auto phase_at = [&](const FileAnalysis& file,
                             uint64_t position) -> std::optional<PeakPhase> {
     if (r.drill_from_blocks || position == 0) return std::nullopt;
     const uint64_t event = file.trace().begin + position - 1;
     if (file.snapshot().events.action[event] != Action::kAlloc) return std::nullopt;
     Categorizer categorizer(file.snapshot(), key_options.category_rules);
-    return phase_of(categorizer.of(event, file.snapshot().events.stack[event]));
+    const Categorized reached = categorizer.classify(event, file.snapshot().events.stack[event]);
+    return made_in_optimizer_step(reached) ? PeakPhase::kOptimizerStep : phase_of(reached.category);
   };
   r.peak_phase_a = phase_at(a, m.position_a);
   r.peak_phase_b = phase_at(b, m.position_b);
@@ -288,6 +305,7 @@ PeakPhase phase_of(Category category) {
     case Category::kTemporary:
     case Category::kCommunication:
     case Category::kWorkspace: return PeakPhase::kOther;
+    case Category::kPersistent:
     case Category::kUnknown: break;
   }
   return PeakPhase::kUnknown;

@@ -30,7 +30,7 @@ struct EntryNamer {
   void before_the_trace(uint64_t event) {
     if (frees_name_allocations) return by_own_frames(event);
     visit(event, sources.of_free(event, snapshot.events.size[event]),
-          categories.of_free_site(snapshot.events.stack[event]));
+          categories.of_free_site(event, snapshot.events.stack[event]));
   }
 
   void on_alloc(uint64_t event, const LiveAllocation& /*added*/) { by_own_frames(event); }

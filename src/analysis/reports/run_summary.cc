@@ -87,8 +87,10 @@ void add_summary_steps(const FileAnalysis& file, RunSummary& out) {
   }
 }
 
-// What was live at the peak, by source and by category. A file without a
-// trace peaks at its dump: its blocks name what was live.
+// What was live at the peak, by source (the trace's allocations, as
+// compare's drill-down counts them) and by category (every byte live then,
+// memory from before the trace included, as explain and oom count it). A
+// file without a trace peaks at its dump: its blocks name what was live.
 void add_live_at_peak(const FileAnalysis& file, const SummaryOptions& options, RunSummary& out) {
   const Snapshot& snapshot = file.snapshot();
   const DeviceTrace& trace = file.trace();
@@ -102,7 +104,10 @@ void add_live_at_peak(const FileAnalysis& file, const SummaryOptions& options, R
     out.live_at_peak_by_category = live_at_dump_by_source(snapshot, out.device, categories);
   } else {
     out.live_at_peak = live_at(snapshot, trace, sources, position).sources;
-    out.live_at_peak_by_category = live_at(snapshot, trace, categories, position).sources;
+    const BaselineSources before_trace =
+        baseline_sources(snapshot, file.baseline_pieces(), categories);
+    out.live_at_peak_by_category =
+        live_at(snapshot, trace, categories, position, &before_trace).sources;
   }
 }
 

@@ -289,6 +289,7 @@ SegmentCheck check_recorded_segments(const FileAnalysis& file) {
     SegmentCheck out;
     out.file = file.path();
     out.device = file.device();
+    out.entries = file.trace().count();
     out.impossible_reason = std::move(why_not);
     return out;
   }
@@ -297,14 +298,25 @@ SegmentCheck check_recorded_segments(const FileAnalysis& file) {
   // request by 32 bytes, which a dump does not always show), keeping the
   // closer.
   SegmentCheck found = Checker(file, *history, history->check().rounding).run();
+  found.entries = file.trace().count();
   if (found.divergences == 0) return found;
   const RoundingRule other =
       history->check().rounding == RoundingRule::kCuda ? RoundingRule::kNpu : RoundingRule::kCuda;
   SegmentCheck second = Checker(file, *history, other).run();
+  second.entries = found.entries;
   return second.divergences < found.divergences ? second : found;
 }
 
 namespace {
+
+// Where every run starts: the recorded segments, unless the trace reserves
+// none (every segment was reserved before recording), where they would hide
+// what the settings change (the model keeps them, and the trace fits in
+// them under any setting).
+StartFrom start_from(const SegmentCheck& check) {
+  return check.recorded_reserves == 0 && check.segments_at_start > 0 ? StartFrom::kFreshSegments
+                                                                     : StartFrom::kRecordedSegments;
+}
 
 uint64_t round_512(uint64_t size) {
   return (std::min(size, uint64_t{1} << 62) + 511) / 512 * 512;
@@ -316,8 +328,12 @@ uint64_t round_512(uint64_t size) {
 // the capacity) the model's.
 class Simulation {
  public:
+  // `start`: the recorded segments as they were at the first entry, or
+  // (StartFrom::kFreshSegments) an empty allocator that serves the blocks
+  // live then under these settings, in address order, before the trace runs.
   Simulation(const FileAnalysis& file, const AllocatorHistory& history,
-             const WhatIfSettings& settings, uint64_t capacity, uint64_t column_width = 0)
+             const WhatIfSettings& settings, uint64_t capacity, StartFrom start,
+             uint64_t column_width = 0)
       : file_(file),
         events_(file.snapshot().events),
         model_({.split = settings.split,
@@ -325,9 +341,14 @@ class Simulation {
                 .gc_threshold = settings.gc_threshold}) {
     out_.settings = settings;
     column_width_ = column_width;
-    for (const auto& [address, block] : model_.load(history.start())) {
-      live_[address] = block;
-      const uint64_t rounded = round_512(history.start().blocks.at(address).requested);
+    const AllocatorState& at_start = history.start();
+    if (start == StartFrom::kRecordedSegments) {
+      for (const auto& [address, block] : model_.load(at_start)) live_[address] = block;
+    } else {
+      serve_live_at_start(at_start);
+    }
+    for (const auto& [address, block] : at_start.blocks) {
+      const uint64_t rounded = round_512(block.requested);
       requested_[address] = rounded;
       live_requested_ += rounded;
     }
@@ -388,6 +409,28 @@ class Simulation {
       out_.peak_reserved = model_.reserved();
       out_.allocated_at_peak = model_.allocated();
     }
+  }
+
+  // Each block live at the first entry, served by an empty allocator under
+  // the run's settings on its segment's stream and pool. The segments this
+  // makes are the start, not the trace's cudaMalloc calls: not counted.
+  void serve_live_at_start(const AllocatorState& at_start) {
+    for (const auto& [address, block] : at_start.blocks) {
+      const auto range = at_start.range_at(address);
+      const bool known = range != at_start.ranges.end();
+      made_.clear();
+      const std::optional<ModelBlockId> served = model_.malloc(
+          block.requested != 0 ? block.requested : block.size, known ? range->second.stream : 0,
+          known ? range->second.pool : PoolId{},
+          [this](uint64_t /*size*/, uint64_t span) { return addresses_.next(span); }, made_);
+      if (!served) {
+        // Not even what was live before the trace fits the capacity.
+        if (out_.model_ooms++ == 0) out_.first_model_oom = 0;
+        continue;
+      }
+      live_[address] = *served;
+    }
+    made_.clear();
   }
 
   // The segments the model just reserved and released, counted.
@@ -516,14 +559,14 @@ std::optional<uint64_t> capacity_at_oom(const FileAnalysis& file) {
 }
 
 // The capacity the model runs within: given, or what the process could have
-// had at the first oom entry, or the most the file reserved.
+// had at the first oom entry, or none.
 std::pair<uint64_t, WhatIfReport::CapacityFrom> capacity_of(const FileAnalysis& file,
                                                             std::optional<uint64_t> given) {
   if (given) return {*given, WhatIfReport::CapacityFrom::kGiven};
   if (const std::optional<uint64_t> at_oom = capacity_at_oom(file)) {
     return {*at_oom, WhatIfReport::CapacityFrom::kOom};
   }
-  return {file.reserved().peak, WhatIfReport::CapacityFrom::kPeak};
+  return {kNoCapacity, WhatIfReport::CapacityFrom::kNone};
 }
 
 // Reserved memory as the file recorded it (the reserved part), at its
@@ -687,6 +730,8 @@ bool prepare(const FileAnalysis& file, std::optional<uint64_t> capacity, WhatIfR
   out.model_segments_exact = check.segments_exact();
   out.model_matched_reserves = check.matched_reserves;
   out.recorded_reserves = check.recorded_reserves;
+  out.segments_at_start = check.segments_at_start;
+  out.start_from = start_from(check);
   own = file_rule(file, check.rounding);
   // Each setting's run reads only the file and the history: they run side
   // by side (two cores are the common case).
@@ -698,7 +743,8 @@ bool prepare(const FileAnalysis& file, std::optional<uint64_t> capacity, WhatIfR
   for (const WhatIfSettings& settings : settings_list) {
     runs.push_back(std::async(std::launch::async, [&file, history, settings, &out, width] {
       uint64_t floor = 0;
-      WhatIfRun run = Simulation(file, *history, settings, out.capacity, width).run(&floor);
+      WhatIfRun run =
+          Simulation(file, *history, settings, out.capacity, out.start_from, width).run(&floor);
       return std::pair{std::move(run), floor};
     }));
   }
@@ -748,22 +794,49 @@ WhatIfReport what_if(const FileAnalysis& file, std::optional<uint64_t> capacity,
   if (conf) settings_of_conf(*conf, own);  // a text the model does not read: refused first
   if (!prepare(file, capacity, out, own, conf)) return out;
   const AllocatorHistory* history = file.allocator_history();
-  // The least capacity the file's own settings fit in: a bisection between
-  // the floor and 4 times the capacity, to 2 MiB or 0.5%.
-  const WhatIfSettings& mine = out.runs.front().settings;
-  const auto fits = [&](uint64_t bytes) {
-    return Simulation(file, *history, mine, bytes).run(nullptr).fits();
-  };
-  uint64_t low = out.floor;
-  uint64_t high = std::max(out.capacity, out.floor) * 4;
-  if (fits(high)) {
-    while (high - low > std::max(uint64_t{2} << 20, high / 200)) {
+  // The least capacity a setting fits in: a bisection between `low` (it
+  // does not fit) and `high` (it does), to 2 MiB or 0.5%.
+  const auto least_capacity = [&file, history, &out](const WhatIfSettings& settings, uint64_t low,
+                                                     uint64_t high) {
+    const auto fits = [&](uint64_t bytes) {
+      return Simulation(file, *history, settings, bytes, out.start_from).run(nullptr).fits();
+    };
+    while (high > low && high - low > std::max(uint64_t{2} << 20, high / 200)) {
       const uint64_t middle = low + (high - low) / 2;
       (fits(middle) ? high : low) = middle;
     }
-    out.capacity_to_fit = high;
+    return round_capacity(high);
+  };
+  if (out.capacity_from == WhatIfReport::CapacityFrom::kNone) {
+    // No limit: every run fitted, at its own peak. Each bisects below it,
+    // side by side.
+    std::vector<std::future<uint64_t>> needs;
+    needs.reserve(out.runs.size());
+    for (const WhatIfRun& run : out.runs) {
+      needs.push_back(std::async(std::launch::async, [&least_capacity, &run, &out] {
+        return least_capacity(run.settings, out.floor, std::max(run.peak_reserved, out.floor));
+      }));
+    }
+    for (size_t i = 0; i < out.runs.size(); ++i) out.runs[i].capacity_needed = needs[i].get();
+    out.capacity_to_fit = out.runs.front().capacity_needed;
+    return out;
+  }
+  // Between the floor and 4 times the capacity; a run that fitted within
+  // the capacity fits at its own peak.
+  const WhatIfRun& mine = out.runs.front();
+  uint64_t high = std::max(out.capacity, out.floor) * 4;
+  if (mine.fits()) high = std::min(high, std::max(mine.peak_reserved, out.floor));
+  if (mine.fits() ||
+      Simulation(file, *history, mine.settings, high, out.start_from).run(nullptr).fits()) {
+    out.capacity_to_fit = least_capacity(mine.settings, out.floor, high);
   }
   return out;
+}
+
+uint64_t round_capacity(uint64_t bytes) {
+  const uint64_t step =
+      std::max(uint64_t{2} << 20, std::bit_floor(std::max<uint64_t>(bytes, 1)) / 256);
+  return (bytes + step - 1) / step * step;
 }
 
 SimulatedReservedLine simulated_reserved_line(const FileAnalysis& file, const std::string& conf,
@@ -778,7 +851,8 @@ SimulatedReservedLine simulated_reserved_line(const FileAnalysis& file, const st
   const SegmentCheck check = check_recorded_segments(file);
   out.model_segments_exact = check.segments_exact();
   const WhatIfSettings settings = settings_of_conf(conf, file_rule(file, check.rounding));
-  Simulation simulation(file, *history, settings, out.capacity);
+  out.start_from = start_from(check);
+  Simulation simulation(file, *history, settings, out.capacity, out.start_from);
   BoundedStepSeries by_time(duration_us, out.reserved);
   BoundedStepSeries by_entry(static_cast<double>(file.trace().count()), out.reserved_by_entry);
   simulation.draw(by_time, by_entry);

@@ -77,6 +77,14 @@ struct SegmentCheck {
   [[nodiscard]] bool end_equals_dump() const {
     return end_segments_differing == 0 && end_blocks_differing == 0;
   }
+  uint64_t entries = 0;  // the device's trace entries
+  // Segment entries the trace holds (reserved and released): without any,
+  // nothing shows how the model makes segments.
+  [[nodiscard]] uint64_t segment_events() const { return recorded_reserves + recorded_releases; }
+  // Nothing to check: no trace, or one without a segment entry or an alloc.
+  [[nodiscard]] bool nothing_to_check() const {
+    return entries == 0 || (possible && segment_events() == 0 && allocs == 0);
+  }
   // What the issue asks of the model: every segment the file reserved and
   // released, reproduced at the same entry with the same size, and the
   // dump's segments and blocks at the end.
@@ -85,13 +93,20 @@ struct SegmentCheck {
            model_reserves == recorded_reserves && followed_releases == recorded_releases &&
            end_equals_dump();
   }
-  // ... and every block where the file placed it, by the model's own choice.
+  // ... and every block where the file placed it, by the model's own
+  // choice; never where nothing was checked (a trace without segment
+  // entries tests placements, not how segments are made).
   [[nodiscard]] bool exact() const {
-    return segments_exact() && allocs_at_recorded_address == allocs;
+    return segment_events() > 0 && segments_exact() && allocs_at_recorded_address == allocs;
   }
 };
 
 SegmentCheck check_recorded_segments(const FileAnalysis& file);
+
+// What a what-if run starts from: the segments the file held at the first
+// entry, or, where the trace reserves no segment, an empty allocator that
+// serves the blocks live then in segments of its own settings.
+enum class StartFrom : uint8_t { kRecordedSegments, kFreshSegments };
 
 // One configuration of the allocator, as PYTORCH_CUDA_ALLOC_CONF sets it.
 struct WhatIfSettings {
@@ -125,6 +140,9 @@ struct WhatIfRun {
   // With a timeline (--set): reserved memory at its highest in each column
   // of WhatIfReport::timeline_positions.
   std::vector<uint64_t> timeline;
+  // Without a capacity (no oom entry, no --capacity): the least capacity
+  // this setting runs in (WhatIfReport::capacity_to_fit's bisection).
+  std::optional<uint64_t> capacity_needed;
   [[nodiscard]] bool fits() const { return model_ooms == 0 && oom_requests_fit == oom_requests; }
 };
 
@@ -134,11 +152,14 @@ struct WhatIfReport {
   bool possible = false;
   std::string impossible_reason;
   // What cudaMalloc could reserve: given, or the first oom entry's free
-  // device memory plus what the file had reserved then, or (no oom entry)
-  // the most the file reserved.
+  // device memory plus what the file had reserved then, or (no oom entry,
+  // no --capacity: kNone) no limit at all. Without one, no row can run out
+  // of memory: each says the capacity it needs instead.
   uint64_t capacity = 0;
-  enum class CapacityFrom : uint8_t { kGiven, kOom, kPeak };
-  CapacityFrom capacity_from = CapacityFrom::kPeak;
+  enum class CapacityFrom : uint8_t { kGiven, kOom, kNone };
+  CapacityFrom capacity_from = CapacityFrom::kNone;
+  uint64_t segments_at_start = 0;  // the segments the file held at the first entry
+  StartFrom start_from = StartFrom::kRecordedSegments;
   uint64_t recorded_peak_reserved = 0;  // the reserved part's peak
   // The highest the live requests reached, each rounded to 512 bytes: no
   // setting reserves less.
@@ -154,12 +175,19 @@ struct WhatIfReport {
   bool model_segments_exact = false;
   uint64_t model_matched_reserves = 0;
   uint64_t recorded_reserves = 0;
-  // The least capacity (to 2 MiB or 0.5%) at which the file's own settings
-  // serve every request; nullopt when it needs more than 4 times the capacity.
+  // The least capacity at which the file's own settings serve every
+  // request, found to 0.5% and rounded up to what that precision can say
+  // (round_capacity), so that every place shows one number; nullopt when
+  // it needs more than 4 times the capacity.
   std::optional<uint64_t> capacity_to_fit;
 };
 
 inline constexpr uint64_t kTimelineColumns = 1000;
+// No capacity: a limit no run reaches.
+inline constexpr uint64_t kNoCapacity = uint64_t{1} << 60;
+// A capacity the bisection found, rounded up to a step of at least 2 MiB
+// and about 0.4% of it (a power of two), the precision the bisection has.
+uint64_t round_capacity(uint64_t bytes);
 
 // The settings people try, each run within the capacity (nullopt: the
 // file's, see WhatIfReport::capacity); with `conf` (PYTORCH_CUDA_ALLOC_CONF's
@@ -199,13 +227,14 @@ struct SimulatedReservedLine {
   bool possible = false;
   std::string impossible_reason;  // when not: no state before the trace
   uint64_t capacity = 0;
-  WhatIfReport::CapacityFrom capacity_from = WhatIfReport::CapacityFrom::kPeak;
+  WhatIfReport::CapacityFrom capacity_from = WhatIfReport::CapacityFrom::kNone;
   uint64_t peak_reserved = 0;           // the model's
   uint64_t recorded_peak_reserved = 0;  // the file's (the reserved part)
   uint64_t model_ooms = 0;              // requests it could not serve within the capacity
   bool model_segments_exact = false;    // it makes the file's segments under its own settings
-  StepSeries reserved;                  // t_us from the trace's first timed entry
-  StepSeries reserved_by_entry;         // entries from the trace's first
+  StartFrom start_from = StartFrom::kRecordedSegments;
+  StepSeries reserved;           // t_us from the trace's first timed entry
+  StepSeries reserved_by_entry;  // entries from the trace's first
 };
 // Throws a usage Error for a text the model does not read.
 SimulatedReservedLine simulated_reserved_line(const FileAnalysis& file, const std::string& conf,
