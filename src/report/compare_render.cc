@@ -120,8 +120,14 @@ void write_steps(const CompareResult& r, std::string& out) {
   }
   if (!r.steps_only_a.empty()) out += "  steps only in A: " + short_list(r.steps_only_a) + "\n";
   if (!r.steps_only_b.empty()) out += "  steps only in B: " + short_list(r.steps_only_b) + "\n";
-  if (!r.incomplete_a.empty()) out += "  incomplete in A: " + short_list(r.incomplete_a) + "\n";
-  if (!r.incomplete_b.empty()) out += "  incomplete in B: " + short_list(r.incomplete_b) + "\n";
+  // Step numbers, not counts: "step 3", "steps 3, 4".
+  const auto incomplete = [&out](std::string_view side, const std::vector<int64_t>& steps) {
+    if (steps.empty()) return;
+    out += fmt::format("  incomplete in {}: step{} {}\n", side, steps.size() == 1 ? "" : "s",
+                       short_list(steps));
+  };
+  incomplete("A", r.incomplete_a);
+  incomplete("B", r.incomplete_b);
 }
 
 // The full trace side by side.

@@ -63,14 +63,17 @@ ordered_json table_json(const std::vector<SourceUsage>& rows, int top) {
             {"sources", shown.rest_sources}}}};
 }
 
-std::string lack_text(Lack lack) {
+std::string lack_text(Lack lack, const ExplainReport& r) {
   switch (lack) {
     case Lack::kNoTrace:
       return "no allocation trace: only the state at the dump (segments, blocks) is known; record "
              "one with torch.cuda.memory._record_memory_history()";
     case Lack::kTraceTruncated:
-      return "many frees without their alloc: the trace is cut short (its ring buffer wrapped, "
-             "or recording started mid-run); raise max_entries to see the whole run";
+      return "many frees without their alloc: " + trace_cut_text(r.trace_cut, r.event_count);
+    case Lack::kNoTraceStacks:
+      return "trace entries carry no frames: the trace's own allocations are unnamed; the names "
+             "above come from the dump's blocks, which carry frames; record with "
+             "stacks=\"python\" (or \"all\") to name the rest";
     case Lack::kNoStacks:
       return "trace entries carry no frames: sources are unknown; record with "
              "stacks=\"python\" (or \"all\")";
@@ -228,9 +231,15 @@ void write_allocator_and_next(const ExplainReport& r, std::string& out) {
 
   if (r.steps.count > 0) {
     line("");
-    line(fmt::format("Steps: {} complete; {}{} peaks highest, at {}", format_count(r.steps.count),
-                     r.steps.origin.origin == StepOrigin::kProfiler ? "ProfilerStep#" : "step ",
-                     *r.steps.highest, format_level_bytes(r.steps.highest_peak)));
+    const std::string highest = fmt::format(
+        "{}{}", r.steps.origin.origin == StepOrigin::kProfiler ? "ProfilerStep#" : "step ",
+        *r.steps.highest);
+    // One step peaks highest of one: say which it is, not that it won.
+    line(r.steps.count == 1 ? fmt::format("Steps: 1 complete ({}), peaking at {}", highest,
+                                          format_level_bytes(r.steps.highest_peak))
+                            : fmt::format("Steps: {} complete; {} peaks highest, at {}",
+                                          format_count(r.steps.count), highest,
+                                          format_level_bytes(r.steps.highest_peak)));
     if (std::string note = steps_inferred_note(r.steps.origin); !note.empty()) {
       line(fmt::format("  {}", note));
     }
@@ -238,7 +247,7 @@ void write_allocator_and_next(const ExplainReport& r, std::string& out) {
   if (!r.lacks.empty()) {
     line("");
     line("What the file lacks");
-    for (Lack lack : r.lacks) line("  - " + lack_text(lack));
+    for (Lack lack : r.lacks) line("  - " + lack_text(lack, r));
   }
   line("");
   line("Next");
@@ -342,6 +351,11 @@ ordered_json render_explain_json(const ExplainReport& r, int top) {
   ordered_json lacks = ordered_json::array();
   for (Lack lack : r.lacks) lacks.push_back(std::string(lack_name(lack)));
   out["lacks"] = lacks;
+  const bool truncated =
+      std::find(r.lacks.begin(), r.lacks.end(), Lack::kTraceTruncated) != r.lacks.end();
+  out["trace_cut"] = !truncated                             ? ordered_json()
+                     : r.trace_cut == TraceCut::kRingBuffer ? ordered_json("ring_buffer")
+                                                            : ordered_json("late_start");
   ordered_json next = ordered_json::array();
   for (const auto& [command, what] : next_commands(r)) {
     next.push_back({{"command", command}, {"shows", what}});

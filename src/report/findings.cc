@@ -6,6 +6,20 @@
 #include "report/format.h"
 
 namespace memsnap {
+std::string trace_cut_text(TraceCut cut, uint64_t entries) {
+  if (cut == TraceCut::kRingBuffer) {
+    return fmt::format(
+        "the trace holds {} entries, a round number: its ring buffer wrapped at max_entries and "
+        "kept only the newest; raise max_entries in _record_memory_history to see the whole run",
+        format_count(entries));
+  }
+  return fmt::format(
+      "recording started after those allocations were made (the trace holds {} entries, not "
+      "the round max_entries a wrapped ring buffer holds); start _record_memory_history earlier, "
+      "before the model is built, to see them (raising max_entries does not help)",
+      format_count(entries));
+}
+
 namespace {
 
 const char* side_name(Side side) {
@@ -23,19 +37,18 @@ std::string say(const finding::NoHistory& f) {
          (f.sources_from_blocks ? "; their blocks name what was live, by source, below)" : ")");
 }
 std::string say(const finding::TruncatedTrace& f) {
-  return fmt::format(
-      "{} of {} frees ({}) have no alloc in the trace: the trace looks truncated by the ring "
-      "buffer (raise max_entries in _record_memory_history) or recording started mid-run",
-      f.unmatched_frees, f.frees, format_bytes(f.unmatched_bytes));
+  return fmt::format("{} of {} frees ({}) have no alloc in the trace: {}", f.unmatched_frees,
+                     f.frees, format_bytes(f.unmatched_bytes), trace_cut_text(f.cut, f.entries));
 }
 std::string say(const finding::LargeBaseline& f) {
   return fmt::format(
-      "{} was already allocated when the trace starts (model weights?): recording started "
-      "after model construction, so those allocations have no source{}",
+      "{} was already allocated when the trace starts: recording started after those "
+      "allocations were made, so the trace gives them no source{}",
       format_bytes(f.bytes),
       f.sources_from_blocks
-          ? " in the trace; the segments' blocks name what was live at the dump (below)"
-          : "");
+          ? "; the dump's blocks name what was live at the dump (memsnap parse lists them, "
+            "memsnap explain names them by category)"
+          : " (memsnap explain names them by category: persistent where they have no frames)");
 }
 std::string say(const finding::NegativeBaseline& f) {
   return fmt::format(
@@ -159,9 +172,11 @@ std::string say(const finding::TopSourcesShare& f) {
 }
 std::string say(const finding::SideTruncated& f) {
   return fmt::format(
-      "{}: {} of {} frees have no alloc in the trace: truncated by the ring buffer "
-      "(max_entries) or recording started mid-run; its peaks cover only the recorded part",
-      side_name(f.side), format_count(f.unmatched_frees), format_count(f.frees));
+      "{}: {} of {} frees have no alloc in the trace: {}; its peaks cover only the recorded "
+      "part",
+      side_name(f.side), format_count(f.unmatched_frees), format_count(f.frees),
+      f.cut == TraceCut::kRingBuffer ? "its ring buffer wrapped (max_entries)"
+                                     : "recording started after those allocations were made");
 }
 std::string say(const finding::BaselinesDiffer& f) {
   return fmt::format(

@@ -13,6 +13,9 @@
 namespace memsnap {
 
 std::string phrase(const Finding& finding);
+// What a truncated trace's cut means and what to do about it (parse's
+// warning, explain's "what the file lacks").
+std::string trace_cut_text(TraceCut cut, uint64_t entries);
 std::vector<std::string> phrase_all(const std::vector<Finding>& findings);
 // Why a summary's measure cannot be trusted; empty when it holds. Summary
 // files store these words (formats/summary_json.h).

@@ -212,6 +212,9 @@ std::string render_segments_text(const SegmentReport& r, int top) {
   const TextTable facts = totals_table(r);
   std::string rendered = facts.render();
   out += rendered.substr(rendered.find('\n') + 1);
+  out +=
+      "  (segsum: PyTorch's own summary of these segments, `python -m torch.cuda._memory_viz "
+      "stats FILE`; its names are given where it prints the same bytes)\n";
   if (r.history) out += history_text(*r.history);
   if (!r.blocks_known) {
     out +=

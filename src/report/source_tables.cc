@@ -33,6 +33,9 @@ ordered_json usage_json(const std::vector<SourceUsage>& rows, int top) {
                         {"count", rows[i].count},
                         {"key_kind", key_kind_name(rows[i].kind)}};
     if (!rows[i].evidence.empty()) {
+      // A category row: its name under its own key too (`source` stays for
+      // the tools that read it, docs/json-schema.md).
+      row["category"] = rows[i].source;
       ordered_json evidence = ordered_json::array();
       for (const RowEvidence& part : rows[i].evidence) {
         evidence.push_back({{"rule", category_evidence()[part.evidence].id},

@@ -37,12 +37,19 @@ std::string render_steps_text(const ReplayStepResult& result, int top) {
     out += table.render();
     bool any_incomplete = std::any_of(result.steps.begin(), result.steps.end(),
                                       [](const StepReport& s) { return !s.stats.step.complete; });
-    if (any_incomplete)
-      out += "  * incomplete: no END annotation; the window runs to the end of the trace\n";
+    if (any_incomplete) {
+      out += steps_are_inferred(result.steps_origin.origin)
+                 ? "  * incomplete: the trace ends before the optimizer ran again; the window "
+                   "runs to the end of the trace\n"
+                 : "  * incomplete: no END annotation; the window runs to the end of the trace\n";
+    }
   }
   for (const StepReport& s : result.steps) {
     out += fmt::format("\nStep {}{}\n", s.stats.step.number,
-                       s.stats.step.complete ? "" : " (incomplete: no END)");
+                       s.stats.step.complete ? ""
+                       : steps_are_inferred(result.steps_origin.origin)
+                           ? " (incomplete: no optimizer step after it)"
+                           : " (incomplete: no END)");
     TextTable facts({"", ""}, {false, false});
     facts.add_row(
         {"duration", s.stats.step.complete ? fmt::format("{:.3f} ms", s.duration_ms) : "-"});

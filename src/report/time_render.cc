@@ -25,8 +25,12 @@ std::string render_time_text(const TimeSide& s, int top) {
   facts.add_row({"frees so far", format_count(s.free_count)});
   std::string rendered = facts.render();
   out += rendered.substr(rendered.find('\n') + 1);
-  out += fmt::format("\nLive allocations by source ({} sources, {} traced)\n",
-                     format_count(s.sources.size()), format_bytes(s.live_bytes));
+  out += fmt::format("\nLive allocations by {} ({} {}, {} traced)\n", group_label(s.group),
+                     format_count(s.sources.size()),
+                     s.group == GroupBy::kSource ? "sources"
+                     : s.sources.size() == 1     ? "row"
+                                                 : "rows",
+                     format_bytes(s.live_bytes));
   out += usage_table(s.sources, top, group_label(s.group));
   return out;
 }
@@ -68,7 +72,7 @@ std::string render_time_pair_text(const TimePair& pair, int top) {
   add_count_row(table, "allocs so far", a.alloc_count, b.alloc_count);
   add_count_row(table, "frees so far", a.free_count, b.free_count);
   out += table.render();
-  out += "\nLive allocations by source, sorted by |B - A|\n";
+  out += fmt::format("\nLive allocations by {}, sorted by |B - A|\n", group_label(pair.group));
   out += diff_table(pair.sources.rows, top, group_label(pair.group));
   const OnlyOnOneSide& oa = pair.sources.only_a;
   const OnlyOnOneSide& ob = pair.sources.only_b;

@@ -293,7 +293,13 @@ std::string render_whatif_text(const WhatIfReport& r, int top) {
     out += fmt::format(" Under its own settings it needs more than {}.\n",
                        format_bytes(std::max(r.capacity, r.floor) * 4));
   }
-  if (r.start_from == StartFrom::kFreshSegments) {
+  if (r.start_from == StartFrom::kFreshSegments && r.trace_entries == 0) {
+    out += fmt::format(
+        "  The file has no trace entries on this device: each row is the {} segments' live "
+        "blocks served by an empty allocator under its own settings, in address order; the "
+        "file's own row is that too, not the recording.\n",
+        format_count(r.segments_at_start));
+  } else if (r.start_from == StartFrom::kFreshSegments) {
     out += fmt::format(
         "  The trace reserves no segment: all {} segments were reserved before recording began. "
         "Each row therefore starts from an empty allocator that serves the blocks live at the "

@@ -117,3 +117,149 @@ def test_categories_at_the_peak_on_real_fixtures(memsnap, fixtures_dir):
           persistent_files > 0, persistent_files)
     check("some fixture peaks with an optimizer step's temporaries live", temporary_files > 0,
           temporary_files)
+
+
+# ---------------------------------------------------------------- the first screen, smaller things
+
+import pickle  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+
+GEN = os.path.join(REPO, "tests", "gen", "make_snapshot.py")
+T0 = 1_700_000_000_000_000
+FORWARD = [{"name": "forward", "filename": "/home/me/model.py", "line": 42}]
+
+
+def make(work, name, *args):
+    os.makedirs(work, exist_ok=True)
+    path = os.path.join(work, name)
+    subprocess.run([sys.executable, GEN, "--out", path, *args], check=True, capture_output=True)
+    return path
+
+
+def write(work, name, document):
+    os.makedirs(work, exist_ok=True)
+    path = os.path.join(work, name)
+    with open(path, "wb") as f:
+        pickle.dump(document, f, protocol=4)
+    return path
+
+
+def entry(action, addr, size, k, frames=None):
+    return {"action": action, "addr": addr, "size": size, "stream": 0, "time_us": T0 + k,
+            "frames": frames if frames is not None else []}
+
+
+def segment(address, blocks):
+    """A dump segment of (size, state, frames) blocks, in order."""
+    out, cursor = [], address
+    for size, state, frames in blocks:
+        out.append({"address": cursor, "size": size, "requested_size": size if state != "inactive" else 0,
+                    "state": state, "frames": frames})
+        cursor += size
+    total = cursor - address
+    used = sum(b["size"] for b in out if b["state"] != "inactive")
+    return {"device": 0, "address": address, "total_size": total, "stream": 0, "segment_type": "large",
+            "allocated_size": used, "active_size": used, "requested_size": used, "blocks": out}
+
+
+def explain(memsnap, path, *extra):
+    got = run(memsnap, ["explain", path, *extra])
+    assert got.returncode == 0, got.stderr[-400:]
+    return got.stdout
+
+
+def test_a_dump_whose_blocks_name_what_its_frameless_trace_cannot(memsnap, work):
+    # A PyTorch 2.0-style file: the dump's blocks carry frames, the trace's
+    # entries none. explain names the peak from the blocks; what the file
+    # lacks must not then say that sources are unknown.
+    base = 0x7F00_0000_0000
+    mib = 1 << 20
+    seg = segment(base, [(64 * mib, "active_allocated", FORWARD), (32 * mib, "inactive", [])])
+    trace = [entry("alloc", base + 64 * mib, 2 * mib, 1), entry("free_requested", base + 64 * mib, 2 * mib, 2),
+             entry("free_completed", base + 64 * mib, 2 * mib, 3)]
+    path = write(work, "blocks_named.pickle", {"segments": [seg], "device_traces": [trace]})
+    text = explain(memsnap, path)
+    check("the peak is named by the dump's blocks", "forward@model.py:42" in text, text)
+    check("what the file lacks does not call the sources unknown",
+          "sources are unknown" not in text and "the names above come from the dump's blocks" in text, text)
+    # Memory from before the trace: parse's warning, which check repeats,
+    # points at no table that check does not print.
+    got = run(memsnap, ["check", path, "--max-peak", "1TiB"])
+    said = got.stdout + got.stderr
+    check("check warns of the memory from before the trace", "already allocated" in said, said)
+    check("check's warning points at no table it does not print",
+          "(below)" not in said and "model weights?" not in said, said)
+
+
+def test_a_cut_trace_says_which_cut_it_is(memsnap, work):
+    wrapped = make(work, "wrapped.pickle", "--events", "3000", "--steps", "4", "--ring-buffer", "2000",
+                   "--seed", "3")
+    late = make(work, "late.pickle", "--events", "3000", "--steps", "4", "--ring-buffer", "1937",
+                "--seed", "3")
+    for path, cut, advice, not_advice in (
+            (wrapped, "ring_buffer", "raise max_entries", "start _record_memory_history earlier"),
+            (late, "late_start", "start _record_memory_history earlier", "raise max_entries in")):
+        page = json.loads(run(memsnap, ["explain", "--json", path]).stdout)
+        check(f"{cut}: explain --json says which cut", page["trace_cut"] == cut
+              and "trace_truncated" in page["lacks"], (page["trace_cut"], page["lacks"]))
+        text = explain(memsnap, path)
+        check(f"{cut}: the advice fits the cut", advice in text and not_advice not in text, text[-1200:])
+        parse = run(memsnap, ["parse", path]).stdout
+        check(f"{cut}: parse's warning gives the same advice", advice in parse, parse[-1500:])
+
+
+def optimizer_marks_then_frees(steps):
+    """Iterations marked by Optimizer.step#SGD.step, then a tail of frees
+    only (the last step's leftovers let go): no iteration."""
+    annotations, trace, k = [], [], 0
+    for step in range(steps):
+        addr = 0x1000 * (step + 1)
+        trace.append(entry("alloc", addr, 4096, k, FORWARD)); k += 1
+        annotations.append({"name": "Optimizer.step#SGD.step", "stage": "START", "device": 0,
+                            "time_us": T0 + k}); k += 1
+        annotations.append({"name": "Optimizer.step#SGD.step", "stage": "END", "device": 0,
+                            "time_us": T0 + k}); k += 1
+    for step in range(steps):
+        addr = 0x1000 * (step + 1)
+        trace.append(entry("free_requested", addr, 4096, k)); k += 1
+        trace.append(entry("free_completed", addr, 4096, k)); k += 1
+    return {"segments": [], "device_traces": [trace], "external_annotations": annotations}
+
+
+def test_inferred_steps_have_no_tail_of_frees_and_read_as_steps(memsnap, work):
+    path = write(work, "marks_then_frees.pickle", optimizer_marks_then_frees(2))
+    steps = json.loads(run(memsnap, ["replay-step", "--all-steps", "--json", path]).stdout)
+    numbers = [(s["step"], s["complete"]) for s in steps]
+    check("a tail of frees after the last optimizer step is no iteration",
+          all(complete for _, complete in numbers) and len(numbers) == 2, numbers)
+    one = write(work, "one_step.pickle", optimizer_marks_then_frees(1))
+    text = explain(memsnap, one)
+    check("one inferred step reads as which it is, not as the highest of one",
+          "Steps: 1 complete (step 0)" in text and "peaks highest" not in text, text[-1500:])
+    open_last = make(work, "open_last.pickle", "--events", "1500", "--steps", "4", "--marks",
+                     "--open-last-step", "--seed", "3")
+    compared = run(memsnap, ["compare", open_last, open_last]).stdout
+    check("compare names incomplete steps as steps, not as a count",
+          "incomplete in A: step 3" in compared, compared[:2500])
+
+
+def test_grouped_tables_say_what_their_rows_are(memsnap, work):
+    path = make(work, "steps.pickle", "--events", "1500", "--steps", "4", "--marks", "--seed", "5")
+    text = run(memsnap, ["replay-to-time", path, "--time", "0.01", "--group-by", "category"]).stdout
+    check("replay-to-time --group-by category is headed by category",
+          "Live allocations by category" in text and "by source" not in text, text)
+    got = json.loads(run(memsnap, ["replay-to-time", path, "--time", "0.01", "--group-by", "category",
+                                   "--json"]).stdout)
+    rows = got["sources"]
+    check("category rows carry their category under its own key (source kept for a release)",
+          rows and all(r.get("category") == r["source"] for r in rows if not r["source"].startswith("<")),
+          rows[:3])
+
+
+def test_the_skill_knows_bridges_profiling_config():
+    with open(os.path.join(REPO, "skills", "memsnap", "SKILL.md"), encoding="utf-8") as f:
+        skill = f.read()
+    for fact in ("use_pytorch_profiler=True", "use_nsys_profiler", "external_annotations",
+                 "profile_ranks", "snapshot_{rank}.pickle"):
+        check(f"the skill says {fact}", fact in skill)

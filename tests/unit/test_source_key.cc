@@ -58,8 +58,12 @@ TEST(SourceKey, ScriptsAndNotebooksAreTheUsersCode) {
                              {"<module>", "<ipython-input-7-0a1b2c3d>", 2}});
   SourceKeys keys(b.model, depth(1));
   EXPECT_EQ(keys.key(script), "<module>@inference2.py:198");
-  EXPECT_EQ(keys.key(notebook), "<module>@1234567.py:3");
-  EXPECT_EQ(keys.key(ipython), "<module>@<ipython-input-7-0a1b2c3d>:2");
+  // A notebook's cells run from temporary files: named as the cells they are.
+  EXPECT_EQ(keys.key(notebook), "<module>@notebook cell 1234567:3");
+  EXPECT_EQ(keys.key(ipython), "<module>@notebook cell In[7]:2");
+  // A file of digits outside ipykernel's folder is a file like any other.
+  StackId digits = b.stack({{"<module>", "/home/me/2024.py", 5}});
+  EXPECT_EQ(keys.key(digits), "<module>@2024.py:5");
   SourceKeys reference_keys(b.model, reference());
   EXPECT_EQ(reference_keys.key(script), "_conv_forward@conv.py:549");
 }
@@ -336,7 +340,8 @@ std::string naive_node_name(std::string_view name) {
 // ("xBackward" repeated over 1 MiB took minutes). The same answers as the
 // reference on names made of the pieces that matter.
 TEST(SourceKey, AutogradNodeNameEqualsTheRuleOnRandomNames) {
-  const std::vector<std::string> pieces = {"Backward", "x", "Mul", "_", "::", "0", "s", "B", "(", " "};
+  const std::vector<std::string> pieces = {
+      "Backward", "x", "Mul", "_", "::", "0", "s", "B", "(", " "};
   std::mt19937 random(40);
   for (int round = 0; round < 20000; ++round) {
     std::string name;

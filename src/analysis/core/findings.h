@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analysis/core/device_choice.h"
+#include "analysis/core/steps.h"
 
 namespace memsnap {
 
@@ -26,6 +27,8 @@ struct TruncatedTrace {
   uint64_t unmatched_frees = 0;
   uint64_t frees = 0;
   uint64_t unmatched_bytes = 0;
+  TraceCut cut = TraceCut::kRingBuffer;
+  uint64_t entries = 0;
 };
 struct LargeBaseline {  // allocated before the trace started
   uint64_t bytes = 0;
@@ -96,6 +99,7 @@ struct SideTruncated {
   Side side = Side::kA;
   uint64_t unmatched_frees = 0;
   uint64_t frees = 0;
+  TraceCut cut = TraceCut::kRingBuffer;
 };
 struct BaselinesDiffer {
   int64_t a = 0, b = 0;

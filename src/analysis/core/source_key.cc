@@ -351,6 +351,30 @@ std::string_view any_basename(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
+// How a key names a Python frame's file: its basename, except for the
+// temporary files a notebook runs its cells from, named as the cells they
+// are: ipykernel's `/tmp/ipykernel_123/2415349784.py` (a hash of the cell)
+// is "notebook cell 2415349784", IPython's older
+// `<ipython-input-5-6fc7b0a1>` is "notebook cell In[5]".
+std::string display_file(std::string_view filename) {
+  const std::string_view base = any_basename(filename);
+  const auto all_digits = [](std::string_view text) {
+    return !text.empty() &&
+           std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  if (filename.find("ipykernel_") != std::string_view::npos && base.ends_with(".py") &&
+      all_digits(base.substr(0, base.size() - 3))) {
+    return fmt::format("notebook cell {}", base.substr(0, base.size() - 3));
+  }
+  constexpr std::string_view kIpythonInput = "<ipython-input-";
+  if (base.starts_with(kIpythonInput)) {
+    std::string_view rest = base.substr(kIpythonInput.size());
+    rest = rest.substr(0, rest.find('-'));
+    if (all_digits(rest)) return fmt::format("notebook cell In[{}]", rest);
+  }
+  return std::string(base);
+}
+
 // Separators as '/', so one spelling matches paths recorded on any system.
 std::string normalized_path(std::string_view filename) {
   std::string path(filename);
@@ -819,7 +843,7 @@ std::string SourceKeys::render(FrameId id) const {
     return fmt::format("{}@{}:{}", trim_cpp_signature(name), any_basename(filename), frame.line);
   }
   if (auto origin = fx_origins_.find(id.value); origin != fx_origins_.end()) return origin->second;
-  return fmt::format("{}@{}:{}", name, any_basename(filename), frame.line);
+  return fmt::format("{}@{}:{}", name, display_file(filename), frame.line);
 }
 
 std::string SourceKeys::freeing_code(StackId stack) {
@@ -886,7 +910,7 @@ std::string SourceKeys::group(std::span<const FrameId> chosen) const {
         line = line.substr(line.find('@') + 1);
         return std::string(line.substr(0, line.rfind(':')));
       }
-      return std::string(any_basename(filename));
+      return display_file(filename);
     }
     case GroupBy::kFunction: {
       std::string key = render(chosen.front());

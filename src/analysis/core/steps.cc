@@ -54,6 +54,15 @@ namespace {
 constexpr std::string_view kOptimizerStepPrefix = "Optimizer.step#";
 constexpr std::string_view kDataLoaderPrefix = "enumerate(DataLoader)#";
 
+// Whether the trace allocates after `end_us`.
+bool allocates_after(const Snapshot& snapshot, const DeviceTrace& trace, int64_t end_us) {
+  for (uint64_t i = trace.begin; i < trace.end; ++i) {
+    if (snapshot.events.action[i] == Action::kAlloc && snapshot.events.time_us[i] > end_us)
+      return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 StepWindows optimizer_steps_from_annotations(const Snapshot& snapshot, const DeviceTrace& trace) {
@@ -120,8 +129,10 @@ StepWindows optimizer_steps_from_annotations(const Snapshot& snapshot, const Dev
       previous_end = note->time_us;
     }
   }
-  // Entries after the last optimizer step: an iteration cut short.
-  if (previous_end != 0 && trace_end_us(snapshot, trace) > previous_end) {
+  // Allocations after the last optimizer step: an iteration cut short. Frees
+  // alone there (the last step's leftovers let go) are no iteration.
+  if (previous_end != 0 && trace_end_us(snapshot, trace) > previous_end &&
+      allocates_after(snapshot, trace, previous_end)) {
     ProfilerStep step;
     step.number = static_cast<int64_t>(out.steps.size());
     step.start_us = iteration_start(INT64_MAX);
@@ -523,6 +534,12 @@ std::map<std::string, uint64_t> AnnotationCounter::between(int64_t start_us, int
     if (count > 0) counts[std::string(snapshot_->strings.get(names_[n]))] = count;
   }
   return counts;
+}
+
+TraceCut trace_cut(uint64_t entry_count) {
+  constexpr uint64_t kRound = 1000;
+  return entry_count >= kRound && entry_count % kRound == 0 ? TraceCut::kRingBuffer
+                                                            : TraceCut::kLateStart;
 }
 
 bool trace_looks_truncated(const ReplayTotals& replay) {

@@ -139,6 +139,13 @@ struct TraceAnalysis {
 // and at least 5% of all frees (a ring buffer that wrapped, or recording that
 // started mid-run). parse warns on it; explain lists it among what is missing.
 bool trace_looks_truncated(const ReplayTotals& replay);
+// Which cut a truncated trace shows. A ring buffer that wrapped holds
+// exactly max_entries entries, and people set round numbers (100_000,
+// 1_000_000): a count that is a multiple of 1,000 reads as one. Any other
+// count means recording began after the allocations whose frees it holds
+// (a late start), where raising max_entries changes nothing.
+enum class TraceCut : uint8_t { kRingBuffer, kLateStart };
+TraceCut trace_cut(uint64_t entry_count);
 
 TraceAnalysis analyze_trace(const Snapshot& snapshot, const DeviceTrace& trace,
                             const std::vector<ProfilerStep>& steps);
@@ -146,7 +153,6 @@ TraceAnalysis analyze_trace(const Snapshot& snapshot, const DeviceTrace& trace,
 // Trace time origin: time_us of the first event that has one (0: none).
 int64_t trace_start_us(const Snapshot& snapshot, const DeviceTrace& trace);
 int64_t trace_end_us(const Snapshot& snapshot, const DeviceTrace& trace);
-
 
 // Counts of one device's record_function marks (START) inside a time range,
 // by full name as the reference scripts count them (Optimizer.step#AdamW.step

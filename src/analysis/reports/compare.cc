@@ -225,8 +225,6 @@ void compare_live_sets(const FileAnalysis& a, const FileAnalysis& b,
 // What the comparison found, in the order a reader needs it.
 void add_findings(const FileAnalysis& a, const FileAnalysis& b, const DrillMoment& m,
                   CompareResult& r) {
-  const ReplayTotals& ta = a.trace_analysis().totals;
-  const ReplayTotals& tb = b.trace_analysis().totals;
   const uint64_t alloc_a = m.alloc_a;
   const uint64_t alloc_b = m.alloc_b;
   auto& found = r.findings;
@@ -262,10 +260,11 @@ void add_findings(const FileAnalysis& a, const FileAnalysis& b, const DrillMomen
         kTopShareSources, static_cast<double>(top) / static_cast<double>(total_diff),
         r.drill_from_blocks});
   }
-  for (const auto& [side, totals] : {std::pair{Side::kA, &ta}, std::pair{Side::kB, &tb}}) {
-    if (looks_truncated(*totals)) {
-      found.emplace_back(
-          finding::SideTruncated{side, totals->unmatched_free_count, totals->free_count});
+  for (const auto& [side, file] : {std::pair{Side::kA, &a}, std::pair{Side::kB, &b}}) {
+    const ReplayTotals& totals = file->trace_analysis().totals;
+    if (looks_truncated(totals)) {
+      found.emplace_back(finding::SideTruncated{
+          side, totals.unmatched_free_count, totals.free_count, trace_cut(file->trace().count())});
     }
   }
   int64_t base_a = r.baseline_a.baseline_at_start;

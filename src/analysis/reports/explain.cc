@@ -42,7 +42,8 @@ std::string_view lack_name(Lack lack) {
   switch (lack) {
     case Lack::kNoTrace: return "no_trace";
     case Lack::kTraceTruncated: return "trace_truncated";
-    case Lack::kNoStacks: return "no_stacks";
+    case Lack::kNoStacks:
+    case Lack::kNoTraceStacks: return "no_stacks";
     case Lack::kNoTimes: return "no_times";
     case Lack::kNoBlockFrames: return "no_block_frames";
   }
@@ -139,8 +140,12 @@ void add_lacks_and_next(const FileAnalysis& file, bool baseline_known, ExplainRe
   if (!has_trace) {
     r.lacks.push_back(Lack::kNoTrace);
   } else {
-    if (trace_looks_truncated(totals)) r.lacks.push_back(Lack::kTraceTruncated);
-    if (!any_stack(snapshot, trace)) r.lacks.push_back(Lack::kNoStacks);
+    if (trace_looks_truncated(totals)) {
+      r.lacks.push_back(Lack::kTraceTruncated);
+      r.trace_cut = trace_cut(trace.count());
+    }
+    if (!any_stack(snapshot, trace))
+      r.lacks.push_back(baseline_known ? Lack::kNoTraceStacks : Lack::kNoStacks);
     if (file.trace_analysis().counts.first_time_us == 0) r.lacks.push_back(Lack::kNoTimes);
   }
   // Worth saying only when that memory matters: 1 MiB and 1% of the peak.

@@ -74,10 +74,13 @@ struct ExplainSteps {
 // What the file lacks, and so what the page cannot say.
 enum class Lack : uint8_t {
   kNoTrace,         // no allocation history: only the dump's state
-  kTraceTruncated,  // many frees without their alloc: the ring buffer wrapped
+  kTraceTruncated,  // many frees without their alloc: the ring buffer wrapped, or a late start
   kNoStacks,        // entries carry no frames: sources are unknown
-  kNoTimes,         // entries carry no time_us: positions instead of seconds
-  kNoBlockFrames,   // memory from before the trace has no frames
+  // Entries carry no frames, yet the dump's blocks do (a 2.0 dump's
+  // history): the names come from the blocks; JSON says no_stacks too.
+  kNoTraceStacks,
+  kNoTimes,        // entries carry no time_us: positions instead of seconds
+  kNoBlockFrames,  // memory from before the trace has no frames
 };
 std::string_view lack_name(Lack lack);
 
@@ -110,6 +113,8 @@ struct ExplainReport {
   uint64_t allocated_at_dump = 0;
   ExplainSteps steps;
   std::vector<Lack> lacks;
+  // With kTraceTruncated: which cut (a wrapped ring buffer or a late start).
+  TraceCut trace_cut = TraceCut::kRingBuffer;
   std::vector<NextCommand> next;
   std::optional<int> other_oom_device;  // for kOtherDevice
   // No segments and no trace entry on any device: nothing to explain.

@@ -180,8 +180,9 @@ void add_warnings(const FileAnalysis& file, bool large_baseline, ParseReport& re
   if (result.facts.event_count == 0) warnings.emplace_back(finding::NoHistory{from_blocks});
   const ReplayTotals& replay = result.replay;
   if (trace_looks_truncated(replay)) {
-    warnings.emplace_back(finding::TruncatedTrace{replay.unmatched_free_count, replay.free_count,
-                                                  replay.unmatched_free_bytes});
+    warnings.emplace_back(finding::TruncatedTrace{
+        replay.unmatched_free_count, replay.free_count, replay.unmatched_free_bytes,
+        trace_cut(result.facts.event_count), result.facts.event_count});
   }
   if (large_baseline) {
     warnings.emplace_back(

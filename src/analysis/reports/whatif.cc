@@ -309,13 +309,15 @@ SegmentCheck check_recorded_segments(const FileAnalysis& file) {
 
 namespace {
 
-// Where every run starts: the recorded segments, unless the trace reserves
-// none (every segment was reserved before recording), where they would hide
-// what the settings change (the model keeps them, and the trace fits in
-// them under any setting).
+// Where every run starts: the recorded segments, unless the trace has no
+// segment entry at all (every segment was reserved before recording and
+// none released), where they would hide what the settings change (the
+// model keeps them, and the trace fits in them under any setting). A trace
+// that releases a segment keeps the recorded start: the model follows that
+// release, and the check tests it.
 StartFrom start_from(const SegmentCheck& check) {
-  return check.recorded_reserves == 0 && check.segments_at_start > 0 ? StartFrom::kFreshSegments
-                                                                     : StartFrom::kRecordedSegments;
+  return check.segment_events() == 0 && check.segments_at_start > 0 ? StartFrom::kFreshSegments
+                                                                    : StartFrom::kRecordedSegments;
 }
 
 uint64_t round_512(uint64_t size) {
@@ -732,6 +734,7 @@ bool prepare(const FileAnalysis& file, std::optional<uint64_t> capacity, WhatIfR
   out.recorded_reserves = check.recorded_reserves;
   out.segments_at_start = check.segments_at_start;
   out.start_from = start_from(check);
+  out.trace_entries = file.trace().count();
   own = file_rule(file, check.rounding);
   // Each setting's run reads only the file and the history: they run side
   // by side (two cores are the common case).

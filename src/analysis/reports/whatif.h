@@ -160,6 +160,7 @@ struct WhatIfReport {
   CapacityFrom capacity_from = CapacityFrom::kNone;
   uint64_t segments_at_start = 0;  // the segments the file held at the first entry
   StartFrom start_from = StartFrom::kRecordedSegments;
+  uint64_t trace_entries = 0;           // the device's
   uint64_t recorded_peak_reserved = 0;  // the reserved part's peak
   // The highest the live requests reached, each rounded to 512 bytes: no
   // setting reserves less.
