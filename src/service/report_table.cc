@@ -181,8 +181,8 @@ const Parameter kWhatIfCapacity{
     .kind = ParameterKind::kSize,
     .help =
         "What cudaMalloc can reserve in all, such as 80GiB (default: the first oom entry's "
-        "free device memory plus what the file had reserved then, else the most it "
-        "reserved)",
+        "free device memory plus what the file had reserved then; without an oom entry, "
+        "none: no out-of-memory verdicts, each setting says the capacity it needs)",
     .value_name = "SIZE",
     .minimum = 1,
 };
@@ -392,12 +392,14 @@ ReportEntry whatif_entry() {
           "The trace's requests and frees through a model of PyTorch's CUDA caching "
           "allocator (rounding, small and large pools, best fit per stream, splitting and "
           "merging, max_split_size, expandable segments, releases before a retried "
-          "cudaMalloc), from the allocator's state before the first entry, within the "
-          "device's capacity. For the settings people try (the file's own, expandable "
+          "cudaMalloc), from the allocator's state before the first entry (or, where the "
+          "trace has no segment entry, from an empty allocator serving the blocks live then), "
+          "within the device's capacity. For the settings people try (the file's own, expandable "
           "segments, max_split_size_mb at the trace's large request sizes, "
           "garbage_collection_threshold, roundup_power2_divisions): peak reserved, reserved at "
           "the OOM, free memory at the peak, cudaMalloc and cudaFree calls, whether each OOM "
-          "request would have fit; the floor no setting beats, and the capacity the run needs. "
+          "request would have fit (without a capacity: the capacity each needs); the floor no "
+          "setting beats, and the capacity the run needs. "
           "--check runs the model under the file's own settings and says how much of what the "
           "file recorded it reproduces.",
       .example = "memsnap whatif oom.pickle --capacity 80GiB",
