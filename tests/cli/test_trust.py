@@ -192,6 +192,26 @@ def test_a_dump_whose_blocks_name_what_its_frameless_trace_cannot(memsnap, work)
           "(below)" not in said and "model weights?" not in said, said)
 
 
+def test_one_live_set_at_the_peak_for_explain_and_check(memsnap, work):
+    # Frameless memory from before the trace: explain counts it at the peak,
+    # and so does the budget check writes (persistent), so that a category
+    # budget means what explain's table says.
+    base = 0x7F00_0000_0000
+    mib = 1 << 20
+    seg = segment(base, [(256 * mib, "active_allocated", []), (64 * mib, "inactive", [])])
+    trace = [entry("alloc", base + 256 * mib, 16 * mib, 1, FORWARD),
+             entry("free_requested", base + 256 * mib, 16 * mib, 2),
+             entry("free_completed", base + 256 * mib, 16 * mib, 3)]
+    path = write(work, "held_frameless.pickle", {"segments": [seg], "device_traces": [trace]})
+    page = json.loads(run(memsnap, ["explain", "--json", path]).stdout)
+    rows = {r["source"]: r["bytes"] for r in page["peak"]["by_category"]["rows"]}
+    check("explain: the frameless memory from before the trace is persistent, not unknown",
+          rows.get("persistent") == 256 * mib and "unknown" not in rows, rows)
+    budget = run(memsnap, ["check", "--write-budget", path]).stdout
+    check("check --write-budget limits the same category explain shows",
+          "persistent = " in budget and "activation = " in budget, budget)
+
+
 def test_a_cut_trace_says_which_cut_it_is(memsnap, work):
     wrapped = make(work, "wrapped.pickle", "--events", "3000", "--steps", "4", "--ring-buffer", "2000",
                    "--seed", "3")

@@ -484,6 +484,18 @@ def test_a_trace_that_reserves_nothing_starts_from_fresh_segments(memsnap, work)
           text.count(shown) >= 2 and ("fits in " + shown) in text, (shown, text))
 
 
+def test_the_capacity_needed_does_not_depend_on_the_capacity_given(memsnap, work):
+    # The same bisection from the same bounds (the floor, the run's own peak)
+    # whether a larger capacity is given or none: one number, not the
+    # tolerance of two searches.
+    os.makedirs(work, exist_ok=True)
+    path = write(work, "reserved_before3.pickle", reserved_before_the_trace())
+    without = testlib.memsnap_json(memsnap, ["whatif", path, "--json"])
+    given = testlib.memsnap_json(memsnap, ["whatif", path, "--json", "--capacity", "1GiB"])
+    same("the capacity the run needs, with and without --capacity",
+         given["capacity_to_fit"], without["capacity_to_fit"])
+
+
 def test_check_with_nothing_to_check(memsnap, work):
     os.makedirs(work, exist_ok=True)
     dump_only = write(work, "dump_only.pickle",
