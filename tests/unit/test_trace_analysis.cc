@@ -124,3 +124,18 @@ TEST(TraceAnalysis, LiveBySourceAtPositions) {
 
 }  // namespace
 }  // namespace memsnap
+
+namespace memsnap {
+namespace {
+
+// A ring buffer that wrapped holds exactly max_entries, a round number;
+// any other count is a late start, where raising max_entries helps nothing.
+TEST(TraceCut, RoundCountsAreRingBuffersOthersLateStarts) {
+  for (uint64_t wrapped : {1000u, 12000u, 100000u, 1000000u, 1024u, 131072u})
+    EXPECT_EQ(trace_cut(wrapped), TraceCut::kRingBuffer) << wrapped;
+  for (uint64_t late : {0u, 512u, 999u, 1937u, 19430u, 100001u})
+    EXPECT_EQ(trace_cut(late), TraceCut::kLateStart) << late;
+}
+
+}  // namespace
+}  // namespace memsnap

@@ -1,6 +1,7 @@
 #include "analysis/core/steps.h"
 
 #include <algorithm>
+#include <bit>
 #include <charconv>
 #include <cmath>
 
@@ -538,8 +539,9 @@ std::map<std::string, uint64_t> AnnotationCounter::between(int64_t start_us, int
 
 TraceCut trace_cut(uint64_t entry_count) {
   constexpr uint64_t kRound = 1000;
-  return entry_count >= kRound && entry_count % kRound == 0 ? TraceCut::kRingBuffer
-                                                            : TraceCut::kLateStart;
+  const bool round =
+      entry_count >= kRound && (entry_count % kRound == 0 || std::has_single_bit(entry_count));
+  return round ? TraceCut::kRingBuffer : TraceCut::kLateStart;
 }
 
 bool trace_looks_truncated(const ReplayTotals& replay) {

@@ -141,7 +141,8 @@ struct TraceAnalysis {
 bool trace_looks_truncated(const ReplayTotals& replay);
 // Which cut a truncated trace shows. A ring buffer that wrapped holds
 // exactly max_entries entries, and people set round numbers (100_000,
-// 1_000_000): a count that is a multiple of 1,000 reads as one. Any other
+// 1_000_000, 2**17): a count that is a multiple of 1,000 or a power of two
+// (from 1,024) reads as one. Any other
 // count means recording began after the allocations whose frees it holds
 // (a late start), where raising max_entries changes nothing.
 enum class TraceCut : uint8_t { kRingBuffer, kLateStart };
