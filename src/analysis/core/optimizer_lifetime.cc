@@ -130,7 +130,7 @@ class StepWalk {
 
  private:
   [[nodiscard]] bool by_marks() const { return !marks_.starts.empty(); }
-  // Entry `event` lies in step `step` (0: outside every step).
+  // The entry the walk is at lies in step `step` (0: outside every step).
   void enter(uint64_t step) {
     if (step == step_) return;
     step_ = step;
