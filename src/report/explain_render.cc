@@ -32,11 +32,7 @@ std::string verdicts_text(const std::vector<OomVerdict>& verdicts) {
 std::string table_text(const std::vector<SourceUsage>& rows, int top, std::string_view column) {
   const ShownRows shown = shown_rows(rows, top);
   const bool evidence = has_evidence(shown.rows);
-  TextTable out(evidence
-                    ? std::vector<std::string>{"bytes", "count", std::string(column), "evidence"}
-                    : std::vector<std::string>{"bytes", "count", std::string(column)},
-                evidence ? std::vector<bool>{true, true, false, false}
-                         : std::vector<bool>{true, true, false});
+  TextTable out = usage_text_table(column, evidence);
   for (const SourceUsage& row : shown.rows) {
     std::vector<std::string> cells = {format_bytes(row.bytes), format_count(row.count),
                                       printable(row.source)};

@@ -54,6 +54,16 @@ bool has_evidence(std::span<const SourceUsage> rows) {
                      [](const SourceUsage& row) { return !row.evidence.empty(); });
 }
 
+TextTable usage_text_table(std::string_view column, bool evidence) {
+  std::vector<std::string> headers = {"bytes", "count", std::string(column)};
+  std::vector<bool> right = {true, true, false};
+  if (evidence) {
+    headers.emplace_back("evidence");
+    right.push_back(false);
+  }
+  return TextTable(std::move(headers), std::move(right));
+}
+
 std::string evidence_cell(const SourceUsage& row) {
   constexpr size_t kShown = 3;
   std::vector<std::string_view> ids;
@@ -113,13 +123,7 @@ std::string row_name_notes(std::span<const SourceUsage> rows) {
 std::string usage_table(const std::vector<SourceUsage>& rows, int top, std::string_view column) {
   const std::span<const SourceUsage> shown = std::span(rows).first(limit(top, rows.size()));
   const bool evidence = has_evidence(shown);
-  std::vector<std::string> headers = {"bytes", "count", std::string(column)};
-  std::vector<bool> right = {true, true, false};
-  if (evidence) {
-    headers.emplace_back("evidence");
-    right.push_back(false);
-  }
-  TextTable table(headers, right);
+  TextTable table = usage_text_table(column, evidence);
   for (const SourceUsage& row : shown) {
     std::vector<std::string> cells = {format_bytes(row.bytes), format_count(row.count), row.source};
     if (evidence) cells.push_back(evidence_cell(row));

@@ -32,6 +32,9 @@ nlohmann::ordered_json usage_json(const std::vector<SourceUsage>& rows, int top)
 // nn-init"), whether any row shown has some, and the legend that explains
 // each id shown, one line each, for below the table.
 bool has_evidence(std::span<const SourceUsage> rows);
+// The empty table of bytes, count and `column`, with an evidence column
+// when `evidence`.
+TextTable usage_text_table(std::string_view column, bool evidence);
 std::string evidence_cell(const SourceUsage& row);
 std::string evidence_legend(std::span<const SourceUsage> rows);
 // A line under a table for each of memsnap's own row names shown
