@@ -927,7 +927,7 @@ def serve(
     """
     if not _core.server_available():
         raise SnapshotError(
-            "this memsnap was built without the server (it needs cpp-httplib at build time); "
+            "this memsnap was built without the server (it needs Boost's headers at build time); "
             "memsnap.plot(...).save(path) writes the page as a file"
         )
     loaded, labels = _snapshots_and_labels(snapshots, labels)

@@ -5,7 +5,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <httplib.h>
 #include <algorithm>
 #include <array>
 #include <cerrno>
@@ -33,6 +32,7 @@
 #include "report/line_render.h"
 #include "report/ranks_render.h"
 #include "report/segment_render.h"
+#include "serve/http.h"
 #include "service/report_table.h"
 
 namespace memsnap::serve {
@@ -40,15 +40,8 @@ namespace {
 
 using nlohmann::ordered_json;
 
-// cpp-httplib 0.11 compresses every answer whose Content-Type is exactly
-// "application/json" or starts with "text/", with brotli at quality 11 when
-// the browser accepts it: about a second per MiB (a 5 MiB page took 3.7 s,
-// a 370 KB layout 440 ms, in Chromium; curl, which asks for no encoding,
-// 7 ms). Spelled with a charset (for JSON) and a capital T (for the page;
-// MIME types are case-insensitive, RFC 9110), the answers go as they are,
-// and the page is gzipped once, here, for browsers that accept it.
 constexpr std::string_view kJson = "application/json; charset=utf-8";
-constexpr std::string_view kHtml = "Text/html; charset=utf-8";
+constexpr std::string_view kHtml = "text/html; charset=utf-8";
 
 // `text` gzipped (zlib's default level), for Content-Encoding: gzip.
 std::string gzipped(std::string_view text) {
@@ -97,22 +90,37 @@ bool is_loopback(std::string_view host) {
   return host == "127.0.0.1" || host == "localhost" || host == "::1";
 }
 
-void send_json(httplib::Response& response, int status, const ordered_json& body) {
+HttpResponse json_response(int status, const ordered_json& body) {
+  HttpResponse response;
   response.status = status;
-  response.set_content(body.dump(-1, ' ', false, ordered_json::error_handler_t::replace),
-                       std::string(kJson));
-}
-
-void send_error(httplib::Response& response, int status, std::string_view message) {
-  send_json(response, status, {{"error", std::string(printable(message))}, {"status", status}});
+  response.content_type = kJson;
+  response.body = body.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+  return response;
 }
 
 // What every answer carries: it is for this user's browser only, never
 // cached, never sniffed, and the token in the page's address never leaves it.
-void add_safety_headers(httplib::Response& response) {
-  response.set_header("Cache-Control", "no-store");
-  response.set_header("X-Content-Type-Options", "nosniff");
-  response.set_header("Referrer-Policy", "no-referrer");
+HttpResponse with_safety_headers(HttpResponse response) {
+  response.headers.emplace_back("Cache-Control", "no-store");
+  response.headers.emplace_back("X-Content-Type-Options", "nosniff");
+  response.headers.emplace_back("Referrer-Policy", "no-referrer");
+  return response;
+}
+
+// The token as it goes in the printed address: every byte but the
+// unreserved ones (RFC 3986) percent-encoded, so that `a&b=c` or `a+b`
+// arrive as they were given.
+std::string url_encoded(std::string_view text) {
+  std::string out;
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (std::isalnum(byte) != 0 || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += c;
+    } else {
+      out += fmt::format("%{:02X}", byte);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -142,67 +150,60 @@ struct Server::State {
   std::string page_error;
   std::once_flag ranks_once;
   ordered_json ranks;  // GET /api/ranks, computed on the first request
-  httplib::Server http;
+  std::unique_ptr<HttpServer> http;
   int port = 0;
   // Builds the indexes behind the zoomable views while the page loads; last,
   // so that it is stopped and joined before anything it reads goes away.
   std::jthread warm_up;
 
-  // Pre-routing: every request proves it may ask before anything is read.
-  httplib::Server::HandlerResponse admit(const httplib::Request& request,
-                                         httplib::Response& response) const;
-  void answer_report(const httplib::Request& request, httplib::Response& response) const;
+  // On the transport's event loop: every request proves it may ask before
+  // anything is read; a refusal, or nullopt for a request to answer.
+  [[nodiscard]] std::optional<HttpResponse> admit(const HttpRequest& request) const;
+  // On a worker: the answer to an admitted request.
+  HttpResponse answer(const HttpRequest& request);
+  HttpResponse page_answer(const HttpRequest& request);
+  [[nodiscard]] HttpResponse report_answer(const HttpRequest& request) const;
   [[nodiscard]] ordered_json files_json() const;
   const ordered_json& ranks_json();
-  void routes();
 };
 
-httplib::Server::HandlerResponse Server::State::admit(const httplib::Request& request,
-                                                      httplib::Response& response) const {
-  using Handled = httplib::Server::HandlerResponse;
-  add_safety_headers(response);
+std::optional<HttpResponse> Server::State::admit(const HttpRequest& request) const {
   if (request.method != "GET" && request.method != "HEAD") {
-    response.set_header("Allow", "GET, HEAD");
-    send_error(response, 405, "only GET and HEAD are answered");
-    return Handled::Handled;
+    HttpResponse refusal = error_response(405, "only GET and HEAD are answered");
+    refusal.headers.emplace_back("Allow", "GET, HEAD");
+    return refusal;
   }
   if (is_loopback(options.host)) {
     // Another site's page cannot name this server by its own host name.
-    const std::string host = request.get_header_value("Host");
+    const std::string host = request.header("Host");
     const std::array<std::string, 3> allowed = {fmt::format("127.0.0.1:{}", port),
                                                 fmt::format("localhost:{}", port),
                                                 fmt::format("[::1]:{}", port)};
     if (std::find(allowed.begin(), allowed.end(), host) == allowed.end()) {
-      send_error(response, 403, "the Host header does not name this server's loopback address");
-      return Handled::Handled;
+      return error_response(403, "the Host header does not name this server's loopback address");
     }
   }
-  std::string given = request.get_param_value("token");
-  const std::string authorization = request.get_header_value("Authorization");
+  std::string given = request.param("token");
+  const std::string authorization = request.header("Authorization");
   if (given.empty() && authorization.rfind("Bearer ", 0) == 0) given = authorization.substr(7);
   if (!same_token(given, options.token)) {
-    send_error(response, 401, "a token is required: open the address memsnap serve printed");
-    return Handled::Handled;
+    return error_response(401, "a token is required: open the address memsnap serve printed");
   }
   if (request.params.size() > kMaxParameters) {
-    send_error(response, 400, fmt::format("at most {} parameters", kMaxParameters));
-    return Handled::Handled;
+    return error_response(400, fmt::format("at most {} parameters", kMaxParameters));
   }
   for (const auto& [name, value] : request.params) {
     if (request.params.count(name) > 1) {
-      send_error(response, 400,
-                 fmt::format("{} given {} times; give it once", printable(name.substr(0, 40)),
-                             request.params.count(name)));
-      return Handled::Handled;
+      return error_response(
+          400, fmt::format("{} given {} times; give it once", printable(name.substr(0, 40)),
+                           request.params.count(name)));
     }
     if (name.size() > kMaxParameterBytes || value.size() > kMaxParameterBytes) {
-      send_error(
-          response, 400,
-          fmt::format("a parameter or its value is longer than {} bytes", kMaxParameterBytes));
-      return Handled::Handled;
+      return error_response(
+          400, fmt::format("a parameter or its value is longer than {} bytes", kMaxParameterBytes));
     }
   }
-  return Handled::Unhandled;
+  return std::nullopt;
 }
 
 ordered_json Server::State::files_json() const {
@@ -256,8 +257,8 @@ ordered_json report_table_json() {
 }
 
 // A file's index from the request: a whole number below `count`, never a path.
-size_t file_index(const httplib::Request& request, const char* name, size_t count) {
-  const std::string text = request.get_param_value(name);
+size_t file_index(const HttpRequest& request, const char* name, size_t count) {
+  const std::string text = request.param(name);
   size_t index = 0;
   const char* end = text.data() + text.size();
   const auto [at, problem] = std::from_chars(text.data(), end, index);
@@ -269,7 +270,7 @@ size_t file_index(const httplib::Request& request, const char* name, size_t coun
 }
 
 // Throws a usage Error for a parameter `route` does not take.
-void only_parameters(const httplib::Request& request, std::string_view route,
+void only_parameters(const HttpRequest& request, std::string_view route,
                      std::initializer_list<std::string_view> names) {
   for (const auto& [name, value] : request.params) {
     if (name == "token" || name == "file" ||
@@ -281,10 +282,21 @@ void only_parameters(const httplib::Request& request, std::string_view route,
   }
 }
 
+// Throws a usage Error for any parameter but the token: the routes of the
+// whole server (files, reports, ranks) take none.
+void only_the_token(const HttpRequest& request, std::string_view route) {
+  for (const auto& [name, value] : request.params) {
+    if (name != "token") {
+      throw Error::usage(
+          fmt::format("{} takes no parameter but the token, not '{}'", route, printable(name)));
+    }
+  }
+}
+
 // A finite number from the request; `fallback` when it is absent.
-double number_of(const httplib::Request& request, const char* name, double fallback) {
+double number_of(const HttpRequest& request, const char* name, double fallback) {
   if (!request.has_param(name)) return fallback;
-  const std::string text = request.get_param_value(name);
+  const std::string text = request.param(name);
   double value = 0;
   const char* end = text.data() + text.size();
   const auto [at, problem] = std::from_chars(text.data(), end, value);
@@ -296,7 +308,7 @@ double number_of(const httplib::Request& request, const char* name, double fallb
 }
 
 // A whole number in lowest..highest from the request; `fallback` when absent.
-uint64_t whole_number_of(const httplib::Request& request, const char* name, double fallback,
+uint64_t whole_number_of(const HttpRequest& request, const char* name, double fallback,
                          double lowest, double highest) {
   const double value = number_of(request, name, fallback);
   if (value < lowest || value != std::floor(value) || value > highest) {
@@ -306,7 +318,7 @@ uint64_t whole_number_of(const httplib::Request& request, const char* name, doub
 }
 
 // time=T: seconds from the trace's start, at least 0.
-double seconds_of(const httplib::Request& request) {
+double seconds_of(const HttpRequest& request) {
   const double seconds = number_of(request, "time", 0);
   if (seconds < 0) throw Error::usage("time must be >= 0 (seconds from the trace's start)");
   return seconds;
@@ -314,8 +326,8 @@ double seconds_of(const httplib::Request& request) {
 
 // The window of a line or a layout: axis=time|event&from=A&to=B&width=W,
 // the whole trace by default.
-LineWindow window_of(const httplib::Request& request, const FileAnalysis& file) {
-  const std::string axis = request.has_param("axis") ? request.get_param_value("axis") : "time";
+LineWindow window_of(const HttpRequest& request, const FileAnalysis& file) {
+  const std::string axis = request.has_param("axis") ? request.param("axis") : "time";
   if (axis != "time" && axis != "event") throw Error::usage("axis is time or event");
   LineWindow window;
   window.axis = axis == "time" ? LineAxis::kTime : LineAxis::kEvent;
@@ -329,7 +341,7 @@ LineWindow window_of(const httplib::Request& request, const FileAnalysis& file) 
 
 // GET /api/line?file=I&<window>: the memory line of a window
 // (analysis/reports/memory_line.h).
-ordered_json line_of(const httplib::Request& request, const FileAnalysis& file) {
+ordered_json line_of(const HttpRequest& request, const FileAnalysis& file) {
   only_parameters(request, "line", {"axis", "from", "to", "width"});
   return render_line_json(memory_line(file, window_of(request, file)));
 }
@@ -340,7 +352,7 @@ constexpr size_t kLayoutBudget = 2000;
 constexpr size_t kSegmentBudget = 500;
 
 // budget=N: how many spans to draw one by one, 1 to `limit`.
-size_t budget_of(const httplib::Request& request, size_t fallback, size_t limit) {
+size_t budget_of(const HttpRequest& request, size_t fallback, size_t limit) {
   return whole_number_of(request, "budget", static_cast<double>(fallback), 1,
                          static_cast<double>(limit));
 }
@@ -348,17 +360,17 @@ size_t budget_of(const httplib::Request& request, size_t fallback, size_t limit)
 // GET /api/layout?file=I&<window>&budget=N&q=TEXT: the window's largest
 // allocations one by one and the band of the rest
 // (analysis/reports/allocation_layout.h); q marks what a search finds.
-ordered_json layout_of(const httplib::Request& request, const FileAnalysis& file) {
+ordered_json layout_of(const HttpRequest& request, const FileAnalysis& file) {
   only_parameters(request, "layout", {"axis", "from", "to", "width", "budget", "q"});
   return render_layout_json(allocation_layout(file, window_of(request, file),
                                               budget_of(request, kLayoutBudget, kMaxLayoutBudget),
-                                              request.get_param_value("q"), SourceKeyOptions{}));
+                                              request.param("q"), SourceKeyOptions{}));
 }
 
 // GET /api/segment-timeline?file=I&<window>&budget=N: the segments reserved
 // over the window, the largest one by one over the band of the rest
 // (analysis/reports/segment_timeline.h).
-ordered_json segment_timeline_of(const httplib::Request& request, const FileAnalysis& file) {
+ordered_json segment_timeline_of(const HttpRequest& request, const FileAnalysis& file) {
   only_parameters(request, "segment-timeline", {"axis", "from", "to", "width", "budget"});
   return render_segment_timeline_json(segment_timeline(
       file, window_of(request, file), budget_of(request, kSegmentBudget, kMaxSegmentBudget)));
@@ -372,7 +384,7 @@ constexpr double kMaxMapSegments = 1000;
 // GET /api/segments?file=I&time=T|position=P&limit=N: the allocator's
 // segments then (the dump without either), as `memsnap segments --time T
 // --json --top N` says, and the map of the largest N with their blocks.
-ordered_json segments_of(const httplib::Request& request, const FileAnalysis& file) {
+ordered_json segments_of(const HttpRequest& request, const FileAnalysis& file) {
   only_parameters(request, "segments", {"time", "position", "limit"});
   const auto limit = whole_number_of(request, "limit", kMapSegments, 0, kMaxMapSegments);
   SegmentReport report;
@@ -400,10 +412,10 @@ ordered_json segments_of(const httplib::Request& request, const FileAnalysis& fi
 // GET /api/block?file=I&address=A&position=P: the trace's allocation that
 // holds the block at A after P entries, in full, or null (a block from
 // before the trace).
-ordered_json block_of(const httplib::Request& request, const FileAnalysis& file) {
+ordered_json block_of(const HttpRequest& request, const FileAnalysis& file) {
   only_parameters(request, "block", {"address", "position"});
   // Addresses pass 2^53: read as integers, decimal or 0x hex, not as doubles.
-  const std::string text = request.get_param_value("address");
+  const std::string text = request.param("address");
   const bool hex = text.rfind("0x", 0) == 0;
   const char* begin = text.data() + (hex ? 2 : 0);
   const char* end = text.data() + text.size();
@@ -422,7 +434,7 @@ ordered_json block_of(const httplib::Request& request, const FileAnalysis& file)
 constexpr size_t kSearchEntries = 500;
 
 // GET /api/allocation?file=I&entry=K: one allocation in full.
-ordered_json allocation_of(const httplib::Request& request, const FileAnalysis& file) {
+ordered_json allocation_of(const HttpRequest& request, const FileAnalysis& file) {
   only_parameters(request, "allocation", {"entry"});
   const double entry = number_of(request, "entry", -1);
   if (entry < 0 || entry != std::floor(entry) || entry > 0x1p53) {
@@ -434,7 +446,7 @@ ordered_json allocation_of(const httplib::Request& request, const FileAnalysis& 
 
 // GET /api/live?file=I&time=T|position=P&source=NAME: the allocations of
 // one source live then, largest first (a drill-down row opened).
-ordered_json live_of(const httplib::Request& request, const FileAnalysis& file) {
+ordered_json live_of(const HttpRequest& request, const FileAnalysis& file) {
   only_parameters(request, "live", {"time", "position", "source"});
   if (request.has_param("time") == request.has_param("position")) {
     throw Error::usage("give time or position (not both)");
@@ -448,36 +460,60 @@ ordered_json live_of(const httplib::Request& request, const FileAnalysis& file) 
     position =
         whole_number_of(request, "position", 0, 0, static_cast<double>(file.trace().count()));
   }
-  return render_live_of_source_json(live_of_source(
-      file, position, request.get_param_value("source"), kSearchEntries, SourceKeyOptions{}));
+  return render_live_of_source_json(
+      live_of_source(file, position, request.param("source"), kSearchEntries, SourceKeyOptions{}));
 }
 
 // GET /api/search?file=I&q=TEXT: the allocations a search finds.
-ordered_json search_of(const httplib::Request& request, const FileAnalysis& file) {
+ordered_json search_of(const HttpRequest& request, const FileAnalysis& file) {
   only_parameters(request, "search", {"q"});
   return render_search_json(
-      search_allocations(file, request.get_param_value("q"), kSearchEntries, SourceKeyOptions{}));
+      search_allocations(file, request.param("q"), kSearchEntries, SourceKeyOptions{}));
 }
 
 // Runs `answer`; a memsnap Error becomes its status: 400 for a bad request,
 // 422 where the file cannot give what was asked (no times, no steps).
 template <typename Answer>
-void answered(httplib::Response& response, Answer&& answer) {
+HttpResponse answered(Answer&& answer) {
   try {
-    answer();
+    return answer();
   } catch (const Error& error) {
-    send_error(response, error.kind() == Error::Kind::kUsage ? 400 : 422, error.what());
+    return error_response(error.kind() == Error::Kind::kUsage ? 400 : 422, error.what());
   }
 }
 
+// The name of /api/report/NAME, where it is one that could name a report.
+std::optional<std::string_view> report_name(std::string_view path) {
+  constexpr std::string_view kPrefix = "/api/report/";
+  constexpr size_t kLongest = 32;
+  if (path.rfind(kPrefix, 0) != 0) return std::nullopt;
+  const std::string_view name = path.substr(kPrefix.size());
+  const bool spelled =
+      !name.empty() && name.size() <= kLongest && std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || c == '_' || c == '-';
+      });
+  return spelled ? std::optional(name) : std::nullopt;
+}
+
+// The routes of one file's answers: file=I names it, the rest is theirs.
+using FileAnswer = ordered_json (*)(const HttpRequest&, const FileAnalysis&);
+constexpr std::array<std::pair<std::string_view, FileAnswer>, 8> kFileRoutes = {{
+    {"/api/live", live_of},
+    {"/api/line", line_of},
+    {"/api/layout", layout_of},
+    {"/api/segment-timeline", segment_timeline_of},
+    {"/api/segments", segments_of},
+    {"/api/block", block_of},
+    {"/api/allocation", allocation_of},
+    {"/api/search", search_of},
+}};
+
 }  // namespace
 
-void Server::State::answer_report(const httplib::Request& request,
-                                  httplib::Response& response) const {
-  const service::ReportEntry* entry = service::find_report(request.matches[1].str());
+HttpResponse Server::State::report_answer(const HttpRequest& request) const {
+  const service::ReportEntry* entry = service::find_report(*report_name(request.path));
   if (entry == nullptr) {
-    send_error(response, 404, "no such report (GET /api/reports lists them)");
-    return;
+    return error_response(404, "no such report (GET /api/reports lists them)");
   }
   const size_t a = file_index(request, "file", files.size());
   std::vector<std::pair<std::string, service::Value>> given;
@@ -504,79 +540,60 @@ void Server::State::answer_report(const httplib::Request& request,
   } else {
     answer = entry->answer(*files[a].analysis, checked, service::Format::kJson);
   }
-  send_json(response, 200, {{"report", std::move(answer.json)}, {"notes", answer.notes}});
+  return json_response(200, {{"report", std::move(answer.json)}, {"notes", answer.notes}});
 }
 
-void Server::State::routes() {
-  http.set_pre_routing_handler(
-      [this](const httplib::Request& request, httplib::Response& response) {
-        return admit(request, response);
-      });
-  http.Get("/", [this](const httplib::Request& request, httplib::Response& response) {
-    std::call_once(page_once, [this] {
-      try {
-        page = build_page();
-        page_gzip = gzipped(page);
-      } catch (const std::exception& error) {
-        page_error = error.what();
-      }
-    });
-    if (!page_error.empty()) {
-      send_error(response, 500, page_error);
-      return;
-    }
-    // The page is one file: its script and style are inline, and it asks
-    // nothing of any other origin.
-    response.set_header("Content-Security-Policy",
-                        "default-src 'none'; script-src 'unsafe-inline'; style-src "
-                        "'unsafe-inline'; img-src data: blob:; connect-src 'self'");
-    response.set_header("Vary", "Accept-Encoding");
-    if (request.get_header_value("Accept-Encoding").find("gzip") != std::string::npos) {
-      response.set_header("Content-Encoding", "gzip");
-      response.set_content(page_gzip, std::string(kHtml));
-    } else {
-      response.set_content(page, std::string(kHtml));
+HttpResponse Server::State::page_answer(const HttpRequest& request) {
+  std::call_once(page_once, [this] {
+    try {
+      page = build_page();
+      page_gzip = gzipped(page);
+    } catch (const std::exception& error) {
+      page_error = error.what();
     }
   });
-  http.Get("/api/files", [this](const httplib::Request& /*request*/, httplib::Response& response) {
-    send_json(response, 200, files_json());
-  });
-  http.Get("/api/reports", [](const httplib::Request& /*request*/, httplib::Response& response) {
-    send_json(response, 200, report_table_json());
-  });
-  http.Get("/api/ranks", [this](const httplib::Request& /*request*/, httplib::Response& response) {
-    answered(response, [&] { send_json(response, 200, ranks_json()); });
-  });
-  http.Get(R"(/api/report/([a-z_-]{1,32}))",
-           [this](const httplib::Request& request, httplib::Response& response) {
-             answered(response, [&] { answer_report(request, response); });
-           });
-  // The routes of one file's answers: file=I names it, the rest is theirs.
-  using FileAnswer = ordered_json (*)(const httplib::Request&, const FileAnalysis&);
-  const std::array<std::pair<const char*, FileAnswer>, 8> file_routes = {{
-      {"/api/live", live_of},
-      {"/api/line", line_of},
-      {"/api/layout", layout_of},
-      {"/api/segment-timeline", segment_timeline_of},
-      {"/api/segments", segments_of},
-      {"/api/block", block_of},
-      {"/api/allocation", allocation_of},
-      {"/api/search", search_of},
-  }};
-  for (const auto& [path, answer] : file_routes) {
-    http.Get(path,
-             [this, answer = answer](const httplib::Request& request, httplib::Response& response) {
-               answered(response, [&] {
-                 const size_t index = file_index(request, "file", files.size());
-                 send_json(response, 200, answer(request, *files[index].analysis));
-               });
-             });
+  if (!page_error.empty()) return error_response(500, page_error);
+  HttpResponse response;
+  response.content_type = kHtml;
+  // The page is one file: its script and style are inline, and it asks
+  // nothing of any other origin.
+  response.headers = {{"Content-Security-Policy",
+                       "default-src 'none'; script-src 'unsafe-inline'; style-src "
+                       "'unsafe-inline'; img-src data: blob:; connect-src 'self'"},
+                      {"Vary", "Accept-Encoding"}};
+  if (request.header("Accept-Encoding").find("gzip") != std::string::npos) {
+    response.headers.emplace_back("Content-Encoding", "gzip");
+    response.body = page_gzip;
+  } else {
+    response.body = page;
   }
-  http.set_exception_handler(
-      [](const httplib::Request& /*request*/, httplib::Response& response,
-         const std::exception_ptr& /*error*/) { send_error(response, 500, "internal error"); });
-  http.set_error_handler([](const httplib::Request& /*request*/, httplib::Response& response) {
-    if (response.body.empty()) send_error(response, response.status, "not found");
+  return response;
+}
+
+HttpResponse Server::State::answer(const HttpRequest& request) {
+  const std::string& path = request.path;
+  if (path == "/") return page_answer(request);
+  return answered([&]() -> HttpResponse {
+    if (path == "/api/files") {
+      only_the_token(request, "files");
+      return json_response(200, files_json());
+    }
+    if (path == "/api/reports") {
+      only_the_token(request, "reports");
+      return json_response(200, report_table_json());
+    }
+    if (path == "/api/ranks") {
+      only_the_token(request, "ranks");
+      return json_response(200, ranks_json());
+    }
+    if (report_name(path)) return report_answer(request);
+    for (const auto& [route, file_answer] : kFileRoutes) {
+      if (path == route) {
+        const size_t index = file_index(request, "file", files.size());
+        return json_response(200, file_answer(request, *files[index].analysis));
+      }
+    }
+    return error_response(404, "not found (GET /api/reports lists the reports)");
   });
 }
 
@@ -589,37 +606,28 @@ Server::Server(std::vector<ServedFile> files, ServeOptions options,
   state_->files = std::move(files);
   state_->options = std::move(options);
   state_->build_page = std::move(page);
-  state_->http.set_payload_max_length(0);
-  // An answer's headers and body are two writes: without TCP_NODELAY the
-  // second waits for the browser's delayed ACK of the first on a kept-alive
-  // connection (about 40 ms per request on Linux; a hover took 83 ms).
-  state_->http.set_tcp_nodelay(true);
-  // SO_REUSEADDR alone: a restart may take the port back from TIME_WAIT, but
-  // no second process shares a port in use (cpp-httplib's default adds
-  // SO_REUSEPORT, which would let one and split the connections between them).
-  state_->http.set_socket_options([](socket_t socket) {
-    const int yes = 1;
-    setsockopt(socket, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-  state_->routes();
+  State& state = *state_;
+  state_->http = std::make_unique<HttpServer>(
+      HttpLimits{},
+      [&state](const HttpRequest& request) -> std::optional<HttpResponse> {
+        std::optional<HttpResponse> refusal = state.admit(request);
+        if (refusal) {
+          refusal->close = true;
+          return with_safety_headers(std::move(*refusal));
+        }
+        return std::nullopt;
+      },
+      [&state](const HttpRequest& request) { return with_safety_headers(state.answer(request)); });
 }
 
 Server::~Server() = default;
 
 std::string Server::bind() {
   State& s = *state_;
-  if (s.options.port == 0) {
-    s.port = s.http.bind_to_any_port(s.options.host);
-  } else if (s.http.bind_to_port(s.options.host, s.options.port)) {
-    s.port = s.options.port;
-  }
-  if (s.port <= 0) {
-    throw Error::usage(fmt::format("cannot listen on {} port {} (in use, or not this machine's)",
-                                   printable(s.options.host), s.options.port));
-  }
+  s.port = s.http->bind(s.options.host, s.options.port);
   const std::string host =
       s.options.host.find(':') != std::string::npos ? "[" + s.options.host + "]" : s.options.host;
-  return fmt::format("http://{}:{}/?token={}", host, s.port, s.options.token);
+  return fmt::format("http://{}:{}/?token={}", host, s.port, url_encoded(s.options.token));
 }
 
 void Server::run() {
@@ -641,15 +649,15 @@ void Server::run() {
       }
     }
   });
-  state_->http.listen_after_bind();
+  state_->http->run();
 }
 
 bool Server::running() const {
-  return state_->http.is_running();
+  return state_->http->running();
 }
 
 void Server::stop() {
-  state_->http.stop();
+  state_->http->stop();
 }
 
 }  // namespace memsnap::serve

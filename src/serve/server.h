@@ -37,7 +37,7 @@ struct ServedFile {
   const FileAnalysis* analysis = nullptr;
 };
 
-// Whether this build has the server (it needs cpp-httplib at build time).
+// Whether this build has the server (it needs Boost's headers, Asio and Beast, at build time).
 bool server_available();
 // Throws a usage Error saying what a build without the server lacks.
 void require_server();

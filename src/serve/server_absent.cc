@@ -1,4 +1,4 @@
-// The server where the build had no cpp-httplib (MEMSNAP_SERVE=OFF): the
+// The server where the build had no Boost headers (MEMSNAP_SERVE=OFF): the
 // command exists and says what it needs.
 #include "memsnap/error.h"
 #include "serve/server.h"
@@ -11,8 +11,8 @@ bool server_available() {
 
 void require_server() {
   throw Error::usage(
-      "this memsnap was built without the server (MEMSNAP_SERVE=OFF: it needs cpp-httplib, "
-      "Debian's libcpp-httplib-dev); memsnap plot writes the page as a file");
+      "this memsnap was built without the server (MEMSNAP_SERVE=OFF: it needs Boost's "
+      "headers, Debian's libboost-dev); memsnap plot writes the page as a file");
 }
 
 void check_options(const ServeOptions& /*options*/) {
