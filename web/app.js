@@ -1162,21 +1162,21 @@
     panel.hidden = false;
     try {
       const ranks = await askServer('/api/ranks', {});
-      const byFile = new Map(RUNS.map((r, i) => [r.file, i]));
+      const byFile = new Map(RUNS.map((r, i) => [r.file, i]));  // shown paths, as below
       const body = $('ranks-table').querySelector('tbody');
       body.replaceChildren(...ranks.ranks.map((r) => {
-        const run = byFile.get(r.file);
+        const run = byFile.get(T.printable(r.file));
         const row = element('tr');
         row.dataset.run = String(run ?? '');
         if (r.outlier) row.classList.add('outlier');
         const cells = [
           element('td', r.rank === null ? '-' : String(r.rank), 'num'),
-          element('td', RUNS[run] ? RUNS[run].name : r.file),
+          element('td', RUNS[run] ? RUNS[run].name : T.printable(r.file)),
           element('td', formatBytes(r.absolute_peak), 'num'),
           element('td', r.peak_time_s === null ? '-' : r.peak_time_s.toFixed(6), 'num'),
           element('td', r.reserved_peak === null ? '-' : formatBytes(r.reserved_peak), 'num'),
           element('td', r.fragmentation === null ? '-' : `${(100 * r.fragmentation).toFixed(1)}%`, 'num'),
-          element('td', r.top_source || '-'),
+          element('td', r.top_source ? T.printable(r.top_source) : '-'),
           element('td', r.oom_count ? String(r.oom_count) : '', 'num'),
           element('td', r.outlier ? 'outlier' : ''),
         ];
@@ -2126,6 +2126,10 @@
     if (!DATA || !Array.isArray(DATA.runs)) throw new Error('embedded data has no "runs" list');
     if (DATA.version !== 1) console.warn(`memsnap data version ${DATA.version}; this page reads version 1`);
     RUNS = DATA.runs.map((raw, i) => Object.assign(T.prepareRun(raw, i), { color: COLORS[i % COLORS.length], visible: true }));
+    // Labels and paths are file names: shown as the text reports show them
+    // (T.printable: bidi overrides and control characters escaped), so that
+    // a name with U+202E does not read reversed in the cards, legend or title.
+    RUNS.forEach((r) => { r.label = T.printable(r.label); r.file = T.printable(r.file); });
     info.groups = RUNS.length > MANY_RUNS ? T.groupRunsByPeak(RUNS) : [];
     const names = T.distinguishingNames(RUNS.map((r) => r.label));
     RUNS.forEach((r, i) => { r.name = names[i]; });

@@ -229,6 +229,23 @@
     });
   }
 
+  // What the C++ printable() (src/report/format.h) shows of a name from the
+  // file: control characters (C0, DEL, C1), bidirectional marks, embeddings,
+  // overrides and isolates, U+2028/U+2029 and the tag characters as visible
+  // escapes (\x1b, \n, \u202e, \U000e0041), so that a file named with
+  // U+202E reads as it is spelled, not reversed. Everything else stays.
+  const SPOOFING = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]|\udb40[\udc00-\udc7f]/g;
+  const NAMED_CONTROLS = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
+  function printable(s) {
+    return String(s).replace(SPOOFING, (c) => {
+      if (NAMED_CONTROLS[c]) return NAMED_CONTROLS[c];
+      const code = c.codePointAt(0);
+      const hex = (width) => code.toString(16).padStart(width, '0');
+      if (code < 0x20 || code === 0x7f) return `\\x${hex(2)}`;
+      return code <= 0xffff ? `\\u${hex(4)}` : `\\U${hex(8)}`;
+    });
+  }
+
   function esc(s) {
     return String(s).replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
   }
@@ -1154,6 +1171,7 @@
     tickIncrs,
     formatTicks,
     distinguishingNames,
+    printable,
     esc,
     withAlpha,
     compareNames,

@@ -11,6 +11,7 @@
 #include "memsnap/error.h"
 #include "memsnap/version.h"
 #include "report/findings.h"
+#include "report/format.h"
 #include "report/json_fields.h"
 #include "report/oom_render.h"
 #include "report/whatif_render.h"
@@ -488,7 +489,9 @@ std::string render_plot_html(const std::vector<RunTimeline>& runs, double precis
   }
   std::string title = "memsnap timeline";
   for (size_t i = 0; i < runs.size(); ++i) title += (i == 0 ? ": " : " vs ") + runs[i].label;
-  std::string escaped_title = html_escape(title);
+  // The page copies document.title into its heading: a file name's bidi
+  // overrides and control characters are shown escaped, as text reports show them.
+  std::string escaped_title = html_escape(printable(title));
   return fill_template(web::kTemplateHtml, {{"TITLE", escaped_title},
                                             {"UPLOT_CSS", web::kUplotCss},
                                             {"APP_CSS", web::kAppCss},

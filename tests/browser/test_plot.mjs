@@ -1150,18 +1150,27 @@ async function checkStepsBox(p) {
 }
 
 // A label is user data that lands in the <title> and in the embedded JSON:
-// it must come out verbatim and must not break the page.
-const HOSTILE_LABEL = 'x</script><!--<script>{{APP_JS}}&amp;"\'\u2028';
+// it must come out as printable() shows it (bidi overrides and control
+// characters escaped, the rest verbatim) and must not break the page.
+const HOSTILE_LABEL = 'x</script><!--<script>{{APP_JS}}&amp;"\'\u2028\u202eexe.html\x1b[31m\x07';
 
-async function testHostileLabel(browser, file) {
+async function testHostileLabel(browser, file, label = HOSTILE_LABEL) {
   const p = await openPage(browser, file, path.basename(file));
+  const expected = MT.printable(label);
   try {
     const labels = await p.page.$$eval('#legend .legend-label', (els) => els.map((e) => e.textContent));
-    check(labels.length === 1 && labels[0] === HOSTILE_LABEL,
-      `${p.name}: legend label ${JSON.stringify(labels)} != ${JSON.stringify(HOSTILE_LABEL)}`);
+    check(labels.length === 1 && labels[0] === expected,
+      `${p.name}: legend label ${JSON.stringify(labels)} != ${JSON.stringify(expected)}`);
     const title = await p.page.title();
     const shown = title.length > 160 ? `${title.slice(0, 160)}...` : title;
-    check(title.includes(HOSTILE_LABEL), `${p.name}: <title> ${JSON.stringify(shown)} (${title.length} chars) lacks the label verbatim`);
+    check(title.includes(expected), `${p.name}: <title> ${JSON.stringify(shown)} (${title.length} chars) lacks the label as printable() shows it`);
+    const heading = await p.page.textContent('#page-title');
+    check(heading === title, `${p.name}: the heading ${JSON.stringify(heading)} is not the <title>`);
+    // Issue 56, finding 4: no bidi override or control character reaches
+    // what the page shows (the heading read "...exe.html" reversed).
+    const text = await p.page.evaluate(() => `${document.title}\n${document.body.innerText}`);
+    const raw = text.match(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/);
+    check(!raw, `${p.name}: the page shows U+${raw ? raw[0].codePointAt(0).toString(16).padStart(4, '0') : ''} raw`);
     check(await p.page.evaluate(() => !!window.memsnapPlot), `${p.name}: no chart drawn`);
     await checkStepsBox(p);
   } finally {
@@ -1485,7 +1494,7 @@ async function sampleScenarios(browser) {
   section('hostile label');
   const hostile = path.join(opts.outDir, 'hostile.html');
   const h = makeRun({ label: HOSTILE_LABEL, seed: 9, allocs: 2000, steps: 0 });
-  fs.writeFileSync(hostile, assemblePage(assets, `memsnap: ${HOSTILE_LABEL}`, makeData([h.run])));
+  fs.writeFileSync(hostile, assemblePage(assets, `memsnap: ${MT.printable(HOSTILE_LABEL)}`, makeData([h.run])));
   await testHostileLabel(browser, hostile);
 }
 
@@ -1618,6 +1627,12 @@ async function generatedScenarios(browser) {
   try {
     memsnap(['plot', A, '--labels', HOSTILE_LABEL, '-o', hostile], 'plot with a hostile label');
     await testHostileLabel(browser, hostile);
+    // The default label is the file's name: one named with U+202E, ESC and BEL.
+    const named = path.join(opts.outDir, 'lmth.\u202eexe\x1b[31m\x07.pickle');
+    fs.copyFileSync(A, named);
+    const namedPage = path.join(opts.outDir, 'hostile-name.html');
+    memsnap(['plot', named, '-o', namedPage], 'plot a file with a hostile name');
+    await testHostileLabel(browser, namedPage, path.basename(named));
   } catch (err) {
     check(false, err.message);
   }

@@ -316,6 +316,41 @@ async function checkRanks(page, url) {
     `a row opens its rank in every view: ${JSON.stringify(opened)}`);
 }
 
+// Issue 56, finding 4: a served folder whose files are named with U+202E,
+// ESC and BEL. The page shows their names (heading, legend, cards, the ranks
+// table of GET /api/ranks) escaped as the text reports show them, and each
+// ranks row still opens its file.
+const SPOOFING = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/;
+async function hostileNamesPass(browser) {
+  const folder = path.join(OUT, 'serve-hostile-names');
+  fs.rmSync(folder, { recursive: true, force: true });
+  fs.mkdirSync(folder, { recursive: true });
+  const names = ['rank_0\u202elmth.exe.pickle.gz', 'rank_1\x1b[31m\x07.pickle.gz'];
+  FILES.forEach((file, i) => fs.copyFileSync(file, path.join(folder, names[i])));
+  const started = await startOrSkip([folder]);
+  if (!started) return;
+  const { server, url } = started;
+  try {
+    const page = await browser.newPage();
+    await page.goto(url, { waitUntil: 'load', timeout: 60000 });
+    await page.waitForFunction(() => document.body.dataset.ready === 'true', null, { timeout: 30000 });
+    await page.waitForFunction(() => window.memsnapInfo.ranks, null, { timeout: 15000 });
+    const shown = await page.evaluate(() => ({
+      text: `${document.title}\n${document.body.innerText}`,
+      runs: [...document.querySelectorAll('#ranks-table tbody tr')].map((r) => r.dataset.run),
+    }));
+    const raw = shown.text.match(SPOOFING);
+    check(!raw, `hostile names: the served page shows U+${raw ? raw[0].codePointAt(0).toString(16).padStart(4, '0') : ''} raw`);
+    check(shown.text.includes('rank_0\\u202elmth.exe') && shown.text.includes('rank_1\\x1b[31m\\x07'),
+      'hostile names: the page names both files with their escapes');
+    check(shown.runs.length === 2 && shown.runs.every((r) => r === '0' || r === '1') && shown.runs[0] !== shown.runs[1],
+      `hostile names: each ranks row opens its file (${JSON.stringify(shown.runs)})`);
+    await page.close();
+  } finally {
+    server.kill('SIGINT');
+  }
+}
+
 async function checkViewInAddress(context, url) {
   const page = await context.newPage();
   await page.goto(`${url}#view=lines&x=index&y=delta&annotations=1&precision=2&run=7&view2=x`,
@@ -499,6 +534,7 @@ async function main() {
     await page.locator('#segments-panel').screenshot({ path: path.join(OUT, 'serve-segments.png') });
     await page.locator('#ranks-panel').screenshot({ path: path.join(OUT, 'serve-ranks.png') });
     check(problems.length === 0, `no console error, no other origin: ${problems.join('; ')}`);
+    await hostileNamesPass(browser);
   } finally {
     await browser.close();
     server.kill('SIGINT');

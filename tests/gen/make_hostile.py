@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Hostile shapes of issue 40 (round four), each a small file whose structure
-once multiplied memsnap's time or memory: the regression tests
-(tests/cli/test_hostile_structures.py) and the hostile-input bench
+once multiplied memsnap's time or memory, and of issue 56 (round five), whose
+structure once made a report false or its output grow with the file: the
+regression tests (tests/cli/test_hostile_structures.py,
+tests/cli/test_hostile_reports.py) and the hostile-input bench
 (bench/hostile_bench.py) write them from here.
 
     python3 tests/gen/make_hostile.py SHAPE --out FILE [--scale K]
@@ -81,6 +83,56 @@ def shared_block(scale):
     return {"segments": [segment], "device_traces": [[]]}
 
 
+def many_ooms(scale):
+    """Issue 56, finding 8: 10,000 x scale oom entries (370 KB) after one
+    allocation, each a failed request of its own size: a report that
+    promises a few lines must give the first few and a count, not a line
+    per entry."""
+    frames = [{"name": "forward", "filename": "/home/me/model.py", "line": 42}]
+    entries = [entry(0, frames, size=1 << 20)]
+    for k in range(10_000 * scale):
+        entries.append({"action": "oom", "size": (1 << 30) + 512 * k, "stream": 0,
+                        "time_us": T0 + 1 + k, "device_free": 1 << 20, "frames": frames})
+    block = {"address": entries[0]["addr"], "size": 1 << 20, "requested_size": 1 << 20,
+             "state": "active_allocated", "frames": frames}
+    segment = {"device": 0, "address": entries[0]["addr"], "total_size": 2 << 20, "stream": 0,
+               "segment_type": "large", "allocated_size": 1 << 20, "active_size": 1 << 20,
+               "requested_size": 1 << 20, "blocks": [block]}
+    return {"segments": [segment], "device_traces": [entries]}
+
+
+def step_marks(scale, name, ends=True):
+    """Issue 56, finding 6: 100 x scale record_function marks named
+    `name` (with k for a %d in it) around one allocation each: START and END,
+    or START alone."""
+    frames = [{"name": "step", "filename": "/home/me/train.py", "line": 7}]
+    entries = []
+    marks = []
+    for k in range(100 * scale):
+        mark = name % k if "%d" in name else name
+        entries.append(entry(2 * k, frames, time_us=T0 + 10 * k + 1))
+        entries.append(dict(entry(2 * k, frames, time_us=T0 + 10 * k + 2),
+                            action="free_completed"))
+        marks.append({"name": mark, "stage": "START", "device": 0, "time_us": T0 + 10 * k})
+        if ends:
+            marks.append({"name": mark, "stage": "END", "device": 0,
+                          "time_us": T0 + 10 * k + 5})
+    return {"segments": [], "device_traces": [entries], "external_annotations": marks}
+
+
+def odd_settings(scale):
+    """Issue 56, finding 9: allocator settings a file may hold that JSON and
+    a boolean do not: garbage_collection_threshold inf, expandable_segments
+    as the string 'yes'."""
+    del scale
+    frames = [{"name": "step", "filename": "/home/me/train.py", "line": 7}]
+    alloc = entry(0, frames)
+    trace = [alloc, dict(alloc, action="free_requested"), dict(alloc, action="free_completed")]
+    return {"segments": [], "device_traces": [trace],
+            "allocator_settings": {"garbage_collection_threshold": float("inf"),
+                                   "expandable_segments": "yes", "max_split_size": -1}}
+
+
 class RawPickle(bytes):
     """Bytes written as they are: a shape no Python object pickles to."""
 
@@ -114,6 +166,56 @@ def many_streams(count, expandable=False):
                                    "garbage_collection_threshold": 0.0}}
 
 
+def expandable_ranges(count):
+    """Not a reader's shape (so not in SHAPES): the allocator model's (issue
+    56). One expandable segment of `count` mapped ranges of 20 MiB, each a
+    16 MiB block held throughout and a free 4 MiB block before unmapped
+    pages, fewer of them after each range; then `count` requests of 4 MiB.
+    A request meets every free 4 MiB block in turn (the same size, by
+    address), and PyTorch's best fit goes on to each next one while the
+    size it could grow to shrinks: it takes the last but one (the last can
+    grow into the rest of the reservation), and the next request walks
+    them all again but one. A last request of 20 MiB maps a page
+    (a segment entry, so that every what-if run starts from these ranges).
+    tests/cli/test_whatif.py runs `whatif` on it; bench/whatif_bench.py
+    --expandable-ranges times it."""
+    mib = 1 << 20
+    frames = [{"name": "forward", "filename": "/home/me/model.py", "line": 42}]
+    settings = {"max_split_size": -1, "expandable_segments": True,
+                "garbage_collection_threshold": 0.0}
+    # Range k at `starts[k]`; the unmapped pages after it: (count - k) x 20 MiB.
+    starts, at = [], 0x7F00_0000_0000
+    for k in range(count):
+        starts.append(at)
+        at += 20 * mib + (count - k) * 20 * mib
+
+    def block(address, size):
+        return {"address": address, "size": size, "requested_size": size,
+                "state": "active_allocated", "frames": frames}
+
+    segments = []
+    for k, start in enumerate(starts):
+        # The first range also holds the page the last request maps after it.
+        size = 40 * mib if k == 0 else 20 * mib
+        blocks = [block(start, 16 * mib), block(start + 16 * mib, 4 * mib)]
+        if k == 0:
+            blocks.append(block(start + 20 * mib, 20 * mib))
+        segments.append({"device": 0, "address": start, "total_size": size, "stream": 0,
+                         "segment_type": "large", "allocated_size": size, "active_size": size,
+                         "requested_size": size, "is_expandable": True, "blocks": blocks})
+    # The requests take the free blocks from the last range but one back to
+    # the first, then the last (the rest of the reservation after it is
+    # unmapped too: it could grow the most).
+    order = list(reversed(range(count - 1))) + [count - 1]
+    entries = [{"action": "alloc", "addr": starts[k] + 16 * mib, "size": 4 * mib, "stream": 0,
+                "time_us": T0 + n, "frames": frames} for n, k in enumerate(order)]
+    entries.append({"action": "segment_map", "addr": starts[0] + 20 * mib, "size": 20 * mib,
+                    "stream": 0, "time_us": T0 + count, "frames": frames})
+    entries.append({"action": "alloc", "addr": starts[0] + 20 * mib, "size": 20 * mib,
+                    "stream": 0, "time_us": T0 + count + 1, "frames": frames})
+    return {"segments": segments, "device_traces": [entries], "allocator_settings": settings}
+
+
 SHAPES = {
     "empty_lists": empty_lists,
     "long_name": long_name,
@@ -126,11 +228,19 @@ SHAPES = {
     "shared_compile_context": lambda scale: shared_strings(scale, "compile_context"),
     "shared_category": lambda scale: shared_strings(scale, "category"),
     "shared_action": lambda scale: shared_strings(scale, "action"),
+    "many_ooms": many_ooms,
+}
+# Shapes whose point is what a report says, not what it costs: the tests
+# write them, the bench does not time them.
+REPORT_SHAPES = {
+    "profiler_steps": lambda scale: step_marks(scale, "ProfilerStep#%d"),
+    "open_optimizer_marks": lambda scale: step_marks(scale, "Optimizer.step#Adam.step", False),
+    "odd_settings": odd_settings,
 }
 
 
 def write(shape, path, scale=1):
-    document = SHAPES[shape](scale)
+    document = (SHAPES.get(shape) or REPORT_SHAPES[shape])(scale)
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "wb") as out:
         if isinstance(document, RawPickle):
@@ -142,7 +252,7 @@ def write(shape, path, scale=1):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("shape", choices=sorted(SHAPES))
+    parser.add_argument("shape", choices=sorted(SHAPES) + sorted(REPORT_SHAPES))
     parser.add_argument("--out", required=True, help="the file to write (.gz: gzipped)")
     parser.add_argument("--scale", type=int, default=1)
     args = parser.parse_args()

@@ -296,6 +296,20 @@ test('esc escapes the five HTML metacharacters and nothing else', () => {
   }
 });
 
+// Issue 56, finding 4: a file name with U+202E, ESC or BEL reads as spelled,
+// not reversed, in the page's cards, legend and tables: the same escapes as
+// the C++ printable() (tests/unit/test_report_words.cc, the same strings).
+test('printable shows spoofing and control characters as the text reports do', () => {
+  const evil = 'train\u202Eyp.exe\u2066x\u2069 \u2028next \u200F\u{E0041}\u{E007F} caf\u00e9 \u4e2d';
+  const shown = 'train\\u202eyp.exe\\u2066x\\u2069 \\u2028next \\u200f\\U000e0041\\U000e007f caf\u00e9 \u4e2d';
+  assert.equal(T.printable(evil), shown);
+  assert.equal(T.printable('\x1b[31m\u0085'), '\\x1b[31m\\u0085');
+  assert.equal(T.printable('a\x07b\x7f\n\r\t'), 'a\\x07b\\x7f\\n\\r\\t');
+  assert.equal(T.printable('exe.html\u202e'), 'exe.html\\u202e');
+  assert.equal(T.printable('plain ü \u{1F600} <&>'), 'plain ü \u{1F600} <&>');
+  assert.equal(T.printable(42), '42');
+});
+
 test('withAlpha turns #rrggbb into rgba()', () => {
   assert.equal(T.withAlpha('#2563eb', 0.5), 'rgba(37, 99, 235, 0.5)');
   assert.equal(T.withAlpha('#000000', 1), 'rgba(0, 0, 0, 1)');

@@ -1,0 +1,60 @@
+#!/usr/bin/env python3
+"""Hostile input, round five (issue 56): files whose shape made a report say
+something false, or made output promised to be a few lines grow with the
+file. Each is written by tests/gen/make_hostile.py (or copied under a name of
+its own) and read in well under a second; every check names the finding."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import testlib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "gen"))
+import make_hostile  # noqa: E402
+
+check = testlib.Checks()
+TIMEOUT = 60
+CHECK_FORMATS = ("text", "json", "markdown", "junit", "github")
+
+
+def run(memsnap, args):
+    """(exit status or 'timeout', stdout text, stderr text)."""
+    try:
+        got = subprocess.run([memsnap] + args, capture_output=True, timeout=TIMEOUT)
+    except subprocess.TimeoutExpired:
+        return "timeout", "", ""
+    return (got.returncode, got.stdout.decode("utf-8", "replace"),
+            got.stderr.decode("utf-8", "replace"))
+
+
+def shape(work, name):
+    os.makedirs(work, exist_ok=True)
+    path = os.path.join(work, name + ".pickle")
+    if not os.path.exists(path):
+        make_hostile.write(name, path)
+    return path
+
+
+def test_file_names_reach_the_plot_title_escaped(memsnap, work):
+    """Finding 4: a file named with U+202E, ESC and BEL went raw into the
+    page's <title> (which the page copies into its heading: the name read
+    reversed). It is shown as the text reports show it: \\u202e, \\x1b, \\x07."""
+    source = shape(work, "profiler_steps")
+    named = os.path.join(work, "lmth.\u202eexe\x1b[31m\x07.pickle")
+    shutil.copyfile(source, named)
+    page = os.path.join(work, "named.html")
+    rc, _, err = run(memsnap, ["plot", named, "-o", page])
+    if rc != 0 and "without the HTML plot" in err:
+        return
+    check("plot answers", rc == 0, err[-300:])
+    with open(page, encoding="utf-8") as f:
+        html = f.read()
+    title = html[html.index("<title>") + 7:html.index("</title>")]
+    check("the <title> holds no U+202E, ESC or BEL",
+          not any(c in title for c in "\u202e\x1b\x07"), ascii(title))
+    check("the <title> shows them escaped",
+          "lmth.\\u202eexe\\x1b[31m\\x07.pickle" in title, ascii(title))
+    check.verify()
