@@ -74,9 +74,20 @@ void serve_until_signalled(serve::Server& server) {
   pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
 }
 
+// A token of the user's own this short can be guessed by another user of
+// the machine, who reaches the same loopback; the random one has 48 hex
+// digits.
+constexpr size_t kShortToken = 16;
+
 void run_serve(const ServeFlags& flags) {
   // Before reading gigabytes: a build without the server, options it refuses.
   serve::check_options(flags.server);
+  if (!flags.server.token.empty() && flags.server.token.size() < kShortToken) {
+    write_note(fmt::format(
+        "warning: --token has {} characters; one shorter than {} can be guessed by another user "
+        "of this machine (leave --token out for a random one)",
+        flags.server.token.size(), kShortToken));
+  }
   const std::vector<std::string> paths = expand_inputs(flags.files);
   std::vector<Snapshot> snapshots = load_all(paths, flags.common);
   std::vector<std::unique_ptr<FileAnalysis>> analyses;

@@ -195,8 +195,10 @@ struct HttpServer::Loop::Connection : std::enable_shared_from_this<Connection> {
   // Bumped at every change of phase: a timer armed in an earlier phase does
   // nothing when it fires.
   uint64_t epoch = 0;
-  // The bytes received and not yet consumed by a parsed request.
+  // The bytes received and not yet taken by the parser, and how many of
+  // this request's head it has taken.
   std::string head;
+  size_t head_taken = 0;
   size_t line_scanned = 0;  // of `head`, the bytes known to hold no '\n'
   bool line_ended = false;
   std::optional<http::request_parser<http::empty_body>> parser;
@@ -237,6 +239,7 @@ void HttpServer::Loop::Connection::wait_for_request() {
   parser->header_limit(static_cast<std::uint32_t>(loop.limits.max_head_bytes));
   line_scanned = 0;
   line_ended = false;
+  head_taken = 0;
   arm(loop.limits.head_deadline, [](Connection& self) {
     self.loop.count(&HttpCounters::head_timeouts);
     if (self.head.empty()) {
@@ -266,7 +269,8 @@ void HttpServer::Loop::Connection::read_more() {
 
 void HttpServer::Loop::Connection::take(size_t bytes) {
   head.append(chunk.data(), bytes);
-  // The request line's end is looked for in the new bytes only.
+  // The request line's end is looked for in the new bytes only (the parser
+  // takes nothing before the line is whole).
   if (!line_ended) {
     line_ended = head.find('\n', line_scanned) != std::string::npos;
     line_scanned = head.size();
@@ -282,8 +286,12 @@ void HttpServer::Loop::Connection::take(size_t bytes) {
 void HttpServer::Loop::Connection::parse() {
   boost::system::error_code error;
   const size_t used = parser->put(asio::buffer(head), error);
+  // The parser may take the request line and wait for the headers: what it
+  // took is gone from `head`, and still counts towards the head's size.
+  head.erase(0, used);
+  head_taken += used;
   if (error == http::error::need_more) {
-    if (head.size() > loop.limits.max_head_bytes) {
+    if (head_taken + head.size() > loop.limits.max_head_bytes) {
       refuse(431,
              fmt::format("the request head is longer than {} bytes", loop.limits.max_head_bytes));
     } else {
@@ -308,7 +316,6 @@ void HttpServer::Loop::Connection::parse() {
     refuse(413, "only GET and HEAD are answered, with no body");
     return;
   }
-  head.erase(0, used);
   const http::request<http::empty_body>& message = parser->get();
   const auto fields = static_cast<size_t>(std::distance(message.begin(), message.end()));
   if (fields > loop.limits.max_header_count) {
@@ -337,6 +344,9 @@ void HttpServer::Loop::Connection::dispatch(HttpRequest request, bool keep_alive
   phase = Phase::kAnswering;
   timer.cancel();
   if (std::optional<HttpResponse> refusal = loop.admit(request)) {
+    // A peer refused once is not kept: it opens a new connection to try
+    // again, and that one counts against the limits.
+    refusal->close = true;
     write(std::move(*refusal), keep_alive, head_only);
     return;
   }

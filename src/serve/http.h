@@ -94,7 +94,8 @@ struct HttpCounters {
 class HttpServer {
  public:
   // Runs on the event loop's thread for every complete head: an answer here
-  // (a refusal) is sent at once; nothing sends the request on to `answer`.
+  // (a refusal) is sent at once and the connection closed after it;
+  // nothing sends the request on to `answer`.
   // It must be quick and must not block.
   using Admit = std::function<std::optional<HttpResponse>(const HttpRequest&)>;
   // Runs on a worker for every admitted request.

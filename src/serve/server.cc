@@ -611,10 +611,7 @@ Server::Server(std::vector<ServedFile> files, ServeOptions options,
       HttpLimits{},
       [&state](const HttpRequest& request) -> std::optional<HttpResponse> {
         std::optional<HttpResponse> refusal = state.admit(request);
-        if (refusal) {
-          refusal->close = true;
-          return with_safety_headers(std::move(*refusal));
-        }
+        if (refusal) return with_safety_headers(std::move(*refusal));
         return std::nullopt;
       },
       [&state](const HttpRequest& request) { return with_safety_headers(state.answer(request)); });
