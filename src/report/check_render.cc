@@ -195,7 +195,9 @@ std::string note_text(const LimitResult& r) {
   switch (r.note) {
     case LimitNote::kNone: return {};
     case LimitNote::kNoSteps:
-      return "the run has no steps (no ProfilerStep marks, and none inferred from the optimizer)";
+      // A summary file keeps no marks: it says only that there are none.
+      return r.step_marks ? "the run has no steps: " + no_steps_reason(r.step_source, *r.step_marks)
+                          : std::string("the run has no steps");
     case LimitNote::kNothingLive: return "the run has nothing live at its peak to categorise";
     case LimitNote::kNeedsBaseline: return "it needs --baseline";
     case LimitNote::kNoBaselineRank: return "no baseline rank";

@@ -13,10 +13,20 @@ namespace {
 
 using nlohmann::ordered_json;
 
-constexpr std::string_view kNoStepsHint =
-    "no ProfilerStep annotations: profile with torch.profiler.profile(...) and call "
-    "prof.step() each iteration (Megatron Bridge: use_pytorch_profiler=True in "
-    "ProfilingConfig) to get step boundaries";
+// Why the device has no steps under --steps, and how to record them where
+// the file has no ProfilerStep marks.
+std::string no_steps_hint(const ParseReport& r) {
+  // The common case (no marks at all under the default) keeps its short words.
+  std::string hint = r.step_source == StepSource::kAuto && r.step_marks.optimizer_starts == 0
+                         ? "no ProfilerStep annotations"
+                         : no_steps_reason(r.step_source, r.step_marks);
+  if (r.step_source != StepSource::kNone && profiler_advice_applies(r.step_marks)) {
+    hint +=
+        ": profile with torch.profiler.profile(...) and call prof.step() each iteration "
+        "(Megatron Bridge: use_pytorch_profiler=True in ProfilingConfig) to get step boundaries";
+  }
+  return hint;
+}
 
 // Whose stack the frees carry, and what follows for memory from before the trace.
 std::string free_frames_text(const FreeFrameEvidence& evidence) {
@@ -214,7 +224,7 @@ void write_steps_section(const ParseReport& r, std::string& out) {
   line("");
   line("Profiler steps");
   if (r.steps.empty()) {
-    line(fmt::format("  {}", kNoStepsHint));
+    line(fmt::format("  {}", no_steps_hint(r)));
   } else {
     size_t complete = 0;
     for (const auto& step : r.steps) complete += step.complete ? 1 : 0;
@@ -451,7 +461,7 @@ ordered_json render_parse_json(const ParseReport& r, int top) {
   out["interned"] = {{"frames", r.distinct_frames}, {"stacks", r.distinct_stacks}};
   out["anomalies"] = anomalies_json(r);
   out["warnings"] = phrase_all(r.warnings);
-  if (r.steps.empty()) out["steps_hint"] = kNoStepsHint;
+  if (r.steps.empty()) out["steps_hint"] = no_steps_hint(r);
   return out;
 }
 

@@ -58,3 +58,34 @@ def test_file_names_reach_the_plot_title_escaped(memsnap, work):
     check("the <title> shows them escaped",
           "lmth.\\u202eexe\\x1b[31m\\x07.pickle" in title, ascii(title))
     check.verify()
+
+
+def test_no_steps_says_which_marks_there_are(memsnap, work):
+    """Finding 6: `--steps optimizer` on a file with 100 ProfilerStep marks
+    said "no ProfilerStep annotations, and no Optimizer.step marks"; 100
+    Optimizer.step START marks with no END said "no Optimizer.step marks".
+    replay-step's error, parse's hint and check's note say what is there."""
+    profiler = shape(work, "profiler_steps")
+    rc, _, err = run(memsnap, ["replay-step", profiler, "--steps", "optimizer", "--all-steps"])
+    check("--steps optimizer on ProfilerStep marks: refused", rc == 1, (rc, err))
+    check("... naming the 100 ProfilerStep annotations and the source that reads them",
+          "100 ProfilerStep annotations" in err and "--steps profiler or auto" in err
+          and "no ProfilerStep annotations" not in err, err)
+    check("... without the advice to run the profiler it ran", "torch.profiler" not in err, err)
+    rc, out, err = run(memsnap, ["parse", profiler, "--steps", "optimizer", "--json"])
+    hint = json.loads(out).get("steps_hint", "") if rc == 0 else err
+    check("parse's steps_hint names them too", "100 ProfilerStep annotations" in hint
+          and "no ProfilerStep annotations" not in hint, hint)
+    rc, out, err = run(memsnap, ["check", profiler, "--steps", "optimizer", "--step-max-peak",
+                                 "1GiB", "--format", "json"])
+    notes = [r.get("note") for r in json.loads(out).get("limits", [])] if rc == 0 else [err]
+    check("check's step_max_peak note names them", any(
+        n and "100 ProfilerStep annotations" in n for n in notes), notes)
+
+    open_marks = shape(work, "open_optimizer_marks")
+    for steps in ("auto", "optimizer"):
+        rc, _, err = run(memsnap, ["replay-step", open_marks, "--steps", steps, "--all-steps"])
+        check("%s: 100 Optimizer.step marks without END are named, not denied" % steps,
+              rc == 1 and "100 Optimizer.step marks have a START and no END" in err
+              and "no Optimizer.step marks" not in err, (rc, err))
+    check.verify()

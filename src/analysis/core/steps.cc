@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include <absl/container/flat_hash_map.h>
+#include <fmt/format.h>
 
 #include "analysis/core/optimizer_lifetime.h"
 
@@ -197,6 +198,74 @@ StepWindows find_steps(const Snapshot& snapshot, const DeviceTrace& trace, StepS
   windows = optimizer_steps_from_annotations(snapshot, trace);
   if (windows.steps.empty()) windows = optimizer_steps_from_frames(snapshot, trace);
   return windows;
+}
+
+StepMarks count_step_marks(const Snapshot& snapshot, const DeviceTrace& trace) {
+  StepMarks marks;
+  marks.timed = trace_start_us(snapshot, trace) != 0;
+  for (const Annotation& note : snapshot.annotations) {
+    if (note.device != trace.device) continue;
+    const std::string_view name = snapshot.strings.get(note.name);
+    if (name.starts_with(kStepPrefix)) {
+      marks.profiler_steps += note.stage == Stage::kStart ? 1 : 0;
+    } else if (name.starts_with(kOptimizerStepPrefix)) {
+      marks.optimizer_starts += note.stage == Stage::kStart ? 1 : 0;
+      marks.optimizer_ends += note.stage == Stage::kEnd ? 1 : 0;
+    }
+  }
+  return marks;
+}
+
+namespace {
+
+// Why the optimizer gave no iterations.
+std::string no_iterations_reason(const StepMarks& marks) {
+  constexpr std::string_view kNoFrames = "no allocation inside torch.optim to infer them from";
+  if (marks.optimizer_starts == 0) {
+    return "no Optimizer.step marks or torch.optim allocations to infer iterations from";
+  }
+  const uint64_t n = marks.optimizer_starts;
+  const std::string_view s = n == 1 ? "" : "s";
+  if (!marks.timed) {
+    return fmt::format(
+        "its {} Optimizer.step mark{} cannot be placed: the trace entries carry no time_us", n, s);
+  }
+  if (marks.optimizer_ends == 0) {
+    return fmt::format(
+        "its {} Optimizer.step mark{} {} a START and no END, so no iteration is complete, and {}",
+        n, s, n == 1 ? "has" : "have", kNoFrames);
+  }
+  return fmt::format(
+      "none of its {} Optimizer.step mark{} is closed by an END after its START, and {}", n, s,
+      kNoFrames);
+}
+
+}  // namespace
+
+std::string no_steps_reason(StepSource source, const StepMarks& marks) {
+  switch (source) {
+    case StepSource::kNone: return "--steps none turns step detection off";
+    case StepSource::kProfiler:
+      if (marks.optimizer_starts > 0 && marks.timed) {
+        return fmt::format(
+            "no ProfilerStep annotations (--steps profiler); --steps optimizer or auto (the "
+            "default) infers iterations from its {} Optimizer.step mark{}",
+            marks.optimizer_starts, marks.optimizer_starts == 1 ? "" : "s");
+      }
+      return "no ProfilerStep annotations (--steps profiler)";
+    case StepSource::kOptimizer: {
+      std::string reason = "--steps optimizer: " + no_iterations_reason(marks);
+      if (marks.profiler_steps > 0) {
+        reason += fmt::format(
+            "; --steps profiler or auto (the default) reads steps from its {} ProfilerStep "
+            "annotation{}",
+            marks.profiler_steps, marks.profiler_steps == 1 ? "" : "s");
+      }
+      return reason;
+    }
+    case StepSource::kAuto: break;
+  }
+  return "no ProfilerStep annotations, and " + no_iterations_reason(marks);
 }
 
 int64_t trace_start_us(const Snapshot& snapshot, const DeviceTrace& trace) {

@@ -96,6 +96,26 @@ StepWindows optimizer_steps_from_frames(const Snapshot& snapshot, const DeviceTr
 // The windows `source` asks for on one device.
 StepWindows find_steps(const Snapshot& snapshot, const DeviceTrace& trace, StepSource source);
 
+// What one device's marks hold that steps come from, for the sentence that
+// says why a step source found none: a file with ProfilerStep marks read with
+// --steps optimizer, or Optimizer.step marks that never END, must not read
+// as a file without marks.
+struct StepMarks {
+  uint64_t profiler_steps = 0;    // ProfilerStep#N numbers with a START or an END
+  uint64_t optimizer_starts = 0;  // Optimizer.step#... START marks
+  uint64_t optimizer_ends = 0;    // ... END marks
+  bool timed = false;             // the trace has a time_us to place marks by
+};
+StepMarks count_step_marks(const Snapshot& snapshot, const DeviceTrace& trace);
+// Why `source` found no step windows on a device with these marks, as a
+// clause after "FILE has no steps: " (no final period).
+std::string no_steps_reason(StepSource source, const StepMarks& marks);
+// Whether the file's own advice (run the loop under the profiler) applies:
+// false where ProfilerStep marks are there and another source was asked.
+[[nodiscard]] inline bool profiler_advice_applies(const StepMarks& marks) {
+  return marks.profiler_steps == 0;
+}
+
 struct StepStats {
   ProfilerStep step;
   uint64_t begin = 0;              // first event of the window (model index)

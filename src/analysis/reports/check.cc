@@ -159,6 +159,8 @@ void measure_step_peak(const RunSummary& current, LimitResult& r) {
   if (current.steps.empty()) {
     r.status = LimitStatus::kNotApplicable;
     r.note = LimitNote::kNoSteps;
+    r.step_source = current.step_source;
+    r.step_marks = current.step_marks;
     return;
   }
   for (const SummaryStep& step : current.steps) {

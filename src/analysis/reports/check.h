@@ -83,6 +83,10 @@ struct LimitResult {
   // inferred iteration's number is not the profiler's).
   std::optional<int64_t> step;
   StepsInference steps_origin;
+  // kNoSteps on a run read from a snapshot: what --steps asked and the marks
+  // there are (RunSummary::step_marks).
+  StepSource step_source = StepSource::kAuto;
+  std::optional<StepMarks> step_marks;
   LimitNote note = LimitNote::kNone;
   Doubt doubt;  // with kUnmeasurable and kBaselineUnmeasurable
   // False when the file cannot give the value (RunSummary::doubts): a fail

@@ -113,6 +113,8 @@ void add_steps_and_annotations(const FileAnalysis& file, ParseReport& result) {
   const Snapshot& snapshot = file.snapshot();
   result.steps = file.steps();
   result.steps_origin = file.step_windows().inference();
+  result.step_source = file.step_source();
+  if (result.steps.empty()) result.step_marks = count_step_marks(file.snapshot(), file.trace());
   result.steps_ending_before_start = file.steps_ending_before_start();
   for (const Annotation& note : snapshot.annotations) {
     if (note.device != result.device) continue;

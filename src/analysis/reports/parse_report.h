@@ -91,6 +91,10 @@ struct ParseReport {
   FreeFrameEvidence free_frames;  // whose stack the frees carry
   std::vector<ProfilerStep> steps;
   StepsInference steps_origin;
+  // With no steps: what was asked (--steps) and the marks there are, for
+  // the sentence that says why.
+  StepSource step_source = StepSource::kAuto;
+  StepMarks step_marks;
   std::map<std::string, uint64_t> actions;
   std::vector<SourceThroughput> throughput;  // every source, most allocated bytes first
   // Live at the dump by source from the segments' blocks, when the trace

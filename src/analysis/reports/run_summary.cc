@@ -76,6 +76,8 @@ void add_summary_steps(const FileAnalysis& file, RunSummary& out) {
   }
   out.step_count = out.steps.size();
   out.steps_origin = file.step_windows().inference();
+  out.step_source = file.step_source();
+  if (out.steps.empty()) out.step_marks = count_step_marks(file.snapshot(), file.trace());
   if (out.steps.size() > kSummarySteps) {
     std::stable_sort(out.steps.begin(), out.steps.end(),
                      [](const SummaryStep& a, const SummaryStep& b) {

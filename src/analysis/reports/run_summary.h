@@ -121,6 +121,10 @@ struct RunSummary {
   // Live at the absolute peak, top kSummarySources, largest first; sums of
   // every row (the list may be cut).
   std::vector<SourceUsage> live_at_peak;
+  // With no steps, from a snapshot (a summary file keeps neither): what
+  // --steps asked and the marks there are, for the note that says why.
+  StepSource step_source = StepSource::kAuto;
+  std::optional<StepMarks> step_marks;
   uint64_t live_at_peak_sources = 0;
   uint64_t live_at_peak_bytes = 0;
   std::vector<SourceUsage> live_at_peak_by_category;

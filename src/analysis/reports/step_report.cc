@@ -25,15 +25,14 @@ ReplayStepResult replay_steps(const FileAnalysis& file, std::optional<int64_t> s
           "reads ProfilerStep annotations or infers iterations from Optimizer.step). {}.",
           file.path(), works));
     }
+    const StepMarks marks = count_step_marks(file.snapshot(), file.trace());
     throw Error(fmt::format(
-        "{} has no steps: no ProfilerStep annotations{}. The file is fine: step boundaries "
-        "come from the PyTorch profiler (run the loop under torch.profiler.profile(...) and "
-        "call prof.step() each iteration; in Megatron Bridge, use_pytorch_profiler=True in "
-        "ProfilingConfig). {}.",
-        file.path(),
-        file.step_source() == StepSource::kProfiler
-            ? " (--steps profiler)"
-            : ", and no Optimizer.step marks or torch.optim allocations to infer iterations from",
+        "{} has no steps: {}. {}{}.", file.path(), no_steps_reason(file.step_source(), marks),
+        profiler_advice_applies(marks)
+            ? "The file is fine: step boundaries come from the PyTorch profiler (run the loop "
+              "under torch.profiler.profile(...) and call prof.step() each iteration; in "
+              "Megatron Bridge, use_pytorch_profiler=True in ProfilingConfig). "
+            : "",
         works));
   }
   std::vector<const StepStats*> chosen;
