@@ -91,7 +91,13 @@ CLI::Validator whole_number_at_least(long long minimum) {
       [minimum](std::string& input) -> std::string {
         long long value = 0;
         auto [end, error] = std::from_chars(input.data(), input.data() + input.size(), value);
-        if (error != std::errc() || end != input.data() + input.size() || value < minimum) {
+        const bool digits = end == input.data() + input.size();
+        if (error == std::errc::result_out_of_range && digits && input.front() != '-') {
+          // A number past the upper bound, not a word that is no number.
+          return fmt::format("expects a whole number >= {} and at most {}, not '{}'", minimum,
+                             std::numeric_limits<long long>::max(), shown(input));
+        }
+        if (error != std::errc() || !digits || value < minimum) {
           return "expects a whole number >= " + std::to_string(minimum) + ", not '" + shown(input) +
                  "'";
         }

@@ -36,6 +36,22 @@ std::optional<int64_t> whole_of_text(std::string_view text) {
   return value;
 }
 
+// Digits (a sign first) that no int64 holds: a whole number past the bound,
+// not a word that is none.
+bool whole_beyond_int64(std::string_view text) {
+  int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return error == std::errc::result_out_of_range && end == text.data() + text.size();
+}
+
+// The largest size a parameter takes: 4 EiB, as check's limits (no device
+// comes near; the JSON front ends carry sizes as int64).
+constexpr uint64_t kMaxSizeBytes = uint64_t{1} << 62;
+constexpr std::string_view kMaxSizeText = "4 EiB (4611686018427387904 bytes)";
+
+// A size's bytes, floored, before any bound: nullopt when the text is no size.
+std::optional<double> size_bytes_of_text(std::string_view text);
+
 std::string number_text(double value) {
   return value == std::floor(value) && std::abs(value) < 1e15
              ? std::to_string(static_cast<int64_t>(value))
@@ -102,6 +118,10 @@ Value checked_value(const Parameter& parameter, const Value& value, Spelling spe
         throw Error::usage(fmt::format("{} must be at least 1 byte, not {}",
                                        spelled(parameter, spelling), *whole));
       }
+      if (static_cast<uint64_t>(*whole) > kMaxSizeBytes) {
+        throw Error::usage(fmt::format("{} must be at most {}, not {}",
+                                       spelled(parameter, spelling), kMaxSizeText, *whole));
+      }
       return *whole;
     }
     case ParameterKind::kSwitch:
@@ -143,7 +163,9 @@ std::string kind_description(const Parameter& parameter) {
   return "a value";
 }
 
-std::optional<uint64_t> size_of_text(std::string_view text) {
+namespace {
+
+std::optional<double> size_bytes_of_text(std::string_view text) {
   auto trimmed = [](std::string_view s) {
     while (!s.empty() && s.front() == ' ') s.remove_prefix(1);
     while (!s.empty() && s.back() == ' ') s.remove_suffix(1);
@@ -160,7 +182,7 @@ std::optional<uint64_t> size_of_text(std::string_view text) {
   std::string unit(trimmed(text.substr(digits)));
   std::transform(unit.begin(), unit.end(), unit.begin(),
                  [](char c) { return static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c); });
-  constexpr std::string_view kPrefixes = "kmgtp";
+  constexpr std::string_view kPrefixes = "kmgtpe";
   double scale = 1;
   if (!unit.empty() && kPrefixes.find(unit.front()) != std::string_view::npos) {
     scale = std::pow(1024.0, static_cast<double>(kPrefixes.find(unit.front()) + 1));
@@ -168,9 +190,15 @@ std::optional<uint64_t> size_of_text(std::string_view text) {
     if (!unit.empty() && unit.front() == 'i') unit.erase(0, 1);
   }
   if (!number || !(unit.empty() || unit == "b")) return {};
-  const double bytes = std::floor(*number * scale);
-  if (!(bytes < 0x1p64)) return {};
-  return static_cast<uint64_t>(bytes);
+  return std::floor(*number * scale);
+}
+
+}  // namespace
+
+std::optional<uint64_t> size_of_text(std::string_view text) {
+  const std::optional<double> bytes = size_bytes_of_text(text);
+  if (!bytes || !(*bytes < 0x1p64)) return {};
+  return static_cast<uint64_t>(*bytes);
 }
 
 std::string syntax_problem(const Parameter& parameter, std::string_view text) {
@@ -183,17 +211,28 @@ std::string syntax_problem(const Parameter& parameter, std::string_view text) {
       if (!parameter.word.empty() && text == parameter.word) return {};
       const std::optional<int64_t> whole = whole_of_text(text);
       if (whole && within(parameter, static_cast<double>(*whole))) return {};
-      return fmt::format("expects a whole number {} {}{}, not '{}'",
-                         parameter.above_minimum ? ">" : ">=", number_text(parameter.minimum),
-                         parameter.word.empty() ? "" : fmt::format(" or '{}'", parameter.word),
-                         shown(text));
-    }
-    case ParameterKind::kSize:
-      if (const std::optional<uint64_t> bytes = size_of_text(text); bytes && *bytes >= 1) return {};
+      // A number past int64 breaks the upper bound, not the lower one.
+      const bool too_large = whole_beyond_int64(text) && text.front() != '-';
       return fmt::format(
-          "expects a size such as 80GiB, 512MiB or 1048576 (at least 1 byte), "
-          "not '{}'",
-          shown(text));
+          "expects a whole number {} {}{}{}, not '{}'",
+          parameter.above_minimum ? ">" : ">=", number_text(parameter.minimum),
+          too_large ? fmt::format(" and at most {}", std::numeric_limits<int64_t>::max()) : "",
+          parameter.word.empty() ? "" : fmt::format(" or '{}'", parameter.word), shown(text));
+    }
+    case ParameterKind::kSize: {
+      const std::optional<double> bytes = size_bytes_of_text(text);
+      if (!bytes) {
+        return fmt::format(
+            "expects a size such as 80GiB, 512MiB or 1048576 (B, KiB, MiB, GiB, TiB, PiB or EiB), "
+            "not '{}'",
+            shown(text));
+      }
+      if (*bytes < 1) return fmt::format("expects at least 1 byte, not '{}'", shown(text));
+      if (*bytes > static_cast<double>(kMaxSizeBytes)) {
+        return fmt::format("expects at most {}, not '{}'", kMaxSizeText, shown(text));
+      }
+      return {};
+    }
     case ParameterKind::kSwitch:
       if (text.empty() || text == "true" || text == "false" || text == "1" || text == "0") {
         return {};
@@ -216,10 +255,7 @@ Value value_of_text(const Parameter& parameter, std::string_view text, Spelling 
     case ParameterKind::kWholeOrWord:
       if (text == parameter.word) return std::string(text);
       return *whole_of_text(text);
-    case ParameterKind::kSize: {
-      const uint64_t bytes = *size_of_text(text);
-      return static_cast<int64_t>(std::min<uint64_t>(bytes, std::numeric_limits<int64_t>::max()));
-    }
+    case ParameterKind::kSize: return static_cast<int64_t>(*size_of_text(text));  // checked above
     case ParameterKind::kSwitch: return text.empty() || text == "true" || text == "1";
     case ParameterKind::kText: return std::string(text);
   }

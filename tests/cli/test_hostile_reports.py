@@ -89,3 +89,31 @@ def test_no_steps_says_which_marks_there_are(memsnap, work):
               rc == 1 and "100 Optimizer.step marks have a START and no END" in err
               and "no Optimizer.step marks" not in err, (rc, err))
     check.verify()
+
+
+def test_bounds_are_named(memsnap, work):
+    """Finding 7: `whatif --set max_split_size_mb:18446744073709551615` said
+    "must be more than 20", `--capacity 1EiB` "at least 1 byte": each value
+    past a bound names that bound (and 1 EiB is a size)."""
+    path = shape(work, "profiler_steps")
+    cases = [
+        (["--set", "max_split_size_mb:18446744073709551615"], "at most 1099511627776"),
+        (["--set", "max_split_size_mb:99999999999999999999999"], "at most 1099511627776"),
+        (["--set", "max_split_size_mb:18"], "more than 20, not 18"),
+        (["--set", "roundup_power2_divisions:99999999999999999999"], "at most 9223372036854775808"),
+        (["--set", "garbage_collection_threshold:2"], "less than 1"),
+        (["--set", "garbage_collection_threshold:0"], "more than 0"),
+        (["--capacity", "16EiB"], "at most 4 EiB"),
+        (["--capacity", "99999999999999999999999"], "at most 4 EiB"),
+        (["--capacity", "0"], "at least 1 byte"),
+        (["--capacity", "12 parsecs"], "such as 80GiB"),
+        (["--top", "99999999999999999999"], "at most 9223372036854775807"),
+    ]
+    for args, said in cases:
+        rc, _, err = run(memsnap, ["whatif", path] + args)
+        check("whatif %s: refused naming %r" % (" ".join(args), said),
+              rc == 2 and said in err and "must be more than 20" not in err.replace(
+                  "more than 20, not 18", ""), (rc, err[-300:]))
+    rc, _, err = run(memsnap, ["whatif", path, "--capacity", "1EiB", "--json"])
+    check("whatif --capacity 1EiB: a size, answered", rc == 0, (rc, err[-300:]))
+    check.verify()

@@ -77,7 +77,7 @@ TEST(CheckAmount, RefusalsNameTheFlagAndWhatIsWrong) {
   usage_error("lots", false, "--max-peak: 'lots' is not a non-negative number with a unit");
   usage_error("-1GiB", false, "is not a non-negative number with a unit");
   usage_error("3 parsecs", false, "'3 parsecs' has an unknown unit");
-  usage_error("1e30GiB", false, "is larger than any device");
+  usage_error("1e30GiB", false, "is more than 4 EiB, the most a limit takes");
   // The hint lists percents only where they are allowed.
   usage_error("x", true, "1000, or 5%)");
 }

@@ -103,7 +103,7 @@ Amount parse_amount(std::string_view text, std::string_view what, bool percent_a
   for (const Scale& scale : kScales) {
     if (unit == scale.suffix) {
       const double bytes = value * scale.factor;
-      if (bytes > 0x1p62) throw bad("is larger than any device");
+      if (bytes > 0x1p62) throw bad("is more than 4 EiB, the most a limit takes");
       return Amount{bytes, false};
     }
   }

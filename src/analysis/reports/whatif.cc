@@ -637,6 +637,41 @@ std::vector<WhatIfSettings> settings_to_try(const FileAnalysis& file, const Spli
   return out;
 }
 
+// Why `text` is no whole number of `key` at most `most` (`most_text` names
+// it), or empty with `value` set: digits that no uint64 holds are past that
+// bound too, not "no whole number".
+std::string whole_problem(std::string_view key, std::string_view text, uint64_t most,
+                          std::string_view most_text, uint64_t& value) {
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  const bool digits = end == text.data() + text.size();
+  if ((error == std::errc::result_out_of_range && digits) ||
+      (error == std::errc() && digits && value > most)) {
+    return fmt::format("{} must be at most {}, not {}", key, most_text, text);
+  }
+  if (error != std::errc() || !digits) return fmt::format("'{}' is no whole number", text);
+  return {};
+}
+
+// Why `text` is no garbage_collection_threshold (a fraction strictly between
+// 0 and 1, each bound named when passed), or empty with `threshold` set.
+std::string threshold_problem(std::string_view text, double& threshold) {
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), threshold);
+  if (error != std::errc() || end != text.data() + text.size()) {
+    return fmt::format("garbage_collection_threshold is a number between 0 and 1, not '{}'", text);
+  }
+  if (!(threshold > 0)) {
+    return fmt::format(
+        "garbage_collection_threshold must be more than 0 (a fraction between 0 and 1), not {}",
+        text);
+  }
+  if (!(threshold < 1)) {
+    return fmt::format(
+        "garbage_collection_threshold must be less than 1 (a fraction between 0 and 1), not {}",
+        text);
+  }
+  return {};
+}
+
 }  // namespace
 
 WhatIfSettings settings_of_conf(std::string_view conf, const SplitRule& own) {
@@ -658,11 +693,11 @@ WhatIfSettings settings_of_conf(std::string_view conf, const SplitRule& own) {
   }
   if (pairs.empty())
     refuse("no setting (write them as PYTORCH_CUDA_ALLOC_CONF does: key:value,...)");
-  const auto whole = [&](std::string_view text) {
+  const auto whole = [&](std::string_view key, std::string_view text, uint64_t most,
+                         std::string_view most_text) {
     uint64_t value = 0;
-    const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (error != std::errc() || end != text.data() + text.size()) {
-      refuse(fmt::format("'{}' is no whole number", text));
+    if (std::string why = whole_problem(key, text, most, most_text, value); !why.empty()) {
+      refuse(why);
     }
     return value;
   };
@@ -675,23 +710,19 @@ WhatIfSettings settings_of_conf(std::string_view conf, const SplitRule& own) {
       if (value != "True" && value != "False") refuse("expandable_segments is True or False");
       out.split.expandable = value == "True";
     } else if (key == "max_split_size_mb") {
-      const uint64_t mib = whole(value);
-      if (mib <= 20 || mib > (uint64_t{1} << 40)) refuse("max_split_size_mb must be more than 20");
+      const uint64_t mib = whole(key, value, uint64_t{1} << 40, "1099511627776 (1 EiB in MiB)");
+      if (mib <= 20) refuse(fmt::format("max_split_size_mb must be more than 20, not {}", mib));
       out.split.max_split_size = mib << 20;
     } else if (key == "garbage_collection_threshold") {
       double threshold = 0;
-      const auto [end, error] =
-          std::from_chars(value.data(), value.data() + value.size(), threshold);
-      if (error != std::errc() || end != value.data() + value.size() || !(threshold > 0) ||
-          !(threshold < 1)) {
-        refuse("garbage_collection_threshold is a number between 0 and 1");
-      }
+      if (std::string why = threshold_problem(value, threshold); !why.empty()) refuse(why);
       out.gc_threshold = threshold;
     } else if (key == "roundup_power2_divisions") {
       if (!value.empty() && value.front() == '[') {
         refuse("roundup_power2_divisions per size ([256:1,...]) is not read here; give one number");
       }
-      const uint64_t divisions = whole(value);
+      const uint64_t divisions = whole(key, value, uint64_t{1} << 63,
+                                       "9223372036854775808 (2^63, the largest power of two)");
       if (divisions > 1 && !std::has_single_bit(divisions)) {
         refuse("roundup_power2_divisions must be a power of two");
       }
