@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """memsnap hostile-input benchmark: each shape of tests/gen/make_hostile.py
-(issue 40's structures that once multiplied time or memory) written at a
-scale, then read by a few commands; prints per shape and command the file's
-size, the exit status, wall time and peak RSS.
+(issue 40's structures that once multiplied time or memory, issue 56's
+output that grew with the file) written at a scale, then read by a few
+commands; prints per shape and command the file's size, the exit status,
+wall time, peak RSS and output size.
 
     python3 bench/hostile_bench.py --memsnap build/memsnap [--scale 8] [SHAPE...]
 
@@ -19,6 +20,13 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import make_hostile  # noqa: E402
 
 COMMANDS = (["parse"], ["events", "--json"], ["plot", "--text"], ["dump"])
+# Shapes read by commands of their own too: many_ooms by the reports that
+# promise a few lines whatever the file (check in every format, summarize).
+EXTRA_COMMANDS = {
+    "many_ooms": tuple(["check", "--max-peak", "1KiB", "--format", fmt]
+                       for fmt in ("text", "json", "markdown", "junit", "github"))
+    + (["summarize", "--json"],),
+}
 
 
 def main():
@@ -28,19 +36,20 @@ def main():
     parser.add_argument("--timeout", type=float, default=120)
     parser.add_argument("shapes", nargs="*", default=sorted(make_hostile.SHAPES))
     args = parser.parse_args()
-    print("%-24s %-14s %10s %6s %9s %9s %12s" % ("shape", "command", "file KB", "exit", "time s",
+    print("%-24s %-40s %10s %6s %9s %9s %12s" % ("shape", "command", "file KB", "exit", "time s",
                                                  "RSS MiB", "output MB"))
     with tempfile.TemporaryDirectory() as work:
         for shape in args.shapes:
             path = make_hostile.write(shape, os.path.join(work, shape + ".pickle.gz"), args.scale)
             size = os.path.getsize(path) / 1024
-            for command in COMMANDS:
+            for command in COMMANDS + EXTRA_COMMANDS.get(shape, ()):
                 # Each run in a fresh child of a fresh process, so that the
                 # peak RSS is this command's own.
                 probe = [sys.executable, "-c", RUN_ONE, args.memsnap, str(args.timeout)] + \
                     command[:1] + [path] + command[1:]
                 done = subprocess.run(probe, capture_output=True, text=True)
-                print("%-24s %-14s %10.1f %s" % (shape, " ".join(command), size, done.stdout.strip()))
+                print("%-24s %-40s %10.1f %s" % (shape, " ".join(command), size,
+                                                  done.stdout.strip()))
 
 
 # One command, its exit status, time, peak RSS and output size, measured in a

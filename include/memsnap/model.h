@@ -262,6 +262,9 @@ struct AllocatorSettings {
   // as (interval start in MiB, a power of two; divisions).
   std::optional<uint64_t> roundup_power2_divisions;
   std::vector<std::pair<uint64_t, uint64_t>> roundup_power2_divisions_by_mib;
+  // The settings above whose value is of another type (expandable_segments
+  // as the string 'yes'): key and value as JSON text, read as if absent.
+  std::vector<std::pair<std::string, std::string>> unread;
 };
 
 class ReadListener;  // memsnap/load.h

@@ -277,6 +277,12 @@ void read_ooms(const Reader& r, const ordered_json& doc, RunSummary& s) {
     oom.time_s = r.optional_number(ooms[i], "time_s", at);
     s.ooms.push_back(oom);
   }
+  // Summaries before oom_count listed every entry; later ones list the first few.
+  s.oom_count = ooms.size();
+  if (doc.contains("oom_count")) {
+    s.oom_count = r.count(doc, "oom_count", "");
+    if (s.oom_count < ooms.size()) r.fail("oom_count", "is less than the oom entries listed");
+  }
 }
 
 // What summaries written after version 1 was first written add: warnings, and what could not be
@@ -435,6 +441,7 @@ ordered_json render_summary_json(const RunSummary& s) {
         {"by_source", usage_rows(s.live_at_peak)},
         {"by_category", usage_rows(s.live_at_peak_by_category)}}},
       {"throughput", {{"sources", s.throughput_sources}, {"by_source", throughput}}},
+      {"oom_count", s.oom_count},
       {"ooms", ooms},
       {"unmeasurable",
        {{"absolute", doubt(s.doubts.absolute)},

@@ -125,7 +125,14 @@ ordered_json plain(const Vm& vm, const Value& raw, int depth, TextBudget& text) 
     case Kind::kInt: return static_cast<int64_t>(value.payload);
     case Kind::kUInt: return value.payload;
     case Kind::kBigInt: return big_int_decimal(vm, value);
-    case Kind::kFloat: return as_double(value);
+    case Kind::kFloat: {
+      // JSON has no inf or nan (nlohmann would write null): the string
+      // Python's repr gives, as the tagged form's "__float__" has it.
+      const double d = as_double(value);
+      if (std::isnan(d)) return "nan";
+      if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
+      return d;
+    }
     case Kind::kStr: return text.take(vm.view(value), true);
     case Kind::kBytes:
     case Kind::kByteArray: return text.take(hex(vm.view(value)), false);

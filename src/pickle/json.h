@@ -15,8 +15,9 @@ namespace memsnap::pickle {
 // Deeper trees (or cycles, which pickles can build) are refused.
 constexpr int kMaxNesting = 200;
 
-// Plain JSON: tuples and sets as arrays, wide ints as decimal strings, bytes as
-// hex strings, placeholders as "<object name>". Dict keys become strings.
+// Plain JSON: tuples and sets as arrays, wide ints as decimal strings, floats
+// JSON cannot hold as the strings "inf", "-inf" and "nan", bytes as hex
+// strings, placeholders as "<object name>". Dict keys become strings.
 // Strings hold at most `max_text` bytes in all (the tree is the file's: a
 // setting of a gigabyte is cut); `cut_strings` receives how many were cut.
 nlohmann::ordered_json to_plain_json(const Vm& vm, const Value& value,

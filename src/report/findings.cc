@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "report/format.h"
+#include "util/utf8.h"
 
 namespace memsnap {
 std::string trace_cut_text(TraceCut cut, uint64_t entries) {
@@ -66,6 +67,11 @@ std::string say(const finding::OutOfMemory& f) {
       f.device_free ? fmt::format(" with {} free on the device", format_bytes(*f.device_free))
                     : std::string());
 }
+std::string say(const finding::MoreOutOfMemory& f) {
+  return fmt::format(
+      "and {} more oom entries on device {} ({} in all): memsnap oom --at N shows each",
+      format_count(f.more), f.device, format_count(f.total));
+}
 std::string say(const finding::MalformedEntries& f) {
   return fmt::format("{} malformed trace entries were skipped", f.count);
 }
@@ -104,6 +110,17 @@ std::string say(const finding::BytesNotRead& f) {
 }
 std::string say(const finding::MalformedField& f) {
   return fmt::format("'{}' is {}, not a list: left out", f.field, f.found);
+}
+std::string say(const finding::UnreadSetting& f) {
+  // What the allocator does without the setting, which is how it is read.
+  const std::string_view read_as = f.key == "expandable_segments" ? "off"
+                                   : f.key == "max_split_size"    ? "unlimited"
+                                                                  : "not set";
+  const std::string_view kept = utf8_prefix(f.value, 64);
+  const std::string value = printable(kept) + (kept.size() < f.value.size() ? "..." : "");
+  return fmt::format(
+      "allocator_settings.{} is {}, which is no value PyTorch writes there: read as {}",
+      printable(f.key), value, read_as);
 }
 std::string say(const finding::FlatDeviceTraces& /*unused*/) {
   return "device_traces holds trace entries directly instead of one list per device: they "

@@ -117,3 +117,72 @@ def test_bounds_are_named(memsnap, work):
     rc, _, err = run(memsnap, ["whatif", path, "--capacity", "1EiB", "--json"])
     check("whatif --capacity 1EiB: a size, answered", rc == 0, (rc, err[-300:]))
     check.verify()
+
+
+def test_many_ooms_give_the_first_few_and_a_count(memsnap, work):
+    """Finding 8: 10,000 oom entries made `check --max-peak 1KiB` write a
+    line each (about 1 MB in every format) and `summarize --json` 1.2 MB
+    where its help says a few KB. Every format gives the first few and a
+    count; the summary keeps the first few and the count, and a summary
+    written before the count still reads."""
+    path = shape(work, "many_ooms")
+    for fmt in CHECK_FORMATS:
+        rc, out, err = run(memsnap, ["check", path, "--max-peak", "1KiB", "--format", fmt])
+        check("check --format %s: a few KB (%d bytes), exit 3" % (fmt, len(out)),
+              rc == 3 and len(out) < 16 << 10, (rc, err[-300:]))
+        check("check --format %s: counts the rest" % fmt,
+              "9,997 more oom entries" in out, out[:2000])
+    rc, out, err = run(memsnap, ["summarize", path, "--json"])
+    check("summarize --json: a few KB (%d bytes)" % len(out), rc == 0 and len(out) < 16 << 10,
+          (rc, err[-300:]))
+    summary = json.loads(out) if rc == 0 else {}
+    check("the summary counts every oom entry and lists the first 8",
+          summary.get("oom_count") == 10000 and len(summary.get("ooms", [])) == 8
+          and [o["event"] for o in summary.get("ooms", [])] == list(range(1, 9)),
+          (summary.get("oom_count"), summary.get("ooms")))
+    written = os.path.join(work, "many_ooms.summary.json")
+    with open(written, "w") as f:
+        f.write(out)
+    rc, out, err = run(memsnap, ["check", written, "--no-oom", "--format", "json"])
+    measured = [r["measured"] for r in json.loads(out).get("limits", [])] if rc == 3 else err
+    check("check --no-oom on the summary measures all 10,000", measured == [10000], measured)
+    # A summary written before oom_count: every entry listed, none counted.
+    old = dict(summary)
+    old.pop("oom_count", None)
+    old["ooms"] = [dict(summary["ooms"][0], event=k + 1) for k in range(12)]
+    older = os.path.join(work, "older.summary.json")
+    with open(older, "w") as f:
+        json.dump(old, f)
+    rc, out, err = run(memsnap, ["check", older, "--no-oom", "--format", "json"])
+    measured = [r["measured"] for r in json.loads(out).get("limits", [])] if rc == 3 else err
+    check("a summary without oom_count counts the entries it lists", measured == [12], measured)
+    bad = dict(summary, oom_count=3)
+    wrong = os.path.join(work, "wrong.summary.json")
+    with open(wrong, "w") as f:
+        json.dump(bad, f)
+    rc, _, err = run(memsnap, ["check", wrong, "--no-oom"])
+    check("an oom_count below the entries listed is refused", rc == 1 and "oom_count" in err,
+          (rc, err))
+    check.verify()
+
+
+def test_odd_allocator_settings(memsnap, work):
+    """Finding 9: garbage_collection_threshold inf came out as null in
+    `parse --json` (it is the string "inf"); expandable_segments 'yes' was
+    read as off without a word (a warning names the value)."""
+    path = shape(work, "odd_settings")
+    rc, out, err = run(memsnap, ["parse", path, "--json"])
+    parsed = json.loads(out) if rc == 0 else {}
+    settings = parsed.get("allocator_settings", {})
+    check("inf is the string \"inf\"", settings.get("garbage_collection_threshold") == "inf",
+          settings)
+    warned = [w for w in parsed.get("warnings", []) if "expandable_segments" in w]
+    check("a warning names expandable_segments' value and how it is read",
+          len(warned) == 1 and '"yes"' in warned[0] and "read as off" in warned[0], warned)
+    check("no warning for the threshold memsnap reads",
+          not any("garbage_collection_threshold" in w for w in parsed.get("warnings", [])),
+          parsed.get("warnings"))
+    rc, out, _ = run(memsnap, ["parse", path])
+    check("parse's text warns too", rc == 0 and "expandable_segments is \"yes\"" in out,
+          out[-1500:])
+    check.verify()

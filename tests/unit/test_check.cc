@@ -286,9 +286,13 @@ TEST(Check, CategoryAndOomLimits) {
   EXPECT_EQ(clean.results[1].status, LimitStatus::kPass);
   EXPECT_EQ(clean.results[2].status, LimitStatus::kPass);
   current.ooms.push_back(SummaryOom{7, 1 << 30, std::nullopt, std::nullopt});
+  current.oom_count = 1;
   const CheckReport oom = run_check(current, nullptr, {limit(LimitKind::kNoOom, 0)});
   EXPECT_EQ(only(oom).status, LimitStatus::kFail);
   EXPECT_EQ(only(oom).measured, 1.0);
+  // The count, not the first few the summary lists (issue 56, finding 8).
+  current.oom_count = 10000;
+  EXPECT_EQ(only(run_check(current, nullptr, {limit(LimitKind::kNoOom, 0)})).measured, 10000.0);
 }
 
 TEST(CheckBudget, ARunPassesItsOwnBudgetAndAGrownOneFailsIt) {

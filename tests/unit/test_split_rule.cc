@@ -3,6 +3,8 @@
 // the settings allocator_settings records.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <nlohmann/json.hpp>
 
 #include "analysis/core/allocator_state.h"
@@ -95,6 +97,23 @@ TEST(SplitRule, SettingsFromThePickleAreSignedIntegers) {
   EXPECT_EQ(unlimited.max_split_size, UINT64_MAX);
   for (uint64_t d : unlimited.power2_divisions) EXPECT_EQ(d, 4u);
   EXPECT_TRUE(allocator_settings_json(AllocatorSettings{}).is_null());
+}
+
+// Issue 56, finding 9: a setting of another type is read as absent and said
+// (expandable_segments 'yes' was off without a word); a threshold of inf
+// arrives as the string to_plain_json writes for it and is read as inf.
+TEST(AllocatorSettings, ValuesOfAnotherTypeAreNamed) {
+  nlohmann::ordered_json dict;
+  dict["expandable_segments"] = "yes";
+  dict["garbage_collection_threshold"] = "inf";
+  dict["max_split_size"] = 1.5;
+  dict["roundup_power2_divisions"] = nullptr;  // None: unset, not another type
+  const AllocatorSettings settings = decode_allocator_settings(dict);
+  EXPECT_FALSE(settings.expandable_segments.has_value());
+  EXPECT_EQ(settings.garbage_collection_threshold, std::numeric_limits<double>::infinity());
+  const std::vector<std::pair<std::string, std::string>> unread = {
+      {"expandable_segments", "\"yes\""}, {"max_split_size", "1.5"}};
+  EXPECT_EQ(settings.unread, unread);
 }
 
 }  // namespace

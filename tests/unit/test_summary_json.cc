@@ -64,6 +64,7 @@ RunSummary full_summary() {
   s.throughput_sources = 9;
   s.ooms = {SummaryOom{99, uint64_t{2} << 30, uint64_t{1} << 30, 60.0},
             SummaryOom{100, 512, std::nullopt, std::nullopt}};
+  s.oom_count = 2;
   return s;
 }
 
@@ -140,6 +141,7 @@ TEST(SummaryJson, WrittenThenReadIsTheSameSummary) {
   EXPECT_EQ(back.ooms[0].time_s, s.ooms[0].time_s);
   EXPECT_FALSE(back.ooms[1].device_free.has_value());
   EXPECT_FALSE(back.ooms[1].time_s.has_value());
+  EXPECT_EQ(back.oom_count, 2u);
   // And writing what was read gives the same document: a fixed point.
   EXPECT_EQ(written(back), written(s));
 }
@@ -223,6 +225,19 @@ TEST_F(SummaryRefusal, KeysOfTheWrongTypeOrRange) {
   expect_refused([](ordered_json& d) { d["ooms"][0]["device_free"] = -1; },
                  "ooms[0].device_free is negative");
   expect_refused([](ordered_json& d) { d["peak_event"] = -3; }, "peak_event is negative");
+  expect_refused([](ordered_json& d) { d["oom_count"] = 1; },
+                 "oom_count is less than the oom entries listed");
+}
+
+// Issue 56, finding 8: a summary lists its first oom entries and counts them
+// all; one written before the count (every entry listed) counts its list.
+TEST(SummaryJson, OomEntriesAreCountedBeyondTheFirstFew) {
+  RunSummary s = full_summary();
+  s.oom_count = 10000;
+  EXPECT_EQ(read_summary_json(written(s), "s.json").oom_count, 10000u);
+  ordered_json older = render_summary_json(full_summary());
+  older.erase("oom_count");
+  EXPECT_EQ(read_summary_json(older.dump(), "old.json").oom_count, 2u);
 }
 
 TEST_F(SummaryRefusal, ALargeFileIsNoSummary) {

@@ -43,6 +43,15 @@ struct OutOfMemory {
   uint64_t requested = 0;
   std::optional<uint64_t> device_free;
 };
+// The oom entries past the first kOomFindings: one finding that counts them
+// (a file with thousands of oom entries would otherwise warn thousands of
+// times in every report that repeats parse's warnings).
+inline constexpr size_t kOomFindings = 3;
+struct MoreOutOfMemory {
+  int device = 0;
+  uint64_t more = 0;   // entries not warned of one by one
+  uint64_t total = 0;  // oom entries on the device
+};
 struct MalformedEntries {
   uint64_t count = 0;
 };
@@ -66,6 +75,12 @@ struct UnusableTimes {  // time_us that is no timestamp: the entries count as un
 struct MalformedField {  // a top-level field of the wrong type, left out
   std::string field;
   std::string found;
+};
+// An allocator setting memsnap reads whose value is of another type (the
+// string 'yes' for expandable_segments): read as if absent.
+struct UnreadSetting {
+  std::string key;
+  std::string value;  // as JSON text
 };
 struct FlatDeviceTraces {};  // entries right in device_traces: read as device 0's
 struct TimesGoBackwards {    // trace entries earlier than the timed entry before them
@@ -126,12 +141,12 @@ struct NoTrace {
 using Finding =
     std::variant<finding::NoHistory, finding::TruncatedTrace, finding::LargeBaseline,
                  finding::NegativeBaseline, finding::NoTimestamps, finding::OutOfMemory,
-                 finding::MalformedEntries, finding::MalformedSegments,
+                 finding::MoreOutOfMemory, finding::MalformedEntries, finding::MalformedSegments,
                  finding::MalformedAnnotations, finding::UnusableTimes, finding::TruncatedStrings,
-                 finding::BytesNotRead, finding::MalformedField, finding::FlatDeviceTraces,
-                 finding::TimesGoBackwards, finding::StepsEndBeforeStart, finding::OtherDevices,
-                 finding::CudaGraphsLikely, finding::TopSourcesShare, finding::SideTruncated,
-                 finding::BaselinesDiffer, finding::DifferentDevices, finding::DifferentRanks,
-                 finding::PrivatePoolsOneSide, finding::NoTrace>;
+                 finding::BytesNotRead, finding::MalformedField, finding::UnreadSetting,
+                 finding::FlatDeviceTraces, finding::TimesGoBackwards, finding::StepsEndBeforeStart,
+                 finding::OtherDevices, finding::CudaGraphsLikely, finding::TopSourcesShare,
+                 finding::SideTruncated, finding::BaselinesDiffer, finding::DifferentDevices,
+                 finding::DifferentRanks, finding::PrivatePoolsOneSide, finding::NoTrace>;
 
 }  // namespace memsnap

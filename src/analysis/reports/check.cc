@@ -211,7 +211,7 @@ void measure(const Limit& limit, const RunSummary& current, const RunSummary* ba
       r.measured = static_cast<double>(current.facts.unmatched_free_count);
       break;
     case LimitKind::kNoOom:
-      r.measured = static_cast<double>(current.ooms.size());
+      r.measured = static_cast<double>(current.oom_count);
       r.allowed = 0;
       break;
     case LimitKind::kStepMaxPeak: measure_step_peak(current, r); break;
@@ -346,7 +346,7 @@ std::vector<Limit> budget_from_run(const RunSummary& run, double headroom) {
       Limit{LimitKind::kMaxUnmatchedFrees,
             Amount{std::ceil(static_cast<double>(run.facts.unmatched_free_count) * scale), false},
             {}});
-  if (run.ooms.empty()) limits.push_back(Limit{LimitKind::kNoOom, Amount{0, false}, {}});
+  if (run.oom_count == 0) limits.push_back(Limit{LimitKind::kNoOom, Amount{0, false}, {}});
   if (!run.steps.empty()) {
     int64_t highest = run.steps.front().absolute_peak;
     for (const SummaryStep& step : run.steps) highest = std::max(highest, step.absolute_peak);

@@ -195,8 +195,13 @@ void add_warnings(const FileAnalysis& file, bool large_baseline, ParseReport& re
   }
   if (result.facts.event_count > 0 && !result.facts.has_time)
     warnings.emplace_back(finding::NoTimestamps{});
-  for (const OomEntry& oom : result.ooms) {
+  for (size_t i = 0; i < std::min(result.ooms.size(), finding::kOomFindings); ++i) {
+    const OomEntry& oom = result.ooms[i];
     warnings.emplace_back(finding::OutOfMemory{result.device, oom.requested, oom.device_free});
+  }
+  if (result.ooms.size() > finding::kOomFindings) {
+    warnings.emplace_back(finding::MoreOutOfMemory{
+        result.device, result.ooms.size() - finding::kOomFindings, result.ooms.size()});
   }
   const DeviceChoice& choice = file.device_choice();
   if (!file.device_requested() && choice.others()) {
@@ -208,6 +213,9 @@ void add_warnings(const FileAnalysis& file, bool large_baseline, ParseReport& re
   const DecodeAnomalies& anomalies = snapshot.anomalies;
   for (const MalformedField& field : anomalies.malformed_fields) {
     warnings.emplace_back(finding::MalformedField{field.field, field.found});
+  }
+  for (const auto& [key, value] : snapshot.allocator_settings.unread) {
+    warnings.emplace_back(finding::UnreadSetting{key, value});
   }
   if (anomalies.flat_device_traces) warnings.emplace_back(finding::FlatDeviceTraces{});
   if (result.times_backwards != 0) {

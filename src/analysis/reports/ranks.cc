@@ -174,7 +174,7 @@ void add_rows(const std::vector<RunSummary>& summaries, RanksReport& report) {
       row.top_source = s.live_at_peak.front().source;
       row.top_source_bytes = s.live_at_peak.front().bytes;
     }
-    row.oom_count = s.ooms.size();
+    row.oom_count = s.oom_count;
     report.rows.push_back(std::move(row));
   }
   std::vector<size_t> unranked;

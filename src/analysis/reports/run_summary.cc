@@ -139,10 +139,12 @@ RunSummary run_summary(const FileAnalysis& file, const SummaryOptions& options) 
   }
   // parse counts an OOM's entry within the device's trace, as the summary does.
   const DeviceTrace& trace = file.trace();
-  for (const OomEntry& oom : parsed.ooms) {
+  for (const OomEntry& oom :
+       std::span(parsed.ooms).first(std::min(parsed.ooms.size(), kSummaryOoms))) {
     out.ooms.push_back(SummaryOom{oom.event, oom.requested, oom.device_free,
                                   file.seconds_at(trace.begin + oom.event)});
   }
+  out.oom_count = parsed.ooms.size();
 
   add_summary_steps(file, out);
   add_live_at_peak(file, options, out);

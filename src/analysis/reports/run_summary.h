@@ -27,6 +27,9 @@ namespace memsnap {
 // within a few hundred KB whatever the trace's length.
 constexpr size_t kSummarySources = 200;
 constexpr size_t kSummarySteps = 1024;
+// How many oom entries a summary lists (the first ones; it counts them all):
+// a run that failed thousands of requests stays a few KB.
+constexpr size_t kSummaryOoms = 8;
 // A source name in a summary is cut to this many bytes (at a character's
 // start, then "..."): a frame name of a megabyte would otherwise make the
 // summary hundreds of MB. Two names that agree this far become one row.
@@ -118,19 +121,20 @@ struct RunSummary {
   std::vector<SummaryStep> steps;  // by number; the kSummarySteps highest when there are more
   uint64_t step_count = 0;         // steps in the trace
   StepsInference steps_origin;     // ProfilerStep marks, or iterations inferred from the optimizer
-  // Live at the absolute peak, top kSummarySources, largest first; sums of
-  // every row (the list may be cut).
-  std::vector<SourceUsage> live_at_peak;
   // With no steps, from a snapshot (a summary file keeps neither): what
   // --steps asked and the marks there are, for the note that says why.
   StepSource step_source = StepSource::kAuto;
   std::optional<StepMarks> step_marks;
+  // Live at the absolute peak, top kSummarySources, largest first; sums of
+  // every row (the list may be cut).
+  std::vector<SourceUsage> live_at_peak;
   uint64_t live_at_peak_sources = 0;
   uint64_t live_at_peak_bytes = 0;
   std::vector<SourceUsage> live_at_peak_by_category;
   std::vector<SummaryThroughput> throughput;  // top kSummarySources by allocated bytes
   uint64_t throughput_sources = 0;
-  std::vector<SummaryOom> ooms;
+  std::vector<SummaryOom> ooms;  // the first kSummaryOoms oom entries
+  uint64_t oom_count = 0;        // every oom entry on the device
   SummaryDoubts doubts;
   // What parse warns of, for check's reports: typed for a summary made from a
   // snapshot, in words (`warnings`) for one read from a summary file.
