@@ -343,7 +343,14 @@ void HttpServer::Loop::Connection::dispatch(HttpRequest request, bool keep_alive
   ++epoch;
   phase = Phase::kAnswering;
   timer.cancel();
-  if (std::optional<HttpResponse> refusal = loop.admit(request)) {
+  std::optional<HttpResponse> refusal;
+  try {
+    refusal = loop.admit(request);
+  } catch (const std::exception&) {
+    // Nothing thrown may leave the loop: it would stop every connection.
+    refusal = error_response(500, "internal error");
+  }
+  if (refusal) {
     // A peer refused once is not kept: it opens a new connection to try
     // again, and that one counts against the limits.
     refusal->close = true;
