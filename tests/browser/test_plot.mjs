@@ -1170,7 +1170,8 @@ async function testHostileLabel(browser, file, label = HOSTILE_LABEL) {
     // what the page shows (the heading read "...exe.html" reversed).
     const text = await p.page.evaluate(() => `${document.title}\n${document.body.innerText}`);
     const raw = text.match(/[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069]/);
-    check(!raw, `${p.name}: the page shows U+${raw ? raw[0].codePointAt(0).toString(16).padStart(4, '0') : ''} raw`);
+    check(!raw, raw ? `${p.name}: the page shows U+${raw[0].codePointAt(0).toString(16).padStart(4, '0')} raw`
+      : `${p.name}: the page shows no bidi or control character raw`);
     check(await p.page.evaluate(() => !!window.memsnapPlot), `${p.name}: no chart drawn`);
     await checkStepsBox(p);
   } finally {

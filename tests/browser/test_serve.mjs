@@ -340,7 +340,8 @@ async function hostileNamesPass(browser) {
       runs: [...document.querySelectorAll('#ranks-table tbody tr')].map((r) => r.dataset.run),
     }));
     const raw = shown.text.match(SPOOFING);
-    check(!raw, `hostile names: the served page shows U+${raw ? raw[0].codePointAt(0).toString(16).padStart(4, '0') : ''} raw`);
+    check(!raw, raw ? `hostile names: the served page shows U+${raw[0].codePointAt(0).toString(16).padStart(4, '0')} raw`
+      : 'hostile names: the served page shows no bidi or control character raw');
     check(shown.text.includes('rank_0\\u202elmth.exe') && shown.text.includes('rank_1\\x1b[31m\\x07'),
       'hostile names: the page names both files with their escapes');
     check(shown.runs.length === 2 && shown.runs.every((r) => r === '0' || r === '1') && shown.runs[0] !== shown.runs[1],
