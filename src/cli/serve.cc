@@ -9,6 +9,7 @@
 #include <csignal>
 #include <cstdio>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include "analysis/reports/timeline.h"
@@ -49,30 +50,84 @@ std::function<std::string()> page_of(const std::vector<std::unique_ptr<FileAnaly
   };
 }
 
-// Serves until SIGINT or SIGTERM: the signals are blocked on every thread
-// (the server's pool inherits the mask) and one thread waits for them, a
-// fifth of a second at a time, until one comes or the server stops.
-void serve_until_signalled(serve::Server& server) {
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  std::atomic<bool> stopped{false};
-  std::thread waiter([&server, &stop_signals, &stopped] {
+// SIGINT and SIGTERM, from the command's first step: they are blocked on
+// this thread before any other starts, so that every thread inherits the
+// mask (the loaders, an analysis' walk that outlives the load, the server's
+// workers), and one thread waits for them, a fifth of a second at a time.
+// Before the server answers, a signal ends the process as it would have;
+// after, it stops the server and the command ends cleanly (exit 0). Without
+// the mask from the start, a thread made while loading took the signal
+// with its default action, and a Ctrl-C right after the URL killed the
+// process.
+class StopSignals {
+ public:
+  StopSignals() {
+    sigemptyset(&signals_);
+    sigaddset(&signals_, SIGINT);
+    sigaddset(&signals_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &signals_, nullptr);
+    waiter_ = std::thread([this] { wait(); });
+  }
+  ~StopSignals() {
+    done_.store(true);
+    waiter_.join();
+    pthread_sigmask(SIG_UNBLOCK, &signals_, nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+  // While the returned object lives, a signal stops `server` (before it runs
+  // too: it then stops as soon as it starts). Made after the server, it
+  // goes before it.
+  class Stopping {
+   public:
+    explicit Stopping(StopSignals& owner) : owner_(owner) {}
+    ~Stopping() { owner_.set_server(nullptr); }
+    Stopping(const Stopping&) = delete;
+    Stopping& operator=(const Stopping&) = delete;
+
+   private:
+    StopSignals& owner_;
+  };
+  [[nodiscard]] Stopping stop_with(serve::Server& server) {
+    set_server(&server);
+    return Stopping(*this);
+  }
+
+ private:
+  void set_server(serve::Server* server) {
+    const std::lock_guard lock(mutex_);
+    server_ = server;
+  }
+
+  void wait() {
     const timespec tick{0, 200'000'000};
-    while (!stopped.load()) {
-      if (sigtimedwait(&stop_signals, nullptr, &tick) > 0) {
-        server.stop();
-        return;
+    while (!done_.load()) {
+      const int signal = sigtimedwait(&signals_, nullptr, &tick);
+      if (signal <= 0) continue;
+      {
+        const std::lock_guard lock(mutex_);
+        if (server_ != nullptr) {
+          server_->stop();
+          return;
+        }
       }
+      // Still loading: end as the signal's own action would.
+      std::signal(signal, SIG_DFL);
+      sigset_t only;
+      sigemptyset(&only);
+      sigaddset(&only, signal);
+      pthread_sigmask(SIG_UNBLOCK, &only, nullptr);
+      std::raise(signal);
     }
-  });
-  server.run();
-  stopped.store(true);
-  waiter.join();
-  pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);
-}
+  }
+
+  sigset_t signals_{};
+  std::atomic<bool> done_{false};
+  std::mutex mutex_;
+  serve::Server* server_ = nullptr;  // under mutex_
+  std::thread waiter_;
+};
 
 // A token of the user's own this short can be guessed by another user of
 // the machine, who reaches the same loopback; the random one has 48 hex
@@ -82,6 +137,7 @@ constexpr size_t kShortToken = 16;
 void run_serve(const ServeFlags& flags) {
   // Before reading gigabytes: a build without the server, options it refuses.
   serve::check_options(flags.server);
+  StopSignals signals;
   if (!flags.server.token.empty() && flags.server.token.size() < kShortToken) {
     write_note(fmt::format(
         "warning: --token has {} characters; one shorter than {} can be guessed by another user "
@@ -98,12 +154,13 @@ void run_serve(const ServeFlags& flags) {
     served.push_back({paths[i], default_label(paths[i]), analyses.back().get()});
   }
   serve::Server server(served, flags.server, page_of(analyses, served, flags.common));
+  const auto stopping = signals.stop_with(server);
   const std::string url = server.bind();
   write_out(url + "\n");
   std::fflush(stdout);
   write_note(fmt::format("serving {} file{} at {} (Ctrl-C stops; from another machine: ssh -L)",
                          paths.size(), paths.size() == 1 ? "" : "s", url));
-  serve_until_signalled(server);
+  server.run();
 }
 
 }  // namespace

@@ -8,7 +8,9 @@ Loopback traffic only; every loop is bounded in bytes and in time. Skips
 (exit 77) where the build has no server."""
 import json
 import resource
+import signal
 import socket
+import subprocess
 import threading
 import time
 
@@ -185,3 +187,46 @@ def test_a_token_holder_is_answered_while_slow_and_idle_peers_are_held(served):
         for sock in idle + slow:
             sock.close()
     assert holder_answered_within(served, 1)
+
+
+@pytest.mark.parametrize("token", ["a&b=c", "%41", "a+b", "a#b", "sp ace/?=&%"])
+def test_a_token_of_any_characters_works_in_the_printed_address(memsnap, token):
+    server = Served(memsnap, "--token", token, files=(A,))
+    try:
+        # The printed address, as a browser would send it.
+        assert server.token == token, server.url
+        path = "/api/files?" + server.url.query
+        status, _, _ = server.get(path, token=False)
+        assert status == 200, (token, server.url.geturl())
+        stderr = ""
+    finally:
+        assert server.stop() == 0
+        stderr = server.process.stderr.read()
+    assert "--token has %d characters" % len(token) in stderr, stderr
+
+
+def test_routes_of_the_whole_server_refuse_unknown_parameters(served):
+    for route in ("/api/files", "/api/reports", "/api/ranks"):
+        status, _, body = served.get(route + "?nothing=1")
+        assert status == 400, (route, status)
+        assert "'nothing'" in json.loads(body)["error"]
+        assert served.get(route)[0] == 200
+
+
+def test_ctrl_c_stops_cleanly_right_after_the_address_and_ends_a_load(memsnap):
+    # Right after the address is printed: a clean stop, every time (a thread
+    # made while loading once took the signal with its default action).
+    for _ in range(10):
+        server = Served(memsnap, files=(A,))
+        assert server.stop() == 0
+    # While the file is still being read (a pipe that sends nothing): the
+    # signal ends the command as it would any other.
+    loading = subprocess.Popen([memsnap, "serve", "-"], stdin=subprocess.PIPE,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(0.5)
+        loading.send_signal(signal.SIGINT)
+        assert loading.wait(timeout=10) == -signal.SIGINT
+    finally:
+        loading.kill()
+        loading.wait()
