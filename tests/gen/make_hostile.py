@@ -169,16 +169,18 @@ def many_streams(count, expandable=False):
 def expandable_ranges(count):
     """Not a reader's shape (so not in SHAPES): the allocator model's (issue
     56). One expandable segment of `count` mapped ranges of 20 MiB, each a
-    16 MiB block held throughout and a free 4 MiB block before unmapped
-    pages, fewer of them after each range; then `count` requests of 4 MiB.
-    A request meets every free 4 MiB block in turn (the same size, by
-    address), and PyTorch's best fit goes on to each next one while the
-    size it could grow to shrinks: it takes the last but one (the last can
-    grow into the rest of the reservation), and the next request walks
-    them all again but one. A last request of 20 MiB maps a page
-    (a segment entry, so that every what-if run starts from these ranges).
-    tests/cli/test_whatif.py runs `whatif` on it; bench/whatif_bench.py
-    --expandable-ranges times it."""
+    free 2 MiB block, a 14 MiB block held throughout and a free 4 MiB block
+    before unmapped pages, fewer of them after each range; then `count`
+    requests of 3 MiB. A request meets every free 4 MiB block in turn (the
+    same size, by address), and PyTorch's best fit goes on to each next one
+    while the size it could grow to shrinks: it takes the last but one (the
+    last can grow into the rest of the reservation), and the next request
+    walks them all again but one. A last request of 20 MiB maps a page (a
+    segment entry, so that every what-if run starts from these ranges). The
+    free 2 MiB and the 1 MiB left of each 4 MiB are reserved but never
+    requested, so that each setting's least capacity is bisected (a run of
+    the model per step). tests/cli/test_whatif_scaling.py runs `whatif` on
+    it; bench/whatif_bench.py --expandable-ranges times it."""
     mib = 1 << 20
     frames = [{"name": "forward", "filename": "/home/me/model.py", "line": 42}]
     settings = {"max_split_size": -1, "expandable_segments": True,
@@ -189,29 +191,34 @@ def expandable_ranges(count):
         starts.append(at)
         at += 20 * mib + (count - k) * 20 * mib
 
-    def block(address, size):
-        return {"address": address, "size": size, "requested_size": size,
-                "state": "active_allocated", "frames": frames}
+    def block(address, size, state="active_allocated"):
+        return {"address": address, "size": size,
+                "requested_size": size if state == "active_allocated" else 0, "state": state,
+                "frames": frames if state == "active_allocated" else []}
 
     segments = []
     for k, start in enumerate(starts):
-        # The first range also holds the page the last request maps after it.
-        size = 40 * mib if k == 0 else 20 * mib
-        blocks = [block(start, 16 * mib), block(start + 16 * mib, 4 * mib)]
-        if k == 0:
-            blocks.append(block(start + 20 * mib, 20 * mib))
+        blocks = [block(start, 2 * mib, "inactive"), block(start + 2 * mib, 14 * mib),
+                  block(start + 16 * mib, 3 * mib)]
+        if k == 0:  # the page the last request maps after it, from the 1 MiB before it
+            blocks.append(block(start + 19 * mib, 20 * mib))
+            blocks.append(block(start + 39 * mib, 1 * mib, "inactive"))
+        else:
+            blocks.append(block(start + 19 * mib, 1 * mib, "inactive"))
+        size = sum(b["size"] for b in blocks)
+        held = size - 3 * mib
         segments.append({"device": 0, "address": start, "total_size": size, "stream": 0,
-                         "segment_type": "large", "allocated_size": size, "active_size": size,
-                         "requested_size": size, "is_expandable": True, "blocks": blocks})
+                         "segment_type": "large", "allocated_size": held, "active_size": held,
+                         "requested_size": held, "is_expandable": True, "blocks": blocks})
     # The requests take the free blocks from the last range but one back to
     # the first, then the last (the rest of the reservation after it is
     # unmapped too: it could grow the most).
     order = list(reversed(range(count - 1))) + [count - 1]
-    entries = [{"action": "alloc", "addr": starts[k] + 16 * mib, "size": 4 * mib, "stream": 0,
+    entries = [{"action": "alloc", "addr": starts[k] + 16 * mib, "size": 3 * mib, "stream": 0,
                 "time_us": T0 + n, "frames": frames} for n, k in enumerate(order)]
     entries.append({"action": "segment_map", "addr": starts[0] + 20 * mib, "size": 20 * mib,
                     "stream": 0, "time_us": T0 + count, "frames": frames})
-    entries.append({"action": "alloc", "addr": starts[0] + 20 * mib, "size": 20 * mib,
+    entries.append({"action": "alloc", "addr": starts[0] + 19 * mib, "size": 20 * mib,
                     "stream": 0, "time_us": T0 + count + 1, "frames": frames})
     return {"segments": segments, "device_traces": [entries], "allocator_settings": settings}
 

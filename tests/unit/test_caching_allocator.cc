@@ -1,9 +1,19 @@
 // The model of PyTorch's caching allocator, rule by rule, on hand-written
 // sequences whose outcome is worked out here from the allocator's policy
 // (rounding, pools, segment sizes, best fit, splitting, merging, streams,
-// max_split_size, the order of releases before a retry, expandable pages).
+// max_split_size, the order of releases before a retry, expandable pages);
+// then its index of the best fit among expandable segments' blocks against
+// PyTorch's loop itself (BestFit::kWalk) on random sequences.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "analysis/core/caching_allocator.h"
@@ -273,6 +283,207 @@ TEST(CachingAllocator, TakesARequestWhereAFilePlacedIt) {
   EXPECT_EQ(h.address(before), segment);
   EXPECT_FALSE(h.model.take_at(segment + 9 * kMiB, 512, 0, PoolId{}).has_value());   // in use
   EXPECT_FALSE(h.model.take_at(segment + 12 * kMiB, 512, 0, PoolId{}).has_value());  // small pool
+}
+
+// The best fit among expandable segments' blocks, by the index and by
+// PyTorch's loop. One segment of `count` mapped ranges of 20 MiB, each a
+// held 16 MiB block and a free 4 MiB one before unmapped pages, fewer after
+// each range (the rest of the reservation after the last): a 4 MiB request
+// takes the free block that could grow least, the last range's but one,
+// then each range's before it, then the last's.
+TEST(CachingAllocator, BestFitAmongExpandableRangesTakesTheBlockThatCanGrowLeast) {
+  constexpr uint64_t kCount = 40;
+  constexpr uint64_t kPage = 20 * kMiB;
+  AllocatorState state;
+  std::vector<uint64_t> starts;
+  uint64_t at = 0x7000'0000'0000;
+  for (uint64_t k = 0; k < kCount; ++k) {
+    starts.push_back(at);
+    state.ranges[at] = MappedRange{kPage, 0, PoolId{}, "large", true};
+    state.blocks[at] = HeldBlock{16 * kMiB, 16 * kMiB};
+    at += kPage + (kCount - k) * kPage;
+  }
+  std::vector<uint64_t> expected;
+  for (uint64_t k = kCount - 1; k-- > 0;) expected.push_back(starts[k] + 16 * kMiB);
+  expected.push_back(starts.back() + 16 * kMiB);
+  for (const BestFit best_fit : {BestFit::kIndexed, BestFit::kWalk}) {
+    AllocatorModelSettings settings;
+    settings.split.expandable = true;
+    settings.best_fit = best_fit;
+    Harness h(settings);
+    h.model.load(state);
+    std::vector<uint64_t> taken;
+    for (uint64_t k = 0; k < kCount; ++k) taken.push_back(h.address(h.malloc(4 * kMiB)));
+    EXPECT_EQ(taken, expected);
+    EXPECT_TRUE(h.events.empty());  // every request served from the mapped ranges
+  }
+}
+
+// One side of a differential run: a model, the segment events it made,
+// where its next new segment goes, and the blocks it serves (in the same
+// order on both sides).
+struct Side {
+  explicit Side(const AllocatorModelSettings& settings) : model(settings) {}
+  AllocatorModel model;
+  std::vector<ModelSegmentEvent> events;
+  uint64_t next = 0x9000'0000'0000;
+  std::vector<ModelBlockId> live;
+
+  std::optional<std::pair<uint64_t, uint64_t>> malloc(uint64_t size, uint64_t stream) {
+    const std::optional<ModelBlockId> block = model.malloc(
+        size, stream, PoolId{},
+        [this](uint64_t /*size*/, uint64_t span) {
+          const uint64_t address = next;
+          next += std::max<uint64_t>(span, uint64_t{1} << 30);
+          return address;
+        },
+        events);
+    return served(block);
+  }
+  std::optional<std::pair<uint64_t, uint64_t>> served(std::optional<ModelBlockId> block) {
+    if (!block) return std::nullopt;
+    live.push_back(*block);
+    return std::pair{model.address_of(*block), model.size_of(*block)};
+  }
+};
+
+// What a side shows: reserved and allocated bytes, the segment events from
+// `first` on, and with `whole`, its ranges and allocated blocks.
+std::string seen(const Side& side, size_t first, bool whole) {
+  std::string out =
+      std::to_string(side.model.reserved()) + " " + std::to_string(side.model.allocated()) + " |";
+  for (size_t i = first; i < side.events.size(); ++i) {
+    const ModelSegmentEvent& e = side.events[i];
+    out += " " + std::to_string(e.reserved) + std::to_string(e.expandable) + ":" +
+           std::to_string(e.address) + "+" + std::to_string(e.size) + "@" +
+           std::to_string(e.stream);
+  }
+  if (!whole) return out;
+  const AllocatorState state = side.model.state();
+  out += " |";
+  for (const auto& [address, range] : state.ranges) {
+    out += " " + std::to_string(address) + "+" + std::to_string(range.size);
+  }
+  out += " |";
+  for (const auto& [address, block] : state.blocks) {
+    out += " " + std::to_string(address) + "+" + std::to_string(block.size);
+  }
+  return out;
+}
+
+// The state before a trace: on each of two streams, an expandable segment
+// of mapped ranges (one to three 20 MiB pages, up to twelve ranges) whose
+// blocks are held or free at random, many ending in a free 4 MiB block
+// before the unmapped pages up to the next range: on one stream in two,
+// fewer pages after each range, so that PyTorch's best fit walks long runs
+// of those blocks (the hostile shape of issue 56, at random); and a plain
+// 20 MiB segment.
+AllocatorState random_state(std::mt19937_64& rng) {
+  constexpr uint64_t kPage = 20 * kMiB;
+  constexpr std::array<uint64_t, 4> kSizes{2 * kMiB, 4 * kMiB, 4 * kMiB, 6 * kMiB};
+  AllocatorState state;
+  for (const uint64_t stream : {0, 1}) {
+    uint64_t at = 0x7000'0000'0000 + stream * (uint64_t{4} << 40);
+    const bool descending = rng() % 2 == 0;
+    for (uint64_t r = 1 + rng() % 12; r > 0; --r) {
+      const uint64_t size = (1 + rng() % 3) * kPage;
+      state.ranges[at] = MappedRange{size, stream, PoolId{}, "large", true};
+      // A free 4 MiB block last, or blocks of any of the sizes.
+      const uint64_t end = at + size - (rng() % 3 != 0 ? 4 * kMiB : 0);
+      for (uint64_t cursor = at; cursor < end;) {
+        const uint64_t block = std::min(kSizes[rng() % kSizes.size()], end - cursor);
+        if (rng() % 2 == 0 || end - cursor == block) state.blocks[cursor] = HeldBlock{block, block};
+        cursor += block;
+      }
+      state.reserved += size;
+      at += size + (descending ? r + rng() % 2 : rng() % 4) * kPage;
+    }
+  }
+  const uint64_t plain = 0x7000'0000'0000 + (uint64_t{8} << 40);
+  state.ranges[plain] = MappedRange{kPage, 0, PoolId{}, "large", false};
+  state.blocks[plain] = HeldBlock{4 * kMiB, 4 * kMiB};
+  state.reserved += kPage;
+  return state;
+}
+
+// Settings at random: expandable segments or not, max_split_size, a
+// capacity a little above the start (so that retries release and unmap),
+// garbage collection.
+AllocatorModelSettings random_settings(std::mt19937_64& rng, uint64_t reserved) {
+  AllocatorModelSettings settings;
+  settings.split.expandable = rng() % 4 != 0;
+  if (rng() % 3 == 0) settings.split.max_split_size = 32 * kMiB;
+  if (rng() % 2 == 0) settings.capacity = reserved + (rng() % 5) * 20 * kMiB;
+  if (rng() % 4 == 0) settings.gc_threshold = 0.5;
+  return settings;
+}
+
+// One random sequence of requests, frees, placements and releases on both
+// sides; false (with a failure said) where they part.
+bool same_on_both_sides(uint64_t seed) {
+  constexpr std::array<uint64_t, 10> kRequests{512,      kMiB / 8, kMiB + 1, 2 * kMiB,  3 * kMiB,
+                                               4 * kMiB, 4 * kMiB, 6 * kMiB, 10 * kMiB, 24 * kMiB};
+  std::mt19937_64 rng(seed);
+  const AllocatorState start = random_state(rng);
+  AllocatorModelSettings settings = random_settings(rng, start.reserved);
+  settings.best_fit = BestFit::kIndexed;
+  Side indexed(settings);
+  settings.best_fit = BestFit::kWalk;
+  Side walked(settings);
+  for (Side* side : {&indexed, &walked}) {
+    for (const auto& [address, block] : side->model.load(start)) side->live.push_back(block);
+  }
+  std::vector<uint64_t> ranges;
+  for (const auto& [address, range] : start.ranges) ranges.push_back(address);
+  for (int step = 0; step < 80; ++step) {  // the whole state every 8 steps, the last too
+    const uint64_t op = rng() % 12;
+    const size_t events_before = indexed.events.size();
+    std::string got[2];
+    for (int s = 0; s < 2; ++s) {
+      Side& side = s == 0 ? indexed : walked;
+      // The same draws on both sides: a copy of the generator each.
+      std::mt19937_64 draw = rng;
+      const uint64_t pick = draw();
+      const uint64_t stream = draw() % 2;
+      const uint64_t range = ranges[draw() % ranges.size()];
+      const uint64_t offset = (draw() % 3) * 20 * kMiB;
+      std::string answer;
+      if (op < 6) {
+        const auto block = side.malloc(kRequests[pick % kRequests.size()], stream);
+        answer = block ? std::to_string(block->first) + "+" + std::to_string(block->second) : "oom";
+      } else if (op < 9 && !side.live.empty()) {
+        const size_t at = pick % side.live.size();
+        side.model.free(side.live[at]);
+        side.live[at] = side.live.back();
+        side.live.pop_back();
+      } else if (op == 9) {
+        side.model.empty_cache(side.events);
+      } else if (op == 10) {
+        answer = std::to_string(side.model.unmap_range(range + offset, 20 * kMiB, side.events));
+      } else {
+        const auto block = side.served(
+            side.model.take_at(range + offset + (pick % 8) * 2 * kMiB, 2 * kMiB, stream, PoolId{}));
+        answer = block ? std::to_string(block->first) : "none";
+      }
+      got[s] = answer + " || " + seen(side, events_before, step % 8 == 7);
+    }
+    rng.discard(4);
+    if (got[0] != got[1]) {
+      ADD_FAILURE() << "seed " << seed << ", step " << step << " (op " << op
+                    << "):\n  index: " << got[0] << "\n  walk:  " << got[1];
+      return false;
+    }
+  }
+  return true;
+}
+
+// The index of PyTorch's best fit against the loop, on hundreds of random
+// sequences (a fixed seed each): every request takes the same block, and
+// every segment event, range and block is the same.
+TEST(CachingAllocator, BestFitIndexChoosesAsPyTorchsLoopOnRandomSequences) {
+  for (uint64_t seed = 1; seed <= 600; ++seed) {
+    if (!same_on_both_sides(seed)) break;
+  }
 }
 
 }  // namespace

@@ -52,7 +52,7 @@ uint32_t AllocatorModel::pool_index(PoolId id, bool small) {
   if (default_at != nullptr && *default_at != kNoPool) return *default_at;
   const auto [it, added] = pool_at_.try_emplace(std::tuple{id.first, id.second, small},
                                                 static_cast<uint32_t>(pools_.size()));
-  if (added) pools_.push_back(Pool{id, small, {}, {}, {}, 0, {}});
+  if (added) pools_.push_back(Pool{id, small, {}, {}, {}, {}, 0, {}});
   if (default_at != nullptr) *default_at = it->second;
   return it->second;
 }
@@ -83,7 +83,10 @@ void AllocatorModel::cache(uint32_t index) {
   // The lists hold what the free blocks hold: a block whose key another
   // already has (a segment the model made where it still holds one, when
   // it follows a file's addresses) stays out of both.
-  if (!pool.free.emplace(FreeKey{block.stream, block.size, block.address}, index).second) return;
+  const auto [at, added] =
+      pool.free.emplace(FreeKey{block.stream, block.size, block.address}, FreeEntry{index});
+  if (!added) return;
+  if (indexed()) stretch_in(pool, at);
   std::vector<uint32_t>* listed = nullptr;
   if (is_whole(index)) {
     listed = &pool.whole;
@@ -102,8 +105,8 @@ void AllocatorModel::uncache(uint32_t index) {
   const auto it = pool.free.find(FreeKey{block.stream, block.size, block.address});
   if (it == pool.free.end()) return;
   // The block the key names leaves its list too (the last one takes its place).
-  Block& leaving = blocks_[it->second];
-  pool.free.erase(it);
+  Block& leaving = blocks_[it->second.block];
+  erase_free(pool, it);
   if (leaving.listed_at == kNotListed) return;
   std::vector<uint32_t>& listed = leaving.segment == 0 ? pool.whole : pool.pages;
   const uint32_t last = listed.back();
@@ -148,6 +151,7 @@ void AllocatorModel::file(uint32_t index) {
     cache(index);
   } else {
     pools_[block.pool].unmapped.emplace(std::pair{block.stream, block.address}, index);
+    restretch_before(index);
   }
 }
 
@@ -246,21 +250,137 @@ uint32_t AllocatorModel::find_free(Pool& pool, uint64_t stream, uint64_t size) {
   if (it == pool.free.end() || it->first.stream != stream) return kNone;
   // Of an expandable segment, the block that cannot grow comes first: the
   // one with the least unmapped space after it among those that fit.
-  if (blocks_[it->second].segment != 0) {
-    for (auto next = std::next(it); next != pool.free.end() && next->first.stream == stream &&
-                                    blocks_[it->second].segment != 0 &&
-                                    expandable_size(next->second) < expandable_size(it->second);
-         ++next) {
-      it = next;
-    }
-  }
+  if (blocks_[it->second.block].segment != 0) it = fit_end(pool, it);
   const uint64_t found = it->first.size;
   const uint64_t max_split = settings_.split.max_split_size;
   // No oversize block for a request under max_split_size, and none 20 MiB
   // or more larger than an oversize request.
   if (size < max_split && found >= max_split) return kNone;
   if (size >= max_split && found >= size + kLargeBuffer) return kNone;
-  return it->second;
+  return it->second.block;
+}
+
+AllocatorModel::FreeMap::iterator AllocatorModel::fit_end(Pool& pool, FreeMap::iterator at) const {
+  if (settings_.best_fit == BestFit::kWalk) {
+    // PyTorch's loop (get_free_block), block by block.
+    for (auto next = std::next(at);
+         next != pool.free.end() && next->first.stream == at->first.stream &&
+         blocks_[at->second.block].segment != 0 &&
+         expandable_size(next->second.block) < expandable_size(at->second.block);
+         ++next) {
+      at = next;
+    }
+    return at;
+  }
+  if (!at->second.goes_on) return at;
+  const auto next = std::next(at);
+  if (!next->second.goes_on) return next;
+  // Two steps or more: a stretch says where they end.
+  const auto stretch = stretch_at(pool, at->first);
+  if (stretch != pool.stretches.end()) return pool.free.find(stretch->second);
+  while (at->second.goes_on) ++at;  // never: each such run is a stretch
+  return at;
+}
+
+AllocatorModel::StretchMap::iterator AllocatorModel::stretch_at(Pool& pool, const FreeKey& key) {
+  auto after = pool.stretches.upper_bound(key);
+  if (after == pool.stretches.begin()) return pool.stretches.end();
+  const auto stretch = std::prev(after);
+  return stretch->second < key ? pool.stretches.end() : stretch;
+}
+
+void AllocatorModel::step_on(Pool& pool, FreeMap::iterator at) {
+  at->second.goes_on = true;
+  // The steps just before it and just after it, each alone or a stretch,
+  // and this one: a stretch when two or more.
+  FreeKey first = at->first;
+  bool more = false;
+  if (at != pool.free.begin()) {
+    if (const auto before = std::prev(at); before->second.goes_on) {
+      more = true;
+      first = before->first;
+      if (const auto ending = stretch_at(pool, before->first); ending != pool.stretches.end()) {
+        first = ending->first;
+        pool.stretches.erase(ending);
+      }
+    }
+  }
+  const auto next = std::next(at);
+  FreeKey last = next->first;
+  if (next->second.goes_on) {
+    more = true;
+    if (const auto from_next = pool.stretches.find(next->first);
+        from_next != pool.stretches.end()) {
+      last = from_next->second;
+      pool.stretches.erase(from_next);
+    } else {
+      last = std::next(next)->first;
+    }
+  }
+  if (more) pool.stretches[first] = last;
+}
+
+void AllocatorModel::step_off(Pool& pool, FreeMap::iterator at, FreeMap::iterator next) {
+  at->second.goes_on = false;
+  const auto stretch = stretch_at(pool, at->first);
+  if (stretch == pool.stretches.end()) return;  // the step was alone
+  const FreeKey first = stretch->first;
+  const FreeKey last = stretch->second;
+  pool.stretches.erase(stretch);
+  // The steps before it and those after it stay stretches where two or more.
+  if (first < at->first && !(std::prev(at)->first == first)) pool.stretches[first] = at->first;
+  if (next->first < last && !(std::next(next)->first == last)) pool.stretches[next->first] = last;
+}
+
+void AllocatorModel::stretch_in(Pool& pool, FreeMap::iterator at) {
+  at->second.grows = grows(at->second.block);
+  const bool first = at == pool.free.begin();
+  const auto before = first ? pool.free.end() : std::prev(at);
+  // The block before went on to the block after this one: it stops here
+  // for now (this one's step is not set yet), then both steps are set.
+  if (!first && before->second.goes_on) step_off(pool, before, std::next(at));
+  // Only a block that grows goes on (goes_on implies grows): most blocks
+  // cost no more than these flags.
+  if (at->second.grows) set_goes_on(pool, at, fit_goes_on(pool, at));
+  if (!first && before->second.grows) set_goes_on(pool, before, fit_goes_on(pool, before));
+}
+
+void AllocatorModel::restretch(Pool& pool, FreeMap::iterator at) {
+  at->second.grows = grows(at->second.block);
+  set_goes_on(pool, at, fit_goes_on(pool, at));
+  if (at == pool.free.begin()) return;
+  const auto before = std::prev(at);
+  set_goes_on(pool, before, fit_goes_on(pool, before));
+}
+
+void AllocatorModel::restretch_before(uint32_t unmapped) {
+  const uint32_t before = blocks_[unmapped].prev;
+  if (!indexed() || before == kNone) return;
+  const Block& block = blocks_[before];
+  Pool& pool = pools_[block.pool];
+  const auto at = pool.free.find(FreeKey{block.stream, block.size, block.address});
+  if (at != pool.free.end()) restretch(pool, at);
+}
+
+void AllocatorModel::erase_free(Pool& pool, FreeMap::iterator at) {
+  if (!indexed()) {
+    pool.free.erase(at);
+    return;
+  }
+  // Out of every stretch first (no stretch names a key `free` lacks), then
+  // the block before it steps to the one after it, or not.
+  set_goes_on(pool, at, false);
+  bool before_grows = false;
+  if (at != pool.free.begin()) {
+    const auto before = std::prev(at);
+    set_goes_on(pool, before, false);
+    before_grows = before->second.grows;
+  }
+  const auto next = pool.free.erase(at);
+  if (before_grows) {
+    const auto before = std::prev(next);
+    set_goes_on(pool, before, fit_goes_on(pool, before));
+  }
 }
 
 void AllocatorModel::collect_garbage(std::vector<ModelSegmentEvent>& events) {
@@ -321,8 +441,8 @@ bool AllocatorModel::release_oversize(Pool& pool, uint64_t stream, uint64_t size
   if (max_split == UINT64_MAX) return false;
   const uint64_t wanted = std::max(size, max_split);
   auto it = pool.free.lower_bound(FreeKey{stream, wanted, 0});
-  if (it != pool.free.end() && it->first.stream == stream && is_whole(it->second)) {
-    release(it->second, events);  // one oversize block is enough
+  if (it != pool.free.end() && it->first.stream == stream && is_whole(it->second.block)) {
+    release(it->second.block, events);  // one oversize block is enough
     return true;
   }
   // None is: release the stream's oversize blocks from the largest down
@@ -331,7 +451,7 @@ bool AllocatorModel::release_oversize(Pool& pool, uint64_t stream, uint64_t size
   while (released < wanted && it != pool.free.begin()) {
     --it;
     if (it->first.stream != stream || it->first.size < max_split) break;
-    const uint32_t index = it->second;
+    const uint32_t index = it->second.block;
     if (!is_whole(index)) continue;
     released += blocks_[index].size;
     release(index, events);

@@ -33,6 +33,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -47,6 +48,12 @@
 
 namespace memsnap {
 
+// How the model finds PyTorch's best fit among the cached blocks of
+// expandable segments (AllocatorModel::find_free): an index of the
+// stretches PyTorch's loop walks, or that loop itself, block by block (the
+// tests' reference: a request can cost every cached block of the segment).
+enum class BestFit : uint8_t { kIndexed, kWalk };
+
 struct AllocatorModelSettings {
   SplitRule split;  // rounding, max_split_size, roundup_power2_divisions
   // What cudaMalloc can reserve in all; UINT64_MAX: it never fails.
@@ -57,6 +64,7 @@ struct AllocatorModelSettings {
   // only under a per-process memory fraction; the model takes the capacity
   // as that limit.
   double gc_threshold = 0;
+  BestFit best_fit = BestFit::kIndexed;
 };
 
 // A segment the model reserved or released: what the trace would record as
@@ -150,11 +158,36 @@ class AllocatorModel {
       if (a.size != b.size) return a.size < b.size;
       return a.address < b.address;
     }
+    friend bool operator==(const FreeKey& a, const FreeKey& b) = default;
   };
+  // A free block in its pool's `free`. With the stretches (indexed()),
+  // what the best fit needs of it, kept beside its key so that caching a
+  // block next to it reads no other block (without them, both stay false).
+  struct FreeEntry {
+    uint32_t block = kNone;
+    // An expandable segment's block before unmapped pages: the size it
+    // could grow to (expandable_size) is more than its size.
+    bool grows = false;
+    bool goes_on = false;  // the best fit goes on from it to the next (a step)
+  };
+  using FreeMap = absl::btree_map<FreeKey, FreeEntry>;
+  using StretchMap = absl::btree_map<FreeKey, FreeKey>;
   struct Pool {
     PoolId id;
     bool small = false;
-    absl::btree_map<FreeKey, uint32_t> free;
+    FreeMap free;
+    // PyTorch's best fit, from the smallest block that fits, goes on to the
+    // next free block while the current one is an expandable segment's and
+    // the next could grow to less (expandable_size): a step, each free
+    // entry's goes_on. Runs of two steps or more are stretches here: the
+    // first key -> the key where the walk stops. A request jumps to a
+    // stretch's end instead of walking it: a segment of K mapped ranges,
+    // each a free block before unmapped pages, made each of K requests walk
+    // them all (issue 56: 13-17 s of CPU for K = 10,000). A single step, the
+    // common case (the last free block of a segment before its unmapped
+    // rest), makes no stretch: caching and taking blocks beside it costs
+    // no search.
+    StretchMap stretches;
     // Of those, the ones empty_cache and garbage collection may release:
     // cached whole segments, and blocks of expandable segments that hold a
     // whole page. Walking only these keeps a device full of cached blocks
@@ -191,6 +224,60 @@ class AllocatorModel {
   [[nodiscard]] std::pair<uint64_t, uint64_t> whole_pages(uint32_t index) const;
   // The smallest cached block of the pool on the stream that the request may take.
   uint32_t find_free(Pool& pool, uint64_t stream, uint64_t size);
+  // The stretches (Pool::stretches): kept only where an expandable segment
+  // exists and the settings ask for them.
+  [[nodiscard]] bool indexed() const {
+    return settings_.best_fit == BestFit::kIndexed && !expandables_.empty();
+  }
+  // Whether the block is an expandable segment's before unmapped pages.
+  [[nodiscard]] bool grows(uint32_t index) const {
+    const Block& block = blocks_[index];
+    return block.segment != 0 && block.next != kNone && !blocks_[block.next].mapped;
+  }
+  // expandable_size of a free block, by its entry.
+  [[nodiscard]] uint64_t fit_size(FreeMap::const_iterator at) const {
+    return at->second.grows ? expandable_size(at->second.block) : at->first.size;
+  }
+  // Whether PyTorch's best fit goes on from this free block to the next. A
+  // block that cannot grow stops it: the next is as large or larger.
+  [[nodiscard]] bool fit_goes_on(const Pool& pool, FreeMap::const_iterator at) const {
+    if (!at->second.grows) return false;
+    const auto next = std::next(at);
+    return next != pool.free.end() && next->first.stream == at->first.stream &&
+           fit_size(next) < fit_size(at);
+  }
+  // Where the best fit that reaches this free block stops.
+  [[nodiscard]] FreeMap::iterator fit_end(Pool& pool, FreeMap::iterator at) const;
+  // The stretch that holds `key` (first <= key <= last), or stretches.end().
+  [[nodiscard]] static StretchMap::iterator stretch_at(Pool& pool, const FreeKey& key);
+  // Turns the step from the free block to the next on, joining it to the
+  // steps just before and after it; off, cutting its stretch there
+  // (`next`: the block after it, which a block just cached may not be).
+  static void step_on(Pool& pool, FreeMap::iterator at);
+  static void step_off(Pool& pool, FreeMap::iterator at, FreeMap::iterator next);
+  // Records whether the fit goes on from the free block to the next (no
+  // search where that is no change: the common case).
+  static void set_goes_on(Pool& pool, FreeMap::iterator at, bool goes_on) {
+    if (at->second.goes_on == goes_on) return;
+    if (goes_on) {
+      step_on(pool, at);
+    } else {
+      step_off(pool, at, std::next(at));
+    }
+  }
+  // The block's steps (from it, and to it from the one before) as they are
+  // now: when the size it could grow to changed.
+  void restretch(Pool& pool, FreeMap::iterator at);
+  // The same for a block that just entered `free`.
+  void stretch_in(Pool& pool, FreeMap::iterator at);
+  // The same for the cached block before an unmapped one just filed: the
+  // size it could grow to is that unmapped block's. The size a cached
+  // block could grow to changes only when the block after it is mapped
+  // (the two then merge: it leaves `free`) or is unmapped, merged or split
+  // while out of `pools_[].unmapped`, and is filed again after.
+  void restretch_before(uint32_t unmapped);
+  // Takes the free block out of `free` and its stretches.
+  void erase_free(Pool& pool, FreeMap::iterator at);
   // PyTorch's garbage_collect_cached_blocks (settings_.gc_threshold).
   void collect_garbage(std::vector<ModelSegmentEvent>& events);
   [[nodiscard]] bool should_split(const Block& block, uint64_t size) const;
