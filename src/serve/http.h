@@ -83,7 +83,7 @@ HttpResponse error_response(int status, std::string_view message);
 std::string_view status_words(int status);
 
 // How many connections the transport holds now, and what it has refused or
-// closed since it started: for tests and the bench.
+// closed since it started (tests read them).
 struct HttpCounters {
   size_t open = 0;
   size_t evicted = 0;
