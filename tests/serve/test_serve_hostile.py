@@ -7,6 +7,7 @@ status, and whoever has the token is answered within a second throughout.
 Loopback traffic only; every loop is bounded in bytes and in time. Skips
 (exit 77) where the build has no server."""
 import json
+import os
 import resource
 import signal
 import socket
@@ -150,7 +151,10 @@ def test_a_gigabyte_sent_before_the_token_is_held_in_bounded_memory(served):
     done.set()
     sampler.join()
     assert sum(offered) >= 1 << 30, sum(offered)
-    assert peak[0] - baseline < GROWTH_BOUND_MIB, (baseline, peak[0])
+    # ASan keeps freed memory in quarantine: there the growth says nothing
+    # of the server's own bound (the attack and the answers are still held).
+    if os.environ.get("MEMSNAP_SANITIZED") != "1":
+        assert peak[0] - baseline < GROWTH_BOUND_MIB, (baseline, peak[0])
     answered.append(holder_answered_within(served, 1))
     assert all(answered), answered
 
