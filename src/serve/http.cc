@@ -93,11 +93,11 @@ size_t descriptor_room() {
 }  // namespace
 
 bool HttpRequest::has_param(std::string_view name) const {
-  return params.find(std::string(name)) != params.end();
+  return params.find(name) != params.end();
 }
 
 std::string HttpRequest::param(std::string_view name) const {
-  const auto found = params.find(std::string(name));
+  const auto found = params.find(name);
   return found == params.end() ? std::string() : found->second;
 }
 
@@ -123,12 +123,11 @@ HttpResponse error_response(int status, std::string_view message) {
   return response;
 }
 
-std::optional<std::pair<std::string, std::multimap<std::string, std::string>>> split_target(
-    std::string_view target) {
+std::optional<std::pair<std::string, HttpParams>> split_target(std::string_view target) {
   const size_t query_at = target.find('?');
   std::optional<std::string> path = percent_decoded(target.substr(0, query_at), false);
   if (!path) return std::nullopt;
-  std::multimap<std::string, std::string> params;
+  HttpParams params;
   std::string_view query = query_at == std::string_view::npos ? "" : target.substr(query_at + 1);
   while (!query.empty()) {
     const size_t end = std::min(query.find('&'), query.size());
@@ -172,9 +171,13 @@ struct HttpServer::Loop {
   void accept();
   bool make_room(const std::string& peer);
   void shut();
-  void count(size_t HttpCounters::*counter, size_t by = 1) {
+  void count(size_t HttpCounters::*counter) {
     const std::lock_guard lock(counters_mutex);
-    counters.*counter += by;
+    ++(counters.*counter);
+  }
+  void publish_open() {
+    const std::lock_guard lock(counters_mutex);
+    counters.open = open.size();
   }
 };
 
@@ -460,8 +463,7 @@ void HttpServer::Loop::Connection::close() {
   if (auto found = loop.per_peer.find(peer); found != loop.per_peer.end() && --found->second == 0) {
     loop.per_peer.erase(found);
   }
-  const std::lock_guard lock(loop.counters_mutex);
-  loop.counters.open = loop.open.size();
+  loop.publish_open();
 }
 
 // Room for one more connection from `peer`: the peer's (or, at the total
@@ -508,10 +510,7 @@ void HttpServer::Loop::accept() {
       auto connection = std::make_shared<Connection>(*this, std::move(socket), peer);
       open.insert(connection.get());
       ++per_peer[peer];
-      {
-        const std::lock_guard lock(counters_mutex);
-        counters.open = open.size();
-      }
+      publish_open();
       connection->wait_for_request();
     }
     accept();

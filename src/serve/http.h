@@ -50,13 +50,16 @@ struct HttpLimits {
   size_t workers = 0;
 };
 
+// Query parameters by name, found by any string (std::less<>).
+using HttpParams = std::multimap<std::string, std::string, std::less<>>;
+
 // A request whose head is complete and well-formed: the target split into
 // its path and its query parameters, percent-decoded ('+' is a space, as
 // a form and URLSearchParams write it).
 struct HttpRequest {
   std::string method;
   std::string path;
-  std::multimap<std::string, std::string> params;
+  HttpParams params;
   // Header names in lower case, in the order sent.
   std::vector<std::pair<std::string, std::string>> headers;
 
@@ -123,7 +126,6 @@ class HttpServer {
 
 // The target of a request split into path and parameters; nullopt where a
 // percent escape is malformed.
-std::optional<std::pair<std::string, std::multimap<std::string, std::string>>> split_target(
-    std::string_view target);
+std::optional<std::pair<std::string, HttpParams>> split_target(std::string_view target);
 
 }  // namespace memsnap::serve

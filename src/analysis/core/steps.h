@@ -101,7 +101,7 @@ StepWindows find_steps(const Snapshot& snapshot, const DeviceTrace& trace, StepS
 // --steps optimizer, or Optimizer.step marks that never END, must not read
 // as a file without marks.
 struct StepMarks {
-  uint64_t profiler_steps = 0;    // ProfilerStep#N numbers with a START or an END
+  uint64_t profiler_steps = 0;    // ProfilerStep#N START marks
   uint64_t optimizer_starts = 0;  // Optimizer.step#... START marks
   uint64_t optimizer_ends = 0;    // ... END marks
   bool timed = false;             // the trace has a time_us to place marks by
