@@ -19,8 +19,8 @@ EXAMPLE     ?= examples/training_steps.pickle.gz
 EXAMPLE_B   ?= examples/training_steps_larger_batch.pickle.gz
 DEMO_HTML   ?= $(BUILD)/demo_overlay.html
 
-.PHONY: all setup build demo check test test-release test-fast test-asan test-python docs wheel fuzz bench \
-        format lint clean
+.PHONY: all setup build demo check test test-release test-fast test-asan test-python docs wheel dist \
+        test-dist fuzz bench format lint clean
 
 all: build
 
@@ -40,7 +40,7 @@ demo: build
 	$(BUILD)/memsnap plot $(EXAMPLE) $(EXAMPLE_B) --labels "batch 1x" "batch 1.5x" -o $(DEMO_HTML)
 	@echo "make demo: the overlay of both runs is $(DEMO_HTML) (one offline HTML file: open it in a browser)"
 
-# Tests carry CTest labels (tests/CMakeLists.txt; README, "Tests"): unit, cli,
+# Tests carry CTest labels (tests/CMakeLists.txt; docs/development.md, "Tests"): unit, cli,
 # golden, fixtures, browser, cluster, slow, install, bench, gpu.
 #
 # The fast tier, for development: unit tests, the drivers on generated and
@@ -113,6 +113,20 @@ wheel: setup
 # example notebook executed.
 test-python: wheel build
 	scripts/python_test "$(PYTHON)" "$(PY_TEST)" "$(WHEELHOUSE)" "$(BUILD)/memsnap"
+
+# What a user installs without a compiler (docs/install.md, docs/release.md):
+# the static executable dist/memsnap-linux-x86_64 and the wheels, each
+# built in a folder of its own under $(DIST_BUILD).
+DIST        ?= dist
+DIST_BUILD  ?= build-dist
+dist: setup
+	JOBS=$(JOBS) scripts/dist "$(DIST)" "$(DIST_BUILD)" all
+
+# The tests of what dist wrote (label dist): the executable in an empty root,
+# each wheel in a fresh venv with the machine's compilers, headers and C++
+# libraries hidden. They skip where $(DIST) lacks what they test.
+test-dist: build
+	cd $(BUILD) && ctest --output-on-failure -L '^dist$$'
 
 # Coverage-guided fuzzing with libFuzzer (clang): fuzz_pickle_vm (the VM and
 # the decoder) and fuzz_snapshot (whatever decodes, through every analysis and

@@ -37,6 +37,10 @@ def pytest_addoption(parser):
     group.addoption("--work", help="folder for generated inputs (default: a temporary one)")
     group.addoption("--batch", help="memsnap_cli_batch (tests/corpus/cli_batch.cc): commands in-process")
     group.addoption("--build-dir", help="memsnap's build directory (tests/consumer)")
+    group.addoption("--reference-memsnap", help="a second binary whose output the first must equal (tests/dist)")
+    group.addoption("--wheel-dir", help="the folder of the wheels under test (tests/dist)")
+    group.addoption("--self-contained", action="store_true",
+                    help="the wheels must carry no shared library of their own (tests/dist)")
     group.addoption("--cmake", default="cmake", help="the cmake to install and build with (tests/consumer)")
     group.addoption("--reference-keys", default=os.path.join(testlib.REPO, "..", "shared", "reference",
                                                              "json-keys.json"),

@@ -13,7 +13,7 @@ Part `fixtures`: every real fixture with a trace. The goal of issue 39: of
 the files that recorded segment events, at least 90% have every segment
 event reproduced at the same entry with the same size and the dump's
 segments and blocks at the end; the peak of reserved memory within 1% on all
-of them. The table is printed (the README's is this one)."""
+of them. The table is printed (docs/commands/whatif.md's is this one)."""
 import base64
 import bisect
 import json
