@@ -1,7 +1,8 @@
 #include "serve/server.h"
 
-#include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -63,12 +64,15 @@ std::string gzipped(std::string_view text) {
   return out;
 }
 
-// 24 bytes from the kernel's random source (getrandom), in hex.
+// 24 bytes from the kernel's random source, in hex. The getrandom system
+// call itself (Linux 3.17), not glibc's wrapper (2.25): the wheels are built
+// for glibc 2.17, and the static executable may run in a root without
+// /dev/urandom.
 std::string random_token() {
   std::array<unsigned char, 24> bytes{};
   size_t filled = 0;
   while (filled < bytes.size()) {
-    const ssize_t got = getrandom(bytes.data() + filled, bytes.size() - filled, 0);
+    const long got = syscall(SYS_getrandom, bytes.data() + filled, bytes.size() - filled, 0);
     if (got < 0 && errno != EINTR) throw Error("cannot read random bytes for the token");
     if (got > 0) filled += static_cast<size_t>(got);
   }

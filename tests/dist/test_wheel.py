@@ -34,6 +34,10 @@ VERSIONS = ["3.9", "3.10", "3.11", "3.12", "3.13"]
 DRIVER = r'''
 import http.client, json, os, signal, subprocess, sys, urllib.parse
 venv, example = sys.argv[1], sys.argv[2]
+assert not os.listdir("/usr/include"), "the machine's headers are in reach"
+for name in os.listdir("/usr/lib/x86_64-linux-gnu"):
+    if name.startswith(("libabsl_", "libfmt.", "libre2.")):
+        assert os.path.getsize(os.path.join("/usr/lib/x86_64-linux-gnu", name)) == 0, name + " is in reach"
 cli = os.path.join(venv, "bin", "memsnap")
 result = {"report": subprocess.run([cli, example], capture_output=True, text=True, check=True).stdout}
 import memsnap
