@@ -28,6 +28,7 @@ setup:
 	@scripts/setup
 
 $(BUILD)/build.ninja:
+	@scripts/setup build
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=ON $(LAUNCHER) $(CMAKE_FLAGS)
 
 build: setup $(BUILD)/build.ninja
@@ -35,7 +36,9 @@ build: setup $(BUILD)/build.ninja
 
 # The headline job on the bundled pair (the same training run with a 1.5x
 # larger batch): why does B peak higher than A, and both on one timeline.
-demo: build
+# It builds the memsnap binary alone, not the tests.
+demo: $(BUILD)/build.ninja
+	cmake --build $(BUILD) --target memsnap -j $(JOBS)
 	$(BUILD)/memsnap compare $(EXAMPLE) $(EXAMPLE_B) --top 8
 	$(BUILD)/memsnap plot $(EXAMPLE) $(EXAMPLE_B) --labels "batch 1x" "batch 1.5x" -o $(DEMO_HTML)
 	@echo "make demo: the overlay of both runs is $(DEMO_HTML) (one offline HTML file: open it in a browser)"

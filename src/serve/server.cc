@@ -1,5 +1,6 @@
 #include "serve/server.h"
 
+#include <fcntl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <mutex>
+#include <span>
 #include <stop_token>
 #include <thread>
 #include <utility>
@@ -64,18 +66,41 @@ std::string gzipped(std::string_view text) {
   return out;
 }
 
-// 24 bytes from the kernel's random source, in hex. The getrandom system
-// call itself (Linux 3.17), not glibc's wrapper (2.25): the wheels are built
-// for glibc 2.17, and the static executable may run in a root without
-// /dev/urandom.
-std::string random_token() {
-  std::array<unsigned char, 24> bytes{};
+// Fills bytes from the getrandom system call (Linux 3.17), called by number:
+// glibc declares getrandom() only from 2.25, and the wheels are built for
+// 2.17. False where the kernel lacks it (ENOSYS).
+bool fill_from_getrandom(std::span<unsigned char> bytes) {
   size_t filled = 0;
   while (filled < bytes.size()) {
     const long got = syscall(SYS_getrandom, bytes.data() + filled, bytes.size() - filled, 0);
+    if (got < 0 && errno == ENOSYS) return false;
     if (got < 0 && errno != EINTR) throw Error("cannot read random bytes for the token");
     if (got > 0) filled += static_cast<size_t>(got);
   }
+  return true;
+}
+
+// The older kernels' way: /dev/urandom.
+void fill_from_urandom(std::span<unsigned char> bytes) {
+  const int file = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  if (file < 0)
+    throw Error("cannot read random bytes for the token: no getrandom, no /dev/urandom");
+  size_t filled = 0;
+  while (filled < bytes.size()) {
+    const ssize_t got = read(file, bytes.data() + filled, bytes.size() - filled);
+    if (got == 0 || (got < 0 && errno != EINTR)) {
+      close(file);
+      throw Error("cannot read random bytes for the token from /dev/urandom");
+    }
+    if (got > 0) filled += static_cast<size_t>(got);
+  }
+  close(file);
+}
+
+// 24 bytes from the kernel's random source, in hex.
+std::string random_token() {
+  std::array<unsigned char, 24> bytes{};
+  if (!fill_from_getrandom(bytes)) fill_from_urandom(bytes);
   std::string token;
   for (const unsigned char byte : bytes) token += fmt::format("{:02x}", byte);
   return token;
