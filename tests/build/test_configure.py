@@ -8,13 +8,12 @@
   the version and SHA-512 that package-lock.json pins (a file:// registry
   here, filled from npm's own cache: no network), and refuses a tarball
   whose digest differs."""
+import base64
 import glob
-import hashlib
 import json
 import os
 import shutil
 import subprocess
-import base64
 import tempfile
 
 import pytest

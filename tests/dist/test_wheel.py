@@ -21,10 +21,7 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import tempfile
-
-import pytest
 
 import isolation
 import testlib
