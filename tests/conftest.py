@@ -9,12 +9,14 @@ Options (CTest passes them; tests/CMakeLists.txt):
   --fixtures-dir DIR the real snapshots (default ../shared/fixtures/real)
   --work DIR         where generated inputs go (default: a temporary folder)
 
-A driver's helpers report with `check(name, condition, detail)` (testlib.Checks,
-one line per check); each test ends with `check.verify()`, which fails it
-naming every failed check (the autouse fixture below empties the checks
-before each test, and fails a test that left failures unverified). A run whose tests were
-all skipped for want of an input (the fixtures, a reference file, a cluster:
-skip_absent) exits 77, which CTest reports as skipped.
+A driver checks with pytest-check (`from pytest_check import check`; pinned in
+python/requirements-test.txt, installed by scripts/setup): `with check(name):
+assert condition, detail` records a failure and goes on, and the test fails
+after it naming every failed check; `check.is_true(condition, message)` does
+the same and returns the condition, to guard what follows it. A precondition
+the rest of a test cannot do without is a plain `assert`. A run whose tests
+were all skipped for want of an input (the fixtures, a reference file, a
+cluster: skip_absent) exits 77, which CTest reports as skipped.
 """
 import os
 import tempfile
@@ -48,6 +50,10 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    if not config.pluginmanager.hasplugin("check"):
+        raise pytest.UsageError("the pytest plugin pytest-check is missing (the drivers check with it): "
+                                "run scripts/setup, or pip install the pytest-check that "
+                                "python/requirements-test.txt pins")
     config.addinivalue_line("markers", "fixtures: reads the real snapshots of --fixtures-dir: run with "
                             "--part=fixtures, skipped where the folder is absent")
     config.addinivalue_line("markers", "part(name): belongs to a part of its own, run with --part=NAME "
@@ -102,21 +108,6 @@ def fixtures_dir(request):
     if not os.path.isdir(folder):
         skip_absent(f"the fixtures folder {folder}")
     return folder
-
-
-@pytest.fixture(autouse=True)
-def checks(request):
-    """The driver module's `check` (a testlib.Checks), emptied before each test;
-    the test fails after it when any check failed."""
-    check = getattr(request.module, "check", None)
-    if not isinstance(check, testlib.Checks):
-        yield None
-        return
-    check.failures.clear()
-    yield check
-    if check.failures:  # a test that did not end with check.verify()
-        pytest.fail(f"{len(check.failures)} failed, unverified: " + "; ".join(check.failures),
-                    pytrace=False)
 
 
 class _Outcomes:

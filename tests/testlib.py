@@ -1,6 +1,6 @@
-"""What the Python test drivers under tests/ share: the checks they report with,
-memsnap runs, one cached `parse --json` per fixture (tests/conftest.py holds
-the pytest fixtures and options)."""
+"""What the Python test drivers under tests/ share: memsnap runs, one cached
+`parse --json` per fixture (tests/conftest.py holds the pytest fixtures and
+options; the drivers check with pytest-check)."""
 import hashlib
 import json
 import os
@@ -27,41 +27,6 @@ def skip_absent(what):
     """Skips the running pytest test for want of `what`."""
     import pytest
     pytest.skip('%s: %s' % (ABSENT, what))
-
-
-class Checks:
-    """One `ok`/`FAIL` line per check; the failures kept for the summary.
-    A call returns the condition, so a check can guard what follows it."""
-
-    def __init__(self):
-        self.count = 0
-        self.failures = []
-
-    def __call__(self, name, condition, detail=''):
-        self.count += 1
-        print(('ok   ' if condition else 'FAIL ') + name + ('' if condition else ': %s' % (detail,)))
-        if not condition:
-            self.failures.append(name)
-        return condition
-
-    def summary(self):
-        return '%d checks, %d failed' % (self.count, len(self.failures))
-
-    def ok(self, name):
-        return self(name, True)
-
-    def fail(self, name, why):
-        return self(name, False, why)
-
-    def expect(self, name, problems):
-        """ok when `problems` (a list of strings) is empty, else FAIL with the first few."""
-        more = '' if len(problems) <= 8 else '\n    ... %d more' % (len(problems) - 8)
-        return self(name, not problems, '\n    ' + '\n    '.join(problems[:8]) + more)
-
-    def verify(self):
-        """Ends a pytest test: it fails, naming each failed check, when any did."""
-        failed, self.failures = self.failures, []
-        assert not failed, '%d failed: %s' % (len(failed), '; '.join(failed))
 
 
 def run_memsnap(memsnap, args, timeout=300):

@@ -23,10 +23,10 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 import pytest
+from pytest_check import check
 
 import testlib
 
-check = testlib.Checks()
 run = testlib.run_memsnap
 
 KiB, MiB = 1 << 10, 1 << 20
@@ -281,7 +281,7 @@ def compare_state(name, report, expected):
         wrong = sorted(set(got_rows) ^ set(rows)) + [a for a in rows if a in got_rows and got_rows[a] != rows[a]]
         problems.append("%d segments differ, first %s: %s vs %s" % (
             len(wrong), hex(wrong[0]), got_rows.get(wrong[0]), rows.get(wrong[0])))
-    return check(name, not problems, "; ".join(problems)[:700])
+    return check.is_true(not problems, "%s: %s" % (name, "; ".join(problems)[:700]))
 
 
 # Seed 4 runs under PYTORCH_CUDA_ALLOC_CONF=max_split_size_mb:24,roundup_power2_divisions:[...]:
@@ -294,17 +294,18 @@ def replay_matches_a_simulated_allocator(memsnap, work):
     for seed in (1, 2, 3, 4):
         sim, checkpoints = workload(seed, 2500, **SETTINGS.get(seed, {}))
         if seed in SETTINGS:
-            check("seed %d: the settings were exercised (%d blocks left whole, %d power-2 roundings)"
-                  % (seed, sim.unsplit, sim.power2_rounded), sim.unsplit > 0 and sim.power2_rounded > 0)
+            with check("seed %d: the settings were exercised (%d blocks left whole, %d power-2 roundings)"
+                       % (seed, sim.unsplit, sim.power2_rounded)):
+                assert sim.unsplit > 0 and sim.power2_rounded > 0
         path = write(work, "history-%d.pickle" % seed, sim.dump())
         report, error = segments_json(memsnap, path)
-        if not check("seed %d: segments --json runs" % seed, report is not None, error):
+        if not check.is_true(report is not None, "seed %d: segments --json runs: %s" % (seed, error)):
             continue
         history = report["history"]
-        check("seed %d: the trace replays to the dump block for block (%d entries)" % (seed, history["entries"]),
-              history["exact"] and history["misfits_backward"] == 0 and history["misfits_forward"] == 0
-              and history["entries"] == len(sim.trace) and history["segments_at_start"] == 0
-              and history["rounding"] == "cuda", history)
+        with check("seed %d: the trace replays to the dump block for block (%d entries)" % (seed, history["entries"])):
+            assert (history["exact"] and history["misfits_backward"] == 0 and history["misfits_forward"] == 0
+                    and history["entries"] == len(sim.trace) and history["segments_at_start"] == 0
+                    and history["rounding"] == "cuda"), history
         t0 = sim.trace[0]["time_us"]
         compared = 0
         chosen = sorted(checkpoints)
@@ -312,12 +313,12 @@ def replay_matches_a_simulated_allocator(memsnap, work):
             seconds = (sim.trace[position - 1]["time_us"] - t0) / 1e6
             at, error = segments_json(memsnap, path, "--time", repr(seconds))
             if at is None or at["position"] != position:
-                check("seed %d: --time %s is after entry %d" % (seed, seconds, position), False,
-                      error or at["position"])
+                check.fail("seed %d: --time %s is after entry %d: %s" % (seed, seconds, position, error or at["position"]))
                 continue
             compared += compare_state("seed %d: the state after %d entries (t=%.6f s) equals the simulator's"
                                       % (seed, position, seconds), at, checkpoints[position])
-        check("seed %d: states compared at 8 or more times" % seed, compared >= 8, compared)
+        with check("seed %d: states compared at 8 or more times" % seed):
+            assert compared >= 8, compared
         # Reserved over time: parse's peak against the simulator's.
         peak = reserved = 0
         for entry in sim.trace:
@@ -328,8 +329,8 @@ def replay_matches_a_simulated_allocator(memsnap, work):
             peak = max(peak, reserved)
         parsed = run(memsnap, ["parse", "--json", path])
         got = json.loads(parsed.stdout)["reserved"] if parsed.returncode == 0 else None
-        check("seed %d: parse's reserved peak equals the simulator's (%d)" % (seed, peak),
-              got is not None and got["peak"] == peak and got["at_dump"] == sim.reserved(), got)
+        with check("seed %d: parse's reserved peak equals the simulator's (%d)" % (seed, peak)):
+            assert got is not None and got["peak"] == peak and got["at_dump"] == sim.reserved(), got
 
 def late_start(memsnap, work):
     # Recording starts after 600 operations: the blocks already there come
@@ -337,22 +338,22 @@ def late_start(memsnap, work):
     sim, checkpoints = workload(11, 1500, warmup=600)
     path = write(work, "history-late.pickle", sim.dump())
     report, error = segments_json(memsnap, path)
-    if not check("late start: segments --json runs", report is not None, error):
-        return
+    assert report is not None, "late start: segments --json runs: %s" % error
     history = report["history"]
-    check("late start: exact, with what was there before the first entry counted",
-          history["exact"] and history["segments_at_start"] > 0 and history["blocks_at_start"] > 0, history)
+    with check("late start: exact, with what was there before the first entry counted"):
+        assert history["exact"] and history["segments_at_start"] > 0 and history["blocks_at_start"] > 0, history
     text = run(memsnap, ["segments", path]).stdout
-    check("late start: the text says recording started late", "recording started late" in text, text[-600:])
+    with check("late start: the text says recording started late"):
+        assert "recording started late" in text, text[-600:]
     last = max(checkpoints)
     t0 = sim.trace[0]["time_us"]
     at, error = segments_json(memsnap, path, "--time", repr((sim.trace[last - 1]["time_us"] - t0) / 1e6))
-    if check("late start: --time runs", at is not None, error):
+    if check.is_true(at is not None, "late start: --time runs: %s" % error):
         # Totals of reserved and allocated bytes do not depend on the sizes
         # of blocks allocated before the trace, once none of those is live.
         totals = checkpoints[last][0]
-        check("late start: reserved at a late checkpoint equals the simulator's",
-              at["totals"]["reserved"] == totals["reserved"], (at["totals"], totals))
+        with check("late start: reserved at a late checkpoint equals the simulator's"):
+            assert at["totals"]["reserved"] == totals["reserved"], (at["totals"], totals)
 
 
 def disagreeing_dump(memsnap, work):
@@ -366,14 +367,14 @@ def disagreeing_dump(memsnap, work):
     victim["size"] += MIN_BLOCK  # the dump now says a larger block
     path = write(work, "history-disagreeing.pickle", document)
     report, error = segments_json(memsnap, path)
-    if check("disagreeing dump: segments --json runs", report is not None, error):
+    if check.is_true(report is not None, "disagreeing dump: segments --json runs: %s" % error):
         history = report["history"]
-        check("disagreeing dump: not exact, and the first difference names the block",
-              not history["exact"] and history["differences"] >= 1
-              and ("%#x" % victim["address"]) in (history["first_difference"] or ""), history)
+        with check("disagreeing dump: not exact, and the first difference names the block"):
+            assert (not history["exact"] and history["differences"] >= 1
+                    and ("%#x" % victim["address"]) in (history["first_difference"] or "")), history
     text = run(memsnap, ["segments", path]).stdout
-    check("disagreeing dump: the text says the states at other times are approximate",
-          "does not reproduce the dump" in text and "first difference" in text, text[-800:])
+    with check("disagreeing dump: the text says the states at other times are approximate"):
+        assert "does not reproduce the dump" in text and "first difference" in text, text[-800:]
 
 
 def refusals(memsnap, work):
@@ -383,24 +384,25 @@ def refusals(memsnap, work):
         del entry["time_us"]
     path = write(work, "history-no-time.pickle", document)
     got = run(memsnap, ["segments", "--time", "1", path])
-    check("no time_us: --time exits 1 naming the cause", got.returncode == 1 and "time_us" in got.stderr,
-          (got.returncode, got.stderr))
+    with check("no time_us: --time exits 1 naming the cause"):
+        assert got.returncode == 1 and "time_us" in got.stderr, (got.returncode, got.stderr)
     got = run(memsnap, ["segments", "--time", "-1", path])
-    check("--time -1 is a usage error (exit 2)", got.returncode == 2, (got.returncode, got.stderr))
+    with check("--time -1 is a usage error (exit 2)"):
+        assert got.returncode == 2, (got.returncode, got.stderr)
     sim, _ = workload(8, 300)
     path = write(work, "history-late-time.pickle", sim.dump())
     got = run(memsnap, ["segments", "--time", "1e9", path])
-    check("--time past the end: the state at the last entry, said so",
-          got.returncode == 0 and "past the trace's end" in got.stdout, got.stdout[:400])
+    with check("--time past the end: the state at the last entry, said so"):
+        assert got.returncode == 0 and "past the trace's end" in got.stdout, got.stdout[:400]
     at, _ = segments_json(memsnap, path, "--time", "1e9")
     dump, _ = segments_json(memsnap, path)
-    check("--time past the end gives the dump's totals",
-          at is not None and dump is not None and at["totals"] == dump["totals"]
-          and at["position"] == len(sim.trace), (at and at["totals"], dump and dump["totals"]))
+    with check("--time past the end gives the dump's totals"):
+        assert (at is not None and dump is not None and at["totals"] == dump["totals"]
+                and at["position"] == len(sim.trace)), (at and at["totals"], dump and dump["totals"])
     got = run(memsnap, ["segments", "--time", "1", write(work, "history-segments-only.pickle",
                                                            sim.dump()["segments"])])
-    check("a segments-only file: --time exits 1 saying there is no trace",
-          got.returncode == 1 and "no trace entries" in got.stderr, (got.returncode, got.stderr))
+    with check("a segments-only file: --time exits 1 saying there is no trace"):
+        assert got.returncode == 1 and "no trace entries" in got.stderr, (got.returncode, got.stderr)
 
 
 def segment_devices(parsed):
@@ -423,43 +425,39 @@ def fixtures(memsnap, folder):
             continue
         for device in segment_devices(parsed):
             report, error = segments_json(memsnap, path, "--device", str(device))
-            if not check("%s device %d: segments --json runs" % (name, device), report is not None, error):
+            if not check.is_true(report is not None, "%s device %d: segments --json runs: %s" % (name, device, error)):
                 continue
             history = report["history"]
             if not history["replayable"]:
-                check("%s device %d: not replayable, with the reason" % (name, device),
-                      bool(history["reason"]), history)
+                with check("%s device %d: not replayable, with the reason" % (name, device)):
+                    assert bool(history["reason"]), history
                 continue
             replayed += 1
-            exact += check("%s device %d: the trace (%d entries) replays to the dump block for block"
-                           % (name, device, history["entries"]),
-                           history["exact"] and history["misfits_forward"] == 0 and history["misfits_backward"] == 0,
-                           history)
-    check("the replay was checked on every fixture with block addresses", replayed >= 40, replayed)
+            exact += check.is_true(
+                history["exact"] and history["misfits_forward"] == 0 and history["misfits_backward"] == 0,
+                "%s device %d: the trace (%d entries) replays to the dump block for block: %s"
+                % (name, device, history["entries"], history))
+    with check("the replay was checked on every fixture with block addresses"):
+        assert replayed >= 40, replayed
 
 
 
 def test_replay_matches_a_simulated_allocator(memsnap, work):
     replay_matches_a_simulated_allocator(memsnap, work)
-    check.verify()
 
 
 def test_late_start(memsnap, work):
     late_start(memsnap, work)
-    check.verify()
 
 
 def test_disagreeing_dump(memsnap, work):
     disagreeing_dump(memsnap, work)
-    check.verify()
 
 
 def test_refusals(memsnap, work):
     refusals(memsnap, work)
-    check.verify()
 
 
 @pytest.mark.fixtures
 def test_every_fixture(memsnap, fixtures_dir):
     fixtures(memsnap, fixtures_dir)
-    check.verify()

@@ -4,7 +4,7 @@
 Each check runs the real binary. Usage errors exit 2, bad input exits 1 with a
 single "memsnap: ..." line on stderr, reports go to stdout only. Error checks
 assert the exit status and the phrase the user reads, not only a failure.
-One line per check; the summary counts checks, failures and skips.
+A test reports every failed check (pytest-check), not only the first.
 """
 import argparse
 import base64
@@ -21,8 +21,7 @@ import sys
 import tempfile
 
 import pytest
-
-import testlib
+from pytest_check import check
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
@@ -30,8 +29,6 @@ GENERATOR = os.path.join(REPO, "tests", "gen", "make_snapshot.py")
 EXAMPLE = os.path.join(REPO, "examples", "training_steps.pickle.gz")
 CLI11_TEXTS = ("Run with --help", "A subcommand is required", "required but received", "was not expected",
                "not in {")
-
-check = testlib.Checks()
 
 
 def skip(name, why):
@@ -52,16 +49,18 @@ def check_error(name, result, text, status=1):
     in one "memsnap: " line (usage errors too: never CLI11's own words)."""
     lines = stderr_lines(result)
     ours = len(lines) == 1 and lines[0].startswith("memsnap: ")
-    check(name, result.returncode == status and ours and text in lines[0] and not result.stdout,
-          f"want exit {status} and {text!r}; got exit {result.returncode}, stderr {lines!r}, stdout {result.stdout[:80]!r}")
+    with check(name):
+        assert result.returncode == status and ours and text in lines[0] and not result.stdout, (
+            f"want exit {status} and {text!r}; got exit {result.returncode}, stderr {lines!r}, stdout {result.stdout[:80]!r}")
 
 
 def check_said(name, result, line, status):
     """`result` exited with `status`, printed nothing on stdout, and its stderr
     is exactly `line`."""
     lines = stderr_lines(result)
-    check(name, result.returncode == status and lines == [line] and not result.stdout,
-          f"want exit {status} and {line!r}; got exit {result.returncode}, stderr {lines!r}, stdout {result.stdout[:80]!r}")
+    with check(name):
+        assert result.returncode == status and lines == [line] and not result.stdout, (
+            f"want exit {status} and {line!r}; got exit {result.returncode}, stderr {lines!r}, stdout {result.stdout[:80]!r}")
 
 
 @pytest.fixture(scope="module")
@@ -87,19 +86,22 @@ def test_inputs_errors_and_each_command(memsnap, work, inputs):
     with open(plain, "rb") as f:
         data = f.read()
     piped = run(memsnap, ["parse", "--json", "-"], stdin=data)
-    check("stdin '-' parses like the file", piped.returncode == 0 and strip(json.loads(piped.stdout)) == strip(base), piped.stderr)
+    with check("stdin '-' parses like the file"):
+        assert piped.returncode == 0 and strip(json.loads(piped.stdout)) == strip(base), piped.stderr
     gz = os.path.join(work, "steps.bin")
     with open(gz, "wb") as f:
         f.write(gzip.compress(data))
     got = run(memsnap, ["parse", "--json", gz])
-    check("gzip detected by magic bytes", got.returncode == 0 and json.loads(got.stdout)["compression"] == "gzip"
-          and strip(json.loads(got.stdout)) == strip(base), got.stderr)
+    with check("gzip detected by magic bytes"):
+        assert (got.returncode == 0 and json.loads(got.stdout)["compression"] == "gzip"
+                and strip(json.loads(got.stdout)) == strip(base)), got.stderr
     if shutil.which("zstd"):
         zst = os.path.join(work, "steps.data")
         subprocess.run(["zstd", "-q", "-f", plain, "-o", zst], check=True)
         got = run(memsnap, ["parse", "--json", zst])
-        check("zstd detected by magic bytes", got.returncode == 0 and json.loads(got.stdout)["compression"] == "zstd"
-              and strip(json.loads(got.stdout)) == strip(base), got.stderr)
+        with check("zstd detected by magic bytes"):
+            assert (got.returncode == 0 and json.loads(got.stdout)["compression"] == "zstd"
+                    and strip(json.loads(got.stdout)) == strip(base)), got.stderr
     else:
         skip("zstd detected by magic bytes", "the zstd command is not installed")
 
@@ -113,8 +115,8 @@ def test_inputs_errors_and_each_command(memsnap, work, inputs):
     check_error("unknown device lists devices", run(memsnap, ["parse", "--device", "7", two_devices]),
                 "memsnap: device 7 is not in this snapshot (devices with data: 0, 1)")
     got = run(memsnap, [])
-    check("memsnap alone prints the help and exits 0", got.returncode == 0 and b"Usage: memsnap" in got.stdout,
-          got.stderr)
+    with check("memsnap alone prints the help and exits 0"):
+        assert got.returncode == 0 and b"Usage: memsnap" in got.stdout, got.stderr
     check_error("unknown flag is a usage error", run(memsnap, ["parse", "--bogus", plain]),
                 "memsnap: parse: unknown flag --bogus", status=2)
     check_error("replay-step needs --step or --all-steps", run(memsnap, ["replay-step", plain]),
@@ -126,13 +128,14 @@ def test_inputs_errors_and_each_command(memsnap, work, inputs):
     got = run(memsnap, ["replay-step", "--all-steps", "--steps", "profiler", no_steps])
     check_error("replay-step without steps explains", got,
                 f"memsnap: {no_steps} has no steps: no ProfilerStep annotations (--steps profiler). The file is fine")
-    check("replay-step without steps says what still works", b"compare, plot and replay-to-time still work on this file" in got.stderr, got.stderr)
+    with check("replay-step without steps says what still works"):
+        assert b"compare, plot and replay-to-time still work on this file" in got.stderr, got.stderr
     got = run(memsnap, ["replay-step", "--all-steps", "--steps", "none", no_steps])
     check_error("replay-step with --steps none says the flag turned steps off", got,
                 f"memsnap: {no_steps} has no steps: --steps none turns step detection off")
     got = run(memsnap, ["replay-step", "--all-steps", no_steps])
-    check("replay-step infers iterations where the profiler marked none",
-          got.returncode == 0 and b"Steps are inferred" in got.stdout, got.stdout[-400:] + got.stderr[-400:])
+    with check("replay-step infers iterations where the profiler marked none"):
+        assert got.returncode == 0 and b"Steps are inferred" in got.stdout, got.stdout[-400:] + got.stderr[-400:]
     check_error("unknown step lists the steps", run(memsnap, ["replay-step", "--step", "999", plain]),
                 f"memsnap: step 999 is not in {plain}; available steps: 0-4")
     check_error("compare --step not in both", run(memsnap, ["compare", "--step", "999", plain, plain]),
@@ -141,83 +144,81 @@ def test_inputs_errors_and_each_command(memsnap, work, inputs):
     # Reports: JSON on stdout only; notes on stderr.
     got = run(memsnap, ["replay-to-time", "--time", "1e9", "--json", plain])
     report = json.loads(got.stdout)
-    check("time past the end is clamped with a note", got.returncode == 0 and report["clamped"]
-          and b"clamped" in got.stderr and report["time_s"] == report["trace_duration_precise_s"]
-          and report["trace_duration_s"] == round(report["trace_duration_precise_s"], 2), got.stderr)
+    with check("time past the end is clamped with a note"):
+        assert (got.returncode == 0 and report["clamped"]
+                and b"clamped" in got.stderr and report["time_s"] == report["trace_duration_precise_s"]
+                and report["trace_duration_s"] == round(report["trace_duration_precise_s"], 2)), got.stderr
     got = run(memsnap, ["compare", "--json", plain, plain])
     report = json.loads(got.stdout)
-    check("a file compared with itself differs nowhere",
-          all(row["delta"] == 0 for row in report["drill_down"]["sources"]) and report["config_diffs"] == []
-          and all(s["absolute_peak_a"] == s["absolute_peak_b"] for s in report["step_results"]))
+    with check("a file compared with itself differs nowhere"):
+        assert (all(row["delta"] == 0 for row in report["drill_down"]["sources"]) and report["config_diffs"] == []
+                and all(s["absolute_peak_a"] == s["absolute_peak_b"] for s in report["step_results"]))
     renamed_a = os.path.join(work, "run_rank_0.pickle")
     renamed_b = os.path.join(work, "run_rank_3.pickle")
     shutil.copy(plain, renamed_a)
     shutil.copy(plain, renamed_b)
     report = json.loads(run(memsnap, ["compare", "--json", renamed_a, renamed_b]).stdout)
-    check("different ranks are noted", any("different ranks" in o for o in report["observations"]), report["observations"])
+    with check("different ranks are noted"):
+        assert any("different ranks" in o for o in report["observations"]), report["observations"]
     events = json.loads(run(memsnap, ["events", "--json", "--stride", "1000", plain]).stdout)
-    check("events --stride samples and keeps the last", [e["index"] for e in events["events"]][-1] == events["event_count"] - 1)
+    with check("events --stride samples and keeps the last"):
+        assert [e["index"] for e in events["events"]][-1] == events["event_count"] - 1
 
     # plot: one self-contained file.
     html = os.path.join(work, "timeline.html")
     got = run(memsnap, ["plot", plain, no_steps, "--labels", "A", "B", "-o", html])
     page = open(html, encoding="utf-8").read() if got.returncode == 0 else ""
-    check("plot writes one HTML file", got.returncode == 0 and page.startswith("<!DOCTYPE html>") and b"wrote" in got.stderr, got.stderr)
-    check("plot inlines everything", 'src="http' not in page and "href=\"http" not in page and "{{" not in page)
+    with check("plot writes one HTML file"):
+        assert got.returncode == 0 and page.startswith("<!DOCTYPE html>") and b"wrote" in got.stderr, got.stderr
+    with check("plot inlines everything"):
+        assert 'src="http' not in page and "href=\"http" not in page and "{{" not in page
     got = run(memsnap, ["plot", "--text", plain, no_steps])
-    check("plot --text draws a chart with peaks", got.returncode == 0 and b"absolute peak" in got.stdout and "┤".encode() in got.stdout)
+    with check("plot --text draws a chart with peaks"):
+        assert got.returncode == 0 and b"absolute peak" in got.stdout and "┤".encode() in got.stdout
 
     # The bundled example parses (make demo).
     got = run(memsnap, ["parse", EXAMPLE])
-    check("bundled example parses", got.returncode == 0 and b"Profiler steps" in got.stdout, got.stderr)
+    with check("bundled example parses"):
+        assert got.returncode == 0 and b"Profiler steps" in got.stdout, got.stderr
 
     house_v2_output_and_usage(memsnap, work, plain)
-    check.verify()
 
 
 def test_page_title_escaped(memsnap, work, inputs):
     plain, no_steps, two_devices = inputs
     page_title_escaped(memsnap, work, plain)
-    check.verify()
 
 
 def test_drop_in_defects(memsnap, work, inputs):
     plain, no_steps, two_devices = inputs
     drop_in_defects(memsnap, work, plain, no_steps, two_devices)
-    check.verify()
 
 
 def test_hostile_round_two(memsnap, work, inputs):
     plain, no_steps, two_devices = inputs
     hostile_round_two(memsnap, work, plain)
-    check.verify()
 
 
 def test_source_keys(memsnap, work):
     source_keys(memsnap, work)
-    check.verify()
 
 
 def test_stacked_views(memsnap, work):
     stacked_views(memsnap, work)
-    check.verify()
 
 
 def test_group_by_annotation_and_pool(memsnap, work):
     group_by_annotation_and_pool(memsnap, work)
-    check.verify()
 
 
 def test_usage_in_memsnaps_words(memsnap, work, inputs):
     plain, no_steps, two_devices = inputs
     usage_in_memsnaps_words(memsnap, work, plain)
-    check.verify()
 
 
 def test_many_files_few_threads(memsnap, work, inputs):
     plain, no_steps, two_devices = inputs
     many_files_few_threads(memsnap, work, plain)
-    check.verify()
 
 # ---------------------------------------------------------------------------
 # Issue "House v2", items 7 and 8: output errors, broken pipes, usage errors
@@ -229,11 +230,11 @@ def page_title_escaped(memsnap, work, plain):
     """The page's <title> is the labels HTML-escaped, the single quote too."""
     page = os.path.join(work, "title.html")
     got = run(memsnap, ["plot", plain, "--labels", "a'b <c> & \"d\"", "-o", page])
-    if not check("plot with a label of HTML characters exits 0", got.returncode == 0, got.stderr):
-        return
+    assert got.returncode == 0, "plot with a label of HTML characters exits 0: %s" % got.stderr
     with open(page, encoding="utf-8") as f:
         title = re.search(r"<title>(.*?)</title>", f.read()).group(1)
-    check("the title escapes & < > \" and '", title == "memsnap timeline: a&#39;b &lt;c&gt; &amp; &quot;d&quot;", title)
+    with check("the title escapes & < > \" and '"):
+        assert title == "memsnap timeline: a&#39;b &lt;c&gt; &amp; &quot;d&quot;", title
 
 
 def house_v2_output_and_usage(memsnap, work, plain):
@@ -248,13 +249,14 @@ def house_v2_output_and_usage(memsnap, work, plain):
         with open("/dev/full", "wb") as full:
             got = subprocess.run([memsnap] + command + [plain], stdout=full, stderr=subprocess.PIPE, timeout=300)
         lines = stderr_lines(got)
-        check(name + " exits 1 with one line", got.returncode == 1 and lines == [full_message],
-              f"exit {got.returncode}, stderr {lines!r}")
+        with check(name + " exits 1 with one line"):
+            assert got.returncode == 1 and lines == [full_message], f"exit {got.returncode}, stderr {lines!r}"
     # exec in sh: memsnap itself starts with file descriptor 1 closed.
     got = subprocess.run(["sh", "-c", 'exec "$0" parse "$1" >&-', memsnap, plain], capture_output=True, timeout=300)
     lines = stderr_lines(got)
-    check("parse with stdout closed exits 1 with one line", got.returncode == 1 and len(lines) == 1
-          and lines[0].startswith("memsnap: cannot write output:"), f"exit {got.returncode}, stderr {lines!r}")
+    with check("parse with stdout closed exits 1 with one line"):
+        assert (got.returncode == 1 and len(lines) == 1
+                and lines[0].startswith("memsnap: cannot write output:")), f"exit {got.returncode}, stderr {lines!r}"
 
     # `memsnap events BIG | head -c 10`: a reader that stops early is normal,
     # so memsnap ends quietly, with status 0 or killed by SIGPIPE (-13 here;
@@ -271,8 +273,8 @@ def house_v2_output_and_usage(memsnap, work, plain):
         reader.kill()
         _, err = reader.communicate()
     status = reader.returncode
-    check("events | head -c 10 ends quietly", len(head) == 10 and err == b"" and status in (0, -signal.SIGPIPE),
-          f"exit {status}, stderr {err[:300]!r}")
+    with check("events | head -c 10 ends quietly"):
+        assert len(head) == 10 and err == b"" and status in (0, -signal.SIGPIPE), f"exit {status}, stderr {err[:300]!r}"
 
     # Invalid option values are usage errors (exit 2) naming the option.
     html = os.path.join(work, "usage.html")
@@ -293,9 +295,10 @@ def house_v2_output_and_usage(memsnap, work, plain):
         f.write(data[:len(data) // 2])
     got = run(memsnap, ["dump", cut])
     lines = stderr_lines(got)
-    check("dump of a truncated pickle names the file and the byte offset",
-          got.returncode == 1 and len(lines) == 1 and lines[0].startswith(f"memsnap: {cut}: ")
-          and re.search(r"\(at byte offset \d+\)", lines[0]) is not None, f"exit {got.returncode}, stderr {lines!r}")
+    with check("dump of a truncated pickle names the file and the byte offset"):
+        assert (got.returncode == 1 and len(lines) == 1 and lines[0].startswith(f"memsnap: {cut}: ")
+                and re.search(r"\(at byte offset \d+\)", lines[0]) is not None), (
+            f"exit {got.returncode}, stderr {lines!r}")
 
 
 # ---------------------------------------------------------------------------
@@ -322,25 +325,27 @@ def drop_in_defects(memsnap, work, plain, no_steps, two_devices):
     # compare of two files without a trace says so, not "started after model construction".
     got = run(memsnap, ["compare", list_a, list_b])
     text = got.stdout.decode()
-    check("compare without traces says neither file has one",
-          got.returncode == 0 and "neither file has an allocation trace" in text
-          and "started after model construction" not in text, text[-600:])
+    with check("compare without traces says neither file has one"):
+        assert (got.returncode == 0 and "neither file has an allocation trace" in text
+                and "started after model construction" not in text), text[-600:]
 
     # Other devices are named, with the way to pick one.
     got = run(memsnap, ["parse", two_devices])
     note = (b"this report is device 0 (no OOM; it has the most trace entries); the file also has "
             b"data on device 1 (choose one with --device N)")
-    check("parse names the other devices, the one chosen and why", got.returncode == 0 and
-          note in got.stdout and got.stderr.count(note) == 1, got.stdout[-400:] + got.stderr)
+    with check("parse names the other devices, the one chosen and why"):
+        assert (got.returncode == 0 and
+                note in got.stdout and got.stderr.count(note) == 1), got.stdout[-400:] + got.stderr
     for command in (["replay-to-time", "--time", "1e9"], ["segments"], ["oom"], ["events"],
                     ["summarize"], ["plot", "-o", os.devnull]):
         got = run(memsnap, [command[0], two_devices] + command[1:])
-        check(f"{command[0]} names the device chosen on stderr, once",
-              got.returncode == 0 and got.stderr.count(b"memsnap: " + two_devices.encode() + b": " + note) == 1,
-              got.stderr[-600:])
+        with check(f"{command[0]} names the device chosen on stderr, once"):
+            assert got.returncode == 0 and got.stderr.count(b"memsnap: " + two_devices.encode() + b": " + note) == 1, (
+                got.stderr[-600:])
     got = run(memsnap, ["parse", "--device", "1", two_devices])
-    check("no devices note when --device is given", got.returncode == 0 and b"also has data" not in got.stdout
-          and b"also has data" not in got.stderr)
+    with check("no devices note when --device is given"):
+        assert (got.returncode == 0 and b"also has data" not in got.stdout
+                and b"also has data" not in got.stderr)
 
     # The peak's time, with a command line that shows exactly the peak.
     got = run(memsnap, ["parse", plain])
@@ -351,12 +356,14 @@ def drop_in_defects(memsnap, work, plain, no_steps, two_devices):
         argv = line[0].split("memsnap ", 1)[1].split() + ["--json"]
         at = json.loads(run(memsnap, argv).stdout)
         ok = at["absolute"] == peak["absolute_peak"] and argv[argv.index("--time") + 1] == f"{peak['peak_time_s']:.6f}"
-    check("parse prints the peak time and a replay-to-time line that lands on the peak", ok, line)
+    with check("parse prints the peak time and a replay-to-time line that lands on the peak"):
+        assert ok, line
 
     # The demo's pair: the same run with a larger batch peaks higher, by source.
     got = run(memsnap, ["compare", "--top", "3", EXAMPLE, EXAMPLE_B])
-    check("make demo's compare runs and drills down", got.returncode == 0 and b"Drill-down" in got.stdout
-          and b"peaks at A" in got.stdout, got.stderr)
+    with check("make demo's compare runs and drills down"):
+        assert (got.returncode == 0 and b"Drill-down" in got.stdout
+                and b"peaks at A" in got.stdout), got.stderr
 
     # Command line: clear refusals, readable help.
     check_error("--top -1 says what it expects", run(memsnap, ["parse", "--top", "-1", plain]),
@@ -374,12 +381,13 @@ def drop_in_defects(memsnap, work, plain, no_steps, two_devices):
                 f"is a second: to see why one run peaks higher than the other, memsnap compare {plain} {plain}",
                 status=2)
     got = run(memsnap, ["replay-to-time", plain, "--time", "1e300"])
-    check("a huge --time is printed short", got.returncode == 0 and b"--time 1e+300 is past the end" in got.stderr,
-          got.stderr[-300:])
+    with check("a huge --time is printed short"):
+        assert got.returncode == 0 and b"--time 1e+300 is past the end" in got.stderr, got.stderr[-300:]
     helps = {cmd: run(memsnap, [cmd, "--help"]).stdout.decode() for cmd in ("compare", "replay-to-time", "plot")}
-    check("help: compare A B, replay-to-time FILE [B], plot --delta",
-          "memsnap compare [OPTIONS] A B" in helps["compare"] and "replay-to-time [OPTIONS] FILE [B]" in helps["replay-to-time"]
-          and "--delta{false}" not in helps["plot"] and "(2x)" not in helps["compare"], helps)
+    with check("help: compare A B, replay-to-time FILE [B], plot --delta"):
+        assert ("memsnap compare [OPTIONS] A B" in helps["compare"] and "replay-to-time [OPTIONS] FILE [B]" in helps["replay-to-time"]
+                and "--delta{false}" not in helps["plot"] and "(2x)" not in helps["compare"]), (
+            helps)
     obj = os.path.join(work, "object.pickle")
     with open(obj, "wb") as f:
         f.write(b"\x80\x04\x95\x10\x00\x00\x00\x00\x00\x00\x00\x8c\x08builtins\x94\x8c\x06object\x94\x93\x94.")
@@ -412,8 +420,8 @@ def hostile_round_two(memsnap, work, plain):
     for args in (["parse", bad_utf8], ["parse", "--json", bad_utf8], ["compare", bad_utf8, other],
                  ["compare", "--json", bad_utf8, other], ["dump", bad_utf8]):
         got = run(memsnap, args)
-        check(f"invalid UTF-8 in settings: {args[0]} {' '.join(a for a in args[1:] if a.startswith('-'))} replaces it",
-              got.returncode == 0 and "\ufffd" in got.stdout.decode("utf-8"), got.stderr[-300:])
+        with check(f"invalid UTF-8 in settings: {args[0]} {' '.join(a for a in args[1:] if a.startswith('-'))} replaces it"):
+            assert got.returncode == 0 and "\ufffd" in got.stdout.decode("utf-8"), got.stderr[-300:]
 
     # 14. A pickle split across two gzip members reads like gunzip reads it.
     import gzip
@@ -423,8 +431,9 @@ def hostile_round_two(memsnap, work, plain):
     with open(members, "wb") as f:
         f.write(gzip.compress(data[:len(data) // 2]) + gzip.compress(data[len(data) // 2:]))
     got = run(memsnap, ["parse", "--json", members])
-    check("two gzip members decode as one stream", got.returncode == 0
-          and json.loads(got.stdout)["device_traces"]["event_count"] == 3, got.stderr)
+    with check("two gzip members decode as one stream"):
+        assert (got.returncode == 0
+                and json.loads(got.stdout)["device_traces"]["event_count"] == 3), got.stderr
 
     # 15. Control characters from the file are escaped in text, exact in JSON.
     evil = os.path.join(work, "evil.pickle")
@@ -436,10 +445,12 @@ def hostile_round_two(memsnap, work, plain):
     for args in (["parse", evil], ["events", evil], ["replay-to-time", evil, "--time", "0"], ["compare", evil, evil],
                  ["plot", "--text", evil, "--labels", "a" + EVIL]):
         got = run(memsnap, args)
-        check(f"no raw terminal controls in {args[0]} text", got.returncode == 0 and not control_bytes(got.stdout)
-              and b"\\x1b]0;pwned" in got.stdout, got.stdout[:200])
+        with check(f"no raw terminal controls in {args[0]} text"):
+            assert (got.returncode == 0 and not control_bytes(got.stdout)
+                    and b"\\x1b]0;pwned" in got.stdout), got.stdout[:200]
     got = run(memsnap, ["parse", "--json", evil])
-    check("JSON keeps the names exact", got.returncode == 0 and EVIL in json.loads(got.stdout)["allocator_settings"])
+    with check("JSON keeps the names exact"):
+        assert got.returncode == 0 and EVIL in json.loads(got.stdout)["allocator_settings"]
 
     # 2, 12, 13 (part). Sizes that are negative or beyond 16 TiB, devices that are no CUDA
     # ordinal, and times that are no timestamp are malformed: counted, left out, warned.
@@ -455,20 +466,23 @@ def hostile_round_two(memsnap, work, plain):
                      "external_annotations": [{"name": "x", "stage": "START", "device": 2**40, "time_us": 5}]}, f)
     got = run(memsnap, ["parse", "--json", hostile])
     report = json.loads(got.stdout) if got.returncode == 0 else {}
-    check("implausible sizes, devices and times are counted, not summed",
-          report.get("segments", {}).get("total_size") == 4096 and report.get("device_traces", {}).get("event_count") == 4
-          and report.get("replay", {}).get("peak_delta") == 123
-          and report.get("anomalies") == {"malformed_fields": [], "flat_device_traces": False, "times_backwards": 0,
-                                          "steps_ending_before_start": [], "malformed_entries": 2, "malformed_segments": 3, "malformed_annotations": 1,
-                                          "malformed_blocks": 1, "unusable_times": 3, "bytes_after_stop": 0,
-                                          "bytes_after_compressed": 0}, report.get("anomalies"))
+    with check("implausible sizes, devices and times are counted, not summed"):
+        assert (report.get("segments", {}).get("total_size") == 4096 and report.get("device_traces", {}).get("event_count") == 4
+                and report.get("replay", {}).get("peak_delta") == 123
+                and report.get("anomalies") == {"malformed_fields": [], "flat_device_traces": False, "times_backwards": 0,
+                                                "steps_ending_before_start": [], "malformed_entries": 2, "malformed_segments": 3, "malformed_annotations": 1,
+                                                "malformed_blocks": 1, "unusable_times": 3, "bytes_after_stop": 0,
+                                                "bytes_after_compressed": 0}), (
+            report.get("anomalies"))
     text = run(memsnap, ["parse", hostile]).stdout.decode()
-    check("and warned", "2 malformed trace entries were skipped" in text
-          and "3 malformed segments and 1 malformed blocks were skipped" in text
-          and "3 trace entries have a time_us that is no timestamp" in text and "EiB" not in text, text[-800:])
+    with check("and warned"):
+        assert ("2 malformed trace entries were skipped" in text
+                and "3 malformed segments and 1 malformed blocks were skipped" in text
+                and "3 trace entries have a time_us that is no timestamp" in text and "EiB" not in text), text[-800:]
     for args in (["plot", "--text", hostile], ["events", hostile], ["replay-to-time", hostile, "--time", "0"]):
         got = run(memsnap, args)
-        check(f"{args[0]} on implausible values exits 0", got.returncode == 0, got.stderr[-300:])
+        with check(f"{args[0]} on implausible values exits 0"):
+            assert got.returncode == 0, got.stderr[-300:]
 
     # 2. Sums of plausible sizes stay within 2^60 (entries, segments and blocks past it are
     # malformed), so no delta, peak, baseline or B - A difference can overflow; extreme --time
@@ -484,16 +498,16 @@ def hostile_round_two(memsnap, work, plain):
                     f, protocol=4)
     got = run(memsnap, ["parse", "--json", huge])
     report = json.loads(got.stdout) if got.returncode == 0 else {}
-    check("totals past 2^60 make the rest malformed, not wrapped",
-          report.get("anomalies", {}).get("malformed_entries") == count - (1 << 16)
-          and report.get("replay", {}).get("peak_delta") == 2**60, (got.stderr[-300:], report.get("anomalies")))
+    with check("totals past 2^60 make the rest malformed, not wrapped"):
+        assert (report.get("anomalies", {}).get("malformed_entries") == count - (1 << 16)
+                and report.get("replay", {}).get("peak_delta") == 2**60), (got.stderr[-300:], report.get("anomalies"))
     for args in (["compare", huge, plain], ["compare", "--json", plain, huge], ["events", huge, "--stride", "997"],
                  ["plot", "--text", huge, plain], ["replay-to-time", huge, plain, "--time", "1e300"],
                  ["replay-to-time", huge, "--time", "1e-300"], ["replay-step", huge, "--all-steps"],
                  ["plot", huge, plain, "-o", os.path.join(work, "huge.html")]):
         got = run(memsnap, args)
-        check(f"{args[0]} {' '.join(a for a in args[1:] if not a.startswith('/'))} on 2^60 totals exits 0",
-              got.returncode == 0, got.stderr[-400:])
+        with check(f"{args[0]} {' '.join(a for a in args[1:] if not a.startswith('/'))} on 2^60 totals exits 0"):
+            assert got.returncode == 0, got.stderr[-400:]
 
     # 10, 11, 13. Parts of the wrong shape are left out with a warning that names them; entries
     # right in device_traces are read as device 0's; times going backwards and steps ending
@@ -507,26 +521,27 @@ def hostile_round_two(memsnap, work, plain):
     got = run(memsnap, ["parse", "--json", shapes])
     report = json.loads(got.stdout) if got.returncode == 0 else {}
     anomalies = report.get("anomalies", {})
-    check("fields of the wrong shape are named, flat traces read as device 0, backwards times counted",
-          anomalies.get("malformed_fields") == [{"field": "segments", "found": "a str"}]
-          and anomalies.get("flat_device_traces") is True and anomalies.get("times_backwards") == 1
-          and anomalies.get("steps_ending_before_start") == [1]
-          and report.get("device_traces", {}).get("event_count") == 3
-          and abs(report.get("trace_duration_s", 0) - 30e-6) < 1e-12
-          and report.get("profiler_steps", {}).get("1", {}).get("complete") is False,
-          (got.stderr[-300:], anomalies, report.get("profiler_steps")))
+    with check("fields of the wrong shape are named, flat traces read as device 0, backwards times counted"):
+        assert (anomalies.get("malformed_fields") == [{"field": "segments", "found": "a str"}]
+                and anomalies.get("flat_device_traces") is True and anomalies.get("times_backwards") == 1
+                and anomalies.get("steps_ending_before_start") == [1]
+                and report.get("device_traces", {}).get("event_count") == 3
+                and abs(report.get("trace_duration_s", 0) - 30e-6) < 1e-12
+                and report.get("profiler_steps", {}).get("1", {}).get("complete") is False), (
+            (got.stderr[-300:], anomalies, report.get("profiler_steps")))
     text = run(memsnap, ["parse", shapes]).stdout.decode()
-    check("and each is warned in words", "'segments' is a str, not a list: left out" in text
-          and "they were read as device 0's trace" in text
-          and "1 trace entries have a time_us earlier than the entry before them" in text
-          and "1 ProfilerStep windows end before they start (step 1)" in text
-          and "over 0.000 s" in text and "-0.0" not in text, text[-1200:])
+    with check("and each is warned in words"):
+        assert ("'segments' is a str, not a list: left out" in text
+                and "they were read as device 0's trace" in text
+                and "1 trace entries have a time_us earlier than the entry before them" in text
+                and "1 ProfilerStep windows end before they start (step 1)" in text
+                and "over 0.000 s" in text and "-0.0" not in text), text[-1200:]
     dict_traces = os.path.join(work, "dict_traces.pickle")
     with open(dict_traces, "wb") as f:
         pickle.dump({"segments": [segment(0, 4096)], "device_traces": {0: [e(1, 100, 30)]}}, f)
     text = run(memsnap, ["parse", dict_traces]).stdout.decode()
-    check("device_traces as a dict is named, not advice to record history",
-          "'device_traces' is a dict, not a list: left out" in text, text[-800:])
+    with check("device_traces as a dict is named, not advice to record history"):
+        assert "'device_traces' is a dict, not a list: left out" in text, text[-800:]
 
     # 9. stdin once.
     with open(plain, "rb") as f:
@@ -561,8 +576,9 @@ def hostile_round_two(memsnap, work, plain):
     check_error("and a larger stream", run(memsnap, ["parse", "-", "--max-input", str(limit)], stdin=big),
                 "memsnap: <stdin>: the input " + too_big)
     got = run(memsnap, ["parse", "--json", big_gz, "--max-input", "1GiB"])
-    check("--max-input 1GiB reads it", got.returncode == 0
-          and json.loads(got.stdout)["device_traces"]["event_count"] == 40000, got.stderr[-300:])
+    with check("--max-input 1GiB reads it"):
+        assert (got.returncode == 0
+                and json.loads(got.stdout)["device_traces"]["event_count"] == 40000), got.stderr[-300:]
     check_error("--max-input 0 is a usage error", run(memsnap, ["parse", plain, "--max-input", "0"]),
                 "--max-input: expects a whole number >= 1, not '0'", status=2)
 
@@ -603,42 +619,42 @@ def source_keys(memsnap, work):
         got = run(memsnap, ["events", path, "--json"] + list(flags))
         return [e["source"] for e in json.loads(got.stdout)["events"]] if got.returncode == 0 else got.stderr
 
-    check("v2 names the user's frame, the autograd node and the line FX provenance names",
-          sources() == ["checkpoint@wrap.py:12", "BmmBackward0 (backward)", "forward@modeling_llama.py:300",
-                        "forward@model.py:42"],
-          sources())
-    check("--skip passes a wrapper to the script's top level",
-          sources("--skip", r"utils/wrap\.py")[:2] == ["<module>@inference2.py:198", "BmmBackward0 (backward)"],
-          sources("--skip", r"utils/wrap\.py"))
-    check("--keep wins over library code", sources("--keep", "nn/modules/conv")[0] == "_conv_forward@conv.py:549",
-          sources("--keep", "nn/modules/conv"))
-    check("--root names the innermost frame under the folder, before a package's",
-          sources("--root", "/home/u")[:3] == ["checkpoint@wrap.py:12", "BmmBackward0 (backward)",
-                                               "checkpoint@wrap.py:12"]
-          and sources("--root", "u/utils")[2] == "checkpoint@wrap.py:12",
-          (sources("--root", "/home/u"), sources("--root", "u/utils")))
-    check("--root matching nothing leaves the user's code as it was",
-          sources("--root", "/home/someone_else") == sources(), sources("--root", "/home/someone_else"))
-    check("--keys reference is the reference rule",
-          sources("--keys", "reference") == ["checkpoint@wrap.py:12", "torch::unwind::unwind()@??:0",
-                                             "checkpoint@wrap.py:12", "call@c4iffabc.py:3929"],
-          sources("--keys", "reference"))
-    check("--group-by file, function, stack",
-          sources("--group-by", "file") == ["wrap.py", "BmmBackward0 (backward)", "modeling_llama.py", "model.py"]
-          and sources("--group-by", "function")[0] == "checkpoint@wrap.py"
-          and sources("--group-by", "stack")[0] == "checkpoint@wrap.py:12 -> <module>@inference2.py:198",
-          (sources("--group-by", "file"), sources("--group-by", "function"), sources("--group-by", "stack")))
+    with check("v2 names the user's frame, the autograd node and the line FX provenance names"):
+        assert (sources() == ["checkpoint@wrap.py:12", "BmmBackward0 (backward)", "forward@modeling_llama.py:300",
+                "forward@model.py:42"]), sources()
+    with check("--skip passes a wrapper to the script's top level"):
+        assert sources("--skip", r"utils/wrap\.py")[:2] == ["<module>@inference2.py:198", "BmmBackward0 (backward)"], (
+            sources("--skip", r"utils/wrap\.py"))
+    with check("--keep wins over library code"):
+        assert sources("--keep", "nn/modules/conv")[0] == "_conv_forward@conv.py:549", (
+            sources("--keep", "nn/modules/conv"))
+    with check("--root names the innermost frame under the folder, before a package's"):
+        assert (sources("--root", "/home/u")[:3] == ["checkpoint@wrap.py:12", "BmmBackward0 (backward)",
+                                                     "checkpoint@wrap.py:12"]
+                and sources("--root", "u/utils")[2] == "checkpoint@wrap.py:12"), (
+            (sources("--root", "/home/u"), sources("--root", "u/utils")))
+    with check("--root matching nothing leaves the user's code as it was"):
+        assert sources("--root", "/home/someone_else") == sources(), sources("--root", "/home/someone_else")
+    with check("--keys reference is the reference rule"):
+        assert (sources("--keys", "reference") == ["checkpoint@wrap.py:12", "torch::unwind::unwind()@??:0",
+                "checkpoint@wrap.py:12", "call@c4iffabc.py:3929"]), sources("--keys", "reference")
+    with check("--group-by file, function, stack"):
+        assert (sources("--group-by", "file") == ["wrap.py", "BmmBackward0 (backward)", "modeling_llama.py", "model.py"]
+                and sources("--group-by", "function")[0] == "checkpoint@wrap.py"
+                and sources("--group-by", "stack")[0] == "checkpoint@wrap.py:12 -> <module>@inference2.py:198"), (
+            (sources("--group-by", "file"), sources("--group-by", "function"), sources("--group-by", "stack")))
     got = run(memsnap, ["compare", "--json", path, path, "--group-by", "file"])
-    check("compare groups its drill-down the same way", got.returncode == 0
-          and "wrap.py" in {row["source"] for row in json.loads(got.stdout)["drill_down"]["sources"]},
-          got.stdout[:400])
+    with check("compare groups its drill-down the same way"):
+        assert (got.returncode == 0
+                and "wrap.py" in {row["source"] for row in json.loads(got.stdout)["drill_down"]["sources"]}), (
+            got.stdout[:400])
     got = run(memsnap, ["events", path, "--json", "--group-by", "category"])
     rows = json.loads(got.stdout)["events"] if got.returncode == 0 else []
-    check("--group-by category names the kind of memory; events carry it either way",
-          [r["source"] for r in rows] == ["unknown", "autograd_detail", "activation", "unknown"]
-          and [r["category"] for r in rows] == [r["source"] for r in rows]
-          and [r["category"] for r in json.loads(run(memsnap, ["events", path, "--json"]).stdout)["events"]]
-          == [r["source"] for r in rows], rows)
+    with check("--group-by category names the kind of memory; events carry it either way"):
+        assert ([r["source"] for r in rows] == ["unknown", "autograd_detail", "activation", "unknown"]
+                and [r["category"] for r in rows] == [r["source"] for r in rows]
+                and [r["category"] for r in json.loads(run(memsnap, ["events", path, "--json"]).stdout)["events"]]
+                == [r["source"] for r in rows]), rows
     # User rules and the entries' own metadata.
     tagged = os.path.join(work, "tagged.pickle")
     with open(tagged, "wb") as f:
@@ -656,17 +672,17 @@ def source_keys(memsnap, work):
         got = run(memsnap, ["events", tagged, "--json"] + list(flags))
         return [e["category"] for e in json.loads(got.stdout)["events"]] if got.returncode == 0 else got.stderr
 
-    check("an entry's own category wins; rules files come before the built-in table",
-          categories() == ["unknown", "activation", "parameter"]
-          and categories("--category-rules", rules) == ["communication", "input", "parameter"],
-          (categories(), categories("--category-rules", rules)))
+    with check("an entry's own category wins; rules files come before the built-in table"):
+        assert (categories() == ["unknown", "activation", "parameter"]
+                and categories("--category-rules", rules) == ["communication", "input", "parameter"]), (
+            (categories(), categories("--category-rules", rules)))
     got = run(memsnap, ["events", tagged, "--json", "--group-by", "user_metadata"])
-    check("--group-by user_metadata and compile_context",
-          [e["source"] for e in json.loads(got.stdout)["events"]] == ["bucket 3", "<no user_metadata>",
-                                                                       "<no user_metadata>"]
-          and [e["source"] for e in json.loads(run(memsnap, ["events", tagged, "--json", "--group-by",
-                                                             "compile_context"]).stdout)["events"]][0] == "graph 0",
-          got.stdout[:300])
+    with check("--group-by user_metadata and compile_context"):
+        assert ([e["source"] for e in json.loads(got.stdout)["events"]] == ["bucket 3", "<no user_metadata>",
+                                                                             "<no user_metadata>"]
+                and [e["source"] for e in json.loads(run(memsnap, ["events", tagged, "--json", "--group-by",
+                                                                   "compile_context"]).stdout)["events"]][0] == "graph 0"), (
+            got.stdout[:300])
     with open(rules, "w") as f:
         f.write("input frame ok\nweights frame x\n")
     check_error("a rule naming no category is a usage error naming the line",
@@ -679,7 +695,8 @@ def source_keys(memsnap, work):
     check_said("a folder as the rules file is bad input too", run(memsnap, ["parse", tagged, "--category-rules", work]),
                f"memsnap: --category-rules {work}: Is a directory", 1)
     text = run(memsnap, ["compare", tagged, tagged, "--group-by", "category"]).stdout.decode()
-    check("text tables name the group in their header", "count B  category" in text, text[-600:])
+    with check("text tables name the group in their header"):
+        assert "count B  category" in text, text[-600:]
     check_error("--group-by with --keys reference is a usage error",
                 run(memsnap, ["parse", path, "--keys", "reference", "--group-by", "file"]),
                 "memsnap: --group-by other than source needs memsnap's keys (--keys user)", status=2)
@@ -718,33 +735,35 @@ def stacked_views(memsnap, work):
         subprocess.run([sys.executable, GENERATOR, "--out", path, "--events", "3000", "--seed", "13"] + extra, check=True)
         html = os.path.join(work, f"stacked-{name}.html")
         got = run(memsnap, ["plot", path, "-o", html])
-        if not check(f"stacked ({name}): plot writes the page", got.returncode == 0, got.stderr):
+        if not check.is_true(got.returncode == 0, f"stacked ({name}): plot writes the page: {got.stderr}"):
             continue
         data = plot_data(html)["runs"][0]
         baseline = data["stats"]["baseline"]
         for mode in ("category", "source"):
             stack = data["stacks"][mode]
             names = stack["layers"]
-            check(f"stacked ({name}, {mode}): the bottom layer is memory from before the trace", names[0] == before, names)
+            with check(f"stacked ({name}, {mode}): the bottom layer is memory from before the trace"):
+                assert names[0] == before, names
             if mode == "source":
-                check(f"stacked ({name}): at most 8 sources have a layer of their own",
-                      len([n for n in names if n not in (before, other, reused)]) <= 8, names)
+                with check(f"stacked ({name}): at most 8 sources have a layer of their own"):
+                    assert len([n for n in names if n not in (before, other, reused)]) <= 8, names
             for view, key in (("time", "time_buckets"), ("index", "index_buckets")):
                 buckets = data[key]
                 if buckets["count"] == 0:
-                    check(f"stacked ({name}, {mode}, {view}): no buckets, no stack", stack[view]["count"] == 0)
+                    with check(f"stacked ({name}, {mode}, {view}): no buckets, no stack"):
+                        assert stack[view]["count"] == 0
                     continue
                 peak_max = f64_column(buckets["max"])
                 per = stack[view]["per_bucket"]
                 layers = [f64_column(b) for b in stack[view]["layers"]]
                 count = stack[view]["count"]
-                check(f"stacked ({name}, {mode}, {view}): one stack bucket per {per} buckets",
-                      count == -(-buckets["count"] // per) and all(len(layer) == count for layer in layers)
-                      and len(layers) == len(names))
+                with check(f"stacked ({name}, {mode}, {view}): one stack bucket per {per} buckets"):
+                    assert (count == -(-buckets["count"] // per) and all(len(layer) == count for layer in layers)
+                            and len(layers) == len(names))
                 bad = [k for k in range(count)
                        if sum(layer[k] for layer in layers) != baseline + max(peak_max[k * per:(k + 1) * per])]
-                check(f"stacked ({name}, {mode}, {view}): layers sum to baseline + max in every bucket", not bad,
-                      f"{len(bad)} of {count} buckets differ, first {bad[:1]}")
+                with check(f"stacked ({name}, {mode}, {view}): layers sum to baseline + max in every bucket"):
+                    assert not bad, f"{len(bad)} of {count} buckets differ, first {bad[:1]}"
             # At the peak: the first stack bucket with the largest total holds
             # the state right after the peak event.
             layers = [f64_column(b) for b in stack["index"]["layers"]]
@@ -758,13 +777,13 @@ def stacked_views(memsnap, work):
             live = {row["source"]: row["bytes"] for row in table["rows"] if row["bytes"]}
             own = {n: v for n, v in at_peak.items() if n not in (before, other, reused) and v}
             if mode == "category":
-                check(f"stacked ({name}): categories at the peak = explain's, memory before the trace included",
-                      own == live, f"page {own} vs explain {live}")
+                with check(f"stacked ({name}): categories at the peak = explain's, memory before the trace included"):
+                    assert own == live, f"page {own} vs explain {live}"
             else:
                 rest = sum(v for n, v in live.items() if n not in own)
-                check(f"stacked ({name}): top sources at the peak = explain's rows, the rest = other sources",
-                      all(live.get(n) == v for n, v in own.items()) and at_peak.get(other, 0) == rest,
-                      f"page {own}, other {at_peak.get(other, 0)} vs compare {live}")
+                with check(f"stacked ({name}): top sources at the peak = explain's rows, the rest = other sources"):
+                    assert all(live.get(n) == v for n, v in own.items()) and at_peak.get(other, 0) == rest, (
+                        f"page {own}, other {at_peak.get(other, 0)} vs compare {live}")
 
 
 
@@ -797,11 +816,12 @@ def group_by_annotation_and_pool(memsnap, work):
     listing = json.loads(run(memsnap, ["events", "--json", "--group-by", "annotation", path]).stdout)
     allocs = [e for e in listing["events"] if e["action"] == "alloc"]
     wrong = [(e["index"], e["source"], innermost(e["time_us"])) for e in allocs if e["source"] != innermost(e["time_us"])]
-    check("--group-by annotation: every alloc is grouped by the innermost open annotation",
-          allocs and not wrong, f"{len(wrong)} of {len(allocs)} differ, e.g. {wrong[:3]}")
+    with check("--group-by annotation: every alloc is grouped by the innermost open annotation"):
+        assert allocs and not wrong, f"{len(wrong)} of {len(allocs)} differ, e.g. {wrong[:3]}"
     named = {e["source"] for e in allocs}
-    check("--group-by annotation: the file's annotations and steps show up as groups",
-          "<no annotation>" in named and any(n.startswith("ProfilerStep#") for n in named) and len(named) >= 4, named)
+    with check("--group-by annotation: the file's annotations and steps show up as groups"):
+        assert "<no annotation>" in named and any(n.startswith("ProfilerStep#") for n in named) and len(named) >= 4, (
+            named)
 
     # pool: what is live at the end of a complete trace, by pool, is what the
     # dump's blocks hold in each pool; without the trace, the blocks say it.
@@ -819,8 +839,8 @@ def group_by_annotation_and_pool(memsnap, work):
     report = json.loads(run(memsnap, ["replay-to-time", "--time", "1e9", "--json", "--top", "100000",
                                       "--group-by", "pool", path]).stdout)
     got = {row["source"]: row["bytes"] for row in report["sources"]}
-    check("--group-by pool: live at the end of the trace by pool = the dump's blocks by pool",
-          got == held and len(got) >= 2, f"memsnap {got} vs blocks {held}")
+    with check("--group-by pool: live at the end of the trace by pool = the dump's blocks by pool"):
+        assert got == held and len(got) >= 2, f"memsnap {got} vs blocks {held}"
     traceless = os.path.join(work, "groups-no-trace.pickle")
     with open(traceless, "wb") as f:
         pickle.dump({**snapshot, "device_traces": [[] for _ in snapshot["device_traces"]]}, f)
@@ -832,21 +852,24 @@ def group_by_annotation_and_pool(memsnap, work):
                 name = pool_name(segment["segment_pool_id"])
                 active[name] = active.get(name, 0) + block["size"]
     got = {row["source"]: row["bytes"] for row in report["live_at_dump"]}
-    check("--group-by pool without a trace: the dump's active blocks by pool", got == active, f"memsnap {got} vs {active}")
+    with check("--group-by pool without a trace: the dump's active blocks by pool"):
+        assert got == active, f"memsnap {got} vs {active}"
     check_error("--group-by pool is not a frame group: allowed with --keys reference",
                 run(memsnap, ["parse", "--keys", "reference", "--group-by", "file", path]),
                 "memsnap: --group-by other than source needs memsnap's keys (--keys user)", status=2)
     got = run(memsnap, ["parse", "--keys", "reference", "--group-by", "pool", path])
-    check("--keys reference --group-by pool runs", got.returncode == 0, got.stderr)
+    with check("--keys reference --group-by pool runs"):
+        assert got.returncode == 0, got.stderr
 
     # compare says when only one run has private pools.
     plain = os.path.join(work, "groups-plain.pickle")
     subprocess.run([sys.executable, GENERATOR, "--out", plain, "--events", "1000", "--seed", "4"], check=True)
     notes = json.loads(run(memsnap, ["compare", "--json", plain, path]).stdout)["observations"]
-    check("compare notes private pools on one side only",
-          any(n.startswith("private pools (CUDA graphs or MemPools) only in B: ") for n in notes), notes)
+    with check("compare notes private pools on one side only"):
+        assert any(n.startswith("private pools (CUDA graphs or MemPools) only in B: ") for n in notes), notes
     notes = json.loads(run(memsnap, ["compare", "--json", path, path]).stdout)["observations"]
-    check("compare with pools on both sides says nothing about them", not any("private pools" in n for n in notes), notes)
+    with check("compare with pools on both sides says nothing about them"):
+        assert not any("private pools" in n for n in notes), notes
 
     # Entries that carry their own pool_id (recent PyTorch) are grouped by it,
     # whatever segment the address falls in; (0, 0) is the default pool.
@@ -862,7 +885,8 @@ def group_by_annotation_and_pool(memsnap, work):
         pickle.dump(snapshot, f)
     report = json.loads(run(memsnap, ["parse", "--json", "--top", "100000", "--group-by", "pool", tagged]).stdout)
     got = {row["source"]: row["throughput_bytes"] for row in report["top_sources"]}
-    check("--group-by pool: an entry's own pool_id wins", got == expected, f"memsnap {got} vs entries {expected}")
+    with check("--group-by pool: an entry's own pool_id wins"):
+        assert got == expected, f"memsnap {got} vs entries {expected}"
 
 
 
@@ -906,19 +930,22 @@ def usage_in_memsnaps_words(memsnap, work, plain):
         got = run(memsnap, args)
         check_said(f"usage in memsnap's words: {name}", got, line, 2)
         text = got.stderr.decode(errors="replace")
-        check(f"usage in memsnap's words: {name}: none of CLI11's texts",
-              not any(t in text for t in CLI11_TEXTS), text)
+        with check(f"usage in memsnap's words: {name}: none of CLI11's texts"):
+            assert not any(t in text for t in CLI11_TEXTS), text
     got = run(memsnap, ["parse", "-" * 3 + "x" * 500, plain])
-    check("a long mistyped flag is cut short in the message", got.returncode == 2 and len(got.stderr) < 200, got.stderr[:300])
-    check("--help and --version still exit 0 on stdout",
-          run(memsnap, ["--version"]).returncode == 0 and b"Usage: memsnap parse" in run(memsnap, ["parse", "--help"]).stdout, "")
+    with check("a long mistyped flag is cut short in the message"):
+        assert got.returncode == 2 and len(got.stderr) < 200, got.stderr[:300]
+    with check("--help and --version still exit 0 on stdout"):
+        assert run(memsnap, ["--version"]).returncode == 0 and b"Usage: memsnap parse" in run(memsnap, ["parse", "--help"]).stdout, (
+            "")
 
     # Every command's --help ends with what it shows and one example of it.
     for command in commands.split(", "):
         got = run(memsnap, [command, "--help"])
         example = re.search(rb"\n\nExample:\n  (memsnap [^\n]+)\n$", got.stdout)
-        check(f"{command} --help: what it shows, then an example", got.returncode == 0 and example is not None
-              and example.group(1).startswith(b"memsnap " + command.encode() + b" "), got.stdout[-300:])
+        with check(f"{command} --help: what it shows, then an example"):
+            assert (got.returncode == 0 and example is not None
+                    and example.group(1).startswith(b"memsnap " + command.encode() + b" ")), got.stdout[-300:]
 
     # A file that cannot be read is exit 1 whatever names it: an input, a
     # baseline, a budget, a rules file, a folder of ranks.
@@ -939,7 +966,8 @@ def usage_in_memsnaps_words(memsnap, work, plain):
     check_said("an unreadable --category-rules exits 1", run(memsnap, ["parse", plain, "--category-rules", missing]),
                f"memsnap: --category-rules {missing}: No such file or directory", 1)
     got = run(memsnap, ["ranks", missing])
-    check("ranks of a file that cannot be read exits 1", got.returncode == 1, got.stderr)
+    with check("ranks of a file that cannot be read exits 1"):
+        assert got.returncode == 1, got.stderr
 
 
 # ---------------------------------------------------------------------------
@@ -957,7 +985,8 @@ def many_files_few_threads(memsnap, work, plain):
         os.symlink(plain, os.path.join(folder, "rank%04d.pickle" % i))
     got = subprocess.run(["bash", "-c", 'ulimit -v 3000000 && exec "$0" plot --text --width 40 --height 5 "$1"',
                           memsnap, folder], capture_output=True)
-    check("plot of 1,500 files under a 3 GB address-space limit: exit 0, one chart",
-          got.returncode == 0 and got.stdout.count("absolute peak".encode()) >= 1500, (got.returncode, got.stderr[-300:]))
+    with check("plot of 1,500 files under a 3 GB address-space limit: exit 0, one chart"):
+        assert got.returncode == 0 and got.stdout.count("absolute peak".encode()) >= 1500, (
+            (got.returncode, got.stderr[-300:]))
 
 

@@ -38,14 +38,13 @@ import subprocess
 import sys
 
 import pytest
+from pytest_check import check
 
-import testlib
 from pickle_oracle import pickle_oracle  # tests/pickle_oracle/pickle_oracle.py
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GEN = os.path.join(os.path.dirname(HERE), "gen", "make_snapshot.py")
 FIXTURE_LIMIT = 4 << 20
-check = testlib.Checks()
 
 
 def run(memsnap, args):
@@ -169,16 +168,17 @@ def check_events(memsnap, label, path, extra=()):
     label = " ".join([label] + list(extra))
     doc, err, size = json_of(memsnap, args)
     flat, err_flat, flat_size = json_of(memsnap, args + ["--inline-frames"])
-    if not check("%s: events --json, with and without --inline-frames" % label,
-                 doc is not None and flat is not None, err or err_flat):
+    if not check.is_true(doc is not None and flat is not None,
+                         "%s: events --json, with and without --inline-frames: %s" % (label, err or err_flat)):
         return None
     problems = table_problems(doc)
-    check("%s: the tables hold what the entries use, once, in order of first use" % label,
-          not problems, problems[:3])
+    with check("%s: the tables hold what the entries use, once, in order of first use" % label):
+        assert not problems, problems[:3]
     if not problems:
         difference = first_difference(rebuilt(doc), flat)
-        check("%s: the tables rebuilt into inline stacks equal --inline-frames (%d entries)"
-              % (label, len(doc["events"])), difference is None, difference)
+        with check("%s: the tables rebuilt into inline stacks equal --inline-frames (%d entries)"
+                   % (label, len(doc["events"]))):
+            assert difference is None, difference
     return size, flat_size, doc
 
 
@@ -258,17 +258,18 @@ def check_dump(memsnap, label, path):
     text = []
     doc, err, size = json_of(memsnap, ["dump", path], object_hook=resolver, keep=text)
     flat, err_flat, flat_size = json_of(memsnap, ["dump", "--inline-shared", path])
-    if not check("%s: dump and dump --inline-shared run" % label, doc is not None and flat is not None,
-                 err or err_flat):
+    if not check.is_true(doc is not None and flat is not None,
+                         "%s: dump and dump --inline-shared run: %s" % (label, err or err_flat)):
         return None
     problems = resolver.numbering_problems(text[0])
-    check("%s: dump's references follow their definitions, numbered 0, 1, 2, ... in order" % label,
-          not problems, problems[:3])
-    check("%s: dump with its references resolved equals dump --inline-shared" % label, doc == flat)
+    with check("%s: dump's references follow their definitions, numbered 0, 1, 2, ... in order" % label):
+        assert not problems, problems[:3]
+    with check("%s: dump with its references resolved equals dump --inline-shared" % label):
+        assert doc == flat
     expected = containers_shared(pickle_oracle.load(path))  # CPython's unpickler, nothing imported
     marked = sum(1 for v in resolver.table.values() if not empty_marker(v))
-    check("%s: the objects written once are the containers the pickle shares (%d)" % (label, expected),
-          marked == expected, "%d marked shared" % marked)
+    with check("%s: the objects written once are the containers the pickle shares (%d)" % (label, expected)):
+        assert marked == expected, "%d marked shared" % marked
     return size, flat_size
 
 
@@ -293,8 +294,8 @@ def events_and_dump_of_generated_files(memsnap, work):
     empty = check_events(memsnap, "empty", files["empty"])
     if empty:
         doc = empty[2]
-        check("empty: no entries, empty tables", doc["events"] == [] and doc["frames"] == [] and doc["stacks"] == [],
-              str(doc)[:200])
+        with check("empty: no entries, empty tables"):
+            assert doc["events"] == [] and doc["frames"] == [] and doc["stacks"] == [], str(doc)[:200]
 
     # Size and memory on a larger file whose stacks repeat (C++ frames, as
     # `stacks="all"` records them); its outputs are counted, not read. Under
@@ -308,15 +309,16 @@ def events_and_dump_of_generated_files(memsnap, work):
         parse_rss, _ = peak_rss_kib(memsnap, ["parse", "--json", big])
         for args in (["events", "--json"], ["events", "--json", "--inline-frames"], ["events"]):
             rss, status = peak_rss_kib(memsnap, args + [big])
-            check("100k entries, %s: peak RSS %d KiB, within 1.5x parse --json's (%d KiB)"
-                  % (" ".join(args), rss, parse_rss), status == 0 and rss <= 1.5 * parse_rss)
+            with check("100k entries, %s: peak RSS %d KiB, within 1.5x parse --json's (%d KiB)"
+                       % (" ".join(args), rss, parse_rss)):
+                assert status == 0 and rss <= 1.5 * parse_rss
     sizes = [output_bytes(memsnap, args + [big]) for args in
              (["events", "--json"], ["events", "--json", "--inline-frames"], ["dump"], ["dump", "--inline-shared"])]
-    if check("%s entries: events --json and dump run, both ways" % events, None not in sizes, sizes):
-        check("%s entries: events --json is under a tenth of --inline-frames (%d vs %d bytes)" % ((events,) + tuple(sizes[:2])),
-              sizes[0] * 10 < sizes[1])
-        check("%s entries: dump is under a fifth of --inline-shared (%d vs %d bytes)" % ((events,) + tuple(sizes[2:])),
-              sizes[2] * 5 < sizes[3])
+    if check.is_true(None not in sizes, "%s entries: events --json and dump run, both ways: %s" % (events, sizes)):
+        with check("%s entries: events --json is under a tenth of --inline-frames (%d vs %d bytes)" % ((events,) + tuple(sizes[:2]))):
+            assert sizes[0] * 10 < sizes[1]
+        with check("%s entries: dump is under a fifth of --inline-shared (%d vs %d bytes)" % ((events,) + tuple(sizes[2:]))):
+            assert sizes[2] * 5 < sizes[3]
 
     # Shared objects nested 64 deep: 2^64 values written inline, 64 written once.
     deep = os.path.join(work, "doubling.pickle")
@@ -326,33 +328,35 @@ def events_and_dump_of_generated_files(memsnap, work):
     with open(deep, "wb") as f:
         pickle.dump({"segments": [], "x": node}, f, protocol=4)
     got = run(memsnap, ["dump", deep])
-    check("a list holding one list twice, 64 deep: dump writes it in %d bytes" % len(got.stdout),
-          got.returncode == 0 and len(got.stdout) < 8192, got.stderr[-300:])
+    with check("a list holding one list twice, 64 deep: dump writes it in %d bytes" % len(got.stdout)):
+        assert got.returncode == 0 and len(got.stdout) < 8192, got.stderr[-300:]
     cyclic = os.path.join(work, "cycle.pickle")
     loop = []
     loop.append(loop)
     with open(cyclic, "wb") as f:
         pickle.dump({"segments": [], "x": loop}, f, protocol=4)
     got = run(memsnap, ["dump", cyclic])
-    check("a list that holds itself is still refused",
-          got.returncode == 1 and b"reference cycle" in got.stderr and got.stdout == b"", got.stderr[-300:])
+    with check("a list that holds itself is still refused"):
+        assert got.returncode == 1 and b"reference cycle" in got.stderr and got.stdout == b"", got.stderr[-300:]
 
     got = run(memsnap, ["events", "--inline-frames", files["python stacks"]])
-    check("--inline-frames without --json is a usage error", got.returncode == 2 and b"needs --json" in got.stderr,
-          (got.returncode, got.stderr[-300:]))
+    with check("--inline-frames without --json is a usage error"):
+        assert got.returncode == 2 and b"needs --json" in got.stderr, (got.returncode, got.stderr[-300:])
     for args in (["events", "--json", big], ["dump", big]):
         reader = subprocess.Popen([memsnap] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         head = reader.stdout.read(10)
         reader.stdout.close()
         err = reader.stderr.read()
         status = reader.wait(timeout=60)
-        check("%s | head -c 10 ends quietly" % args[0], len(head) == 10 and err == b""
-              and status in (0, -signal.SIGPIPE), (status, err[-300:]))
+        with check("%s | head -c 10 ends quietly" % args[0]):
+            assert (len(head) == 10 and err == b""
+                    and status in (0, -signal.SIGPIPE)), (status, err[-300:])
 
 def fixtures(memsnap, folder):
     files = sorted(os.path.join(folder, name) for name in os.listdir(folder)
                    if name.endswith((".pickle", ".pkl")) and os.path.getsize(os.path.join(folder, name)) <= FIXTURE_LIMIT)
-    check("fixtures: snapshots to read", len(files) > 0, folder)
+    with check("fixtures: snapshots to read"):
+        assert len(files) > 0, folder
     for path in files:
         label = os.path.basename(path)
         check_events(memsnap, label, path)
@@ -362,10 +366,8 @@ def fixtures(memsnap, folder):
 
 def test_events_and_dump_of_generated_files(memsnap, work):
     events_and_dump_of_generated_files(memsnap, work)
-    check.verify()
 
 
 @pytest.mark.fixtures
 def test_every_fixture(memsnap, fixtures_dir):
     fixtures(memsnap, fixtures_dir)
-    check.verify()

@@ -13,10 +13,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 import pytest
+from pytest_check import check
 
-import testlib
-
-check = testlib.Checks()
 TIMEOUT = 120
 
 
@@ -37,8 +35,9 @@ def check_exit(name, got, status, said=None):
     ok = rc == status
     if said is not None:
         ok = ok and len(err) == 1 and err[0].startswith("memsnap: ") and said in err[0]
-    return check(name, ok, "want exit %s%s; got exit %s, stderr %r" %
-                 (status, "" if said is None else " saying %r" % said, rc, [e[:300] for e in err]))
+    with check(name):
+        assert ok, "want exit %s%s; got exit %s, stderr %r" % (
+            status, "" if said is None else " saying %r" % said, rc, [e[:300] for e in err])
 
 
 def frame(name, filename="/home/me/train.py", line=10, **extra):
@@ -84,8 +83,8 @@ def regexes(memsnap, work):
         got = run(memsnap, command + [fx])
         check_exit("item 1: a %d KB fx_original_trace: %s exits 0" % (len(long_trace) // 1000, command[0]), got, 0)
     rc, out, err = run(memsnap, ["parse", "--json", fx])
-    check("item 1: the trace's last user line names the source",
-          rc == 0 and json.loads(out)["top_sources"][0]["source"] == "forward@model.py:999", out[:300])
+    with check("item 1: the trace's last user line names the source"):
+        assert rc == 0 and json.loads(out)["top_sources"][0]["source"] == "forward@model.py:999", out[:300]
 
     huge = "a" * 200000
     big = snapshot(os.path.join(work, "big_names.pickle"), [frame(huge, "/home/me/%s.py" % huge, 1)],
@@ -206,11 +205,11 @@ def injection(memsnap, work):
                 ET.fromstring(got.stdout)
             except ET.ParseError as error:
                 leaks.append(("junit", "stdout", "not well-formed XML", str(error)))
-    check("items 14-16: %d commands x formats on hostile names: nothing raw reaches a line's start" % len(commands),
-          not leaks, leaks[:5])
+    with check("items 14-16: %d commands x formats on hostile names: nothing raw reaches a line's start" % len(commands)):
+        assert not leaks, leaks[:5]
     rc, out, _ = run(memsnap, ["check", "--max-peak", "1", evil_file])
-    check("item 14: a hint's file name is one line in bash's $'...' quoting",
-          rc == 3 and "memsnap parse $'" in out and "\\n::error title=pwned::owned\\x1b[31m" in out, out[-600:])
+    with check("item 14: a hint's file name is one line in bash's $'...' quoting"):
+        assert rc == 3 and "memsnap parse $'" in out and "\\n::error title=pwned::owned\\x1b[31m" in out, out[-600:]
     with open(rules, "w") as f:
         f.write("bogus\x00name frame x\n")
     check_exit("item 21: a NUL in a rules file does not cut the message", run(
@@ -228,8 +227,8 @@ def injection(memsnap, work):
         well_formed = suites.tag == "testsuites"
     except ET.ParseError:
         well_formed = False
-    check("item 16: JUnit of a file name with invalid UTF-8, U+FFFE, a surrogate and ESC is well-formed XML",
-          got.returncode == 3 and well_formed, got.stdout[:300])
+    with check("item 16: JUnit of a file name with invalid UTF-8, U+FFFE, a surrogate and ESC is well-formed XML"):
+        assert got.returncode == 3 and well_formed, got.stdout[:300]
 
 
 # ---------------------------------------------------------------------------
@@ -257,52 +256,54 @@ def unmeasurable(memsnap, work):
 
     limits = ["--max-peak", "1GiB", "--max-reserved", "1GiB", "--max-fragmentation", "100%"]
     rc, out, err = run(memsnap, ["check", no_segments] + limits)
-    check("item 10: segments [] with live memory in the trace: max_peak is not measurable, exit 3",
-          rc == 3 and "FAIL  max_peak: not measurable on this file: the dump's segments hold 3145728 bytes "
-          "less than the trace leaves live" in out and "warning: baseline is negative" in out, out)
+    with check("item 10: segments [] with live memory in the trace: max_peak is not measurable, exit 3"):
+        assert (rc == 3 and "FAIL  max_peak: not measurable on this file: the dump's segments hold 3145728 bytes "
+                "less than the trace leaves live" in out and "warning: baseline is negative" in out), out
     rc, out, err = run(memsnap, ["check", bad_segments] + limits)
-    check("item 10: 26 malformed segments: max_reserved is not measurable, exit 3, the warning shown",
-          rc == 3 and "FAIL  max_reserved: not measurable on this file: 26 malformed segments and 0 malformed "
-          "blocks were skipped (--allow-unmeasured skips it)" in out
-          and "warning: 26 malformed segments and 0 malformed blocks were skipped" in out, out)
+    with check("item 10: 26 malformed segments: max_reserved is not measurable, exit 3, the warning shown"):
+        assert (rc == 3 and "FAIL  max_reserved: not measurable on this file: 26 malformed segments and 0 malformed "
+                "blocks were skipped (--allow-unmeasured skips it)" in out
+                and "warning: 26 malformed segments and 0 malformed blocks were skipped" in out), out
     rc, out, err = run(memsnap, ["check", bad_segments, "--allow-unmeasured"] + limits)
-    check("item 10: --allow-unmeasured: not checked, exit 0",
-          rc == 0 and "skip  max_reserved: not measurable on this file" in out, out)
+    with check("item 10: --allow-unmeasured: not checked, exit 0"):
+        assert rc == 0 and "skip  max_reserved: not measurable on this file" in out, out
     check_exit("item 10: a good file still passes", run(memsnap, ["check", base] + limits), 0)
 
     rc, out, _ = run(memsnap, ["check", bad_segments, "--format", "json"] + limits)
     report = json.loads(out) if out else {}
     reserved = next((l for l in report.get("limits", []) if l["name"] == "max_reserved"), {})
-    check("item 10: JSON: measurable false, measured null, status fail, the warnings listed",
-          rc == 3 and reserved.get("measurable") is False and reserved.get("measured") is None
-          and reserved.get("status") == "fail" and any("malformed segments" in w for w in report["warnings"]),
-          out[:400])
+    with check("item 10: JSON: measurable false, measured null, status fail, the warnings listed"):
+        assert (rc == 3 and reserved.get("measurable") is False and reserved.get("measured") is None
+                and reserved.get("status") == "fail" and any("malformed segments" in w for w in report["warnings"])), (
+            out[:400])
     rc, out, _ = run(memsnap, ["check", bad_segments, "--format", "markdown"] + limits)
-    check("item 10: Markdown shows the warning", rc == 3 and "> :warning: 26 malformed segments" in out, out[:400])
+    with check("item 10: Markdown shows the warning"):
+        assert rc == 3 and "> :warning: 26 malformed segments" in out, out[:400]
     rc, out, _ = run(memsnap, ["check", bad_segments, "--format", "github"] + limits)
-    check("item 10: GitHub: a ::warning line for the file's warning",
-          rc == 3 and any(l.startswith("::warning title=memsnap check%3A file::26 malformed segments")
-                          for l in out.splitlines()), out[:600])
+    with check("item 10: GitHub: a ::warning line for the file's warning"):
+        assert (rc == 3 and any(l.startswith("::warning title=memsnap check%3A file::26 malformed segments")
+                for l in out.splitlines())), out[:600]
     rc, out, _ = run(memsnap, ["check", bad_segments, "--format", "junit"] + limits)
     suite = ET.fromstring(out).find("testsuite") if rc == 3 else None
-    check("item 10: JUnit: the warning in the suite's system-err",
-          suite is not None and "26 malformed segments" in (suite.findtext("system-err") or ""), out[:600])
+    with check("item 10: JUnit: the warning in the suite's system-err"):
+        assert suite is not None and "26 malformed segments" in (suite.findtext("system-err") or ""), out[:600]
 
     # Through a summary: the doubt and the warnings travel with it.
     rc, out, _ = run(memsnap, ["summarize", "--json", bad_segments])
     summary = json.loads(out) if rc == 0 else {}
-    check("item 10: the summary says what it cannot measure and why",
-          summary.get("unmeasurable", {}).get("reserved", "").startswith("26 malformed segments")
-          and summary.get("warnings"), out[:300])
+    with check("item 10: the summary says what it cannot measure and why"):
+        assert (summary.get("unmeasurable", {}).get("reserved", "").startswith("26 malformed segments")
+                and summary.get("warnings")), out[:300]
     saved = os.path.join(folder, "bad.summary.json")
     with open(saved, "w") as f:
         f.write(out)
     rc, out, _ = run(memsnap, ["check", saved] + limits)
-    check("item 10: check of the summary fails as check of the snapshot", rc == 3
-          and "max_reserved: not measurable on this file" in out and "warning: 26 malformed" in out, out)
+    with check("item 10: check of the summary fails as check of the snapshot"):
+        assert (rc == 3
+                and "max_reserved: not measurable on this file" in out and "warning: 26 malformed" in out), out
     rc, out, _ = run(memsnap, ["check", "--write-budget", bad_segments])
-    check("item 10: --write-budget leaves out what the run cannot measure",
-          rc == 0 and "\nmax_reserved =" not in out and "\nmax_peak_delta =" in out, out)
+    with check("item 10: --write-budget leaves out what the run cannot measure"):
+        assert rc == 0 and "\nmax_reserved =" not in out and "\nmax_peak_delta =" in out, out
 
     # Item 19: rows beyond what summarize writes are refused, not held.
     big = dict(summary)
@@ -324,9 +325,9 @@ def unmeasurable(memsnap, work):
     long_name = snapshot(os.path.join(folder, "long_name.pickle"), [frame("n" * 100000, "/home/me/t.py", 3)])
     rc, out, _ = run(memsnap, ["summarize", "--json", long_name])
     rows = json.loads(out)["live_at_peak"]["by_source"] if rc == 0 else []
-    check("item 19: a 100 KB source name is cut to 1 KiB in the summary",
-          rc == 0 and rows and len(rows[0]["source"].encode()) <= 1024 and rows[0]["source"].endswith("..."),
-          [len(r["source"]) for r in rows])
+    with check("item 19: a 100 KB source name is cut to 1 KiB in the summary"):
+        assert rc == 0 and rows and len(rows[0]["source"].encode()) <= 1024 and rows[0]["source"].endswith("..."), (
+            [len(r["source"]) for r in rows])
 
 
 # ---------------------------------------------------------------------------
@@ -353,11 +354,11 @@ def long_strings(memsnap, work):
     got = subprocess.run([memsnap, "parse", "--json", target], capture_output=True, timeout=TIMEOUT)
     report = json.loads(got.stdout) if got.returncode == 0 else {}
     sources = [row["source"] for row in report.get("top_sources", [])]
-    check("item 18: a 64 MiB frame name, 2 MiB metadata, a 3 MiB setting: parsed, each cut to 1 MiB, warned",
-          got.returncode == 0 and sources and len(sources[0]) < (1 << 20) + 100
-          and (1 << 20) - 100 < len(report["allocator_settings"]["PYTORCH_CUDA_ALLOC_CONF"]) <= 1 << 20
-          and any("longer than 1 MiB and are cut to it" in w for w in report["warnings"]),
-          (got.returncode, got.stderr[-300:], [len(s) for s in sources]))
+    with check("item 18: a 64 MiB frame name, 2 MiB metadata, a 3 MiB setting: parsed, each cut to 1 MiB, warned"):
+        assert (got.returncode == 0 and sources and len(sources[0]) < (1 << 20) + 100
+                and (1 << 20) - 100 < len(report["allocator_settings"]["PYTORCH_CUDA_ALLOC_CONF"]) <= 1 << 20
+                and any("longer than 1 MiB and are cut to it" in w for w in report["warnings"])), (
+            (got.returncode, got.stderr[-300:], [len(s) for s in sources]))
     # Peak RSS of that one run: measured in a fresh interpreter, whose only
     # child it is (ru_maxrss of the children is the largest so far).
     if os.environ.get("MEMSNAP_SANITIZED") == "1":
@@ -367,8 +368,9 @@ def long_strings(memsnap, work):
                "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
     peak_kib = int(subprocess.run([sys.executable, "-c", measure, memsnap, "parse", target],
                                   capture_output=True, text=True, timeout=TIMEOUT).stdout)
-    check("item 18: peak memory within 1.5x the inflated pickle (+ 64 MiB): %d MiB for %d MiB"
-          % (peak_kib >> 10, size >> 20), (peak_kib << 10) < size * 1.5 + (64 << 20), peak_kib)
+    with check("item 18: peak memory within 1.5x the inflated pickle (+ 64 MiB): %d MiB for %d MiB"
+               % (peak_kib >> 10, size >> 20)):
+        assert (peak_kib << 10) < size * 1.5 + (64 << 20), peak_kib
 
 
 # ---------------------------------------------------------------------------
@@ -396,18 +398,18 @@ def messages(memsnap, work):
     os.makedirs(out_dir)
     os.symlink(target, os.path.join(out_dir, "r0.summary.json"))
     rc, _, _ = run(memsnap, ["summarize", good, "-o", out_dir])
-    check("item 17: summarize -o replaces a symlink in its way, never writes through it",
-          rc == 0 and open(target).read() == "untouched"
-          and not os.path.islink(os.path.join(out_dir, "r0.summary.json")), rc)
+    with check("item 17: summarize -o replaces a symlink in its way, never writes through it"):
+        assert (rc == 0 and open(target).read() == "untouched"
+                and not os.path.islink(os.path.join(out_dir, "r0.summary.json"))), rc
 
     # Item 21.
     if os.path.exists("/dev/full"):
         got = subprocess.run("'%s' check --max-peak 1 '%s' > /dev/full" % (memsnap, good), shell=True,
                              capture_output=True, timeout=TIMEOUT)
         lines = got.stderr.decode().splitlines()
-        check("item 21: a failing gate whose report cannot be written exits 1 with the write error",
-              got.returncode == 1 and lines == ["memsnap: cannot write output: No space left on device"],
-              (got.returncode, lines))
+        with check("item 21: a failing gate whose report cannot be written exits 1 with the write error"):
+            assert got.returncode == 1 and lines == ["memsnap: cannot write output: No space left on device"], (
+                (got.returncode, lines))
     bad_dir = os.path.join(folder, "ranks")
     os.makedirs(bad_dir)
     shutil.copy(good, os.path.join(bad_dir, "r0.pickle"))
@@ -462,31 +464,26 @@ def messages(memsnap, work):
     with open(oom, "wb") as f:
         pickle.dump(data, f)
     rc, out, _ = run(memsnap, ["oom", oom])
-    check("item 21: oom says that a malformed entry (an oom of size 2^63) was skipped",
-          rc == 0 and "1 malformed trace entries were skipped" in out, out[:300])
+    with check("item 21: oom says that a malformed entry (an oom of size 2^63) was skipped"):
+        assert rc == 0 and "1 malformed trace entries were skipped" in out, out[:300]
 
 
 
 def test_regexes(memsnap, work):
     regexes(memsnap, work)
-    check.verify()
 
 
 def test_injection(memsnap, work):
     injection(memsnap, work)
-    check.verify()
 
 
 def test_unmeasurable(memsnap, work):
     unmeasurable(memsnap, work)
-    check.verify()
 
 
 def test_long_strings(memsnap, work):
     long_strings(memsnap, work)
-    check.verify()
 
 
 def test_messages(memsnap, work):
     messages(memsnap, work)
-    check.verify()

@@ -9,13 +9,12 @@ import shutil
 import subprocess
 import sys
 
-import testlib
+from pytest_check import check
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "gen"))
 import make_hostile  # noqa: E402
 
-check = testlib.Checks()
 TIMEOUT = 60
 CHECK_FORMATS = ("text", "json", "markdown", "junit", "github")
 
@@ -49,15 +48,15 @@ def test_file_names_reach_the_plot_title_escaped(memsnap, work):
     rc, _, err = run(memsnap, ["plot", named, "-o", page])
     if rc != 0 and "without the HTML plot" in err:
         return
-    check("plot answers", rc == 0, err[-300:])
+    with check("plot answers"):
+        assert rc == 0, err[-300:]
     with open(page, encoding="utf-8") as f:
         html = f.read()
     title = html[html.index("<title>") + 7:html.index("</title>")]
-    check("the <title> holds no U+202E, ESC or BEL",
-          not any(c in title for c in "\u202e\x1b\x07"), ascii(title))
-    check("the <title> shows them escaped",
-          "lmth.\\u202eexe\\x1b[31m\\x07.pickle" in title, ascii(title))
-    check.verify()
+    with check("the <title> holds no U+202E, ESC or BEL"):
+        assert not any(c in title for c in "\u202e\x1b\x07"), ascii(title)
+    with check("the <title> shows them escaped"):
+        assert "lmth.\\u202eexe\\x1b[31m\\x07.pickle" in title, ascii(title)
 
 
 def test_no_steps_says_which_marks_there_are(memsnap, work):
@@ -67,28 +66,31 @@ def test_no_steps_says_which_marks_there_are(memsnap, work):
     replay-step's error, parse's hint and check's note say what is there."""
     profiler = shape(work, "profiler_steps")
     rc, _, err = run(memsnap, ["replay-step", profiler, "--steps", "optimizer", "--all-steps"])
-    check("--steps optimizer on ProfilerStep marks: refused", rc == 1, (rc, err))
-    check("... naming the 100 ProfilerStep annotations and the source that reads them",
-          "100 ProfilerStep annotations" in err and "--steps profiler or auto" in err
-          and "no ProfilerStep annotations" not in err, err)
-    check("... without the advice to run the profiler it ran", "torch.profiler" not in err, err)
+    with check("--steps optimizer on ProfilerStep marks: refused"):
+        assert rc == 1, (rc, err)
+    with check("... naming the 100 ProfilerStep annotations and the source that reads them"):
+        assert ("100 ProfilerStep annotations" in err and "--steps profiler or auto" in err
+                and "no ProfilerStep annotations" not in err), err
+    with check("... without the advice to run the profiler it ran"):
+        assert "torch.profiler" not in err, err
     rc, out, err = run(memsnap, ["parse", profiler, "--steps", "optimizer", "--json"])
     hint = json.loads(out).get("steps_hint", "") if rc == 0 else err
-    check("parse's steps_hint names them too", "100 ProfilerStep annotations" in hint
-          and "no ProfilerStep annotations" not in hint, hint)
+    with check("parse's steps_hint names them too"):
+        assert ("100 ProfilerStep annotations" in hint
+                and "no ProfilerStep annotations" not in hint), hint
     rc, out, err = run(memsnap, ["check", profiler, "--steps", "optimizer", "--step-max-peak",
                                  "1GiB", "--format", "json"])
     notes = [r.get("note") for r in json.loads(out).get("limits", [])] if rc == 0 else [err]
-    check("check's step_max_peak note names them", any(
-        n and "100 ProfilerStep annotations" in n for n in notes), notes)
+    with check("check's step_max_peak note names them"):
+        assert (any(
+                n and "100 ProfilerStep annotations" in n for n in notes)), notes
 
     open_marks = shape(work, "open_optimizer_marks")
     for steps in ("auto", "optimizer"):
         rc, _, err = run(memsnap, ["replay-step", open_marks, "--steps", steps, "--all-steps"])
-        check("%s: 100 Optimizer.step marks without END are named, not denied" % steps,
-              rc == 1 and "100 Optimizer.step marks have a START and no END" in err
-              and "no Optimizer.step marks" not in err, (rc, err))
-    check.verify()
+        with check("%s: 100 Optimizer.step marks without END are named, not denied" % steps):
+            assert (rc == 1 and "100 Optimizer.step marks have a START and no END" in err
+                    and "no Optimizer.step marks" not in err), (rc, err)
 
 
 def test_bounds_are_named(memsnap, work):
@@ -111,12 +113,12 @@ def test_bounds_are_named(memsnap, work):
     ]
     for args, said in cases:
         rc, _, err = run(memsnap, ["whatif", path] + args)
-        check("whatif %s: refused naming %r" % (" ".join(args), said),
-              rc == 2 and said in err and "must be more than 20" not in err.replace(
-                  "more than 20, not 18", ""), (rc, err[-300:]))
+        with check("whatif %s: refused naming %r" % (" ".join(args), said)):
+            assert (rc == 2 and said in err and "must be more than 20" not in err.replace(
+                    "more than 20, not 18", "")), (rc, err[-300:])
     rc, _, err = run(memsnap, ["whatif", path, "--capacity", "1EiB", "--json"])
-    check("whatif --capacity 1EiB: a size, answered", rc == 0, (rc, err[-300:]))
-    check.verify()
+    with check("whatif --capacity 1EiB: a size, answered"):
+        assert rc == 0, (rc, err[-300:])
 
 
 def test_many_ooms_give_the_first_few_and_a_count(memsnap, work):
@@ -128,24 +130,25 @@ def test_many_ooms_give_the_first_few_and_a_count(memsnap, work):
     path = shape(work, "many_ooms")
     for fmt in CHECK_FORMATS:
         rc, out, err = run(memsnap, ["check", path, "--max-peak", "1KiB", "--format", fmt])
-        check("check --format %s: a few KB (%d bytes), exit 3" % (fmt, len(out)),
-              rc == 3 and len(out) < 16 << 10, (rc, err[-300:]))
-        check("check --format %s: counts the rest" % fmt,
-              "9,997 more oom entries" in out, out[:2000])
+        with check("check --format %s: a few KB (%d bytes), exit 3" % (fmt, len(out))):
+            assert rc == 3 and len(out) < 16 << 10, (rc, err[-300:])
+        with check("check --format %s: counts the rest" % fmt):
+            assert "9,997 more oom entries" in out, out[:2000]
     rc, out, err = run(memsnap, ["summarize", path, "--json"])
-    check("summarize --json: a few KB (%d bytes)" % len(out), rc == 0 and len(out) < 16 << 10,
-          (rc, err[-300:]))
+    with check("summarize --json: a few KB (%d bytes)" % len(out)):
+        assert rc == 0 and len(out) < 16 << 10, (rc, err[-300:])
     summary = json.loads(out) if rc == 0 else {}
-    check("the summary counts every oom entry and lists the first 8",
-          summary.get("oom_count") == 10000 and len(summary.get("ooms", [])) == 8
-          and [o["event"] for o in summary.get("ooms", [])] == list(range(1, 9)),
-          (summary.get("oom_count"), summary.get("ooms")))
+    with check("the summary counts every oom entry and lists the first 8"):
+        assert (summary.get("oom_count") == 10000 and len(summary.get("ooms", [])) == 8
+                and [o["event"] for o in summary.get("ooms", [])] == list(range(1, 9))), (
+            (summary.get("oom_count"), summary.get("ooms")))
     written = os.path.join(work, "many_ooms.summary.json")
     with open(written, "w") as f:
         f.write(out)
     rc, out, err = run(memsnap, ["check", written, "--no-oom", "--format", "json"])
     measured = [r["measured"] for r in json.loads(out).get("limits", [])] if rc == 3 else err
-    check("check --no-oom on the summary measures all 10,000", measured == [10000], measured)
+    with check("check --no-oom on the summary measures all 10,000"):
+        assert measured == [10000], measured
     # A summary written before oom_count: every entry listed, none counted.
     old = dict(summary)
     old.pop("oom_count", None)
@@ -155,15 +158,15 @@ def test_many_ooms_give_the_first_few_and_a_count(memsnap, work):
         json.dump(old, f)
     rc, out, err = run(memsnap, ["check", older, "--no-oom", "--format", "json"])
     measured = [r["measured"] for r in json.loads(out).get("limits", [])] if rc == 3 else err
-    check("a summary without oom_count counts the entries it lists", measured == [12], measured)
+    with check("a summary without oom_count counts the entries it lists"):
+        assert measured == [12], measured
     bad = dict(summary, oom_count=3)
     wrong = os.path.join(work, "wrong.summary.json")
     with open(wrong, "w") as f:
         json.dump(bad, f)
     rc, _, err = run(memsnap, ["check", wrong, "--no-oom"])
-    check("an oom_count below the entries listed is refused", rc == 1 and "oom_count" in err,
-          (rc, err))
-    check.verify()
+    with check("an oom_count below the entries listed is refused"):
+        assert rc == 1 and "oom_count" in err, (rc, err)
 
 
 def test_odd_allocator_settings(memsnap, work):
@@ -174,15 +177,13 @@ def test_odd_allocator_settings(memsnap, work):
     rc, out, err = run(memsnap, ["parse", path, "--json"])
     parsed = json.loads(out) if rc == 0 else {}
     settings = parsed.get("allocator_settings", {})
-    check("inf is the string \"inf\"", settings.get("garbage_collection_threshold") == "inf",
-          settings)
+    with check("inf is the string \"inf\""):
+        assert settings.get("garbage_collection_threshold") == "inf", settings
     warned = [w for w in parsed.get("warnings", []) if "expandable_segments" in w]
-    check("a warning names expandable_segments' value and how it is read",
-          len(warned) == 1 and '"yes"' in warned[0] and "read as off" in warned[0], warned)
-    check("no warning for the threshold memsnap reads",
-          not any("garbage_collection_threshold" in w for w in parsed.get("warnings", [])),
-          parsed.get("warnings"))
+    with check("a warning names expandable_segments' value and how it is read"):
+        assert len(warned) == 1 and '"yes"' in warned[0] and "read as off" in warned[0], warned
+    with check("no warning for the threshold memsnap reads"):
+        assert not any("garbage_collection_threshold" in w for w in parsed.get("warnings", [])), parsed.get("warnings")
     rc, out, _ = run(memsnap, ["parse", path])
-    check("parse's text warns too", rc == 0 and "expandable_segments is \"yes\"" in out,
-          out[-1500:])
-    check.verify()
+    with check("parse's text warns too"):
+        assert rc == 0 and "expandable_segments is \"yes\"" in out, out[-1500:]

@@ -9,13 +9,12 @@ import os
 import subprocess
 import sys
 
-import testlib
+from pytest_check import check
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "gen"))
 import make_hostile  # noqa: E402
 
-check = testlib.Checks()
 TIMEOUT = 60
 # The sanitized build runs the same shapes smaller (a quarter): the sizes
 # where the old cost passes the time limit are the plain build's to hold.
@@ -39,9 +38,8 @@ def test_every_occurrence_of_backward_is_scanned_once(memsnap, work):
     path = make_hostile.write("backward_names", os.path.join(work, "backward.pickle.gz"), 8)
     for command in COMMANDS:
         rc, out, err = run(memsnap, command[:1] + [path] + command[1:])
-        check("backward names: %s answers" % " ".join(command), rc == 0 and out,
-              (rc, err[-300:]))
-    check.verify()
+        with check("backward names: %s answers" % " ".join(command)):
+            assert rc == 0 and out, (rc, err[-300:])
 
 
 def test_a_shared_long_string_costs_once(memsnap, work):
@@ -61,13 +59,13 @@ def test_a_shared_long_string_costs_once(memsnap, work):
         for command in COMMANDS + (["summarize"], ["events"], ["dump"]):
             rules_flag = [] if command[0] == "dump" else ["--category-rules", rules]
             rc, out, err = run(memsnap, command[:1] + [path] + rules_flag + command[1:])
-            check("shared %s: %s answers, its output under 4x the decoded file (25 MB)"
-                  % (field, " ".join(command)),
-                  rc == 0 and 0 < len(out) < 100 << 20, (rc, len(out), err[-300:]))
+            with check("shared %s: %s answers, its output under 4x the decoded file (25 MB)"
+                       % (field, " ".join(command))):
+                assert rc == 0 and 0 < len(out) < 100 << 20, (rc, len(out), err[-300:])
     rc, out, _ = run(memsnap, ["events", "--json", os.path.join(work, "action.pickle.gz")])
-    check("the long action is cut with its length", rc == 0
-          and ("m" * 256 + "\u2026 [1048576 bytes]").encode() in out, out[:400])
-    check.verify()
+    with check("the long action is cut with its length"):
+        assert (rc == 0
+                and ("m" * 256 + "\u2026 [1048576 bytes]").encode() in out), out[:400]
 
 
 def test_empty_devices_cost_nothing_per_entry(memsnap, work):
@@ -81,12 +79,12 @@ def test_empty_devices_cost_nothing_per_entry(memsnap, work):
     for command in COMMANDS + (["events", "--json", "--group-by", "category"], ["whatif"],
                                ["check", "--max-peak", "1GiB", "--allow-unmeasured"]):
         rc, out, err = run(memsnap, command[:1] + [path] + command[1:])
-        check("empty devices: %s answers" % " ".join(command), rc == 0 and out, (rc, err[-300:]))
+        with check("empty devices: %s answers" % " ".join(command)):
+            assert rc == 0 and out, (rc, err[-300:])
     rc, out, _ = run(memsnap, ["parse", "--json", path])
-    check("empty devices: all of device 0's entries", rc == 0
-          and b'"event_count": %d' % (400_000 // SHRINK) in out,
-          out[:300])
-    check.verify()
+    with check("empty devices: all of device 0's entries"):
+        assert (rc == 0
+                and b'"event_count": %d' % (400_000 // SHRINK) in out), out[:300]
 
 
 def test_text_formats_show_spoofing_characters(memsnap, work):
@@ -110,12 +108,12 @@ def test_text_formats_show_spoofing_characters(memsnap, work):
                     ["check", "--max-peak", "1KiB", "--format", "junit"],
                     ["check", "--max-peak", "1KiB", "--format", "github"]):
         rc, out, err = run(memsnap, command[:1] + [path] + command[1:])
-        check("%s: no spoofing character raw" % " ".join(command),
-              rc in (0, 3) and out and not any(r in out or r in err for r in raw)
-              and b"\\u202e" in out, (rc, out[:400], err[-200:]))
+        with check("%s: no spoofing character raw" % " ".join(command)):
+            assert (rc in (0, 3) and out and not any(r in out or r in err for r in raw)
+                    and b"\\u202e" in out), (rc, out[:400], err[-200:])
     rc, out, _ = run(memsnap, ["events", "--json", path])
-    check("events --json keeps the name exact", rc == 0 and "\u202e".encode() in out, out[:300])
-    check.verify()
+    with check("events --json keeps the name exact"):
+        assert rc == 0 and "\u202e".encode() in out, out[:300]
 
 
 def test_a_failure_is_one_line_in_memsnaps_words(memsnap, work):
@@ -130,7 +128,8 @@ def test_a_failure_is_one_line_in_memsnaps_words(memsnap, work):
     with open(path, "wb") as f:
         pickle.dump({"segments": [], "device_traces": [untimed[:1], untimed]}, f, protocol=4)
     rc, _, err = run(memsnap, ["parse", path])
-    check("a report names the device it chose", rc == 0 and b"this report is device 1" in err, err)
+    with check("a report names the device it chose"):
+        assert rc == 0 and b"this report is device 1" in err, err
     for args, said in ((["replay-to-time", path, "--time", "1"], b"no time can be asked for"),
                        (["replay-step", path, "--step", "3"], b"has no steps"),
                        (["parse", path, "--device", "99999999999"],
@@ -139,10 +138,9 @@ def test_a_failure_is_one_line_in_memsnaps_words(memsnap, work):
                         b"plot: --max-entries: expects 0 to 15000, not '20000'")):
         rc, _, err = run(memsnap, args)
         lines = err.splitlines()
-        check("%s: one line, memsnap's words" % " ".join(args[:1] + args[2:]),
-              rc in (1, 2) and len(lines) == 1 and lines[0].startswith(b"memsnap: ")
-              and said in lines[0] and b"Could not convert" not in err, (rc, lines))
-    check.verify()
+        with check("%s: one line, memsnap's words" % " ".join(args[:1] + args[2:])):
+            assert (rc in (1, 2) and len(lines) == 1 and lines[0].startswith(b"memsnap: ")
+                    and said in lines[0] and b"Could not convert" not in err), (rc, lines)
 
 
 def test_wide_integers_have_a_budget(memsnap, work):
@@ -153,15 +151,16 @@ def test_wide_integers_have_a_budget(memsnap, work):
     os.makedirs(work, exist_ok=True)
     path = make_hostile.write("wide_ints", os.path.join(work, "wide.pickle"))
     rc, _, err = run(memsnap, ["parse", path])
-    check("1,000 wide integers: refused, exit 1, one line", rc == 1 and err.count(b"\n") == 1
-          and b"integers wider than 64 bits: more than 1048576 bytes" in err, (rc, err))
+    with check("1,000 wide integers: refused, exit 1, one line"):
+        assert (rc == 1 and err.count(b"\n") == 1
+                and b"integers wider than 64 bits: more than 1048576 bytes" in err), (rc, err)
     few = os.path.join(work, "few_wide.pickle")
     with open(few, "wb") as f:
         pickle.dump({"segments": [], "device_traces": [[]],
                      "allocator_settings": {"wide": [1 << 100, -(1 << 200)]}}, f, protocol=4)
     rc, out, err = run(memsnap, ["parse", "--json", few])
-    check("two wide integers read, exact", rc == 0 and str(1 << 100).encode() in out, (rc, err))
-    check.verify()
+    with check("two wide integers read, exact"):
+        assert rc == 0 and str(1 << 100).encode() in out, (rc, err)
 
 
 def test_shared_references_count_against_the_memory_bound(memsnap, work):
@@ -175,9 +174,8 @@ def test_shared_references_count_against_the_memory_bound(memsnap, work):
         for command in (["parse"], ["plot", "--text"]):
             rc, _, err = run(memsnap, command[:1] + [path] + command[1:])
             lines = err.splitlines()
-            check("%s: %s refused in one line naming the bound" % (shape, command[0]),
-                  rc == 1 and len(lines) == 1 and b"bytes per input byte" in lines[0], (rc, lines))
-    check.verify()
+            with check("%s: %s refused in one line naming the bound" % (shape, command[0])):
+                assert rc == 1 and len(lines) == 1 and b"bytes per input byte" in lines[0], (rc, lines)
 
 
 def test_bytes_that_are_not_read_are_said(memsnap, work):
@@ -213,19 +211,17 @@ def test_bytes_that_are_not_read_are_said(memsnap, work):
             where = "stdin" if stdin else "the file"
             if said is None:
                 clean = report
-                check("%s from %s: read, nothing said" % (name, where),
-                      got.returncode == 0 and not warned, (got.returncode, got.stderr))
+                with check("%s from %s: read, nothing said" % (name, where)):
+                    assert got.returncode == 0 and not warned, (got.returncode, got.stderr)
                 continue
-            check("%s from %s: read as the clean file" % (name, where),
-                  got.returncode == 0 and report.get("peaks") == clean.get("peaks"),
-                  (got.returncode, got.stderr))
-            check("%s from %s: said in one warning" % (name, where),
-                  len(warned) == 1 and said.decode() in warned[0], warned)
+            with check("%s from %s: read as the clean file" % (name, where)):
+                assert got.returncode == 0 and report.get("peaks") == clean.get("peaks"), (got.returncode, got.stderr)
+            with check("%s from %s: said in one warning" % (name, where)):
+                assert len(warned) == 1 and said.decode() in warned[0], warned
             counted = report.get("anomalies", {})
-            check("%s from %s: counted in anomalies" % (name, where),
-                  (counted.get("bytes_after_stop"), counted.get("bytes_after_compressed"))
-                  == counts[name], counted)
-    check.verify()
+            with check("%s from %s: counted in anomalies" % (name, where)):
+                assert ((counted.get("bytes_after_stop"), counted.get("bytes_after_compressed"))
+                        == counts[name]), counted
 
 
 def test_degenerate_pickles_are_refused_within_the_bound(memsnap, work):
@@ -238,11 +234,10 @@ def test_degenerate_pickles_are_refused_within_the_bound(memsnap, work):
         path = make_hostile.write("empty_lists", os.path.join(work, name), 1)
         rc, _, err = run(memsnap, ["parse", path])
         lines = err.splitlines()
-        check("%s: refused in one line naming the bound" % name,
-              rc == 1 and len(lines) == 1 and b"bytes per input byte" in lines[0], (rc, lines))
+        with check("%s: refused in one line naming the bound" % name):
+            assert rc == 1 and len(lines) == 1 and b"bytes per input byte" in lines[0], (rc, lines)
     path = make_hostile.write("long_name", os.path.join(work, "long_name.pickle.gz"), 1)
     rc, out, err = run(memsnap, ["parse", "--json", path])
     warnings = json.loads(out)["warnings"] if rc == 0 else []
-    check("a 32 MiB frame name: read, cut and said",
-          any("longer than 1 MiB and are cut" in w for w in warnings), (rc, err))
-    check.verify()
+    with check("a 32 MiB frame name: read, cut and said"):
+        assert any("longer than 1 MiB and are cut" in w for w in warnings), (rc, err)

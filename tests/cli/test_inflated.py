@@ -18,10 +18,8 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 import pytest
+from pytest_check import check
 
-import testlib
-
-check = testlib.Checks()
 TIMEOUT = 300
 GENERATOR = os.path.join(os.path.dirname(HERE), "gen", "make_snapshot.py")
 # What differs between a file and its compressed copy, besides nothing.
@@ -54,13 +52,13 @@ def same_reports(memsnap, plain, commands, what):
     copies = compressed_copies(plain)
     for command in commands:
         want, why = report(memsnap, command, plain, plain)
-        if not check("%s: %s of the plain file" % (what, command), want is not None, why):
+        if not check.is_true(want is not None, "%s: %s of the plain file: %s" % (what, command, why)):
             continue
         for copy in copies:
             got, why = report(memsnap, command, copy, plain)
-            check("%s: %s of the %s copy equals the plain file's" % (what, command,
-                                                                  copy.rsplit(".", 1)[1]),
-                  got == want, why or "reports differ")
+            with check("%s: %s of the %s copy equals the plain file's" % (what, command,
+                       copy.rsplit(".", 1)[1])):
+                assert got == want, why or "reports differ"
     return copies
 
 
@@ -86,9 +84,9 @@ def large_file(memsnap, work):
     for copy in copies:
         got = peak_kib(memsnap, copy)
         # Held whole, the inflated pickle alone would add its 48 MB.
-        check("%s: peak %d MiB within 1.3x the plain file's %d MiB (+ 8 MiB)"
-              % (os.path.basename(copy), got >> 10, plain_peak >> 10),
-              got < plain_peak * 1.3 + (8 << 10), (got, plain_peak))
+        with check("%s: peak %d MiB within 1.3x the plain file's %d MiB (+ 8 MiB)"
+                   % (os.path.basename(copy), got >> 10, plain_peak >> 10)):
+            assert got < plain_peak * 1.3 + (8 << 10), (got, plain_peak)
 
 
 def without_memo(memsnap, work):
@@ -105,9 +103,9 @@ def without_memo(memsnap, work):
         pickler = pickle.Pickler(f, protocol=4)
         pickler.fast = True
         pickler.dump(data)
-    check("no memo: the file has no memo opcodes and is past the 2 MiB release step",
-          os.path.getsize(plain) > (4 << 20) and b"\x94" not in open(plain, "rb").read()[:4096],
-          os.path.getsize(plain))
+    with check("no memo: the file has no memo opcodes and is past the 2 MiB release step"):
+        assert os.path.getsize(plain) > (4 << 20) and b"\x94" not in open(plain, "rb").read()[:4096], (
+            os.path.getsize(plain))
     same_reports(memsnap, plain, ("parse", "segments"), "no memo")
 
 
@@ -131,14 +129,11 @@ def long_string(memsnap, work):
 
 def test_large_file(memsnap, work):
     large_file(memsnap, work)
-    check.verify()
 
 
 def test_without_memo(memsnap, work):
     without_memo(memsnap, work)
-    check.verify()
 
 
 def test_long_string(memsnap, work):
     long_string(memsnap, work)
-    check.verify()

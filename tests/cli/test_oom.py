@@ -13,6 +13,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 import pytest
+from pytest_check import check
 
 import testlib
 
@@ -22,7 +23,6 @@ T0 = 1_700_000_000_000_000  # µs
 FORWARD = [{"name": "forward", "filename": "/home/me/model.py", "line": 42},
            {"name": "train", "filename": "/home/me/train.py", "line": 7}]
 
-check = testlib.Checks()
 run = testlib.run_memsnap
 
 
@@ -131,7 +131,7 @@ def verdict_cases(memsnap, work):
         path = os.path.join(work, f"oom-{name.replace(' ', '-').replace(',', '')}.pickle")
         scenario.write(path, request, free, at_s, legacy_free=legacy)
         got = run(memsnap, ["oom", "--json", path] + flags)
-        if not check(f"oom {name}: exit 0", got.returncode == 0, got.stderr):
+        if not check.is_true(got.returncode == 0, f"oom {name}: exit 0: {got.stderr}"):
             continue
         report = json.loads(got.stdout)
         oom = report["oom"]
@@ -140,13 +140,15 @@ def verdict_cases(memsnap, work):
         for key, value in oom["state"].items():
             values["state." + key] = value
         wrong = {k: (values.get(k), v) for k, v in expected.items() if values.get(k) != v}
-        check(f"oom {name}: verdict and numbers", not wrong, wrong)
-        check(f"oom {name}: the request, its source and category", oom["request"] == request
-              and oom["request_source"] == "forward@model.py:42" and oom["request_category"] == "activation", oom)
+        with check(f"oom {name}: verdict and numbers"):
+            assert not wrong, wrong
+        with check(f"oom {name}: the request, its source and category"):
+            assert (oom["request"] == request
+                    and oom["request_source"] == "forward@model.py:42" and oom["request_category"] == "activation"), oom
         text = run(memsnap, ["oom", path] + flags)
         first = next((s["sentence"] for s in oom["verdicts"]), "")
-        check(f"oom {name}: the text leads with the verdict sentence",
-              text.returncode == 0 and f"Verdict: {oom['verdict']}\n  {first}\n" in text.stdout, text.stdout[:800])
+        with check(f"oom {name}: the text leads with the verdict sentence"):
+            assert text.returncode == 0 and f"Verdict: {oom['verdict']}\n  {first}\n" in text.stdout, text.stdout[:800]
     return cases
 
 
@@ -157,13 +159,13 @@ def headroom_by_step(memsnap, work):
     path = os.path.join(work, "oom-steps.pickle")
     s.write(path, 2 * GiB, 0, 2.5, steps=[(0, 0.0, 1.0), (1, 1.0, 2.0), (2, 2.0, None)])
     oom = json.loads(run(memsnap, ["oom", "--json", path]).stdout)["oom"]
-    check("oom with steps: the OOM's step and the highest complete step before it (step 1, 4 GiB)",
-          oom["oom_step"] == 2 and oom["prior_step"] == 1 and oom["prior_step_peak"] == 4 * GiB,
-          {k: oom[k] for k in ("oom_step", "prior_step", "prior_step_peak")})
+    with check("oom with steps: the OOM's step and the highest complete step before it (step 1, 4 GiB)"):
+        assert oom["oom_step"] == 2 and oom["prior_step"] == 1 and oom["prior_step_peak"] == 4 * GiB, (
+            {k: oom[k] for k in ("oom_step", "prior_step", "prior_step_peak")})
     text = run(memsnap, ["oom", path]).stdout
-    check("oom with steps: the text gives the step's peak and the margin",
-          "peak of step 1" in text and "the highest complete step before the OOM (which came in step 2); "
-          "1.00 GiB below reserved + device free at the OOM" in text, text)
+    with check("oom with steps: the text gives the step's peak and the margin"):
+        assert ("peak of step 1" in text and "the highest complete step before the OOM (which came in step 2); "
+                "1.00 GiB below reserved + device free at the OOM" in text), text
 
 
 def options_and_refusals(memsnap, work):
@@ -181,29 +183,35 @@ def options_and_refusals(memsnap, work):
     with open(one, "wb") as f:
         pickle.dump(snapshot, f, protocol=4)
     report = json.loads(run(memsnap, ["oom", "--json", one]).stdout)
-    check("oom: the default device is the first with an oom entry", report["device"] == 1
-          and report["devices_with_oom"] == [1] and report["oom_count"] == 2 and report["oom"]["ordinal"] == 1, report)
+    with check("oom: the default device is the first with an oom entry"):
+        assert (report["device"] == 1
+                and report["devices_with_oom"] == [1] and report["oom_count"] == 2 and report["oom"]["ordinal"] == 1), (
+            report)
     report = json.loads(run(memsnap, ["oom", "--json", "--at", "2", one]).stdout)
-    check("oom --at 2 picks the second entry", report["oom"]["request"] == 3 * GiB and report["oom"]["ordinal"] == 2)
+    with check("oom --at 2 picks the second entry"):
+        assert report["oom"]["request"] == 3 * GiB and report["oom"]["ordinal"] == 2
     got = run(memsnap, ["oom", "--at", "3", one])
-    check("oom --at past the last entry is a usage error naming the count",
-          got.returncode == 2 and "memsnap: --at 3: device 1 has 2 oom entries (1-2)" in got.stderr, got.stderr)
+    with check("oom --at past the last entry is a usage error naming the count"):
+        assert got.returncode == 2 and "memsnap: --at 3: device 1 has 2 oom entries (1-2)" in got.stderr, got.stderr
     got = run(memsnap, ["oom", "--device", "0", one])
-    check("oom on a device without one says which devices have one and how to capture one",
-          got.returncode == 0 and "no oom entry on device 0 (devices with one: 1; use --device)" in got.stdout
-          and "_cuda_attach_out_of_memory_observer" in got.stdout, got.stdout + got.stderr)
+    with check("oom on a device without one says which devices have one and how to capture one"):
+        assert (got.returncode == 0 and "no oom entry on device 0 (devices with one: 1; use --device)" in got.stdout
+                and "_cuda_attach_out_of_memory_observer" in got.stdout), got.stdout + got.stderr
     got = run(memsnap, ["oom", "--json", "--device", "0", one])
-    check("oom --json without an oom entry: oom is null", got.returncode == 0 and json.loads(got.stdout)["oom"] is None)
+    with check("oom --json without an oom entry: oom is null"):
+        assert got.returncode == 0 and json.loads(got.stdout)["oom"] is None
     segments_only = os.path.join(work, "oom-segments-only.pickle")
     with open(segments_only, "wb") as f:
         pickle.dump(snapshot["segments"], f, protocol=4)  # torch.cuda.memory_snapshot(): a list
     got = run(memsnap, ["oom", segments_only])
-    check("oom on a segments-only snapshot says it has no history to show an OOM",
-          got.returncode == 0 and "records no allocation history for the device" in got.stdout, got.stdout + got.stderr)
+    with check("oom on a segments-only snapshot says it has no history to show an OOM"):
+        assert got.returncode == 0 and "records no allocation history for the device" in got.stdout, (
+            got.stdout + got.stderr)
     for flags, text in ((["--window", "0"], "--window must be > 0"), (["--at", "0"], "--at"),
                         (["--capacity", "lots"], "--capacity")):
         got = run(memsnap, ["oom", one] + flags)
-        check(f"oom {' '.join(flags)} is a usage error", got.returncode == 2 and text in got.stderr, got.stderr)
+        with check(f"oom {' '.join(flags)} is a usage error"):
+            assert got.returncode == 2 and text in got.stderr, got.stderr
 
 
 def entry(action, addr, size, t_s, stream=0):
@@ -266,27 +274,26 @@ def replayed_block_facts(memsnap, work):
     path = os.path.join(work, "oom-released-after.pickle")
     fragmented_then_released(path)
     got = run(memsnap, ["oom", "--json", path])
-    if not check("oom with entries after it: exit 0", got.returncode == 0, got.stderr):
-        return
+    assert got.returncode == 0, "oom with entries after it: exit 0: %s" % got.stderr
     oom = json.loads(got.stdout)["oom"]
     state = oom["state"]
-    check("oom with entries after it: the block facts are replayed (9 entries after the OOM)",
-          state["block_facts"] == "replayed" and state["entries_after"] == 9 and not state["dump_is_oom_state"],
-          state)
-    check("oom with entries after it: reserved 14 GiB and live 11.5 GiB at the OOM (B still there)",
-          state["reserved"] == 14 * GiB and state["live"] == 7680 * MiB + 4 * GiB, state)
-    check("oom with entries after it: fragmentation from the replayed blocks (2.5 GiB free, largest 256 MiB)",
-          oom["verdict"] == "fragmentation" and state["usable_free"] == 2560 * MiB
-          and state["largest_usable_block"] == 256 * MiB and oom["shortfall"] == GiB - 256 * MiB,
-          (oom["verdict"], state))
+    with check("oom with entries after it: the block facts are replayed (9 entries after the OOM)"):
+        assert state["block_facts"] == "replayed" and state["entries_after"] == 9 and not state["dump_is_oom_state"], (
+            state)
+    with check("oom with entries after it: reserved 14 GiB and live 11.5 GiB at the OOM (B still there)"):
+        assert state["reserved"] == 14 * GiB and state["live"] == 7680 * MiB + 4 * GiB, state
+    with check("oom with entries after it: fragmentation from the replayed blocks (2.5 GiB free, largest 256 MiB)"):
+        assert (oom["verdict"] == "fragmentation" and state["usable_free"] == 2560 * MiB
+                and state["largest_usable_block"] == 256 * MiB and oom["shortfall"] == GiB - 256 * MiB), (
+            (oom["verdict"], state))
     segments = json.loads(run(memsnap, ["segments", "--json", "--time", str(oom["time_s"]), path]).stdout)
-    check("oom with entries after it: the same largest free block as segments --time at the OOM",
-          segments["largest_free_block"]["bytes"] == state["largest_usable_block"]
-          and segments["totals"]["reserved"] == state["reserved"], segments["largest_free_block"])
+    with check("oom with entries after it: the same largest free block as segments --time at the OOM"):
+        assert (segments["largest_free_block"]["bytes"] == state["largest_usable_block"]
+                and segments["totals"]["reserved"] == state["reserved"]), segments["largest_free_block"]
     text = run(memsnap, ["oom", path]).stdout
-    check("oom with entries after it: the text says where the blocks come from",
-          "replayed to the OOM from the dump (9 entries after it; the replay reproduces the dump exactly)" in text
-          and "the largest free block was 256.00 MiB: the free memory is in pieces." in text, text)
+    with check("oom with entries after it: the text says where the blocks come from"):
+        assert ("replayed to the OOM from the dump (9 entries after it; the replay reproduces the dump exactly)" in text
+                and "the largest free block was 256.00 MiB: the free memory is in pieces." in text), text
     # Without block addresses the replay is impossible: the facts are unknown, and the report says why.
     with open(path, "rb") as f:
         snapshot = pickle.load(f)
@@ -296,9 +303,9 @@ def replayed_block_facts(memsnap, work):
     with open(bare, "wb") as f:
         pickle.dump(snapshot, f, protocol=4)
     state = json.loads(run(memsnap, ["oom", "--json", bare]).stdout)["oom"]["state"]
-    check("oom without the dump's blocks: block facts unknown, with the reason",
-          state["block_facts"] == "unknown" and state["largest_usable_block"] is None
-          and state["block_facts_unknown"], state)
+    with check("oom without the dump's blocks: block facts unknown, with the reason"):
+        assert (state["block_facts"] == "unknown" and state["largest_usable_block"] is None
+                and state["block_facts_unknown"]), state
 
 
 def at_peak(memsnap, work):
@@ -315,35 +322,38 @@ def at_peak(memsnap, work):
     with open(path, "wb") as f:
         pickle.dump({"segments": [segment_dict(a, blocks)], "device_traces": [trace]}, f, protocol=4)
     got = run(memsnap, ["oom", "--json", "--at", "peak", "--capacity", "10GiB", path])
-    if not check("oom --at peak: exit 0", got.returncode == 0, got.stderr):
-        return
+    assert got.returncode == 0, "oom --at peak: exit 0: %s" % got.stderr
     report = json.loads(got.stdout)
     peak = report["peak"]
     parse = json.loads(run(memsnap, ["parse", "--json", path]).stdout)
-    check("oom --at peak: the moment is the peak, no verdict",
-          report["moment"] == "peak" and report["oom"] is None and peak["verdict"] is None
-          and peak["verdicts"] == [] and peak["event"] == 6 and abs(peak["time_s"] - 1.2) < 1e-6, peak)
-    check("oom --at peak: live = parse's absolute peak; the replayed state then (2 GiB free in one block)",
-          peak["state"]["live"] == parse["replay"]["absolute_peak"] == 6 * GiB and peak["state"]["reserved"] == 8 * GiB
-          and peak["state"]["block_facts"] == "replayed" and peak["state"]["largest_usable_block"] == 2 * GiB,
-          (peak["state"], parse["replay"]["absolute_peak"]))
-    check("oom --at peak: the allocation that reached it", peak["request"] == GiB
-          and peak["request_source"] == "forward@model.py:42", peak)
-    check("oom --at peak: the headroom sentence has the numbers",
-          "At the peak 6.00 GiB were live in 8.00 GiB reserved, 2.00 GiB free in segments; the largest free "
-          "block on stream 0 of the default pool was 2.00 GiB" in peak["headroom"]
-          and "2.00 GiB beyond what PyTorch reserved" in peak["headroom"], peak["headroom"])
+    with check("oom --at peak: the moment is the peak, no verdict"):
+        assert (report["moment"] == "peak" and report["oom"] is None and peak["verdict"] is None
+                and peak["verdicts"] == [] and peak["event"] == 6 and abs(peak["time_s"] - 1.2) < 1e-6), peak
+    with check("oom --at peak: live = parse's absolute peak; the replayed state then (2 GiB free in one block)"):
+        assert (peak["state"]["live"] == parse["replay"]["absolute_peak"] == 6 * GiB and peak["state"]["reserved"] == 8 * GiB
+                and peak["state"]["block_facts"] == "replayed" and peak["state"]["largest_usable_block"] == 2 * GiB), (
+            (peak["state"], parse["replay"]["absolute_peak"]))
+    with check("oom --at peak: the allocation that reached it"):
+        assert (peak["request"] == GiB
+                and peak["request_source"] == "forward@model.py:42"), peak
+    with check("oom --at peak: the headroom sentence has the numbers"):
+        assert ("At the peak 6.00 GiB were live in 8.00 GiB reserved, 2.00 GiB free in segments; the largest free "
+                "block on stream 0 of the default pool was 2.00 GiB" in peak["headroom"]
+                and "2.00 GiB beyond what PyTorch reserved" in peak["headroom"]), peak["headroom"]
     text = run(memsnap, ["oom", "--at", "peak", path]).stdout
-    check("oom --at peak: the text", "device 0, at the peak (event 6 at 1.200000 s)" in text
-          and "The allocation that reached the peak" in text and "\nHeadroom\n" in text
-          and "Verdict" not in text and "Live at the peak by source" in text, text)
+    with check("oom --at peak: the text"):
+        assert ("device 0, at the peak (event 6 at 1.200000 s)" in text
+                and "The allocation that reached the peak" in text and "\nHeadroom\n" in text
+                and "Verdict" not in text and "Live at the peak by source" in text), text
     got = run(memsnap, ["oom", path])
-    check("oom without an oom entry points to --at peak", got.returncode == 0
-          and "memsnap oom --at peak" in got.stdout, got.stdout)
+    with check("oom without an oom entry points to --at peak"):
+        assert (got.returncode == 0
+                and "memsnap oom --at peak" in got.stdout), got.stdout
     for bad in ("top", "-1", "1.5"):
         got = run(memsnap, ["oom", "--at", bad, path])
-        check(f"oom --at {bad} is a usage error naming both forms", got.returncode == 2
-              and "expects a whole number >= 1 or 'peak'" in got.stderr, got.stderr)
+        with check(f"oom --at {bad} is a usage error naming both forms"):
+            assert (got.returncode == 2
+                    and "expects a whole number >= 1 or 'peak'" in got.stderr), got.stderr
 
 
 def oom_folder(memsnap, work):
@@ -358,33 +368,38 @@ def oom_folder(memsnap, work):
         f.write(b"not a pickle")
     got = run(memsnap, ["oom", "--json", folder])
     report = json.loads(got.stdout) if got.returncode == 0 else None
-    if not check("oom DIR: exit 0 and JSON", report is not None, got.stderr):
-        return
+    assert report is not None, "oom DIR: exit 0 and JSON: %s" % got.stderr
     rows = report["ranks"]
-    check("oom DIR: one row per file, ranks from the names", [r["rank"] for r in rows] == [0, 1, 2, 3], rows)
-    check("oom DIR: an unreadable file is a row that says why", rows[3]["error"] is not None
-          and rows[3]["oom_count"] == 0, rows[3])
+    with check("oom DIR: one row per file, ranks from the names"):
+        assert [r["rank"] for r in rows] == [0, 1, 2, 3], rows
+    with check("oom DIR: an unreadable file is a row that says why"):
+        assert (rows[3]["error"] is not None
+                and rows[3]["oom_count"] == 0), rows[3]
     times = {}
     for row in rows[:3]:
         single = json.loads(run(memsnap, ["oom", "--json", row["file"]]).stdout)
         parsed = json.loads(run(memsnap, ["parse", "--json", row["file"]]).stdout)
         if single["oom"] is None:
-            check(f"oom DIR: rank {row['rank']} without an OOM has no verdict", row["oom_count"] == 0
-                  and row["verdict"] is None, row)
+            with check(f"oom DIR: rank {row['rank']} without an OOM has no verdict"):
+                assert (row["oom_count"] == 0
+                        and row["verdict"] is None), row
             continue
         times[row["rank"]] = parsed["oom"][0]["time_us"]
-        check(f"oom DIR: rank {row['rank']}'s row is oom FILE's verdict and numbers",
-              row["verdict"] == single["oom"]["verdict"] and row["request"] == single["oom"]["request"]
-              and row["live"] == single["oom"]["state"]["live"] and row["time_us"] == times[row["rank"]], row)
+        with check(f"oom DIR: rank {row['rank']}'s row is oom FILE's verdict and numbers"):
+            assert (row["verdict"] == single["oom"]["verdict"] and row["request"] == single["oom"]["request"]
+                    and row["live"] == single["oom"]["state"]["live"] and row["time_us"] == times[row["rank"]]), row
     first = min(times, key=times.get)
-    check("oom DIR: the first OOM in time is analysed in full", report["first"] == first
-          and report["first_oom"]["file"] == rows[first]["file"] and report["first_oom"]["oom"] is not None,
-          (report["first"], times))
+    with check("oom DIR: the first OOM in time is analysed in full"):
+        assert (report["first"] == first
+                and report["first_oom"]["file"] == rows[first]["file"] and report["first_oom"]["oom"] is not None), (
+            (report["first"], times))
     text = run(memsnap, ["oom", folder])
-    check("oom DIR text: the table, then the first OOM", "2 of 4 files ran out of memory" in text.stdout
-          and "<- first in time" in text.stdout and "Verdict:" in text.stdout, text.stdout[:400])
+    with check("oom DIR text: the table, then the first OOM"):
+        assert ("2 of 4 files ran out of memory" in text.stdout
+                and "<- first in time" in text.stdout and "Verdict:" in text.stdout), text.stdout[:400]
     got = run(memsnap, ["oom", "--at", "peak", folder])
-    check("oom DIR --at: a usage error", got.returncode == 2 and "--at takes one file" in got.stderr, got.stderr)
+    with check("oom DIR --at: a usage error"):
+        assert got.returncode == 2 and "--at takes one file" in got.stderr, got.stderr
 
 
 def legacy_peak_before_one_entry(memsnap, work):
@@ -411,50 +426,51 @@ def legacy_peak_before_one_entry(memsnap, work):
         pickle.dump({"segments": [segment], "device_traces": [trace]}, f, protocol=2)
     got = run(memsnap, ["oom", "--at", "peak", "--json", path])
     report = json.loads(got.stdout) if got.returncode == 0 else None
-    if not check("2.0 dump, one entry after the peak: oom --at peak exits 0", report is not None, got.stderr):
-        return
+    assert report is not None, "2.0 dump, one entry after the peak: oom --at peak exits 0: %s" % got.stderr
     peak = report["peak"]
     live = peak["state"]["live"]
     by_source = {row["source"]: row["bytes"] for row in peak["live_by_source"]}
-    check("2.0 dump, one entry after the peak: live at the peak is 3 GiB from before the trace + 384 MiB",
-          live == 3 * GiB + 384 * MiB, live)
-    check("2.0 dump, one entry after the peak: the tables name all of it, the blocks' history included",
-          sum(by_source.values()) == live and by_source.get("build@model.py:7") == 3 * GiB
-          and sum(row["bytes"] for row in peak["live_by_category"]) == live, by_source)
+    with check("2.0 dump, one entry after the peak: live at the peak is 3 GiB from before the trace + 384 MiB"):
+        assert live == 3 * GiB + 384 * MiB, live
+    with check("2.0 dump, one entry after the peak: the tables name all of it, the blocks' history included"):
+        assert (sum(by_source.values()) == live and by_source.get("build@model.py:7") == 3 * GiB
+                and sum(row["bytes"] for row in peak["live_by_category"]) == live), by_source
     text = run(memsnap, ["oom", "--at", "peak", path]).stdout
-    check("2.0 dump, one entry after the peak: never '(nothing live)'", "(nothing live)" not in text, text[-600:])
+    with check("2.0 dump, one entry after the peak: never '(nothing live)'"):
+        assert "(nothing live)" not in text, text[-600:]
 
 
 def fixtures(memsnap, folder):
     path = os.path.join(folder, "Constructor-Sun_code_location__memory_snapshot.pickle")
     report = json.loads(run(memsnap, ["oom", "--json", path]).stdout)
     oom = report["oom"]
-    check("fixture Constructor-Sun: the oom on device 1, 4.94 GiB asked with 91.25 MiB free",
-          report["device"] == 1 and oom["request"] == 5308694528 and oom["device_free"] == 95682560
-          and oom["request_source"] == "update_nodes@models.py:181", oom)
-    check("fixture Constructor-Sun: 174 frees after the OOM; the block state at it is replayed (exact)",
-          oom["state"]["entries_after"] == 174 and not oom["state"]["dump_is_oom_state"]
-          and oom["state"]["block_facts"] == "replayed" and oom["state"]["largest_usable_block"] is not None,
-          oom["state"])
+    with check("fixture Constructor-Sun: the oom on device 1, 4.94 GiB asked with 91.25 MiB free"):
+        assert (report["device"] == 1 and oom["request"] == 5308694528 and oom["device_free"] == 95682560
+                and oom["request_source"] == "update_nodes@models.py:181"), oom
+    with check("fixture Constructor-Sun: 174 frees after the OOM; the block state at it is replayed (exact)"):
+        assert (oom["state"]["entries_after"] == 174 and not oom["state"]["dump_is_oom_state"]
+                and oom["state"]["block_facts"] == "replayed" and oom["state"]["largest_usable_block"] is not None), (
+            oom["state"])
     segments = json.loads(run(memsnap, ["segments", "--json", "--device", "1", "--time", str(oom["time_s"]), path]).stdout)
-    check("fixture Constructor-Sun: the largest usable block is segments --time's at the OOM",
-          segments["largest_free_block"]["bytes"] == oom["state"]["largest_usable_block"]
-          and segments["totals"]["reserved"] == oom["state"]["reserved"], segments["largest_free_block"])
-    check("fixture Constructor-Sun: capacity; activations would need to shrink",
-          oom["verdict"] == "capacity" and oom["shortfall"] > 0
-          and oom["live_by_category"][0]["source"] == "activation", oom["verdicts"])
+    with check("fixture Constructor-Sun: the largest usable block is segments --time's at the OOM"):
+        assert (segments["largest_free_block"]["bytes"] == oom["state"]["largest_usable_block"]
+                and segments["totals"]["reserved"] == oom["state"]["reserved"]), segments["largest_free_block"]
+    with check("fixture Constructor-Sun: capacity; activations would need to shrink"):
+        assert (oom["verdict"] == "capacity" and oom["shortfall"] > 0
+                and oom["live_by_category"][0]["source"] == "activation"), oom["verdicts"]
     timed = json.loads(run(memsnap, ["replay-to-time", "--json", "--device", "1", "--time", str(oom["time_s"]), path]).stdout)
-    check("fixture Constructor-Sun: live at the OOM = replay-to-time at its time",
-          oom["state"]["live"] == timed["absolute"], (oom["state"]["live"], timed["absolute"]))
+    with check("fixture Constructor-Sun: live at the OOM = replay-to-time at its time"):
+        assert oom["state"]["live"] == timed["absolute"], (oom["state"]["live"], timed["absolute"])
     legacy = os.path.join(folder, "Yiyi-philosophy_LLM-inference__oom_snapshot.pickle")
     got = run(memsnap, ["oom", legacy])
-    check("fixture Yiyi (2.0 dump at an OOM, no oom entry): says so and how to capture one",
-          got.returncode == 0 and "no oom entry on device 0" in got.stdout, got.stdout + got.stderr)
+    with check("fixture Yiyi (2.0 dump at an OOM, no oom entry): says so and how to capture one"):
+        assert got.returncode == 0 and "no oom entry on device 0" in got.stdout, got.stdout + got.stderr
     peak = json.loads(run(memsnap, ["oom", "--json", "--at", "peak", legacy]).stdout)["peak"]
-    check("fixture Yiyi --at peak: the dump's state, named from its blocks' history (11.03 GiB, 460 blocks)",
-          peak["at_trace_start"] and peak["state"]["block_facts"] == "dump" and peak["live_from_blocks"]
-          and peak["live_by_source"][0]["source"] == "allocate@pytorch_backend.py:190"
-          and peak["live_by_source"][0]["count"] == 460 and peak["state"]["live"] == 11840159744 and peak["event"] is None, peak)
+    with check("fixture Yiyi --at peak: the dump's state, named from its blocks' history (11.03 GiB, 460 blocks)"):
+        assert (peak["at_trace_start"] and peak["state"]["block_facts"] == "dump" and peak["live_from_blocks"]
+                and peak["live_by_source"][0]["source"] == "allocate@pytorch_backend.py:190"
+                and peak["live_by_source"][0]["count"] == 460 and peak["state"]["live"] == 11840159744 and peak["event"] is None), (
+            peak)
     every_fixture_at_peak(memsnap, folder)
 
 
@@ -480,10 +496,10 @@ def every_fixture_at_peak(memsnap, folder):
             wrong.append((name, peak["state"]["live"], parse["replay"]["absolute_peak"]))
         if peak["state"]["block_facts"] not in ("dump", "replayed"):
             unknown.append((name, peak["state"]["block_facts"], peak["state"]["block_facts_unknown"]))
-    check(f"fixtures: oom --at peak on all {len(names)} files: live at the peak = parse's absolute peak",
-          names and not wrong, wrong)
-    check("fixtures: oom --at peak knows the blocks at the peak on every file (dump or exact replay)",
-          not unknown, unknown)
+    with check(f"fixtures: oom --at peak on all {len(names)} files: live at the peak = parse's absolute peak"):
+        assert names and not wrong, wrong
+    with check("fixtures: oom --at peak knows the blocks at the peak on every file (dump or exact replay)"):
+        assert not unknown, unknown
 
 
 def generated(memsnap, work):
@@ -499,40 +515,32 @@ def generated(memsnap, work):
 
 def test_verdict_cases(memsnap, work):
     verdict_cases(memsnap, work)
-    check.verify()
 
 
 def test_headroom_by_step(memsnap, work):
     headroom_by_step(memsnap, work)
-    check.verify()
 
 
 def test_options_and_refusals(memsnap, work):
     options_and_refusals(memsnap, work)
-    check.verify()
 
 
 def test_replayed_block_facts(memsnap, work):
     replayed_block_facts(memsnap, work)
-    check.verify()
 
 
 def test_at_peak(memsnap, work):
     at_peak(memsnap, work)
-    check.verify()
 
 
 def test_oom_folder(memsnap, work):
     oom_folder(memsnap, work)
-    check.verify()
 
 
 def test_legacy_peak_before_one_entry(memsnap, work):
     legacy_peak_before_one_entry(memsnap, work)
-    check.verify()
 
 
 @pytest.mark.fixtures
 def test_every_fixture(memsnap, fixtures_dir):
     fixtures(memsnap, fixtures_dir)
-    check.verify()

@@ -15,10 +15,10 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 GENERATOR = os.path.join(REPO, "tests", "gen", "make_snapshot.py")
 
 import pytest
+from pytest_check import check
 
 import testlib
 
-check = testlib.Checks()
 run = testlib.run_memsnap
 
 
@@ -134,7 +134,7 @@ def segments_against_reference(memsnap, path, document):
         rows, totals, pools = reference_segments(segments, device)
         got = run(memsnap, ["segments", "--json", "--top", "1000000", "--device", str(device), path])
         name = f"segments {os.path.basename(path)} device {device}"
-        if not check(f"{name}: exit 0", got.returncode == 0, got.stderr[-300:]):
+        if not check.is_true(got.returncode == 0, f"{name}: exit 0: {got.stderr[-300:]}"):
             continue
         report = json.loads(got.stdout)
         keys = list(totals)
@@ -157,7 +157,8 @@ def segments_against_reference(memsnap, path, document):
         largest = report["largest_free_block"]
         if (largest["bytes"] if largest else 0) != totals["largest_free_block"]:
             problems.append(f"largest free block {largest} vs {totals['largest_free_block']}")
-        check(f"{name}: segments, pools and totals equal the reference", not problems, "; ".join(problems)[:600])
+        with check(f"{name}: segments, pools and totals equal the reference"):
+            assert not problems, "; ".join(problems)[:600]
         compared += 1
     return compared
 
@@ -187,8 +188,8 @@ def reserved_against_reference(memsnap, path, document):
         if got.returncode != 0:
             continue
         reserved = json.loads(got.stdout)["reserved"]
-        check(f"reserved over time {os.path.basename(path)} device {device}",
-              {k: reserved[k] for k in expected} == expected, f"{reserved} vs {expected}")
+        with check(f"reserved over time {os.path.basename(path)} device {device}"):
+            assert {k: reserved[k] for k in expected} == expected, f"{reserved} vs {expected}"
         compared += 1
     return compared
 
@@ -204,17 +205,17 @@ def against_reference(memsnap, files):
         document = json.loads(dumped.stdout)
         segment_devices += segments_against_reference(memsnap, path, document)
         reserved_devices += reserved_against_reference(memsnap, path, document)
-    check("segments compared on every file with segments", segment_devices >= 6, segment_devices)
-    check("reserved over time compared on every file with a trace", reserved_devices >= 3, reserved_devices)
+    with check("segments compared on every file with segments"):
+        assert segment_devices >= 6, segment_devices
+    with check("reserved over time compared on every file with a trace"):
+        assert reserved_devices >= 3, reserved_devices
 
 
 
 def test_segments_and_reserved_match_the_reference_on_generated_files(memsnap, work):
     against_reference(memsnap, input_files(work, ["generated"], None))
-    check.verify()
 
 
 @pytest.mark.fixtures
 def test_segments_and_reserved_match_the_reference_on_every_fixture(memsnap, fixtures_dir):
     against_reference(memsnap, input_files(None, ["fixtures"], fixtures_dir))
-    check.verify()

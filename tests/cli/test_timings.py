@@ -19,15 +19,13 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 import pytest
-
-import testlib
+from pytest_check import check
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 A = os.path.join(REPO, "examples", "training_steps.pickle.gz")
 B = os.path.join(REPO, "examples", "training_steps_larger_batch.pickle.gz")
 PART = re.compile(r"^memsnap: timings: (.+) device (-?\d+): ([a-z ]+) (\d+\.\d+) s$")
 READ = re.compile(r"^memsnap: timings: (.+): read and decode (\d+\.\d+) s$")
-check = testlib.Checks()
 
 
 def timed(memsnap, args):
@@ -61,18 +59,20 @@ def test_each_part_is_computed_once_and_only_where_needed(memsnap, work):
     for command, files, needed, unwanted in cases:
         name = " ".join(os.path.basename(a) if os.sep in a else a for a in command)
         got, parts, reads = timed(memsnap, command)
-        if not check("%s: exits 0" % name, got.returncode == 0, got.stderr[-2000:]):
+        if not check.is_true(got.returncode == 0, "%s: exits 0: %s" % (name, got.stderr[-2000:])):
             continue
         repeated = {k: n for k, n in parts.items() if n > 1}
-        check("%s: each part computed once per file and device" % name, not repeated, repeated)
+        with check("%s: each part computed once per file and device" % name):
+            assert not repeated, repeated
         for path in files:
-            check("%s: %s read once" % (name, os.path.basename(path)), reads[path] == 1, dict(reads))
+            with check("%s: %s read once" % (name, os.path.basename(path))):
+                assert reads[path] == 1, dict(reads)
         computed = {part for (_, _, part) in parts}
-        check("%s: computes %s" % (name, ", ".join(sorted(needed))), needed <= computed, sorted(computed))
+        with check("%s: computes %s" % (name, ", ".join(sorted(needed)))):
+            assert needed <= computed, sorted(computed)
         if unwanted:
-            check("%s: does not compute %s" % (name, ", ".join(sorted(unwanted))),
-                  not (unwanted & computed), sorted(computed))
+            with check("%s: does not compute %s" % (name, ", ".join(sorted(unwanted)))):
+                assert not (unwanted & computed), sorted(computed)
     got = subprocess.run([memsnap, "parse", A], capture_output=True, text=True, timeout=300)
-    check("without --timings nothing is timed", got.returncode == 0 and "timings" not in got.stderr,
-          got.stderr)
-    check.verify()
+    with check("without --timings nothing is timed"):
+        assert got.returncode == 0 and "timings" not in got.stderr, got.stderr

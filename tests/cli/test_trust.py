@@ -8,6 +8,7 @@ import json
 import os
 
 import pytest
+from pytest_check import check
 
 import testlib
 
@@ -15,7 +16,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 REPRO = os.path.join(REPO, "..", "shared", "repro")
 
-check = testlib.Checks()
 run = testlib.run_memsnap
 
 
@@ -35,24 +35,23 @@ def test_compare_of_wrapped_traces_drills_into_the_traced_peak(memsnap):
     got = run(memsnap, ["compare", "--json", "--steps", "profiler", "--top", "100", a, b])
     assert got.returncode == 0, got.stderr[-400:]
     drill = json.loads(got.stdout)["drill_down"]
-    check("the live sets are the traces' (not the dumps' blocks)", drill["live_from"] == "trace",
-          drill["live_from"])
+    with check("the live sets are the traces' (not the dumps' blocks)"):
+        assert drill["live_from"] == "trace", drill["live_from"]
     rows = {row["source"]: row for row in drill["sources"]}
     for source, peak_a, peak_b in (("mlp_forward@mlp.py:301", 402680320, 402676224),
                                    ("router_forward@router.py:145", 83906560, 83904512),
                                    ("attention_forward@attention.py:88", 201347584, 201349120)):
         row = rows.get(source)
-        check(f"{source}: the reference's bytes at each peak",
-              row is not None and (row["peak_a"], row["peak_b"]) == (peak_a, peak_b), row)
+        with check(f"{source}: the reference's bytes at each peak"):
+            assert row is not None and (row["peak_a"], row["peak_b"]) == (peak_a, peak_b), row
     # By category: everything live at each peak, the dump's memory included.
     for side in ("a", "b"):
         total = sum(row[f"peak_{side}"] for row in drill["categories"])
-        check(f"side {side.upper()}: the categories add up to its absolute peak",
-              total == drill[f"absolute_peak_{side}"], (total, drill[f"absolute_peak_{side}"]))
+        with check(f"side {side.upper()}: the categories add up to its absolute peak"):
+            assert total == drill[f"absolute_peak_{side}"], (total, drill[f"absolute_peak_{side}"])
     text = run(memsnap, ["compare", "--steps", "profiler", a, b]).stdout
-    check("the text drills into the peak over the full trace",
-          "live at each side's peak over the full trace" in text and "neither trace" not in text,
-          text[:1200])
+    with check("the text drills into the peak over the full trace"):
+        assert "live at each side's peak over the full trace" in text and "neither trace" not in text, text[:1200]
 
 
 def evidence_ids(memsnap):
@@ -69,15 +68,16 @@ def test_every_category_row_says_how_it_knows(memsnap):
             if row["source"].startswith("<"):
                 continue  # memsnap's own placeholder rows are no category
             evidence = row.get("evidence", [])
-            check(f"{row['source']}: has evidence", bool(evidence), row)
-            check(f"{row['source']}: its evidence adds up to the row",
-                  sum(e["bytes"] for e in evidence) == row["bytes"]
-                  and sum(e["count"] for e in evidence) == row["count"], row)
+            with check(f"{row['source']}: has evidence"):
+                assert bool(evidence), row
+            with check(f"{row['source']}: its evidence adds up to the row"):
+                assert (sum(e["bytes"] for e in evidence) == row["bytes"]
+                        and sum(e["count"] for e in evidence) == row["count"]), row
     text = run(memsnap, ["explain", os.path.join(REPO, "examples", "training_steps.pickle.gz")]).stdout
-    check("the text table has an evidence column and a legend",
-          "evidence" in text and "  evidence:\n" in text and "outlives-its-step: " in text, text[:2000])
-    check("memsnap's own row names are explained where they appear",
-          "<no frames>: allocations whose entries carry no stack" in text, text[-1500:])
+    with check("the text table has an evidence column and a legend"):
+        assert "evidence" in text and "  evidence:\n" in text and "outlives-its-step: " in text, text[:2000]
+    with check("memsnap's own row names are explained where they appear"):
+        assert "<no frames>: allocations whose entries carry no stack" in text, text[-1500:]
 
 
 @pytest.mark.fixtures
@@ -98,25 +98,27 @@ def test_categories_at_the_peak_on_real_fixtures(memsnap, fixtures_dir):
         rows = page["peak"]["by_category"]["rows"]
         total = sum(r["bytes"] for r in rows) + page["peak"]["by_category"]["rest"]["bytes"]
         expect = page["peak"]["absolute"] if page["peak"]["baseline"] > 0 else page["peak"]["delta"]
-        check(f"{name}: the category table adds up to the peak", total == expect, (total, expect))
+        with check(f"{name}: the category table adds up to the peak"):
+            assert total == expect, (total, expect)
         for row in rows:
             if row["source"].startswith("<"):
                 continue
-            check(f"{name}: {row['source']} has evidence", bool(row.get("evidence")), row)
+            with check(f"{name}: {row['source']} has evidence"):
+                assert bool(row.get("evidence")), row
             rules = {e["rule"] for e in row.get("evidence", [])}
             if row["source"] == "unknown":
-                check(f"{name}: unknown only where nothing says more",
-                      rules <= {"no-rule", "no-frames"}, rules)
+                with check(f"{name}: unknown only where nothing says more"):
+                    assert rules <= {"no-rule", "no-frames"}, rules
         baseline = page["baseline"]["by_category"]["rows"]
         persistent_files += any(r["source"] == "persistent" for r in baseline)
         temporary_files += any(e["rule"] == "freed-in-its-step"
                                for r in rows for e in r.get("evidence", []))
     print(f"{persistent_files} files with persistent memory, {temporary_files} with a step's "
           "temporaries live at the peak")
-    check("some fixture holds frameless memory from before the trace (named persistent)",
-          persistent_files > 0, persistent_files)
-    check("some fixture peaks with an optimizer step's temporaries live", temporary_files > 0,
-          temporary_files)
+    with check("some fixture holds frameless memory from before the trace (named persistent)"):
+        assert persistent_files > 0, persistent_files
+    with check("some fixture peaks with an optimizer step's temporaries live"):
+        assert temporary_files > 0, temporary_files
 
 
 # ---------------------------------------------------------------- the first screen, smaller things
@@ -180,16 +182,18 @@ def test_a_dump_whose_blocks_name_what_its_frameless_trace_cannot(memsnap, work)
              entry("free_completed", base + 64 * mib, 2 * mib, 3)]
     path = write(work, "blocks_named.pickle", {"segments": [seg], "device_traces": [trace]})
     text = explain(memsnap, path)
-    check("the peak is named by the dump's blocks", "forward@model.py:42" in text, text)
-    check("what the file lacks does not call the sources unknown",
-          "sources are unknown" not in text and "the names above come from the dump's blocks" in text, text)
+    with check("the peak is named by the dump's blocks"):
+        assert "forward@model.py:42" in text, text
+    with check("what the file lacks does not call the sources unknown"):
+        assert "sources are unknown" not in text and "the names above come from the dump's blocks" in text, text
     # Memory from before the trace: parse's warning, which check repeats,
     # points at no table that check does not print.
     got = run(memsnap, ["check", path, "--max-peak", "1TiB"])
     said = got.stdout + got.stderr
-    check("check warns of the memory from before the trace", "already allocated" in said, said)
-    check("check's warning points at no table it does not print",
-          "(below)" not in said and "model weights?" not in said, said)
+    with check("check warns of the memory from before the trace"):
+        assert "already allocated" in said, said
+    with check("check's warning points at no table it does not print"):
+        assert "(below)" not in said and "model weights?" not in said, said
 
 
 def test_one_live_set_at_the_peak_for_explain_and_check(memsnap, work):
@@ -205,11 +209,11 @@ def test_one_live_set_at_the_peak_for_explain_and_check(memsnap, work):
     path = write(work, "held_frameless.pickle", {"segments": [seg], "device_traces": [trace]})
     page = json.loads(run(memsnap, ["explain", "--json", path]).stdout)
     rows = {r["source"]: r["bytes"] for r in page["peak"]["by_category"]["rows"]}
-    check("explain: the frameless memory from before the trace is persistent, not unknown",
-          rows.get("persistent") == 256 * mib and "unknown" not in rows, rows)
+    with check("explain: the frameless memory from before the trace is persistent, not unknown"):
+        assert rows.get("persistent") == 256 * mib and "unknown" not in rows, rows
     budget = run(memsnap, ["check", "--write-budget", path]).stdout
-    check("check --write-budget limits the same category explain shows",
-          "persistent = " in budget and "activation = " in budget, budget)
+    with check("check --write-budget limits the same category explain shows"):
+        assert "persistent = " in budget and "activation = " in budget, budget
 
 
 def test_a_cut_trace_says_which_cut_it_is(memsnap, work):
@@ -221,12 +225,15 @@ def test_a_cut_trace_says_which_cut_it_is(memsnap, work):
             (wrapped, "ring_buffer", "raise max_entries", "start _record_memory_history earlier"),
             (late, "late_start", "start _record_memory_history earlier", "raise max_entries in")):
         page = json.loads(run(memsnap, ["explain", "--json", path]).stdout)
-        check(f"{cut}: explain --json says which cut", page["trace_cut"] == cut
-              and "trace_truncated" in page["lacks"], (page["trace_cut"], page["lacks"]))
+        with check(f"{cut}: explain --json says which cut"):
+            assert (page["trace_cut"] == cut
+                    and "trace_truncated" in page["lacks"]), (page["trace_cut"], page["lacks"])
         text = explain(memsnap, path)
-        check(f"{cut}: the advice fits the cut", advice in text and not_advice not in text, text[-1200:])
+        with check(f"{cut}: the advice fits the cut"):
+            assert advice in text and not_advice not in text, text[-1200:]
         parse = run(memsnap, ["parse", path]).stdout
-        check(f"{cut}: parse's warning gives the same advice", advice in parse, parse[-1500:])
+        with check(f"{cut}: parse's warning gives the same advice"):
+            assert advice in parse, parse[-1500:]
 
 
 def optimizer_marks_then_frees(steps):
@@ -251,30 +258,29 @@ def test_inferred_steps_have_no_tail_of_frees_and_read_as_steps(memsnap, work):
     path = write(work, "marks_then_frees.pickle", optimizer_marks_then_frees(2))
     steps = json.loads(run(memsnap, ["replay-step", "--all-steps", "--json", path]).stdout)
     numbers = [(s["step"], s["complete"]) for s in steps]
-    check("a tail of frees after the last optimizer step is no iteration",
-          all(complete for _, complete in numbers) and len(numbers) == 2, numbers)
+    with check("a tail of frees after the last optimizer step is no iteration"):
+        assert all(complete for _, complete in numbers) and len(numbers) == 2, numbers
     one = write(work, "one_step.pickle", optimizer_marks_then_frees(1))
     text = explain(memsnap, one)
-    check("one inferred step reads as which it is, not as the highest of one",
-          "Steps: 1 complete (step 0)" in text and "peaks highest" not in text, text[-1500:])
+    with check("one inferred step reads as which it is, not as the highest of one"):
+        assert "Steps: 1 complete (step 0)" in text and "peaks highest" not in text, text[-1500:]
     open_last = make(work, "open_last.pickle", "--events", "1500", "--steps", "4", "--marks",
                      "--open-last-step", "--seed", "3")
     compared = run(memsnap, ["compare", open_last, open_last]).stdout
-    check("compare names incomplete steps as steps, not as a count",
-          "incomplete in A: step 3" in compared, compared[:2500])
+    with check("compare names incomplete steps as steps, not as a count"):
+        assert "incomplete in A: step 3" in compared, compared[:2500]
 
 
 def test_grouped_tables_say_what_their_rows_are(memsnap, work):
     path = make(work, "steps.pickle", "--events", "1500", "--steps", "4", "--marks", "--seed", "5")
     text = run(memsnap, ["replay-to-time", path, "--time", "0.01", "--group-by", "category"]).stdout
-    check("replay-to-time --group-by category is headed by category",
-          "Live allocations by category" in text and "by source" not in text, text)
+    with check("replay-to-time --group-by category is headed by category"):
+        assert "Live allocations by category" in text and "by source" not in text, text
     got = json.loads(run(memsnap, ["replay-to-time", path, "--time", "0.01", "--group-by", "category",
                                    "--json"]).stdout)
     rows = got["sources"]
-    check("category rows carry their category under its own key (source kept for a release)",
-          rows and all(r.get("category") == r["source"] for r in rows if not r["source"].startswith("<")),
-          rows[:3])
+    with check("category rows carry their category under its own key (source kept for a release)"):
+        assert rows and all(r.get("category") == r["source"] for r in rows if not r["source"].startswith("<")), rows[:3]
 
 
 def test_the_skill_knows_bridges_profiling_config():
@@ -282,4 +288,5 @@ def test_the_skill_knows_bridges_profiling_config():
         skill = f.read()
     for fact in ("use_pytorch_profiler=True", "use_nsys_profiler", "external_annotations",
                  "profile_ranks", "snapshot_{rank}.pickle"):
-        check(f"the skill says {fact}", fact in skill)
+        with check(f"the skill says {fact}"):
+            assert fact in skill

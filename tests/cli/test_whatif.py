@@ -24,6 +24,7 @@ import struct
 import sys
 
 import pytest
+from pytest_check import check
 
 import testlib
 
@@ -35,12 +36,12 @@ T0 = 1_700_000_000_000_000  # µs
 BASE = 0x7F00_0000_0000
 FRAMES = [{"name": "forward", "filename": "/home/me/model.py", "line": 42}]
 
-check = testlib.Checks()
 run = testlib.run_memsnap
 
 
 def same(name, got, want):
-    return check(name, got == want, "got %r, want %r" % (got, want))
+    with check(name):
+        assert got == want, "got %r, want %r" % (got, want)
 
 
 def entry(action, addr, size, k):
@@ -125,9 +126,8 @@ def test_a_history_by_the_policy_is_reproduced_exactly(memsnap, work):
     same("exact", (got["exact"], got["segments_exact"], got["first_divergence"]),
                        (True, True, None))
     text = run(memsnap, ["whatif", path, "--check"])
-    check("text says exact", text.returncode == 0 and "Verdict: exact" in text.stdout,
-                 text.stdout + text.stderr)
-    check.verify()
+    with check("text says exact"):
+        assert text.returncode == 0 and "Verdict: exact" in text.stdout, text.stdout + text.stderr
 
 
 def test_a_placement_against_the_policy_is_named_and_followed(memsnap, work):
@@ -146,7 +146,6 @@ def test_a_placement_against_the_policy_is_named_and_followed(memsnap, work):
     same("released", got["segments_released"], {"recorded": 2, "followed": 2})
     same("peak", got["peak_reserved"], {"recorded": 32 * MiB, "model": 32 * MiB})
     same("verdicts", (got["segments_exact"], got["exact"]), (True, False))
-    check.verify()
 
 
 def fragmented():
@@ -205,14 +204,14 @@ def test_the_table_of_settings_on_a_fragmented_oom(memsnap, work):
     # The own settings need a 16 MiB segment more than the 100 MiB: 116 MiB
     # (the bisection stops within 0.5%, and the number shown is rounded up
     # to a step of 2 MiB, the precision that leaves it: 116 or 118 MiB).
-    check("the capacity the run needs under its own settings",
-          got["capacity_to_fit"] is not None and got["capacity_to_fit"] % (2 * MiB) == 0
-          and 116 * MiB <= got["capacity_to_fit"] <= 118 * MiB, got["capacity_to_fit"])
+    with check("the capacity the run needs under its own settings"):
+        assert (got["capacity_to_fit"] is not None and got["capacity_to_fit"] % (2 * MiB) == 0
+                and 116 * MiB <= got["capacity_to_fit"] <= 118 * MiB), got["capacity_to_fit"]
     text = run(memsnap, ["whatif", path])
-    check("the text names the settings and says what fits",
-          text.returncode == 0 and "expandable_segments:True" in text.stdout
-          and "1 of 1 oom requests fit" in text.stdout and "0 of 1 oom requests fit" in text.stdout,
-          text.stdout + text.stderr)
+    with check("the text names the settings and says what fits"):
+        assert (text.returncode == 0 and "expandable_segments:True" in text.stdout
+                and "1 of 1 oom requests fit" in text.stdout and "0 of 1 oom requests fit" in text.stdout), (
+            text.stdout + text.stderr)
     # One configuration against the file's own, with the timelines.
     one = testlib.memsnap_json(memsnap, ["whatif", path, "--json", "--set", "expandable_segments:True"])
     same("--set: the file's own and the configuration",
@@ -226,12 +225,12 @@ def test_the_table_of_settings_on_a_fragmented_oom(memsnap, work):
     for bad, said in (("nonsense:1", "the model knows"), ("max_split_size_mb:20", "more than 20"),
                       ("expandable_segments:yes", "True or False"), ("garbage_collection_threshold:2", "between 0 and 1")):
         done = run(memsnap, ["whatif", path, "--set", bad])
-        check(f"--set {bad}: refused in words", done.returncode == 2 and said in done.stderr, done.stderr)
+        with check(f"--set {bad}: refused in words"):
+            assert done.returncode == 2 and said in done.stderr, done.stderr
     # Less than the live blocks and the request: no setting helps.
     small = testlib.memsnap_json(memsnap, ["whatif", path, "--json", "--capacity", "70MiB"])
     same("under 70 MiB nothing fits", [r["fits"] for r in small["runs"]], [False] * len(small["runs"]))
     same("the given capacity", (small["capacity"], small["capacity_from"]), (70 * MiB, "given"))
-    check.verify()
 
 
 def test_oom_and_explain_say_what_a_setting_would_have_done(memsnap, work):
@@ -243,9 +242,9 @@ def test_oom_and_explain_say_what_a_setting_would_have_done(memsnap, work):
           (oom["whatif"] or {}).get("peak_reserved")),
          ("fragmentation", "setting_fits", "expandable_segments:True", 80 * MiB))
     text = run(memsnap, ["oom", path])
-    check("oom text: the what-if line",
-          "What-if: with expandable_segments:True this request would have fit: peak reserved "
-          "80.00 MiB of 110.00 MiB." in text.stdout, text.stdout)
+    with check("oom text: the what-if line"):
+        assert ("What-if: with expandable_segments:True this request would have fit: peak reserved "
+                "80.00 MiB of 110.00 MiB." in text.stdout), text.stdout
     explain = testlib.memsnap_json(memsnap, ["explain", path, "--json"])["oom"]
     same("explain: the same", explain["whatif"], oom["whatif"])
     # Under 70 MiB the live blocks (64 MiB) and the request (16 MiB) alone do
@@ -256,7 +255,6 @@ def test_oom_and_explain_say_what_a_setting_would_have_done(memsnap, work):
          ("nothing_fits", 80 * MiB))
     peak = testlib.memsnap_json(memsnap, ["oom", path, "--json", "--at", "peak"])["peak"]
     same("at the peak: no what-if", peak["whatif"], None)
-    check.verify()
 
 
 def page_runs(html):
@@ -285,7 +283,8 @@ def test_plot_draws_the_simulated_reserved_line(memsnap, work):
     path = write(work, "fragmented.pickle", fragmented())
     html = os.path.join(work, "whatif.html")
     done = run(memsnap, ["plot", path, "-o", html, "--whatif", "expandable_segments:True"])
-    check("plot --whatif writes the page", done.returncode == 0, done.stderr)
+    with check("plot --whatif writes the page"):
+        assert done.returncode == 0, done.stderr
     line = page_runs(html)[0]["whatif"] or {}
     table = testlib.memsnap_json(memsnap, ["whatif", path, "--json", "--set", "expandable_segments:True"])
     simulated = step_series(line.get("reserved"))
@@ -315,16 +314,17 @@ def test_plot_draws_the_simulated_reserved_line(memsnap, work):
                if not e["action"].startswith("segment_")]
     same("own settings, event axis: the simulated line is the recorded line after each request and free",
          [step_at(own, k) for k in entries], [step_at(recorded, k) for k in entries])
-    check("own settings: exit 0", done.returncode == 0 and own[0], done.stderr)
+    with check("own settings: exit 0"):
+        assert done.returncode == 0 and own[0], done.stderr
     plain = run(memsnap, ["plot", path, "-o", html])
     same("without --whatif: no line", page_runs(html)[0]["whatif"], None)
     for extra, said in ((["--whatif", "nonsense:1"], "the model knows"),
                         (["--whatif", "expandable_segments:True", "--text"], "--text draws no reserved")):
         done = run(memsnap, ["plot", path, "-o", html] + extra)
-        check(f"plot {' '.join(extra)}: refused in words", done.returncode == 2 and said in done.stderr,
-              done.stderr)
-    check("plain plot exits 0", plain.returncode == 0, plain.stderr)
-    check.verify()
+        with check(f"plot {' '.join(extra)}: refused in words"):
+            assert done.returncode == 2 and said in done.stderr, done.stderr
+    with check("plain plot exits 0"):
+        assert plain.returncode == 0, plain.stderr
 
 
 def test_hostile_histories(memsnap, work):
@@ -347,27 +347,25 @@ def test_hostile_histories(memsnap, work):
         path = write(work, f"hostile_{name}.pickle", document)
         for extra in (["--check"], [], ["--capacity", "16EiB"], ["--capacity", "1"]):
             done = run(memsnap, ["whatif", path, "--json"] + extra, timeout=300)
-            check(f"{name} {' '.join(extra)}: exit 0 or a refusal in words",
-                  done.returncode == 0 or (done.returncode in (1, 2) and done.stderr.startswith("memsnap:")),
-                  "exit %d: %s" % (done.returncode, done.stderr[-300:]))
-    check.verify()
+            with check(f"{name} {' '.join(extra)}: exit 0 or a refusal in words"):
+                assert done.returncode == 0 or (done.returncode in (1, 2) and done.stderr.startswith("memsnap:")), (
+                    "exit %d: %s" % (done.returncode, done.stderr[-300:]))
 
 
 def test_refusals(memsnap, work):
     os.makedirs(work, exist_ok=True)
     path = write(work, "policy.pickle", snapshot(*policy_trace(0)))
     done = run(memsnap, ["whatif", path, "--check", "--capacity", "1GiB"])
-    check("--check with --capacity: exit 2 and why",
-          done.returncode == 2 and "go with the table" in done.stderr, done.stderr)
+    with check("--check with --capacity: exit 2 and why"):
+        assert done.returncode == 2 and "go with the table" in done.stderr, done.stderr
     # A PyTorch 2.0 dump: blocks without addresses, so no state before the trace.
     no_blocks = snapshot([entry("alloc", BASE, 512, 0)],
                          [dict(segment(BASE, 2 * MiB, []), blocks=[{"size": 2 * MiB, "state": "inactive"}])])
     no_blocks["segments"][0]["segment_type"] = "small"
     got = testlib.memsnap_json(memsnap, ["whatif", write(work, "noblocks.pickle", no_blocks), "--check",
                                          "--json"])
-    check("a dump without blocks: not possible, and why",
-                 got["possible"] is False and got["impossible_reason"], json.dumps(got))
-    check.verify()
+    with check("a dump without blocks: not possible, and why"):
+        assert got["possible"] is False and got["impossible_reason"], json.dumps(got)
 
 
 @pytest.mark.fixtures
@@ -377,7 +375,8 @@ def test_every_fixture(memsnap, fixtures_dir, work):
     for name in names:
         done = run(memsnap, ["whatif", os.path.join(fixtures_dir, name), "--check", "--json"],
                    timeout=600)
-        check(f"{name}: exit 0", done.returncode == 0, done.stderr[-300:])
+        with check(f"{name}: exit 0"):
+            assert done.returncode == 0, done.stderr[-300:]
         if done.returncode != 0:
             continue
         got = json.loads(done.stdout)
@@ -386,14 +385,13 @@ def test_every_fixture(memsnap, fixtures_dir, work):
         reserved, released = got["segments_reserved"], got["segments_released"]
         events = reserved["recorded"] + released["recorded"]
         peak = got["peak_reserved"]
-        check(f"{name}: peak reserved within 1%",
-                     abs(peak["model"] - peak["recorded"]) <= peak["recorded"] / 100,
-                     json.dumps(peak))
-        check(f"{name}: the counts hold together",
-                     reserved["matched"] <= min(reserved["recorded"], reserved["model"])
-                     and released["followed"] <= released["recorded"]
-                     and got["allocs"]["at_recorded_address"] + got["allocs"]["followed"]
-                     <= got["allocs"]["count"])
+        with check(f"{name}: peak reserved within 1%"):
+            assert abs(peak["model"] - peak["recorded"]) <= peak["recorded"] / 100, json.dumps(peak)
+        with check(f"{name}: the counts hold together"):
+            assert (reserved["matched"] <= min(reserved["recorded"], reserved["model"])
+                    and released["followed"] <= released["recorded"]
+                    and got["allocs"]["at_recorded_address"] + got["allocs"]["followed"]
+                    <= got["allocs"]["count"])
         if events == 0:
             continue
         with_events.append(got["segments_exact"])
@@ -429,9 +427,10 @@ def test_every_fixture(memsnap, fixtures_dir, work):
     share = sum(with_events) / max(1, len(with_events))
     print("%d of %d files with segment events reproduced (%.1f%%)" % (
         sum(with_events), len(with_events), 100 * share))
-    check("files with segment events", len(with_events) > 0)
-    check("at least 90% of them reproduced", share >= 0.9, "%.3f" % share)
-    check.verify()
+    with check("files with segment events"):
+        assert len(with_events) > 0
+    with check("at least 90% of them reproduced"):
+        assert share >= 0.9, "%.3f" % share
 
 
 def reserved_before_the_trace():
@@ -456,32 +455,32 @@ def test_a_trace_that_reserves_nothing_starts_from_fresh_segments(memsnap, work)
     same("no oom entry, no --capacity: no capacity", (got["capacity"], got["capacity_from"]),
          (None, "none"))
     runs = {r["setting"]: r for r in got["runs"]}
-    check("no out-of-memory verdict without an oom entry or a capacity",
-          all(r["model_ooms"] == 0 and r["first_model_oom"] is None for r in got["runs"]),
-          [(r["setting"], r["model_ooms"]) for r in got["runs"]])
-    check("every setting says the capacity it needs",
-          all(r["capacity_needed"] is not None and r["capacity_needed"] >= got["floor"]
-              for r in got["runs"]), [(r["setting"], r["capacity_needed"]) for r in got["runs"]])
+    with check("no out-of-memory verdict without an oom entry or a capacity"):
+        assert all(r["model_ooms"] == 0 and r["first_model_oom"] is None for r in got["runs"]), (
+            [(r["setting"], r["model_ooms"]) for r in got["runs"]])
+    with check("every setting says the capacity it needs"):
+        assert (all(r["capacity_needed"] is not None and r["capacity_needed"] >= got["floor"]
+                for r in got["runs"])), [(r["setting"], r["capacity_needed"]) for r in got["runs"]]
     own, expandable = runs["the file's own"], runs["expandable_segments:True"]
     # The file's own settings serve the three 2 MiB blocks from one 20 MiB
     # segment and need two 12 MiB segments more; expandable segments map
     # what is live in pages: the rows differ where the settings would.
-    check("the file's own and expandable segments differ",
-          own["peak_reserved"] != expandable["peak_reserved"],
-          (own["peak_reserved"], expandable["peak_reserved"]))
+    with check("the file's own and expandable segments differ"):
+        assert own["peak_reserved"] != expandable["peak_reserved"], (own["peak_reserved"], expandable["peak_reserved"])
     same("the file's own: one 20 MiB segment for the old blocks, two of 12 MiB for the trace's",
          own["peak_reserved"], 44 * MiB)
     same("the capacity the run needs is the own row's", got["capacity_to_fit"],
          own["capacity_needed"])
     text = run(memsnap, ["whatif", path]).stdout
-    check("the text says the trace reserves nothing and what the rows start from",
-          "The trace reserves no segment: all 3 segments were reserved before recording" in text
-          and "starts from an empty allocator" in text, text)
-    check("the text gives no out-of-memory verdict", "out of memory" not in text, text)
+    with check("the text says the trace reserves nothing and what the rows start from"):
+        assert ("The trace reserves no segment: all 3 segments were reserved before recording" in text
+                and "starts from an empty allocator" in text), text
+    with check("the text gives no out-of-memory verdict"):
+        assert "out of memory" not in text, text
     needs = own["capacity_needed"] / MiB
     shown = "%.2f MiB" % needs if needs < 1024 else "%.2f GiB" % (needs / 1024)
-    check("the table and the sentence show the same capacity",
-          text.count(shown) >= 2 and ("fits in " + shown) in text, (shown, text))
+    with check("the table and the sentence show the same capacity"):
+        assert text.count(shown) >= 2 and ("fits in " + shown) in text, (shown, text)
 
 
 def test_the_capacity_needed_does_not_depend_on_the_capacity_given(memsnap, work):
@@ -504,16 +503,16 @@ def test_check_with_nothing_to_check(memsnap, work):
     empty = write(work, "empty.pickle", {"segments": [], "device_traces": []})
     for label, path in (("a dump without a trace", dump_only), ("an empty snapshot", empty)):
         got = run(memsnap, ["whatif", "--check", "--json", path])
-        if not check(f"{label}: --check exits 0", got.returncode == 0, got.stderr[-300:]):
+        if not check.is_true(got.returncode == 0, f"{label}: --check exits 0: {got.stderr[-300:]}"):
             continue
         document = json.loads(got.stdout)
         same(f"{label}: nothing to check, never exact", (document["verdict"], document["exact"]),
              ("nothing_to_check", False))
         text = run(memsnap, ["whatif", "--check", path]).stdout
-        check(f"{label}: the text says there is nothing to check",
-              "nothing to check" in text and "exact" not in text, text)
+        with check(f"{label}: the text says there is nothing to check"):
+            assert "nothing to check" in text and "exact" not in text, text
     # A trace without segment entries tests placements only.
     got = testlib.memsnap_json(memsnap, ["whatif", "--check", "--json",
                                          write(work, "reserved_before2.pickle", reserved_before_the_trace())])
-    check("a trace without segment entries is no exact check",
-          got["exact"] is False and got["verdict"] in ("placements_exact", "parts"), got["verdict"])
+    with check("a trace without segment entries is no exact check"):
+        assert got["exact"] is False and got["verdict"] in ("placements_exact", "parts"), got["verdict"]

@@ -20,13 +20,12 @@ import resource
 import subprocess
 import sys
 
-import testlib
+from pytest_check import check
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "gen"))
 import make_hostile  # noqa: E402
 
-check = testlib.Checks()
 CPU_SECONDS = 5
 TIMEOUT = 120  # wall clock: a hang
 # The sanitized build runs the shape smaller (a quarter): the size where the
@@ -55,22 +54,25 @@ def test_expandable_ranges_cost_no_walk_per_request(memsnap, work):
         pickle.dump(make_hostile.expandable_ranges(RANGES), f, protocol=4)
     rc, out, cpu = run(memsnap, ["whatif", path, "--check", "--json"])
     got = json.loads(out) if rc == 0 else {}
-    check("whatif --check answers", rc == 0, rc)
-    check("whatif --check within %d CPU seconds" % CPU_SECONDS, cpu < CPU_SECONDS, cpu)
-    check("every request placed where the file (PyTorch's best fit) placed it",
-          got.get("allocs", {}).get("count") == RANGES + 1
-          and got["allocs"]["at_recorded_address"] == RANGES + 1, got.get("allocs"))
-    check("the segment entry and the dump reproduced", got.get("segments_exact") is True,
-          {k: got.get(k) for k in ("segments_reserved", "end")})
+    with check("whatif --check answers"):
+        assert rc == 0, rc
+    with check("whatif --check within %d CPU seconds" % CPU_SECONDS):
+        assert cpu < CPU_SECONDS, cpu
+    with check("every request placed where the file (PyTorch's best fit) placed it"):
+        assert (got.get("allocs", {}).get("count") == RANGES + 1
+                and got["allocs"]["at_recorded_address"] == RANGES + 1), got.get("allocs")
+    with check("the segment entry and the dump reproduced"):
+        assert got.get("segments_exact") is True, {k: got.get(k) for k in ("segments_reserved", "end")}
     rc, out, cpu = run(memsnap, ["whatif", path, "--json"])
     table = json.loads(out) if rc == 0 else {}
-    check("whatif answers", rc == 0, rc)
-    check("whatif (every setting, each bisected) within %d CPU seconds" % CPU_SECONDS,
-          cpu < CPU_SECONDS, cpu)
+    with check("whatif answers"):
+        assert rc == 0, rc
+    with check("whatif (every setting, each bisected) within %d CPU seconds" % CPU_SECONDS):
+        assert cpu < CPU_SECONDS, cpu
     runs = table.get("runs", [])
-    check("the file's own row is the file", runs and runs[0]["setting"] == "the file's own"
-          and runs[0]["peak_reserved"] == table["recorded_peak_reserved"]
-          and runs[0]["cuda_mallocs"] == 1 and runs[0]["model_ooms"] == 0, runs[:1])
-    check("each setting bisected to the capacity it needs",
-          len(runs) >= 4 and all(r["capacity_needed"] for r in runs), runs)
-    check.verify()
+    with check("the file's own row is the file"):
+        assert (runs and runs[0]["setting"] == "the file's own"
+                and runs[0]["peak_reserved"] == table["recorded_peak_reserved"]
+                and runs[0]["cuda_mallocs"] == 1 and runs[0]["model_ooms"] == 0), runs[:1]
+    with check("each setting bisected to the capacity it needs"):
+        assert len(runs) >= 4 and all(r["capacity_needed"] for r in runs), runs

@@ -51,6 +51,7 @@ import sys
 import tempfile
 
 import pytest
+from pytest_check import check
 
 import testlib
 from make_snapshot import pre_trace_state  # beside this file: the same walk memsnap does
@@ -121,9 +122,6 @@ def left_live(trace, segments):
             sum(1 for a in segs if not in_dump(a)))
 
 
-check = testlib.Checks()
-
-
 @pytest.mark.fixtures
 def test_a_replicated_fixture_is_exact(memsnap, fixtures_dir):
     """The fixture replicated to EVENTS entries: deterministic, consistent with
@@ -142,7 +140,8 @@ def test_a_replicated_fixture_is_exact(memsnap, fixtures_dir):
             pytest.fail(f'generator exit {p.returncode}: {p.stderr.strip()[-400:]}')
         q = generate(fixture, events, again)
         with open(out, 'rb') as a, open(again, 'rb') as b:
-            check('deterministic (same bytes twice)', q.returncode == 0 and a.read() == b.read())
+            with check('deterministic (same bytes twice)'):
+                assert q.returncode == 0 and a.read() == b.read()
 
         with open(manifest_path) as f:
             manifest = json.load(f)
@@ -151,16 +150,18 @@ def test_a_replicated_fixture_is_exact(memsnap, fixtures_dir):
         lengths = [len(t) for t in src_traces]
         device = lengths.index(max(lengths))
         reps = manifest['repetitions']
-        check('one trace per device, as in the fixture', len(rep_traces) == len(src_traces))
-        check(f'device {device} has exactly {events} entries',
-              len(rep_traces[device]) == events, str(len(rep_traces[device])))
-        check('the other devices keep their traces',
-              all(len(rep_traces[d]) == lengths[d] for d in range(len(src_traces)) if d != device))
+        with check('one trace per device, as in the fixture'):
+            assert len(rep_traces) == len(src_traces)
+        with check(f'device {device} has exactly {events} entries'):
+            assert len(rep_traces[device]) == events, str(len(rep_traces[device]))
+        with check('the other devices keep their traces'):
+            assert all(len(rep_traces[d]) == lengths[d] for d in range(len(src_traces)) if d != device)
         backwards = 0
         for trace in rep_traces:
             times = [e['time_us'] for e in trace if isinstance(e.get('time_us'), int)]
             backwards += sum(1 for x, y in zip(times, times[1:]) if y < x)
-        check('times non-decreasing on every device', backwards == 0, f'{backwards} steps back')
+        with check('times non-decreasing on every device'):
+            assert backwards == 0, f'{backwards} steps back'
         outside, overlaps = 0, 0
         by_device = {}
         for seg in rep['segments']:
@@ -174,55 +175,58 @@ def test_a_replicated_fixture_is_exact(memsnap, fixtures_dir):
         for ranges in by_device.values():
             ranges.sort()
             overlaps += sum(1 for (_, h), (l, _) in zip(ranges, ranges[1:]) if l < h)
-        check('every block inside its segment', outside == 0, f'{outside} outside')
-        check('no two segments of a device overlap', overlaps == 0, f'{overlaps} overlaps')
+        with check('every block inside its segment'):
+            assert outside == 0, f'{outside} outside'
+        with check('no two segments of a device overlap'):
+            assert overlaps == 0, f'{overlaps} overlaps'
 
         def on(seg, d):
             return seg.get('device', 0) == d
         shift = (reps - 1) * manifest['address_stride']
         src_own = sorted(segment_key(s, 0) for s in src['segments'] if on(s, device))
         rep_own = sorted(segment_key(s, shift) for s in rep['segments'] if on(s, device))
-        check(f'the dump holds one repetition\'s segments ({len(src_own)}: the last one\'s)',
-              rep_own == src_own, f'{len(rep_own)} segments, the fixture {len(src_own)}'
-              + ('' if len(rep_own) != len(src_own) else ', not the fixture\'s shifted'))
-        check('the other devices keep their segments',
-              [s for s in rep['segments'] if not on(s, device)]
-              == [s for s in src['segments'] if not on(s, device)])
+        with check(f'the dump holds one repetition\'s segments ({len(src_own)}: the last one\'s)'):
+            assert rep_own == src_own, (f'{len(rep_own)} segments, the fixture {len(src_own)}'
+                                        + ('' if len(rep_own) != len(src_own) else ', not the fixture\'s shifted'))
+        with check('the other devices keep their segments'):
+            assert ([s for s in rep['segments'] if not on(s, device)]
+                    == [s for s in src['segments'] if not on(s, device)])
         dump_own = [s for s in rep['segments'] if on(s, device)]
         blocks_left, segs_left = left_live(rep_traces[device], dump_own)
-        check('the trace leaves nothing live outside the dump (repetitions closed out)',
-              blocks_left == 0 and segs_left == 0,
-              f'{blocks_left} blocks and {segs_left} segments live outside the dump at the end')
+        with check('the trace leaves nothing live outside the dump (repetitions closed out)'):
+            assert blocks_left == 0 and segs_left == 0, (
+                f'{blocks_left} blocks and {segs_left} segments live outside the dump at the end')
         src_keys = {tuple(e) for t in src_traces for e in t}
         odd_keys = {tuple(e) for t in rep_traces for e in t} - src_keys
-        check('every entry has the keys of a fixture entry', not odd_keys, str(odd_keys)[:300])
+        with check('every entry has the keys of a fixture entry'):
+            assert not odd_keys, str(odd_keys)[:300]
 
         src_frames = {id(f) for e in src_traces[device] for f in e.get('frames', [])}
         rep_frames = {id(f) for e in rep_traces[device] for f in e.get('frames', [])}
-        check('frame dicts shared as in the fixture (no copies)',
-              len(rep_frames) <= len(src_frames), f'{len(rep_frames)} vs {len(src_frames)}')
+        with check('frame dicts shared as in the fixture (no copies)'):
+            assert len(rep_frames) <= len(src_frames), f'{len(rep_frames)} vs {len(src_frames)}'
         src_lists = len({id(e['frames']) for e in src_traces[device] if 'frames' in e})
         rep_lists = len({id(e['frames']) for e in rep_traces[device] if 'frames' in e})
-        check('frame lists new in every repetition',
-              rep_lists >= (reps - 1) * src_lists,
-              f'{rep_lists} distinct lists, {reps} repetitions of {src_lists}')
+        with check('frame lists new in every repetition'):
+            assert rep_lists >= (reps - 1) * src_lists, f'{rep_lists} distinct lists, {reps} repetitions of {src_lists}'
         del src, rep, src_traces, rep_traces
 
         shared = os.path.join(tmp, 'shared.pickle')
         p = generate(fixture, events, shared, '--shared-frame-lists')
         if p.returncode != 0:
-            check('--shared-frame-lists', False, p.stderr.strip()[-400:])
+            check.fail('--shared-frame-lists: %s' % p.stderr.strip()[-400:])
         else:
             trace = load(shared)['device_traces'][device]
             lists = len({id(e['frames']) for e in trace if 'frames' in e})
             extra = manifest['closeout_entries'] + manifest['opening_entries']
-            check('--shared-frame-lists: the fixture\'s lists (and the close-out\'s and '
-                  'opening\'s) only', lists <= src_lists + extra, f'{lists} distinct lists')
+            with check('--shared-frame-lists: the fixture\'s lists (and the close-out\'s and '
+                       'opening\'s) only'):
+                assert lists <= src_lists + extra, f'{lists} distinct lists'
             smaller = os.path.getsize(shared) < os.path.getsize(out)
-            check('--shared-frame-lists: a smaller file' if src_lists else
-                  '--shared-frame-lists: the same file (the fixture has no frame lists)',
-                  smaller if src_lists else os.path.getsize(shared) == os.path.getsize(out),
-                  f'{os.path.getsize(shared)} vs {os.path.getsize(out)} bytes')
+            with check('--shared-frame-lists: a smaller file' if src_lists else
+                       '--shared-frame-lists: the same file (the fixture has no frame lists)'):
+                assert smaller if src_lists else os.path.getsize(shared) == os.path.getsize(out), (
+                    f'{os.path.getsize(shared)} vs {os.path.getsize(out)} bytes')
             del trace
 
         try:
@@ -231,16 +235,17 @@ def test_a_replicated_fixture_is_exact(memsnap, fixtures_dir):
                       for f in (fixture, out))
         except (RuntimeError, ValueError, KeyError) as e:
             pytest.fail(str(e))
-        check('memsnap parse counts the entries',
-              b['device_traces']['event_count'] == events, str(b['device_traces']))
+        with check('memsnap parse counts the entries'):
+            assert b['device_traces']['event_count'] == events, str(b['device_traces'])
         fa, fb = ((d.get('fragmentation') or {}).get('exact') for d in (a, b))
-        check('allocator history as exact as on the fixture', fa == fb,
-              f'fixture {fa}, replicated {fb}')
-        check('no anomalies', not any(b['anomalies'].values()), str(b['anomalies']))
+        with check('allocator history as exact as on the fixture'):
+            assert fa == fb, f'fixture {fa}, replicated {fb}'
+        with check('no anomalies'):
+            assert not any(b['anomalies'].values()), str(b['anomalies'])
         fits = [(h or {}).get('misfits_backward', 0) + (h or {}).get('misfits_forward', 0)
                 for h in (ha, hb)]
-        check('no more entries that do not fit than the fixture\'s, once per repetition',
-              fits[1] <= reps * fits[0], f'fixture {fits[0]}, replicated {fits[1]}')
+        with check('no more entries that do not fit than the fixture\'s, once per repetition'):
+            assert fits[1] <= reps * fits[0], f'fixture {fits[0]}, replicated {fits[1]}'
 
         def start_state(snap):
             trace = snap['device_traces'][device]
@@ -253,9 +258,9 @@ def test_a_replicated_fixture_is_exact(memsnap, fixtures_dir):
         ranges, blocks = start_state(rep)
         del rep
         at = (hb.get('segments_at_start'), hb.get('blocks_at_start'))
-        check('memsnap finds the state at the start that the walk back finds',
-              at == (len(ranges), len(blocks)),
-              f'memsnap {at}, the walk {len(ranges)} ranges, {len(blocks)} blocks')
+        with check('memsnap finds the state at the start that the walk back finds'):
+            assert at == (len(ranges), len(blocks)), (
+                f'memsnap {at}, the walk {len(ranges)} ranges, {len(blocks)} blocks')
         src = load(fixture)
         src_ranges, src_blocks = start_state(src)
         lo = min([e['addr'] for e in src['device_traces'][device]
@@ -264,9 +269,9 @@ def test_a_replicated_fixture_is_exact(memsnap, fixtures_dir):
         del src
         later = sum(1 for a in list(ranges) + list(blocks)
                     if a >= lo + manifest['address_stride'])
-        check('the state at the start is one repetition\'s (the first\'s), not one per repetition',
-              later == 0, f'{later} of {len(ranges)} ranges and {len(blocks)} blocks at the start '
-              'lie in later repetitions\' address ranges')
+        with check('the state at the start is one repetition\'s (the first\'s), not one per repetition'):
+            assert later == 0, (f'{later} of {len(ranges)} ranges and {len(blocks)} blocks at the start '
+                                'lie in later repetitions\' address ranges')
 
         # The first repetition whole (the fixture's trace and its close-out):
         # the state before it is the fixture's.
@@ -275,14 +280,12 @@ def test_a_replicated_fixture_is_exact(memsnap, fixtures_dir):
         whole = os.path.join(tmp, 'whole.pickle')
         p = generate(fixture, whole_events, whole)
         if p.returncode != 0:
-            check(f'--events {whole_events} (the first repetition whole)', False,
-                  p.stderr.strip()[-400:])
+            check.fail(f'--events {whole_events} (the first repetition whole): %s' % p.stderr.strip()[-400:])
         else:
             ranges, blocks = start_state(load(whole))
-            check(f'--events {whole_events} (the first repetition whole): the state at the '
-                  f'start is the fixture\'s ({len(src_ranges)} ranges, {len(src_blocks)} blocks)',
-                  (ranges, blocks) == (src_ranges, src_blocks),
-                  f'{len(ranges)} ranges, {len(blocks)} blocks')
+            with check(f'--events {whole_events} (the first repetition whole): the state at the '
+                       f'start is the fixture\'s ({len(src_ranges)} ranges, {len(src_blocks)} blocks)'):
+                assert (ranges, blocks) == (src_ranges, src_blocks), f'{len(ranges)} ranges, {len(blocks)} blocks'
             try:
                 hw = memsnap_json(memsnap, 'segments', whole, device)['history']
             except (RuntimeError, ValueError, KeyError) as e:
@@ -291,20 +294,18 @@ def test_a_replicated_fixture_is_exact(memsnap, fixtures_dir):
                     'blocks_at_start')
             want = {k: (ha or {}).get(k) for k in keys}
             got = {k: (hw or {}).get(k) for k in keys}
-            check(f'--events {whole_events}: memsnap\'s history as the fixture\'s (exact, '
-                  'misfits each way, segments and blocks at the start)', got == want,
-                  f'fixture {want}, replicated {got}')
+            with check(f'--events {whole_events}: memsnap\'s history as the fixture\'s (exact, '
+                       'misfits each way, segments and blocks at the start)'):
+                assert got == want, f'fixture {want}, replicated {got}'
 
         bad = os.path.join(tmp, 'global.pickle')
         with open(bad, 'wb') as f:
             pickle.dump({'device_traces': [[{'action': 'alloc', 'x': collections.OrderedDict()}]]},
                         f, protocol=4)
         p = generate(bad, 10, os.path.join(tmp, 'refused.pickle'))
-        check('a pickle that needs a global is refused',
-              p.returncode == 1 and 'needs the global collections.OrderedDict' in p.stderr
-              and not os.path.exists(os.path.join(tmp, 'refused.pickle')), p.stderr.strip())
-
-    check.verify()
+        with check('a pickle that needs a global is refused'):
+            assert (p.returncode == 1 and 'needs the global collections.OrderedDict' in p.stderr
+                    and not os.path.exists(os.path.join(tmp, 'refused.pickle'))), p.stderr.strip()
 
 
 def distinct(trace, key):

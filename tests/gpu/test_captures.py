@@ -16,13 +16,13 @@ import subprocess
 import sys
 
 import pytest
+from pytest_check import check
 
 import testlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 DATA = os.path.join(REPO, "tests", "data", "gpu")
-check = testlib.Checks()
 
 
 def memsnap_json(memsnap, args):
@@ -45,39 +45,44 @@ def test_captures_agree_with_what_torch_said(memsnap):
             facts = json.load(f)
         captures[name] = (pickle_path, facts)
         if not os.path.exists(pickle_path):
-            check(f"{name}: capture file present", False, pickle_path)
+            check.fail(f"{name}: capture file present: {pickle_path}")
             continue
         device = str(facts.get("device", 0))
         report = memsnap_json(memsnap, ["parse", "--device", device, pickle_path])
-        check(f"{name}: parses", True)
+        with check(f"{name}: parses"):
+            assert True
         segments = report["segments"]
         if facts.get("memory_reserved_at_dump") is not None:
-            check(f"{name}: reserved == torch.cuda.memory_reserved()",
-                  segments["total_size"] == facts["memory_reserved_at_dump"],
-                  f"{segments['total_size']} != {facts['memory_reserved_at_dump']}")
+            with check(f"{name}: reserved == torch.cuda.memory_reserved()"):
+                assert segments["total_size"] == facts["memory_reserved_at_dump"], (
+                    f"{segments['total_size']} != {facts['memory_reserved_at_dump']}")
         if facts.get("memory_allocated_at_dump") is not None:
-            check(f"{name}: allocated == torch.cuda.memory_allocated()",
-                  segments["allocated_size"] == facts["memory_allocated_at_dump"],
-                  f"{segments['allocated_size']} != {facts['memory_allocated_at_dump']}")
+            with check(f"{name}: allocated == torch.cuda.memory_allocated()"):
+                assert segments["allocated_size"] == facts["memory_allocated_at_dump"], (
+                    f"{segments['allocated_size']} != {facts['memory_allocated_at_dump']}")
         if facts.get("oom"):
             ooms = report["oom"]
-            check(f"{name}: oom entry present", len(ooms) >= 1, ooms)
+            with check(f"{name}: oom entry present"):
+                assert len(ooms) >= 1, ooms
             if ooms:
-                check(f"{name}: oom request", ooms[-1]["requested"] == facts["oom"]["requested_bytes"],
-                      f"{ooms[-1]['requested']} != {facts['oom']['requested_bytes']}")
-                check(f"{name}: oom device_free", ooms[-1]["device_free"] == facts["oom"]["device_free"],
-                      f"{ooms[-1]['device_free']} != {facts['oom']['device_free']}")
+                with check(f"{name}: oom request"):
+                    assert ooms[-1]["requested"] == facts["oom"]["requested_bytes"], (
+                        f"{ooms[-1]['requested']} != {facts['oom']['requested_bytes']}")
+                with check(f"{name}: oom device_free"):
+                    assert ooms[-1]["device_free"] == facts["oom"]["device_free"], (
+                        f"{ooms[-1]['device_free']} != {facts['oom']['device_free']}")
         if facts.get("profiler_steps") is not None:
             complete = sum(1 for s in report["profiler_steps"].values() if s["complete"])
-            check(f"{name}: complete profiler steps", complete == facts["profiler_steps"],
-                  f"{complete} != {facts['profiler_steps']}")
+            with check(f"{name}: complete profiler steps"):
+                assert complete == facts["profiler_steps"], f"{complete} != {facts['profiler_steps']}"
             steps = memsnap_json(memsnap, ["replay-step", "--all-steps", "--device", device, pickle_path])
-            check(f"{name}: replay-step --all-steps", len(steps) == len(report["profiler_steps"]))
+            with check(f"{name}: replay-step --all-steps"):
+                assert len(steps) == len(report["profiler_steps"])
     if "graphs_off" in captures and "graphs_on" in captures:
         result = memsnap_json(memsnap, ["compare", captures["graphs_off"][0], captures["graphs_on"][0]])
-        check("graphs pair: compare observes CUDA graphs",
-              any("CUDA graphs likely" in note for note in result["observations"]), result["observations"])
+        with check("graphs pair: compare observes CUDA graphs"):
+            assert any("CUDA graphs likely" in note for note in result["observations"]), result["observations"]
     if "ab_pair_a" in captures and "ab_pair_b" in captures:
         result = memsnap_json(memsnap, ["compare", captures["ab_pair_a"][0], captures["ab_pair_b"][0]])
-        check("ab pair: B peaks higher", result["full_trace"]["absolute_peak_b"] > result["full_trace"]["absolute_peak_a"])
-    check.verify()
+        with check("ab pair: B peaks higher"):
+            assert result["full_trace"]["absolute_peak_b"] > result["full_trace"]["absolute_peak_a"]

@@ -43,6 +43,7 @@ GENERATOR = os.path.join(REPO, "tests", "gen", "make_snapshot.py")
 EXAMPLE = os.path.join(REPO, "examples", "training_steps.pickle.gz")
 DEFAULT_REFERENCE = os.path.join(REPO, "..", "shared", "reference", "json-keys.json")
 import pytest
+from pytest_check import check
 
 import make_docs
 import testlib
@@ -436,7 +437,14 @@ def golden_schema(name, document):
 
 # ---------------------------------------------------------------- part: schema
 
-def part_schema(checks, memsnap, work, validator_class):
+def expect(name, problems):
+    """A check that `problems` (a list of strings) is empty; its failure shows the first few."""
+    more = '' if len(problems) <= 8 else '\n    ... %d more' % (len(problems) - 8)
+    with check(name):
+        assert not problems, '\n    ' + '\n    '.join(problems[:8]) + more
+
+
+def part_schema(memsnap, work, validator_class):
     schemas = load_schemas()
     validators = {}
     for name, schema in schemas.items():
@@ -446,9 +454,9 @@ def part_schema(checks, memsnap, work, validator_class):
         except Exception as e:  # jsonschema.SchemaError, with its message
             problems.append("not a valid draft 2020-12 schema: %s" % str(e).splitlines()[0])
         problems += lint_schema(name, schema)
-        checks.expect("schema %s" % SCHEMA_FILES[name], problems)
+        expect("schema %s" % SCHEMA_FILES[name], problems)
         validators[name] = validator_class(schema)
-    checks.expect("schemas: shared definitions agree", shared_definitions(schemas))
+    expect("schemas: shared definitions agree", shared_definitions(schemas))
 
     # The documentation is generated from the schemas.
     docs = make_docs.DOCS
@@ -457,10 +465,8 @@ def part_schema(checks, memsnap, work, validator_class):
             current = f.read()
     except FileNotFoundError:
         current = None
-    if current == make_docs.generate():
-        checks.ok("docs/json-schema.md matches the schemas")
-    else:
-        checks.fail("docs/json-schema.md matches the schemas", "out of date: run tests/schema/make_docs.py")
+    with check("docs/json-schema.md matches the schemas"):
+        assert current == make_docs.generate(), "out of date: run tests/schema/make_docs.py"
 
     # (a) golden files.
     for path in sorted(glob.glob(os.path.join(REPO, "tests", "golden", "*.json"))):
@@ -469,28 +475,28 @@ def part_schema(checks, memsnap, work, validator_class):
             document = json.load(f)
         schema = golden_schema(name, document)
         if schema is None:
-            checks.fail("golden %s" % name, "no schema for this name (map its prefix in golden_schema())")
+            check.fail("golden %s: no schema for this name (map its prefix in golden_schema())" % name)
             continue
         problems = errors_of(validators[schema], document) + written_twice(schema, document)
-        checks.expect("golden %s (%s)" % (name, SCHEMA_FILES[schema]), problems)
+        expect("golden %s (%s)" % (name, SCHEMA_FILES[schema]), problems)
 
     # (b) memsnap on generated snapshots.
     outputs = {}
     for case, schema, arguments in RUNS:
         document, why = run_memsnap(memsnap, work, arguments)
         if document is None:
-            checks.fail("run %s" % case, why)
+            check.fail("run %s: %s" % (case, why))
             continue
         outputs[case] = document
         problems = errors_of(validators[schema], document) + written_twice(schema, document)
-        checks.expect("run %s (%s)" % (case, SCHEMA_FILES[schema]), problems)
+        expect("run %s (%s)" % (case, SCHEMA_FILES[schema]), problems)
 
     # Variants the cases are there to reach.
     def expect_variant(case, what, test):
         document = outputs.get(case)
         if document is None:
             return  # its run already failed
-        checks.expect("variant %s: %s" % (case, what), [] if test(document) else ["not so in memsnap's output"])
+        expect("variant %s: %s" % (case, what), [] if test(document) else ["not so in memsnap's output"])
 
     expect_variant("compare steps in both", "step_results non-empty and full_trace null",
                    lambda d: bool(d.get("step_results")) and d.get("full_trace", 0) is None)
@@ -531,10 +537,8 @@ def part_schema(checks, memsnap, work, validator_class):
     for schema, what, document, mutate in mutations:
         document = copy.deepcopy(document)
         mutate(document)
-        if errors_of(validators[schema], document):
-            checks.ok("self-check %s fails validation" % what)
-        else:
-            checks.fail("self-check %s fails validation" % what, "the schema accepted it")
+        with check("self-check %s fails validation" % what):
+            assert errors_of(validators[schema], document), "the schema accepted it"
 
 
 # ---------------------------------------------------------------- part: reference
@@ -700,15 +704,15 @@ def reference_flags(schemas, reference):
     return problems
 
 
-def part_reference(checks, memsnap, work, reference_file):
+def part_reference(memsnap, work, reference_file):
     with open(reference_file, encoding="utf-8") as f:
         reference = json.load(f)["commands"]
     schemas = load_schemas()
     for variant in reference:
         if variant not in REFERENCE_RUNS:
-            checks.fail("reference %s" % variant, "a command variant this test does not know: add it to REFERENCE_RUNS")
-    checks.expect("reference: the schemas flag exactly the reference keys (x-reference) with their types",
-                  reference_flags(schemas, reference))
+            check.fail("reference %s: a command variant this test does not know: add it to REFERENCE_RUNS" % variant)
+    expect("reference: the schemas flag exactly the reference keys (x-reference) with their types",
+           reference_flags(schemas, reference))
 
     outputs = {}
     for variant, paths in reference.items():
@@ -717,11 +721,11 @@ def part_reference(checks, memsnap, work, reference_file):
         schema_name, arguments = REFERENCE_RUNS[variant]
         document, why = run_memsnap(memsnap, work, arguments)
         if document is None:
-            checks.fail("reference %s" % variant, why)
+            check.fail("reference %s: %s" % (variant, why))
             continue
         outputs[variant] = document
-        checks.expect("reference %s: %d paths, same types" % (variant, len(paths)),
-                      check_paths(document, paths, EXAMPLE_KEYS_UNDER.get(schema_name)))
+        expect("reference %s: %d paths, same types" % (variant, len(paths)),
+               check_paths(document, paths, EXAMPLE_KEYS_UNDER.get(schema_name)))
 
     # The reference keeps an annotation's whole name ('Optimizer.step#FusedAdam.step').
     variant = "replay-step --json --all-steps FILE"
@@ -733,7 +737,7 @@ def part_reference(checks, memsnap, work, reference_file):
         problems = []
         if any("#" in name for name in names) and not any("#" in name for name in names_out):
             problems.append("no annotation name keeps its '#...' part (memsnap writes %s)" % sorted(names_out))
-        checks.expect("reference replay-step: annotation names keep the part after '#'", problems)
+        expect("reference replay-step: annotation names keep the part after '#'", problems)
 
     # Self-check: the path check can fail.
     variant = "parse --json FILE (with profiler steps)"
@@ -746,15 +750,11 @@ def part_reference(checks, memsnap, work, reference_file):
         problems = check_paths(document, reference[variant], None)
         caught = {p.split(":")[0].split(" ")[0] for p in problems}
         wanted = {".segments.total_size", ".file_size_bytes", ".profiler_steps.<N>.complete"}
-        if wanted <= caught:
-            checks.ok("self-check reference paths: a renamed key, an int written as a double, a bool written as an int")
-        else:
-            checks.fail("self-check reference paths", "not caught: %s" % sorted(wanted - caught))
+        with check("self-check reference paths: a renamed key, an int written as a double, a bool written as an int"):
+            assert wanted <= caught, "not caught: %s" % sorted(wanted - caught)
 
 
 # ---------------------------------------------------------------- main
-
-check = testlib.Checks()
 
 
 @pytest.fixture(scope="module")
@@ -770,8 +770,7 @@ def test_every_output_matches_its_schema(memsnap, generated_snapshots):
     except ImportError:
         pytest.fail("the Python module jsonschema is missing (pip install jsonschema, or Debian's "
                     "python3-jsonschema for /usr/bin/python3)")
-    part_schema(check, memsnap, generated_snapshots, validator_class)
-    check.verify()
+    part_schema(memsnap, generated_snapshots, validator_class)
 
 
 @pytest.mark.part("reference")
@@ -779,5 +778,4 @@ def test_the_reference_keys_are_written_with_their_types(memsnap, generated_snap
     reference = request.config.getoption("--reference-keys")
     if not os.path.isfile(reference):
         testlib.skip_absent(f"the reference keys {reference}")
-    part_reference(check, memsnap, generated_snapshots, reference)
-    check.verify()
+    part_reference(memsnap, generated_snapshots, reference)

@@ -14,7 +14,7 @@ evals.json: at least 8 entries, each with id, question, expected_behavior
 (strings) and commands (memsnap lines); every command runs on the same
 placeholders and never exits 2 (usage error): its subcommand and flags exist.
 
-One line per check; the summary counts checks and failures; exit 1 on failure.
+A test reports every failed check (pytest-check), not only the first.
 """
 import argparse
 import gzip
@@ -28,6 +28,7 @@ import subprocess
 import sys
 
 import pytest
+from pytest_check import check
 
 import testlib
 
@@ -136,8 +137,6 @@ FIXTURES = {
 PLACEHOLDER = re.compile(r'^[\w./-]+\.pickle(\.gz|\.zst)?$')
 SHELL_SYNTAX = {'|', '||', '&&', ';', '>', '>>', '<', '&', '2>', '2>&1'}
 EXIT_COMMENT = re.compile(r'\s#\s*exit\s+(\d+)(?:\s+says\s+"([^"]*)")?\s*$')
-
-check = testlib.Checks()
 
 
 def placeholder_path(work, name):
@@ -260,27 +259,31 @@ def run_command(memsnap, argv, work):
 
 def check_skill(memsnap, skill_dir, work, subcommands, flags, top_flags):
     path = os.path.join(skill_dir, 'SKILL.md')
-    if not check('SKILL.md exists', os.path.isfile(path), path):
+    if not check.is_true(os.path.isfile(path), 'SKILL.md exists: %s' % path):
         return 0
     with open(path, encoding='utf-8') as f:
         text = f.read()
 
     fields = front_matter(text)
-    check('front matter: a ---/--- block first', fields is not None)
+    with check('front matter: a ---/--- block first'):
+        assert fields is not None
     fields = fields or {}
-    check('front matter: name is memsnap', fields.get('name') == 'memsnap', repr(fields.get('name')))
-    check('front matter: description', len(fields.get('description', '')) >= 40,
-          repr(fields.get('description')))
+    with check('front matter: name is memsnap'):
+        assert fields.get('name') == 'memsnap', repr(fields.get('name'))
+    with check('front matter: description'):
+        assert len(fields.get('description', '')) >= 40, repr(fields.get('description'))
 
     all_flags = set().union(*flags.values()) | top_flags
     code_text = [line for _, lines in code_blocks(text) for _, line in lines] + inline_code(text)
     for sub in sorted({m for t in code_text for m in re.findall(r'\bmemsnap ([a-z][a-z-]*)(?![\w./-])', t)}):
-        check('SKILL.md: subcommand %s exists' % sub, sub in subcommands,
-              'memsnap --help lists %s' % subcommands)
+        with check('SKILL.md: subcommand %s exists' % sub):
+            assert sub in subcommands, 'memsnap --help lists %s' % subcommands
     for flag in sorted({m for t in code_text for m in re.findall(r'(?<![\w-])(--[a-z][a-z-]*)', t)}):
-        check('SKILL.md: flag %s exists' % flag, flag in all_flags, 'not in any --help')
+        with check('SKILL.md: flag %s exists' % flag):
+            assert flag in all_flags, 'not in any --help'
     for flag in ('--frame-depth', '--top', '--device', '--json'):
-        check('SKILL.md: explains %s' % flag, ('`%s' % flag) in text)
+        with check('SKILL.md: explains %s' % flag):
+            assert ('`%s' % flag) in text
 
     ran = 0
     used = set()
@@ -294,12 +297,12 @@ def check_skill(memsnap, skill_dir, work, subcommands, flags, top_flags):
             try:
                 argv, want, says = split_command(line)
             except ValueError as e:
-                check(name, False, str(e))
+                check.fail('%s: %s' % (name, e))
                 continue
             result = run_command(memsnap, argv, work)
             ran += 1
             if isinstance(result, list):
-                check(name, False, 'unknown placeholder %s (add it to FIXTURES)' % result)
+                check.fail('%s: unknown placeholder %s (add it to FIXTURES)' % (name, result))
                 continue
             if len(argv) > 1:
                 used.add(argv[1])
@@ -323,65 +326,72 @@ def check_skill(memsnap, skill_dir, work, subcommands, flags, top_flags):
                     problems.append('a failure gave no reason on stderr')
                 if want == 1 and not stderr.startswith('memsnap: '):
                     problems.append('exit 1 without a "memsnap: " line: %r' % stderr[:120])
-            check(name, not problems, '; '.join(problems) + ('; stderr: %s' % stderr.strip()[:300]
-                                                             if problems else ''))
-    check('SKILL.md: runs at least 20 command lines', ran >= 20, 'ran %d' % ran)
+            with check(name):
+                assert not problems, ('; '.join(problems) + ('; stderr: %s' % stderr.strip()[:300]
+                                      if problems else ''))
+    with check('SKILL.md: runs at least 20 command lines'):
+        assert ran >= 20, 'ran %d' % ran
     for sub in subcommands:
-        check('SKILL.md: an example of memsnap %s' % sub, sub in used)
+        with check('SKILL.md: an example of memsnap %s' % sub):
+            assert sub in used
     return ran
 
 
 def check_evals(memsnap, skill_dir, work, subcommands):
     path = os.path.join(skill_dir, 'evals.json')
-    if not check('evals.json exists', os.path.isfile(path), path):
+    if not check.is_true(os.path.isfile(path), 'evals.json exists: %s' % path):
         return 0
     try:
         with open(path, encoding='utf-8') as f:
             document = json.load(f)
     except ValueError as e:
-        check('evals.json is JSON', False, str(e))
+        check.fail('evals.json is JSON: %s' % e)
         return 0
     evals = document.get('evals') if isinstance(document, dict) else None
-    if not check('evals.json: an object with an "evals" list', isinstance(evals, list)):
+    if not check.is_true(isinstance(evals, list), 'evals.json: an object with an "evals" list'):
         return 0
-    check('evals.json: at least %d evals' % MIN_EVALS, len(evals) >= MIN_EVALS, str(len(evals)))
+    with check('evals.json: at least %d evals' % MIN_EVALS):
+        assert len(evals) >= MIN_EVALS, str(len(evals))
     ids = [e.get('id') for e in evals if isinstance(e, dict)]
-    check('evals.json: ids are unique', len(ids) == len(set(ids)), str(ids))
+    with check('evals.json: ids are unique'):
+        assert len(ids) == len(set(ids)), str(ids)
     ran = 0
     for index, entry in enumerate(evals):
         label = 'eval %s' % (entry.get('id', index) if isinstance(entry, dict) else index)
-        if not check(label + ': an object', isinstance(entry, dict)):
+        if not check.is_true(isinstance(entry, dict), label + ': an object'):
             continue
-        check(label + ': id', isinstance(entry.get('id'), (str, int)) and str(entry.get('id')))
-        check(label + ': question', isinstance(entry.get('question'), str)
-              and len(entry['question']) >= 20)
+        with check(label + ': id'):
+            assert isinstance(entry.get('id'), (str, int)) and str(entry.get('id'))
+        with check(label + ': question'):
+            assert (isinstance(entry.get('question'), str)
+                    and len(entry['question']) >= 20)
         behaviour = entry.get('expected_behavior')
-        check(label + ': expected_behavior is a list of strings',
-              isinstance(behaviour, list) and len(behaviour) >= 2
-              and all(isinstance(b, str) and b.strip() for b in behaviour))
+        with check(label + ': expected_behavior is a list of strings'):
+            assert (isinstance(behaviour, list) and len(behaviour) >= 2
+                    and all(isinstance(b, str) and b.strip() for b in behaviour))
         commands = entry.get('commands')
-        if not check(label + ': commands is a list of memsnap lines',
-                     isinstance(commands, list) and commands
-                     and all(isinstance(c, str) and c.startswith('memsnap ') for c in commands)):
+        if not check.is_true(isinstance(commands, list) and commands
+                             and all(isinstance(c, str) and c.startswith('memsnap ') for c in commands),
+                             label + ': commands is a list of memsnap lines'):
             continue
         for command in commands:
             name = '%s: %s' % (label, command)
             try:
                 argv = shlex.split(command)
             except ValueError as e:
-                check(name, False, str(e))
+                check.fail('%s: %s' % (name, e))
                 continue
             # `memsnap FILE` is `memsnap explain FILE`.
             if argv[1:2] and argv[1] not in subcommands and argv[1] not in FIXTURES:
-                check(name, False, 'unknown subcommand %s' % argv[1])
+                check.fail('%s: unknown subcommand %s' % (name, argv[1]))
                 continue
             if any(t in SHELL_SYNTAX for t in argv):
-                check(name, False, 'shell syntax: the test runs the command without a shell')
+                check.fail('%s: shell syntax: the test runs the command without a shell' % name)
                 continue
             result = run_command(memsnap, argv, work)
             ran += 1
             if isinstance(result, list):
-                check(name, False, 'unknown placeholder %s (add it to FIXTURES)' % result)
+                check.fail('%s: unknown placeholder %s (add it to FIXTURES)' % (name, result))
                 continue
             stdout = result.stdout.decode(errors='replace')
             problems = []
@@ -394,8 +404,9 @@ def check_evals(memsnap, skill_dir, work, subcommands):
                     json.loads(stdout)
                 except ValueError as e:
                     problems.append('stdout is not JSON: %s' % e)
-            check(name, not problems, '; '.join(problems) + '; stderr: %s'
-                  % result.stderr.decode(errors='replace').strip()[:300])
+            with check(name):
+                assert not problems, ('; '.join(problems) + '; stderr: %s'
+                                      % result.stderr.decode(errors='replace').strip()[:300])
         # What the eval's answer rests on, checked against memsnap's JSON:
         # {"command": "memsnap ... --json", "path": ["oom", "verdicts", 0], "equals": "capacity"}.
         for expect in entry.get('checks', []):
@@ -408,9 +419,10 @@ def check_evals(memsnap, skill_dir, work, subcommands):
                 for step in expect['path']:
                     value = value[step]
             except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
-                check(name, False, 'no such value: %s' % e)
+                check.fail('%s: no such value: %s' % (name, e))
                 continue
-            check(name, value == expect['equals'], 'got %r' % (value,))
+            with check(name):
+                assert value == expect['equals'], 'got %r' % (value,)
     return ran
 
 
@@ -420,8 +432,8 @@ def test_every_skill_command_runs_as_it_says(memsnap, work):
     os.makedirs(work, exist_ok=True)
     make_fixtures(work)
     subcommands, flags, top_flags = help_inventory(memsnap)
-    check('memsnap --help lists subcommands', len(subcommands) >= 5, str(subcommands))
+    with check('memsnap --help lists subcommands'):
+        assert len(subcommands) >= 5, str(subcommands)
     skill_lines = check_skill(memsnap, DEFAULT_SKILL, work, subcommands, flags, top_flags)
     eval_lines = check_evals(memsnap, DEFAULT_SKILL, work, subcommands)
     print('ran %d SKILL.md command lines and %d evals.json commands' % (skill_lines, eval_lines))
-    check.verify()

@@ -17,12 +17,12 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 import pytest
+from pytest_check import check
 
 import testlib
 
 DRIVER = os.path.join(HERE, "test_slurm.py")
 TOOLS = ("munged", "slurmctld", "slurmd", "sbatch", "sinfo", "scontrol")
-check = testlib.Checks()
 
 
 def bare_path(folder):
@@ -45,17 +45,20 @@ def run_driver(memsnap, bin_dir):
 
 def is_clean_skip(name, got):
     out = got.stdout + got.stderr
-    check(name + ": exit 77 (skipped)", got.returncode == testlib.SKIPPED, "exit %d: %s" % (got.returncode, out))
-    check(name + ": a skip line says why", f"{testlib.ABSENT}: cluster: " in got.stdout, out)
-    check(name + ": no traceback", "Traceback" not in out, out)
+    with check(name + ": exit 77 (skipped)"):
+        assert got.returncode == testlib.SKIPPED, "exit %d: %s" % (got.returncode, out)
+    with check(name + ": a skip line says why"):
+        assert f"{testlib.ABSENT}: cluster: " in got.stdout, out
+    with check(name + ": no traceback"):
+        assert "Traceback" not in out, out
 
 
 def no_tools(memsnap, scratch):
     bin_dir = bare_path(os.path.join(scratch, "none"))
     got = run_driver(memsnap, bin_dir)
     is_clean_skip("no Slurm tools", got)
-    check("no Slurm tools: the reason names the first missing tool",
-          f"{testlib.ABSENT}: cluster: munged is not installed" in got.stdout, got.stdout)
+    with check("no Slurm tools: the reason names the first missing tool"):
+        assert f"{testlib.ABSENT}: cluster: munged is not installed" in got.stdout, got.stdout
 
 
 def munged_fails(memsnap, scratch):
@@ -75,18 +78,18 @@ def munged_fails(memsnap, scratch):
         with open(log) as f:
             calls = [line.split()[0] for line in f if line.strip()]
     if os.geteuid() == 0:
-        check("munged cannot start: it says so", f"{testlib.ABSENT}: cluster: munged did not start" in got.stdout, got.stdout)
-        check("munged cannot start: munged was tried once and nothing was stopped", calls == ["munged"], calls)
+        with check("munged cannot start: it says so"):
+            assert f"{testlib.ABSENT}: cluster: munged did not start" in got.stdout, got.stdout
+        with check("munged cannot start: munged was tried once and nothing was stopped"):
+            assert calls == ["munged"], calls
     else:
-        check("not root: the reason is the uid, and no tool ran",
-              "runs its daemons as root" in got.stdout and calls == [], (got.stdout, calls))
+        with check("not root: the reason is the uid, and no tool ran"):
+            assert "runs its daemons as root" in got.stdout and calls == [], (got.stdout, calls)
 
 
 def test_no_tools(memsnap, work):
     no_tools(memsnap, work)
-    check.verify()
 
 
 def test_munged_fails(memsnap, work):
     munged_fails(memsnap, work)
-    check.verify()

@@ -20,13 +20,13 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 import pytest
+from pytest_check import check
 
 import testlib
 
 REPO = os.path.dirname(os.path.dirname(HERE))
 SLURM_TOOLS = os.path.join(REPO, "tools", "slurm")
 GEN = os.path.join(REPO, "tests", "gen", "make_ranks.py")
-check = testlib.Checks()
 
 
 def make_run(folder, ranks):
@@ -50,23 +50,29 @@ def by_hand(memsnap, work):
         got = subprocess.run(["bash", os.path.join(SLURM_TOOLS, "memsnap-summarize.sbatch"), snapshots, summaries],
                              env=dict(env, SLURM_ARRAY_TASK_ID=str(task)), capture_output=True, text=True, timeout=300)
         outputs.append(got)
-        check("by hand: array task %d of 3 exits 0" % task, got.returncode == 0, got.stderr)
+        with check("by hand: array task %d of 3 exits 0" % task):
+            assert got.returncode == 0, got.stderr
     shares = [int(o.stdout.split(": ")[2].split(" of ")[0]) if o.returncode == 0 else -1 for o in outputs]
-    check("by hand: the 16 files are shared 6/5/5 among the 3 tasks", shares == [6, 5, 5], [o.stdout for o in outputs])
-    check("by hand: one summary per file", len([n for n in os.listdir(summaries) if n.endswith(".summary.json")]) == 16)
+    with check("by hand: the 16 files are shared 6/5/5 among the 3 tasks"):
+        assert shares == [6, 5, 5], [o.stdout for o in outputs]
+    with check("by hand: one summary per file"):
+        assert len([n for n in os.listdir(summaries) if n.endswith(".summary.json")]) == 16
     reduce_out = os.path.join(summaries, "ranks.json")
     got = subprocess.run(["bash", os.path.join(SLURM_TOOLS, "memsnap-ranks.sbatch"), summaries, reduce_out],
                          env=dict(os.environ, MEMSNAP=memsnap), capture_output=True, text=True, timeout=300)
-    check("by hand: the reduce exits 0 and prints the text report", got.returncode == 0
-          and "ranks: 16 files read" in got.stdout, got.stderr)
+    with check("by hand: the reduce exits 0 and prints the text report"):
+        assert (got.returncode == 0
+                and "ranks: 16 files read" in got.stdout), got.stderr
     with open(reduce_out) as f:
         reduced = json.load(f)
-    check("by hand: the reduce's ranks.json equals memsnap ranks on the pickles",
-          reduced == ranks_json(memsnap, snapshots))
-    check("by hand: ranks over the summary folder leaves ranks.json alone", ranks_json(memsnap, summaries) == reduced)
+    with check("by hand: the reduce's ranks.json equals memsnap ranks on the pickles"):
+        assert reduced == ranks_json(memsnap, snapshots)
+    with check("by hand: ranks over the summary folder leaves ranks.json alone"):
+        assert ranks_json(memsnap, summaries) == reduced
     got = subprocess.run(["bash", os.path.join(SLURM_TOOLS, "memsnap-summarize.sbatch"), snapshots],
                          capture_output=True, text=True)
-    check("by hand: a missing argument is a usage error", got.returncode == 2 and "usage:" in got.stderr)
+    with check("by hand: a missing argument is a usage error"):
+        assert got.returncode == 2 and "usage:" in got.stderr
 
 
 def free_port():
@@ -199,25 +205,25 @@ def cluster(memsnap, work):
         env = dict(c.env, MEMSNAP=memsnap)
         got = subprocess.run(["bash", os.path.join(SLURM_TOOLS, "submit.sh"), snapshots, summaries, "4", "--",
                               "--chdir=" + folder], env=env, capture_output=True, text=True, timeout=120)
-        check("cluster: submit.sh submits the array and the reduce", got.returncode == 0
-              and "map: job array" in got.stdout, got.stderr + got.stdout)
+        with check("cluster: submit.sh submits the array and the reduce"):
+            assert (got.returncode == 0
+                    and "map: job array" in got.stdout), got.stderr + got.stdout
         result = os.path.join(summaries, "ranks.json")
         deadline = time.time() + 600
         while time.time() < deadline and not os.path.exists(result):
             time.sleep(1)
         logs = " ".join(sorted(n for n in os.listdir(folder) if n.endswith(".out")))
-        if not check("cluster: the reduce wrote ranks.json (job logs: %s)" % logs, os.path.exists(result),
-                     c.log_tail("slurmctld")):
-            return None
+        assert os.path.exists(result), "cluster: the reduce wrote ranks.json (job logs: %s): %s" % (
+            logs, c.log_tail("slurmctld"))
         with open(result) as f:
             reduced = json.load(f)
-        check("cluster: 24 summaries from 4 array tasks",
-              len([n for n in os.listdir(summaries) if n.endswith(".summary.json")]) == 24
-              and len([n for n in os.listdir(folder) if n.startswith("memsnap-summarize-")]) == 4)
-        check("cluster: the reduce equals memsnap ranks run directly on the pickles",
-              reduced == ranks_json(memsnap, snapshots))
-        check("cluster: it names rank 5 the outlier", [o["rank"] for o in reduced["outliers"]] == [5],
-              reduced["outliers"])
+        with check("cluster: 24 summaries from 4 array tasks"):
+            assert (len([n for n in os.listdir(summaries) if n.endswith(".summary.json")]) == 24
+                    and len([n for n in os.listdir(folder) if n.startswith("memsnap-summarize-")]) == 4)
+        with check("cluster: the reduce equals memsnap ranks run directly on the pickles"):
+            assert reduced == ranks_json(memsnap, snapshots)
+        with check("cluster: it names rank 5 the outlier"):
+            assert [o["rank"] for o in reduced["outliers"]] == [5], reduced["outliers"]
     finally:
         c.stop()
         shutil.rmtree(folder, ignore_errors=True)
@@ -226,7 +232,6 @@ def cluster(memsnap, work):
 
 def test_the_job_array_tasks_run_by_hand(memsnap, work):
     by_hand(memsnap, work)
-    check.verify()
 
 
 @pytest.mark.part("cluster")
@@ -234,4 +239,3 @@ def test_the_job_array_on_a_real_cluster(memsnap, work):
     reason = cluster(memsnap, work)
     if reason:
         testlib.skip_absent("cluster: " + reason)
-    check.verify()
