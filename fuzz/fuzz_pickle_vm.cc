@@ -38,7 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       size_t written = 0;
       const memsnap::pickle::TextSink capped = [&written](std::string_view text) {
         written += text.size();
-        if (written > (size_t{16} << 20)) throw memsnap::Error("fuzz: output cap");
+        if (written > (size_t{16} << 20))
+          throw memsnap::Error(memsnap::ErrorCode::kLimitExceeded, "fuzz: output cap");
       };
       for (auto shared :
            {memsnap::pickle::SharedObjects::kOnce, memsnap::pickle::SharedObjects::kInline}) {

@@ -49,7 +49,8 @@ CheckRequest request_of(const CheckFlags& flags) {
   for (const std::string& spec : flags.categories) {
     const size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0) {
-      throw Error::usage(
+      throw Error(
+          ErrorCode::kBadParameter,
           fmt::format("--max-category: '{}' is not CATEGORY=SIZE (e.g. activation=20GiB)", spec));
     }
     request.categories.emplace_back(spec.substr(0, eq), spec.substr(eq + 1));
@@ -88,7 +89,7 @@ void write_in_format(const CheckFlags& flags, const Report& report) {
 void write_budget(const CheckFlags& flags) {
   std::error_code error;
   if (std::filesystem::is_directory(flags.current, error)) {
-    throw Error::usage("--write-budget takes one good run's file, not a folder");
+    throw Error(ErrorCode::kBadParameter, "--write-budget takes one good run's file, not a folder");
   }
   bool current_is_summary = false;
   const RunSummary current = summary_of(flags.current, flags.inputs, current_is_summary);
@@ -97,7 +98,8 @@ void write_budget(const CheckFlags& flags) {
   // Beyond 10x a budget says nothing (and 1e308% wrote 'infMiB', which
   // --budget then refused).
   if (!std::isfinite(fraction) || fraction < 0 || fraction > 10) {
-    throw Error::usage(
+    throw Error(
+        ErrorCode::kBadParameter,
         fmt::format("--headroom must be 0% to 1000% (or 0 to 10), not '{}'", flags.headroom));
   }
   const std::vector<Limit> limits = budget_from_run(current, fraction);
@@ -137,11 +139,11 @@ void run_check_command(const CheckFlags& flags) {
       check_run(request_of(flags), run_inputs(flags.inputs), stderr_listener(flags.inputs.common));
   if (run.ranked) {
     write_in_format(flags, *run.ranked);
-    if (!run.passed()) throw Error::limit(check_verdict(*run.ranked));
+    if (!run.passed()) throw Error(ErrorCode::kCheckFailed, check_verdict(*run.ranked));
     return;
   }
   write_in_format(flags, *run.single);
-  if (!run.passed()) throw Error::limit(check_verdict(*run.single));
+  if (!run.passed()) throw Error(ErrorCode::kCheckFailed, check_verdict(*run.single));
 }
 
 }  // namespace

@@ -31,7 +31,8 @@ void compare_run_folders(const std::string& dir_a, const std::string& dir_b,
   } else {
     write_out(render_run_compare_text(run.view(), common.top));
   }
-  if (!run.unread.empty()) throw Error(unread_files_message(run.unread.size(), run.files));
+  if (!run.unread.empty())
+    throw Error(ErrorCode::kFilesUnread, unread_files_message(run.unread.size(), run.files));
 }
 
 }  // namespace
@@ -68,11 +69,13 @@ Command compare_command() {
               const bool folder_a = std::filesystem::is_directory(flags->files[0], error);
               const bool folder_b = std::filesystem::is_directory(flags->files[1], error);
               if (folder_a != folder_b) {
-                throw Error::usage(fmt::format(
-                    "{} is a folder and {} is not: compare two snapshots, or two folders of "
-                    "rank files",
-                    folder_a ? flags->files[0] : flags->files[1],
-                    folder_a ? flags->files[1] : flags->files[0]));
+                throw Error(
+                    ErrorCode::kBadParameter,
+                    fmt::format(
+                        "{} is a folder and {} is not: compare two snapshots, or two folders of "
+                        "rank files",
+                        folder_a ? flags->files[0] : flags->files[1],
+                        folder_a ? flags->files[1] : flags->files[0]));
               }
               if (folder_a) {
                 SummaryInputs inputs = flags->folders;

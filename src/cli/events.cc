@@ -35,7 +35,8 @@ Command events_command() {
             return [flags] {
               const CommonOptions& common = flags->common;
               if (flags->inline_frames && !common.json)
-                throw Error::usage("--inline-frames needs --json (the text lists no frames)");
+                throw Error(ErrorCode::kBadParameter,
+                            "--inline-frames needs --json (the text lists no frames)");
               Snapshot snapshot = load_with_progress(flags->file, common);
               note_device_choice(flags->file, choose_device(snapshot, common.device));
               EventListing listing =

@@ -32,8 +32,11 @@ OomRanks oom_ranks(const std::vector<std::string>& paths, const OomOptions& opti
   OomRanks ranks;
   for (const std::string& path : paths) {
     if (path.ends_with(".json")) {
-      throw Error::usage(fmt::format(
-          "{}: oom reads snapshots, not summaries (a verdict needs the allocator's state)", path));
+      throw Error(
+          ErrorCode::kBadParameter,
+          fmt::format(
+              "{}: oom reads snapshots, not summaries (a verdict needs the allocator's state)",
+              path));
     }
   }
   std::vector<std::string> names = distinguishing_names(paths);
@@ -87,9 +90,9 @@ Command oom_command() {
           }
           const OomOptions options = service::oom_options(request);
           if (options.at_peak || options.at != 1) {
-            throw Error::usage(
-                "--at takes one file: with a folder or several files, oom reports each "
-                "rank's first OOM");
+            throw Error(ErrorCode::kBadParameter,
+                        "--at takes one file: with a folder or several files, oom reports each "
+                        "rank's first OOM");
           }
           const OomRanks ranks = oom_ranks(expand_inputs(flags->files), options, common);
           if (common.json) {

@@ -19,8 +19,9 @@ namespace memsnap::cli {
 namespace {
 
 [[noreturn]] void fail_output(int error_number) {
-  if (error_number == EPIPE) throw Error("broken pipe", Error::Kind::kBrokenPipe);
-  throw Error::output(std::string("cannot write output: ") + std::strerror(error_number));
+  if (error_number == EPIPE) throw Error(ErrorCode::kBrokenPipe, "broken pipe");
+  throw Error(ErrorCode::kOutputFailed,
+              std::string("cannot write output: ") + std::strerror(error_number));
 }
 
 CapturedOutput* g_captured = nullptr;
@@ -71,6 +72,11 @@ void write_note(std::string_view line) {
   std::fprintf(stderr, "memsnap: %s\n", shown.c_str());
 }
 
+void write_error(const Error& error) {
+  write_note(error.what());
+  if (g_captured != nullptr) g_captured->error_code = error.code_name();
+}
+
 void write_out(std::string_view text) {
   if (text.empty()) return;
   if (!t_deferred_notes.empty()) write_deferred_notes();
@@ -99,7 +105,7 @@ void finish_output() {
 }
 
 void refuse_overwriting_inputs(const std::string& output, const std::vector<std::string>& inputs) {
-  if (output.empty()) throw Error::usage("-o needs a file name");
+  if (output.empty()) throw Error(ErrorCode::kBadParameter, "-o needs a file name");
   std::error_code error;
   struct stat written {};
   const bool output_exists = ::stat(output.c_str(), &written) == 0;
@@ -115,9 +121,10 @@ void refuse_overwriting_inputs(const std::string& output, const std::vector<std:
             : input == output ||
                   (output_exists && std::filesystem::equivalent(input, output, error));
     if (same) {
-      throw Error::usage("-o " + output + " is " +
-                         (input == "-" ? "the file stdin reads" : "one of the input files") +
-                         "; refusing to overwrite it");
+      throw Error(ErrorCode::kBadParameter,
+                  "-o " + output + " is " +
+                      (input == "-" ? "the file stdin reads" : "one of the input files") +
+                      "; refusing to overwrite it");
     }
   }
 }
@@ -125,8 +132,8 @@ void refuse_overwriting_inputs(const std::string& output, const std::vector<std:
 namespace {
 
 [[noreturn]] void fail_file(const std::string& path, int error_number) {
-  throw Error::output("cannot write output: " + path + ": " +
-                      std::strerror(error_number != 0 ? error_number : EIO));
+  throw Error(ErrorCode::kOutputFailed, "cannot write output: " + path + ": " +
+                                            std::strerror(error_number != 0 ? error_number : EIO));
 }
 
 // Writes all of `contents` to `out` and closes it; the error names `path`.

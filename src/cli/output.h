@@ -8,6 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
+namespace memsnap {
+class Error;
+}  // namespace memsnap
+
 namespace memsnap::cli {
 
 // Reports go to stdout and notes (one "memsnap: ..." line each) to stderr,
@@ -24,6 +28,9 @@ class CapturedOutput {
 
   std::string out;    // the report
   std::string notes;  // the notes, each ending in '\n', without "memsnap: "
+  // The code of the error the command ended with (write_error); empty when
+  // it ended well.
+  std::string error_code;
 };
 // A note about how the command answers (the device it chose): written
 // before the command's first output (or when it finishes), dropped if it
@@ -36,6 +43,9 @@ bool output_captured();
 
 // One line on stderr: "memsnap: <line>\n" (or into CapturedOutput::notes).
 void write_note(std::string_view line);
+// The error a command ends with, at the edge: its one line (write_note);
+// a CapturedOutput keeps its code too.
+void write_error(const Error& error);
 
 // Throws Error (kind kOutput) when the write fails, or kind kBrokenPipe when
 // the reader went away (the edge then ends quietly).

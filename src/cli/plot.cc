@@ -51,18 +51,21 @@ void run_plot(const PlotFlags& flags) {
   // Folders stand for their snapshot files (one line each, in natural name order).
   const std::vector<std::string> files = expand_inputs(flags.files);
   if (!flags.labels.empty() && flags.labels.size() != files.size()) {
-    throw Error::usage(fmt::format("--labels has {} labels for {} files; give one label per file",
-                                   flags.labels.size(), files.size()));
+    throw Error(ErrorCode::kBadParameter,
+                fmt::format("--labels has {} labels for {} files; give one label per file",
+                            flags.labels.size(), files.size()));
   }
   if (!(flags.precision_ms > 0))
-    throw Error::usage("--precision must be a positive number of milliseconds");
+    throw Error(ErrorCode::kBadParameter, "--precision must be a positive number of milliseconds");
   if (flags.text &&
       (flags.width < 20 || flags.width > 1000 || flags.height < 5 || flags.height > 500)) {
-    throw Error::usage("--width must be 20 to 1000 columns and --height 5 to 500 rows");
+    throw Error(ErrorCode::kBadParameter,
+                "--width must be 20 to 1000 columns and --height 5 to 500 rows");
   }
   if (flags.whatif) {
     if (flags.text) {
-      throw Error::usage(
+      throw Error(
+          ErrorCode::kBadParameter,
           "--whatif draws on the HTML page, beside the reserved line; --text draws no reserved "
           "memory (use memsnap whatif FILE --set CONF for the numbers)");
     }
@@ -70,7 +73,8 @@ void run_plot(const PlotFlags& flags) {
   }
   if (!flags.text) refuse_overwriting_inputs(flags.output, files);
   if (!flags.text && !html_plot_available()) {
-    throw Error::usage(
+    throw Error(
+        ErrorCode::kUnavailable,
         "this memsnap was built without the HTML plot (MEMSNAP_HTML_PLOT=OFF); use plot --text");
   }
   const CommonOptions& common = flags.common;

@@ -44,7 +44,8 @@ Command ranks_command() {
                 write_out(render_ranks_text(run.report, run.unread, flags->summary.common.top));
               }
               if (!run.unread.empty()) {
-                throw Error(unread_files_message(run.unread.size(), run.files));
+                throw Error(ErrorCode::kFilesUnread,
+                            unread_files_message(run.unread.size(), run.files));
               }
             };
           }};

@@ -115,7 +115,8 @@ void write_answer(const service::Answer& answer, bool json) {
 
 Command report_command(std::string_view name) {
   const ReportEntry* entry = service::find_report(name);
-  if (entry == nullptr) throw Error(fmt::format("no report named '{}' in the table", name));
+  if (entry == nullptr)
+    throw Error(ErrorCode::kInternalError, fmt::format("no report named '{}' in the table", name));
   return {entry->name, entry->summary,
           [entry](CLI::App& command) { return configure(command, *entry); }, entry->description,
           entry->example};

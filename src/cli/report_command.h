@@ -29,7 +29,7 @@ struct ReportFlags {
 // Declares the entry's parameters and the shared flags it uses (--json,
 // --device, --steps, --top, the source-key flags, the input flags).
 void add_report_flags(CLI::App& command, const service::ReportEntry& entry, ReportFlags& flags);
-// The checked request (Error::usage naming the flag).
+// The checked request (a bad_parameter Error naming the flag).
 service::ReportRequest report_request(const service::ReportEntry& entry, const ReportFlags& flags);
 // One file's report: loaded, analysed on --device, answered in the format
 // asked for; the notes on stderr, then the report on stdout.

@@ -39,11 +39,16 @@ int exit_status(const Error& error) {
   return kExitInput;
 }
 
+// The error a command ends with: its line, and its exit status.
+int failed(const Error& error) {
+  write_error(error);
+  return exit_status(error);
+}
+
 // Anything else thrown (a thread that cannot be started, a library's own
 // exception): one line and exit 1, never an abort.
 int internal_error(const std::exception& error) {
-  write_note(std::string("internal error: ") + error.what());
-  return kExitInput;
+  return failed(Error(ErrorCode::kInternalError, std::string("internal error: ") + error.what()));
 }
 
 }  // namespace
@@ -119,21 +124,18 @@ int run_parsed(const std::vector<std::pair<CLI::App*, Runner>>& runners) {
         finish_output();
       } catch (const Error& unwritten) {
         if (unwritten.kind() == Error::Kind::kBrokenPipe) return kExitBrokenPipe;
-        write_note(unwritten.what());
-        return exit_status(unwritten);
+        return failed(unwritten);
       }
     }
     // A report a limit failed on was written, and its notes with it (above);
     // any other failure is its one line.
     discard_deferred_notes();
     std::fflush(stdout);
-    write_note(error.what());
-    return exit_status(error);
+    return failed(error);
   } catch (const std::bad_alloc&) {
     discard_deferred_notes();
     std::fflush(stdout);
-    write_note("out of memory");
-    return kExitInput;
+    return failed(Error(ErrorCode::kInternalError, "out of memory"));
   } catch (const std::exception& error) {
     discard_deferred_notes();
     std::fflush(stdout);
@@ -172,8 +174,7 @@ int run_cli(int argc, char** argv) {
     const auto& table = command_table();
     if (std::none_of(table.begin(), table.end(),
                      [&](const Command& command) { return command.name == asked; })) {
-      write_note(unknown_command_message(asked));
-      return kExitUsage;
+      return failed(Error(ErrorCode::kBadParameter, unknown_command_message(asked)));
     }
   }
 
@@ -181,12 +182,10 @@ int run_cli(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
     if (error.get_exit_code() == 0) return app.exit(error);  // --help, --version
-    write_note(usage_message(app, error));
-    return kExitUsage;
+    return failed(usage_error(app, error));
   } catch (const Error&
                error) {  // a file a flag names could not be read, or options no analysis can use
-    write_note(error.what());
-    return exit_status(error);
+    return failed(error);
   } catch (const std::exception& error) {
     return internal_error(error);
   }

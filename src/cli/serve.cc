@@ -38,7 +38,8 @@ std::function<std::string()> page_of(const std::vector<std::unique_ptr<FileAnaly
                                      const CommonOptions& common) {
   return [&analyses, &served, &common] {
     if (!html_plot_available()) {
-      throw Error::usage("this memsnap was built without the HTML page (MEMSNAP_HTML_PLOT=OFF)");
+      throw Error(ErrorCode::kUnavailable,
+                  "this memsnap was built without the HTML page (MEMSNAP_HTML_PLOT=OFF)");
     }
     constexpr double kPrecisionMs = 1.0;
     std::vector<RunTimeline> runs;

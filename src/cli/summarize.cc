@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "cli/options.h"
@@ -27,6 +29,34 @@ std::string summary_path(const std::string& folder, const std::string& input) {
   }
   if (name.empty() || name == "-") name = "stdin";
   return (std::filesystem::path(folder) / (name + ".summary.json")).string();
+}
+
+// Where each input's summary goes (empty: stdout), the folder created; two
+// inputs to one summary, or a summary over an input, are refused first.
+std::vector<std::string> summary_outputs(const std::string& folder,
+                                         const std::vector<std::string>& paths) {
+  std::vector<std::string> outputs(paths.size());
+  if (folder.empty()) return outputs;
+  std::map<std::string, std::string> taken;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    outputs[i] = summary_path(folder, paths[i]);
+    auto [it, fresh] = taken.emplace(outputs[i], paths[i]);
+    if (!fresh) {
+      throw Error(ErrorCode::kBadParameter,
+                  fmt::format("{} and {} would both be summarised to {}: rename one, or summarise "
+                              "them to different folders",
+                              it->second, paths[i], outputs[i]));
+    }
+    // r0.pickle's summary is r0.summary.json: never over an input.
+    refuse_overwriting_inputs(outputs[i], paths);
+  }
+  std::error_code error;
+  std::filesystem::create_directories(folder, error);
+  if (error) {
+    throw Error(ErrorCode::kOutputFailed,
+                fmt::format("cannot create {}: {}", folder, error.message()));
+  }
+  return outputs;
 }
 
 }  // namespace
@@ -58,28 +88,7 @@ Command summarize_command() {
             add_summary_input_flags(command, flags->inputs);
             return [flags] {
               const std::vector<std::string> paths = expand_inputs(flags->files);
-              std::vector<std::string> outputs(paths.size());
-              if (!flags->output.empty()) {
-                std::map<std::string, std::string> taken;
-                for (size_t i = 0; i < paths.size(); ++i) {
-                  outputs[i] = summary_path(flags->output, paths[i]);
-                  auto [it, fresh] = taken.emplace(outputs[i], paths[i]);
-                  if (!fresh) {
-                    throw Error::usage(fmt::format(
-                        "{} and {} would both be summarised to {}: rename one, or summarise "
-                        "them to different folders",
-                        it->second, paths[i], outputs[i]));
-                  }
-                  // r0.pickle's summary is r0.summary.json: never over an input.
-                  refuse_overwriting_inputs(outputs[i], paths);
-                }
-                std::error_code error;
-                std::filesystem::create_directories(flags->output, error);
-                if (error) {
-                  throw Error::output(
-                      fmt::format("cannot create {}: {}", flags->output, error.message()));
-                }
-              }
+              const std::vector<std::string> outputs = summary_outputs(flags->output, paths);
               std::vector<SummaryOutcome> outcomes = summarize_all(paths, flags->inputs);
               std::vector<RunSummary> done;
               std::vector<std::string> written;
@@ -104,7 +113,8 @@ Command summarize_command() {
               // One line per file that could not be read, the last with the count.
               for (size_t i = 0; i + 1 < failures.size(); ++i) write_note(failures[i]);
               if (!failures.empty()) {
-                throw Error(fmt::format("{} ({} of {} files could not be summarised)",
+                throw Error(ErrorCode::kFilesUnread,
+                            fmt::format("{} ({} of {} files could not be summarised)",
                                         failures.back(), failures.size(), paths.size()));
               }
             };

@@ -269,4 +269,12 @@ std::string usage_message(const CLI::App& app, const CLI::ParseError& error) {
   return prefix + error.what();
 }
 
+Error usage_error(const CLI::App& app, const CLI::ParseError& error) {
+  std::string message = usage_message(app, error);
+  const std::string_view said = error.what();
+  const bool settings_file = dynamic_cast<const CLI::ValidationError*>(&error) != nullptr &&
+                             said.starts_with("--category-rules: ") && message.ends_with(said);
+  return {settings_file ? ErrorCode::kBadConfigFile : ErrorCode::kBadParameter, std::move(message)};
+}
+
 }  // namespace memsnap::cli

@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "memsnap/error.h"
+
 namespace CLI {
 class App;
 class ParseError;
@@ -32,5 +34,9 @@ std::string unknown_command_message(std::string_view asked);
 // The message for a usage error CLI11 threw while parsing `app` (memsnap's
 // root app, its commands added), without "memsnap: ".
 std::string usage_message(const CLI::App& app, const CLI::ParseError& error);
+// That message as the Error the edge reports: bad_parameter, or
+// bad_config_file where it is what a flag's file of settings
+// (--category-rules) says of itself.
+Error usage_error(const CLI::App& app, const CLI::ParseError& error);
 
 }  // namespace memsnap::cli

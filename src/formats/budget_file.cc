@@ -39,23 +39,27 @@ Limit limit_of(LimitKind kind, const std::string& category, const Value& value,
   const LimitInfo& info = limit_info(kind);
   Limit limit{kind, {}, category, true};
   if (kind == LimitKind::kNoOom) {
-    if (!value.flag) throw Error::usage(fmt::format("{}: no_oom must be true or false", where));
+    if (!value.flag)
+      throw Error(ErrorCode::kBadConfigFile,
+                  fmt::format("{}: no_oom must be true or false", where));
     return limit;
   }
   if (value.flag)
-    throw Error::usage(fmt::format("{}: {} takes a number, not a boolean", where, limit.name()));
+    throw Error(ErrorCode::kBadConfigFile,
+                fmt::format("{}: {} takes a number, not a boolean", where, limit.name()));
   if (value.text) {
     limit.amount = parse_amount(*value.text, where + ": " + limit.name(), info.takes_percent);
   } else if (!value.number || !std::isfinite(*value.number) || *value.number < 0) {
-    throw Error::usage(fmt::format("{}: {} must be a non-negative number", where, limit.name()));
+    throw Error(ErrorCode::kBadConfigFile,
+                fmt::format("{}: {} must be a non-negative number", where, limit.name()));
   } else {
     limit.amount = Amount{*value.number, false};
   }
   if (kind == LimitKind::kMaxFragmentation && !limit.amount.percent && limit.amount.value > 1) {
-    throw Error::usage(
-        fmt::format("{}: max_fragmentation is more than 1: give a fraction (0.3) "
-                    "or a percent ('30%')",
-                    where));
+    throw Error(ErrorCode::kBadConfigFile,
+                fmt::format("{}: max_fragmentation is more than 1: give a fraction (0.3) "
+                            "or a percent ('30%')",
+                            where));
   }
   return limit;
 }
@@ -90,10 +94,13 @@ std::vector<Limit> limits_from(const Object& root, const std::string& path, Valu
   for_each(root, [&](const std::string& key, const auto& node, bool is_table) {
     const std::string where = fmt::format("budget {}", path);
     if (key == "category") {
-      if (!is_table) throw Error::usage(fmt::format("{}: [category] must be a table", where));
+      if (!is_table)
+        throw Error(ErrorCode::kBadConfigFile,
+                    fmt::format("{}: [category] must be a table", where));
       for_each(node, [&](const std::string& name, const auto& inner, bool inner_table) {
         if (inner_table || name.empty()) {
-          throw Error::usage(fmt::format("{}: category.{} must be a size", where, name));
+          throw Error(ErrorCode::kBadConfigFile,
+                      fmt::format("{}: category.{} must be a size", where, name));
         }
         require_category(name, where + ": [category]");
         limits.push_back(limit_of(LimitKind::kCategory, name, value_of(inner), where));
@@ -106,28 +113,29 @@ std::vector<Limit> limits_from(const Object& root, const std::string& path, Valu
       for (const LimitInfo& info : all_limit_infos()) {
         known += (known.empty() ? "" : ", ") + std::string(info.name);
       }
-      throw Error::usage(fmt::format("{}: unknown key '{}' (known: {})", where, key, known));
+      throw Error(ErrorCode::kBadConfigFile,
+                  fmt::format("{}: unknown key '{}' (known: {})", where, key, known));
     }
-    if (is_table) throw Error::usage(fmt::format("{}: {} must be a value", where, key));
+    if (is_table)
+      throw Error(ErrorCode::kBadConfigFile, fmt::format("{}: {} must be a value", where, key));
     limits.push_back(limit_of(*kind, "", value_of(node), where));
   });
   return limits;
 }
 
-}  // namespace
-
-std::vector<Limit> read_budget(std::string_view text, const std::string& path) {
+std::vector<Limit> budget_limits(std::string_view text, const std::string& path) {
   const bool json = looks_like_json(text);
   if (text_nesting(text, !json) > kMaxFileNesting) {
-    throw Error::usage(fmt::format(
-        "budget {}: nests deeper than {} levels (tables in tables, or keys of that many parts); "
-        "a budget has two",
-        path, kMaxFileNesting));
+    throw Error(ErrorCode::kBadConfigFile,
+                fmt::format("budget {}: nests deeper than {} levels (tables in tables, or keys of "
+                            "that many parts); "
+                            "a budget has two",
+                            path, kMaxFileNesting));
   }
   if (json) {
     const nlohmann::json root = nlohmann::json::parse(text, nullptr, false);
     if (root.is_discarded() || !root.is_object()) {
-      throw Error::usage(fmt::format("budget {}: not a JSON object", path));
+      throw Error(ErrorCode::kBadConfigFile, fmt::format("budget {}: not a JSON object", path));
     }
     auto for_each = [](const nlohmann::json& object, auto&& visit) {
       if (!object.is_object()) return;
@@ -139,8 +147,9 @@ std::vector<Limit> read_budget(std::string_view text, const std::string& path) {
   try {
     root = toml::parse(text, path);
   } catch (const toml::parse_error& error) {
-    throw Error::usage(fmt::format("budget {}: not valid TOML or JSON: {} (line {})", path,
-                                   error.description(), error.source().begin.line));
+    throw Error(ErrorCode::kBadConfigFile,
+                fmt::format("budget {}: not valid TOML or JSON: {} (line {})", path,
+                            error.description(), error.source().begin.line));
   }
   auto for_each = [](const auto& table_or_node, auto&& visit) {
     const toml::table* table = nullptr;
@@ -153,6 +162,19 @@ std::vector<Limit> read_budget(std::string_view text, const std::string& path) {
     for (const auto& [key, node] : *table) visit(std::string(key.str()), node, node.is_table());
   };
   return limits_from(root, path, toml_value, for_each);
+}
+
+}  // namespace
+
+std::vector<Limit> read_budget(std::string_view text, const std::string& path) {
+  try {
+    return budget_limits(text, path);
+  } catch (const Error& error) {
+    // An amount or a category the budget gives (parse_amount,
+    // require_category): the file's fault, as the rest of its refusals.
+    if (error.code() != ErrorCode::kBadParameter) throw;
+    throw Error(ErrorCode::kBadConfigFile, error.message());
+  }
 }
 
 std::string amount_text(const Limit& limit) {

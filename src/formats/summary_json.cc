@@ -49,7 +49,8 @@ class Reader {
   explicit Reader(const std::string& where) : where_(where) {}
 
   [[noreturn]] void fail(const std::string& key, std::string_view what) const {
-    throw Error(fmt::format("{}: not a memsnap summary: {} {}", where_, key, what));
+    throw Error(ErrorCode::kBadSummary,
+                fmt::format("{}: not a memsnap summary: {} {}", where_, key, what));
   }
   const ordered_json& field(const ordered_json& object, const std::string& key,
                             const std::string& path) const {
@@ -453,15 +454,18 @@ ordered_json render_summary_json(const RunSummary& s) {
 
 RunSummary read_summary_json(std::string_view text, const std::string& where) {
   if (text.size() > kMaxSummaryBytes) {
-    throw Error(fmt::format("{}: {} bytes is too large for a memsnap summary (at most {} MiB)",
+    throw Error(ErrorCode::kLimitExceeded,
+                fmt::format("{}: {} bytes is too large for a memsnap summary (at most {} MiB)",
                             where, text.size(), kMaxSummaryBytes >> 20));
   }
   if (text_nesting(text, false) > kMaxFileNesting) {
-    throw Error(fmt::format("{}: nests deeper than {} levels; a memsnap summary has a few", where,
+    throw Error(ErrorCode::kLimitExceeded,
+                fmt::format("{}: nests deeper than {} levels; a memsnap summary has a few", where,
                             kMaxFileNesting));
   }
   ordered_json doc = ordered_json::parse(text, nullptr, false);
-  if (doc.is_discarded()) throw Error(fmt::format("{}: not valid JSON", where));
+  if (doc.is_discarded())
+    throw Error(ErrorCode::kBadSummary, fmt::format("{}: not valid JSON", where));
   const Reader r(where);
   if (!doc.is_object()) r.fail("the document", "is not an object");
   if (!doc.contains("kind") || doc["kind"] != kSummaryKind) {

@@ -54,6 +54,12 @@ std::string format_limit(uint64_t bytes) {
   return fmt::format("{} bytes", bytes);
 }
 
+// A file that is not there, or one that is and cannot be opened.
+ErrorCode open_failure(int error_number) {
+  return error_number == ENOENT || error_number == ENOTDIR ? ErrorCode::kFileNotFound
+                                                           : ErrorCode::kUnreadable;
+}
+
 std::string too_large_message(const char* what, uint64_t max_bytes) {
   return fmt::format(
       "{} exceeds the input limit of {}; refusing to read further (the whole pickle is held in "
@@ -70,13 +76,15 @@ std::vector<uint8_t> read_stream(int fd, const std::string& name, uint64_t max_b
   bool checked = false;
   for (;;) {
     size_t old_size = out.size();
-    if (old_size > max_bytes) throw Error(too_large_message("the input", max_bytes));
+    if (old_size > max_bytes)
+      throw Error(ErrorCode::kLimitExceeded, too_large_message("the input", max_bytes));
     out.resize(old_size + kChunk);
     ssize_t got = ::read(fd, out.data() + old_size, kChunk);
     if (got < 0) {
       out.resize(old_size);
       if (errno == EINTR) continue;
-      throw Error(fmt::format("{}: read failed: {}", name, std::strerror(errno)));
+      throw Error(ErrorCode::kUnreadable,
+                  fmt::format("{}: read failed: {}", name, std::strerror(errno)));
     }
     out.resize(old_size + static_cast<size_t>(got));
     if (!checked && (out.size() >= kStartCheckBytes || got == 0)) {
@@ -211,9 +219,9 @@ bool InputBuffer::changed() const {
 }
 
 Error file_changed_error() {
-  return Error(
-      "file changed while reading: it shrank after it was opened (was it still being "
-      "written?); read it again once it is complete");
+  return Error(ErrorCode::kFileChanged,
+               "file changed while reading: it shrank after it was opened (was it still being "
+               "written?); read it again once it is complete");
 }
 
 void InputBuffer::throw_if_changed() const {
@@ -285,7 +293,8 @@ class InflateStream {
  public:
   InflateStream() {
     // 32 + 15: accept gzip and zlib headers, largest window.
-    if (inflateInit2(&stream_, 32 + 15) != Z_OK) throw Error("gzip: cannot initialise zlib");
+    if (inflateInit2(&stream_, 32 + 15) != Z_OK)
+      throw Error(ErrorCode::kInternalError, "gzip: cannot initialise zlib");
   }
   InflateStream(const InflateStream&) = delete;
   InflateStream& operator=(const InflateStream&) = delete;
@@ -361,7 +370,8 @@ class VectorSink final : public OutputSink {
 };
 
 void check_output_limit(const OutputSink& out, uint64_t max_output) {
-  if (out.size() > max_output) throw Error(too_large_message("decompressed data", max_output));
+  if (out.size() > max_output)
+    throw Error(ErrorCode::kLimitExceeded, too_large_message("decompressed data", max_output));
 }
 
 // Returns how many bytes after the last member start no member (ignored).
@@ -382,7 +392,8 @@ uint64_t gunzip_into(std::span<const uint8_t> compressed, uint64_t max_output,
       stream.avail_in = static_cast<uInt>(take);
       consumed += take;
     }
-    if (out.size() >= max_output) throw Error(too_large_message("decompressed data", max_output));
+    if (out.size() >= max_output)
+      throw Error(ErrorCode::kLimitExceeded, too_large_message("decompressed data", max_output));
     // Small steps until the start is checked, so a bomb stops after 1 MiB.
     std::span<uint8_t> room = out.room(kChunk);
     const auto grow = static_cast<uInt>(std::min<uint64_t>(room.size(), 1u << 30));
@@ -404,12 +415,14 @@ uint64_t gunzip_into(std::span<const uint8_t> compressed, uint64_t max_output,
     gate.see(out, status == Z_STREAM_END && !another);
     if (another) status = inflateReset(&stream);
     if (status != Z_OK && status != Z_STREAM_END && status != Z_BUF_ERROR) {
-      throw Error(std::string("gzip: ") + (stream.msg != nullptr ? stream.msg : "corrupt data"));
+      throw Error(ErrorCode::kBadCompression,
+                  std::string("gzip: ") + (stream.msg != nullptr ? stream.msg : "corrupt data"));
     }
     if (status == Z_BUF_ERROR && stream.avail_in == 0 && consumed == compressed.size()) break;
   }
   if (status != Z_STREAM_END)
-    throw Error("gzip: truncated compressed stream (the file was cut short)");
+    throw Error(ErrorCode::kTruncated,
+                "gzip: truncated compressed stream (the file was cut short)");
   gate.see(out, true);
   return compressed.size() - member_end;
 }
@@ -419,7 +432,8 @@ void unzstd_into(std::span<const uint8_t> compressed, uint64_t max_output,
   StartGate gate(check_start);
   std::unique_ptr<ZSTD_DCtx, ZstdContextDeleter> owner(ZSTD_createDCtx());
   ZSTD_DCtx* context = owner.get();
-  if (context == nullptr) throw Error("zstd: cannot create a decompression context");
+  if (context == nullptr)
+    throw Error(ErrorCode::kInternalError, "zstd: cannot create a decompression context");
   // Files written with `zstd --long` (or -19 --long=31) need a window beyond
   // the decoder's default 128 MiB: any window up to 2 GiB is read. The window
   // is memory the decoder holds, within what the inflated pickle takes.
@@ -428,7 +442,8 @@ void unzstd_into(std::span<const uint8_t> compressed, uint64_t max_output,
   size_t last = 1;
   while (input.pos < input.size || last != 0) {
     if (out.cancelled()) return;
-    if (out.size() >= max_output) throw Error(too_large_message("decompressed data", max_output));
+    if (out.size() >= max_output)
+      throw Error(ErrorCode::kLimitExceeded, too_large_message("decompressed data", max_output));
     std::span<uint8_t> room = out.room(kChunk);
     ZSTD_outBuffer output{room.data(), room.size(), 0};
     size_t before = input.pos;
@@ -437,13 +452,14 @@ void unzstd_into(std::span<const uint8_t> compressed, uint64_t max_output,
     out.input_read(input.pos);
     check_output_limit(out, max_output);
     if (ZSTD_isError(last) != 0u) {
-      throw Error(std::string("zstd: ") + ZSTD_getErrorName(last));
+      throw Error(ErrorCode::kBadCompression, std::string("zstd: ") + ZSTD_getErrorName(last));
     }
     // A frame ended (0): the end only when no frame follows (a skippable or
     // empty frame may come first).
     gate.see(out, last == 0 && input.pos == input.size);
     if (input.pos == input.size && output.pos == 0 && before == input.pos && last != 0) {
-      throw Error("zstd: truncated compressed stream (the file was cut short)");
+      throw Error(ErrorCode::kTruncated,
+                  "zstd: truncated compressed stream (the file was cut short)");
     }
   }
   gate.see(out, true);
@@ -548,7 +564,8 @@ class InflatingStream final : public OutputSink {
     wait_for_reader();
     const uint64_t size = produced_;
     const uint64_t step = std::max<uint64_t>(at_least, kChunk);
-    if (size >= capacity_) throw Error(too_large_message("decompressed data", capacity_));
+    if (size >= capacity_)
+      throw Error(ErrorCode::kLimitExceeded, too_large_message("decompressed data", capacity_));
     return {region_ + size, static_cast<size_t>(std::min(step, capacity_ - size))};
   }
   void produced(uint64_t bytes) override {
@@ -584,6 +601,7 @@ class InflatingStream final : public OutputSink {
       if (size == smallest) break;
     }
     throw Error(
+        ErrorCode::kInternalError,
         fmt::format("cannot reserve address space to decompress into: {}", std::strerror(errno)));
   }
 
@@ -646,11 +664,12 @@ bool InputBuffer::streaming() const {
 }
 
 void check_looks_like_pickle(std::span<const uint8_t> bytes) {
-  if (bytes.empty()) throw Error("empty file: the dump was probably interrupted");
+  if (bytes.empty())
+    throw Error(ErrorCode::kEmptyFile, "empty file: the dump was probably interrupted");
   if (starts_with(bytes, {'P', 'K', 0x03, 0x04}) || starts_with(bytes, {'P', 'K', 0x05, 0x06})) {
-    throw Error(
-        "this is a zip archive (a torch.save zip archive?), not a memory snapshot pickle; "
-        "write snapshots with torch.cuda.memory._dump_snapshot()");
+    throw Error(ErrorCode::kNotAPickle,
+                "this is a zip archive (a torch.save zip archive?), not a memory snapshot pickle; "
+                "write snapshots with torch.cuda.memory._dump_snapshot()");
   }
   // A UTF-8 byte order mark, as some editors write before JSON text.
   size_t i = starts_with(bytes, {0xef, 0xbb, 0xbf}) ? 3 : 0;
@@ -659,9 +678,9 @@ void check_looks_like_pickle(std::span<const uint8_t> bytes) {
     ++i;
   }
   if (i < bytes.size() && (bytes[i] == '{' || bytes[i] == '[')) {
-    throw Error(
-        "this looks like JSON, not a pickle; memsnap reads the pickle written by "
-        "torch.cuda.memory._dump_snapshot()");
+    throw Error(ErrorCode::kNotAPickle,
+                "this looks like JSON, not a pickle; memsnap reads the pickle written by "
+                "torch.cuda.memory._dump_snapshot()");
   }
 }
 
@@ -702,17 +721,18 @@ InputBuffer open_input(const std::string& path, const InputLimits& limits) {
     buffer.owned_ = read_stream(STDIN_FILENO, "stdin", max_bytes, check_raw_start);
   } else {
     int raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (raw < 0) throw Error(std::strerror(errno));
+    if (raw < 0) throw Error(open_failure(errno), std::strerror(errno));
     FileDescriptor fd(raw);
     struct stat info {};
     if (::fstat(fd.get(), &info) != 0) {
-      throw Error(std::strerror(errno));
+      throw Error(ErrorCode::kUnreadable, std::strerror(errno));
     }
-    if (S_ISDIR(info.st_mode)) throw Error("is a directory");
+    if (S_ISDIR(info.st_mode)) throw Error(ErrorCode::kUnreadable, "is a directory");
     if (S_ISREG(info.st_mode) && info.st_size > 0) {
       void* map =
           ::mmap(nullptr, static_cast<size_t>(info.st_size), PROT_READ, MAP_PRIVATE, fd.get(), 0);
-      if (map == MAP_FAILED) throw Error(fmt::format("mmap: {}", std::strerror(errno)));
+      if (map == MAP_FAILED)
+        throw Error(ErrorCode::kUnreadable, fmt::format("mmap: {}", std::strerror(errno)));
       ::madvise(map, static_cast<size_t>(info.st_size), MADV_SEQUENTIAL);
       buffer.data_ = static_cast<const uint8_t*>(map);
       buffer.size_ = static_cast<uint64_t>(info.st_size);
@@ -778,12 +798,17 @@ std::vector<uint8_t> read_stdin(uint64_t max_bytes) {
 
 std::vector<uint8_t> read_file_head(const std::string& path, uint64_t bytes) {
   std::FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) throw Error(fmt::format("{}: {}", path, std::strerror(errno)));
+  if (file == nullptr) {
+    const int open_errno = errno;
+    throw Error(open_failure(open_errno), fmt::format("{}: {}", path, std::strerror(open_errno)));
+  }
   std::vector<uint8_t> head(static_cast<size_t>(bytes));
   const size_t got = std::fread(head.data(), 1, head.size(), file);
   const int read_errno = std::ferror(file) != 0 ? errno : 0;  // EISDIR for a folder
   std::fclose(file);
-  if (read_errno != 0) throw Error(fmt::format("{}: {}", path, std::strerror(read_errno)));
+  if (read_errno != 0) {
+    throw Error(ErrorCode::kUnreadable, fmt::format("{}: {}", path, std::strerror(read_errno)));
+  }
   head.resize(got);
   return head;
 }
@@ -795,10 +820,10 @@ std::string read_small_file(const std::string& path, std::string_view what) {
   } catch (const Error& error) {
     // A file that cannot be read is bad input (exit 1) like any other input;
     // what it says, if wrong, is the user's usage error (read_budget).
-    throw Error(fmt::format("{} {}", what, error.what()));
+    throw Error(error.code(), fmt::format("{} {}", what, error.what()));
   }
   if (bytes.size() > kMaxSmallFileBytes) {
-    throw Error(fmt::format("{} {}: larger than 1 MiB", what, path));
+    throw Error(ErrorCode::kLimitExceeded, fmt::format("{} {}: larger than 1 MiB", what, path));
   }
   return {bytes.begin(), bytes.end()};
 }

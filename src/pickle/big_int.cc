@@ -41,10 +41,12 @@ std::vector<uint32_t> magnitude_words(std::string_view raw, bool& negative) {
 void Vm::spend_big_int_bytes(uint64_t bytes) const {
   big_int_bytes_ += bytes;
   if (big_int_bytes_ > kMaxBigIntBytesPerFile) {
-    throw Error(fmt::format(
-        "integers wider than 64 bits: more than {} bytes of them to turn into decimal text "
-        "(the limit per file; no snapshot holds such integers)",
-        kMaxBigIntBytesPerFile));
+    throw Error(
+        ErrorCode::kLimitExceeded,
+        fmt::format(
+            "integers wider than 64 bits: more than {} bytes of them to turn into decimal text "
+            "(the limit per file; no snapshot holds such integers)",
+            kMaxBigIntBytesPerFile));
   }
 }
 
@@ -57,7 +59,8 @@ std::string big_int_decimal(const Vm& vm, const Value& value) {
   const std::string_view raw = vm.view(value);
   if ((value.flags & Value::kDecimalText) != 0) return std::string(raw);
   if (raw.size() > kMaxLongBytes) {
-    throw Error(fmt::format("integer of {} bytes is too wide to print (the limit is {} bytes)",
+    throw Error(ErrorCode::kLimitExceeded,
+                fmt::format("integer of {} bytes is too wide to print (the limit is {} bytes)",
                             raw.size(), kMaxLongBytes));
   }
   vm.spend_big_int_bytes(raw.size());

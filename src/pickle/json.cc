@@ -17,7 +17,8 @@ namespace {
 using nlohmann::ordered_json;
 
 [[noreturn]] void fail_nesting() {
-  throw Error(fmt::format("nesting deeper than {} levels (or a reference cycle) in the pickle",
+  throw Error(ErrorCode::kLimitExceeded,
+              fmt::format("nesting deeper than {} levels (or a reference cycle) in the pickle",
                           kMaxNesting));
 }
 
@@ -64,6 +65,7 @@ std::string key_identity(const Vm& vm, const Value& raw, int depth) {
     }
     default:
       throw Error(
+          ErrorCode::kBadPickle,
           fmt::format("unhashable {} used as a dict key or set member", kind_name(value.kind)));
   }
 }

@@ -71,7 +71,7 @@ std::string not_a_pickle_message(uint8_t first_byte) {
 
 void check_pickle_start(std::span<const uint8_t> first_bytes) {
   if (!first_bytes.empty() && opcode_name(first_bytes[0]).empty()) {
-    throw Error(not_a_pickle_message(first_bytes[0]), 0);
+    throw Error(ErrorCode::kNotAPickle, not_a_pickle_message(first_bytes[0]), 0);
   }
 }
 
@@ -102,25 +102,28 @@ bool Vm::grow_input(uint64_t end) {
   return input_.size() >= end;
 }
 
-void Vm::fail(const std::string& message) const {
-  fail_at(message, op_offset_);
+void Vm::fail(ErrorCode code, const std::string& message) const {
+  fail_at(code, message, op_offset_);
 }
 
-void Vm::fail_at(const std::string& message, uint64_t offset) const {
-  throw Error(message, offset);
+void Vm::fail_at(ErrorCode code, const std::string& message, uint64_t offset) const {
+  throw Error(code, message, offset);
 }
 
 void Vm::fail_memory_bound() const {
-  fail(fmt::format(
-      "this pickle needs more than {} MiB of memory, its values and the snapshot decoded from "
-      "them, for {:.1f} MiB of input (the limit is {} bytes per input byte or {} MiB, whichever "
-      "is larger): a degenerate pickle, not a memory snapshot",
-      max_held_bytes_ >> 20, static_cast<double>(input_.size()) / (1 << 20), kHeldBytesPerInputByte,
-      kMinHeldBytes >> 20));
+  fail(ErrorCode::kLimitExceeded,
+       fmt::format(
+           "this pickle needs more than {} MiB of memory, its values and the snapshot decoded from "
+           "them, for {:.1f} MiB of input (the limit is {} bytes per input byte or {} MiB, "
+           "whichever "
+           "is larger): a degenerate pickle, not a memory snapshot",
+           max_held_bytes_ >> 20, static_cast<double>(input_.size()) / (1 << 20),
+           kHeldBytesPerInputByte, kMinHeldBytes >> 20));
 }
 
 void Vm::fail_truncated(uint64_t count) const {
-  fail(fmt::format("truncated: opcode {} needs {} bytes, only {} left in the file",
+  fail(ErrorCode::kTruncated,
+       fmt::format("truncated: opcode {} needs {} bytes, only {} left in the file",
                    opcode_name(op_), count, input_.size() - pos_));
 }
 
@@ -131,7 +134,8 @@ std::string_view Vm::read_line() {
   while (newline == end) {
     const uint64_t searched = input_.size();
     if (!grow_input(searched + 1)) {
-      fail(fmt::format("truncated: opcode {} has no end of line", opcode_name(op_)));
+      fail(ErrorCode::kTruncated,
+           fmt::format("truncated: opcode {} has no end of line", opcode_name(op_)));
     }
     begin = input_.data() + pos_;
     end = input_.data() + input_.size();
@@ -143,7 +147,8 @@ std::string_view Vm::read_line() {
 
 Value Vm::pop() {
   if (stack_.size() <= mark_base()) {
-    fail(fmt::format("stack underflow: opcode {} needs a value", opcode_name(op_)));
+    fail(ErrorCode::kBadPickle,
+         fmt::format("stack underflow: opcode {} needs a value", opcode_name(op_)));
   }
   Value value = stack_.back();
   stack_.pop_back();
@@ -152,13 +157,15 @@ Value Vm::pop() {
 
 Value& Vm::top() {
   if (stack_.size() <= mark_base()) {
-    fail(fmt::format("stack underflow: opcode {} needs a value", opcode_name(op_)));
+    fail(ErrorCode::kBadPickle,
+         fmt::format("stack underflow: opcode {} needs a value", opcode_name(op_)));
   }
   return stack_.back();
 }
 
 size_t Vm::pop_mark() {
-  if (marks_.empty()) fail(fmt::format("no MARK before opcode {}", opcode_name(op_)));
+  if (marks_.empty())
+    fail(ErrorCode::kBadPickle, fmt::format("no MARK before opcode {}", opcode_name(op_)));
   size_t base = marks_.back();
   marks_.pop_back();
   give_back(sizeof(size_t));
@@ -171,7 +178,8 @@ Value Vm::new_container(Kind kind) {
     index = free_containers_.back();
     free_containers_.pop_back();
   } else {
-    if (containers_.size() >= std::numeric_limits<uint32_t>::max()) fail("too many containers");
+    if (containers_.size() >= std::numeric_limits<uint32_t>::max())
+      fail(ErrorCode::kLimitExceeded, "too many containers");
     check_room_to_grow(containers_, 1);
     charge(sizeof(Container));
     index = containers_.size();
@@ -194,7 +202,8 @@ Value Vm::new_container(Kind kind) {
 }
 
 Value Vm::view_value(Kind kind, uint64_t offset, uint64_t length) {
-  if (length > arguments::kMaxViewLength) fail("string or bytes longer than 4 GiB");
+  if (length > arguments::kMaxViewLength)
+    fail(ErrorCode::kLimitExceeded, "string or bytes longer than 4 GiB");
   Value value;
   value.kind = kind;
   value.size = static_cast<uint32_t>(length);
@@ -263,9 +272,9 @@ void Vm::replace_container(const Value& value, Value substitute, bool reuse_slot
 }
 
 void Vm::fail_stale_reference() const {
-  fail(
-      "a list item that the reader consumed is referenced again; well-formed files never "
-      "share such items");
+  fail(ErrorCode::kBadPickle,
+       "a list item that the reader consumed is referenced again; well-formed files never "
+       "share such items");
 }
 
 void Vm::memo_put_slow(uint64_t index, const Value& value) {
@@ -296,7 +305,8 @@ void Vm::memo_put_slow(uint64_t index, const Value& value) {
 Value Vm::memo_get_slow(uint64_t index) const {
   auto sparse = sparse_memo_.find(index);
   if (sparse != sparse_memo_.end()) return sparse->second;
-  throw Error(fmt::format("memo index {} is not defined (opcode {})", index, opcode_name(op_)),
+  throw Error(ErrorCode::kBadPickle,
+              fmt::format("memo index {} is not defined (opcode {})", index, opcode_name(op_)),
               op_offset_);
 }
 
@@ -360,7 +370,8 @@ void Vm::append_to_list(Value& list, Value item) {
 
 void Vm::refuse_or_placeholder(uint8_t opcode, std::string_view name) {
   if (!options_.allow_objects) {
-    throw Error(fmt::format("refusing opcode {}: this pickle wants to import "
+    throw Error(ErrorCode::kRefusedOpcode,
+                fmt::format("refusing opcode {}: this pickle wants to import "
                             "or call code; memsnap never does that (use --allow-objects to read "
                             "such objects as inert placeholders)",
                             opcode_name(opcode)),
@@ -388,10 +399,12 @@ Value Vm::parse_int_text(std::string_view text, bool allow_bool) {
     base = 16;
     digits.remove_prefix(2);
   }
-  if (digits.empty()) fail(fmt::format("bad integer literal for opcode {}", opcode_name(op_)));
+  if (digits.empty())
+    fail(ErrorCode::kBadPickle, fmt::format("bad integer literal for opcode {}", opcode_name(op_)));
   for (char c : digits) {
     if (base == 10 ? !is_digit(c) : hex_value(c) < 0) {
-      fail(fmt::format("bad integer literal for opcode {}", opcode_name(op_)));
+      fail(ErrorCode::kBadPickle,
+           fmt::format("bad integer literal for opcode {}", opcode_name(op_)));
     }
   }
   uint64_t magnitude = 0;
@@ -407,7 +420,7 @@ Value Vm::parse_int_text(std::string_view text, bool allow_bool) {
       return Value{Kind::kInt, 0, 0, ~magnitude + 1};
     }
   }
-  if (base != 10) fail("hexadecimal integer literal wider than 64 bits");
+  if (base != 10) fail(ErrorCode::kBadPickle, "hexadecimal integer literal wider than 64 bits");
   std::string decimal = negative ? "-" : "";
   decimal.append(digits);
   return owned_value(Kind::kBigInt, decimal, Value::kDecimalText);
@@ -420,7 +433,7 @@ Value Vm::parse_float_text(std::string_view text) {
   if (error == std::errc::result_out_of_range) {
     value = (!trimmed.empty() && trimmed.front() == '-') ? -HUGE_VAL : HUGE_VAL;
   } else if (error != std::errc() || end != trimmed.data() + trimmed.size()) {
-    fail("bad FLOAT literal");
+    fail(ErrorCode::kBadPickle, "bad FLOAT literal");
   }
   return Value{Kind::kFloat, 0, 0, std::bit_cast<uint64_t>(value)};
 }
@@ -430,7 +443,7 @@ Value Vm::parse_float_text(std::string_view text) {
 Value Vm::decode_string_literal(std::string_view text) {
   if (text.size() < 2 || text.front() != text.back() ||
       (text.front() != '\'' && text.front() != '"')) {
-    fail("the STRING opcode argument must be quoted");
+    fail(ErrorCode::kBadPickle, "the STRING opcode argument must be quoted");
   }
   text = text.substr(1, text.size() - 2);
   std::string out;
@@ -456,7 +469,7 @@ Value Vm::decode_string_literal(std::string_view text) {
       case 'v': out.push_back('\v'); break;
       case 'x': {
         if (i + 2 >= text.size() || hex_value(text[i + 1]) < 0 || hex_value(text[i + 2]) < 0) {
-          fail("invalid \\x escape in STRING");
+          fail(ErrorCode::kBadPickle, "invalid \\x escape in STRING");
         }
         out.push_back(static_cast<char>(hex_value(text[i + 1]) * 16 + hex_value(text[i + 2])));
         i += 2;
@@ -477,7 +490,8 @@ Value Vm::decode_string_literal(std::string_view text) {
     }
   }
   for (char c : out) {
-    if (static_cast<unsigned char>(c) >= 0x80) fail("non-ASCII byte in a protocol 0 STRING");
+    if (static_cast<unsigned char>(c) >= 0x80)
+      fail(ErrorCode::kBadPickle, "non-ASCII byte in a protocol 0 STRING");
   }
   return owned_value(Kind::kStr, out);
 }
@@ -494,15 +508,16 @@ Value Vm::decode_raw_unicode_escape(std::string_view text) {
       if (run % 2 == 0) {
         size_t digits = text[i + 1] == 'u' ? 4 : 8;
         if (i + 2 + digits > text.size()) {
-          fail("truncated \\u escape in UNICODE");
+          fail(ErrorCode::kBadPickle, "truncated \\u escape in UNICODE");
         }
         uint32_t code_point = 0;
         for (size_t k = 0; k < digits; ++k) {
           int h = hex_value(text[i + 2 + k]);
-          if (h < 0) fail("bad \\u escape in UNICODE");
+          if (h < 0) fail(ErrorCode::kBadPickle, "bad \\u escape in UNICODE");
           code_point = code_point * 16 + static_cast<uint32_t>(h);
         }
-        if (code_point > 0x10FFFF) fail("\\U escape out of range in UNICODE");
+        if (code_point > 0x10FFFF)
+          fail(ErrorCode::kBadPickle, "\\U escape out of range in UNICODE");
         append_utf8(out, code_point);
         i += 1 + digits;
         continue;
@@ -585,7 +600,8 @@ Value Vm::run() {
 [[gnu::always_inline]] inline void Vm::read_opcode() {
   op_offset_ = pos_;
   if (pos_ >= input_.size() && !grow_input(pos_ + 1)) [[unlikely]] {
-    fail_at(pos_ == 0 ? std::string("empty file: the dump was probably interrupted")
+    fail_at(pos_ == 0 ? ErrorCode::kEmptyFile : ErrorCode::kTruncated,
+            pos_ == 0 ? std::string("empty file: the dump was probably interrupted")
                       : std::string("truncated: the file ends before the pickle's STOP opcode "
                                     "(an interrupted dump?)"),
             pos_);
@@ -594,14 +610,16 @@ Value Vm::run() {
 }
 
 void Vm::fail_not_an_opcode() const {
-  if (op_offset_ == 0) fail(not_a_pickle_message(op_));
-  fail(fmt::format("byte 0x{:02x} is not a pickle opcode (corrupt file?)", op_));
+  if (op_offset_ == 0) fail(ErrorCode::kNotAPickle, not_a_pickle_message(op_));
+  fail(ErrorCode::kBadPickle,
+       fmt::format("byte 0x{:02x} is not a pickle opcode (corrupt file?)", op_));
 }
 
 Value Vm::stop() {
-  if (!marks_.empty()) fail("STOP inside an unclosed MARK");
+  if (!marks_.empty()) fail(ErrorCode::kBadPickle, "STOP inside an unclosed MARK");
   if (stack_.size() != 1) {
-    fail(stack_.empty() ? std::string("stack underflow: STOP with an empty stack")
+    fail(ErrorCode::kBadPickle,
+         stack_.empty() ? std::string("stack underflow: STOP with an empty stack")
                         : fmt::format("STOP leaves {} values on the stack", stack_.size()));
   }
   if (options_.on_progress) options_.on_progress(pos_);
@@ -612,7 +630,8 @@ Value Vm::stop() {
   switch (op_) {
     case kProto: {
       const uint64_t version = read_le<1>();
-      if (version > 5) fail(fmt::format("unsupported pickle protocol {}", version));
+      if (version > 5)
+        fail(ErrorCode::kBadPickle, fmt::format("unsupported pickle protocol {}", version));
       protocol_ = static_cast<int>(version);
       break;
     }
@@ -620,7 +639,8 @@ Value Vm::stop() {
       const uint64_t length = read_le<8>();
       if (length > input_.size() - pos_ &&
           !grow_input(length > UINT64_MAX - pos_ ? UINT64_MAX : pos_ + length)) {
-        fail(fmt::format("truncated: FRAME declares {} bytes, only {} left in the file", length,
+        fail(ErrorCode::kTruncated,
+             fmt::format("truncated: FRAME declares {} bytes, only {} left in the file", length,
                          input_.size() - pos_));
       }
       break;
@@ -666,15 +686,16 @@ Value Vm::stop() {
 
 [[gnu::always_inline]] inline Value Vm::read_long4() {
   const auto length = static_cast<int32_t>(static_cast<uint32_t>(read_le<4>()));
-  if (length < 0) fail("LONG4 with a negative byte count");
+  if (length < 0) fail(ErrorCode::kBadPickle, "LONG4 with a negative byte count");
   const uint64_t offset = pos_;
   const uint8_t* bytes = take(static_cast<uint64_t>(length));
   // After take: a length beyond the file is "truncated" first, as for strings.
   if (static_cast<uint64_t>(length) > kMaxLongBytes) {
-    fail(fmt::format(
-        "LONG4 of {} bytes: memsnap reads integers of up to {} bytes ({} bits); a memory "
-        "snapshot's fit in 9",
-        length, kMaxLongBytes, 8 * kMaxLongBytes));
+    fail(ErrorCode::kLimitExceeded,
+         fmt::format(
+             "LONG4 of {} bytes: memsnap reads integers of up to {} bytes ({} bits); a memory "
+             "snapshot's fit in 9",
+             length, kMaxLongBytes, 8 * kMaxLongBytes));
   }
   return arguments::long_value(bytes, static_cast<uint64_t>(length), offset);
 }
@@ -696,11 +717,12 @@ Value Vm::stop() {
     case kBinBytes8: fits = arguments::read_counted<8>(in, Kind::kBytes, value); break;
     case kByteArray8: fits = arguments::read_counted<8>(in, Kind::kByteArray, value); break;
     case kNextBuffer:
-      fail("NEXT_BUFFER needs an out-of-band buffer, which a snapshot file cannot carry");
+      fail(ErrorCode::kBadPickle,
+           "NEXT_BUFFER needs an out-of-band buffer, which a snapshot file cannot carry");
     case kReadOnlyBuffer: top(); return;
     default: break;
   }
-  if (!fits) fail("string or bytes longer than 4 GiB");
+  if (!fits) fail(ErrorCode::kLimitExceeded, "string or bytes longer than 4 GiB");
   push(kept(value));
 }
 
@@ -708,12 +730,12 @@ Value Vm::stop() {
 // argument as unsigned; BINSTRING's is signed.
 [[gnu::always_inline]] inline Value Vm::read_python2_string(uint64_t length) {
   if (op_ == kBinString && static_cast<int32_t>(static_cast<uint32_t>(length)) < 0) {
-    fail("BINSTRING with a negative length");
+    fail(ErrorCode::kBadPickle, "BINSTRING with a negative length");
   }
   const uint64_t offset = pos_;
   const uint8_t* bytes = take(length);
   for (uint64_t i = 0; i < length; ++i) {
-    if (bytes[i] >= 0x80) fail("non-ASCII byte in a Python 2 string");
+    if (bytes[i] >= 0x80) fail(ErrorCode::kBadPickle, "non-ASCII byte in a Python 2 string");
   }
   return view_value(Kind::kStr, offset, length);
 }
@@ -739,7 +761,8 @@ Value Vm::stop() {
   if (op_ == kTuple1 || op_ == kTuple2 || op_ == kTuple3) {
     const size_t count = op_ - kTuple1 + 1;
     if (stack_.size() < mark_base() + count) {
-      fail(fmt::format("stack underflow: {} needs {} values", opcode_name(op_), count));
+      fail(ErrorCode::kBadPickle,
+           fmt::format("stack underflow: {} needs {} values", opcode_name(op_), count));
     }
     Value made = new_container(Kind::kTuple);
     charge(count * sizeof(Value));
@@ -754,7 +777,7 @@ Value Vm::stop() {
                     : op_ == kFrozenSet ? Kind::kFrozenSet
                                         : Kind::kDict;
   if (kind == Kind::kDict && (stack_.size() - base) % 2 != 0) {
-    fail("DICT with an odd number of items");
+    fail(ErrorCode::kBadPickle, "DICT with an odd number of items");
   }
   Value made = new_container(kind);
   if (kind == Kind::kList) {
@@ -771,7 +794,8 @@ Value Vm::stop() {
   if (op_ == kAppend) {
     const Value item = pop();
     Value& list = top();
-    if (list.kind != Kind::kList) fail(fmt::format("APPEND to {}", kind_with_article(list.kind)));
+    if (list.kind != Kind::kList)
+      fail(ErrorCode::kBadPickle, fmt::format("APPEND to {}", kind_with_article(list.kind)));
     append_to_list(list, item);
     return;
   }
@@ -779,7 +803,8 @@ Value Vm::stop() {
     const Value value = pop();
     const Value key = pop();
     Value& dict = top();
-    if (dict.kind != Kind::kDict) fail(fmt::format("SETITEM on {}", kind_with_article(dict.kind)));
+    if (dict.kind != Kind::kDict)
+      fail(ErrorCode::kBadPickle, fmt::format("SETITEM on {}", kind_with_article(dict.kind)));
     auto& items = container(dict).items;
     check_room_to_grow(items, 2);
     charge(2 * sizeof(Value));
@@ -789,12 +814,13 @@ Value Vm::stop() {
   }
   const size_t base = pop_mark();
   if (base == 0 || stack_.size() < base || base <= mark_base()) {
-    fail(fmt::format("stack underflow: {} has no target below its MARK", opcode_name(op_)));
+    fail(ErrorCode::kBadPickle,
+         fmt::format("stack underflow: {} has no target below its MARK", opcode_name(op_)));
   }
   Value target = stack_[base - 1];
   if (op_ == kAppends) {
     if (target.kind != Kind::kList) {
-      fail(fmt::format("APPENDS to {}", kind_with_article(target.kind)));
+      fail(ErrorCode::kBadPickle, fmt::format("APPENDS to {}", kind_with_article(target.kind)));
     }
     append_range(target, stack_.data() + base, stack_.data() + stack_.size());
   } else if (op_ == kSetItems) {
@@ -802,7 +828,7 @@ Value Vm::stop() {
     return;
   } else {
     if (target.kind != Kind::kSet) {
-      fail(fmt::format("ADDITEMS on {}", kind_with_article(target.kind)));
+      fail(ErrorCode::kBadPickle, fmt::format("ADDITEMS on {}", kind_with_article(target.kind)));
     }
     auto& items = container(target).items;
     check_room_to_grow(items, stack_.size() - base);
@@ -815,9 +841,10 @@ Value Vm::stop() {
 // SETITEMS: the pairs above `base` go into the dict below it.
 [[gnu::always_inline]] inline void Vm::set_items(const Value& target, size_t base) {
   if (target.kind != Kind::kDict) {
-    fail(fmt::format("SETITEMS on {}", kind_with_article(target.kind)));
+    fail(ErrorCode::kBadPickle, fmt::format("SETITEMS on {}", kind_with_article(target.kind)));
   }
-  if ((stack_.size() - base) % 2 != 0) fail("SETITEMS with an odd number of items");
+  if ((stack_.size() - base) % 2 != 0)
+    fail(ErrorCode::kBadPickle, "SETITEMS with an odd number of items");
   Container& dict = container(target);
   check_room_to_grow(dict.items, stack_.size() - base);
   charge((stack_.size() - base) * sizeof(Value));
@@ -863,7 +890,7 @@ Value Vm::stop() {
   uint64_t index = 0;
   auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), index);
   if (error != std::errc() || end != text.data() + text.size()) {
-    fail(fmt::format("bad {} index", opcode_name(op_)));
+    fail(ErrorCode::kBadPickle, fmt::format("bad {} index", opcode_name(op_)));
   }
   return index;
 }
@@ -886,7 +913,7 @@ void Vm::object_op() {
       const Value attribute = pop();
       const Value module = pop();
       if (attribute.kind != Kind::kStr || module.kind != Kind::kStr) {
-        fail("STACK_GLOBAL needs two str");
+        fail(ErrorCode::kBadPickle, "STACK_GLOBAL needs two str");
       }
       name = std::string(view(module)) + "." + std::string(view(attribute));
       break;
@@ -924,7 +951,7 @@ std::string Vm::pop_call() {
   Value callable;
   if (op_ == kObj) {
     const size_t base = pop_mark();
-    if (stack_.size() <= base) fail("stack underflow: OBJ needs a class");
+    if (stack_.size() <= base) fail(ErrorCode::kBadPickle, "stack underflow: OBJ needs a class");
     callable = stack_[base];
     stack_.resize(base);
   } else {

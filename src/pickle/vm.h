@@ -18,6 +18,7 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "memsnap/error.h"
 #include "pickle/arguments.h"
 #include "pickle/value.h"
 #include "util/chunked_array.h"
@@ -236,8 +237,8 @@ class Vm {
     bool list_item = false;  // a dict made where it is about to be added to a list
   };
 
-  [[noreturn]] void fail(const std::string& message) const;
-  [[noreturn]] void fail_at(const std::string& message, uint64_t offset) const;
+  [[noreturn]] void fail(ErrorCode code, const std::string& message) const;
+  [[noreturn]] void fail_at(ErrorCode code, const std::string& message, uint64_t offset) const;
   [[noreturn]] void fail_truncated(uint64_t count) const;
   // Grows the input to at least `end` bytes when more is arriving; false
   // when it has ended short of that.

@@ -284,6 +284,7 @@ std::string fill_template(
   for (size_t i = 0; i < values.size(); ++i) {
     if (!used[i])
       throw Error(
+          ErrorCode::kInternalError,
           fmt::format("web/template.html lacks the placeholder {{{{{}}}}}", values[i].first));
   }
   return out;
@@ -471,7 +472,8 @@ std::string render_plot_html(const std::vector<RunTimeline>& runs, double precis
 #if !MEMSNAP_HTML_PLOT
   (void)runs;
   (void)precision_ms;
-  throw Error::usage(
+  throw Error(
+      ErrorCode::kUnavailable,
       "this memsnap was built without the HTML plot (MEMSNAP_HTML_PLOT=OFF); use plot --text");
 #else
   std::string data = plot_data_json(runs, precision_ms)

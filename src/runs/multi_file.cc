@@ -84,12 +84,15 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& arguments
       }
     }
     if (error)
-      throw Error(fmt::format("{}: cannot list the folder: {}", argument, error.message()));
+      throw Error(ErrorCode::kUnreadable,
+                  fmt::format("{}: cannot list the folder: {}", argument, error.message()));
     if (found.empty()) {
-      throw Error::usage(fmt::format(
-          "{}: no snapshot or summary in this folder (.pickle, .pkl or .pt, each optionally "
-          ".gz or .zst, or .summary.json)",
-          argument));
+      throw Error(
+          ErrorCode::kBadParameter,
+          fmt::format(
+              "{}: no snapshot or summary in this folder (.pickle, .pkl or .pt, each optionally "
+              ".gz or .zst, or .summary.json)",
+              argument));
     }
     std::sort(found.begin(), found.end(), natural_less);
     paths.insert(paths.end(), found.begin(), found.end());
@@ -99,7 +102,8 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& arguments
 
 void refuse_stdin_twice(const std::vector<std::string>& paths) {
   if (std::count(paths.begin(), paths.end(), std::string("-")) > 1) {
-    throw Error::usage("stdin ('-') can be read once; give the other inputs as files");
+    throw Error(ErrorCode::kBadParameter,
+                "stdin ('-') can be read once; give the other inputs as files");
   }
 }
 

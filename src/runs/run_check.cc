@@ -22,7 +22,8 @@ std::vector<RunSummary> summaries_of_folder(const std::string& folder, const Run
   if (!read.unread.empty()) {
     // One line: the first file's error, then how many more.
     const size_t more = read.unread.size() - 1;
-    throw Error(fmt::format("{}: {} of {} files could not be read: {}{}", folder,
+    throw Error(ErrorCode::kFilesUnread,
+                fmt::format("{}: {} of {} files could not be read: {}{}", folder,
                             read.unread.size(), outcomes.size(), read.unread.front().error,
                             more == 0 ? "" : fmt::format(" (and {} more)", more)));
   }
@@ -35,16 +36,19 @@ std::vector<RunSummary> summaries_of_folder(const std::string& folder, const Run
 std::vector<Limit> limits_required(const CheckRequest& request, const SpellParameter& spell) {
   std::vector<Limit> limits = limits_of(request, spell);
   if (limits.empty()) {
-    throw Error::usage(fmt::format(
-        "no limit to check: give {} FILE or limits such as {} 12GiB, {} 5% with {} FILE",
-        spell("budget"), spell("max_peak"), spell("max_growth"), spell("baseline")));
+    throw Error(
+        ErrorCode::kBadParameter,
+        fmt::format(
+            "no limit to check: give {} FILE or limits such as {} 12GiB, {} 5% with {} FILE",
+            spell("budget"), spell("max_peak"), spell("max_growth"), spell("baseline")));
   }
   if (request.baseline.empty()) {
     for (const Limit& limit : limits) {
       const LimitInfo& info = limit_info(limit.kind);
       if (!info.needs_baseline || limit.from_budget) continue;
-      throw Error::usage(fmt::format("{}: needs a baseline to grow from ({} FILE)",
-                                     spell(info.name), spell("baseline")));
+      throw Error(ErrorCode::kBadParameter,
+                  fmt::format("{}: needs a baseline to grow from ({} FILE)", spell(info.name),
+                              spell("baseline")));
     }
   }
   return limits;
@@ -55,7 +59,8 @@ RankedCheck check_folders(const CheckRequest& request, const RunInputs& inputs,
                           const RunListener& listener, const SpellParameter& spell) {
   std::error_code error;
   if (!request.baseline.empty() && !std::filesystem::is_directory(request.baseline, error)) {
-    throw Error::usage(
+    throw Error(
+        ErrorCode::kBadParameter,
         fmt::format("{} is a folder and {} {} is not: give the baseline run's folder, rank by rank",
                     request.current, spell("baseline"), request.baseline));
   }
@@ -72,7 +77,7 @@ RankedCheck check_folders(const CheckRequest& request, const RunInputs& inputs,
   const std::array<const std::vector<RunSummary>*, 2> runs{&current, &baseline};
   for (const std::vector<RunSummary>* run : runs) {
     if (const std::optional<DuplicateRank> duplicate = duplicate_rank(*run)) {
-      throw Error(duplicate_rank_message(*run, *duplicate, listener));
+      throw Error(ErrorCode::kDuplicateRank, duplicate_rank_message(*run, *duplicate, listener));
     }
   }
   return check_ranked(
@@ -101,8 +106,9 @@ std::vector<Limit> limits_of(const CheckRequest& request, const SpellParameter& 
     const std::string name = spell(info.name);
     Limit limit{kind, parse_amount(text, name, info.takes_percent), {}, false};
     if (kind == LimitKind::kMaxFragmentation && !limit.amount.percent && limit.amount.value > 1) {
-      throw Error::usage(fmt::format(
-          "{}: '{}' is more than 1: give a fraction (0.3) or a percent (30%)", name, text));
+      throw Error(ErrorCode::kBadParameter,
+                  fmt::format("{}: '{}' is more than 1: give a fraction (0.3) or a percent (30%)",
+                              name, text));
     }
     put(limit);
   }
@@ -141,8 +147,9 @@ CheckRun check_run(const CheckRequest& request, const RunInputs& inputs,
   bool baseline_is_summary = false;
   if (!request.baseline.empty()) {
     if (std::filesystem::is_directory(request.baseline, error)) {
-      throw Error::usage(fmt::format("{} {} is a folder: give one file, a snapshot or its summary",
-                                     spell("baseline"), request.baseline));
+      throw Error(ErrorCode::kBadParameter,
+                  fmt::format("{} {} is a folder: give one file, a snapshot or its summary",
+                              spell("baseline"), request.baseline));
     }
     baseline = summary_of(request.baseline, inputs, listener, baseline_is_summary);
   }

@@ -114,8 +114,9 @@ std::string_view status_words(int status) {
   return {words.data(), words.size()};
 }
 
-HttpResponse error_response(int status, std::string_view message) {
-  const nlohmann::ordered_json body = {{"error", printable(message)}, {"status", status}};
+HttpResponse error_response(int status, ErrorCode code, std::string_view message) {
+  const nlohmann::ordered_json body = {
+      {"error", printable(message)}, {"code", error_code_name(code)}, {"status", status}};
   HttpResponse response;
   response.status = status;
   response.content_type = "application/json; charset=utf-8";
@@ -351,7 +352,7 @@ void HttpServer::Loop::Connection::dispatch(HttpRequest request, bool keep_alive
     refusal = loop.admit(request);
   } catch (const std::exception&) {
     // Nothing thrown may leave the loop: it would stop every connection.
-    refusal = error_response(500, "internal error");
+    refusal = error_response(500, ErrorCode::kInternalError, "internal error");
   }
   if (refusal) {
     // A peer refused once is not kept: it opens a new connection to try
@@ -366,7 +367,7 @@ void HttpServer::Loop::Connection::dispatch(HttpRequest request, bool keep_alive
     try {
       response = self->loop.answer(request);
     } catch (const std::exception&) {
-      response = error_response(500, "internal error");
+      response = error_response(500, ErrorCode::kInternalError, "internal error");
     }
     asio::post(self->loop.io,
                [self, response = std::move(response), keep_alive, head_only]() mutable {
@@ -417,7 +418,7 @@ void HttpServer::Loop::Connection::refuse(int status, std::string_view message) 
   ++epoch;
   phase = Phase::kAnswering;
   head.clear();
-  HttpResponse response = error_response(status, message);
+  HttpResponse response = error_response(status, ErrorCode::kBadRequest, message);
   response.close = true;
   write(std::move(response), false, false);
 }
@@ -561,8 +562,9 @@ uint16_t HttpServer::bind(const std::string& host, uint16_t port) {
     if (!error) loop.acceptor.listen(asio::socket_base::max_listen_connections, error);
   }
   if (error || found.empty()) {
-    throw Error::usage(fmt::format("cannot listen on {} port {} (in use, or not this machine's)",
-                                   printable(host), port));
+    throw Error(ErrorCode::kCannotListen,
+                fmt::format("cannot listen on {} port {} (in use, or not this machine's)",
+                            printable(host), port));
   }
   return loop.acceptor.local_endpoint().port();
 }

@@ -25,6 +25,8 @@
 #include <utility>
 #include <vector>
 
+#include "memsnap/error.h"
+
 namespace memsnap::serve {
 
 // What a peer may send and hold. The defaults are what `memsnap serve` uses
@@ -79,9 +81,10 @@ struct HttpResponse {
   bool close = false;
 };
 
-// An answer of `status` with a JSON body {"error": message, "status": N}:
-// every refusal, the transport's and the server's.
-HttpResponse error_response(int status, std::string_view message);
+// An answer of `status` with a JSON body {"error": message, "code": the
+// code's stable spelling, "status": N}: every refusal, the transport's and
+// the server's.
+HttpResponse error_response(int status, ErrorCode code, std::string_view message);
 // The reason phrase of an HTTP status ("Request-URI Too Long" for 414).
 std::string_view status_words(int status);
 

@@ -52,7 +52,7 @@ std::string gzipped(std::string_view text) {
   // 15 + 16: a gzip header and trailer, not zlib's.
   if (deflateInit2(&stream, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
       Z_OK) {
-    throw Error("cannot start compressing the page");
+    throw Error(ErrorCode::kInternalError, "cannot start compressing the page");
   }
   std::string out(deflateBound(&stream, text.size()), '\0');
   stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
@@ -61,7 +61,7 @@ std::string gzipped(std::string_view text) {
   stream.avail_out = static_cast<uInt>(out.size());
   const int done = deflate(&stream, Z_FINISH);
   deflateEnd(&stream);
-  if (done != Z_STREAM_END) throw Error("cannot compress the page");
+  if (done != Z_STREAM_END) throw Error(ErrorCode::kInternalError, "cannot compress the page");
   out.resize(stream.total_out);
   return out;
 }
@@ -74,7 +74,8 @@ bool fill_from_getrandom(std::span<unsigned char> bytes) {
   while (filled < bytes.size()) {
     const long got = syscall(SYS_getrandom, bytes.data() + filled, bytes.size() - filled, 0);
     if (got < 0 && errno == ENOSYS) return false;
-    if (got < 0 && errno != EINTR) throw Error("cannot read random bytes for the token");
+    if (got < 0 && errno != EINTR)
+      throw Error(ErrorCode::kInternalError, "cannot read random bytes for the token");
     if (got > 0) filled += static_cast<size_t>(got);
   }
   return true;
@@ -84,13 +85,15 @@ bool fill_from_getrandom(std::span<unsigned char> bytes) {
 void fill_from_urandom(std::span<unsigned char> bytes) {
   const int file = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
   if (file < 0)
-    throw Error("cannot read random bytes for the token: no getrandom, no /dev/urandom");
+    throw Error(ErrorCode::kInternalError,
+                "cannot read random bytes for the token: no getrandom, no /dev/urandom");
   size_t filled = 0;
   while (filled < bytes.size()) {
     const ssize_t got = read(file, bytes.data() + filled, bytes.size() - filled);
     if (got == 0 || (got < 0 && errno != EINTR)) {
       close(file);
-      throw Error("cannot read random bytes for the token from /dev/urandom");
+      throw Error(ErrorCode::kInternalError,
+                  "cannot read random bytes for the token from /dev/urandom");
     }
     if (got > 0) filled += static_cast<size_t>(got);
   }
@@ -162,10 +165,12 @@ void require_server() {}
 
 void check_options(const ServeOptions& options) {
   if (!is_loopback(options.host) && options.token.empty()) {
-    throw Error::usage(fmt::format(
-        "--host {} answers other machines: give --token too (a secret of your own), or use "
-        "127.0.0.1 and an SSH tunnel",
-        printable(options.host)));
+    throw Error(
+        ErrorCode::kBadParameter,
+        fmt::format(
+            "--host {} answers other machines: give --token too (a secret of your own), or use "
+            "127.0.0.1 and an SSH tunnel",
+            printable(options.host)));
   }
 }
 
@@ -198,7 +203,8 @@ struct Server::State {
 
 std::optional<HttpResponse> Server::State::admit(const HttpRequest& request) const {
   if (request.method != "GET" && request.method != "HEAD") {
-    HttpResponse refusal = error_response(405, "only GET and HEAD are answered");
+    HttpResponse refusal =
+        error_response(405, ErrorCode::kBadRequest, "only GET and HEAD are answered");
     refusal.headers.emplace_back("Allow", "GET, HEAD");
     return refusal;
   }
@@ -209,27 +215,31 @@ std::optional<HttpResponse> Server::State::admit(const HttpRequest& request) con
                                                 fmt::format("localhost:{}", port),
                                                 fmt::format("[::1]:{}", port)};
     if (std::find(allowed.begin(), allowed.end(), host) == allowed.end()) {
-      return error_response(403, "the Host header does not name this server's loopback address");
+      return error_response(403, ErrorCode::kForbiddenHost,
+                            "the Host header does not name this server's loopback address");
     }
   }
   std::string given = request.param("token");
   const std::string authorization = request.header("Authorization");
   if (given.empty() && authorization.rfind("Bearer ", 0) == 0) given = authorization.substr(7);
   if (!same_token(given, options.token)) {
-    return error_response(401, "a token is required: open the address memsnap serve printed");
+    return error_response(401, ErrorCode::kUnauthorized,
+                          "a token is required: open the address memsnap serve printed");
   }
   if (request.params.size() > kMaxParameters) {
-    return error_response(400, fmt::format("at most {} parameters", kMaxParameters));
+    return error_response(400, ErrorCode::kBadRequest,
+                          fmt::format("at most {} parameters", kMaxParameters));
   }
   for (const auto& [name, value] : request.params) {
     if (request.params.count(name) > 1) {
-      return error_response(
-          400, fmt::format("{} given {} times; give it once", printable(name.substr(0, 40)),
-                           request.params.count(name)));
+      return error_response(400, ErrorCode::kBadRequest,
+                            fmt::format("{} given {} times; give it once",
+                                        printable(name.substr(0, 40)), request.params.count(name)));
     }
     if (name.size() > kMaxParameterBytes || value.size() > kMaxParameterBytes) {
       return error_response(
-          400, fmt::format("a parameter or its value is longer than {} bytes", kMaxParameterBytes));
+          400, ErrorCode::kBadRequest,
+          fmt::format("a parameter or its value is longer than {} bytes", kMaxParameterBytes));
     }
   }
   return std::nullopt;
@@ -292,8 +302,9 @@ size_t file_index(const HttpRequest& request, const char* name, size_t count) {
   const char* end = text.data() + text.size();
   const auto [at, problem] = std::from_chars(text.data(), end, index);
   if (text.empty() || problem != std::errc() || at != end || index >= count) {
-    throw Error::usage(fmt::format(
-        "{} must be the index of a served file, 0 to {} (GET /api/files)", name, count - 1));
+    throw Error(ErrorCode::kBadParameter,
+                fmt::format("{} must be the index of a served file, 0 to {} (GET /api/files)", name,
+                            count - 1));
   }
   return index;
 }
@@ -306,8 +317,8 @@ void only_parameters(const HttpRequest& request, std::string_view route,
         std::find(names.begin(), names.end(), name) != names.end()) {
       continue;
     }
-    throw Error::usage(fmt::format("{} has no parameter '{}' ({})", route, printable(name),
-                                   fmt::join(names, ", ")));
+    throw Error(ErrorCode::kBadParameter, fmt::format("{} has no parameter '{}' ({})", route,
+                                                      printable(name), fmt::join(names, ", ")));
   }
 }
 
@@ -316,7 +327,8 @@ void only_parameters(const HttpRequest& request, std::string_view route,
 void only_the_token(const HttpRequest& request, std::string_view route) {
   for (const auto& [name, value] : request.params) {
     if (name != "token") {
-      throw Error::usage(
+      throw Error(
+          ErrorCode::kBadParameter,
           fmt::format("{} takes no parameter but the token, not '{}'", route, printable(name)));
     }
   }
@@ -330,8 +342,8 @@ double number_of(const HttpRequest& request, const char* name, double fallback) 
   const char* end = text.data() + text.size();
   const auto [at, problem] = std::from_chars(text.data(), end, value);
   if (text.empty() || problem != std::errc() || at != end || !std::isfinite(value)) {
-    throw Error::usage(
-        fmt::format("{} expects a finite number, not '{}'", name, printable(text.substr(0, 40))));
+    throw Error(ErrorCode::kBadParameter, fmt::format("{} expects a finite number, not '{}'", name,
+                                                      printable(text.substr(0, 40))));
   }
   return value;
 }
@@ -341,7 +353,8 @@ uint64_t whole_number_of(const HttpRequest& request, const char* name, double fa
                          double lowest, double highest) {
   const double value = number_of(request, name, fallback);
   if (value < lowest || value != std::floor(value) || value > highest) {
-    throw Error::usage(fmt::format("{} must be a whole number, {} to {}", name, lowest, highest));
+    throw Error(ErrorCode::kBadParameter,
+                fmt::format("{} must be a whole number, {} to {}", name, lowest, highest));
   }
   return static_cast<uint64_t>(value);
 }
@@ -349,7 +362,8 @@ uint64_t whole_number_of(const HttpRequest& request, const char* name, double fa
 // time=T: seconds from the trace's start, at least 0.
 double seconds_of(const HttpRequest& request) {
   const double seconds = number_of(request, "time", 0);
-  if (seconds < 0) throw Error::usage("time must be >= 0 (seconds from the trace's start)");
+  if (seconds < 0)
+    throw Error(ErrorCode::kBadParameter, "time must be >= 0 (seconds from the trace's start)");
   return seconds;
 }
 
@@ -357,7 +371,8 @@ double seconds_of(const HttpRequest& request) {
 // the whole trace by default.
 LineWindow window_of(const HttpRequest& request, const FileAnalysis& file) {
   const std::string axis = request.has_param("axis") ? request.param("axis") : "time";
-  if (axis != "time" && axis != "event") throw Error::usage("axis is time or event");
+  if (axis != "time" && axis != "event")
+    throw Error(ErrorCode::kBadParameter, "axis is time or event");
   LineWindow window;
   window.axis = axis == "time" ? LineAxis::kTime : LineAxis::kEvent;
   const double end = window.axis == LineAxis::kTime ? file.time().duration_s()
@@ -418,7 +433,7 @@ ordered_json segments_of(const HttpRequest& request, const FileAnalysis& file) {
   const auto limit = whole_number_of(request, "limit", kMapSegments, 0, kMaxMapSegments);
   SegmentReport report;
   if (request.has_param("time") && request.has_param("position")) {
-    throw Error::usage("give time or position, not both");
+    throw Error(ErrorCode::kBadParameter, "give time or position, not both");
   } else if (request.has_param("time")) {
     report = segments_at_time(file, seconds_of(request), true);
   } else if (request.has_param("position")) {
@@ -451,7 +466,7 @@ ordered_json block_of(const HttpRequest& request, const FileAnalysis& file) {
   uint64_t address = 0;
   const auto [at, problem] = std::from_chars(begin, end, address, hex ? 16 : 10);
   if (begin == end || problem != std::errc() || at != end) {
-    throw Error::usage("address must be a block's address (decimal or 0x hex)");
+    throw Error(ErrorCode::kBadParameter, "address must be a block's address (decimal or 0x hex)");
   }
   const uint64_t position = whole_number_of(request, "position", 0, 0, 0x1p53);
   const std::optional<uint64_t> entry = allocation_at_address(file, address, position);
@@ -467,7 +482,8 @@ ordered_json allocation_of(const HttpRequest& request, const FileAnalysis& file)
   only_parameters(request, "allocation", {"entry"});
   const double entry = number_of(request, "entry", -1);
   if (entry < 0 || entry != std::floor(entry) || entry > 0x1p53) {
-    throw Error::usage("entry must be the index of an alloc entry (memsnap events)");
+    throw Error(ErrorCode::kBadParameter,
+                "entry must be the index of an alloc entry (memsnap events)");
   }
   return render_allocation_json(
       allocation_at(file, static_cast<uint64_t>(entry), SourceKeyOptions{}));
@@ -478,7 +494,7 @@ ordered_json allocation_of(const HttpRequest& request, const FileAnalysis& file)
 ordered_json live_of(const HttpRequest& request, const FileAnalysis& file) {
   only_parameters(request, "live", {"time", "position", "source"});
   if (request.has_param("time") == request.has_param("position")) {
-    throw Error::usage("give time or position (not both)");
+    throw Error(ErrorCode::kBadParameter, "give time or position (not both)");
   }
   uint64_t position = 0;
   if (request.has_param("time")) {
@@ -507,7 +523,8 @@ HttpResponse answered(Answer&& answer) {
   try {
     return answer();
   } catch (const Error& error) {
-    return error_response(error.kind() == Error::Kind::kUsage ? 400 : 422, error.what());
+    return error_response(error.kind() == Error::Kind::kUsage ? 400 : 422, error.code(),
+                          error.what());
   }
 }
 
@@ -542,7 +559,8 @@ constexpr std::array<std::pair<std::string_view, FileAnswer>, 8> kFileRoutes = {
 HttpResponse Server::State::report_answer(const HttpRequest& request) const {
   const service::ReportEntry* entry = service::find_report(*report_name(request.path));
   if (entry == nullptr) {
-    return error_response(404, "no such report (GET /api/reports lists them)");
+    return error_response(404, ErrorCode::kNotFound,
+                          "no such report (GET /api/reports lists them)");
   }
   const size_t a = file_index(request, "file", files.size());
   std::vector<std::pair<std::string, service::Value>> given;
@@ -550,8 +568,9 @@ HttpResponse Server::State::report_answer(const HttpRequest& request) const {
     if (name == "token" || name == "file" || name == "vs") continue;
     const service::Parameter* parameter = service::find_parameter(*entry, name);
     if (parameter == nullptr) {
-      throw Error::usage(fmt::format("{} has no parameter '{}' (GET /api/reports lists them)",
-                                     entry->name, printable(name)));
+      throw Error(ErrorCode::kBadParameter,
+                  fmt::format("{} has no parameter '{}' (GET /api/reports lists them)", entry->name,
+                              printable(name)));
     }
     given.emplace_back(parameter->id,
                        service::value_of_text(*parameter, text, service::Spelling::kKeyword));
@@ -561,7 +580,8 @@ HttpResponse Server::State::report_answer(const HttpRequest& request) const {
   service::Answer answer;
   if (request.has_param("vs")) {
     if (entry->answer_pair == nullptr) {
-      throw Error::usage(fmt::format("{} reads one file: drop vs=", entry->name));
+      throw Error(ErrorCode::kBadParameter,
+                  fmt::format("{} reads one file: drop vs=", entry->name));
     }
     const size_t b = file_index(request, "vs", files.size());
     answer =
@@ -581,7 +601,7 @@ HttpResponse Server::State::page_answer(const HttpRequest& request) {
       page_error = error.what();
     }
   });
-  if (!page_error.empty()) return error_response(500, page_error);
+  if (!page_error.empty()) return error_response(500, ErrorCode::kInternalError, page_error);
   HttpResponse response;
   response.content_type = kHtml;
   // The page is one file: its script and style are inline, and it asks
@@ -622,14 +642,15 @@ HttpResponse Server::State::answer(const HttpRequest& request) {
         return json_response(200, file_answer(request, *files[index].analysis));
       }
     }
-    return error_response(404, "not found (GET /api/reports lists the reports)");
+    return error_response(404, ErrorCode::kNotFound,
+                          "not found (GET /api/reports lists the reports)");
   });
 }
 
 Server::Server(std::vector<ServedFile> files, ServeOptions options,
                std::function<std::string()> page)
     : state_(std::make_unique<State>()) {
-  if (files.empty()) throw Error::usage("serve needs at least one snapshot");
+  if (files.empty()) throw Error(ErrorCode::kBadParameter, "serve needs at least one snapshot");
   check_options(options);
   if (options.token.empty()) options.token = random_token();
   state_->files = std::move(files);

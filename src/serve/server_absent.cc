@@ -10,9 +10,9 @@ bool server_available() {
 }
 
 void require_server() {
-  throw Error::usage(
-      "this memsnap was built without the server (MEMSNAP_SERVE=OFF: it needs Boost's "
-      "headers, Debian's libboost-dev); memsnap plot writes the page as a file");
+  throw Error(ErrorCode::kUnavailable,
+              "this memsnap was built without the server (MEMSNAP_SERVE=OFF: it needs Boost's "
+              "headers, Debian's libboost-dev); memsnap plot writes the page as a file");
 }
 
 void check_options(const ServeOptions& /*options*/) {

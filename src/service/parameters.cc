@@ -72,12 +72,13 @@ bool within(const Parameter& parameter, double value) {
 }
 
 [[noreturn]] void out_of_range(const Parameter& parameter, Spelling spelling) {
-  throw Error::usage(fmt::format("{} {}", spelled(parameter, spelling), limit_text(parameter)));
+  throw Error(ErrorCode::kBadParameter,
+              fmt::format("{} {}", spelled(parameter, spelling), limit_text(parameter)));
 }
 
 [[noreturn]] void wrong_type(const Parameter& parameter, Spelling spelling) {
-  throw Error::usage(
-      fmt::format("{} must be {}", spelled(parameter, spelling), kind_description(parameter)));
+  throw Error(ErrorCode::kBadParameter, fmt::format("{} must be {}", spelled(parameter, spelling),
+                                                    kind_description(parameter)));
 }
 
 // A value of the right type for the parameter's kind, in range.
@@ -115,12 +116,13 @@ Value checked_value(const Parameter& parameter, const Value& value, Spelling spe
       const auto* whole = std::get_if<int64_t>(&value);
       if (whole == nullptr) wrong_type(parameter, spelling);
       if (*whole < 1) {
-        throw Error::usage(fmt::format("{} must be at least 1 byte, not {}",
-                                       spelled(parameter, spelling), *whole));
+        throw Error(ErrorCode::kBadParameter, fmt::format("{} must be at least 1 byte, not {}",
+                                                          spelled(parameter, spelling), *whole));
       }
       if (static_cast<uint64_t>(*whole) > kMaxSizeBytes) {
-        throw Error::usage(fmt::format("{} must be at most {}, not {}",
-                                       spelled(parameter, spelling), kMaxSizeText, *whole));
+        throw Error(ErrorCode::kBadParameter,
+                    fmt::format("{} must be at most {}, not {}", spelled(parameter, spelling),
+                                kMaxSizeText, *whole));
       }
       return *whole;
     }
@@ -131,7 +133,8 @@ Value checked_value(const Parameter& parameter, const Value& value, Spelling spe
       const auto* text = std::get_if<std::string>(&value);
       if (text == nullptr) wrong_type(parameter, spelling);
       if (std::string problem = syntax_problem(parameter, *text); !problem.empty()) {
-        throw Error::usage(fmt::format("{}: {}", spelled(parameter, spelling), problem));
+        throw Error(ErrorCode::kBadParameter,
+                    fmt::format("{}: {}", spelled(parameter, spelling), problem));
       }
       return value;
     }
@@ -247,7 +250,8 @@ std::string syntax_problem(const Parameter& parameter, std::string_view text) {
 
 Value value_of_text(const Parameter& parameter, std::string_view text, Spelling spelling) {
   if (std::string problem = syntax_problem(parameter, text); !problem.empty()) {
-    throw Error::usage(fmt::format("{}: {}", spelled(parameter, spelling), problem));
+    throw Error(ErrorCode::kBadParameter,
+                fmt::format("{}: {}", spelled(parameter, spelling), problem));
   }
   switch (parameter.kind) {
     case ParameterKind::kSeconds: return *finite_of_text(text);
@@ -284,14 +288,16 @@ Arguments checked(const std::vector<Parameter>& parameters,
     auto parameter = std::find_if(parameters.begin(), parameters.end(),
                                   [&id](const Parameter& p) { return p.id == id; });
     if (parameter == parameters.end()) {
-      throw Error::usage(fmt::format("'{}' is not a parameter of this report", printable(id)));
+      throw Error(ErrorCode::kBadParameter,
+                  fmt::format("'{}' is not a parameter of this report", printable(id)));
     }
     if (std::holds_alternative<std::monostate>(value)) continue;  // None: not given
     arguments.set(id, checked_value(*parameter, value, spelling));
   }
   for (const Parameter& parameter : parameters) {
     if (parameter.required && !arguments.has(parameter.id)) {
-      throw Error::usage(fmt::format("{} is required", spelled(parameter, spelling)));
+      throw Error(ErrorCode::kBadParameter,
+                  fmt::format("{} is required", spelled(parameter, spelling)));
     }
   }
   return arguments;

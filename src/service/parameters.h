@@ -58,7 +58,7 @@ std::string kind_description(const Parameter& parameter);
 // What is wrong with `text` as the parameter's value ("expects a finite
 // number, not 'nan'"), or empty. The range is checked later (checked()).
 std::string syntax_problem(const Parameter& parameter, std::string_view text);
-// `text` read as the parameter's value, or Error::usage naming the parameter.
+// `text` read as the parameter's value, or a bad_parameter Error naming the parameter.
 Value value_of_text(const Parameter& parameter, std::string_view text, Spelling spelling);
 
 // The checked values of one request, by parameter id.
@@ -95,7 +95,7 @@ class Arguments {
 
 // `given` (id, value) checked against `parameters`: each value converted to
 // its kind (an int given for seconds is seconds; a size's text is read) and
-// within its limits, the required ones present. Throws Error::usage naming
+// within its limits, the required ones present. Throws a bad_parameter Error naming
 // the parameter; an id that is not among them is a usage error too.
 Arguments checked(const std::vector<Parameter>& parameters,
                   const std::vector<std::pair<std::string, Value>>& given, Spelling spelling);

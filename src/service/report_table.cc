@@ -109,12 +109,14 @@ void one_step_or_all(const Arguments& arguments, Spelling spelling) {
   const bool step = arguments.has("step");
   const bool all = arguments.on("all_steps");
   if (step && all) {
-    throw Error::usage(fmt::format("{} and {} exclude each other", spelled(kStep, spelling),
-                                   spelled(kAllSteps, spelling)));
+    throw Error(ErrorCode::kBadParameter,
+                fmt::format("{} and {} exclude each other", spelled(kStep, spelling),
+                            spelled(kAllSteps, spelling)));
   }
   if (!step && !all) {
-    throw Error::usage(fmt::format("replay-step needs {} N or {}", spelled(kStep, spelling),
-                                   spelled(kAllSteps, spelling)));
+    throw Error(ErrorCode::kBadParameter,
+                fmt::format("replay-step needs {} N or {}", spelled(kStep, spelling),
+                            spelled(kAllSteps, spelling)));
   }
 }
 
@@ -146,9 +148,10 @@ void check_oom_entry(const FileAnalysis& file, const ReportRequest& request) {
   file.start_allocator_history();
   const size_t count = file.trace_analysis().counts.oom_events.size();
   if (count == 0 || static_cast<uint64_t>(options.at) <= count) return;
-  throw Error::usage(fmt::format("{} {}: device {} has {} oom entr{} (1-{})",
-                                 spelled(kAt, request.spelling), options.at, file.device(), count,
-                                 count == 1 ? "y" : "ies", count));
+  throw Error(
+      ErrorCode::kBadParameter,
+      fmt::format("{} {}: device {} has {} oom entr{} (1-{})", spelled(kAt, request.spelling),
+                  options.at, file.device(), count, count == 1 ? "y" : "ies", count));
 }
 
 Answer answer_oom(const FileAnalysis& file, const ReportRequest& request, Format format) {
@@ -202,11 +205,13 @@ Answer answer_whatif(const FileAnalysis& file, const ReportRequest& request, For
   file.start_allocator_history();
   if (request.arguments.on("check")) {
     if (request.arguments.has("capacity") || request.arguments.has("set")) {
-      throw Error::usage(fmt::format(
-          "{} runs under the file's own settings without a capacity; {} and {} go with the "
-          "table of settings",
-          spelled(kCheck, request.spelling), spelled(kWhatIfCapacity, request.spelling),
-          spelled(kWhatIfSet, request.spelling)));
+      throw Error(
+          ErrorCode::kBadParameter,
+          fmt::format(
+              "{} runs under the file's own settings without a capacity; {} and {} go with the "
+              "table of settings",
+              spelled(kCheck, request.spelling), spelled(kWhatIfCapacity, request.spelling),
+              spelled(kWhatIfSet, request.spelling)));
     }
     return rendered(check_recorded_segments(file), format, request.top, render_whatif_check_text,
                     render_whatif_check_json);

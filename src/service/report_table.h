@@ -79,7 +79,7 @@ const Parameter* find_parameter(const ReportEntry& entry, std::string_view id);
 
 // The request for `entry` from values a front end gathered (id, value):
 // each checked (parameters.h), "top" among them or the entry's default, the
-// rules across parameters applied. Throws Error::usage.
+// rules across parameters applied. Throws a bad_parameter Error.
 ReportRequest request_for(const ReportEntry& entry,
                           const std::vector<std::pair<std::string, Value>>& given,
                           SourceKeyOptions keys, Spelling spelling);

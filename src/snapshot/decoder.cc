@@ -412,26 +412,29 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
         return vm.resolve(item).kind == Kind::kDict;
       });
       if (!items.empty() && !any_dict) {
-        throw Error(fmt::format(
-            "not a memory snapshot: the pickle is a list of {} items and none is a segment dict "
-            "(the first is {})",
-            items.size(), pickle::kind_with_article(vm.resolve(items.front()).kind)));
+        throw Error(
+            ErrorCode::kNotASnapshot,
+            fmt::format("not a memory snapshot: the pickle is a list of {} items and none is a "
+                        "segment dict "
+                        "(the first is {})",
+                        items.size(), pickle::kind_with_article(vm.resolve(items.front()).kind)));
       }
       model_.top_level_list = true;
       decode_segments(vm, root);
       return;
     }
     if (root.kind != Kind::kDict) {
-      throw Error(fmt::format("not a memory snapshot: the pickle holds {}, not a dict",
+      throw Error(ErrorCode::kNotASnapshot,
+                  fmt::format("not a memory snapshot: the pickle holds {}, not a dict",
                               pickle::kind_with_article(root.kind)));
     }
     // Copies of the fields: decoding one may convert containers the root holds.
     const Value* segments_field = vm.find(root, "segments");
     const Value* traces_field = vm.find(root, "device_traces");
     if (segments_field == nullptr && traces_field == nullptr) {
-      throw Error(
-          "not a memory snapshot: the pickle is a dict without 'segments' or "
-          "'device_traces'");
+      throw Error(ErrorCode::kNotASnapshot,
+                  "not a memory snapshot: the pickle is a dict without 'segments' or "
+                  "'device_traces'");
     }
     std::optional<Value> segments = segments_field ? std::optional(*segments_field) : std::nullopt;
     std::optional<Value> traces = traces_field ? std::optional(*traces_field) : std::nullopt;
@@ -442,10 +445,12 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
         return field ? "is " + pickle::kind_with_article(vm.resolve(*field).kind)
                      : std::string("is absent");
       };
-      throw Error(fmt::format(
-          "not a memory snapshot: 'segments' {} and 'device_traces' {} (a snapshot has lists "
-          "there)",
-          describe(segments), describe(traces)));
+      throw Error(
+          ErrorCode::kNotASnapshot,
+          fmt::format(
+              "not a memory snapshot: 'segments' {} and 'device_traces' {} (a snapshot has lists "
+              "there)",
+              describe(segments), describe(traces)));
     }
     if (segments_usable) decode_segments(vm, *segments);
     if (traces_usable) decode_traces(vm, *traces);
@@ -505,93 +510,104 @@ class SnapshotDecoder final : public pickle::ListItemObserver {
   void decode_segments(Vm& vm, Value raw) {
     for (const Value& item : list_items(vm, raw)) {
       Value dict = vm.resolve(item);
-      if (dict.kind != Kind::kDict) {
-        ++model_.anomalies.malformed_segments;
-        continue;
-      }
       Segment segment;
-      std::optional<int64_t> device = as_i64(*or_none(vm.find(dict, "device")));
-      if (vm.find(dict, "device") != nullptr && (!device || *device < 0 || *device > kMaxDevice)) {
+      if (dict.kind != Kind::kDict || !read_segment(vm, dict, segment)) {
         ++model_.anomalies.malformed_segments;
         continue;
-      }
-      if (!plausible_sizes(vm, dict,
-                           {"total_size", "allocated_size", "active_size", "requested_size"})) {
-        ++model_.anomalies.malformed_segments;
-        continue;
-      }
-      segment.device = static_cast<int>(device.value_or(0));
-      segment.address = u64_field(vm, dict, "address");
-      segment.total_size = u64_field(vm, dict, "total_size");
-      segment.allocated_size = u64_field(vm, dict, "allocated_size");
-      segment.active_size = u64_field(vm, dict, "active_size", segment.allocated_size);
-      segment.requested_size = u64_field(vm, dict, "requested_size");
-      if (!segment_bytes_.take(segment.total_size + segment.allocated_size + segment.active_size +
-                               segment.requested_size)) {
-        ++model_.anomalies.malformed_segments;
-        continue;
-      }
-      segment.stream = u64_field(vm, dict, "stream");
-      if (const Value* type = vm.find(dict, "segment_type"); type && type->kind == Kind::kStr) {
-        segment.segment_type = intern_text(vm.view(*type));
-      }
-      std::vector<Value> pool = list_items(vm, *or_none(vm.find(dict, "segment_pool_id")));
-      if (pool.size() == 2) {
-        segment.pool_id_first = as_i64(vm.resolve(pool[0])).value_or(0);
-        segment.pool_id_second = as_i64(vm.resolve(pool[1])).value_or(0);
-      }
-      if (const Value* expandable = vm.find(dict, "is_expandable")) {
-        segment.is_expandable = expandable->kind == Kind::kBool && expandable->payload != 0;
-      }
-      if (const Value* frames = vm.find(dict, "frames"); frames != nullptr && stacks_) {
-        segment.stack = stack_of(vm, *frames);
       }
       segment.first_block = static_cast<uint32_t>(model_.blocks.size());
-      uint64_t legacy_offset = segment.address;
-      for (const Value& raw_block : list_items(vm, *or_none(vm.find(dict, "blocks")))) {
-        Value block_dict = vm.resolve(raw_block);
-        if (block_dict.kind != Kind::kDict) continue;
-        if (!plausible_sizes(vm, block_dict, {"size", "requested_size"})) {
-          ++model_.anomalies.malformed_blocks;
-          continue;
-        }
-        Block block;
-        block.size = u64_field(vm, block_dict, "size");
-        block.requested_size = u64_field(vm, block_dict, "requested_size");
-        if (!block_bytes_.take(block.size + block.requested_size)) {
-          ++model_.anomalies.malformed_blocks;
-          continue;
-        }
-        const Value* address = vm.find(block_dict, "address");
-        const Value* frames = vm.find(block_dict, "frames");
-        if (address == nullptr) {
-          // PyTorch 2.0: no address; blocks tile the segment in order, and the
-          // frames live in the newest entry of a `history` list.
-          model_.legacy_block_history = true;
-          block.address = legacy_offset;
-          std::vector<Value> history = list_items(vm, *or_none(vm.find(block_dict, "history")));
-          if (!history.empty() && frames == nullptr) {
-            Value newest = vm.resolve(history.back());
-            if (newest.kind == Kind::kDict) frames = vm.find(newest, "frames");
-          }
-        } else {
-          block.address = as_u64(*address).value_or(0);
-        }
-        legacy_offset += block.size;
-        if (const Value* state = vm.find(block_dict, "state"); state && state->kind == Kind::kStr) {
-          std::string_view text = vm.view(*state);
-          block.state = text == "active_allocated"      ? BlockState::kActiveAllocated
-                        : text == "active_pending_free" ? BlockState::kActivePendingFree
-                        : text == "inactive"            ? BlockState::kInactive
-                                                        : BlockState::kUnknown;
-        }
-        if (frames != nullptr && stacks_) block.stack = stack_of(vm, *frames);
-        vm.charge_decoded(sizeof(Block));
-        model_.blocks.push_back(block);
-      }
+      decode_blocks(vm, dict, segment.address);
       segment.block_count = static_cast<uint32_t>(model_.blocks.size() - segment.first_block);
       vm.charge_decoded(sizeof(Segment));
       model_.segments.push_back(segment);
+    }
+  }
+
+  // A segment dict's own fields into `segment` (its blocks are decode_blocks'):
+  // false when it is malformed (a device out of range, an implausible size,
+  // sizes past the segments' budget).
+  bool read_segment(Vm& vm, const Value& dict, Segment& segment) {
+    std::optional<int64_t> device = as_i64(*or_none(vm.find(dict, "device")));
+    if (vm.find(dict, "device") != nullptr && (!device || *device < 0 || *device > kMaxDevice)) {
+      return false;
+    }
+    if (!plausible_sizes(vm, dict,
+                         {"total_size", "allocated_size", "active_size", "requested_size"})) {
+      return false;
+    }
+    segment.device = static_cast<int>(device.value_or(0));
+    segment.address = u64_field(vm, dict, "address");
+    segment.total_size = u64_field(vm, dict, "total_size");
+    segment.allocated_size = u64_field(vm, dict, "allocated_size");
+    segment.active_size = u64_field(vm, dict, "active_size", segment.allocated_size);
+    segment.requested_size = u64_field(vm, dict, "requested_size");
+    if (!segment_bytes_.take(segment.total_size + segment.allocated_size + segment.active_size +
+                             segment.requested_size)) {
+      return false;
+    }
+    segment.stream = u64_field(vm, dict, "stream");
+    if (const Value* type = vm.find(dict, "segment_type"); type && type->kind == Kind::kStr) {
+      segment.segment_type = intern_text(vm.view(*type));
+    }
+    std::vector<Value> pool = list_items(vm, *or_none(vm.find(dict, "segment_pool_id")));
+    if (pool.size() == 2) {
+      segment.pool_id_first = as_i64(vm.resolve(pool[0])).value_or(0);
+      segment.pool_id_second = as_i64(vm.resolve(pool[1])).value_or(0);
+    }
+    if (const Value* expandable = vm.find(dict, "is_expandable")) {
+      segment.is_expandable = expandable->kind == Kind::kBool && expandable->payload != 0;
+    }
+    if (const Value* frames = vm.find(dict, "frames"); frames != nullptr && stacks_) {
+      segment.stack = stack_of(vm, *frames);
+    }
+    return true;
+  }
+
+  // The blocks of a segment dict, appended to model_.blocks (a malformed one
+  // counted and left out). PyTorch 2.0 writes no block address: the blocks
+  // tile the segment in order from `segment_address`.
+  void decode_blocks(Vm& vm, const Value& dict, uint64_t segment_address) {
+    uint64_t legacy_offset = segment_address;
+    for (const Value& raw_block : list_items(vm, *or_none(vm.find(dict, "blocks")))) {
+      Value block_dict = vm.resolve(raw_block);
+      if (block_dict.kind != Kind::kDict) continue;
+      if (!plausible_sizes(vm, block_dict, {"size", "requested_size"})) {
+        ++model_.anomalies.malformed_blocks;
+        continue;
+      }
+      Block block;
+      block.size = u64_field(vm, block_dict, "size");
+      block.requested_size = u64_field(vm, block_dict, "requested_size");
+      if (!block_bytes_.take(block.size + block.requested_size)) {
+        ++model_.anomalies.malformed_blocks;
+        continue;
+      }
+      const Value* address = vm.find(block_dict, "address");
+      const Value* frames = vm.find(block_dict, "frames");
+      if (address == nullptr) {
+        // PyTorch 2.0: no address; blocks tile the segment in order, and the
+        // frames live in the newest entry of a `history` list.
+        model_.legacy_block_history = true;
+        block.address = legacy_offset;
+        std::vector<Value> history = list_items(vm, *or_none(vm.find(block_dict, "history")));
+        if (!history.empty() && frames == nullptr) {
+          Value newest = vm.resolve(history.back());
+          if (newest.kind == Kind::kDict) frames = vm.find(newest, "frames");
+        }
+      } else {
+        block.address = as_u64(*address).value_or(0);
+      }
+      legacy_offset += block.size;
+      if (const Value* state = vm.find(block_dict, "state"); state && state->kind == Kind::kStr) {
+        std::string_view text = vm.view(*state);
+        block.state = text == "active_allocated"      ? BlockState::kActiveAllocated
+                      : text == "active_pending_free" ? BlockState::kActivePendingFree
+                      : text == "inactive"            ? BlockState::kInactive
+                                                      : BlockState::kUnknown;
+      }
+      if (frames != nullptr && stacks_) block.stack = stack_of(vm, *frames);
+      vm.charge_decoded(sizeof(Block));
+      model_.blocks.push_back(block);
     }
   }
 

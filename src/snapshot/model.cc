@@ -42,7 +42,8 @@ StringId StringTable::intern(std::string_view text) {
   if (text.empty()) return StringId{0};
   auto found = index_.find(text);
   if (found != index_.end()) return found->second;
-  if (strings_.size() >= UINT32_MAX) throw Error("too many distinct strings");
+  if (strings_.size() >= UINT32_MAX)
+    throw Error(ErrorCode::kLimitExceeded, "too many distinct strings");
   StringId id{static_cast<uint32_t>(strings_.size())};
   strings_.emplace_back(text);
   index_.emplace(strings_.back(), id);
@@ -57,7 +58,8 @@ FrameId FrameTable::intern(const Frame& frame) {
   Key key{frame.name.value, frame.filename.value, frame.line, frame.fx_original_trace.value};
   auto [it, inserted] = index_.try_emplace(key, FrameId{static_cast<uint32_t>(frames_.size())});
   if (inserted) {
-    if (frames_.size() >= UINT32_MAX) throw Error("too many distinct frames");
+    if (frames_.size() >= UINT32_MAX)
+      throw Error(ErrorCode::kLimitExceeded, "too many distinct frames");
     frames_.push_back(frame);
   }
   return it->second;
@@ -97,7 +99,8 @@ StackId StackTable::intern(std::span<const FrameId> frames) {
   if (frames.empty()) return StackId{0};
   auto found = index_.find(frames);
   if (found != index_.end()) return StackId{*found};
-  if (offsets_.size() >= UINT32_MAX) throw Error("too many distinct stacks");
+  if (offsets_.size() >= UINT32_MAX)
+    throw Error(ErrorCode::kLimitExceeded, "too many distinct stacks");
   // Id 0 is "no stack", so stack i lives at offsets_[i-1]..offsets_[i].
   auto id = static_cast<uint32_t>(offsets_.size());
   frames_.insert(frames_.end(), frames.begin(), frames.end());

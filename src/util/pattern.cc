@@ -26,8 +26,8 @@ std::string quoted(std::string_view pattern) {
 Pattern::Pattern(std::string_view pattern, std::string_view what, bool ignore_case)
     : text_(pattern) {
   if (pattern.size() > kMaxLength) {
-    throw Error::usage(
-        fmt::format("{} {} is longer than {} characters", what, quoted(pattern), kMaxLength));
+    throw Error(ErrorCode::kBadParameter, fmt::format("{} {} is longer than {} characters", what,
+                                                      quoted(pattern), kMaxLength));
   }
   RE2::Options options;
   options.set_encoding(RE2::Options::EncodingLatin1);
@@ -37,8 +37,8 @@ Pattern::Pattern(std::string_view pattern, std::string_view what, bool ignore_ca
   auto compiled =
       std::make_shared<const RE2>(re2::StringPiece(pattern.data(), pattern.size()), options);
   if (!compiled->ok()) {
-    throw Error::usage(fmt::format("{} {} is no regular expression: {}", what, quoted(pattern),
-                                   compiled->error()));
+    throw Error(ErrorCode::kBadParameter, fmt::format("{} {} is no regular expression: {}", what,
+                                                      quoted(pattern), compiled->error()));
   }
   compiled_ = std::move(compiled);
 }

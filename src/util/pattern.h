@@ -28,7 +28,7 @@ class Pattern {
   // pattern only costs compile time and memory.
   static constexpr size_t kMaxLength = 4096;
 
-  // Throws Error::usage "<what> '<pattern>' ..." when the pattern is longer
+  // Throws a bad_parameter Error "<what> '<pattern>' ..." when the pattern is longer
   // than kMaxLength or is no regular expression in RE2's syntax (Python's and
   // ECMAScript's, less backreferences and lookaround). `what` names where the
   // pattern came from: "--skip", "rules.txt:3".

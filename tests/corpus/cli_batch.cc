@@ -9,7 +9,8 @@
 //
 // Each line of COMMANDS.jsonl is a JSON list of arguments (without
 // "memsnap"); for each, one JSON line on stdout: {"status": N, "out": the
-// report, "err": the notes as stderr shows them ("memsnap: ..." lines)}.
+// report, "err": the notes as stderr shows them ("memsnap: ..." lines),
+// "code": the error's stable code (docs/safety.md), null when it ended well}.
 // Bytes that are not UTF-8 become U+FFFD. The command's path goes to stderr
 // first, so that a crash names the file that caused it.
 #include <cstdio>
@@ -61,6 +62,8 @@ int main(int argc, char** argv) {
         start = end + 1;
       }
       result["err"] = std::move(err);
+      result["code"] =
+          captured.error_code.empty() ? nlohmann::json() : nlohmann::json(captured.error_code);
     }
     std::cout << result.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
     if (interactive) std::cout.flush();

@@ -76,9 +76,9 @@ TEST(DeviceChoice, RequestedDeviceMustHaveData) {
   const DeviceChoice choice = choose_device(s, 0);
   EXPECT_EQ(choice.device, 0);
   EXPECT_EQ(choice.reason, DeviceReason::kRequested);
-  testing::expect_error_containing<Error>(
-      [&] { (void)choose_device(s, 5); },
-      "device 5 is not in this snapshot (devices with data: 0, 1)");
+  // Said with the devices that have data.
+  testing::expect_error_code_saying([&] { (void)choose_device(s, 5); }, ErrorCode::kUnknownDevice,
+                                    "(devices with data: 0, 1)");
 }
 
 }  // namespace

@@ -29,7 +29,8 @@ class Running {
       : server_(
             limits,
             [](const HttpRequest& request) -> std::optional<HttpResponse> {
-              if (request.path == "/refuse") return error_response(401, "no");
+              if (request.path == "/refuse")
+                return error_response(401, ErrorCode::kUnauthorized, "no");
               return std::nullopt;
             },
             [this](const HttpRequest& request) {
@@ -174,8 +175,24 @@ TEST(HttpTransport, ARefusalIsSentAndTheConnectionClosed) {
   ASSERT_TRUE(peer.send_all(get("/refuse")));
   const std::string got = peer.receive(milliseconds(2000));
   EXPECT_EQ(got.rfind("HTTP/1.1 401", 0), 0U) << got;
+  EXPECT_NE(got.find(R"({"error":"no","code":"unauthorized","status":401})"), std::string::npos)
+      << got;
   EXPECT_TRUE(peer.closed());
   EXPECT_EQ(server.answered(), 0);
+}
+
+TEST(HttpTransport, APortInUseIsCannotListen) {
+  Running server(small_limits());
+  HttpServer second(
+      small_limits(), [](const HttpRequest&) { return std::optional<HttpResponse>(); },
+      [](const HttpRequest&) { return HttpResponse{}; });
+  try {
+    second.bind("127.0.0.1", server.port());
+    ADD_FAILURE() << "bound a port in use";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ErrorCode::kCannotListen) << error.what();
+    EXPECT_EQ(error.kind(), ErrorKind::kUsage);
+  }
 }
 
 TEST(HttpTransport, ALongRequestLineIs414BeforeItsEnd) {
@@ -185,7 +202,8 @@ TEST(HttpTransport, ALongRequestLineIs414BeforeItsEnd) {
   peer.send_all("GET /" + std::string(2000, 'a'));
   const std::string got = peer.receive(milliseconds(2000));
   EXPECT_EQ(got.rfind("HTTP/1.1 414", 0), 0U) << got.substr(0, 200);
-  EXPECT_NE(got.find("longer than 1024 bytes"), std::string::npos);
+  EXPECT_NE(got.find(R"("code":"bad_request")"), std::string::npos) << got.substr(0, 200);
+  EXPECT_NE(got.find("longer than 1024 bytes"), std::string::npos);  // the limit it passed
   // The server takes at most a bounded drain more: sending 16 MiB (more
   // than loopback's socket buffers hold) fails once it has closed.
   bool refused = false;

@@ -20,26 +20,26 @@
 namespace memsnap {
 namespace {
 
+using memsnap::testing::expect_error_code;
+using memsnap::testing::expect_error_code_saying;
 using memsnap::testing::expect_error_containing;
 
 std::span<const uint8_t> span_of(const std::string& text) {
   return {reinterpret_cast<const uint8_t*>(text.data()), text.size()};
 }
 
-std::string message_of(const std::string& text) {
-  try {
-    check_looks_like_pickle(span_of(text));
-  } catch (const Error& error) {
-    return error.what();
-  }
-  return "accepted";
+void check_start(const std::string& text) {
+  check_looks_like_pickle(span_of(text));
 }
 
+// Each refusal is its code, and says what the file is instead.
 TEST(Input, RecognisesWhatIsNotAPickle) {
-  EXPECT_EQ(message_of(""), "empty file: the dump was probably interrupted");
-  EXPECT_NE(message_of("PK\x03\x04rest").find("torch.save zip archive"), std::string::npos);
-  EXPECT_NE(message_of("  {\"segments\": []}").find("looks like JSON"), std::string::npos);
-  EXPECT_EQ(message_of("\x80\x04N."), "accepted");
+  expect_error_code([] { check_start(""); }, ErrorCode::kEmptyFile);
+  expect_error_code_saying([] { check_start("PK\x03\x04rest"); }, ErrorCode::kNotAPickle,
+                           "torch.save zip archive");
+  expect_error_code_saying([] { check_start("  {\"segments\": []}"); }, ErrorCode::kNotAPickle,
+                           "looks like JSON");
+  EXPECT_NO_THROW(check_start("\x80\x04N."));
 }
 
 std::string temp_file(const std::string& contents) {
@@ -86,9 +86,9 @@ TEST(Input, MemoryInputReadsInPlaceAndInflatesByMagic) {
             pickle);
   EXPECT_EQ(inflated.file_size(), zst.size());
 
-  expect_error_containing<Error>([] { open_memory(span_of(std::string("  {\"a\": 1}")), "x"); },
-                                 "looks like JSON");
-  expect_error_containing<Error>([] { open_memory({}, "x"); }, "empty file");
+  expect_error_code([] { open_memory(span_of(std::string("  {\"a\": 1}")), "x"); },
+                    ErrorCode::kNotAPickle);
+  expect_error_code([] { open_memory({}, "x"); }, ErrorCode::kEmptyFile);
 }
 
 std::string gzip_of(const std::string& data) {
@@ -124,7 +124,7 @@ TEST(Input, StreamsThatBeginWithNothingAreRead) {
   // Skippable frame 0x184D2A53 of 5 bytes, little endian.
   const std::string skippable("\x53\x2a\x4d\x18\x05\x00\x00\x00hello", 13);
   EXPECT_EQ(read(skippable + zst), pickle);
-  expect_error_containing<Error>([&] { open_input(temp_file(gzip_of(""))); }, "empty file");
+  expect_error_code([&] { open_input(temp_file(gzip_of(""))); }, ErrorCode::kEmptyFile);
 }
 
 // Issue 40, finding 17: bytes after the last gzip member that start no
@@ -148,13 +148,10 @@ TEST(Input, TruncatedGzipIsReported) {
   std::string data(4096, 'x');
   std::string packed = gzip_of(data);
   std::string cut = packed.substr(0, packed.size() / 2);
-  expect_error_containing<Error>([&] { gunzip(span_of(cut), kMaxInputBytes); },
-                                 "gzip: truncated compressed stream (the file was cut short)");
+  expect_error_code([&] { gunzip(span_of(cut), kMaxInputBytes); }, ErrorCode::kTruncated);
   EXPECT_EQ(gunzip(span_of(packed), kMaxInputBytes).size(), data.size());
   // The output ceiling stops a decompression bomb.
-  expect_error_containing<Error>(
-      [&] { gunzip(span_of(packed), 1024); },
-      "decompressed data exceeds the input limit of 1024 bytes; refusing to read further");
+  expect_error_code([&] { gunzip(span_of(packed), 1024); }, ErrorCode::kLimitExceeded);
 }
 
 TEST(Input, StartIsCheckedBeforeTheRestIsInflated) {
@@ -164,7 +161,7 @@ TEST(Input, StartIsCheckedBeforeTheRestIsInflated) {
   uint64_t seen = 0;
   StartCheck refuse = [&seen](std::span<const uint8_t> first_bytes) {
     seen = first_bytes.size();
-    throw Error("refused at the start");
+    throw Error(ErrorCode::kNotAPickle, "refused at the start");
   };
   expect_error_containing<Error>([&] { gunzip(span_of(packed), kMaxInputBytes, refuse); },
                                  "refused at the start");
@@ -208,7 +205,7 @@ TEST(Input, CompressedInputArrivesInPlaceWhileItInflates) {
   std::string packed = gzip_of(data);
   InputBuffer cut = open_input(temp_file(packed.substr(0, packed.size() / 2)));
   EXPECT_GT(cut.wait_for(1 << 20).size(), size_t{1} << 20);
-  expect_error_containing<Error>([&] { cut.wait_for(data.size()); }, "truncated");
+  expect_error_code([&] { cut.wait_for(data.size()); }, ErrorCode::kTruncated);
 
   // Dropped while it inflates: the thread stops, nothing hangs or leaks.
   for (int i = 0; i < 4; ++i) (void)open_input(gz);
@@ -217,7 +214,7 @@ TEST(Input, CompressedInputArrivesInPlaceWhileItInflates) {
 TEST(Input, StreamsStopAtTheirFirstBytesAndAtTheLimit) {
   InputLimits limits;
   limits.check_start = [](std::span<const uint8_t> first_bytes) {
-    if (first_bytes[0] == 0) throw Error("zero first byte");
+    if (first_bytes[0] == 0) throw Error(ErrorCode::kNotAPickle, "zero first byte");
   };
   // /dev/zero never ends: the start check is what stops it.
   expect_error_containing<Error>([&] { open_input("/dev/zero", limits); }, "zero first byte");
@@ -234,8 +231,7 @@ TEST(Input, StreamsStopAtTheirFirstBytesAndAtTheLimit) {
     std::string chunk(1 << 20, ']');
     for (int i = 0; i < 8 && out; ++i) out << chunk;
   });
-  expect_error_containing<Error>([&] { open_input(fifo, limits); },
-                                 "the input exceeds the input limit of 3.0 MiB");
+  expect_error_code([&] { open_input(fifo, limits); }, ErrorCode::kLimitExceeded);
   writer.join();
   std::signal(SIGPIPE, previous_sigpipe);
   std::remove(fifo.c_str());
@@ -253,17 +249,14 @@ TEST(Input, AFileThatShrinksWhileMappedIsReportedNotASigbus) {
   for (uint64_t i = 0; i < input.size(); i += 4096) sum += input.bytes()[i];
   EXPECT_EQ(sum, uint64_t{'N'});  // the first page is still the file; the rest reads as zeros
   EXPECT_TRUE(input.changed());
-  expect_error_containing<Error>([&] { input.throw_if_changed(); },
-                                 "file changed while reading: it shrank after it was opened");
+  expect_error_code([&] { input.throw_if_changed(); }, ErrorCode::kFileChanged);
   std::remove(path.c_str());
 }
 
 TEST(Input, MissingFileAndDirectory) {
-  expect_error_containing<Error>([] { open_input("/nonexistent/memsnap.pickle"); },
-                                 "No such file or directory");
-  expect_error_containing<Error>([] { open_input("/"); }, "is a directory");
-  expect_error_containing<Error>([] { open_input(temp_file("")); },
-                                 "empty file: the dump was probably interrupted");
+  expect_error_code([] { open_input("/nonexistent/memsnap.pickle"); }, ErrorCode::kFileNotFound);
+  expect_error_code([] { open_input("/"); }, ErrorCode::kUnreadable);
+  expect_error_code([] { open_input(temp_file("")); }, ErrorCode::kEmptyFile);
 }
 
 }  // namespace

@@ -10,17 +10,6 @@
 namespace memsnap {
 namespace {
 
-// `action` throws a usage error (exit 2 at the edge) that says `text`.
-template <typename Action>
-void usage_error(Action action, std::string_view text) {
-  testing::expect_error_containing<Error>(action, text);
-  try {
-    action();
-  } catch (const Error& error) {
-    EXPECT_EQ(error.kind(), Error::Kind::kUsage) << error.what();
-  }
-}
-
 TEST(Pattern, SearchesAnywhereAndTakesTheFirstGroup) {
   const Pattern keep("train\\.py:\\d+$", "--keep");
   EXPECT_TRUE(keep.search("step@/home/me/train.py:42"));
@@ -50,12 +39,13 @@ TEST(Pattern, MatchesBytesThatAreNotUtf8) {
 }
 
 TEST(Pattern, RefusesWhatIsNoRegexOrTooLongWithAUsageError) {
-  usage_error([] { (void)Pattern("a(", "--skip"); },
-              "--skip 'a(' is no regular expression: missing ): a(");
-  usage_error([] { (void)Pattern("(?=x)", "rules.txt:3:"); },
-              "rules.txt:3: '(?=x)' is no regular expression");
-  usage_error([] { (void)Pattern(std::string(100000, 'a'), "--skip"); },
-              "is longer than 4096 characters");
+  // bad_parameter (exit 2 at the edge), naming where the pattern came from.
+  testing::expect_error_code_saying([] { (void)Pattern("a(", "--skip"); }, ErrorCode::kBadParameter,
+                                    "--skip 'a('");
+  testing::expect_error_code_saying([] { (void)Pattern("(?=x)", "rules.txt:3:"); },
+                                    ErrorCode::kBadParameter, "rules.txt:3: '(?=x)'");
+  testing::expect_error_code([] { (void)Pattern(std::string(100000, 'a'), "--skip"); },
+                             ErrorCode::kBadParameter);
   EXPECT_NO_THROW((void)Pattern(std::string(Pattern::kMaxLength, 'a'), "--skip"));
 }
 

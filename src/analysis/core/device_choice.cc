@@ -31,6 +31,7 @@ DeviceChoice choose_device(const Snapshot& snapshot, std::optional<int> requeste
                  snapshot.trace_of(*requested) != nullptr;
     if (!known) {
       throw Error(
+          ErrorCode::kUnknownDevice,
           fmt::format("device {} is not in this snapshot (devices with data: {})", *requested,
                       in_use.empty() ? "none" : fmt::format("{}", fmt::join(in_use, ", "))));
     }

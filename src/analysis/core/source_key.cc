@@ -645,7 +645,8 @@ std::vector<CategoryRuleSpec> parse_category_rules(std::string_view text, std::s
       rule.pattern.pop_back();
     }
     const auto fail = [&](const std::string& why) {
-      return Error::usage(
+      return Error(
+          ErrorCode::kBadConfigFile,
           fmt::format("{}:{}: {} (a rule is: CATEGORY frame|cpp|annotation|metadata REGEX)", file,
                       number, why));
     };
@@ -665,11 +666,16 @@ std::vector<CategoryRuleSpec> parse_category_rules(std::string_view text, std::s
     }
     if (rule.pattern.empty()) throw fail("no regex");
     // Compiled once here to refuse what is no regex, naming the line.
-    [[maybe_unused]] const Pattern checked(rule.pattern, fmt::format("{}:{}:", file, number));
+    try {
+      [[maybe_unused]] const Pattern checked(rule.pattern, fmt::format("{}:{}:", file, number));
+    } catch (const Error& error) {
+      throw Error(ErrorCode::kBadConfigFile, error.message());
+    }
     rule.line = number;
     rules.push_back(std::move(rule));
   }
-  if (rules.size() > 64) throw Error::usage(fmt::format("{}: more than 64 rules", file));
+  if (rules.size() > 64)
+    throw Error(ErrorCode::kBadConfigFile, fmt::format("{}: more than 64 rules", file));
   return rules;
 }
 
@@ -740,8 +746,9 @@ namespace {
 
 void check_grouping(const SourceKeyOptions& options, const KeyOptionNames& names) {
   if (options.rule == KeyRule::kReference && group_picks_frames(options.group)) {
-    throw Error::usage(fmt::format("{} other than source needs memsnap's keys ({})", names.group_by,
-                                   names.user_keys));
+    throw Error(ErrorCode::kBadParameter,
+                fmt::format("{} other than source needs memsnap's keys ({})", names.group_by,
+                            names.user_keys));
   }
 }
 
@@ -775,7 +782,7 @@ void check_key_options(const SourceKeyOptions& options, const KeyOptionNames& na
 
 const std::string& SourceKeys::key(StackId stack) {
   if (stack.value >= snapshot_.stacks.size() + 1)
-    throw Error("stack id out of range of this snapshot");
+    throw Error(ErrorCode::kInternalError, "stack id out of range of this snapshot");
   if (stack.value >= cache_.size()) {
     cache_.resize(stack.value + 1);
     computed_.resize(stack.value + 1, false);

@@ -94,7 +94,7 @@ struct KeyOptionNames {
   std::string_view skip = "skip pattern";
   std::string_view keep = "keep pattern";
 };
-// Refuses options no analysis can use, as Error::usage naming them with
+// Refuses options no analysis can use, as a bad_parameter Error naming them with
 // `names`: a grouping that picks frames under the reference key rule, and a
 // skip or keep pattern that is no regular expression. Front ends call it as
 // they read the options; SourceKeys refuses the same in its own words.

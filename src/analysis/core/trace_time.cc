@@ -57,9 +57,9 @@ std::optional<double> TraceTime::seconds_at(uint64_t event) const {
 
 void TraceTime::require_times(const std::string& file, const std::string& instead) const {
   if (timed()) return;
-  throw Error(fmt::format(
-      "{}: trace entries carry no time_us (PyTorch before 2.2), so no time can be asked for; {}",
-      file, instead));
+  throw Error(ErrorCode::kNoTimestamps, fmt::format("{}: trace entries carry no time_us (PyTorch "
+                                                    "before 2.2), so no time can be asked for; {}",
+                                                    file, instead));
 }
 
 }  // namespace memsnap

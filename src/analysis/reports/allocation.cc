@@ -29,7 +29,8 @@ AllocationDetail allocation_at(const FileAnalysis& file, uint64_t entry,
   const DeviceTrace& trace = file.trace();
   const EventColumns& events = snapshot.events;
   if (entry >= trace.count() || events.action[trace.begin + entry] != Action::kAlloc) {
-    throw Error::usage(
+    throw Error(
+        ErrorCode::kBadParameter,
         fmt::format("entry {} is no alloc entry of this trace ({} entries)", entry, trace.count()));
   }
   const uint64_t at = trace.begin + entry;
@@ -113,8 +114,8 @@ std::vector<bool> stacks_holding(const Snapshot& snapshot, std::string_view text
 AllocationMatcher::AllocationMatcher(const Snapshot& snapshot, std::string_view query)
     : events_(&snapshot.events) {
   if (query.empty() || query.size() > kMaxSearchText) {
-    throw Error::usage(
-        fmt::format("a search is 1 to {} bytes of text or a 0x address", kMaxSearchText));
+    throw Error(ErrorCode::kBadParameter,
+                fmt::format("a search is 1 to {} bytes of text or a 0x address", kMaxSearchText));
   }
   address_ = hex_address(query);
   if (!address_) stack_holds_ = stacks_holding(snapshot, query);

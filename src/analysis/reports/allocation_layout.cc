@@ -72,7 +72,8 @@ void lay_out(const FileAnalysis& file, const std::vector<Visible>& visible,
 
 void check_budget(size_t budget) {
   if (budget == 0 || budget > kMaxLayoutBudget) {
-    throw Error::usage(fmt::format("the budget is 1 to {} allocations", kMaxLayoutBudget));
+    throw Error(ErrorCode::kBadParameter,
+                fmt::format("the budget is 1 to {} allocations", kMaxLayoutBudget));
   }
 }
 

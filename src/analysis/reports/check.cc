@@ -60,8 +60,9 @@ std::string Limit::name() const {
 
 Amount parse_amount(std::string_view text, std::string_view what, bool percent_allowed) {
   auto bad = [&](std::string_view why) {
-    return Error::usage(fmt::format("{}: '{}' {} (sizes like 12GiB, 512MiB, 1.5GB, 1000{})", what,
-                                    text.substr(0, 40), why, percent_allowed ? ", or 5%" : ""));
+    return Error(ErrorCode::kBadParameter,
+                 fmt::format("{}: '{}' {} (sizes like 12GiB, 512MiB, 1.5GB, 1000{})", what,
+                             text.substr(0, 40), why, percent_allowed ? ", or 5%" : ""));
   };
   std::string_view rest = text;
   while (!rest.empty() && rest.front() == ' ') rest.remove_prefix(1);
@@ -115,8 +116,8 @@ void require_category(const std::string& name, std::string_view where) {
   std::vector<std::string_view> known;
   for (size_t i = 0; i < kCategoryCount; ++i)
     known.push_back(category_name(static_cast<Category>(i)));
-  throw Error::usage(
-      fmt::format("{}: '{}' is not a category ({})", where, name, fmt::join(known, ", ")));
+  throw Error(ErrorCode::kBadParameter,
+              fmt::format("{}: '{}' is not a category ({})", where, name, fmt::join(known, ", ")));
 }
 
 namespace {
@@ -255,7 +256,8 @@ CheckReport run_check(const RunSummary& current, const RunSummary* baseline,
     if (info.needs_baseline && baseline == nullptr) {
       if (!limit.from_budget && !options.no_baseline_rank) {
         // The front ends refuse it first, naming their parameters (runs/run_check).
-        throw Error::usage(fmt::format("{}: needs a baseline to grow from", info.name));
+        throw Error(ErrorCode::kBadParameter,
+                    fmt::format("{}: needs a baseline to grow from", info.name));
       }
       // No baseline at all (a budget's growth limit, no --baseline): not
       // applicable. A baseline folder without this rank: the limit was asked

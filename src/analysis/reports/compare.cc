@@ -113,9 +113,10 @@ void choose_drill_step(std::optional<int64_t> step, CompareResult& r) {
   if (step) {
     if (std::find(r.matching_steps.begin(), r.matching_steps.end(), *step) ==
         r.matching_steps.end()) {
-      throw Error(fmt::format("step {} is not complete in both files; steps complete in both: {}",
-                              *step,
-                              r.matching_steps.empty() ? "none" : step_ranges(r.matching_steps)));
+      throw Error(
+          ErrorCode::kStepNotFound,
+          fmt::format("step {} is not complete in both files; steps complete in both: {}", *step,
+                      r.matching_steps.empty() ? "none" : step_ranges(r.matching_steps)));
     }
     r.drill_step = *step;
   } else if (!r.step_results.empty()) {

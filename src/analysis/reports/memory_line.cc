@@ -11,11 +11,12 @@ namespace {
 
 void check_window(const LineWindow& window) {
   if (window.width < 1 || window.width > kMaxLineWidth) {
-    throw Error::usage(fmt::format("width must be 1 to {} columns", kMaxLineWidth));
+    throw Error(ErrorCode::kBadParameter,
+                fmt::format("width must be 1 to {} columns", kMaxLineWidth));
   }
   if (!std::isfinite(window.from) || !std::isfinite(window.to) || window.from < 0 ||
       !(window.to > window.from)) {
-    throw Error::usage("the window needs 0 <= from < to");
+    throw Error(ErrorCode::kBadParameter, "the window needs 0 <= from < to");
   }
 }
 
@@ -24,6 +25,7 @@ void check_window(const LineWindow& window) {
 std::vector<uint64_t> column_edges(const FileAnalysis& file, const LineWindow& window) {
   if (file.trace().count() == 0) {
     throw Error(
+        ErrorCode::kNoTrace,
         "the file has no trace entries on this device, so no memory over time (its segments at "
         "the dump still answer: memsnap segments)");
   }

@@ -205,9 +205,10 @@ std::optional<OomMoment> choose_moment(const FileAnalysis& file, const OomOption
   } else {
     if (ooms.empty()) return std::nullopt;
     if (options.at < 1 || static_cast<uint64_t>(options.at) > ooms.size()) {
-      throw Error::usage(fmt::format("oom entry {} asked for: device {} has {} oom entr{} (1-{})",
-                                     options.at, file.device(), ooms.size(),
-                                     ooms.size() == 1 ? "y" : "ies", ooms.size()));
+      throw Error(
+          ErrorCode::kBadParameter,
+          fmt::format("oom entry {} asked for: device {} has {} oom entr{} (1-{})", options.at,
+                      file.device(), ooms.size(), ooms.size() == 1 ? "y" : "ies", ooms.size()));
     }
     m.e = ooms[static_cast<size_t>(options.at - 1)];
     m.at = m.e + 1 - trace.begin;

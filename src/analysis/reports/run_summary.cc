@@ -157,7 +157,8 @@ namespace {
 Pattern rank_pattern(const std::string& pattern, std::string_view name) {
   Pattern regex(pattern, name);
   if (regex.capture_groups() < 1) {
-    throw Error::usage(
+    throw Error(
+        ErrorCode::kBadParameter,
         fmt::format("{} '{}' has no capture group: put the rank's digits in ( )", name, pattern));
   }
   return regex;

@@ -206,15 +206,15 @@ SegmentReport segments_at_position(const FileAnalysis& analysis, uint64_t positi
   const std::string& file = analysis.path();
   const DeviceTrace& trace = analysis.trace();
   if (trace.count() == 0) {
-    throw Error(
-        fmt::format("{}: device {} has no trace entries, so only the dump's state is "
-                    "known (ask without a time)",
-                    file, analysis.device()));
+    throw Error(ErrorCode::kNoTrace,
+                fmt::format("{}: device {} has no trace entries, so only the dump's state is "
+                            "known (ask without a time)",
+                            file, analysis.device()));
   }
   const AllocatorHistory& history = *analysis.allocator_history();
   if (!history.check().possible) {
-    throw Error(fmt::format("{}: cannot replay the allocator's state: {}", file,
-                            history.check().impossible_reason));
+    throw Error(ErrorCode::kCannotReplay, fmt::format("{}: cannot replay the allocator's state: {}",
+                                                      file, history.check().impossible_reason));
   }
   position = std::min(position, trace.count());
   SegmentReport report =

@@ -41,7 +41,8 @@ void reserved_columns(const FileAnalysis& file, const std::vector<uint64_t>& edg
 SegmentTimeline segment_timeline(const FileAnalysis& file, const LineWindow& window,
                                  size_t budget) {
   if (budget == 0 || budget > kMaxSegmentBudget) {
-    throw Error::usage(fmt::format("the budget is 1 to {} segments", kMaxSegmentBudget));
+    throw Error(ErrorCode::kBadParameter,
+                fmt::format("the budget is 1 to {} segments", kMaxSegmentBudget));
   }
   const std::vector<uint64_t> edges = column_edges(file, window);
   SegmentTimeline timeline;

@@ -20,20 +20,24 @@ ReplayStepResult replay_steps(const FileAnalysis& file, std::optional<int64_t> s
                                     : "parse, compare, plot and replay-to-time still work on "
                                       "this file";
     if (file.step_source() == StepSource::kNone) {
-      throw Error(fmt::format(
-          "{} has no steps: --steps none turns step detection off (--steps auto, the default, "
-          "reads ProfilerStep annotations or infers iterations from Optimizer.step). {}.",
-          file.path(), works));
+      throw Error(
+          ErrorCode::kNoSteps,
+          fmt::format(
+              "{} has no steps: --steps none turns step detection off (--steps auto, the default, "
+              "reads ProfilerStep annotations or infers iterations from Optimizer.step). {}.",
+              file.path(), works));
     }
     const StepMarks marks = count_step_marks(file.snapshot(), file.trace());
-    throw Error(fmt::format(
-        "{} has no steps: {}. {}{}.", file.path(), no_steps_reason(file.step_source(), marks),
-        profiler_advice_applies(marks)
-            ? "The file is fine: step boundaries come from the PyTorch profiler (run the loop "
-              "under torch.profiler.profile(...) and call prof.step() each iteration; in "
-              "Megatron Bridge, use_pytorch_profiler=True in ProfilingConfig). "
-            : "",
-        works));
+    throw Error(
+        ErrorCode::kNoSteps,
+        fmt::format(
+            "{} has no steps: {}. {}{}.", file.path(), no_steps_reason(file.step_source(), marks),
+            profiler_advice_applies(marks)
+                ? "The file is fine: step boundaries come from the PyTorch profiler (run the loop "
+                  "under torch.profiler.profile(...) and call prof.step() each iteration; in "
+                  "Megatron Bridge, use_pytorch_profiler=True in ProfilingConfig). "
+                : "",
+            works));
   }
   std::vector<const StepStats*> chosen;
   if (step) {
@@ -41,8 +45,8 @@ ReplayStepResult replay_steps(const FileAnalysis& file, std::optional<int64_t> s
     if (stats == nullptr) {
       std::vector<int64_t> numbers;
       for (const StepStats& s : file.trace_analysis().steps) numbers.push_back(s.step.number);
-      throw Error(fmt::format("step {} is not in {}; available steps: {}", *step, file.path(),
-                              step_ranges(numbers)));
+      throw Error(ErrorCode::kStepNotFound, fmt::format("step {} is not in {}; available steps: {}",
+                                                        *step, file.path(), step_ranges(numbers)));
     }
     chosen.push_back(stats);
   } else {
