@@ -24,7 +24,7 @@ from ._api import (
     serve,
 )
 from ._core import __version__
-from ._errors import MemsnapWarning, SnapshotError
+from ._errors import MemsnapWarning, SnapshotError, error_codes
 from ._table import Table
 
 __all__ = [
@@ -38,6 +38,7 @@ __all__ = [
     "__version__",
     "check",
     "compare",
+    "error_codes",
     "from_dict",
     "load",
     "plot",

@@ -31,7 +31,7 @@ from typing import (
 )
 
 from . import _core
-from ._errors import MemsnapWarning, SnapshotError
+from ._errors import MemsnapWarning, SnapshotError, usage_error
 from ._table import Table
 
 if TYPE_CHECKING:  # numpy is imported where a table is made: `import memsnap` stays small
@@ -53,9 +53,9 @@ def _size_bytes(value: Union[int, str, None], what: str) -> int:
         raise TypeError(f"{what} must be a number of bytes or a size like '80GiB'")
     if isinstance(value, int):
         if value < 1:
-            raise ValueError(f"{what} must be at least 1 byte, not {value}")
+            raise usage_error(f"{what} must be at least 1 byte, not {value}")
         if value > _MAX_U64:
-            raise ValueError(f"{what} is out of range (at most 16 EiB)")
+            raise usage_error(f"{what} is out of range (at most 16 EiB)")
         return value
     if isinstance(value, str):
         match = _SIZE.match(value)
@@ -63,9 +63,9 @@ def _size_bytes(value: Union[int, str, None], what: str) -> int:
             scale = 1024 ** " kmgtp".index((match.group(2) or " ").lower())
             number = float(match.group(1)) * scale
             if not number < _MAX_U64:  # also inf: '9' * 400
-                raise ValueError(f"{what} is out of range (at most 16 EiB)")
+                raise usage_error(f"{what} is out of range (at most 16 EiB)")
             return int(number)
-        raise ValueError(f"{what}: '{value}' is not a size (e.g. 80GiB, 512MiB, 1048576)")
+        raise usage_error(f"{what}: '{value}' is not a size (e.g. 80GiB, 512MiB, 1048576)")
     raise TypeError(f"{what} must be a number of bytes or a size like '80GiB'")
 
 
@@ -78,9 +78,9 @@ def _whole(value: Any, what: str, minimum: int, maximum: int = _MAX_INT) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{what} must be a whole number, not {type(value).__name__}")
     if value < minimum:
-        raise ValueError(f"{what} must be >= {minimum}, not {value}")
+        raise usage_error(f"{what} must be >= {minimum}, not {value}")
     if value > maximum:
-        raise ValueError(f"{what} must be <= {maximum}, not {value}")
+        raise usage_error(f"{what} must be <= {maximum}, not {value}")
     return value
 
 
@@ -324,7 +324,7 @@ class Snapshot:
         offsets, frames = self.stacks
         table = self._core.frames()
         if not 0 <= stack_id < len(offsets) - 1:
-            raise ValueError(f"no stack {stack_id} (ids 0 to {len(offsets) - 2})")
+            raise usage_error(f"no stack {stack_id} (ids 0 to {len(offsets) - 2})")
         ids = list(frames[offsets[stack_id] : offsets[stack_id + 1]])
         if not machinery:
             first = 0
@@ -578,7 +578,9 @@ def from_dict(
     except (RecursionError, pickle.PicklingError, AttributeError, TypeError) as error:
         # A function, a lambda, nesting deeper than Python recurses: no
         # snapshot holds these.
-        raise SnapshotError(f"<dict>: not a snapshot: {error}", path="<dict>") from error
+        raise SnapshotError(
+            f"<dict>: not a snapshot: {error}", path="<dict>", code="not_a_snapshot"
+        ) from error
     return _load_bytes(data, "<dict>", device, allow_objects, 0)
 
 
@@ -622,7 +624,7 @@ def _answer(answer: Tuple[str, List[str], str]) -> Dict[str, Any]:
     for note in notes:
         warnings.warn(note, MemsnapWarning, stacklevel=3)
     if error:
-        raise SnapshotError(error, kind="input")
+        raise SnapshotError(error, kind="input", code="files_unread")
     return json.loads(report)
 
 
@@ -724,7 +726,7 @@ def check(
     """
     paths = _paths(current)
     if len(paths) != 1:
-        raise ValueError(f"check() takes one run (a snapshot, a summary or a folder), not {len(paths)}")
+        raise usage_error(f"check() takes one run (a snapshot, a summary or a folder), not {len(paths)}")
     amounts: Dict[str, str] = {}
     for name in _CHECK_AMOUNTS:
         value = limits.pop(name, None)
@@ -846,7 +848,7 @@ def _snapshots_and_labels(
     )
     loaded = [_as_snapshot(item) for item in items]
     if not loaded:
-        raise ValueError("give at least one snapshot")
+        raise usage_error("give at least one snapshot")
     if labels is None:
         return loaded, [os.path.basename(s.name) for s in loaded]
     return loaded, _strings(labels, "labels")
@@ -928,16 +930,17 @@ def serve(
     if not _core.server_available():
         raise SnapshotError(
             "this memsnap was built without the server (it needs Boost's headers at build time); "
-            "memsnap.plot(...).save(path) writes the page as a file"
+            "memsnap.plot(...).save(path) writes the page as a file",
+            code="unavailable",
         )
     loaded, labels = _snapshots_and_labels(snapshots, labels)
     if not isinstance(host, str) or not host:
-        raise ValueError("host must be an address such as 127.0.0.1")
+        raise usage_error("host must be an address such as 127.0.0.1")
     port = _whole(port, "port", 0)
     if port > 65535:
-        raise ValueError(f"port must be 0 to 65535, not {port}")
+        raise usage_error(f"port must be 0 to 65535, not {port}")
     if host not in ("127.0.0.1", "localhost", "::1") and not token:
-        raise ValueError(
+        raise usage_error(
             f"host={host!r} answers other machines: give token= too (a secret of your own), "
             "or use 127.0.0.1 and an SSH tunnel"
         )
@@ -964,7 +967,7 @@ def plot(
     """
     loaded, labels = _snapshots_and_labels(snapshots, labels)
     if not (isinstance(precision_ms, (int, float)) and 0 < precision_ms < math.inf):
-        raise ValueError("precision_ms must be a positive, finite number of milliseconds")
+        raise usage_error("precision_ms must be a positive, finite number of milliseconds")
     return Plot(
         loaded,
         labels,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional, Sequence
 
+from ._errors import usage_error
+
 if TYPE_CHECKING:  # imported when a table is used: `import memsnap` stays small
     import numpy as np
     import pandas
@@ -31,7 +33,7 @@ class Table:
         }
         lengths = {len(column) for column in self._columns.values()}
         if len(lengths) > 1:
-            raise ValueError(f"columns of different lengths: {sorted(lengths)}")
+            raise usage_error(f"columns of different lengths: {sorted(lengths)}")
 
     @property
     def columns(self) -> List[str]:

@@ -111,17 +111,17 @@ SourceKeyOptions make_keys(int depth, const std::string& rule, const std::string
                            std::vector<std::string> roots,
                            const std::optional<std::string>& category_rules_file) {
   SourceKeyOptions keys;
-  if (depth < 1) throw Error::usage("frame_depth must be >= 1");
+  if (depth < 1) throw Error(ErrorCode::kBadParameter, "frame_depth must be >= 1");
   keys.depth = depth;
   if (rule != "user" && rule != "reference")
-    throw Error::usage("keys must be 'user' or 'reference', not '" + rule + "'");
+    throw Error(ErrorCode::kBadParameter, "keys must be 'user' or 'reference', not '" + rule + "'");
   keys.rule = rule == "reference" ? KeyRule::kReference : KeyRule::kUserCode;
   const std::optional<GroupBy> grouping = parse_group_by(group);
   if (!grouping) {
-    throw Error::usage(
-        "group_by must be one of source, file, function, stack, category, "
-        "annotation, pool, user_metadata, compile_context; not '" +
-        group + "'");
+    throw Error(ErrorCode::kBadParameter,
+                "group_by must be one of source, file, function, stack, category, "
+                "annotation, pool, user_metadata, compile_context; not '" +
+                    group + "'");
   }
   keys.group = *grouping;
   keys.skip = std::move(skip);
@@ -388,13 +388,14 @@ std::vector<RunTimeline> plot_runs(const std::vector<Loaded*>& snapshots,
                                    uint64_t max_lifetimes, const SourceKeyOptions& keys, bool page,
                                    uint64_t max_entries = kDefaultMaxEntries,
                                    const std::optional<std::string>& whatif = std::nullopt) {
-  if (snapshots.empty()) throw Error::usage("plot needs at least one snapshot");
+  if (snapshots.empty()) throw Error(ErrorCode::kBadParameter, "plot needs at least one snapshot");
   if (labels.size() != snapshots.size()) {
-    throw Error::usage("labels has " + std::to_string(labels.size()) + " labels for " +
-                       std::to_string(snapshots.size()) + " snapshots; give one per snapshot");
+    throw Error(ErrorCode::kBadParameter, "labels has " + std::to_string(labels.size()) +
+                                              " labels for " + std::to_string(snapshots.size()) +
+                                              " snapshots; give one per snapshot");
   }
   if (!(precision_ms > 0))
-    throw Error::usage("precision must be a positive number of milliseconds");
+    throw Error(ErrorCode::kBadParameter, "precision must be a positive number of milliseconds");
   if (whatif)
     settings_of_conf(*whatif, SplitRule{});  // a text the model does not read: refused first
   std::vector<RunTimeline> runs;
@@ -415,9 +416,10 @@ class Serving {
   Serving(const std::vector<Loaded*>& snapshots, const std::vector<std::string>& labels,
           std::optional<int> device, serve::ServeOptions options, const SourceKeyOptions& keys) {
     serve::require_server();
-    if (snapshots.empty()) throw Error::usage("serve needs at least one snapshot");
+    if (snapshots.empty())
+      throw Error(ErrorCode::kBadParameter, "serve needs at least one snapshot");
     if (labels.size() != snapshots.size()) {
-      throw Error::usage("give one label per snapshot");
+      throw Error(ErrorCode::kBadParameter, "give one label per snapshot");
     }
     std::vector<serve::ServedFile> files;
     for (size_t i = 0; i < snapshots.size(); ++i) {
@@ -425,7 +427,7 @@ class Serving {
     }
     auto page = [snapshots, labels, device, keys] {
       if (!html_plot_available()) {
-        throw Error::usage("this memsnap was built without the HTML page");
+        throw Error(ErrorCode::kUnavailable, "this memsnap was built without the HTML page");
       }
       return render_plot_html(
           plot_runs(snapshots, labels, device, 1.0, kDefaultMaxLifetimes, keys, true, 0), 1.0);
@@ -470,10 +472,12 @@ RunInputs run_inputs_of(std::optional<int> device, const std::string& steps,
                         bool allow_objects, uint64_t max_input) {
   const std::optional<StepSource> source = step_source_named(steps);
   if (!source) {
-    throw Error::usage(fmt::format(
-        "steps must be 'auto', 'profiler', 'optimizer' or 'none', not '{}'", printable(steps)));
+    throw Error(ErrorCode::kBadParameter,
+                fmt::format("steps must be 'auto', 'profiler', 'optimizer' or 'none', not '{}'",
+                            printable(steps)));
   }
-  if (jobs < 0) throw Error::usage("jobs must be a whole number >= 1 (0: the core count)");
+  if (jobs < 0)
+    throw Error(ErrorCode::kBadParameter, "jobs must be a whole number >= 1 (0: the core count)");
   RunInputs inputs;
   inputs.device = device;
   inputs.steps = *source;
@@ -492,7 +496,7 @@ LimitKind limit_named(const std::string& name) {
       return info.kind;
     }
   }
-  throw Error::usage(fmt::format("'{}' is not a limit", printable(name)));
+  throw Error(ErrorCode::kBadParameter, fmt::format("'{}' is not a limit", printable(name)));
 }
 
 // What a run over many files said besides its report: the notes become
@@ -522,24 +526,36 @@ class Heard {
 };
 
 // memsnap::Error becomes ValueError (usage) or memsnap.SnapshotError, with path, offset and kind,
-// once for every function.
+// once for every function; both carry the error's stable code as `code`.
 void translate_errors() {
   nb::register_exception_translator([](const std::exception_ptr& thrown, void*) {
     try {
       std::rethrow_exception(thrown);
     } catch (const Error& error) {
+      nb::str code(error.code_name().data(), error.code_name().size());
       if (error.kind() == Error::Kind::kUsage) {
-        PyErr_SetString(PyExc_ValueError, error.what());
+        nb::object value = nb::handle(PyExc_ValueError)(error.what());
+        nb::setattr(value, "code", code);
+        PyErr_SetObject(PyExc_ValueError, value.ptr());
         return;
       }
       nb::object type = nb::module_::import_("memsnap._errors").attr("SnapshotError");
       nb::object path = error.file().empty() ? nb::none() : nb::cast(error.file());
       nb::object offset = error.byte_offset() ? nb::cast(*error.byte_offset()) : nb::none();
       nb::object value = type(error.what(), "path"_a = path, "offset"_a = offset,
-                              "kind"_a = kind_name(error.kind()));
+                              "kind"_a = kind_name(error.kind()), "code"_a = code);
       PyErr_SetObject(type.ptr(), value.ptr());
     }
   });
+}
+
+// The table of error codes: (code, kind, meaning) in the table's order.
+std::vector<std::tuple<std::string, std::string, std::string>> error_code_table() {
+  std::vector<std::tuple<std::string, std::string, std::string>> rows;
+  for (const ErrorCodeInfo& info : error_codes()) {
+    rows.emplace_back(info.name, kind_name(info.kind), info.meaning);
+  }
+  return rows;
 }
 
 // Keys: how allocations are named (Snapshot.with_keys).
@@ -635,7 +651,7 @@ service::Value value_of_object(const service::Parameter& parameter, nb::handle o
   if (kind != Kind::kSwitch && kind != Kind::kText && is_int) {
     int64_t whole = 0;
     if (!nb::try_cast(object, whole)) {
-      throw Error::usage(fmt::format("{} is out of range", parameter.id));
+      throw Error(ErrorCode::kBadParameter, fmt::format("{} is out of range", parameter.id));
     }
     return whole;
   }
@@ -663,7 +679,8 @@ service::ReportRequest request_of(const service::ReportEntry& entry, const nb::d
 
 const service::ReportEntry& entry_named(const std::string& name) {
   const service::ReportEntry* entry = service::find_report(name);
-  if (entry == nullptr) throw Error::usage(fmt::format("no report named '{}'", printable(name)));
+  if (entry == nullptr)
+    throw Error(ErrorCode::kBadParameter, fmt::format("no report named '{}'", printable(name)));
   return *entry;
 }
 
@@ -762,7 +779,8 @@ void bind_loading(nb::module_& m) {
          std::optional<int> device, double precision_ms, uint64_t max_lifetimes,
          const SourceKeyOptions& keys, const std::optional<std::string>& whatif) {
         if (!html_plot_available())
-          throw Error::usage("this memsnap was built without the HTML plot; use text()");
+          throw Error(ErrorCode::kUnavailable,
+                      "this memsnap was built without the HTML plot; use text()");
         return render_plot_html(plot_runs(snapshots, labels, device, precision_ms, max_lifetimes,
                                           keys, true, kDefaultMaxEntries, whatif),
                                 precision_ms);
@@ -775,7 +793,8 @@ void bind_loading(nb::module_& m) {
          std::optional<int> device, int width, int height, bool delta, bool color,
          const SourceKeyOptions& keys) {
         if (width < 20 || width > 1000 || height < 5 || height > 500)
-          throw Error::usage("width must be 20 to 1000 columns and height 5 to 500 rows");
+          throw Error(ErrorCode::kBadParameter,
+                      "width must be 20 to 1000 columns and height 5 to 500 rows");
         TextChartOptions options;
         options.width = width;
         options.height = height;
@@ -864,6 +883,7 @@ void bind_names_and_cli(nb::module_& m) {
   m.def("report_table", &report_table_description);
   m.def("category_names", &category_names);
   m.def("action_names", &action_names);
+  m.def("error_codes", &error_code_table);
   m.def("html_plot_available", &html_plot_available);
   m.def(
       "run_cli",

@@ -8,13 +8,14 @@ when it is empty).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, List, Optional, Tuple
+from typing import Any, Iterator, List, Optional, Tuple, Type
 
 import pytest
 
@@ -45,6 +46,19 @@ ALL_FILES = EXAMPLES + FIXTURES
 
 def file_id(path: Path) -> str:
     return path.name
+
+
+@contextlib.contextmanager
+def raises_code(code: str, kind: Type[Exception] = ValueError) -> Iterator[Any]:
+    """The block raises one of memsnap's errors (a SnapshotError, or the ValueError of an
+    argument, both ValueErrors) with the stable ``code``: what went wrong, not its words."""
+    import memsnap
+
+    assert code in memsnap.error_codes(), code
+    with pytest.raises(kind) as raised:
+        yield raised
+    got = getattr(raised.value, "code", None)
+    assert got == code, f"{got} ({raised.value}), not {code}"
 
 
 def run_cli(*args: str, cli: str = CLI) -> Tuple[int, str, str]:

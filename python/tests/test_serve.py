@@ -17,7 +17,7 @@ import pytest
 import memsnap
 from memsnap import _core
 
-from conftest import EXAMPLE_A, EXAMPLE_B
+from conftest import EXAMPLE_A, EXAMPLE_B, raises_code
 
 pytestmark = pytest.mark.skipif(
     not _core.server_available(), reason="this wheel was built without the server"
@@ -62,9 +62,9 @@ def test_snapshot_serve_and_its_refusals():
     finally:
         server.stop()
     server.stop()  # a second stop is nothing
-    with pytest.raises(ValueError, match="host='0.0.0.0' answers other machines: give token="):
+    with raises_code("bad_parameter"):  # another host needs a token
         memsnap.serve(snap, host="0.0.0.0")
-    with pytest.raises(ValueError, match="port must be 0 to 65535"):
+    with raises_code("bad_parameter"):
         memsnap.serve(snap, port=70000)
-    with pytest.raises(ValueError, match="one label per snapshot"):
+    with raises_code("bad_parameter"):  # one label per snapshot
         memsnap.serve(snap, labels=["a", "b"])

@@ -3,13 +3,15 @@
 
     make_refusals.py OUTDIR
 
-OUTDIR/expected.json maps each file memsnap must refuse to {"says": [phrases
-its one error line must contain, exactly], "byte_offset": true when the
+OUTDIR/expected.json maps each file memsnap must refuse to {"code": the
+refusal's stable code (docs/safety.md), "says": [the few words the error
+line must contain where the words are the point: the opcode a refusal
+names, what the file is instead of a snapshot], "byte_offset": true when the
 refusal comes from the pickle VM, whose messages say where in the file it
 stopped}. OUTDIR/must_parse.json describes files that must parse: {"file":
 {"same_as": "other file"}} (identical `parse --json` apart from the file name
 and size; with "warns": "phrase", apart from one more warning that holds the
-phrase), and {"file": {"default_error": {"says": ..., "byte_offset": ...},
+phrase), and {"file": {"default_error": {"code": ..., "says": ..., "byte_offset": ...},
 "allow_objects": true, "object_at": [keys...], "object_name": "mod.name"}}
 (refused by default, parsed with --allow-objects, the object dumped as
 {"__object__": "mod.name"}).
@@ -23,7 +25,6 @@ import io
 import json
 import os
 import pickle
-import pickletools
 import struct
 import sys
 import zipfile
@@ -131,36 +132,25 @@ FIRST_REFUSED = {
 }
 
 
-# the phrases of memsnap's refusals (see expected.json above)
-CALLS_CODE = ('this pickle wants to import or call code; memsnap never does that '
-              '(use --allow-objects to read such objects as inert placeholders)')
-NOT_A_PICKLE = 'not a pickle: the first byte is 0x%02x, which is not a pickle opcode'
-ZIP = ('this is a zip archive (a torch.save zip archive?), not a memory snapshot pickle; '
-       'write snapshots with torch.cuda.memory._dump_snapshot()')
-JSON = ('this looks like JSON, not a pickle; memsnap reads the pickle written by '
-        'torch.cuda.memory._dump_snapshot()')
-DEGENERATE = 'a degenerate pickle, not a memory snapshot'
-NESTING = 'nesting deeper than 200 levels (or a reference cycle) in the pickle'
-OUT_OF_BAND = 'NEXT_BUFFER needs an out-of-band buffer, which a snapshot file cannot carry'
+# memsnap's refusals (see expected.json above): (code, the words that are the point)
+NOT_A_PICKLE = ('not_a_pickle', [])
+ZIP = ('not_a_pickle', ['torch.save zip archive'])
+JSON = ('not_a_pickle', ['looks like JSON'])
+DEGENERATE = ('limit_exceeded', [])
+NESTING = ('limit_exceeded', [])
+OUT_OF_BAND = ('bad_pickle', [])
+MALFORMED = ('bad_pickle', [])
+TRUNCATED = ('truncated', [])
 
 
 def refusing(op):
-    return ['refusing opcode ' + op, CALLS_CODE]
+    """A refused opcode: the message names it."""
+    return ('refused_opcode', ['refusing opcode %s:' % op])
 
 
-def truncation(data, k):
-    """What memsnap says about data[:k] (a valid pickle cut short): a cut
-    inside a frame is caught when FRAME is read, a cut inside any other
-    opcode names that opcode, a cut between opcodes misses the STOP."""
-    ops = [(pos, op.name, arg) for op, arg, pos in pickletools.genops(data)]
-    for pos, name, length in ops:
-        body = pos + 9  # FRAME and its 8-byte length
-        if name == 'FRAME' and body <= k < body + length:
-            return 'truncated: FRAME declares %d bytes, only %d left in the file' % (length, k - body)
-    if k in (pos for pos, _, _ in ops):
-        return "truncated: the file ends before the pickle's STOP opcode (an interrupted dump?)"
-    cut = max((pos, name) for pos, name, _ in ops if pos < k)
-    return 'truncated: opcode %s needs' % cut[1]
+def not_a_snapshot(holds):
+    """A pickle that is no snapshot: the message says what it holds instead."""
+    return ('not_a_snapshot', [holds])
 
 
 # ---------------------------------------------------------------------------
@@ -246,14 +236,15 @@ def write(outdir):
     expected = {}
     must_parse = {}
 
-    def put(name, data, says=None, vm=True):
-        """Writes a file; with `says` (a phrase or a list of them), one that
-        memsnap must refuse; vm=False for refusals from outside the pickle VM
-        (input checks, the snapshot decoder, the JSON renderer)."""
+    def put(name, data, refusal=None, vm=True):
+        """Writes a file; with `refusal` ((code, phrases)), one that memsnap
+        must refuse; vm=False for refusals from outside the pickle VM (input
+        checks, the snapshot decoder, the JSON renderer)."""
         with open(os.path.join(outdir, name), 'wb') as f:
             f.write(data)
-        if says is not None:
-            expected[name] = {'says': [says] if isinstance(says, str) else says, 'byte_offset': vm}
+        if refusal is not None:
+            code, says = refusal
+            expected[name] = {'code': code, 'says': says, 'byte_offset': vm}
 
     # code-executing pickles
     for p in range(6):
@@ -274,78 +265,68 @@ def write(outdir):
         assert data.endswith(P.STOP)
         put('small-p%d.pickle' % p, data)
         for k in range(1, len(data)):
-            put('truncated-p%d-%04d.pickle' % (p, k), data[:k], truncation(data, k))
-    put('empty.pickle', b'', 'empty file: the dump was probably interrupted', vm=False)
+            put('truncated-p%d-%04d.pickle' % (p, k), data[:k], TRUNCATED)
+    put('empty.pickle', b'', ('empty_file', []), vm=False)
 
     # not pickles at all
     put('garbage.bin', bytes([0xDE, 0xAD, 0xBE, 0xEF]) + bytes((i * 37 + 11) & 0xFF
                                                                 for i in range(200)),
-        NOT_A_PICKLE % 0xDE)
-    put('elf.bin', b'\x7fELF\x02\x01\x01\x00' + b'\x00' * 56, NOT_A_PICKLE % 0x7F)
-    put('zeros.bin', b'\x00' * 64, NOT_A_PICKLE % 0x00)
+        NOT_A_PICKLE)
+    put('elf.bin', b'\x7fELF\x02\x01\x01\x00' + b'\x00' * 56, NOT_A_PICKLE)
+    put('zeros.bin', b'\x00' * 64, NOT_A_PICKLE)
     put('torch-save.zip', zip_archive(), ZIP, vm=False)
     put('zip-header-only.bin', b'PK\x03\x04' + b'\x00' * 26, ZIP, vm=False)
     put('snapshot.json', b'{"segments": []}', JSON, vm=False)
     put('snapshot-indented.json', b'\n  {\n    "segments": [],\n    "device_traces": []\n  }\n',
         JSON, vm=False)
 
-    # pickles that are not snapshots
-    # memsnap writes "a int" today: the phrases leave the article out
-    holds = 'not a memory snapshot: the pickle holds '
-    put('int-p2.pickle', pickle.dumps(12345, protocol=2), [holds, 'int, not a dict'], vm=False)
-    put('int-p4.pickle', pickle.dumps(12345, protocol=4), [holds, 'int, not a dict'], vm=False)
-    put('str-p4.pickle', pickle.dumps('segments', protocol=4), [holds, 'str, not a dict'],
+    # pickles that are not snapshots: each says what it holds instead
+    put('int-p2.pickle', pickle.dumps(12345, protocol=2), not_a_snapshot('int, not a dict'),
         vm=False)
-    put('none-p2.pickle', pickle.dumps(None, protocol=2), [holds, 'None, not a dict'], vm=False)
+    put('int-p4.pickle', pickle.dumps(12345, protocol=4), not_a_snapshot('int, not a dict'),
+        vm=False)
+    put('str-p4.pickle', pickle.dumps('segments', protocol=4), not_a_snapshot('str, not a dict'),
+        vm=False)
+    put('none-p2.pickle', pickle.dumps(None, protocol=2), not_a_snapshot('None, not a dict'),
+        vm=False)
     put('dict-without-keys.pickle', pickle.dumps({'foo': 1, 'bar': [2]}, protocol=4),
-        "not a memory snapshot: the pickle is a dict without 'segments' or 'device_traces'",
-        vm=False)
+        not_a_snapshot("a dict without 'segments' or 'device_traces'"), vm=False)
 
     put('list-of-scalars.pickle', pickle.dumps([1, 'a', None, 3.5], protocol=4),
-        'not a memory snapshot: the pickle is a list of 4 items and none is a segment dict '
-        '(the first is an int)', vm=False)
+        not_a_snapshot('a list of 4 items and none is a segment dict'), vm=False)
     put('fields-not-lists.pickle', pickle.dumps({'segments': 'x', 'device_traces': {0: []}},
                                                 protocol=4),
-        "not a memory snapshot: 'segments' is a str and 'device_traces' is a dict (a snapshot "
-        "has lists there)", vm=False)
+        not_a_snapshot("'segments' is a str and 'device_traces' is a dict"), vm=False)
     put('segments-none.pickle', pickle.dumps({'segments': None}, protocol=2),
-        "not a memory snapshot: 'segments' is None and 'device_traces' is absent", vm=False)
+        not_a_snapshot("'segments' is None and 'device_traces' is absent"), vm=False)
 
     # malformed streams
-    put('underflow-append.pickle', proto(2) + P.APPEND + P.STOP,
-        'stack underflow: opcode APPEND needs a value')
-    put('underflow-pop.pickle', proto(2) + P.POP + P.STOP, 'stack underflow: opcode POP needs a value')
+    put('underflow-append.pickle', proto(2) + P.APPEND + P.STOP, MALFORMED)
+    put('underflow-pop.pickle', proto(2) + P.POP + P.STOP, MALFORMED)
     put('underflow-setitem.pickle', proto(2) + P.EMPTY_DICT + u('k') + P.SETITEM + P.STOP,
-        'stack underflow: opcode SETITEM needs a value')
-    put('underflow-tuple2.pickle', proto(2) + P.NONE + P.TUPLE2 + P.STOP,
-        'stack underflow: TUPLE2 needs 2 values')
-    put('underflow-stop.pickle', proto(2) + P.STOP, 'stack underflow: STOP with an empty stack')
-    put('memo-binget.pickle', proto(2) + P.BINGET + b'\x05' + P.STOP, 'memo index 5 is not defined')
+        MALFORMED)
+    put('underflow-tuple2.pickle', proto(2) + P.NONE + P.TUPLE2 + P.STOP, MALFORMED)
+    put('underflow-stop.pickle', proto(2) + P.STOP, MALFORMED)
+    put('memo-binget.pickle', proto(2) + P.BINGET + b'\x05' + P.STOP, MALFORMED)
     put('memo-long-binget.pickle', proto(2) + P.EMPTY_LIST + binput(0) + P.POP
-        + P.LONG_BINGET + struct.pack('<I', 1000) + P.STOP, 'memo index 1000 is not defined')
-    put('memo-get-p0.pickle', P.GET + b'7\n' + P.STOP, 'memo index 7 is not defined')
-    put('no-mark-setitems.pickle', proto(2) + P.EMPTY_DICT + P.SETITEMS + P.STOP,
-        'no MARK before opcode SETITEMS')
-    put('no-mark-appends.pickle', proto(2) + P.EMPTY_LIST + P.APPENDS + P.STOP,
-        'no MARK before opcode APPENDS')
-    put('no-mark-tuple.pickle', proto(2) + P.NONE + P.TUPLE + P.STOP, 'no MARK before opcode TUPLE')
+        + P.LONG_BINGET + struct.pack('<I', 1000) + P.STOP, MALFORMED)
+    put('memo-get-p0.pickle', P.GET + b'7\n' + P.STOP, MALFORMED)
+    put('no-mark-setitems.pickle', proto(2) + P.EMPTY_DICT + P.SETITEMS + P.STOP, MALFORMED)
+    put('no-mark-appends.pickle', proto(2) + P.EMPTY_LIST + P.APPENDS + P.STOP, MALFORMED)
+    put('no-mark-tuple.pickle', proto(2) + P.NONE + P.TUPLE + P.STOP, MALFORMED)
     put('huge-binunicode8.pickle', proto(4) + P.BINUNICODE8 + struct.pack('<Q', 1 << 60)
-        + b'abc' + P.STOP,
-        'truncated: opcode BINUNICODE8 needs %d bytes, only 4 left in the file' % (1 << 60))
+        + b'abc' + P.STOP, TRUNCATED)
     put('huge-binbytes8.pickle', proto(4) + P.BINBYTES8 + struct.pack('<Q', 1 << 60)
-        + b'abc' + P.STOP,
-        'truncated: opcode BINBYTES8 needs %d bytes, only 4 left in the file' % (1 << 60))
+        + b'abc' + P.STOP, TRUNCATED)
     put('huge-binunicode.pickle', proto(2) + P.BINUNICODE + struct.pack('<I', 0xFFFFFFFF)
-        + b'abc' + P.STOP,
-        'truncated: opcode BINUNICODE needs %d bytes, only 4 left in the file' % 0xFFFFFFFF)
+        + b'abc' + P.STOP, TRUNCATED)
     put('huge-long4.pickle', proto(2) + P.LONG4 + struct.pack('<i', 0x7FFFFFFF) + b'\x01'
-        + P.STOP,
-        'truncated: opcode LONG4 needs %d bytes, only 2 left in the file' % 0x7FFFFFFF)
+        + P.STOP, TRUNCATED)
     # present, but wider than the VM reads (kMaxLongBytes)
     put('wide-long4.pickle', proto(2) + P.LONG4 + struct.pack('<i', 8193) + b'\x01' * 8193
-        + P.STOP, 'LONG4 of 8193 bytes: memsnap reads integers of up to 8192 bytes')
+        + P.STOP, ('limit_exceeded', []))
     put('huge-frame.pickle', proto(4) + P.FRAME + struct.pack('<Q', 1 << 62) + P.NONE + P.STOP,
-        'truncated: FRAME declares %d bytes, only 2 left in the file' % (1 << 62))
+        TRUNCATED)
     put('next-buffer.pickle', proto(5) + P.NEXT_BUFFER + P.STOP, OUT_OF_BAND)
     put('next-buffer-readonly.pickle', proto(5) + P.NEXT_BUFFER + P.READONLY_BUFFER + P.STOP,
         OUT_OF_BAND)
@@ -375,7 +356,8 @@ def write(outdir):
     must_parse['small-p2.pickle'] = {'same_as': 'small-p4.pickle'}
     for name, (data, error, obj_name) in foreign_objects().items():
         put(name, data)
-        must_parse[name] = {'default_error': {'says': error, 'byte_offset': True},
+        code, says = error
+        must_parse[name] = {'default_error': {'code': code, 'says': says, 'byte_offset': True},
                             'allow_objects': True,
                             'object_at': ['allocator_settings', 'x'],
                             'object_name': obj_name}

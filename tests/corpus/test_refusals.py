@@ -6,9 +6,11 @@
 Generates the corpus with make_refusals.py, then:
   - every file in expected.json: `memsnap parse FILE` exits with status 1 (no
     signal, no timeout), prints nothing on stdout and exactly one stderr line
-    that starts with "memsnap: FILE: " and contains the expected phrases;
-    a refusal of the pickle VM also says "(at byte offset N)" (check
-    "offset", issue "House v2" item 8);
+    that starts with "memsnap: FILE: ", with the expected stable code (the
+    batch runner's answer carries it; without --batch it is not seen) and
+    the few words that are the point (the opcode a refusal names); a refusal
+    of the pickle VM also says "(at byte offset N)" (check "offset", issue
+    "House v2" item 8);
   - every {"same_as": B} file in must_parse.json (trailing bytes after STOP,
     gzip-compressed copies, another protocol) parses (exit 0) to the same
     `parse --json` as B, apart from the keys that describe the file itself;
@@ -45,7 +47,7 @@ TIMEOUT = 30
 FILE_KEYS = {'file', 'file_size_bytes', 'pickle_size_bytes', 'compression', 'pickle_protocol'}
 
 
-# Results of the commands run in batch: tuple(args) -> (returncode, stdout, stderr).
+# Results of the commands run in batch: tuple(args) -> (returncode, stdout, stderr, code).
 BATCHED = {}
 
 
@@ -65,7 +67,8 @@ def run_batched(batch, commands, jobs, work):
         lines = p.stdout.decode('utf-8', 'replace').splitlines()
         for args, text in zip(chunk, lines):
             result = json.loads(text)
-            BATCHED[tuple(args)] = (result['status'], result['out'].encode('utf-8'), result['err'])
+            BATCHED[tuple(args)] = (result['status'], result['out'].encode('utf-8'), result['err'],
+                                    result['code'])
         if p.returncode != 0 or len(lines) != len(chunk):
             last = p.stderr.decode('utf-8', 'replace').strip().splitlines()[-1:]
             return ('batch %d: %s after %d of %d commands; the last begun: %s'
@@ -80,15 +83,17 @@ def run_batched(batch, commands, jobs, work):
 
 
 def run(memsnap, args):
-    """(returncode, stdout bytes, stderr text); returncode None on timeout."""
+    """(returncode, stdout bytes, stderr text, error code); returncode None on
+    timeout; the code None where the command ran in a process of its own (the
+    command line prints no code)."""
     if tuple(args) in BATCHED:
         return BATCHED[tuple(args)]
     try:
         p = subprocess.run([memsnap] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                            timeout=TIMEOUT)
     except subprocess.TimeoutExpired:
-        return None, b'', ''
-    return p.returncode, p.stdout, p.stderr.decode('utf-8', 'replace')
+        return None, b'', '', None
+    return p.returncode, p.stdout, p.stderr.decode('utf-8', 'replace'), None
 
 
 def describe_exit(rc):
@@ -112,10 +117,12 @@ def check_refused(memsnap, path, spec, extra_args=()):
     """(what is wrong with the refusal, what is wrong with its byte offset):
     each None when fine; the second is None too for refusals from outside
     the VM."""
-    rc, out, err = run(memsnap, ['parse', path] + list(extra_args))
+    rc, out, err, code = run(memsnap, ['parse', path] + list(extra_args))
     problems = []
     if rc != 1:
         problems.append(describe_exit(rc) + ' (want 1)')
+    if code is not None and code != spec['code']:
+        problems.append('code %s (want %s): %r' % (code, spec['code'], err.strip()[:300]))
     lines = err.splitlines()
     if len(lines) != 1:
         problems.append('%d stderr lines (want 1): %r' % (len(lines), err[:300]))
@@ -134,7 +141,7 @@ def check_refused(memsnap, path, spec, extra_args=()):
 
 
 def parse_json(memsnap, path, extra_args=()):
-    rc, out, err = run(memsnap, ['parse', path, '--json'] + list(extra_args))
+    rc, out, err, _ = run(memsnap, ['parse', path, '--json'] + list(extra_args))
     if rc != 0:
         raise AssertionError('%s: %s' % (describe_exit(rc), err.strip()[:300]))
     try:
@@ -173,7 +180,7 @@ def check_allow_objects(memsnap, path, spec):
     if problem:
         raise AssertionError('without --allow-objects: ' + problem)
     parse_json(memsnap, path, ['--allow-objects'])
-    rc, out, err = run(memsnap, ['dump', path, '--allow-objects'])
+    rc, out, err, _ = run(memsnap, ['dump', path, '--allow-objects'])
     if rc != 0:
         raise AssertionError('dump --allow-objects: %s: %s' % (describe_exit(rc), err.strip()))
     value = json.loads(out.decode('utf-8'))
@@ -220,7 +227,8 @@ def run_corpus(memsnap, batch, work, jobs):
     def refused_job(name):
         spec = expected[name]
         problem, offset_problem = check_refused(memsnap, os.path.join(work, name), spec)
-        results = [('refused', name, problem is None, problem or ' / '.join(spec['says']))]
+        results = [('refused', name, problem is None,
+                    problem or ' / '.join([spec['code']] + spec['says']))]
         if spec['byte_offset']:
             results.append(('offset', name, offset_problem is None,
                             offset_problem or 'says where it stopped'))

@@ -24,6 +24,14 @@ B = os.path.join(REPO, "examples", "training_steps_larger_batch.pickle.gz")
 REQUIRED = {"replay-to-time": {"time": "0.1"}, "replay-step": {"all_steps": "true"}, "whatif": {"check": "true"}}
 
 
+def refusal_code(body):
+    """The stable code of an error answer (docs/safety.md), which holds the
+    message, the code and the status, in that order."""
+    answer = json.loads(body)
+    assert list(answer) == ["error", "code", "status"], answer
+    return answer["code"]
+
+
 class Served:
     """A running `memsnap serve A B`: its address, token and process."""
 
@@ -134,6 +142,7 @@ def test_every_request_needs_the_token(served):
         status, _, body = served.get(path, headers, token=False)
         assert status == 401, (path, headers, status)
         assert json.loads(body)["status"] == 401
+        assert refusal_code(body) == "unauthorized"
         assert b"training_steps" not in body
     status, _, _ = served.get("/api/files", {"Authorization": "Bearer " + served.token}, token=False)
     assert status == 200
@@ -143,6 +152,7 @@ def test_another_host_name_is_refused(served):
     for host in ("evil.example:%d" % served.port, "127.0.0.1", "127.0.0.1:1", "", None):
         status, _, body = served.get("/api/files", {"Host": host})
         assert status == 403, (host, status)
+        assert refusal_code(body) == "forbidden_host"
     for host in ("localhost:%d" % served.port, "[::1]:%d" % served.port):
         assert served.get("/api/files", {"Host": host})[0] == 200
 
@@ -160,6 +170,7 @@ def test_no_path_reaches_a_file(served):
     for path in attempts:
         status, _, body = served.get(path)
         assert 400 <= status < 500, (path, status)
+        assert refusal_code(body) == ("not_found" if status == 404 else "bad_parameter"), path
         assert b"root:" not in body and b"\x80\x04" not in body, path
     # Nothing but the served files was opened: the process holds no other file.
     opened = set()
@@ -177,8 +188,9 @@ def test_no_path_reaches_a_file(served):
 
 def test_methods_and_oversized_or_malformed_requests(served):
     for method in ("POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE"):
-        status, headers, _ = served.get("/api/files", method=method)
+        status, headers, body = served.get("/api/files", method=method)
         assert status == 405 and headers.get("Allow") == "GET, HEAD", method
+        assert refusal_code(body) == "bad_request", method
     bad = ["/api/report/parse?file=0&" + "&".join("x%d=1" % i for i in range(20)),
            "/api/report/parse?file=0&top=" + "9" * 300,
            "/api/report/parse?file=0&" + "k" * 300 + "=1",
@@ -194,7 +206,9 @@ def test_methods_and_oversized_or_malformed_requests(served):
         status, _, body = served.get(path)
         assert 400 <= status < 500, (path, status, body[:200])
         if status == 400 and body:
-            assert "error" in json.loads(body), path
+            # bad_request: the request's shape (a parameter given twice, too
+            # many, too long); bad_parameter: a value the route cannot use
+            assert refusal_code(body) in ("bad_request", "bad_parameter"), path
     status, _, _ = served.get("/api/files?pad=" + "x" * 20000)
     assert status in (400, 414)
     # Raw garbage on the socket, then a request line far too long.
@@ -578,7 +592,7 @@ def test_every_fixture_with_a_trace(memsnap, fixtures_dir):
                     check_segment_map(server, 0, path, memsnap, (parse["trace_duration_s"] / 2,))
                     mapped += 1
                 else:
-                    assert status == 422, body
+                    assert status == 422 and refusal_code(body) == "cannot_replay", body
             line = json.loads(server.get("/api/line?file=0&axis=event&width=800")[2])
             assert max(line["high"]) == cli_json(memsnap, "parse", path)["replay"]["absolute_peak"], name
         finally:
