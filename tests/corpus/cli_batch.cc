@@ -14,6 +14,7 @@
 // Bytes that are not UTF-8 become U+FFFD. The command's path goes to stderr
 // first, so that a crash names the file that caused it.
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -24,7 +25,9 @@
 #include "cli/command.h"
 #include "cli/output.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run_batch(int argc, char** argv) {
   if (argc != 2) {
     std::fprintf(stderr, "usage: memsnap_cli_batch COMMANDS.jsonl\n");
     return 2;
@@ -46,6 +49,7 @@ int main(int argc, char** argv) {
     for (const auto& arg : nlohmann::json::parse(line)) args.push_back(arg.get<std::string>());
     std::fprintf(stderr, "%s\n", line.c_str());
     std::vector<char*> pointers;
+    pointers.reserve(args.size() + 1);
     for (std::string& arg : args) pointers.push_back(arg.data());
     pointers.push_back(nullptr);
     nlohmann::json result;
@@ -70,4 +74,15 @@ int main(int argc, char** argv) {
   }
   std::cout.flush();
   return std::cout ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run_batch(argc, argv);
+  } catch (const std::exception& error) {  // a line that is no JSON list of strings
+    std::fprintf(stderr, "memsnap_cli_batch: %s\n", error.what());
+    return 2;
+  }
 }
