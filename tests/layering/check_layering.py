@@ -39,6 +39,16 @@ PUBLIC_HEADERS = {
 }
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+
+# PyTorch's allocator policy lives in one file: its constants and the rules
+# named after PyTorch's functions are defined there and nowhere else (a
+# second copy drifts: issue 58 found three of the split rule).
+POLICY_FILES = ("src/analysis/core/pytorch_allocator_policy.h",
+                "src/analysis/core/pytorch_allocator_policy.cc")
+POLICY_DEFINITION = re.compile(
+    r"\bk(?:MinBlockSize|SmallSize|SmallBuffer|LargeBuffer|MinLargeAlloc|RoundLarge)\s*=|"
+    r"^[\w:<>\s]*\b(?:should_split|round_size|allocation_size|roundup_power2_next_division)"
+    r"\s*\([^;{]*\)\s*(?:const\s*)?\{", re.MULTILINE)
 SOURCE_SUFFIXES = (".h", ".cc", ".h.in")
 
 
@@ -80,6 +90,10 @@ def check(root):
             continue
         with open(file, encoding="utf-8") as f:
             text = f.read()
+        if rel not in POLICY_FILES:
+            for found in POLICY_DEFINITION.finditer(text):
+                problems.append(f"{rel}: defines PyTorch's allocator policy ({found.group(0).strip()[:60]}) "
+                                f"outside {POLICY_FILES[0]}")
         for included in INCLUDE.findall(text):
             target = layer_of_include(included)
             if target is None:
@@ -111,12 +125,19 @@ def self_test():
         plant("src/snapshot/decoder.h", '#include "pickle/vm.h"\n#include "memsnap/model.h"\n')
         plant("src/pickle/vm.h", '#include "snapshot/decoder.h"\n')  # the pickle layer knows no snapshot
         plant("include/memsnap/model.h", '#include "analysis/core/sources.h"\n')
+        plant("src/analysis/core/allocator_walk.h",
+              "constexpr uint64_t kMinBlockSize = 512;\n")  # the policy's constant, twice
+        plant("src/analysis/core/pytorch_allocator_policy.h",
+              "inline constexpr uint64_t kMinBlockSize = 512;\n"
+              "constexpr bool should_split(bool small, uint64_t remaining) {\n  return small;\n}\n")
         problems, _ = check(work)
         expected = [
             'src/pickle/vm.h (pickle) includes "snapshot/decoder.h" (snapshot): upward include',
             'include/memsnap/model.h (snapshot) includes "analysis/core/sources.h" (analysis/core): upward include',
             'src/analysis/reports/run_summary.h (analysis/reports) includes "formats/summary_json.h" (formats): upward include',
             'src/analysis/core/sources.h (analysis/core) includes "analysis/reports/segment_report.h" (analysis/reports): upward include',
+            "src/analysis/core/allocator_walk.h: defines PyTorch's allocator policy (kMinBlockSize =) "
+            "outside src/analysis/core/pytorch_allocator_policy.h",
         ]
         missing = [e for e in expected if e not in problems]
         for line in problems:

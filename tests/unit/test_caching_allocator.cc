@@ -80,8 +80,8 @@ TEST(CachingAllocator, RoundsAndSizesSegmentsByPool) {
   EXPECT_EQ(h.size(big), 20 * kMiB + 512);  // the 2 MiB - 512 rest is split off
   EXPECT_EQ(h.model.reserved(), 44 * kMiB);
   EXPECT_EQ(h.model.allocated(), 512 + 1024 + (kMiB + 512) + (10 * kMiB + 512) + (20 * kMiB + 512));
-  EXPECT_EQ(segment_size_for(10 * kMiB - 512), 20 * kMiB);
-  EXPECT_EQ(segment_size_for(kMiB), 2 * kMiB);
+  EXPECT_EQ(pytorch::allocation_size(10 * kMiB - 512), 20 * kMiB);
+  EXPECT_EQ(pytorch::allocation_size(kMiB), 2 * kMiB);
 }
 
 TEST(CachingAllocator, KeepsALargeRestOfAMebibyteOrLessInTheBlock) {

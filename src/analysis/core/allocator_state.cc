@@ -1,5 +1,6 @@
 #include "analysis/core/allocator_state.h"
 #include "analysis/core/allocator_walk.h"
+#include "analysis/core/pytorch_allocator_policy.h"
 
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/flat_hash_set.h>
@@ -28,7 +29,7 @@ uint64_t free_from(const AllocatorState& state, RangeMap::const_iterator range,
 }
 
 uint64_t put_back_size(uint64_t requested, uint64_t free_size, const SplitRule& rule) {
-  return std::min(carved_block_size(requested, free_size, rule), free_size);
+  return std::min(pytorch::carved_block_size(requested, free_size, rule), free_size);
 }
 
 PoolId entry_pool(const Snapshot& snapshot, uint64_t i) {
@@ -40,10 +41,6 @@ std::string_view kind_name(std::string_view kind) {
   if (kind == "small") return "small";
   if (kind == "large") return "large";
   return {};
-}
-
-std::string_view kind_of_segment(uint64_t size) {
-  return size == 2 * kSmallSize ? "small" : "large";
 }
 
 bool same_owner(const MappedRange& a, const MappedRange& b) {
@@ -133,7 +130,8 @@ bool npu_rounding_possible(const AllocatorState& dump) {
   return std::all_of(dump.blocks.begin(), dump.blocks.end(), [](const auto& entry) {
     const HeldBlock& block = entry.second;
     return block.requested == 0 ||
-           block.size >= carved_block_size(block.requested, 0, SplitRule{RoundingRule::kNpu});
+           block.size >=
+               pytorch::carved_block_size(block.requested, 0, SplitRule{RoundingRule::kNpu});
   });
 }
 
@@ -161,71 +159,6 @@ uint64_t AllocatorState::largest_free() const {
     });
   }
   return largest;
-}
-
-std::string_view rounding_rule_name(RoundingRule rule) {
-  return rule == RoundingRule::kNpu ? "npu" : "cuda";
-}
-
-namespace {
-
-// PyTorch's roundup_power2_next_division: the next of `divisions` equal steps
-// between the powers of two around size (divisions counted down to a power of two).
-uint64_t next_power2_division(uint64_t size, uint64_t divisions) {
-  if (std::has_single_bit(size)) return size;
-  const uint64_t floor = std::bit_floor(size);
-  const uint64_t step = floor >> (std::bit_width(divisions) - 1);
-  if (step == 0) return floor << 1;
-  const uint64_t rounded_down = size & ~(step - 1);
-  return rounded_down == size ? size : rounded_down + step;
-}
-
-// PyTorch's round_size.
-uint64_t round_size(uint64_t size, const SplitRule& rule) {
-  if (size < kMinBlockSize) return kMinBlockSize;
-  constexpr unsigned kFirstInterval = 20;  // log2(1 MiB)
-  const auto log_size = static_cast<unsigned>(std::bit_width(size) - 1);
-  const size_t interval = std::min<size_t>(
-      log_size > kFirstInterval ? log_size - kFirstInterval : 0, kPower2Intervals - 1);
-  const uint64_t divisions = rule.power2_divisions[interval];
-  if (divisions > 1 && size > kMinBlockSize * divisions) {
-    return next_power2_division(size, divisions);
-  }
-  return (size + kMinBlockSize - 1) / kMinBlockSize * kMinBlockSize;
-}
-
-}  // namespace
-
-uint64_t rounded_block_size(uint64_t requested, const SplitRule& rule) {
-  constexpr uint64_t kNpuPadding = 32;              // torch_npu's round_size adds this first
-  constexpr uint64_t kLargestRequest = 1ULL << 62;  // keeps the rounding below in range
-  uint64_t size = std::min(requested, kLargestRequest);
-  if (rule.rounding == RoundingRule::kNpu) size += kNpuPadding;
-  return round_size(size, rule);
-}
-
-uint64_t carved_block_size(uint64_t requested, uint64_t free_size, const SplitRule& rule) {
-  const uint64_t rounded = rounded_block_size(requested, rule);
-  if (rounded >= free_size) return rounded;
-  const uint64_t remaining = free_size - rounded;
-  const bool small_pool = rounded <= kSmallSize;
-  const bool split = small_pool || rule.expandable
-                         ? remaining >= kMinBlockSize
-                         : rounded < rule.max_split_size && remaining > kSmallSize;
-  return split ? rounded : free_size;
-}
-
-SplitRule split_rule_from_settings(const AllocatorSettings& settings) {
-  SplitRule rule;
-  if (settings.max_split_size) rule.max_split_size = *settings.max_split_size;
-  if (settings.roundup_power2_divisions) {
-    rule.power2_divisions.fill(*settings.roundup_power2_divisions);  // one value for every size
-  }
-  for (const auto& [mib, divisions] : settings.roundup_power2_divisions_by_mib) {
-    const auto interval = static_cast<size_t>(std::bit_width(mib) - 1);
-    if (interval < kPower2Intervals) rule.power2_divisions[interval] = divisions;
-  }
-  return rule;
 }
 
 AllocatorState state_at_dump(const Snapshot& snapshot, int device) {
@@ -326,7 +259,7 @@ void AllocatorHistory::Walker::add_entry_range(AllocatorState& state, uint64_t i
   range.stream = events.stream[i];
   range.pool = entry_pool(snapshot, i);
   range.expandable = expandable;
-  if (!expandable) range.kind = kind_of_segment(range.size);
+  if (!expandable) range.kind = pytorch::segment_type_of(range.size);
   if (!add_range(state, events.addr[i], range)) ++misfits;
 }
 
@@ -377,8 +310,8 @@ bool AllocatorHistory::Walker::forward(AllocatorState& state, uint64_t i) {
       // The free space ends at the next held block (`next`: none sits at
       // the address) or at the range's end; one search serves both.
       const uint64_t free_size = free_from(state, range, next, address);
-      HeldBlock block{carved_block_size(size, free_size, rule), size, BlockState::kActiveAllocated,
-                      false};
+      HeldBlock block{pytorch::carved_block_size(size, free_size, rule), size,
+                      BlockState::kActiveAllocated, false};
       if (block.size > free_size) ++misfits;
       state.blocks.emplace_hint(next, address, block);
       state.held += block.size;

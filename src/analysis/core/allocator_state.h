@@ -16,7 +16,6 @@
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -24,6 +23,7 @@
 
 #include <absl/container/btree_map.h>
 
+#include "analysis/core/pytorch_allocator_policy.h"
 #include "memsnap/model.h"
 
 namespace memsnap {
@@ -82,32 +82,6 @@ struct AllocatorState {
     if (end > cursor) visit(cursor, end - cursor, nullptr);
   }
 };
-
-// How a request is rounded to a block size: PyTorch's CUDA caching allocator
-// (up to a multiple of 512 bytes), or torch_npu's (32 bytes more, then the
-// same). The history tries CUDA first and keeps whichever replays better.
-enum class RoundingRule : uint8_t { kCuda, kNpu };
-std::string_view rounding_rule_name(RoundingRule rule);
-
-// How the allocator turns a request into a block: the rounding, and whether
-// the rest of a free block is split off. PyTorch's rules, with the settings
-// the snapshot's allocator_settings records.
-constexpr size_t kPower2Intervals =
-    16;  // roundup_power2_divisions: 1 MiB, 2 MiB, ... 32 GiB and up
-struct SplitRule {
-  RoundingRule rounding = RoundingRule::kCuda;
-  bool expandable = false;  // expandable segments: every pool splits like the small one
-  // max_split_size: blocks for requests of at least this are never split
-  // (-1 in the file, i.e. unlimited, is UINT64_MAX here).
-  uint64_t max_split_size = UINT64_MAX;
-  // roundup_power2_divisions per power-of-two interval from 1 MiB: a request
-  // rounds up to the next of that many equal divisions (0 or 1: to 512 bytes).
-  std::array<uint64_t, kPower2Intervals> power2_divisions{};
-};
-// max_split_size and roundup_power2_divisions from allocator_settings (the
-// dict of PyTorch 2.1+, keyed by each interval's start in MiB, or one number
-// for every interval); other fields and unreadable values keep the defaults.
-SplitRule split_rule_from_settings(const AllocatorSettings& settings);
 
 // How well the trace explains the dump (the round trip dump -> back -> forward).
 struct HistoryCheck {
@@ -310,14 +284,5 @@ FragmentationHistory fragmentation_history(const AllocatorHistory& history,
 
 // The dump's ranges and held blocks of one device.
 AllocatorState state_at_dump(const Snapshot& snapshot, int device);
-
-// The block size a request rounds to (PyTorch's round_size under the rule;
-// requests beyond 2^62 bytes are taken as 2^62).
-uint64_t rounded_block_size(uint64_t requested, const SplitRule& rule);
-
-// The block the allocator carves for a request of `requested` bytes from a
-// free block of `free_size` bytes: the rounded size, or the whole free block
-// when the remainder is too small to split off (PyTorch's should_split).
-uint64_t carved_block_size(uint64_t requested, uint64_t free_size, const SplitRule& rule);
 
 }  // namespace memsnap

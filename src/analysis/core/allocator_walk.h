@@ -12,9 +12,6 @@
 
 namespace memsnap::allocator_walk {
 
-constexpr uint64_t kMinBlockSize = 512;      // every block is a multiple of this
-constexpr uint64_t kSmallSize = 1ULL << 20;  // requests up to this use the small pool
-
 inline uint64_t range_end(RangeMap::const_iterator range) {
   return range->first + range->second.size;
 }
@@ -30,9 +27,6 @@ uint64_t put_back_size(uint64_t requested, uint64_t free_size, const SplitRule& 
 PoolId entry_pool(const Snapshot& snapshot, uint64_t i);
 // The kind as a static string, so ranges need not point into a snapshot.
 std::string_view kind_name(std::string_view kind);
-// A cudaMalloc'd segment's pool from its size: small-pool segments are
-// kSmallBuffer (2 MiB); large-pool ones are 20 MiB or larger multiples of 2 MiB.
-std::string_view kind_of_segment(uint64_t size);
 // Adds [address, address + range.size); false (nothing added) when it
 // overlaps a range. An expandable range joins the expandable ranges it
 // touches, as one segment's mapped pages do.

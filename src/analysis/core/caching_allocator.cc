@@ -1,4 +1,5 @@
 #include "analysis/core/caching_allocator.h"
+#include "analysis/core/pytorch_allocator_policy.h"
 
 #include <algorithm>
 
@@ -7,14 +8,6 @@
 namespace memsnap {
 namespace {
 
-// PyTorch's constants (CUDACachingAllocator.cpp).
-constexpr uint64_t kSmallSize = uint64_t{1} << 20;    // largest small-pool request
-constexpr uint64_t kSmallBuffer = uint64_t{2} << 20;  // small-pool segments and pages
-constexpr uint64_t kLargeBuffer = uint64_t{20}
-                                  << 20;  // segments for requests under 10 MiB; large pages
-constexpr uint64_t kMinLargeAlloc = uint64_t{10} << 20;  // from here, segments fit the request
-constexpr uint64_t kRoundLarge = uint64_t{2} << 20;      // ... rounded up to this
-constexpr uint64_t kMinBlockSize = 512;                  // the small pool splits down to this
 // An expandable segment reserves 1.125 times the device's memory; the model
 // does not know the device, and any reservation larger than the requests
 // behaves the same.
@@ -24,7 +17,7 @@ bool same_pool(PoolId a, PoolId b) {
   return a.first == b.first && a.second == b.second;
 }
 
-// Sizes here are at most 2^62 (rounded_block_size), so this cannot wrap.
+// Sizes here are at most 2^62 (pytorch::round_size), so this cannot wrap.
 uint64_t round_up(uint64_t value, uint64_t step) {
   return (value + step - 1) / step * step;
 }
@@ -36,12 +29,6 @@ uint64_t saturating_add(uint64_t a, uint64_t b) {
 }
 
 }  // namespace
-
-uint64_t segment_size_for(uint64_t rounded) {
-  if (rounded <= kSmallSize) return kSmallBuffer;
-  if (rounded < kMinLargeAlloc) return kLargeBuffer;
-  return round_up(rounded, kRoundLarge);
-}
 
 AllocatorModel::AllocatorModel(AllocatorModelSettings settings) : settings_(settings) {
   blocks_.emplace_back();  // index 0 is kNone
@@ -181,15 +168,17 @@ absl::btree_map<uint64_t, ModelBlockId> AllocatorModel::load(const AllocatorStat
   for (const auto& entry : state.ranges) {
     const uint64_t address = entry.first;  // named: lambdas below capture them
     const MappedRange& range = entry.second;
-    // The segment's pool: small ones are the 2 MiB segments of the small pool.
-    const bool small = range.kind.empty() ? range.size == kSmallBuffer : range.kind == "small";
+    // The segment's pool: the dump's segment_type, else by its size.
+    const std::string_view kind =
+        range.kind.empty() ? pytorch::segment_type_of(range.size) : range.kind;
+    const bool small = kind == "small";
     const uint32_t pool = pool_index(range.pool, small);
     uint32_t previous = kNone;
     uint32_t segment = 0;
     if (range.expandable) {
       Chain& chain = chains[{range.pool.first, range.pool.second, small, range.stream}];
       if (chain.segment == 0) {
-        expandables_.push_back({address, small ? kSmallBuffer : kLargeBuffer});
+        expandables_.push_back({address, pytorch::expandable_page_size(small)});
         chain.segment = static_cast<uint32_t>(expandables_.size());
         chain.end = address;
       } else if (address > chain.end) {  // the unmapped pages between
@@ -251,13 +240,7 @@ uint32_t AllocatorModel::find_free(Pool& pool, uint64_t stream, uint64_t size) {
   // Of an expandable segment, the block that cannot grow comes first: the
   // one with the least unmapped space after it among those that fit.
   if (blocks_[it->second.block].segment != 0) it = fit_end(pool, it);
-  const uint64_t found = it->first.size;
-  const uint64_t max_split = settings_.split.max_split_size;
-  // No oversize block for a request under max_split_size, and none 20 MiB
-  // or more larger than an oversize request.
-  if (size < max_split && found >= max_split) return kNone;
-  if (size >= max_split && found >= size + kLargeBuffer) return kNone;
-  return it->second.block;
+  return pytorch::may_take_cached(size, it->first.size, settings_.split) ? it->second.block : kNone;
 }
 
 AllocatorModel::FreeMap::iterator AllocatorModel::fit_end(Pool& pool, FreeMap::iterator at) const {
@@ -420,10 +403,8 @@ void AllocatorModel::collect_garbage(std::vector<ModelSegmentEvent>& events) {
   }
 }
 
-bool AllocatorModel::should_split(const Block& block, uint64_t size) const {
-  const uint64_t remaining = block.size - size;
-  if (pools_[block.pool].small || settings_.split.expandable) return remaining >= kMinBlockSize;
-  return size < settings_.split.max_split_size && remaining > kSmallSize;
+bool AllocatorModel::splits(const Block& block, uint64_t size) const {
+  return pytorch::should_split(pools_[block.pool].small, size, block.size - size, settings_.split);
 }
 
 void AllocatorModel::release(uint32_t index, std::vector<ModelSegmentEvent>& events) {
@@ -532,7 +513,7 @@ uint32_t AllocatorModel::grow_expandable(uint32_t pool_at, uint64_t stream, uint
     }
   }
   // The bytes it maps, page by page: refused whole when the device has no room.
-  const uint64_t page = pools_[pool_at].small ? kSmallBuffer : kLargeBuffer;
+  const uint64_t page = pytorch::expandable_page_size(pools_[pool_at].small);
   uint64_t to_map = round_up(size, page);
   if (start != kNone && blocks_[start].mapped) {
     to_map = round_up(size - std::min(size, blocks_[start].size), page);
@@ -565,8 +546,8 @@ uint32_t AllocatorModel::grow_expandable(uint32_t pool_at, uint64_t stream, uint
 std::optional<ModelBlockId> AllocatorModel::malloc(uint64_t requested, uint64_t stream,
                                                    PoolId pool_id, const AddressOf& address_of,
                                                    std::vector<ModelSegmentEvent>& events) {
-  const uint64_t size = rounded_block_size(requested, settings_.split);
-  const uint32_t pool_at = pool_index(pool_id, size <= kSmallSize);
+  const uint64_t size = pytorch::round_size(requested, settings_.split);
+  const uint32_t pool_at = pool_index(pool_id, pytorch::is_small_pool(size));
   uint32_t index = find_free(pools_[pool_at], stream, size);
   if (index != kNone) {
     uncache(index);
@@ -584,7 +565,7 @@ std::optional<ModelBlockId> AllocatorModel::malloc(uint64_t requested, uint64_t 
     if (index == kNone) return std::nullopt;
   } else {
     if (settings_.gc_threshold > 0) collect_garbage(events);
-    const uint64_t segment = segment_size_for(size);
+    const uint64_t segment = pytorch::allocation_size(size);
     const auto fits = [&] {
       return reserved_ <= settings_.capacity && segment <= settings_.capacity - reserved_;
     };
@@ -597,7 +578,7 @@ std::optional<ModelBlockId> AllocatorModel::malloc(uint64_t requested, uint64_t 
     reserved_ = saturating_add(reserved_, segment);
     events.push_back({true, false, address, segment, stream});
   }
-  if (should_split(blocks_[index], size)) {
+  if (splits(blocks_[index], size)) {
     const Block& block = blocks_[index];
     carve(index, block.address, block.address + size);
   }
@@ -712,20 +693,21 @@ bool AllocatorModel::unmap_range(uint64_t address, uint64_t size,
 
 std::optional<ModelBlockId> AllocatorModel::take_at(uint64_t address, uint64_t requested,
                                                     uint64_t stream, PoolId pool) {
-  const uint64_t size = rounded_block_size(requested, settings_.split);
+  const uint64_t size = pytorch::round_size(requested, settings_.split);
   const uint32_t i = block_at(address);
   if (i == kNone) return std::nullopt;
   const Block& block = blocks_[i];
   const Pool& owner = pools_[block.pool];
   if (block.allocated || !block.mapped || block.stream != stream || !same_pool(owner.id, pool) ||
-      owner.small != (size <= kSmallSize) || address + size > block.address + block.size) {
+      owner.small != (pytorch::is_small_pool(size)) ||
+      address + size > block.address + block.size) {
     return std::nullopt;
   }
   uncache(i);
   // The rest after it is split off as a split would (else it goes with it).
   Block tail_probe = block;
   tail_probe.size = block.address + block.size - address;
-  const uint64_t end = should_split(tail_probe, size) ? address + size : block.address + block.size;
+  const uint64_t end = splits(tail_probe, size) ? address + size : block.address + block.size;
   const uint32_t taken = carve(i, address, end);
   if (taken != i) cache(i);  // the free part before it
   Block& result = blocks_[taken];

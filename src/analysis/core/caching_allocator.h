@@ -280,7 +280,8 @@ class AllocatorModel {
   void erase_free(Pool& pool, FreeMap::iterator at);
   // PyTorch's garbage_collect_cached_blocks (settings_.gc_threshold).
   void collect_garbage(std::vector<ModelSegmentEvent>& events);
-  [[nodiscard]] bool should_split(const Block& block, uint64_t size) const;
+  // pytorch::should_split for a block of this model.
+  [[nodiscard]] bool splits(const Block& block, uint64_t size) const;
   // Releases one cached whole segment (its only block).
   void release(uint32_t index, std::vector<ModelSegmentEvent>& events);
   // PyTorch's release_available_cached_blocks: oversize cached blocks of the
@@ -320,9 +321,5 @@ class AllocatorModel {
   uint64_t reserved_ = 0;
   uint64_t allocated_ = 0;
 };
-
-// The segment a request of `rounded` bytes makes when no cached block fits
-// (PyTorch's get_allocation_size).
-uint64_t segment_size_for(uint64_t rounded);
 
 }  // namespace memsnap

@@ -1,4 +1,5 @@
 #include "analysis/core/start_discovery.h"
+#include "analysis/core/pytorch_allocator_policy.h"
 
 #include <absl/container/flat_hash_set.h>
 
@@ -176,7 +177,7 @@ void StartDiscovery::learn_ahead(const TraceColumns& columns) {
           restart_ranges_.push_back(
               RangeReveal{i, address,
                           MappedRange{columns.size[i], columns.stream[i], PoolId{},
-                                      kind_of_segment(columns.size[i]), false}});
+                                      pytorch::segment_type_of(columns.size[i]), false}});
         }
         break;
       default: break;
@@ -236,7 +237,7 @@ void StartDiscovery::alloc(uint64_t address, uint64_t requested, uint64_t i) {
                         std::prev(next)->first + std::prev(next)->second.size > address;
   if (taken || overlaps) return give_up();
   const uint64_t free_size = free_end(address, range_end) - address;
-  const HeldBlock block{carved_block_size(requested, free_size, rule_), requested,
+  const HeldBlock block{pytorch::carved_block_size(requested, free_size, rule_), requested,
                         BlockState::kActiveAllocated, false};
   if (block.size > free_size) return give_up();
   state_.blocks.emplace_hint(next, address, block);
@@ -306,7 +307,7 @@ void StartDiscovery::segment_alloc(const TraceColumns& columns, uint64_t i) {
   segment_named_.insert(columns.addr[i]);
   segment_entries_.push_back(i);
   // (The pool is the entry's: complete() puts it in.)
-  const MappedRange range{size, columns.stream[i], PoolId{}, kind_of_segment(size), false};
+  const MappedRange range{size, columns.stream[i], PoolId{}, pytorch::segment_type_of(size), false};
   if (!add_range(state_, columns.addr[i], range)) give_up();
 }
 
@@ -322,7 +323,7 @@ void StartDiscovery::segment_free(const TraceColumns& columns, uint64_t i) {
   }
   // A segment from before the trace that the walk has not met: held until
   // now (its pool, the entry's, is put in by settle()).
-  const MappedRange range{size, columns.stream[i], PoolId{}, kind_of_segment(size), false};
+  const MappedRange range{size, columns.stream[i], PoolId{}, pytorch::segment_type_of(size), false};
   if (!add_range(state_, address, range)) return give_up();
   reveal_range(i, address, range);
   if (stopped()) return;
@@ -336,12 +337,12 @@ void StartDiscovery::mark_sensitive(uint64_t address, uint64_t requested, uint64
   // still does: X at the block's end, or past it by more than the least
   // remainder it splits off (512 bytes in the small pool, above 1 MiB in
   // the large one).
-  const uint64_t rounded = rounded_block_size(requested, rule_);
+  const uint64_t rounded = pytorch::round_size(requested, rule_);
   if (chosen != rounded || rounded >= free_end - address) {
     add_sensitive(address + 1, free_end);
     return;
   }
-  const uint64_t reach = rounded <= kSmallSize || rule_.expandable ? kMinBlockSize : kSmallSize + 1;
+  const uint64_t reach = pytorch::least_split_remainder(pytorch::is_small_pool(rounded), rule_);
   const uint64_t block_end = address + rounded;
   add_sensitive(address + 1, block_end);
   add_sensitive(block_end + 1, block_end + std::min(reach, free_end - block_end));

@@ -11,6 +11,7 @@
 
 #include "analysis/core/allocator_state.h"
 #include "analysis/core/segments.h"
+#include "analysis/core/step_series.h"
 #include "memsnap/model.h"
 
 namespace memsnap {
@@ -117,36 +118,6 @@ struct AllocatorMoment {
   BlockBytes totals;
   uint64_t segment_count = 0;
   std::vector<uint32_t> drawn;  // the largest segments, largest first (then by address)
-};
-// A step function over the trace's time: bytes[k] holds from t_us[k] (µs
-// after the first entry) until the next point.
-struct StepSeries {
-  std::vector<int64_t> t_us;
-  std::vector<uint64_t> bytes;
-};
-// Free and reserved memory over time keep at most this many buckets: per
-// bucket the point where it was highest and the value it ended with, so a
-// chart's per-bucket max is exact at this resolution or coarser (a trace of
-// 10M entries has ~1M segment changes: 37 MiB of page when kept whole).
-constexpr uint64_t kFreeSeriesBuckets = 8192;
-
-// Builds such a series from points given in time order (a time earlier than
-// the one before counts as that one).
-class BoundedStepSeries {
- public:
-  BoundedStepSeries(double duration_us, StepSeries& out);
-  void add(int64_t t_us, uint64_t bytes);
-  void finish();  // writes the open bucket
-
- private:
-  StepSeries& out_;
-  double width_;
-  uint64_t bucket_ = 0;
-  int64_t max_t_ = 0;
-  int64_t last_t_ = 0;
-  uint64_t max_bytes_ = 0;
-  uint64_t last_bytes_ = 0;
-  bool open_ = false;
 };
 // The largest free block is a walk over every block: taken at this many
 // evenly spaced moments.

@@ -13,14 +13,6 @@
 
 namespace memsnap {
 
-uint64_t bucket_of(double position, double width, uint64_t count) {
-  // Clamped in floating point first: a position far past the extent (a
-  // hostile trace's out-of-order time) must not overflow the conversion.
-  double slot = std::max(0.0, position / width);
-  const auto last = static_cast<double>(count - 1);
-  return slot >= last ? count - 1 : static_cast<uint64_t>(slot);
-}
-
 Buckets bucketize(const std::vector<double>& positions, const std::vector<double>& values,
                   double extent, double min_width, uint64_t max_buckets) {
   Buckets buckets;

@@ -10,6 +10,7 @@
 
 #include "analysis/core/file_analysis.h"
 #include "analysis/core/source_key.h"
+#include "analysis/core/step_series.h"
 #include "analysis/reports/allocation.h"
 #include "analysis/reports/allocation_layout.h"
 #include "analysis/reports/oom_report.h"
@@ -32,10 +33,6 @@ struct Buckets {
   std::vector<double> min;
   std::vector<double> max;
 };
-
-// The bucket of `position` among `count` buckets of `width` (what bucketize
-// uses; the stacked view must agree with it to the bucket).
-uint64_t bucket_of(double position, double width, uint64_t count);
 
 // Downsamples a step function given as (position, value-after) pairs.
 Buckets bucketize(const std::vector<double>& positions, const std::vector<double>& values,
