@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "analysis/core/allocator_state.h"
-#include "analysis/core/walk_ahead.h"
 #include "analysis/core/file_analysis.h"
+#include "analysis/core/walk_ahead.h"
 #include "analysis/reports/check.h"
 #include "analysis/reports/compare.h"
 #include "analysis/reports/event_list.h"
@@ -200,12 +200,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (memsnap::fuzz::exercise_text_input(data, size)) return 0;
   memsnap::Snapshot snapshot;
   // The allocator walk beside the read, as the command line runs it.
-  auto walk = std::make_shared<memsnap::AllocatorWalkAhead>();
+  // (Declared after the model: it stops reading the columns before they go.)
+  auto walk = std::make_unique<memsnap::AllocatorWalkAhead>();
   try {
     memsnap::InputBuffer input =
         memsnap::InputBuffer::from_memory(std::vector<uint8_t>(data, data + size), "fuzz");
     memsnap::LoadOptions options;
-    options.listener = walk;
+    options.listener = walk.get();
     snapshot = memsnap::decode_snapshot(input, options);
   } catch (const Error&) {
     return 0;

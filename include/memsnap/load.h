@@ -49,9 +49,11 @@ struct LoadOptions {
   uint64_t max_input_bytes = 0;
   // Called now and then with (bytes done, bytes total) while the pickle is read.
   std::function<void(uint64_t done, uint64_t total)> on_progress;
-  // Told of the file as it is read; the model keeps it (Snapshot::listener).
-  // One listener per read: options shared by several loads leave it empty.
-  std::shared_ptr<ReadListener> listener;
+  // Told of the file as it is read (not owned). One listener per read:
+  // options shared by several loads leave it null. Its work may read the
+  // model's columns after the read: whoever holds it stops that work before
+  // the model goes (service::Session declares the model first).
+  ReadListener* listener = nullptr;
 };
 
 // Opens PATH ("-" is stdin; .gz and .zst by magic bytes) and decodes it.

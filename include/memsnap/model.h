@@ -267,28 +267,6 @@ struct AllocatorSettings {
   std::vector<std::pair<std::string, std::string>> unread;
 };
 
-class ReadListener;  // memsnap/load.h
-
-// The listener of a read (LoadOptions::listener), kept with the model for
-// whoever analyses it. Its work reads the model's columns, so when the
-// model goes it is told that they do (ReadListener::columns_moving). A copy
-// of the model holds none: its columns are others.
-class ListenerHold {
- public:
-  ListenerHold() = default;
-  explicit ListenerHold(std::shared_ptr<ReadListener> listener) : listener_(std::move(listener)) {}
-  ListenerHold(const ListenerHold& /*other*/) {}
-  ListenerHold& operator=(const ListenerHold& other);
-  ListenerHold(ListenerHold&& other) noexcept = default;
-  ListenerHold& operator=(ListenerHold&& other) noexcept;
-  ~ListenerHold();
-  [[nodiscard]] ReadListener* get() const { return listener_.get(); }
-
- private:
-  void release() noexcept;
-  std::shared_ptr<ReadListener> listener_;
-};
-
 struct Snapshot {
   StringTable strings;
   FrameTable frames;
@@ -306,9 +284,6 @@ struct Snapshot {
   uint64_t pickle_size = 0;          // after decompression
   std::string compression = "none";  // "gzip", "zstd"
   DecodeAnomalies anomalies;
-  // What listened to the read, with the work it began then; empty without
-  // one. (Declared after the columns: it goes before them.)
-  ListenerHold listener;
 
   [[nodiscard]] std::span<const Block> blocks_of(const Segment& segment) const {
     return std::span<const Block>(blocks).subspan(segment.first_block, segment.block_count);

@@ -34,7 +34,6 @@
 #include "analysis/core/source_key.h"
 #include "analysis/core/sources.h"
 #include "analysis/core/steps.h"
-#include "analysis/core/walk_ahead.h"
 #include "analysis/reports/compare.h"
 #include "analysis/reports/event_list.h"
 #include "analysis/reports/explain.h"
@@ -70,6 +69,7 @@
 #include "serve/server.h"
 #include "service/parameters.h"
 #include "service/report_table.h"
+#include "service/session.h"
 
 namespace nb = nanobind;
 using namespace nb::literals;
@@ -81,28 +81,7 @@ using Release = nb::call_guard<nb::gil_scoped_release>;
 
 // A loaded snapshot and its analyses, one per device asked for: a report
 // asked twice (or two reports of one device) share the parts they need.
-class Loaded {
- public:
-  Loaded(Snapshot model, std::string name)
-      : model_(std::make_shared<const Snapshot>(std::move(model))), name_(std::move(name)) {}
-
-  [[nodiscard]] const Snapshot& model() const { return *model_; }
-  [[nodiscard]] const std::string& name() const { return name_; }
-
-  // FileAnalysis computes each part once under call_once: safe to share.
-  const FileAnalysis& analysis(std::optional<int> device) {
-    const std::lock_guard<std::mutex> lock(mutex_);
-    std::unique_ptr<FileAnalysis>& slot = by_device_[device];
-    if (!slot) slot = std::make_unique<FileAnalysis>(name_, *model_, device);
-    return *slot;
-  }
-
- private:
-  std::shared_ptr<const Snapshot> model_;
-  std::string name_;
-  std::mutex mutex_;
-  std::map<std::optional<int>, std::unique_ptr<FileAnalysis>> by_device_;
-};
+using Loaded = service::Session;
 
 // --frame-depth, --keys, --group-by, --skip, --keep, --root, --category-rules,
 // checked as the command line checks them.
@@ -166,7 +145,7 @@ Column<T> owned(std::vector<T> values) {
 // One device's trace entries as columns, without copying.
 nb::dict event_columns(Loaded& self, std::optional<int> device) {
   const FileAnalysis& file = self.analysis(device);
-  const EventColumns& events = self.model().events;
+  const EventColumns& events = self.snapshot().events;
   const DeviceTrace& trace = file.trace();
   const nb::handle owner = nb::find(&self);
   const auto begin = static_cast<size_t>(trace.begin);
@@ -187,7 +166,7 @@ nb::dict event_columns(Loaded& self, std::optional<int> device) {
   columns["time_us"] = view(events.time_us.data() + begin, count, owner);
   // Seconds from the device's first timed entry, as --time and replay_to_time
   // take them; NaN for an entry without a time.
-  const int64_t origin = trace_start_us(self.model(), trace);
+  const int64_t origin = trace_start_us(self.snapshot(), trace);
   std::vector<double> seconds(count);
   for (size_t i = 0; i < count; ++i) {
     const int64_t t = events.time_us[begin + i];
@@ -200,7 +179,7 @@ nb::dict event_columns(Loaded& self, std::optional<int> device) {
   nb::dict other;
   for (const auto& [index, name] : events.other_action) {
     if (index < trace.begin || index >= trace.end) continue;
-    const std::string_view label = self.model().strings.get(name);
+    const std::string_view label = self.snapshot().strings.get(name);
     other[nb::int_(index - trace.begin)] = nb::str(label.data(), label.size());
   }
   columns["other_action"] = other;
@@ -217,7 +196,7 @@ struct EntryGroups {
 
 EntryGroups entry_groups(Loaded& self, std::optional<int> device, const SourceKeyOptions& keys) {
   const FileAnalysis& file = self.analysis(device);
-  const Snapshot& model = self.model();
+  const Snapshot& model = self.snapshot();
   const DeviceTrace& trace = file.trace();
   SourceIndex sources(model, keys);
   Categorizer categories(model, keys.category_rules);
@@ -250,7 +229,7 @@ std::vector<std::string> action_names() {
 }
 
 nb::dict segment_columns(const Loaded& self) {
-  const Snapshot& model = self.model();
+  const Snapshot& model = self.snapshot();
   std::vector<int32_t> device;
   std::vector<uint64_t> address, total, allocated, active, requested, stream, blocks_begin, blocks;
   std::vector<int64_t> pool_first, pool_second;
@@ -292,7 +271,7 @@ nb::dict segment_columns(const Loaded& self) {
 }
 
 nb::dict block_columns(const Loaded& self) {
-  const Snapshot& model = self.model();
+  const Snapshot& model = self.snapshot();
   std::vector<uint32_t> segment_index, stack;
   std::vector<uint64_t> address, size, requested;
   std::vector<uint8_t> state;
@@ -318,7 +297,7 @@ nb::dict block_columns(const Loaded& self) {
 
 // Frames by id (row 0: "no frame") and stacks as offsets into one frame list.
 nb::dict frame_columns(const Loaded& self) {
-  const Snapshot& model = self.model();
+  const Snapshot& model = self.snapshot();
   std::vector<std::string> name, filename, fx;
   std::vector<int64_t> line;
   std::vector<uint8_t> machinery;
@@ -341,7 +320,7 @@ nb::dict frame_columns(const Loaded& self) {
 }
 
 nb::dict stack_columns(const Loaded& self) {
-  const Snapshot& model = self.model();
+  const Snapshot& model = self.snapshot();
   // Row 0 is "no stack" (no frames); stack ids run from 1 to size().
   std::vector<uint64_t> offsets{0, 0};
   std::vector<uint32_t> frames;
@@ -374,11 +353,11 @@ LoadOptions load_options(bool allow_objects, uint64_t max_input) {
   return options;
 }
 
-// One file's read, with the allocator replay walking its trace on another
+// One file's session, with the allocator replay walking its trace on another
 // core while it is read (as the command line does).
-LoadOptions load_options_walking(bool allow_objects, uint64_t max_input) {
-  LoadOptions options = load_options(allow_objects, max_input);
-  options.listener = std::make_shared<AllocatorWalkAhead>();
+service::SessionOptions session_options(bool allow_objects, uint64_t max_input) {
+  service::SessionOptions options;
+  options.load = load_options(allow_objects, max_input);
   return options;
 }
 
@@ -423,7 +402,7 @@ class Serving {
     }
     std::vector<serve::ServedFile> files;
     for (size_t i = 0; i < snapshots.size(); ++i) {
-      files.push_back({snapshots[i]->name(), labels[i], &snapshots[i]->analysis(device)});
+      files.push_back({snapshots[i]->name(), labels[i], snapshots[i], device});
     }
     auto page = [snapshots, labels, device, keys] {
       if (!html_plot_available()) {
@@ -579,7 +558,7 @@ void bind_keys(nb::module_& m) {
 // A loaded snapshot: its devices, settings and columns (numpy views).
 void bind_loaded_columns(nb::class_<Loaded>& loaded) {
   loaded.def_prop_ro("name", &Loaded::name)
-      .def("devices", [](const Loaded& self) { return self.model().devices_in_use(); })
+      .def("devices", [](const Loaded& self) { return self.snapshot().devices_in_use(); })
       .def(
           "step_count",
           [](Loaded& self, std::optional<int> device) {
@@ -603,10 +582,10 @@ void bind_loaded_columns(nb::class_<Loaded>& loaded) {
           },
           "device"_a.none(), Release())
       .def("allocator_settings",
-           [](const Loaded& self) { return self.model().allocator_settings.json; })
+           [](const Loaded& self) { return self.snapshot().allocator_settings.json; })
       .def("info",
            [](const Loaded& self) {
-             const Snapshot& model = self.model();
+             const Snapshot& model = self.snapshot();
              return std::make_tuple(model.file_size, model.pickle_size, model.compression,
                                     model.pickle_protocol);
            })
@@ -751,8 +730,7 @@ void bind_loading(nb::module_& m) {
   m.def(
       "load_path",
       [](const std::string& path, bool allow_objects, uint64_t max_input) {
-        return new Loaded(load_snapshot(path, load_options_walking(allow_objects, max_input)),
-                          path);
+        return Loaded::open(path, session_options(allow_objects, max_input)).release();
       },
       "path"_a, "allow_objects"_a, "max_input"_a, Release());
   m.def(
@@ -760,8 +738,7 @@ void bind_loading(nb::module_& m) {
       [](const nb::bytes& data, const std::string& name, bool allow_objects, uint64_t max_input) {
         const std::span<const uint8_t> bytes(static_cast<const uint8_t*>(data.data()), data.size());
         nb::gil_scoped_release release;  // `data` is immutable and held by the caller
-        return new Loaded(
-            load_snapshot_bytes(bytes, name, load_options_walking(allow_objects, max_input)), name);
+        return Loaded::open_bytes(bytes, name, session_options(allow_objects, max_input)).release();
       },
       "data"_a, "name"_a, "allow_objects"_a, "max_input"_a);
   m.def(

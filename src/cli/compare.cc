@@ -83,9 +83,9 @@ Command compare_command() {
                 compare_run_folders(flags->files[0], flags->files[1], inputs, flags->step);
                 return;
               }
-              std::vector<Snapshot> snapshots = load_all(flags->files, common);
-              FileAnalysis a = analyze(flags->files[0], snapshots[0], common);
-              FileAnalysis b = analyze(flags->files[1], snapshots[1], common);
+              const auto sessions = open_all(flags->files, common);
+              const FileAnalysis& a = analysis_of(*sessions[0], common);
+              const FileAnalysis& b = analysis_of(*sessions[1], common);
               CompareResult result = compare_files(a, b, flags->step, common.keys);
               if (common.json) {
                 write_json(render_compare_json(result, common.top));

@@ -37,7 +37,8 @@ Command events_command() {
               if (flags->inline_frames && !common.json)
                 throw Error(ErrorCode::kBadParameter,
                             "--inline-frames needs --json (the text lists no frames)");
-              Snapshot snapshot = load_with_progress(flags->file, common);
+              const auto session = open_session(flags->file, common);
+              const Snapshot& snapshot = session->snapshot();
               note_device_choice(flags->file, choose_device(snapshot, common.device));
               EventListing listing =
                   list_events(snapshot, common.device, flags->stride, common.keys);

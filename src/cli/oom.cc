@@ -44,8 +44,8 @@ OomRanks oom_ranks(const std::vector<std::string>& paths, const OomOptions& opti
     const std::string& path = paths[i];
     OomRankRow row;
     try {
-      Snapshot snapshot = load_with_progress(path, common);
-      FileAnalysis file = analyze(path, snapshot, common);
+      const auto session = open_session(path, common);
+      const FileAnalysis& file = analysis_of(*session, common);
       row = oom_rank_row(file, analyze_oom(file, options));
     } catch (const Error& error) {
       if (error.kind() == Error::Kind::kUsage) throw;
@@ -59,8 +59,8 @@ OomRanks oom_ranks(const std::vector<std::string>& paths, const OomOptions& opti
   ranks.first = first_oom_row(ranks.rows);
   if (ranks.first) {
     const std::string& path = ranks.rows[*ranks.first].file;
-    Snapshot snapshot = load_with_progress(path, common);
-    FileAnalysis file = analyze(path, snapshot, common);
+    const auto session = open_session(path, common);
+    const FileAnalysis& file = analysis_of(*session, common);
     ranks.first_oom = analyze_oom(file, options);
   }
   return ranks;

@@ -21,7 +21,6 @@
 #include <system_error>
 #include <thread>
 
-#include "analysis/core/walk_ahead.h"
 #include "cli/output.h"
 #include "cli/usage.h"
 #include "io/input.h"
@@ -35,14 +34,17 @@ namespace {
 
 constexpr uint64_t kProgressThreshold = uint64_t{64} << 20;
 
-LoadOptions load_options(const std::string& path, const CommonOptions& common, bool show_progress,
-                         bool walk_ahead) {
-  LoadOptions options;
-  options.allow_objects = common.allow_objects;
-  options.max_input_bytes = common.max_input_bytes;
+service::SessionOptions session_options(const std::string& path, const CommonOptions& common,
+                                        bool show_progress, bool walk_beside_read) {
+  service::SessionOptions session;
+  session.observer = timing_observer(common);
+  session.steps = common.steps;
   // The allocator replay walks the trace on another core while it is read
   // (a thread and a walk per file: for a file or two, not for a directory).
-  if (walk_ahead) options.listener = std::make_shared<AllocatorWalkAhead>();
+  session.walk_beside_read = walk_beside_read;
+  LoadOptions& options = session.load;
+  options.allow_objects = common.allow_objects;
+  options.max_input_bytes = common.max_input_bytes;
   if (show_progress && !output_captured() && ::isatty(STDERR_FILENO) != 0) {
     options.on_progress = [path = printable(path), last_percent = -1, last_mib = uint64_t{0}](
                               uint64_t done, uint64_t total) mutable {
@@ -65,7 +67,7 @@ LoadOptions load_options(const std::string& path, const CommonOptions& common, b
       std::fflush(stderr);
     };
   }
-  return options;
+  return session;
 }
 
 // Long inputs are cut in messages.
@@ -295,17 +297,18 @@ void add_timing(double TimingLedger::*field, double seconds) {
   if (std::this_thread::get_id() == l.command_thread) l.*field += seconds;
 }
 
-// Loads one file; with --timings, says how long reading and decoding took.
-Snapshot load_timed(const std::string& path, const CommonOptions& options, bool show_progress,
-                    bool walk_ahead = true) {
+// Opens one file; with --timings, says how long reading and decoding took.
+std::unique_ptr<service::Session> open_timed(const std::string& path, const CommonOptions& options,
+                                             bool show_progress, bool walk_beside_read = true) {
   const auto start = std::chrono::steady_clock::now();
-  Snapshot snapshot = load_snapshot(path, load_options(path, options, show_progress, walk_ahead));
+  std::unique_ptr<service::Session> session =
+      service::Session::open(path, session_options(path, options, show_progress, walk_beside_read));
   if (options.timings) {
     const std::chrono::duration<double> took = std::chrono::steady_clock::now() - start;
     write_note(fmt::format("timings: {}: read and decode {:.3f} s", path, took.count()));
     add_timing(&TimingLedger::read, took.count());
   }
-  return snapshot;
+  return session;
 }
 
 }  // namespace
@@ -334,8 +337,9 @@ void note_timings_total() {
       usage.ru_maxrss / 1024));
 }
 
-Snapshot load_with_progress(const std::string& path, const CommonOptions& options) {
-  return load_timed(path, options, true);
+std::unique_ptr<service::Session> open_session(const std::string& path,
+                                               const CommonOptions& options) {
+  return open_timed(path, options, true);
 }
 
 void note_device_choice(const std::string& path, const DeviceChoice& choice) {
@@ -352,10 +356,9 @@ PartObserver timing_observer(const CommonOptions& options) {
   };
 }
 
-FileAnalysis analyze(const std::string& path, const Snapshot& snapshot,
-                     const CommonOptions& options) {
-  FileAnalysis file(path, snapshot, options.device, timing_observer(options), options.steps);
-  note_device_choice(path, file.device_choice());
+const FileAnalysis& analysis_of(const service::Session& session, const CommonOptions& options) {
+  const FileAnalysis& file = session.analysis(options.device);
+  note_device_choice(session.name(), file.device_choice());
   return file;
 }
 
@@ -364,20 +367,20 @@ std::string default_label(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-std::vector<Snapshot> load_all(const std::vector<std::string>& paths,
-                               const CommonOptions& options) {
+std::vector<std::unique_ptr<service::Session>> open_all(const std::vector<std::string>& paths,
+                                                        const CommonOptions& options) {
   refuse_stdin_twice(paths);
   // The files after the first load on a few threads (one per core, never
   // one per file: `plot DIR` of 10,000 files once made 10,000 threads).
-  std::vector<std::optional<Snapshot>> loaded(paths.size());
-  const bool walk_ahead = paths.size() <= 2;  // compare A B; not plot DIR
+  std::vector<std::unique_ptr<service::Session>> loaded(paths.size());
+  const bool walk_beside_read = paths.size() <= 2;  // compare A B; not plot DIR
   std::vector<std::exception_ptr> errors(paths.size());
   std::atomic<size_t> next{1};
   auto load_rest = [&] {
     for (size_t i = next++; i < paths.size(); i = next++) {
       try {
         // One progress line at a time: the first file reports.
-        loaded[i] = load_timed(paths[i], options, false, walk_ahead);
+        loaded[i] = open_timed(paths[i], options, false, walk_beside_read);
       } catch (...) {
         errors[i] = std::current_exception();
       }
@@ -394,19 +397,16 @@ std::vector<Snapshot> load_all(const std::vector<std::string>& paths,
       }
     }
     try {
-      loaded[0] = load_timed(paths[0], options, true, walk_ahead);
+      loaded[0] = open_timed(paths[0], options, true, walk_beside_read);
     } catch (...) {
       errors[0] = std::current_exception();
     }
     load_rest();
   }
-  std::vector<Snapshot> snapshots;
-  snapshots.reserve(paths.size());
   for (size_t i = 0; i < paths.size(); ++i) {
     if (errors[i]) std::rethrow_exception(errors[i]);
-    snapshots.push_back(std::move(*loaded[i]));
   }
-  return snapshots;
+  return loaded;
 }
 
 }  // namespace memsnap::cli

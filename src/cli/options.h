@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "analysis/core/source_key.h"
 #include "memsnap/load.h"
 #include "memsnap/model.h"
+#include "service/session.h"
 
 namespace CLI {
 class App;
@@ -66,19 +68,20 @@ void add_source_key_flags(CLI::App& command, CommonOptions& options);
 // --top, --frame-depth, --device, --json, --allow-objects.
 void add_analysis_flags(CLI::App& command, CommonOptions& options, int default_top);
 
-// Loads one file, with a progress line on stderr for a person watching a
-// large file load.
-Snapshot load_with_progress(const std::string& path, const CommonOptions& options);
+// Opens one file as a session (its analyses report their parts with
+// --timings, on --steps), with a progress line on stderr for a person
+// watching a large file load.
+std::unique_ptr<service::Session> open_session(const std::string& path,
+                                               const CommonOptions& options);
 // Every command says so, on stderr, when the file holds devices its report
 // leaves out: which device it shows and why (nothing when --device was given).
 void note_device_choice(const std::string& path, const DeviceChoice& choice);
 // With --timings: notes each analysis part's time and adds it to the
 // command's ledger; else empty.
 PartObserver timing_observer(const CommonOptions& options);
-// The file's analysis on --device, reporting its parts with --timings; names
-// the device chosen (note_device_choice).
-FileAnalysis analyze(const std::string& path, const Snapshot& snapshot,
-                     const CommonOptions& options);
+// The session's analysis of --device; names the device chosen
+// (note_device_choice).
+const FileAnalysis& analysis_of(const service::Session& session, const CommonOptions& options);
 // With --timings, after the command: its wall time split into reading and
 // decoding, the analysis parts computed on its own thread (waits for a part
 // on another included), and the rest (building the results, rendering and
@@ -87,7 +90,8 @@ void restart_timings();
 void note_timings_total();
 // A file's label where none is given: its name without the folders.
 std::string default_label(const std::string& path);
-// Loads several files at once: each file after the first on its own thread.
-std::vector<Snapshot> load_all(const std::vector<std::string>& paths, const CommonOptions& options);
+// Opens several files at once: each file after the first on its own thread.
+std::vector<std::unique_ptr<service::Session>> open_all(const std::vector<std::string>& paths,
+                                                        const CommonOptions& options);
 
 }  // namespace memsnap::cli

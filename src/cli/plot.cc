@@ -78,10 +78,10 @@ void run_plot(const PlotFlags& flags) {
         "this memsnap was built without the HTML plot (MEMSNAP_HTML_PLOT=OFF); use plot --text");
   }
   const CommonOptions& common = flags.common;
-  std::vector<Snapshot> snapshots = load_all(files, common);
+  const auto sessions = open_all(files, common);
   std::vector<RunTimeline> runs;
   for (size_t i = 0; i < files.size(); ++i) {
-    FileAnalysis file = analyze(files[i], snapshots[i], common);
+    const FileAnalysis& file = analysis_of(*sessions[i], common);
     std::string label = flags.labels.empty() ? default_label(files[i]) : flags.labels[i];
     runs.push_back(plot_run(file, label, flags.precision_ms, common.keys, flags.max_lifetimes,
                             !flags.text, PagePlace{i, files.size(), flags.max_entries},

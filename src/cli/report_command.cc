@@ -58,9 +58,9 @@ Runner configure(CLI::App& command, const ReportEntry& entry) {
     }
     const service::Format format = common.json ? service::Format::kJson : service::Format::kText;
     const std::vector<std::string> files{flags->file, flags->other};
-    std::vector<Snapshot> snapshots = load_all(files, common);
-    const FileAnalysis a = analyze(files[0], snapshots[0], common);
-    const FileAnalysis b = analyze(files[1], snapshots[1], common);
+    const auto sessions = open_all(files, common);
+    const FileAnalysis& a = analysis_of(*sessions[0], common);
+    const FileAnalysis& b = analysis_of(*sessions[1], common);
     write_answer(entry.answer_pair(a, b, request, format), common.json);
   };
 }
@@ -97,8 +97,8 @@ service::ReportRequest report_request(const ReportEntry& entry, const ReportFlag
 
 void answer_file(const ReportEntry& entry, const std::string& path,
                  const service::ReportRequest& request, const CommonOptions& common) {
-  Snapshot snapshot = load_with_progress(path, common);
-  const FileAnalysis file = analyze(path, snapshot, common);
+  const auto session = open_session(path, common);
+  const FileAnalysis& file = analysis_of(*session, common);
   write_answer(
       entry.answer(file, request, common.json ? service::Format::kJson : service::Format::kText),
       common.json);

@@ -33,19 +33,18 @@ struct ServeFlags {
 // The page of `memsnap plot` for every file, built when first asked for;
 // without embedded allocations (max_entries 0): served, the allocation view
 // asks the server for each window.
-std::function<std::string()> page_of(const std::vector<std::unique_ptr<FileAnalysis>>& analyses,
-                                     const std::vector<serve::ServedFile>& served,
+std::function<std::string()> page_of(const std::vector<serve::ServedFile>& served,
                                      const CommonOptions& common) {
-  return [&analyses, &served, &common] {
+  return [&served, &common] {
     if (!html_plot_available()) {
       throw Error(ErrorCode::kUnavailable,
                   "this memsnap was built without the HTML page (MEMSNAP_HTML_PLOT=OFF)");
     }
     constexpr double kPrecisionMs = 1.0;
     std::vector<RunTimeline> runs;
-    for (size_t i = 0; i < analyses.size(); ++i) {
-      runs.push_back(plot_run(*analyses[i], served[i].label, kPrecisionMs, common.keys,
-                              kDefaultMaxLifetimes, true, PagePlace{i, analyses.size(), 0}));
+    for (size_t i = 0; i < served.size(); ++i) {
+      runs.push_back(plot_run(served[i].analysis(), served[i].label, kPrecisionMs, common.keys,
+                              kDefaultMaxLifetimes, true, PagePlace{i, served.size(), 0}));
     }
     return render_plot_html(runs, kPrecisionMs);
   };
@@ -146,15 +145,13 @@ void run_serve(const ServeFlags& flags) {
         flags.server.token.size(), kShortToken));
   }
   const std::vector<std::string> paths = expand_inputs(flags.files);
-  std::vector<Snapshot> snapshots = load_all(paths, flags.common);
-  std::vector<std::unique_ptr<FileAnalysis>> analyses;
+  const auto sessions = open_all(paths, flags.common);
   std::vector<serve::ServedFile> served;
   for (size_t i = 0; i < paths.size(); ++i) {
-    analyses.push_back(
-        std::make_unique<FileAnalysis>(analyze(paths[i], snapshots[i], flags.common)));
-    served.push_back({paths[i], default_label(paths[i]), analyses.back().get()});
+    static_cast<void>(analysis_of(*sessions[i], flags.common));  // notes the device chosen
+    served.push_back({paths[i], default_label(paths[i]), sessions[i].get(), flags.common.device});
   }
-  serve::Server server(served, flags.server, page_of(analyses, served, flags.common));
+  serve::Server server(served, flags.server, page_of(served, flags.common));
   const auto stopping = signals.stop_with(server);
   const std::string url = server.bind();
   write_out(url + "\n");

@@ -248,7 +248,7 @@ std::optional<HttpResponse> Server::State::admit(const HttpRequest& request) con
 ordered_json Server::State::files_json() const {
   ordered_json out = ordered_json::array();
   for (size_t i = 0; i < files.size(); ++i) {
-    const FileAnalysis& file = *files[i].analysis;
+    const FileAnalysis& file = files[i].analysis();
     out.push_back({{"file", i},
                    {"label", files[i].label},
                    {"path", files[i].path},
@@ -266,7 +266,7 @@ const ordered_json& Server::State::ranks_json() {
     std::vector<RunSummary> summaries;
     for (const ServedFile& file : files) {
       summaries.push_back(run_summary(
-          *file.analysis,
+          file.analysis(),
           SummaryOptions{SourceKeyOptions{}, rank_from_name(file.path, kDefaultRankPattern)}));
     }
     ranks = render_ranks_json(analyze_ranks(summaries), {});
@@ -584,10 +584,10 @@ HttpResponse Server::State::report_answer(const HttpRequest& request) const {
                   fmt::format("{} reads one file: drop vs=", entry->name));
     }
     const size_t b = file_index(request, "vs", files.size());
-    answer =
-        entry->answer_pair(*files[a].analysis, *files[b].analysis, checked, service::Format::kJson);
+    answer = entry->answer_pair(files[a].analysis(), files[b].analysis(), checked,
+                                service::Format::kJson);
   } else {
-    answer = entry->answer(*files[a].analysis, checked, service::Format::kJson);
+    answer = entry->answer(files[a].analysis(), checked, service::Format::kJson);
   }
   return json_response(200, {{"report", std::move(answer.json)}, {"notes", answer.notes}});
 }
@@ -639,7 +639,7 @@ HttpResponse Server::State::answer(const HttpRequest& request) {
     for (const auto& [route, file_answer] : kFileRoutes) {
       if (path == route) {
         const size_t index = file_index(request, "file", files.size());
-        return json_response(200, file_answer(request, *files[index].analysis));
+        return json_response(200, file_answer(request, files[index].analysis()));
       }
     }
     return error_response(404, ErrorCode::kNotFound,
@@ -689,9 +689,9 @@ void Server::run() {
     for (const ServedFile& file : files) {
       try {
         if (stop.stop_requested()) return;
-        static_cast<void>(file.analysis->levels());
+        static_cast<void>(file.analysis().levels());
         if (stop.stop_requested()) return;
-        static_cast<void>(file.analysis->segment_spans());
+        static_cast<void>(file.analysis().segment_spans());
       } catch (const std::exception&) {  // NOLINT(bugprone-empty-catch): see above
       }
     }

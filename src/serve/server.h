@@ -15,10 +15,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "analysis/core/file_analysis.h"
+#include "service/session.h"
 
 namespace memsnap::serve {
 
@@ -29,12 +31,14 @@ struct ServeOptions {
   std::string token;
 };
 
-// One file the server answers for; the analysis (and the snapshot under it)
-// outlives the server.
+// One file the server answers for: a session that outlives the server, and
+// the device asked for (nullopt: the one the file's analysis chooses).
 struct ServedFile {
   std::string path;
   std::string label;
-  const FileAnalysis* analysis = nullptr;
+  const service::Session* session = nullptr;
+  std::optional<int> device;
+  [[nodiscard]] const FileAnalysis& analysis() const { return session->analysis(device); }
 };
 
 // Whether this build has the server (it needs Boost's headers, Asio and Beast, at build time).

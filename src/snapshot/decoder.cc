@@ -871,10 +871,8 @@ Snapshot decode_snapshot(InputBuffer& input, const LoadOptions& options, EntryRe
   // Columns grow to the entry count; reserving address space up front avoids
   // the copy-on-growth peak. Untouched capacity costs no resident memory.
   model.events.reserve(std::min<uint64_t>(expected / 24, uint64_t{1} << 28));
-  ReadEnding ending(options.listener.get());
-  // The model keeps the listener.
-  if (options.listener) decoder.listen(options.listener.get());
-  model.listener = ListenerHold(options.listener);
+  ReadEnding ending(options.listener);
+  if (options.listener != nullptr) decoder.listen(options.listener);
   pickle::Vm vm(input.available(), vm_options);
   try {
     Value root = vm.run();

@@ -8,31 +8,8 @@
 #include <absl/strings/string_view.h>
 
 #include "memsnap/error.h"
-#include "memsnap/load.h"
 
 namespace memsnap {
-
-ListenerHold& ListenerHold::operator=(const ListenerHold& other) {
-  if (this != &other) release();
-  return *this;
-}
-
-ListenerHold& ListenerHold::operator=(ListenerHold&& other) noexcept {
-  if (this != &other) {
-    release();
-    listener_ = std::move(other.listener_);
-  }
-  return *this;
-}
-
-ListenerHold::~ListenerHold() {
-  release();
-}
-
-void ListenerHold::release() noexcept {
-  if (listener_) listener_->columns_moving();
-  listener_.reset();
-}
 
 StringTable::StringTable() {
   strings_.emplace_back();

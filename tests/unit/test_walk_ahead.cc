@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <iterator>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "io/input.h"
 #include "memsnap/error.h"
 #include "pickle_writer.h"
+#include "service/session.h"
 #include "snapshot/decoder.h"
 
 namespace memsnap {
@@ -27,11 +29,11 @@ constexpr int64_t kBase = 0x7f0000000000;
 constexpr int64_t kKiB = 1024;
 constexpr int64_t kMiB = int64_t{1024} * 1024;
 
-Snapshot decode_bytes(const std::string& bytes, std::shared_ptr<ReadListener> listener) {
+Snapshot decode_bytes(const std::string& bytes, ReadListener* listener) {
   InputBuffer input =
       InputBuffer::from_memory(std::vector<uint8_t>(bytes.begin(), bytes.end()), "test");
   LoadOptions options;
-  options.listener = std::move(listener);
+  options.listener = listener;
   return decode_snapshot(input, options);
 }
 
@@ -81,10 +83,10 @@ void expect_the_walk_backs(const Snapshot& model, const AllocatorHistory& histor
 }
 
 TEST(WalkAhead, TheWalkBesideTheReadIsTheHistorysWhereTheSegmentsComeFirst) {
-  auto walk = std::make_shared<AllocatorWalkAhead>();
+  auto walk = std::make_unique<AllocatorWalkAhead>();
   const Snapshot model = decode_bytes(
-      PickleWriter::write(Py::dict({{"segments", segments()}, {"device_traces", trace()}})), walk);
-  EXPECT_EQ(model.listener.get(), walk.get());  // kept with the model
+      PickleWriter::write(Py::dict({{"segments", segments()}, {"device_traces", trace()}})),
+      walk.get());
   const std::unique_ptr<StartDiscovery> walked = walk->take(0);
   ASSERT_NE(walked, nullptr);
   EXPECT_EQ(walked->walked_to(), 3u);
@@ -96,9 +98,10 @@ TEST(WalkAhead, TheWalkBesideTheReadIsTheHistorysWhereTheSegmentsComeFirst) {
 }
 
 TEST(WalkAhead, NoWalkWhereTheTraceComesBeforeTheSegments) {
-  auto walk = std::make_shared<AllocatorWalkAhead>();
+  auto walk = std::make_unique<AllocatorWalkAhead>();
   const Snapshot model = decode_bytes(
-      PickleWriter::write(Py::dict({{"device_traces", trace()}, {"segments", segments()}})), walk);
+      PickleWriter::write(Py::dict({{"device_traces", trace()}, {"segments", segments()}})),
+      walk.get());
   EXPECT_EQ(walk->take(0), nullptr);
   const AllocatorHistory history(model, 0, StartDerivation::kForwardFirst, nullptr);
   EXPECT_TRUE(history.derived_forward());
@@ -121,15 +124,30 @@ class Recorder final : public ReadListener {
 };
 
 TEST(WalkAhead, TheDecoderTellsTheSegmentsTheRowsAndTheEnd) {
-  auto recorder = std::make_shared<Recorder>();
-  {
-    const Snapshot model = decode_bytes(
-        PickleWriter::write(Py::dict({{"segments", segments()}, {"device_traces", trace()}})),
-        recorder);
-    EXPECT_EQ(recorder->calls, (std::vector<std::string>{"segments 1", "entries 3", "ended"}));
-  }
-  // The model gone, its columns go: the listener hears so.
-  EXPECT_EQ(recorder->calls.back(), "moving");
+  Recorder recorder;
+  const Snapshot model = decode_bytes(
+      PickleWriter::write(Py::dict({{"segments", segments()}, {"device_traces", trace()}})),
+      &recorder);
+  EXPECT_EQ(recorder.calls, (std::vector<std::string>{"segments 1", "entries 3", "ended"}));
+}
+
+// A session reads with a walk of its own and hands it to the analysis it
+// makes: the history is the walk's, and the walk back's in every figure.
+TEST(WalkAhead, ASessionsAnalysisTakesItsWalk) {
+  const std::string bytes =
+      PickleWriter::write(Py::dict({{"segments", segments()}, {"device_traces", trace()}}));
+  const std::unique_ptr<service::Session> session = service::Session::open_bytes(
+      std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), "test", {});
+  const AllocatorHistory* history = session->analysis(0).allocator_history();
+  ASSERT_NE(history, nullptr);
+  EXPECT_TRUE(history->discovered());
+  expect_the_walk_backs(session->snapshot(), *history);
+  // Without the walk, the history walks itself to the same figures.
+  const std::unique_ptr<service::Session> alone = service::Session::open_bytes(
+      std::span(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()), "test",
+      {.walk_beside_read = false});
+  EXPECT_FALSE(alone->analysis(0).allocator_history()->discovered());
+  expect_the_walk_backs(alone->snapshot(), *alone->analysis(0).allocator_history());
 }
 
 // Entries of a few bytes each (memo references) outgrow the columns'
@@ -147,18 +165,18 @@ TEST(WalkAhead, ColumnsThatOutgrowTheirReservationEndTheWalk) {
   list.append(kFirst, sizeof(kFirst) - 1);
   for (int k = 1; k < 2000; ++k) list += "}(h\x01h\x02u";  // EMPTY_DICT MARK BINGET BINGET SETITEMS
   list += "e";                                             // APPENDS
-  auto recorder = std::make_shared<Recorder>();
-  auto walk = std::make_shared<AllocatorWalkAhead>();
+  Recorder recorder;
+  AllocatorWalkAhead walk;
   const std::string bytes = PickleWriter::write(
       Py::dict({{"segments", Py::list({})}, {"device_traces", Py::list({Py::raw(list)})}}));
-  const Snapshot recorded = decode_bytes(bytes, recorder);
+  const Snapshot recorded = decode_bytes(bytes, &recorder);
   EXPECT_EQ(recorded.events.count(), 2000u);
-  ASSERT_GE(recorder->calls.size(), 3u);
-  EXPECT_EQ(recorder->calls[0], "segments 0");
-  EXPECT_EQ(recorder->calls[recorder->calls.size() - 2], "moving");
-  EXPECT_EQ(recorder->calls.back(), "ended");
-  const Snapshot walked = decode_bytes(bytes, walk);
-  EXPECT_EQ(walk->take(0), nullptr);
+  ASSERT_GE(recorder.calls.size(), 3u);
+  EXPECT_EQ(recorder.calls[0], "segments 0");
+  EXPECT_EQ(recorder.calls[recorder.calls.size() - 2], "moving");
+  EXPECT_EQ(recorder.calls.back(), "ended");
+  const Snapshot walked = decode_bytes(bytes, &walk);
+  EXPECT_EQ(walk.take(0), nullptr);
 }
 
 // A file refused mid-trace: the listener is told the rows go, then the end.
@@ -166,9 +184,9 @@ TEST(WalkAhead, ARefusedFileEndsTheListening) {
   std::string bytes =
       PickleWriter::write(Py::dict({{"segments", segments()}, {"device_traces", trace()}}));
   bytes.resize(bytes.size() - 20);  // truncated inside the trace
-  auto recorder = std::make_shared<Recorder>();
-  EXPECT_THROW(decode_bytes(bytes, recorder), Error);
-  const std::vector<std::string>& calls = recorder->calls;
+  Recorder recorder;
+  EXPECT_THROW(decode_bytes(bytes, &recorder), Error);
+  const std::vector<std::string>& calls = recorder.calls;
   const auto ended = std::find(calls.begin(), calls.end(), "ended");
   ASSERT_NE(ended, calls.end());
   ASSERT_NE(ended, calls.begin());

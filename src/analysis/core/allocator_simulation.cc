@@ -608,7 +608,7 @@ std::string threshold_problem(std::string_view text, double& threshold) {
 WhatIfSettings settings_of_conf(std::string_view conf, const SplitRule& own) {
   WhatIfSettings out{std::string(conf), own, 0};
   const auto refuse = [&](std::string_view why) {
-    throw Error::usage(fmt::format("allocator settings '{}': {}", conf, why));
+    throw Error(ErrorCode::kBadParameter, fmt::format("allocator settings '{}': {}", conf, why));
   };
   // key:value pairs split at commas outside brackets.
   std::vector<std::string_view> pairs;

@@ -43,7 +43,8 @@ struct FileAnalysis::Parts {
 };
 
 FileAnalysis::FileAnalysis(std::string path, const Snapshot& snapshot, std::optional<int> device,
-                           PartObserver observer, StepSource step_source)
+                           PartObserver observer, StepSource step_source,
+                           AllocatorWalkAhead* walk_beside_read)
     : path_(std::move(path)),
       snapshot_(&snapshot),
       choice_(choose_device(snapshot, device)),
@@ -51,6 +52,7 @@ FileAnalysis::FileAnalysis(std::string path, const Snapshot& snapshot, std::opti
       time_(snapshot, trace_),
       step_source_(step_source),
       observer_(std::move(observer)),
+      walk_beside_read_(walk_beside_read),
       parts_(std::make_unique<Parts>()) {}
 
 FileAnalysis::FileAnalysis(FileAnalysis&&) noexcept = default;
@@ -153,8 +155,8 @@ void FileAnalysis::start_allocator_history() const {
     // The thread gets copies, never `this`: the analysis may move meanwhile.
     // The model it reads outlives the analysis.
     // A walk begun while the file was read (walk_ahead.h) is the history's
-    // when it proves to be; the listener lives as long as the model.
-    auto* walk_ahead = dynamic_cast<AllocatorWalkAhead*>(snapshot_->listener.get());
+    // when it proves to be; it outlives the analysis.
+    AllocatorWalkAhead* const walk_ahead = walk_beside_read_;
     parts_->history =
         std::async(std::launch::async,
                    [snapshot = snapshot_, trace = trace_, observer = observer_, path = path_,

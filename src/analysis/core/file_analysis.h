@@ -35,6 +35,8 @@
 
 namespace memsnap {
 
+class AllocatorWalkAhead;  // walk_ahead.h
+
 // A part of the analysis was computed: its name and how long it took. The
 // command line prints these with --timings.
 struct PartTiming {
@@ -51,9 +53,13 @@ class FileAnalysis {
   // error before any work. `observer` (may be empty) hears of every part
   // computed; it must outlive the analysis.
   // `step_source` chooses the step windows (--steps; kAuto: ProfilerStep
-  // markers, else the optimizer's iterations).
+  // markers, else the optimizer's iterations). `walk_beside_read` (may be
+  // null): the allocator walk that listened to the snapshot's read
+  // (walk_ahead.h), taken by the history where it proves to be its own; it
+  // must outlive the analysis (service::Session holds both).
   FileAnalysis(std::string path, const Snapshot& snapshot, std::optional<int> device,
-               PartObserver observer = {}, StepSource step_source = StepSource::kAuto);
+               PartObserver observer = {}, StepSource step_source = StepSource::kAuto,
+               AllocatorWalkAhead* walk_beside_read = nullptr);
   FileAnalysis(FileAnalysis&&) noexcept;
   FileAnalysis& operator=(FileAnalysis&&) noexcept;
   FileAnalysis(const FileAnalysis&) = delete;
@@ -140,6 +146,7 @@ class FileAnalysis {
   TraceTime time_;
   StepSource step_source_ = StepSource::kAuto;
   PartObserver observer_;
+  AllocatorWalkAhead* walk_beside_read_ = nullptr;
   std::unique_ptr<Parts> parts_;
 };
 
