@@ -89,12 +89,6 @@ class Error : public std::exception {
   // An error of the pickle at a byte offset.
   Error(ErrorCode code, std::string message, uint64_t byte_offset);
 
-  // Usage errors and violated limits without a code of their own: the sites
-  // that still throw them (src/analysis/core/caching_allocator.cc,
-  // src/analysis/reports/whatif.cc) get bad_parameter and check_failed.
-  static Error usage(std::string message) { return {ErrorCode::kBadParameter, std::move(message)}; }
-  static Error limit(std::string message) { return {ErrorCode::kCheckFailed, std::move(message)}; }
-
   // The same error, said of one input: "<name>: <message>".
   [[nodiscard]] Error in_file(const std::string& name) const;
 

@@ -27,9 +27,9 @@ class UnrecordedAddresses {
   uint64_t next(uint64_t span) {
     const uint64_t step = (span + kAlign - 1) / kAlign * kAlign;
     if (step > UINT64_MAX - next_) {
-      throw Error::limit(
-          "the allocator model ran out of addresses for new segments (a trace "
-          "that reserves more than 2^60 bytes)");
+      throw Error(ErrorCode::kLimitExceeded,
+                  "the allocator model ran out of addresses for new segments (a trace "
+                  "that reserves more than 2^60 bytes)");
     }
     const uint64_t address = next_;
     next_ += step;

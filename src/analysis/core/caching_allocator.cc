@@ -57,7 +57,7 @@ uint32_t AllocatorModel::new_block(const Block& block) {
     return index;
   }
   if (blocks_.size() >= UINT32_MAX) {
-    throw Error::limit("the allocator model ran out of block ids (4 billion)");
+    throw Error(ErrorCode::kLimitExceeded, "the allocator model ran out of block ids (4 billion)");
   }
   blocks_.push_back(block);
   return static_cast<uint32_t>(blocks_.size() - 1);
