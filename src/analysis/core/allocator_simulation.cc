@@ -11,6 +11,7 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "analysis/core/allocator_walk.h"
 #include "analysis/core/caching_allocator.h"
 #include "analysis/core/pytorch_allocator_policy.h"
 #include "memsnap/error.h"
@@ -40,12 +41,6 @@ class UnrecordedAddresses {
   static constexpr uint64_t kAlign = uint64_t{2} << 20;
   uint64_t next_ = uint64_t{0xF} << 60;
 };
-
-// The trace's pool of an entry (recent PyTorch writes it on each entry).
-PoolId pool_of(const EventColumns& events, uint64_t i) {
-  auto found = events.pool_id.find(i);
-  return found == events.pool_id.end() ? PoolId{} : found->second;
-}
 
 // Segments and blocks on one side only (or of another size there).
 template <typename Map>
@@ -213,7 +208,7 @@ class Checker {
       return unrecorded_.next(span);
     };
     const uint64_t stream = events_.stream[i];
-    const PoolId pool = pool_of(events_, i);
+    const PoolId pool = allocator_walk::entry_pool(file_.snapshot(), i);
     std::optional<ModelBlockId> block =
         model_.malloc(events_.size[i], stream, pool, address_of, made_);
     compare_reserves(i, position);
@@ -460,7 +455,8 @@ class Simulation {
       return addresses_.next(span);
     };
     std::optional<ModelBlockId> block =
-        model_.malloc(size, events_.stream[i], pool_of(events_, i), address_of, made_);
+        model_.malloc(size, events_.stream[i], allocator_walk::entry_pool(file_.snapshot(), i),
+                      address_of, made_);
     pending_.clear();
     count();
     return block;
